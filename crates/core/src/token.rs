@@ -1,0 +1,274 @@
+//! Minting and hashing of bearer tokens, refresh tokens, device codes and
+//! user codes.
+//!
+//! Invariant: only keyed hashes ([`TokenHash`]) are ever stored. A token is
+//! looked up by recomputing its hash, so a database dump holds nothing that
+//! can be presented to the server.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::fmt;
+
+use crate::random::{Random, bytes};
+use crate::secret::Secret;
+
+/// Random bytes in access and refresh tokens. 34 bytes encode to 48 base64
+/// characters ending in `==`, which real clients (pyvenafi) test for before
+/// choosing the `Authorization: Bearer` header.
+pub const TOKEN_BYTES: usize = 34;
+/// Random bytes in a device code (RFC 8628 §5.2: high entropy).
+pub const DEVICE_CODE_BYTES: usize = 32;
+/// The user-code alphabet: consonants only, no vowels to spell words with,
+/// no look-alikes (RFC 8628 §6.1).
+pub const USER_CODE_ALPHABET: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
+/// Letters in a user code: 20^8 ≈ 2^34.6 codes.
+pub const USER_CODE_LEN: usize = 8;
+
+/// What a hash is of. The purpose goes into the MAC so a refresh token can
+/// never be found by looking it up as an access token, and so on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    Access,
+    Refresh,
+    DeviceCode,
+    UserCode,
+}
+
+impl TokenKind {
+    fn label(self) -> &'static [u8] {
+        match self {
+            TokenKind::Access => b"strongroom/access-token/v1",
+            TokenKind::Refresh => b"strongroom/refresh-token/v1",
+            TokenKind::DeviceCode => b"strongroom/device-code/v1",
+            TokenKind::UserCode => b"strongroom/user-code/v1",
+        }
+    }
+}
+
+/// The server key under which tokens are hashed (HMAC-SHA256).
+#[derive(Clone)]
+pub struct TokenKey([u8; 32]);
+
+impl TokenKey {
+    pub fn new(key: [u8; 32]) -> Self {
+        TokenKey(key)
+    }
+
+    /// The keyed hash under which a token of `kind` is stored.
+    pub fn hash(&self, kind: TokenKind, token: &str) -> TokenHash {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable_hmac());
+        mac.update(kind.label());
+        mac.update(&[0]);
+        mac.update(token.as_bytes());
+        TokenHash(mac.finalize().into_bytes().into())
+    }
+}
+
+// HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
+#[allow(clippy::panic)]
+fn unreachable_hmac() -> Hmac<Sha256> {
+    panic!("HMAC-SHA256 accepts keys of every length")
+}
+
+impl fmt::Debug for TokenKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenKey(<redacted>)")
+    }
+}
+
+/// A stored token hash. Equality is on hashes, which is safe to compare
+/// directly: finding a hash's preimage is what an attacker would need.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub [u8; 32]);
+
+impl TokenHash {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub fn from_slice(b: &[u8]) -> Option<Self> {
+        <[u8; 32]>::try_from(b).ok().map(TokenHash)
+    }
+
+    /// A short, non-secret handle for logs and admin listings.
+    pub fn short(&self) -> String {
+        self.0.iter().take(4).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl fmt::Debug for TokenHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenHash({}…)", self.short())
+    }
+}
+
+/// A new bearer or refresh token: standard padded base64 of
+/// [`TOKEN_BYTES`] random bytes.
+pub fn mint_token(rng: &dyn Random) -> Secret {
+    Secret::new(STANDARD.encode(bytes::<TOKEN_BYTES>(rng)))
+}
+
+/// A new device code: unpadded base64url of [`DEVICE_CODE_BYTES`] bytes.
+pub fn mint_device_code(rng: &dyn Random) -> Secret {
+    Secret::new(URL_SAFE_NO_PAD.encode(bytes::<DEVICE_CODE_BYTES>(rng)))
+}
+
+/// A new user code in its canonical form: eight letters, no dash.
+/// Rejection sampling keeps every letter uniform over the alphabet.
+pub fn mint_user_code(rng: &dyn Random) -> Secret {
+    let mut out = String::with_capacity(USER_CODE_LEN);
+    while out.len() < USER_CODE_LEN {
+        let mut buf = [0u8; 16];
+        rng.fill(&mut buf);
+        for b in buf {
+            // 240 = 12 * 20: bytes at or above it would bias the low letters.
+            if b < 240 && out.len() < USER_CODE_LEN {
+                out.push(char::from(USER_CODE_ALPHABET[usize::from(b % 20)]));
+            }
+        }
+    }
+    Secret::new(out)
+}
+
+/// The user code as shown to people: `BCDF-GHJK`.
+pub fn display_user_code(canonical: &str) -> String {
+    if canonical.len() == USER_CODE_LEN && canonical.is_ascii() {
+        format!("{}-{}", &canonical[..4], &canonical[4..])
+    } else {
+        canonical.to_owned()
+    }
+}
+
+/// Reads a user code as a person may type it: any case, with or without the
+/// dash, spaces or other punctuation. Returns the canonical form, or `None`
+/// when what is left is not eight letters of the alphabet.
+pub fn normalize_user_code(input: &str) -> Option<String> {
+    if input.len() > 64 {
+        return None;
+    }
+    let mut out = String::with_capacity(USER_CODE_LEN);
+    for c in input.chars() {
+        if c.is_ascii_alphanumeric() {
+            let u = c.to_ascii_uppercase();
+            if !USER_CODE_ALPHABET.contains(&(u as u8)) || out.len() == USER_CODE_LEN {
+                return None;
+            }
+            out.push(u);
+        } else if !(c.is_ascii_punctuation() || c.is_whitespace()) {
+            return None;
+        }
+    }
+    (out.len() == USER_CODE_LEN).then_some(out)
+}
+
+/// Cheap shape check before hashing a presented bearer or refresh token, so
+/// that garbage is refused without touching the database.
+pub fn looks_like_token(s: &str) -> bool {
+    s.len() == 48 && s.ends_with("==") && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+}
+
+/// Shape check for a presented device code.
+pub fn looks_like_device_code(s: &str) -> bool {
+    s.len() == 43 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    /// Deterministic test randomness (xorshift); not for production.
+    #[derive(Debug)]
+    struct XorShift(Mutex<u64>);
+    impl Random for XorShift {
+        fn fill(&self, dest: &mut [u8]) {
+            let mut s = self.0.lock().unwrap();
+            for b in dest {
+                *s ^= *s << 13;
+                *s ^= *s >> 7;
+                *s ^= *s << 17;
+                *b = (*s >> 24) as u8;
+            }
+        }
+    }
+
+    #[test]
+    fn tokens_have_the_shape_real_clients_expect() {
+        let rng = XorShift(Mutex::new(0x9e37_79b9_7f4a_7c15));
+        let t = mint_token(&rng);
+        assert_eq!(t.expose().len(), 48);
+        assert!(t.expose().ends_with("=="));
+        assert!(looks_like_token(t.expose()));
+        let d = mint_device_code(&rng);
+        assert!(looks_like_device_code(d.expose()));
+    }
+
+    #[test]
+    fn minted_values_do_not_repeat() {
+        let rng = XorShift(Mutex::new(42));
+        let mut seen = HashSet::new();
+        for _ in 0..10_000 {
+            assert!(seen.insert(mint_token(&rng).expose().to_owned()));
+        }
+    }
+
+    #[test]
+    fn user_codes_use_only_the_alphabet_and_normalise() {
+        let rng = XorShift(Mutex::new(7));
+        for _ in 0..1000 {
+            let c = mint_user_code(&rng);
+            assert_eq!(c.expose().len(), 8);
+            assert!(c.expose().bytes().all(|b| USER_CODE_ALPHABET.contains(&b)));
+            let shown = display_user_code(c.expose());
+            assert_eq!(normalize_user_code(&shown).as_deref(), Some(c.expose()));
+            assert_eq!(normalize_user_code(&shown.to_lowercase()).as_deref(), Some(c.expose()));
+            let spaced = format!(" {} {} ", &shown[..4], &shown[5..]);
+            assert_eq!(normalize_user_code(&spaced).as_deref(), Some(c.expose()));
+        }
+        assert_eq!(normalize_user_code("BCDF-GHJ"), None);
+        assert_eq!(normalize_user_code("BCDF-GHJKL"), None);
+        assert_eq!(normalize_user_code("ABCD-EFGH"), None, "vowels are not in the alphabet");
+        assert_eq!(normalize_user_code("BCDF-GHJ\u{e9}"), None);
+    }
+
+    #[test]
+    fn user_code_letters_are_uniform() {
+        let rng = XorShift(Mutex::new(99));
+        let mut counts = [0u32; 20];
+        for _ in 0..20_000 {
+            for b in mint_user_code(&rng).expose().bytes() {
+                let i = USER_CODE_ALPHABET.iter().position(|&a| a == b).unwrap();
+                counts[i] += 1;
+            }
+        }
+        // 160k letters, 8k expected each; chi-square with 19 dof, p=0.001 → 43.8
+        let chi: f64 = counts.iter().map(|&c| (f64::from(c) - 8000.0).powi(2) / 8000.0).sum();
+        assert!(chi < 43.8, "chi-square {chi} counts {counts:?}");
+    }
+
+    #[test]
+    fn hashes_depend_on_key_kind_and_token() {
+        let k1 = TokenKey::new([1; 32]);
+        let k2 = TokenKey::new([2; 32]);
+        let a = k1.hash(TokenKind::Access, "x");
+        assert_eq!(a, k1.hash(TokenKind::Access, "x"));
+        assert_ne!(a, k1.hash(TokenKind::Refresh, "x"));
+        assert_ne!(a, k2.hash(TokenKind::Access, "x"));
+        assert_ne!(a, k1.hash(TokenKind::Access, "y"));
+        assert!(!format!("{k1:?}").contains('1'));
+    }
+
+    proptest! {
+        #[test]
+        fn normalizer_never_panics(s in ".{0,80}") {
+            if let Some(c) = normalize_user_code(&s) {
+                prop_assert_eq!(c.len(), 8);
+            }
+        }
+    }
+}
