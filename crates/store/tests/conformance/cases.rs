@@ -1,0 +1,301 @@
+use std::sync::{Arc, Mutex};
+
+use strongroom_core::event::{Event, EventKind, verify_chain};
+use strongroom_core::grant::device::{DeviceAuthorization, DeviceState, PollRecord};
+use strongroom_core::grant::{Grant, IssuedTokens};
+use strongroom_core::identity::{User, UserId};
+use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
+use strongroom_core::random::Random;
+use strongroom_core::scope::Scope;
+use strongroom_core::throttle::Rule;
+use strongroom_core::time::UnixTime;
+use strongroom_core::token::{TokenKey, TokenKind};
+use strongroom_store::{EventFilter, NewTokens, Store, StoreError};
+
+#[derive(Debug)]
+struct Rng(Mutex<u64>);
+impl Random for Rng {
+    fn fill(&self, dest: &mut [u8]) {
+        let mut s = self.0.lock().unwrap();
+        for b in dest {
+            *s ^= *s << 13;
+            *s ^= *s >> 7;
+            *s ^= *s << 17;
+            *b = (*s >> 32) as u8;
+        }
+    }
+}
+
+fn rng() -> Rng {
+    Rng(Mutex::new(0x1234_5678_9abc_def1 ^ u64::from(std::process::id())))
+}
+
+const T0: UnixTime = UnixTime::from_secs(1_800_000_000);
+const KEY: [u8; 32] = [7; 32];
+
+fn ev(kind: EventKind) -> Event {
+    Event::new(kind, T0)
+}
+
+async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
+    let u = User { id: UserId::generate(rng), name: name.into(), disabled: false, master_admin: false, created_at: T0 };
+    store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated).object(name)).await.unwrap();
+    u
+}
+
+fn integration(client_id: &str) -> Integration {
+    Integration {
+        client_id: client_id.into(),
+        name: "Test app".into(),
+        max_scope: Scope::parse("restricted:manage").unwrap(),
+        allowed_users: AllowedUsers::Everyone,
+        grant_types: GrantTypes::default(),
+        overrides: TokenOverrides::default(),
+        disabled: false,
+    }
+}
+
+fn device(rng: &Rng, n: u8) -> DeviceAuthorization {
+    let k = TokenKey::new(KEY);
+    let _ = rng;
+    DeviceAuthorization {
+        code_hash: k.hash(TokenKind::DeviceCode, &format!("code-{n}")),
+        user_code_hash: k.hash(TokenKind::UserCode, &format!("user-{n}")),
+        client_id: "app".into(),
+        scope: Scope::parse("restricted").unwrap(),
+        state: DeviceState::Pending,
+        created_at: T0,
+        expires_at: T0.plus_secs(300),
+        interval_secs: 5,
+        last_poll_at: None,
+        version: 0,
+    }
+}
+
+pub(crate) async fn users(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "Alice").await;
+    let dup = User { id: UserId::generate(&rng), name: "alice".into(), disabled: false, master_admin: false, created_at: T0 };
+    assert!(matches!(store.create_user(dup, "x".into(), ev(EventKind::UserCreated)).await, Err(StoreError::Conflict)));
+    let (found, hash) = store.user_by_name("ALICE".into()).await.unwrap().unwrap();
+    assert_eq!(found, alice);
+    assert_eq!(hash, "$argon2id$fake");
+    assert_eq!(store.user_by_id(alice.id.clone()).await.unwrap(), Some(alice.clone()));
+    assert!(store.user_by_name("bob".into()).await.unwrap().is_none());
+    assert!(store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap());
+    assert!(!store.set_user_disabled("nobody".into(), true, ev(EventKind::UserDisabled)).await.unwrap());
+    assert!(store.user_by_id(alice.id.clone()).await.unwrap().unwrap().disabled);
+    assert!(store.set_user_password("alice".into(), "new".into(), ev(EventKind::UserPasswordChanged)).await.unwrap());
+    assert_eq!(store.user_by_name("alice".into()).await.unwrap().unwrap().1, "new");
+    user(&*store, &rng, "bob").await;
+    let names: Vec<String> = store.list_users().await.unwrap().into_iter().map(|u| u.name).collect();
+    assert_eq!(names, ["Alice", "bob"]);
+    // Events: created, disabled, password, created — the failed ones wrote nothing.
+    let kinds: Vec<EventKind> =
+        store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap().into_iter().map(|e| e.event.kind).collect();
+    assert_eq!(kinds, [EventKind::UserCreated, EventKind::UserDisabled, EventKind::UserPasswordChanged, EventKind::UserCreated]);
+}
+
+pub(crate) async fn integrations(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    let mut i = integration("App-1");
+    i.allowed_users = AllowedUsers::Only(vec![alice.id.clone()]);
+    i.overrides = TokenOverrides { access_validity: Some(60), refreshable: Some(false), ..Default::default() };
+    i.grant_types = GrantTypes { device: true, password: true };
+    store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await.unwrap();
+    assert!(matches!(store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await, Err(StoreError::Conflict)));
+    assert_eq!(store.integration("App-1".into()).await.unwrap(), Some(i.clone()));
+    assert_eq!(store.integration("app-1".into()).await.unwrap(), None, "client ids are case-sensitive");
+    i.name = "Renamed".into();
+    i.allowed_users = AllowedUsers::Everyone;
+    i.disabled = true;
+    assert!(store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap());
+    assert_eq!(store.integration("App-1".into()).await.unwrap(), Some(i.clone()));
+    assert!(!store.update_integration(integration("nope"), ev(EventKind::IntegrationUpdated)).await.unwrap());
+    assert_eq!(store.list_integrations().await.unwrap(), vec![i]);
+}
+
+pub(crate) async fn device_flow(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let d = device(&rng, 1);
+    store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+    let mut clash = device(&rng, 2);
+    clash.user_code_hash = d.user_code_hash;
+    assert!(matches!(store.insert_device(clash, ev(EventKind::DeviceAuthorizationStarted)).await, Err(StoreError::Conflict)));
+    assert_eq!(store.device_by_code(d.code_hash).await.unwrap(), Some(d.clone()));
+    assert_eq!(store.device_by_user_code(d.user_code_hash).await.unwrap(), Some(d.clone()));
+
+    // Polls are conditional on the version read.
+    let rec = PollRecord { last_poll_at: T0.plus_secs(1), interval_secs: 10 };
+    assert!(store.record_poll(d.code_hash, 0, rec).await.unwrap());
+    assert!(!store.record_poll(d.code_hash, 0, rec).await.unwrap(), "stale version");
+    let polled = store.device_by_code(d.code_hash).await.unwrap().unwrap();
+    assert_eq!((polled.version, polled.interval_secs, polled.last_poll_at), (1, 10, Some(T0.plus_secs(1))));
+
+    // Approve, once.
+    let approved = DeviceState::Approved { user_id: alice.id.clone() };
+    assert!(!store.decide_device(d.code_hash, 0, approved.clone(), ev(EventKind::DeviceApproved)).await.unwrap());
+    assert!(store.decide_device(d.code_hash, 1, approved.clone(), ev(EventKind::DeviceApproved)).await.unwrap());
+    let deny = DeviceState::Denied { user_id: alice.id.clone() };
+    assert!(!store.decide_device(d.code_hash, 2, deny, ev(EventKind::DeviceDenied)).await.unwrap(), "not pending any more");
+    assert!(!store.record_poll(d.code_hash, 2, rec).await.unwrap(), "only pending codes record polls");
+    let now = store.device_by_code(d.code_hash).await.unwrap().unwrap();
+    assert_eq!(now.state, approved);
+
+    // Redeem.
+    let grant = Grant::new(&rng, "app", alice.id.clone(), d.scope.clone(), T0, TokenSettings::default());
+    let tokens = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
+    assert!(store.redeem_device(d.code_hash, 2, grant.clone(), NewTokens::from(&tokens), ev(EventKind::TokenIssued)).await.unwrap());
+    let ctx = store.access_context(tokens.access_hash).await.unwrap().unwrap();
+    assert_eq!(ctx.grant, grant);
+    assert_eq!(ctx.user_name, "alice");
+    assert_eq!(ctx.token_expires, tokens.access_expires);
+    assert!(!ctx.user_disabled && !ctx.integration_disabled);
+    let (rt, g) = store.refresh_token(tokens.refresh_hash().unwrap()).await.unwrap().unwrap();
+    assert_eq!(g, grant);
+    assert_eq!(rt.spent_at, None);
+    assert!(matches!(store.device_by_code(d.code_hash).await.unwrap().unwrap().state, DeviceState::Redeemed { .. }));
+    // The tokens are not findable under the wrong kind.
+    assert!(store.access_context(tokens.refresh_hash().unwrap()).await.unwrap().is_none());
+}
+
+pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    for trial in 0..20u8 {
+        let d = device(&rng, trial);
+        store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+        let ok = store
+            .decide_device(d.code_hash, 0, DeviceState::Approved { user_id: alice.id.clone() }, ev(EventKind::DeviceApproved))
+            .await
+            .unwrap();
+        assert!(ok);
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let (store, rng, user_id, scope) = (store.clone(), rng.clone(), alice.id.clone(), d.scope.clone());
+            tasks.push(tokio::spawn(async move {
+                let grant = Grant::new(&*rng, "app", user_id, scope, T0, TokenSettings::default());
+                let tokens = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
+                store.redeem_device(d.code_hash, 1, grant, NewTokens::from(&tokens), ev(EventKind::TokenIssued)).await.unwrap()
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1, "trial {trial}: exactly one redemption wins");
+    }
+    assert_eq!(store.list_grants(true, T0).await.unwrap().len(), 20, "one grant per code");
+}
+
+pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
+    store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut current = first.refresh_hash().unwrap();
+    for trial in 0..20 {
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let (store, rng, grant) = (store.clone(), rng.clone(), grant.clone());
+            tasks.push(tokio::spawn(async move {
+                let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0.plus_secs(trial + 1));
+                let won = store.rotate_refresh(current, grant.id.clone(), NewTokens::from(&t), ev(EventKind::TokenRefreshed)).await.unwrap();
+                won.then(|| t.refresh_hash().unwrap())
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            winners.extend(t.await.unwrap());
+        }
+        assert_eq!(winners.len(), 1, "trial {trial}: exactly one rotation wins");
+        let (old, _) = store.refresh_token(current).await.unwrap().unwrap();
+        assert_eq!(old.spent_at, Some(T0.plus_secs(trial + 1)));
+        current = winners[0];
+    }
+    let g = store.refresh_token(current).await.unwrap().unwrap().1;
+    assert_eq!(g.access_issued_at, T0.plus_secs(20));
+}
+
+pub(crate) async fn revoke(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let grant = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
+    store.insert_grant(grant.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    assert_eq!(store.list_grants(false, T0).await.unwrap().len(), 1);
+    assert!(store.revoke_grant(grant.id.clone(), T0.plus_secs(5), ev(EventKind::GrantRevoked)).await.unwrap());
+    assert!(!store.revoke_grant(grant.id.clone(), T0.plus_secs(6), ev(EventKind::GrantRevoked)).await.unwrap());
+    assert!(store.access_context(t.access_hash).await.unwrap().is_none(), "access tokens die with the grant");
+    let (rt, g) = store.refresh_token(t.refresh_hash().unwrap()).await.unwrap().unwrap();
+    assert_eq!(g.revoked_at, Some(T0.plus_secs(5)));
+    assert_eq!(rt.spent_at, None);
+    // A refresh of a revoked grant loses.
+    let t2 = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0.plus_secs(7));
+    assert!(!store.rotate_refresh(t.refresh_hash().unwrap(), grant.id.clone(), NewTokens::from(&t2), ev(EventKind::TokenRefreshed)).await.unwrap());
+    assert!(store.list_grants(false, T0).await.unwrap().is_empty());
+    let all = store.list_grants(true, T0).await.unwrap();
+    assert_eq!((all.len(), all[0].user_name.as_str()), (1, "alice"));
+    let revokes = store.events(EventFilter { kind: Some("grant.revoked".into()), limit: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(revokes.len(), 1, "a failed revoke writes no event");
+}
+
+pub(crate) async fn throttle(store: Arc<dyn Store>) {
+    let rule = Rule { limit: 2, window_secs: 60, lockout_secs: 120 };
+    let keys = vec![("user:a".to_owned(), rule), ("addr:x".to_owned(), Rule { limit: 10, ..rule })];
+    for i in 0..3 {
+        let out = store.record_failure(keys.clone(), Event::new(EventKind::LoginFailed, T0.plus_secs(i))).await.unwrap();
+        assert_eq!(out[0].failures, (i + 1) as u32);
+        assert_eq!(out[0].is_locked(T0.plus_secs(i)), i == 2);
+        assert!(!out[1].is_locked(T0.plus_secs(i)));
+    }
+    let c = store.counters(vec!["user:a".into(), "addr:x".into(), "none".into()]).await.unwrap();
+    assert!(c[0].is_locked(T0.plus_secs(3)));
+    assert_eq!(c[1].failures, 3);
+    assert_eq!(c[2].failures, 0);
+    let lockouts = store.events(EventFilter { kind: Some("login.lockout".into()), limit: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(lockouts.len(), 1);
+    assert_eq!(lockouts[0].event.object, "user:a");
+    store.clear_counters(vec!["addr:x".into()]).await.unwrap();
+    assert_eq!(store.counters(vec!["addr:x".into()]).await.unwrap()[0].failures, 0);
+}
+
+pub(crate) async fn event_chain(store: Arc<dyn Store>) {
+    for i in 0..25 {
+        store.append_event(Event::new(EventKind::LoginFailed, T0.plus_secs(i)).identity(format!("u{}", i % 3))).await.unwrap();
+    }
+    let all = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
+    let head = store.event_head().await.unwrap();
+    assert_eq!(verify_chain(&all, head), Ok(25));
+    let page = store.events(EventFilter { after_seq: Some(20), limit: 3, ..Default::default() }).await.unwrap();
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [21, 22, 23]);
+    let u1 = store.events(EventFilter { identity: Some("u1".into()), limit: 100, ..Default::default() }).await.unwrap();
+    assert_eq!(u1.len(), 8);
+    let window = store
+        .events(EventFilter { since: Some(T0.plus_secs(5)), until: Some(T0.plus_secs(10)), limit: 100, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(window.len(), 5);
+}
+
+pub(crate) async fn purge(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    store.insert_device(device(&rng, 1), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+    let s = TokenSettings { grant_validity: 100, ..Default::default() };
+    let grant = Grant::new(&rng, "app", alice.id, Scope::parse("restricted").unwrap(), T0, s);
+    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
+    store.insert_grant(grant, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    assert_eq!(store.purge(T0.plus_secs(50)).await.unwrap(), 0);
+    assert!(store.purge(T0.plus_secs(400)).await.unwrap() >= 2);
+    assert!(store.device_by_code(device(&rng, 1).code_hash).await.unwrap().is_none());
+    assert!(store.refresh_token(t.refresh_hash().unwrap()).await.unwrap().is_none());
+    let events = store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap();
+    assert_eq!(events.len(), 3, "events are kept");
+}
