@@ -1,1 +1,160 @@
-fn main() {}
+//! `strongroom`: the server, its administration, and (later) the client verbs.
+//!
+//! The one binary. `anyhow` lives here only; the libraries return typed errors.
+#![forbid(unsafe_code)]
+
+mod admin;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+use strongroom_server::config::RawConfig;
+
+/// A self-hosted token authority and secret vault.
+#[derive(Debug, Parser)]
+#[command(name = "strongroom", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server.
+    ///
+    /// With no options: data in ./strongroom-data (created on first start),
+    /// HTTPS on 127.0.0.1:8443 with a self-signed certificate made on first start.
+    Serve(ConfigArgs),
+    /// Administer users, API integrations, grants and the event log, directly
+    /// on the store (also while the server runs).
+    Admin {
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+    },
+}
+
+/// Where the configuration comes from. Flags override environment variables
+/// (`STRONGROOM_*`), which override the file.
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// TOML configuration file.
+    #[arg(long, env = "STRONGROOM_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Data directory: SQLite database, master key, TLS certificate.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// Address and port to listen on.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Base URL that clients and browsers use to reach the server.
+    #[arg(long)]
+    public_url: Option<String>,
+    /// SQLite path or postgres:// URL (default: <data-dir>/strongroom.db).
+    #[arg(long, global = true)]
+    database_url: Option<String>,
+    /// Serve plain HTTP (behind a TLS-terminating proxy, or for tests).
+    #[arg(long)]
+    insecure_http: bool,
+}
+
+impl ConfigArgs {
+    fn load(&self) -> Result<strongroom_server::Config> {
+        let raw = match &self.config {
+            Some(p) => RawConfig::from_file(p)?,
+            None => RawConfig::default(),
+        };
+        let mut raw = raw.with_env(|k| std::env::var(k).ok())?;
+        if let Some(d) = &self.data_dir {
+            raw.data_dir = Some(d.clone());
+        }
+        if let Some(l) = &self.listen {
+            raw.listen = Some(l.clone());
+        }
+        if let Some(u) = &self.public_url {
+            raw.public_url = Some(u.clone());
+        }
+        if let Some(u) = &self.database_url {
+            raw.database_url = Some(u.clone());
+        }
+        if self.insecure_http {
+            raw.insecure_http = Some(true);
+        }
+        Ok(raw.validate()?)
+    }
+}
+
+fn init_logging(default: &str) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = std::env::var("STRONGROOM_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| default.to_owned());
+    let filter = EnvFilter::try_new(&filter).with_context(|| format!("bad log filter {filter:?}"))?;
+    let json = std::env::var("STRONGROOM_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_target(false);
+    let result = if json { builder.json().try_init() } else { builder.try_init() };
+    result.map_err(|e| anyhow::anyhow!("logging: {e}"))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("received Ctrl-C"),
+        () = term => tracing::info!("received SIGTERM"),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve(args) => {
+            init_logging("info")?;
+            let config = args.load()?;
+            strongroom_server::serve::run(config, shutdown_signal()).await?;
+            Ok(())
+        }
+        Command::Admin { config, command } => {
+            init_logging("warn")?;
+            let config = config.load()?;
+            admin::run(&config, command).await
+        }
+    }
+}

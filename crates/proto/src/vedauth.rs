@@ -1,0 +1,118 @@
+//! `/vedauth`: device authorization, token exchange and refresh, verify,
+//! revoke. Parameter names are case-sensitive (seed §4.1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::SecretString;
+
+/// `grant_type` of the device-code exchange (RFC 8628 §3.4).
+pub const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// `grant_type` of a standard RFC 6749 refresh (oauth2-rs sends it; the
+/// product's own clients send no `grant_type` on refresh).
+pub const REFRESH_TOKEN_GRANT: &str = "refresh_token";
+
+/// `POST Authorize/Device`, JSON or form.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct DeviceRequest {
+    pub client_id: Option<String>,
+    pub scope: Option<String>,
+}
+
+/// `POST Authorize/Device` → 200.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct DeviceResponse {
+    pub device_code: SecretString,
+    pub user_code: String,
+    /// Absolute URL (oauth2-rs requires it).
+    pub verification_uri: String,
+    pub verification_uri_complete: String,
+    pub expires_in: i64,
+    /// Epoch seconds (pyvenafi reads it).
+    pub expires: i64,
+    pub interval: i64,
+}
+
+/// `POST Authorize/Token`, JSON or form. Two shapes (seed §4.1):
+/// refresh `{client_id, refresh_token}` (optionally with
+/// `grant_type=refresh_token`), and device-code exchange
+/// `{client_id, device_code, grant_type}`.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct TokenRequest {
+    pub client_id: Option<String>,
+    pub grant_type: Option<String>,
+    pub device_code: Option<SecretString>,
+    pub refresh_token: Option<SecretString>,
+    /// Sent by RFC 6749 clients; a refresh keeps the grant's scope (seed §5.2).
+    pub scope: Option<String>,
+}
+
+/// `POST Authorize/OAuth` (password grant), JSON.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct OAuthRequest {
+    pub client_id: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<SecretString>,
+    pub scope: Option<String>,
+    /// vcert sends `"state": ""`; echoed back when present.
+    pub state: Option<String>,
+    /// RFC 6749 clients send `grant_type=password`; ignored.
+    pub grant_type: Option<String>,
+}
+
+/// Every successful token response (seed §2.1). Integers are JSON integers:
+/// Go vcert decodes them into `int`, oauth2-rs needs an unsigned `expires_in`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct TokenResponse {
+    pub access_token: SecretString,
+    /// `null` when the integration's grants are not refreshable; the key is
+    /// always present because vcert indexes it.
+    pub refresh_token: Option<SecretString>,
+    pub expires_in: i64,
+    pub expires: i64,
+    pub token_type: String,
+    pub scope: String,
+    pub refresh_until: i64,
+    pub identity: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub state: Option<String>,
+}
+
+/// Every `/vedauth` error (seed §7.1, RFC 6749 §5.2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ErrorResponse {
+    pub error: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_description: Option<String>,
+}
+
+/// `GET Authorize/Verify` → 200 (product-reference §5). Both the
+/// `*_unix_time` integers (pyvenafi) and the `*_ISO8601` strings (Go vcert).
+#[allow(non_snake_case)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct VerifyResponse {
+    pub access_issued_on: String,
+    pub access_issued_on_ISO8601: String,
+    pub access_issued_on_unix_time: i64,
+    /// The integration's Client ID.
+    pub application: String,
+    /// Grant expiry, `/Date(ms)/`.
+    pub expires: String,
+    pub expires_ISO8601: String,
+    pub expires_unix_time: i64,
+    pub grant_issued_on: String,
+    pub grant_issued_on_ISO8601: String,
+    pub grant_issued_on_unix_time: i64,
+    pub identity: String,
+    pub scope: String,
+    /// Seconds the access token is valid for, from issue.
+    pub valid_for: i64,
+}
+
+/// `GET Revoke/Token` → 200 (revoked) or 202 (token not found).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct RevokeResponse {
+    #[serde(rename = "Success")]
+    pub success: bool,
+    #[serde(rename = "Message")]
+    pub message: String,
+}

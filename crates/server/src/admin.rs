@@ -1,0 +1,248 @@
+//! Operations behind `strongroom admin`: users, API integrations, grants and
+//! events. They work directly on the store, so they work while the server
+//! runs (SQLite in WAL mode takes a second writer; PostgreSQL anyway).
+
+use std::sync::Arc;
+
+use strongroom_core::event::{ChainError, Event, EventKind, StoredEvent, verify_chain};
+use strongroom_core::grant::GrantId;
+use strongroom_core::identity::{User, UserId, valid_user_name};
+use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings, valid_client_id};
+use strongroom_core::password::{self, MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
+use strongroom_core::random::Random;
+use strongroom_core::scope::Scope;
+use strongroom_core::secret::Secret;
+use strongroom_core::time::Clock;
+use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
+
+use crate::config::check_tokens;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0} already exists")]
+    Exists(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the event log is broken: {0}")]
+    Chain(#[from] ChainError),
+}
+
+/// The administrator's handle on the store.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub rng: Arc<dyn Random>,
+}
+
+/// What `admin integrations create` and `update` set. `None` leaves a field
+/// as it is (update) or at its default (create).
+#[derive(Debug, Default, Clone)]
+pub struct IntegrationSpec {
+    pub name: Option<String>,
+    pub scope: Option<String>,
+    /// User names; `Some(vec![])` allows nobody.
+    pub allow_users: Option<Vec<String>>,
+    pub allow_all_users: bool,
+    pub device: Option<bool>,
+    pub password: Option<bool>,
+    pub disabled: Option<bool>,
+    pub overrides: TokenOverrides,
+}
+
+impl Admin {
+    fn event(&self, kind: EventKind) -> Event {
+        Event::new(kind, self.clock.now()).identity("admin").origin("cli", "")
+    }
+
+    pub async fn create_user(&self, name: &str, password: &Secret, master_admin: bool) -> Result<User, AdminError> {
+        if !valid_user_name(name) {
+            return Err(AdminError::Invalid("user names are 1-64 letters, digits or .-_@".into()));
+        }
+        check_password(password)?;
+        let user = User {
+            id: UserId::generate(&*self.rng),
+            name: name.to_owned(),
+            disabled: false,
+            master_admin,
+            created_at: self.clock.now(),
+        };
+        let hash = hash(password, self.rng.clone()).await?;
+        let event = self.event(EventKind::UserCreated).object(name);
+        match self.store.create_user(user.clone(), hash, event).await {
+            Ok(()) => Ok(user),
+            Err(StoreError::Conflict) => Err(AdminError::Exists(format!("user {name}"))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<User>, AdminError> {
+        Ok(self.store.list_users().await?)
+    }
+
+    pub async fn set_user_disabled(&self, name: &str, disabled: bool) -> Result<(), AdminError> {
+        let kind = if disabled { EventKind::UserDisabled } else { EventKind::UserEnabled };
+        if self.store.set_user_disabled(name.to_owned(), disabled, self.event(kind).object(name)).await? {
+            Ok(())
+        } else {
+            Err(AdminError::NotFound(format!("user {name}")))
+        }
+    }
+
+    pub async fn set_password(&self, name: &str, password: &Secret) -> Result<(), AdminError> {
+        check_password(password)?;
+        let hash = hash(password, self.rng.clone()).await?;
+        if self.store.set_user_password(name.to_owned(), hash, self.event(EventKind::UserPasswordChanged).object(name)).await? {
+            Ok(())
+        } else {
+            Err(AdminError::NotFound(format!("user {name}")))
+        }
+    }
+
+    async fn allowed(&self, spec: &IntegrationSpec) -> Result<Option<AllowedUsers>, AdminError> {
+        if spec.allow_all_users {
+            return Ok(Some(AllowedUsers::Everyone));
+        }
+        let Some(names) = &spec.allow_users else { return Ok(None) };
+        let mut ids = Vec::new();
+        for n in names {
+            let (u, _) = self.store.user_by_name(n.clone()).await?.ok_or_else(|| AdminError::NotFound(format!("user {n}")))?;
+            ids.push(u.id);
+        }
+        Ok(Some(AllowedUsers::Only(ids)))
+    }
+
+    pub async fn create_integration(&self, client_id: &str, spec: IntegrationSpec) -> Result<Integration, AdminError> {
+        if !valid_client_id(client_id) {
+            return Err(AdminError::Invalid("client ids are 1-128 printable characters without spaces".into()));
+        }
+        let scope = spec.scope.as_deref().ok_or_else(|| AdminError::Invalid("--scope is required".into()))?;
+        let integration = Integration {
+            client_id: client_id.to_owned(),
+            name: spec.name.clone().unwrap_or_else(|| client_id.to_owned()),
+            max_scope: parse_scope(scope)?,
+            allowed_users: self.allowed(&spec).await?.unwrap_or(AllowedUsers::Only(Vec::new())),
+            grant_types: GrantTypes {
+                device: spec.device.unwrap_or(GrantTypes::default().device),
+                password: spec.password.unwrap_or(GrantTypes::default().password),
+            },
+            overrides: spec.overrides,
+            disabled: spec.disabled.unwrap_or(false),
+        };
+        check_overrides(&integration.overrides)?;
+        match self.store.create_integration(integration.clone(), self.event(EventKind::IntegrationCreated).client_id(client_id)).await {
+            Ok(()) => Ok(integration),
+            Err(StoreError::Conflict) => Err(AdminError::Exists(format!("integration {client_id}"))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn update_integration(&self, client_id: &str, spec: IntegrationSpec) -> Result<Integration, AdminError> {
+        let mut i = self
+            .store
+            .integration(client_id.to_owned())
+            .await?
+            .ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))?;
+        if let Some(n) = &spec.name {
+            i.name = n.clone();
+        }
+        if let Some(s) = &spec.scope {
+            i.max_scope = parse_scope(s)?;
+        }
+        if let Some(a) = self.allowed(&spec).await? {
+            i.allowed_users = a;
+        }
+        if let Some(d) = spec.device {
+            i.grant_types.device = d;
+        }
+        if let Some(p) = spec.password {
+            i.grant_types.password = p;
+        }
+        if let Some(d) = spec.disabled {
+            i.disabled = d;
+        }
+        let o = spec.overrides;
+        i.overrides = TokenOverrides {
+            access_validity: o.access_validity.or(i.overrides.access_validity),
+            grant_validity: o.grant_validity.or(i.overrides.grant_validity),
+            refreshable: o.refreshable.or(i.overrides.refreshable),
+            device_code_validity: o.device_code_validity.or(i.overrides.device_code_validity),
+            poll_interval: o.poll_interval.or(i.overrides.poll_interval),
+        };
+        check_overrides(&i.overrides)?;
+        if self.store.update_integration(i.clone(), self.event(EventKind::IntegrationUpdated).client_id(client_id)).await? {
+            Ok(i)
+        } else {
+            Err(AdminError::NotFound(format!("integration {client_id}")))
+        }
+    }
+
+    pub async fn list_integrations(&self) -> Result<Vec<Integration>, AdminError> {
+        Ok(self.store.list_integrations().await?)
+    }
+
+    /// User names of an integration's allowed users, for display.
+    pub async fn user_names(&self) -> Result<std::collections::HashMap<String, String>, AdminError> {
+        Ok(self.store.list_users().await?.into_iter().map(|u| (u.id.as_str().to_owned(), u.name)).collect())
+    }
+
+    pub async fn list_grants(&self, include_ended: bool) -> Result<Vec<GrantSummary>, AdminError> {
+        Ok(self.store.list_grants(include_ended, self.clock.now()).await?)
+    }
+
+    pub async fn revoke_grant(&self, id: &str) -> Result<(), AdminError> {
+        let event = self.event(EventKind::GrantRevoked).object(id).detail("revoked by an administrator");
+        if self.store.revoke_grant(GrantId::from_stored(id.to_owned()), self.clock.now(), event).await? {
+            Ok(())
+        } else {
+            Err(AdminError::NotFound(format!("live grant {id}")))
+        }
+    }
+
+    pub async fn events(&self, filter: EventFilter) -> Result<Vec<StoredEvent>, AdminError> {
+        Ok(self.store.events(filter).await?)
+    }
+
+    /// Walks the whole event log and checks every hash link. Returns the
+    /// number of events checked.
+    pub async fn verify_events(&self) -> Result<i64, AdminError> {
+        let head = self.store.event_head().await?;
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.store.events(EventFilter { after_seq: Some(after), limit: 10_000, ..Default::default() }).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            all.extend(page);
+        }
+        Ok(verify_chain(&all, head)?)
+    }
+}
+
+fn parse_scope(s: &str) -> Result<Scope, AdminError> {
+    Scope::parse(s).map_err(|e| AdminError::Invalid(format!("scope {s:?}: {e}")))
+}
+
+fn check_password(p: &Secret) -> Result<(), AdminError> {
+    let n = p.expose().chars().count();
+    if n < MIN_PASSWORD_LEN || p.expose().len() > MAX_PASSWORD_LEN {
+        return Err(AdminError::Invalid(format!("passwords are {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN} characters")));
+    }
+    Ok(())
+}
+
+fn check_overrides(o: &TokenOverrides) -> Result<(), AdminError> {
+    check_tokens(&o.apply(TokenSettings::default())).map_err(|e| AdminError::Invalid(e.to_string()))
+}
+
+async fn hash(password: &Secret, rng: Arc<dyn Random>) -> Result<String, AdminError> {
+    let password = password.clone();
+    tokio::task::spawn_blocking(move || password::hash(&password, &*rng))
+        .await
+        .map_err(|_| AdminError::Invalid("password hashing failed".into()))?
+        .map_err(|e| AdminError::Invalid(e.to_string()))
+}

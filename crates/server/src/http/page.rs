@@ -1,0 +1,222 @@
+//! The browser approval page at `/vedauth/device`.
+//!
+//! Server-rendered HTML that works without JavaScript, loads nothing from
+//! elsewhere, and runs under a strict CSP. Three steps:
+//! 1. `GET /vedauth/device[?user_code=...]`: a sign-in form (user name,
+//!    password, the code, pre-filled from the link);
+//! 2. `POST /vedauth/device`: checks them and shows the application's name
+//!    and the requested scope in plain words, with Approve and Deny;
+//! 3. `POST /vedauth/device/decision`: records the answer.
+//!
+//! Anti-forgery: a random token in a `SameSite=Strict`, `HttpOnly` cookie must
+//! equal the form's hidden field, and a present `Origin` header must match
+//! the `Host`. The consent ticket of step 2 is signed and bound to that token.
+
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use maud::{DOCTYPE, Markup, html};
+use serde::Deserialize;
+use subtle::ConstantTimeEq as _;
+
+use strongroom_core::random::bytes;
+use strongroom_core::secret::Secret;
+use strongroom_proto::SecretString;
+
+use super::extract::read_body;
+use super::respond::{Page, css};
+use crate::service::Origin;
+use crate::service::device::{self, PageError};
+use crate::state::AppState;
+
+const COOKIE: &str = "sr_csrf";
+
+const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1d2330;margin:0}\
+main{max-width:26rem;margin:4rem auto;background:#fff;border-radius:.5rem;padding:2rem;box-shadow:0 1px 4px #0002}\
+h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem;font-weight:600}\
+input[type=text],input[type=password]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #99a;border-radius:.3rem}\
+button{margin-top:1.2rem;padding:.6rem 1.2rem;font-size:1rem;border:0;border-radius:.3rem;cursor:pointer}\
+.primary{background:#1f5fbf;color:#fff}.secondary{background:#e3e6ec;color:#1d2330}\
+.error{background:#fde8e8;color:#8a1c1c;padding:.6rem;border-radius:.3rem}\
+.code{font-family:monospace;font-size:1.2rem;letter-spacing:.1em}ul{padding-left:1.2rem}";
+
+pub(crate) async fn style() -> Response {
+    css(STYLE)
+}
+
+fn layout(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="robots" content="noindex";
+                title { (title) " · Strongroom" }
+                link rel="stylesheet" href="/vedauth/device/style.css";
+            }
+            body { main { h1 { (title) } (body) } }
+        }
+    }
+}
+
+fn sign_in_form(csrf: &str, user_code: &str, username: &str, error: Option<&PageError>) -> Markup {
+    layout(
+        "Sign in to approve a device",
+        html! {
+            @if let Some(e) = error { p.error role="alert" { (e) } }
+            p { "An application asked to act on your behalf. Sign in and enter the code it shows you." }
+            form method="post" action="/vedauth/device" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="user_code" { "Code" }
+                input type="text" id="user_code" name="user_code" value=(user_code) autocomplete="off" required
+                    autocapitalize="characters" spellcheck="false" maxlength="32";
+                label for="username" { "User name" }
+                input type="text" id="username" name="username" value=(username) autocomplete="username" required maxlength="64";
+                label for="password" { "Password" }
+                input type="password" id="password" name="password" autocomplete="current-password" required maxlength="1024";
+                button.primary type="submit" id="sign_in" { "Sign in" }
+            }
+        },
+    )
+}
+
+fn message(title: &str, text: &str) -> Markup {
+    layout(title, html! { p { (text) } })
+}
+
+/// The cookie's value if it looks like one of ours.
+fn cookie_csrf(headers: &HeaderMap) -> Option<String> {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == COOKIE && v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+            .then(|| v.to_owned())
+    })
+}
+
+fn with_cookie(app: &AppState, page: Page, csrf: &str) -> Response {
+    let mut r = page.into_response();
+    let secure = if app.secure_cookies { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE}={csrf}; Path=/vedauth/device; HttpOnly; SameSite=Strict{secure}");
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ShowQuery {
+    user_code: Option<String>,
+}
+
+/// Step 1: the sign-in form.
+pub(crate) async fn show(State(app): State<AppState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
+    let csrf = cookie_csrf(&headers).unwrap_or_else(|| URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng)));
+    let code: String = q.user_code.unwrap_or_default().chars().take(32).collect();
+    with_cookie(&app, Page::Ok(sign_in_form(&csrf, &code, "", None)), &csrf)
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    user_code: String,
+    username: String,
+    password: SecretString,
+}
+
+#[derive(Deserialize)]
+struct DecisionForm {
+    ticket: String,
+    action: String,
+}
+
+#[derive(Deserialize)]
+struct CsrfField {
+    csrf: String,
+}
+
+/// Parses a form posted by our own page, after the anti-forgery checks.
+/// Returns the form and the browser's anti-forgery token.
+async fn posted<T: serde::de::DeserializeOwned>(req: Request) -> Result<(T, String), PageError> {
+    let headers = req.headers();
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let origin_host = origin.to_str().unwrap_or("null").split_once("://").map_or("", |(_, h)| h);
+        if origin_host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
+            return Err(PageError::BadForm);
+        }
+    }
+    let cookie = cookie_csrf(headers).ok_or(PageError::BadForm)?;
+    let body = read_body(req, &()).await.map_err(|_| PageError::BadForm)?;
+    let field: CsrfField = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
+    if !bool::from(field.csrf.as_bytes().ct_eq(cookie.as_bytes())) {
+        return Err(PageError::BadForm);
+    }
+    let form = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
+    Ok((form, cookie))
+}
+
+/// Step 2: sign in and show the request.
+pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<SignInForm>(req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
+    };
+    let password = Secret::new(form.password.0);
+    match device::sign_in(&app, &form.username, &password, &form.user_code, &csrf, &origin).await {
+        Ok(c) => {
+            let page = layout(
+                "Approve access?",
+                html! {
+                    p { "Signed in as " strong { (c.user.name) } "." }
+                    p { strong { (c.integration_name) } " (" code { (c.client_id) } ") asks for access with the code "
+                        span.code { (c.user_code) } ". Make sure the application shows this same code." }
+                    p { "It will be able to:" }
+                    ul { @for line in &c.scope_lines { li { (line) } } }
+                    p { small { "Scope: " code { (c.scope) } } }
+                    form method="post" action="/vedauth/device/decision" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="ticket" value=(c.ticket);
+                        button.primary type="submit" name="action" value="approve" id="approve" { "Approve" }
+                        " "
+                        button.secondary type="submit" name="action" value="deny" id="deny" { "Deny" }
+                    }
+                },
+            );
+            with_cookie(&app, Page::Ok(page), &csrf)
+        }
+        Err(e) => {
+            let form_page = sign_in_form(&csrf, &form.user_code, &form.username, Some(&e));
+            with_cookie(&app, Page::Problem(e, form_page), &csrf)
+        }
+    }
+}
+
+/// Step 3: approve or deny.
+pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<DecisionForm>(req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
+    };
+    let approve = match form.action.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return Page::Problem(PageError::BadForm, message("Sign in again", "This page has expired.")).into_response(),
+    };
+    match device::decide(&app, &form.ticket, &csrf, approve, &origin).await {
+        Ok(d) if d.approved => Page::Ok(message(
+            "Access approved",
+            &format!("{} can now continue. You may close this window.", d.integration_name),
+        ))
+        .into_response(),
+        Ok(d) => Page::Ok(message("Access denied", &format!("{} was refused access. You may close this window.", d.integration_name)))
+            .into_response(),
+        Err(e) => {
+            let text = e.to_string();
+            Page::Problem(e, message("Not recorded", &text)).into_response()
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The only place that chooses HTTP statuses, headers and error bodies.
+//!
+//! Handlers return `Result<Outcome, Error>` with types from the service layer;
+//! this module maps every variant exhaustively. Internal errors are logged
+//! here with the request's span (which carries the request id) and answered
+//! with a generic text: details never reach the client.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Serialize;
+
+use strongroom_proto::vedauth::{ErrorResponse, RevokeResponse};
+use strongroom_proto::vedsdk::BearerErrorResponse;
+
+use crate::service::AuthError;
+use crate::service::bearer::BearerError;
+use crate::service::device::PageError;
+
+/// `application/json; charset=utf-8`: vcert checks the prefix, oauth2-rs
+/// checks it case-insensitively.
+pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+    let mut r = (status, Json(body)).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+    r
+}
+
+/// A successful JSON answer.
+pub(crate) fn ok<T: Serialize>(body: &T) -> Response {
+    json(StatusCode::OK, body)
+}
+
+impl IntoResponse for AuthError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            AuthError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            // The seed: every Authorize/Token failure is HTTP 400, and so are
+            // internal errors (invalid_request with a generic text).
+            AuthError::Internal(detail) => {
+                tracing::error!(error = %detail, "token endpoint failed");
+                StatusCode::BAD_REQUEST
+            }
+            AuthError::InvalidRequest(_)
+            | AuthError::InvalidClient(_)
+            | AuthError::InvalidGrant(_)
+            | AuthError::InvalidScope(_)
+            | AuthError::UnauthorizedClient(_)
+            | AuthError::AuthorizationPending
+            | AuthError::SlowDown
+            | AuthError::AccessDenied => StatusCode::BAD_REQUEST,
+        };
+        if !matches!(self, AuthError::AuthorizationPending | AuthError::SlowDown) {
+            tracing::info!(error = self.code(), description = self.description(), "token request refused");
+        }
+        json(status, &ErrorResponse { error: self.code().to_owned(), error_description: Some(self.description().to_owned()) })
+    }
+}
+
+impl IntoResponse for BearerError {
+    fn into_response(self) -> Response {
+        // 401 only for a bad token: clients answer a 401 by refreshing
+        // (pyvenafi retries four times), so permissions get 403.
+        let (status, error, description) = match &self {
+            BearerError::Missing => (StatusCode::UNAUTHORIZED, "invalid_token", "A valid access token is required.".to_owned()),
+            BearerError::Unknown | BearerError::Refused(_) => {
+                (StatusCode::UNAUTHORIZED, "invalid_token", "The access token is invalid, expired or revoked.".to_owned())
+            }
+            BearerError::InsufficientScope(needed) => {
+                (StatusCode::FORBIDDEN, "insufficient_scope", format!("Grant rejected scope '{needed}'."))
+            }
+            BearerError::Internal(detail) => {
+                tracing::error!(error = %detail, "bearer check failed");
+                (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "Try again later.".to_owned())
+            }
+        };
+        tracing::info!(reason = %self, "bearer refused");
+        let mut r = json(status, &BearerErrorResponse { error: error.to_owned(), error_description: description });
+        let challenge = match status {
+            StatusCode::UNAUTHORIZED => Some("Bearer realm=\"strongroom\", error=\"invalid_token\""),
+            StatusCode::FORBIDDEN => Some("Bearer realm=\"strongroom\", error=\"insufficient_scope\""),
+            _ => None,
+        };
+        if let Some(c) = challenge {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(c));
+        }
+        r
+    }
+}
+
+/// The answer of `GET Revoke/Token`.
+#[derive(Debug)]
+pub(crate) enum Revoked {
+    /// 200: the caller's grant is revoked.
+    Done(String),
+    /// 202: no such token (the product's answer when the header is missing).
+    NotFound,
+}
+
+impl IntoResponse for Revoked {
+    fn into_response(self) -> Response {
+        match self {
+            Revoked::Done(message) => json(StatusCode::OK, &RevokeResponse { success: true, message }),
+            Revoked::NotFound => {
+                json(StatusCode::ACCEPTED, &RevokeResponse { success: false, message: "Token not found".to_owned() })
+            }
+        }
+    }
+}
+
+/// A page of HTML for the approval flow, with the status its outcome needs.
+#[derive(Debug)]
+pub(crate) enum Page {
+    Ok(maud::Markup),
+    Problem(PageError, maud::Markup),
+}
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            Page::Ok(m) => (StatusCode::OK, m),
+            Page::Problem(e, m) => {
+                let status = match &e {
+                    PageError::WrongLogin => StatusCode::UNAUTHORIZED,
+                    PageError::Locked | PageError::CodeLocked => StatusCode::TOO_MANY_REQUESTS,
+                    PageError::UnknownCode | PageError::Expired => StatusCode::NOT_FOUND,
+                    PageError::NotAllowed => StatusCode::FORBIDDEN,
+                    PageError::AlreadyDecided => StatusCode::CONFLICT,
+                    PageError::BadForm => StatusCode::BAD_REQUEST,
+                    PageError::Internal(detail) => {
+                        tracing::error!(error = %detail, "approval page failed");
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }
+                };
+                (status, m)
+            }
+        };
+        let mut r = (status, Html(body.into_string())).into_response();
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            ),
+        );
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        // The page's URL carries the user code: keep it out of Referer headers.
+        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        r
+    }
+}
+
+/// Body errors on `/vedsdk` (issue 3 adds the vault's own).
+pub(crate) fn not_found() -> Response {
+    json(StatusCode::NOT_FOUND, &ErrorResponse { error: "not_found".into(), error_description: Some("No such endpoint.".into()) })
+}
+
+pub(crate) fn method_not_allowed() -> Response {
+    json(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &ErrorResponse { error: "invalid_request".into(), error_description: Some("Method not allowed.".into()) },
+    )
+}
+
+pub(crate) fn panicked() -> Response {
+    json(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &ErrorResponse { error: "server_error".into(), error_description: Some("Internal error.".into()) },
+    )
+}
+
+pub(crate) fn healthy(ok: bool) -> Response {
+    if ok {
+        json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+    } else {
+        json(StatusCode::SERVICE_UNAVAILABLE, &serde_json::json!({"status": "unavailable"}))
+    }
+}
+
+/// Static assets of the page.
+pub(crate) fn css(body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], body)
+        .into_response()
+}

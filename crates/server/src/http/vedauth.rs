@@ -1,0 +1,120 @@
+//! `/vedauth` handlers: thin, they convert between wire and service types.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+
+use strongroom_proto::SecretString;
+use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
+
+use super::extract::{FormOrJson, bearer_token};
+use super::respond::{Revoked, ok};
+use crate::service::bearer::{self, BearerError};
+use crate::service::token::Issued;
+use crate::service::{AuthError, Origin, device, token};
+use crate::state::AppState;
+use strongroom_core::event::EventKind;
+
+fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
+    let Issued { grant, tokens, state } = issued;
+    TokenResponse {
+        access_token: SecretString(tokens.access.expose().to_owned()),
+        refresh_token: tokens.refresh.as_ref().map(|(t, _)| SecretString(t.expose().to_owned())),
+        expires_in: app.now().secs_until(tokens.access_expires),
+        expires: tokens.access_expires.secs(),
+        token_type: "Bearer".to_owned(),
+        scope: grant.scope.to_string(),
+        refresh_until: grant.refresh_until.secs(),
+        identity: grant.user_id.identity(),
+        state,
+    }
+}
+
+/// `POST Authorize/Device`.
+pub(crate) async fn device(
+    State(app): State<AppState>,
+    origin: Origin,
+    FormOrJson(req): FormOrJson<DeviceRequest>,
+) -> Result<Response, AuthError> {
+    let started = device::start(&app, req, &origin).await?;
+    let verification_uri = format!("{}/vedauth/device", app.public_url);
+    Ok(ok(&DeviceResponse {
+        device_code: SecretString(started.device_code.expose().to_owned()),
+        verification_uri_complete: format!("{verification_uri}?user_code={}", started.user_code.expose()),
+        user_code: started.user_code.expose().to_owned(),
+        verification_uri,
+        expires_in: app.now().secs_until(started.expires_at),
+        expires: started.expires_at.secs(),
+        interval: started.interval_secs,
+    }))
+}
+
+/// `POST Authorize/Token`.
+pub(crate) async fn token(
+    State(app): State<AppState>,
+    origin: Origin,
+    FormOrJson(req): FormOrJson<TokenRequest>,
+) -> Result<Response, AuthError> {
+    let issued = token::token(&app, req, &origin).await?;
+    Ok(ok(&token_response(&app, issued)))
+}
+
+/// `POST Authorize/OAuth` (password grant).
+pub(crate) async fn oauth(
+    State(app): State<AppState>,
+    origin: Origin,
+    FormOrJson(req): FormOrJson<OAuthRequest>,
+) -> Result<Response, AuthError> {
+    let issued = token::password_grant(&app, req, &origin).await?;
+    Ok(ok(&token_response(&app, issued)))
+}
+
+/// `GET Authorize/Verify`.
+pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
+    let ctx = bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
+    let g = &ctx.grant;
+    Ok(ok(&VerifyResponse {
+        access_issued_on: ctx.token_issued_at.dotnet_date(),
+        access_issued_on_ISO8601: ctx.token_issued_at.iso8601(),
+        access_issued_on_unix_time: ctx.token_issued_at.secs(),
+        application: g.client_id.clone(),
+        expires: g.refresh_until.dotnet_date(),
+        expires_ISO8601: g.refresh_until.iso8601(),
+        expires_unix_time: g.refresh_until.secs(),
+        grant_issued_on: g.created_at.dotnet_date(),
+        grant_issued_on_ISO8601: g.created_at.iso8601(),
+        grant_issued_on_unix_time: g.created_at.secs(),
+        identity: g.user_id.identity(),
+        scope: g.scope.to_string(),
+        valid_for: ctx.token_issued_at.secs_until(ctx.token_expires),
+    }))
+}
+
+/// `GET Revoke/Token`: revokes the caller's whole grant. A token that has
+/// expired still names its grant, so a client may revoke after expiry.
+pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
+    let ctx = match bearer::lookup(&app, bearer_token(&headers).as_deref()).await {
+        Ok(ctx) => ctx,
+        Err(BearerError::Missing | BearerError::Unknown | BearerError::Refused(_) | BearerError::InsufficientScope(_)) => {
+            return Revoked::NotFound.into_response();
+        }
+        Err(e @ BearerError::Internal(_)) => return e.into_response(),
+    };
+    let g = &ctx.grant;
+    let event = app
+        .event(EventKind::GrantRevoked, &origin)
+        .identity(g.user_id.identity())
+        .client_id(g.client_id.as_str())
+        .object(g.id.as_str())
+        .detail("revoked by the client");
+    match app.store.revoke_grant(g.id.clone(), app.now(), event).await {
+        Ok(true) => Revoked::Done(format!(
+            "Grant for identity {} with scope {} has been revoked",
+            g.user_id.identity(),
+            g.scope
+        ))
+        .into_response(),
+        Ok(false) => Revoked::NotFound.into_response(),
+        Err(e) => BearerError::from(e).into_response(),
+    }
+}

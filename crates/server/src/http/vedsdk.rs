@@ -1,0 +1,29 @@
+//! `/vedsdk` handlers.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use strongroom_proto::vedsdk::VersionResponse;
+
+use super::extract::bearer_token;
+use super::respond::ok;
+use crate::service::bearer::{self, BearerError};
+use crate::state::AppState;
+
+/// The WebSDK API level Strongroom serves. Clients parse it to pick API
+/// features (pyvenafi reads major.minor), so it is the product version whose
+/// interface we implement, not Strongroom's own version (that is in the
+/// `Server` header).
+pub const API_VERSION: &str = "25.1.0";
+
+/// `GET /vedsdk/`: Go vcert's `Ping` wants a 200.
+pub(crate) async fn ping() -> Response {
+    ok(&serde_json::json!({}))
+}
+
+/// `GET SystemStatus/Version`: any valid bearer token.
+pub(crate) async fn version(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
+    bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
+    Ok(ok(&VersionResponse { version: API_VERSION.to_owned() }))
+}

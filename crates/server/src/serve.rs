@@ -1,0 +1,158 @@
+//! Start-up and shutdown of `strongroom serve`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum_server::Handle;
+use axum_server::tls_rustls::RustlsConfig;
+use hyper_util::rt::TokioTimer;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use strongroom_core::random::Random;
+use strongroom_core::time::Clock;
+use strongroom_store::{Store, StoreError};
+
+use crate::config::{Config, Tls};
+use crate::http::{self, Limits};
+use crate::keys::{self, KeyError, KeySource, Keys};
+use crate::state::{AppState, OsRandom, SystemClock};
+use crate::tls::{self, TlsError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("opening the store: {0}")]
+    Store(#[from] StoreError),
+    #[error("master key: {0}")]
+    Keys(#[from] KeyError),
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
+    #[error("listening on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Passwords hashed at once: each argon2id run holds 19 MiB and a core.
+const CONCURRENT_HASHES: usize = 4;
+
+/// Builds the shared state from its parts.
+pub fn state(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+    keys: Keys,
+    config: &Config,
+) -> AppState {
+    AppState {
+        store,
+        clock,
+        rng,
+        keys: Arc::new(keys),
+        tokens: config.tokens,
+        public_url: config.public_url.clone(),
+        secure_cookies: config.tls != Tls::Off,
+        hashing: Arc::new(Semaphore::new(CONCURRENT_HASHES)),
+    }
+}
+
+pub fn limits(config: &Config) -> Limits {
+    Limits { max_body_bytes: config.max_body_bytes, request_timeout: Duration::from_secs(config.request_timeout_secs) }
+}
+
+/// A server running in the background.
+#[derive(Debug)]
+pub struct Running {
+    pub addr: SocketAddr,
+    pub handle: Handle,
+    pub task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Stops accepting, lets requests in flight finish (up to `grace`), and waits.
+    pub async fn shutdown(self, grace: Duration) -> std::io::Result<()> {
+        self.handle.graceful_shutdown(Some(grace));
+        self.task.await.map_err(std::io::Error::other)?
+    }
+}
+
+/// Serves `app` on an already bound listener, with TLS when `tls` is given.
+pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc<rustls::ServerConfig>>) -> std::io::Result<Running> {
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let handle = Handle::new();
+    let make = app.into_make_service_with_connect_info::<SocketAddr>();
+    // Slow clients may not hold a connection open forever.
+    let read_timeout = Duration::from_secs(10);
+    let task = match tls {
+        Some(cfg) => {
+            let mut server = axum_server::from_tcp_rustls(listener, RustlsConfig::from_config(cfg)).handle(handle.clone());
+            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
+            tokio::spawn(server.serve(make))
+        }
+        None => {
+            let mut server = axum_server::from_tcp(listener).handle(handle.clone());
+            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
+            tokio::spawn(server.serve(make))
+        }
+    };
+    Ok(Running { addr, handle, task })
+}
+
+/// `strongroom serve`: opens everything the configuration names, serves
+/// until `shutdown` completes, then drains requests in flight.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
+    let store = strongroom_store::open(&config.database_url).await?;
+    tracing::info!(store = %store.describe(), "store opened");
+    let rng: Arc<dyn Random> = Arc::new(OsRandom);
+    let (keys, source) = keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &*rng)?;
+    match source {
+        KeySource::Env => tracing::info!("master key from {}", keys::MASTER_KEY_ENV),
+        KeySource::File(p) => tracing::info!(path = %p, "master key loaded"),
+        KeySource::Created(p) => tracing::warn!(path = %p, "master key created: back it up; replicas must share it"),
+    }
+    let tls = match &config.tls {
+        Tls::Off => {
+            tracing::warn!("TLS is off (--insecure-http): serve behind a TLS-terminating proxy only");
+            None
+        }
+        Tls::Files { cert, key } => Some(tls::load(cert, key)?),
+        Tls::SelfSigned => {
+            let host = config.public_url.split("://").nth(1).unwrap_or("").split(['/', ':']).next().unwrap_or("").to_owned();
+            let (cert, key, created) = tls::ensure_self_signed(&config.data_dir, &[host])?;
+            let mut loaded = tls::load(&cert, &key)?;
+            loaded.created = created;
+            Some(loaded)
+        }
+    };
+    if let Some(t) = &tls {
+        tracing::info!(cert = %t.cert_path.display(), sha256 = %t.fingerprint, created = t.created, "TLS certificate");
+    }
+    let state = state(store.clone(), Arc::new(SystemClock), rng, keys, &config);
+    let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
+    let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
+    tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
+    let janitor = tokio::spawn(janitor(state));
+    shutdown.await;
+    tracing::info!("shutting down: finishing requests in flight");
+    janitor.abort();
+    running.shutdown(Duration::from_secs(10)).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Deletes ended device codes, grants and tokens every ten minutes.
+async fn janitor(app: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        match app.store.purge(app.now().plus_secs(-3600)).await {
+            Ok(n) if n > 0 => tracing::info!(rows = n, "purged ended grants and codes"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "purge failed"),
+        }
+    }
+}

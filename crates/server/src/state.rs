@@ -1,0 +1,64 @@
+//! What every request handler can reach: the store, the clock, the random
+//! source, the keys and the settings. Built once at start-up.
+
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+use strongroom_core::integration::TokenSettings;
+use strongroom_core::random::Random;
+use strongroom_core::time::{Clock, UnixTime};
+use strongroom_store::Store;
+
+use crate::keys::Keys;
+
+/// The shared state of the HTTP edge.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub rng: Arc<dyn Random>,
+    pub keys: Arc<Keys>,
+    pub tokens: TokenSettings,
+    /// Absolute base URL, no trailing slash.
+    pub public_url: String,
+    /// Whether the page is served over TLS (sets `Secure` on its cookie).
+    pub secure_cookies: bool,
+    /// Caps concurrent password hashing: each argon2id run holds 19 MiB.
+    pub hashing: Arc<Semaphore>,
+}
+
+impl AppState {
+    pub fn now(&self) -> UnixTime {
+        self.clock.now()
+    }
+}
+
+/// The operating system's CSPRNG. The one place randomness comes from in
+/// production.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsRandom;
+
+impl Random for OsRandom {
+    #[allow(clippy::panic)]
+    fn fill(&self, dest: &mut [u8]) {
+        // getrandom only fails if the OS has no entropy source at all; a
+        // token server must not run on such a system.
+        if let Err(e) = getrandom::getrandom(dest) {
+            panic!("the operating system's random source failed: {e}");
+        }
+    }
+}
+
+/// The system clock. The one place wall-clock time is read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> UnixTime {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        UnixTime::from_millis(ms)
+    }
+}
