@@ -146,13 +146,18 @@ async fn posted<T: serde::de::DeserializeOwned>(req: Request) -> Result<(T, Stri
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
         let origin_host = origin.to_str().unwrap_or("null").split_once("://").map_or("", |(_, h)| h);
         if origin_host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
+            tracing::info!(origin = ?origin, host, "approval page: Origin does not match Host");
             return Err(PageError::BadForm);
         }
     }
-    let cookie = cookie_csrf(headers).ok_or(PageError::BadForm)?;
+    let Some(cookie) = cookie_csrf(headers) else {
+        tracing::info!("approval page: no anti-forgery cookie");
+        return Err(PageError::BadForm);
+    };
     let body = read_body(req, &()).await.map_err(|_| PageError::BadForm)?;
     let field: CsrfField = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
     if !bool::from(field.csrf.as_bytes().ct_eq(cookie.as_bytes())) {
+        tracing::info!("approval page: anti-forgery field does not match the cookie");
         return Err(PageError::BadForm);
     }
     let form = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;

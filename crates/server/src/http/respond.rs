@@ -143,8 +143,10 @@ impl IntoResponse for Page {
             ),
         );
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        // The page's URL carries the user code: keep it out of Referer headers.
-        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        // The page's URL carries the user code: keep it out of Referer headers
+        // sent elsewhere. Not `no-referrer`: with it, browsers send
+        // `Origin: null` on the page's own form posts, defeating the Origin check.
+        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
         r
     }
 }

@@ -9,6 +9,7 @@ use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
+use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenKind, looks_like_device_code, looks_like_token};
 use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, OAuthRequest, REFRESH_TOKEN_GRANT, TokenRequest};
 use strongroom_store::NewTokens;
@@ -134,17 +135,7 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
         Refresh::Reject(RefreshRejected::WrongClient) => Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
         Refresh::Reject(RefreshRejected::NotRefreshable) => Err(AuthError::InvalidGrant("The grant is not refreshable.")),
         Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => Err(AuthError::InvalidGrant(REFRESH_INVALID)),
-        Refresh::Reuse => {
-            let event = app
-                .event(EventKind::RefreshTokenReuse, origin)
-                .identity(grant.user_id.identity())
-                .client_id(client_id)
-                .object(grant.id.as_str())
-                .detail("spent refresh token presented again: grant revoked");
-            app.store.revoke_grant(grant.id.clone(), now, event).await?;
-            tracing::warn!(grant = %grant.id, "refresh token reuse: grant revoked");
-            Err(AuthError::InvalidGrant(REFRESH_INVALID))
-        }
+        Refresh::Reuse => Err(reuse_detected(app, &grant, client_id, origin, now).await?),
         Refresh::Rotate => {
             let integration = integration(app, client_id).await?;
             let user = may_receive(app, &integration, &grant.user_id, &grant.scope).await?;
@@ -154,19 +145,33 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
                 .identity(user.id.identity())
                 .client_id(client_id)
                 .object(grant.id.as_str());
-            // One conditional write. A concurrent refresh of the same token
-            // that loses this race is refused without revoking the grant:
-            // from here a lost race and a replay look alike, and revoking on
-            // a race would punish the legitimate client's own retries.
+            // One conditional write. Losing it means the token was spent
+            // between our read and our write: it was presented twice, which
+            // is reuse whatever the timing, and the grant is revoked.
             if app.store.rotate_refresh(hash, grant.id.clone(), NewTokens::from(&tokens), event).await? {
                 let mut grant = grant;
                 grant.access_issued_at = now;
                 Ok(Issued { grant, tokens, state: None })
             } else {
-                Err(AuthError::InvalidGrant(REFRESH_INVALID))
+                Err(reuse_detected(app, &grant, client_id, origin, now).await?)
             }
         }
     }
+}
+
+/// A spent refresh token came back: revoke the whole grant (RFC 9700
+/// §4.14.2) and record it. Returns the error the client gets.
+async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: &Origin, now: UnixTime) -> Result<AuthError, AuthError> {
+    let event = app
+        .event(EventKind::RefreshTokenReuse, origin)
+        .identity(grant.user_id.identity())
+        .client_id(client_id)
+        .object(grant.id.as_str())
+        .detail("spent refresh token presented again: grant revoked");
+    if app.store.revoke_grant(grant.id.clone(), now, event).await? {
+        tracing::warn!(grant = %grant.id, "refresh token reuse: grant revoked");
+    }
+    Ok(AuthError::InvalidGrant(REFRESH_INVALID))
 }
 
 /// `POST Authorize/OAuth`: user name and password, when the integration

@@ -1,0 +1,78 @@
+//! Single-use under concurrency: of 32 simultaneous exchanges of one approved
+//! device code, and of 32 simultaneous refreshes of one refresh token,
+//! exactly one succeeds, in every trial.
+
+use reqwest::StatusCode;
+
+use crate::support::TestServer;
+
+const PARALLEL: usize = 32;
+const TRIALS: usize = 25;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn device_code_exchanges_race() {
+    let s = TestServer::start().await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted", |_| {}).await;
+    for trial in 0..TRIALS {
+        let d = s.start_device("app", "restricted").await;
+        s.approve_in_store(&alice, d["user_code"].as_str().unwrap()).await;
+        let code = d["device_code"].as_str().unwrap().to_owned();
+        let polls = (0..PARALLEL).map(|_| s.poll("app", &code));
+        let results = futures_join_all(polls).await;
+        let wins = results.iter().filter(|(st, _)| *st == StatusCode::OK).count();
+        assert_eq!(wins, 1, "trial {trial}: {results:?}");
+        for (st, v) in &results {
+            assert!(*st == StatusCode::OK || v["error"] == "invalid_grant", "trial {trial}: loser got {st} {v}");
+        }
+    }
+    let grants = s.admin.list_grants(true).await.unwrap();
+    assert_eq!(grants.len(), TRIALS, "one grant per code");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refreshes_race() {
+    let s = TestServer::start().await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted", |_| {}).await;
+    for trial in 0..TRIALS {
+        let t = s.tokens_for(&alice, "app", "restricted").await;
+        let rt = t["refresh_token"].as_str().unwrap().to_owned();
+        let results = futures_join_all((0..PARALLEL).map(|_| s.refresh("app", &rt))).await;
+        let winners: Vec<_> = results.iter().filter(|(st, _)| *st == StatusCode::OK).collect();
+        assert_eq!(winners.len(), 1, "trial {trial}: {results:?}");
+        for (st, v) in &results {
+            assert!(*st == StatusCode::OK || v["error"] == "invalid_grant", "trial {trial}: loser got {st} {v}");
+        }
+        // Every loser presented a token that was, or was being, spent: that
+        // is reuse, and the grant is revoked, winner's tokens included.
+        let access = winners[0].1["access_token"].as_str().unwrap();
+        assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::UNAUTHORIZED, "trial {trial}");
+        let next = winners[0].1["refresh_token"].as_str().unwrap();
+        assert_eq!(s.refresh("app", next).await.1["error"], "invalid_grant", "trial {trial}");
+    }
+}
+
+/// Polls every future at once on this task (no extra dependency).
+async fn futures_join_all<F: std::future::Future>(futs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let handles: Vec<_> = futs.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = handles.iter().map(|_| None).collect();
+    let mut handles: Vec<_> = handles.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (h, out) in handles.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(f) = h {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *out = Some(v);
+                        *h = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    outputs.into_iter().map(|o| o.unwrap()).collect()
+}

@@ -1,0 +1,48 @@
+//! `Authorize/OAuth`: off unless the integration allows it; throttled.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::support::{PASSWORD, TestServer};
+
+#[tokio::test]
+async fn password_grant_is_opt_in_and_locks_out() {
+    let s = TestServer::start().await;
+    let alice = s.user("alice").await;
+    s.integration("vcert-sdk", "certificate:manage,revoke;restricted", |_| {}).await;
+    s.integration("pw-app", "certificate:manage,revoke", |i| i.password = Some(true)).await;
+    let body = |client: &str, password: &str| {
+        json!({"client_id": client, "username": "alice", "password": password, "scope": "certificate:manage,revoke", "state": ""})
+    };
+    let (st, e) = s.post_json("/vedauth/authorize/oauth", body("vcert-sdk", PASSWORD)).await;
+    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("unauthorized_client")));
+
+    let (st, t) = s.post_json("/vedauth/Authorize/OAuth", body("pw-app", PASSWORD)).await;
+    assert_eq!(st, StatusCode::OK, "{t}");
+    assert_eq!(t["identity"], alice.id.identity());
+    assert_eq!(t["scope"], "certificate:manage,revoke");
+    assert_eq!(t["state"], "");
+    let (st, e) = s
+        .post_json("/vedauth/authorize/oauth", json!({"client_id": "pw-app", "username": "alice", "password": PASSWORD, "scope": "admin"}))
+        .await;
+    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_scope")));
+
+    // Five wrong passwords lock the account: then even the right one fails.
+    for _ in 0..5 {
+        assert_eq!(s.post_json("/vedauth/authorize/oauth", body("pw-app", "wrong")).await.1["error"], "invalid_grant");
+    }
+    let (_, e) = s.post_json("/vedauth/authorize/oauth", body("pw-app", "wrong")).await;
+    assert!(e["error_description"].as_str().unwrap().contains("Too many"), "{e}");
+    let (st, e) = s.post_json("/vedauth/authorize/oauth", body("pw-app", PASSWORD)).await;
+    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    // A locked account gets no tokens by refresh either; after the lockout it does.
+    let (_, e) = s.refresh("pw-app", t["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(e["error"], "invalid_grant");
+    s.clock.advance_secs(901);
+    let (st, _) = s.post_json("/vedauth/authorize/oauth", body("pw-app", PASSWORD)).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(s.refresh("pw-app", t["refresh_token"].as_str().unwrap()).await.0, StatusCode::OK, "refused, not burned");
+    let kinds = s.event_kinds().await;
+    assert!(kinds.iter().filter(|k| *k == "login.failed").count() >= 6);
+    assert!(kinds.iter().any(|k| k == "login.lockout"));
+}

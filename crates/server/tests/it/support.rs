@@ -1,0 +1,226 @@
+//! The test kit: a server with a manual clock, an admin handle, and helpers
+//! that speak the wire protocol as clients do.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use strongroom_core::grant::device::DeviceState;
+use strongroom_core::identity::User;
+use strongroom_core::integration::Integration;
+use strongroom_core::secret::Secret;
+use strongroom_core::time::{Clock as _, ManualClock, UnixTime};
+use strongroom_core::token::{TokenKind, normalize_user_code};
+use strongroom_server::admin::{Admin, IntegrationSpec};
+use strongroom_server::config::RawConfig;
+use strongroom_server::serve::{self, Running};
+use strongroom_server::state::OsRandom;
+use strongroom_server::{AppState, http};
+use strongroom_store::Store;
+
+pub const PASSWORD: &str = "correct horse battery";
+pub const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+pub struct TestServer {
+    pub url: String,
+    pub clock: ManualClock,
+    pub state: AppState,
+    pub store: Arc<dyn Store>,
+    pub admin: Admin,
+    pub http: reqwest::Client,
+    running: Option<Running>,
+    _dir: tempfile::TempDir,
+}
+
+/// Whether a test that needs something from outside (a browser, PostgreSQL)
+/// must fail rather than skip when it is missing.
+pub fn require_all() -> bool {
+    std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// Skips loudly, or fails under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
+pub fn skip(what: &str) {
+    if require_all() {
+        panic!("{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
+    }
+    eprintln!("\n!!! SKIPPED: {what} !!!\n");
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut RawConfig)) -> TestServer {
+        // Server logs for failing tests: RUST_LOG=info cargo test ...
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let dir = tempfile::tempdir().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let url = format!("http://127.0.0.1:{}", addr.port());
+        let mut raw = RawConfig {
+            data_dir: Some(dir.path().to_owned()),
+            insecure_http: Some(true),
+            public_url: Some(url.clone()),
+            ..Default::default()
+        };
+        tweak(&mut raw);
+        let config = raw.validate().unwrap();
+        let store = strongroom_store::open(&config.database_url).await.unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let clock = ManualClock::new(UnixTime::from_millis(now));
+        let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
+        let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
+        let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
+        let admin = Admin { store: store.clone(), clock: Arc::new(clock.clone()), rng: Arc::new(OsRandom) };
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        TestServer { url, clock, state, store, admin, http, running: Some(running), _dir: dir }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown(std::time::Duration::from_secs(5)).await.unwrap();
+        }
+    }
+
+    pub async fn user(&self, name: &str) -> User {
+        self.admin.create_user(name, &Secret::new(PASSWORD), false).await.unwrap()
+    }
+
+    /// An integration open to every user, with the given scope.
+    pub async fn integration(&self, client_id: &str, scope: &str, tweak: impl FnOnce(&mut IntegrationSpec)) -> Integration {
+        let mut spec = IntegrationSpec {
+            name: Some(format!("{client_id} app")),
+            scope: Some(scope.into()),
+            allow_all_users: true,
+            ..Default::default()
+        };
+        tweak(&mut spec);
+        self.admin.create_integration(client_id, spec).await.unwrap()
+    }
+
+    pub fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+
+    pub async fn post_json(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self.http.post(self.at(path)).json(&body).send().await.unwrap();
+        let status = r.status();
+        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        let text = r.text().await.unwrap();
+        let v = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{path} answered {status} with non-JSON {ct:?}: {text}"));
+        assert!(ct.starts_with("application/json"), "{path}: content-type {ct}");
+        (status, v)
+    }
+
+    pub async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, Value) {
+        let r = self.http.post(self.at(path)).form(form).send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap())
+    }
+
+    pub async fn get_bearer(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        let r = self.http.get(self.at(path)).bearer_auth(token).send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap())
+    }
+
+    pub async fn start_device(&self, client_id: &str, scope: &str) -> Value {
+        let (s, v) = self.post_json("/vedauth/authorize/device", json!({"client_id": client_id, "scope": scope})).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v
+    }
+
+    pub async fn poll(&self, client_id: &str, device_code: &str) -> (StatusCode, Value) {
+        self.post_json(
+            "/vedauth/authorize/token",
+            json!({"client_id": client_id, "grant_type": DEVICE_GRANT, "device_code": device_code}),
+        )
+        .await
+    }
+
+    /// Refresh in the product's shape: `{client_id, refresh_token}`.
+    pub async fn refresh(&self, client_id: &str, refresh_token: &str) -> (StatusCode, Value) {
+        self.post_json("/vedauth/authorize/token", json!({"client_id": client_id, "refresh_token": refresh_token})).await
+    }
+
+    /// Approves (or denies) a device code directly in the store, as if the
+    /// page had been used: for tests whose subject is not the page.
+    pub async fn approve_in_store(&self, user: &User, user_code: &str) {
+        let code = normalize_user_code(user_code).unwrap();
+        let hash = self.state.keys.token.hash(TokenKind::UserCode, &code);
+        let d = self.store.device_by_user_code(hash).await.unwrap().unwrap();
+        let e = strongroom_core::event::Event::new(strongroom_core::event::EventKind::DeviceApproved, self.clock.now());
+        assert!(self.store.decide_device(d.code_hash, d.version, DeviceState::Approved { user_id: user.id.clone() }, e).await.unwrap());
+    }
+
+    /// A device flow run to the end: returns the token response.
+    pub async fn tokens_for(&self, user: &User, client_id: &str, scope: &str) -> Value {
+        let d = self.start_device(client_id, scope).await;
+        self.approve_in_store(user, d["user_code"].as_str().unwrap()).await;
+        let (s, t) = self.poll(client_id, d["device_code"].as_str().unwrap()).await;
+        assert_eq!(s, StatusCode::OK, "{t}");
+        t
+    }
+
+    pub async fn event_kinds(&self) -> Vec<String> {
+        let f = strongroom_store::EventFilter { limit: 10_000, ..Default::default() };
+        self.store.events(f).await.unwrap().into_iter().map(|e| e.event.kind.as_str().to_owned()).collect()
+    }
+}
+
+/// A browser without JavaScript, as far as the approval page cares: keeps
+/// the anti-forgery cookie and posts the page's forms.
+pub struct PageClient<'a> {
+    server: &'a TestServer,
+    cookie: String,
+    csrf: String,
+}
+
+pub fn hidden_field(html: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker)? + marker.len();
+    let end = html[start..].find('"')? + start;
+    Some(html[start..end].replace("&amp;", "&"))
+}
+
+impl<'a> PageClient<'a> {
+    /// Opens `verification_uri_complete` (or any page URL).
+    pub async fn open(server: &'a TestServer, url: &str) -> PageClient<'a> {
+        let r = server.http.get(url).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let set = r.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+        let cookie = set.split(';').next().unwrap().to_owned();
+        let html = r.text().await.unwrap();
+        let csrf = hidden_field(&html, "csrf").unwrap();
+        PageClient { server, cookie, csrf }
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+        let mut form: Vec<(&str, &str)> = form.to_vec();
+        form.push(("csrf", &self.csrf));
+        let r = self
+            .server
+            .http
+            .post(self.server.at(path))
+            .header("cookie", &self.cookie)
+            .header("origin", &self.server.url)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+
+    /// Signs in and answers: returns the final page.
+    pub async fn sign_in_and_decide(&self, user_code: &str, user: &str, password: &str, approve: bool) -> (StatusCode, String) {
+        let (s, html) = self.post("/vedauth/device", &[("user_code", user_code), ("username", user), ("password", password)]).await;
+        assert_eq!(s, StatusCode::OK, "{html}");
+        let ticket = hidden_field(&html, "ticket").expect("the consent page carries a ticket");
+        self.post("/vedauth/device/decision", &[("ticket", &ticket), ("action", if approve { "approve" } else { "deny" })]).await
+    }
+}
