@@ -96,6 +96,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
         }
         Poll::Denied => Err(AuthError::AccessDenied),
         Poll::Pending { record } => {
+            tracing::trace!(client_id, "device code pending");
             app.store.record_poll(code_hash, device.version, record).await?;
             Err(AuthError::AuthorizationPending)
         }
@@ -116,6 +117,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                 .detail("device code exchanged");
             // One conditional write: of concurrent exchanges exactly one wins.
             if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+                tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
                 Ok(Issued { grant, tokens, state: None })
             } else {
                 Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID))
@@ -149,6 +151,7 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
             // between our read and our write: it was presented twice, which
             // is reuse whatever the timing, and the grant is revoked.
             if app.store.rotate_refresh(hash, grant.id.clone(), NewTokens::from(&tokens), event).await? {
+                tracing::debug!(grant = %grant.id, client_id, "refresh token rotated");
                 let mut grant = grant;
                 grant.access_issued_at = now;
                 Ok(Issued { grant, tokens, state: None })

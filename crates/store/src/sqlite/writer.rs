@@ -102,6 +102,7 @@ pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
             }
         }
         let committed = commit_batch(&conn, &mut batch);
+        tracing::trace!(jobs = batch.len(), ok = committed.is_ok(), "sqlite batch committed");
         if let Err(e) = &committed {
             tracing::error!(error = %e, jobs = batch.len(), "sqlite batch failed");
         }

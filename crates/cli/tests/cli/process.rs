@@ -1,0 +1,99 @@
+//! Running `strongroom serve` and `strongroom admin` as child processes.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_strongroom");
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running server whose output (stdout and stderr) is captured.
+pub struct Server {
+    child: Child,
+    pub output: Arc<Mutex<String>>,
+    pub port: u16,
+    pub data_dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        let data_dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve").arg("--data-dir").arg(data_dir.path()).arg("--listen").arg(format!("127.0.0.1:{port}"));
+        cmd.args(extra_args).envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let output = Arc::new(Mutex::new(String::new()));
+        for pipe in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+            let out = output.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let mut o = out.lock().unwrap();
+                    o.push_str(&line);
+                    o.push('\n');
+                }
+            });
+        }
+        let s = Server { child, output, port, data_dir };
+        s.wait_for("strongroom serving");
+        s
+    }
+
+    pub fn wait_for(&self, text: &str) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if self.output.lock().unwrap().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("server never printed {text:?}; output:\n{}", self.output.lock().unwrap());
+    }
+
+    /// `strongroom admin ...` on this server's data directory.
+    pub fn admin(&self, args: &[&str], stdin: &str) -> String {
+        let mut child = Command::new(BIN)
+            .arg("admin")
+            .arg("--data-dir")
+            .arg(self.data_dir.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "admin {args:?} failed: {text}");
+        text
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns everything printed.
+    pub fn stop(mut self) -> String {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "server exited with {status}");
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        self.output.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
