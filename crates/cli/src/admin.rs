@@ -228,7 +228,13 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             writeln!(out, "created integration {} ({}) with scope {}", i.client_id, i.name, i.max_scope)?;
         }
         AdminCommand::Integrations(IntegrationsCommand::Update { client_id, args, disable, enable }) => {
-            let disabled = if disable { Some(true) } else if enable { Some(false) } else { None };
+            let disabled = if disable {
+                Some(true)
+            } else if enable {
+                Some(false)
+            } else {
+                None
+            };
             let i = admin.update_integration(&client_id, args.spec(disabled)).await?;
             writeln!(out, "updated integration {} ({})", i.client_id, i.name)?;
         }

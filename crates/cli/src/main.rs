@@ -88,12 +88,14 @@ impl ConfigArgs {
 
 fn init_logging(default: &str) -> Result<()> {
     use tracing_subscriber::EnvFilter;
-    let filter = std::env::var("STRONGROOM_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| default.to_owned());
+    let filter = std::env::var("STRONGROOM_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| default.to_owned());
     let filter = EnvFilter::try_new(&filter).with_context(|| format!("bad log filter {filter:?}"))?;
     let json = std::env::var("STRONGROOM_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false);
     let result = if json { builder.json().try_init() } else { builder.try_init() };
     result.map_err(|e| anyhow::anyhow!("logging: {e}"))
 }

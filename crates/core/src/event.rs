@@ -179,10 +179,7 @@ pub enum ChainError {
 
 /// Walks events in sequence order and checks every link. `head` is the
 /// sequence number and hash the store recorded for the newest event.
-pub fn verify_chain<'a>(
-    events: impl IntoIterator<Item = &'a StoredEvent>,
-    head: (i64, [u8; 32]),
-) -> Result<i64, ChainError> {
+pub fn verify_chain<'a>(events: impl IntoIterator<Item = &'a StoredEvent>, head: (i64, [u8; 32])) -> Result<i64, ChainError> {
     let mut prev = GENESIS;
     let mut expected_seq = 1;
     for se in events {

@@ -72,8 +72,7 @@ pub fn login_name(input: &str) -> &str {
 
 /// User names: 1 to 64 characters, letters, digits and `.-_@`.
 pub fn valid_user_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || ".-_@".contains(c))
+    (1..=64).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || ".-_@".contains(c))
 }
 
 #[cfg(test)]

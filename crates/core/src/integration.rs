@@ -20,13 +20,7 @@ pub struct TokenSettings {
 
 impl Default for TokenSettings {
     fn default() -> Self {
-        TokenSettings {
-            access_validity: 3600,
-            grant_validity: 90 * 86_400,
-            refreshable: true,
-            device_code_validity: 300,
-            poll_interval: 5,
-        }
+        TokenSettings { access_validity: 3600, grant_validity: 90 * 86_400, refreshable: true, device_code_validity: 300, poll_interval: 5 }
     }
 }
 

@@ -30,10 +30,7 @@ fn hasher() -> Result<Argon2<'static>, PasswordError> {
 /// Hashes a password with a fresh random salt. Slow on purpose (tens of ms).
 pub fn hash(password: &Secret, rng: &dyn Random) -> Result<String, PasswordError> {
     let salt = SaltString::encode_b64(&bytes::<16>(rng)).map_err(|_| PasswordError::Hash)?;
-    hasher()?
-        .hash_password(password.expose().as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|_| PasswordError::Hash)
+    hasher()?.hash_password(password.expose().as_bytes(), &salt).map(|h| h.to_string()).map_err(|_| PasswordError::Hash)
 }
 
 /// Checks a password against a stored PHC string. A malformed stored hash

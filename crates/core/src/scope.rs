@@ -57,20 +57,14 @@ impl Scope {
                 Some((c, p)) => (c, Some(p)),
                 None => (part, None),
             };
-            let (name, allowed, _) = CATALOGUE
-                .iter()
-                .find(|(n, _, _)| n.eq_ignore_ascii_case(cat))
-                .ok_or(ScopeError::UnknownCategory)?;
+            let (name, allowed, _) = CATALOGUE.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(cat)).ok_or(ScopeError::UnknownCategory)?;
             let entry = map.entry(name).or_default();
             if let Some(privs) = privs {
                 for p in privs.split(',') {
                     if p.is_empty() {
                         return Err(ScopeError::Malformed);
                     }
-                    let p = allowed
-                        .iter()
-                        .find(|a| a.eq_ignore_ascii_case(p))
-                        .ok_or(ScopeError::UnknownPrivilege)?;
+                    let p = allowed.iter().find(|a| a.eq_ignore_ascii_case(p)).ok_or(ScopeError::UnknownPrivilege)?;
                     entry.insert(p);
                 }
             }

@@ -41,15 +41,10 @@ impl Counter {
 
     /// The counter after one more failure at `now`.
     pub fn after_failure(self, rule: Rule, now: UnixTime) -> Counter {
-        let fresh = now.millis_since(self.window_start) >= rule.window_secs.saturating_mul(1000)
-            || self.failures == 0;
-        let (failures, window_start) =
-            if fresh { (1, now) } else { (self.failures.saturating_add(1), self.window_start) };
-        let locked_until = if failures > rule.limit {
-            Some(now.plus_secs(rule.lockout_secs))
-        } else {
-            self.locked_until.filter(|t| now < *t)
-        };
+        let fresh = now.millis_since(self.window_start) >= rule.window_secs.saturating_mul(1000) || self.failures == 0;
+        let (failures, window_start) = if fresh { (1, now) } else { (self.failures.saturating_add(1), self.window_start) };
+        let locked_until =
+            if failures > rule.limit { Some(now.plus_secs(rule.lockout_secs)) } else { self.locked_until.filter(|t| now < *t) };
         Counter { failures, window_start, locked_until }
     }
 }

@@ -58,8 +58,7 @@ impl TokenKey {
 
     /// The keyed hash under which a token of `kind` is stored.
     pub fn hash(&self, kind: TokenKind, token: &str) -> TokenHash {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable_hmac());
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable_hmac());
         mac.update(kind.label());
         mac.update(&[0]);
         mac.update(token.as_bytes());

@@ -64,13 +64,8 @@ impl Admin {
             return Err(AdminError::Invalid("user names are 1-64 letters, digits or .-_@".into()));
         }
         check_password(password)?;
-        let user = User {
-            id: UserId::generate(&*self.rng),
-            name: name.to_owned(),
-            disabled: false,
-            master_admin,
-            created_at: self.clock.now(),
-        };
+        let user =
+            User { id: UserId::generate(&*self.rng), name: name.to_owned(), disabled: false, master_admin, created_at: self.clock.now() };
         let hash = hash(password, self.rng.clone()).await?;
         let event = self.event(EventKind::UserCreated).object(name);
         match self.store.create_user(user.clone(), hash, event).await {
@@ -142,11 +137,8 @@ impl Admin {
     }
 
     pub async fn update_integration(&self, client_id: &str, spec: IntegrationSpec) -> Result<Integration, AdminError> {
-        let mut i = self
-            .store
-            .integration(client_id.to_owned())
-            .await?
-            .ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))?;
+        let mut i =
+            self.store.integration(client_id.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))?;
         if let Some(n) = &spec.name {
             i.name = n.clone();
         }

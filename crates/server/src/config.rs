@@ -164,9 +164,7 @@ impl RawConfig {
                 format!("{scheme}://{host}:{}", listen.port())
             }
         };
-        let database_url = self
-            .database_url
-            .unwrap_or_else(|| data_dir.join("strongroom.db").to_string_lossy().into_owned());
+        let database_url = self.database_url.unwrap_or_else(|| data_dir.join("strongroom.db").to_string_lossy().into_owned());
         let d = TokenSettings::default();
         let t = self.tokens;
         let tokens = TokenSettings {

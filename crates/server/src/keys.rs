@@ -82,11 +82,7 @@ pub enum KeySource {
 
 /// Loads the master key from the environment value, else from the data
 /// directory, creating it there on first start.
-pub fn load_or_create(
-    data_dir: &Path,
-    env_value: Option<String>,
-    rng: &dyn Random,
-) -> Result<(Keys, KeySource), KeyError> {
+pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Random) -> Result<(Keys, KeySource), KeyError> {
     if let Some(v) = env_value {
         let master = parse_hex(&v)?;
         return Ok((Keys::from_master(&master), KeySource::Env));

@@ -39,13 +39,7 @@ pub enum ServeError {
 const CONCURRENT_HASHES: usize = 4;
 
 /// Builds the shared state from its parts.
-pub fn state(
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    rng: Arc<dyn Random>,
-    keys: Keys,
-    config: &Config,
-) -> AppState {
+pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
     AppState {
         store,
         clock,

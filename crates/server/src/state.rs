@@ -54,6 +54,7 @@ impl Random for OsRandom {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // the one place the system clock is read
     fn now(&self) -> UnixTime {
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

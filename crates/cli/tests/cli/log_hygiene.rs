@@ -34,10 +34,7 @@ fn url_encode(s: &str) -> String {
 async fn no_secret_reaches_the_logs_even_at_trace() {
     let server = Server::start(&["--insecure-http"], &[("STRONGROOM_LOG", "trace"), ("RUST_LOG", "trace")]);
     server.admin(&["users", "create", "alice"], &format!("{PASSWORD}\n"));
-    server.admin(
-        &["integrations", "create", "app", "--scope", "restricted:manage", "--allow-all-users", "--password-grant", "true"],
-        "",
-    );
+    server.admin(&["integrations", "create", "app", "--scope", "restricted:manage", "--allow-all-users", "--password-grant", "true"], "");
     let base = format!("http://127.0.0.1:{}", server.port);
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let mut secrets: Vec<String> = vec![PASSWORD.to_owned()];

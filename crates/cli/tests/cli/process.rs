@@ -1,4 +1,6 @@
 //! Running `strongroom serve` and `strongroom admin` as child processes.
+//! Waiting on a real process takes real time: sleeping is allowed here.
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};

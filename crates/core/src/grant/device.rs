@@ -44,9 +44,7 @@ impl DeviceState {
     pub fn user(&self) -> Option<&UserId> {
         match self {
             DeviceState::Pending => None,
-            DeviceState::Approved { user_id } | DeviceState::Denied { user_id } | DeviceState::Redeemed { user_id } => {
-                Some(user_id)
-            }
+            DeviceState::Approved { user_id } | DeviceState::Denied { user_id } | DeviceState::Redeemed { user_id } => Some(user_id),
         }
     }
 }
@@ -71,11 +69,17 @@ pub struct DeviceAuthorization {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Poll {
     /// Approved: issue tokens, if the conditional redeem write wins.
-    Issue { user_id: UserId },
+    Issue {
+        user_id: UserId,
+    },
     /// Still pending; record this poll.
-    Pending { record: PollRecord },
+    Pending {
+        record: PollRecord,
+    },
     /// Polled too fast; record this poll and the longer interval.
-    SlowDown { record: PollRecord },
+    SlowDown {
+        record: PollRecord,
+    },
     Denied,
     Expired,
     /// Already exchanged once.
@@ -115,9 +119,8 @@ impl DeviceAuthorization {
             DeviceState::Denied { .. } => Poll::Denied,
             DeviceState::Redeemed { .. } => Poll::Redeemed,
             DeviceState::Pending => {
-                let too_fast = self.last_poll_at.is_some_and(|last| {
-                    now.millis_since(last) < self.interval_secs.saturating_mul(1000) - POLL_SLACK_MS
-                });
+                let too_fast =
+                    self.last_poll_at.is_some_and(|last| now.millis_since(last) < self.interval_secs.saturating_mul(1000) - POLL_SLACK_MS);
                 if too_fast {
                     let interval_secs = self.interval_secs.saturating_add(SLOW_DOWN_STEP);
                     Poll::SlowDown { record: PollRecord { last_poll_at: now, interval_secs } }

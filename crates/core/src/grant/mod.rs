@@ -67,14 +67,7 @@ pub struct Grant {
 
 impl Grant {
     /// A new grant for `user` on `client_id`, starting `now`.
-    pub fn new(
-        rng: &dyn Random,
-        client_id: &str,
-        user_id: UserId,
-        scope: Scope,
-        now: UnixTime,
-        settings: TokenSettings,
-    ) -> Grant {
+    pub fn new(rng: &dyn Random, client_id: &str, user_id: UserId, scope: Scope, now: UnixTime, settings: TokenSettings) -> Grant {
         Grant {
             id: GrantId::generate(rng),
             client_id: client_id.to_owned(),

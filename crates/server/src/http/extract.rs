@@ -59,7 +59,9 @@ where
         let kind = body_kind(req.headers());
         let bytes = read_body(req, state).await?;
         let parsed = match kind {
-            Some(BodyKind::Json) => serde_json::from_slice(&bytes).map_err(|_| "The JSON body is malformed or has a field of the wrong type."),
+            Some(BodyKind::Json) => {
+                serde_json::from_slice(&bytes).map_err(|_| "The JSON body is malformed or has a field of the wrong type.")
+            }
             Some(BodyKind::Form) => serde_urlencoded::from_bytes(&bytes).map_err(|_| "The form body is malformed or repeats a field."),
             None => Err("Content-Type must be application/json or application/x-www-form-urlencoded."),
         };

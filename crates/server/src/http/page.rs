@@ -92,8 +92,7 @@ fn message(title: &str, text: &str) -> Markup {
 fn cookie_csrf(headers: &HeaderMap) -> Option<String> {
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
-        (k == COOKIE && v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-            .then(|| v.to_owned())
+        (k == COOKIE && v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')).then(|| v.to_owned())
     })
 }
 
@@ -212,11 +211,10 @@ pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Req
         _ => return Page::Problem(PageError::BadForm, message("Sign in again", "This page has expired.")).into_response(),
     };
     match device::decide(&app, &form.ticket, &csrf, approve, &origin).await {
-        Ok(d) if d.approved => Page::Ok(message(
-            "Access approved",
-            &format!("{} can now continue. You may close this window.", d.integration_name),
-        ))
-        .into_response(),
+        Ok(d) if d.approved => {
+            Page::Ok(message("Access approved", &format!("{} can now continue. You may close this window.", d.integration_name)))
+                .into_response()
+        }
         Ok(d) => Page::Ok(message("Access denied", &format!("{} was refused access. You may close this window.", d.integration_name)))
             .into_response(),
         Err(e) => {

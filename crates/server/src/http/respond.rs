@@ -100,9 +100,7 @@ impl IntoResponse for Revoked {
     fn into_response(self) -> Response {
         match self {
             Revoked::Done(message) => json(StatusCode::OK, &RevokeResponse { success: true, message }),
-            Revoked::NotFound => {
-                json(StatusCode::ACCEPTED, &RevokeResponse { success: false, message: "Token not found".to_owned() })
-            }
+            Revoked::NotFound => json(StatusCode::ACCEPTED, &RevokeResponse { success: false, message: "Token not found".to_owned() }),
         }
     }
 }
@@ -138,9 +136,7 @@ impl IntoResponse for Page {
         let h = r.headers_mut();
         h.insert(
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(
-                "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-            ),
+            HeaderValue::from_static("default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
         );
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
         // The page's URL carries the user code: keep it out of Referer headers
@@ -180,6 +176,5 @@ pub(crate) fn healthy(ok: bool) -> Response {
 
 /// Static assets of the page.
 pub(crate) fn css(body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], body)
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()
 }

@@ -108,12 +108,9 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
         .object(g.id.as_str())
         .detail("revoked by the client");
     match app.store.revoke_grant(g.id.clone(), app.now(), event).await {
-        Ok(true) => Revoked::Done(format!(
-            "Grant for identity {} with scope {} has been revoked",
-            g.user_id.identity(),
-            g.scope
-        ))
-        .into_response(),
+        Ok(true) => {
+            Revoked::Done(format!("Grant for identity {} with scope {} has been revoked", g.user_id.identity(), g.scope)).into_response()
+        }
         Ok(false) => Revoked::NotFound.into_response(),
         Err(e) => BearerError::from(e).into_response(),
     }

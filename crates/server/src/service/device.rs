@@ -158,10 +158,8 @@ pub async fn sign_in(
             .event(EventKind::UserCodeFailed, origin)
             .identity(user.id.identity())
             .detail("user code not recognised, expired or already answered");
-        let counters = app
-            .store
-            .record_failure(vec![(user_key, Rule::USER_CODE_GUESS), (addr_key, Rule::ADDRESS_CODE_GUESS)], event)
-            .await?;
+        let counters =
+            app.store.record_failure(vec![(user_key, Rule::USER_CODE_GUESS), (addr_key, Rule::ADDRESS_CODE_GUESS)], event).await?;
         return Err(if counters.iter().any(|c| c.is_locked(now)) { PageError::CodeLocked } else { PageError::UnknownCode });
     };
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;
@@ -210,11 +208,7 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
     } else {
         (DeviceState::Denied { user_id: user.id.clone() }, EventKind::DeviceDenied)
     };
-    let event = app
-        .event(kind, origin)
-        .identity(user.id.identity())
-        .client_id(device.client_id.as_str())
-        .detail(device.scope.to_string());
+    let event = app.event(kind, origin).identity(user.id.identity()).client_id(device.client_id.as_str()).detail(device.scope.to_string());
     if app.store.decide_device(device.code_hash, device.version, state, event).await? {
         Ok(Decided { approved: approve, integration_name: integration.name })
     } else {

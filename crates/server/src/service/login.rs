@@ -70,11 +70,7 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
                 .store
                 .record_failure(vec![(keys[0].clone(), Rule::USER_PASSWORD), (keys[1].clone(), Rule::ADDRESS_PASSWORD)], event)
                 .await?;
-            if counters.iter().any(|c| c.is_locked(now)) {
-                Err(LoginError::Locked)
-            } else {
-                Err(LoginError::Invalid)
-            }
+            if counters.iter().any(|c| c.is_locked(now)) { Err(LoginError::Locked) } else { Err(LoginError::Invalid) }
         }
     }
 }

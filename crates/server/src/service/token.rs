@@ -90,7 +90,8 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
     match device.poll(client_id, now) {
         Poll::WrongClient | Poll::Expired => Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
         Poll::Redeemed => {
-            let event = app.event(EventKind::DeviceCodeReplayed, origin).client_id(client_id).detail("redeemed device code presented again");
+            let event =
+                app.event(EventKind::DeviceCodeReplayed, origin).client_id(client_id).detail("redeemed device code presented again");
             app.store.append_event(event).await?;
             Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID))
         }
@@ -142,11 +143,8 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
             let integration = integration(app, client_id).await?;
             let user = may_receive(app, &integration, &grant.user_id, &grant.scope).await?;
             let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-            let event = app
-                .event(EventKind::TokenRefreshed, origin)
-                .identity(user.id.identity())
-                .client_id(client_id)
-                .object(grant.id.as_str());
+            let event =
+                app.event(EventKind::TokenRefreshed, origin).identity(user.id.identity()).client_id(client_id).object(grant.id.as_str());
             // One conditional write. Losing it means the token was spent
             // between our read and our write: it was presented twice, which
             // is reuse whatever the timing, and the grant is revoked.

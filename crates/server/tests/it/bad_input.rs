@@ -52,7 +52,14 @@ async fn every_bad_request_gets_its_documented_error() {
         case("garbage device code", TOKEN, J, &garbage_dc, 400, "invalid_grant"),
         case("short device code", TOKEN, J, &short_dc, 400, "invalid_grant"),
         case("garbage refresh token", TOKEN, J, r#"{"client_id":"app","refresh_token":"not-a-token"}"#, 400, "invalid_grant"),
-        case("unknown refresh token", TOKEN, J, &format!(r#"{{"client_id":"app","refresh_token":"{}=="}}"#, "Q".repeat(46)), 400, "invalid_grant"),
+        case(
+            "unknown refresh token",
+            TOKEN,
+            J,
+            &format!(r#"{{"client_id":"app","refresh_token":"{}=="}}"#, "Q".repeat(46)),
+            400,
+            "invalid_grant",
+        ),
         case("refresh with unknown client", TOKEN, J, &wrong_client_rt, 400, "invalid_grant"),
         case("duplicate form field", TOKEN, F, "client_id=app&client_id=app&refresh_token=x", 400, "invalid_request"),
         case("bad percent-encoding", TOKEN, F, "client_id=%ZZ&refresh_token=%", 400, "invalid_grant"),
@@ -63,7 +70,14 @@ async fn every_bad_request_gets_its_documented_error() {
         case("device: scope too wide", DEVICE, J, r#"{"client_id":"app","scope":"restricted:manage"}"#, 400, "invalid_scope"),
         case("device: scope of wrong type", DEVICE, J, r#"{"client_id":"app","scope":["restricted"]}"#, 400, "invalid_request"),
         case("oauth: missing client_id", OAUTH, J, r#"{"username":"a","password":"b","scope":"restricted"}"#, 400, "invalid_request"),
-        case("oauth: not allowed", OAUTH, J, r#"{"client_id":"app","username":"a","password":"b","scope":"restricted"}"#, 400, "unauthorized_client"),
+        case(
+            "oauth: not allowed",
+            OAUTH,
+            J,
+            r#"{"client_id":"app","username":"a","password":"b","scope":"restricted"}"#,
+            400,
+            "unauthorized_client",
+        ),
         case("unicode garbage", TOKEN, J, "{\"client_id\":\"\\u0000\\uffff\",\"refresh_token\":\"\u{1F600}\"}", 400, "invalid_grant"),
     ];
     cases.push(Case {

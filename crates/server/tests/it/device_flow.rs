@@ -196,7 +196,13 @@ async fn the_page_refuses_forgery_wrong_passwords_and_guessing() {
     let page = PageClient::open(&s, d["verification_uri"].as_str().unwrap()).await;
 
     // No cookie, wrong anti-forgery field, foreign Origin.
-    let r = s.http.post(s.at("/vedauth/device")).form(&[("csrf", "x"), ("user_code", code), ("username", "alice"), ("password", PASSWORD)]).send().await.unwrap();
+    let r = s
+        .http
+        .post(s.at("/vedauth/device"))
+        .form(&[("csrf", "x"), ("user_code", code), ("username", "alice"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let r = s
         .http
@@ -308,7 +314,10 @@ async fn real_client_quirks() {
     let d = s.start_device("app", "restricted:manage").await;
     s.approve_in_store(&alice, d["user_code"].as_str().unwrap()).await;
     let (st, t3) = s
-        .post_form("/vedauth/authorize/token", &[("client_id", "app"), ("grant_type", DEVICE_GRANT), ("device_code", d["device_code"].as_str().unwrap())])
+        .post_form(
+            "/vedauth/authorize/token",
+            &[("client_id", "app"), ("grant_type", DEVICE_GRANT), ("device_code", d["device_code"].as_str().unwrap())],
+        )
         .await;
     assert_eq!(st, StatusCode::OK, "{t3}");
     // GET /vedsdk/ answers 200 (Go vcert's Ping); a 401 carries the challenge.

@@ -2,8 +2,8 @@
 //! and form-encoded refresh against the server.
 
 use oauth2::basic::BasicClient;
-use oauth2::{ClientId, DeviceAuthorizationUrl, Scope, StandardDeviceAuthorizationResponse, TokenResponse as _, TokenUrl};
 use oauth2::{AuthType, RefreshToken};
+use oauth2::{ClientId, DeviceAuthorizationUrl, Scope, StandardDeviceAuthorizationResponse, TokenResponse as _, TokenUrl};
 
 use crate::support::{PASSWORD, PageClient, TestServer};
 
@@ -19,12 +19,8 @@ async fn oauth2_crate_device_flow_and_refresh() {
         .set_token_uri(TokenUrl::new(s.at("/vedauth/authorize/token")).unwrap());
     let http = oauth2::reqwest::Client::builder().redirect(oauth2::reqwest::redirect::Policy::none()).build().unwrap();
 
-    let details: StandardDeviceAuthorizationResponse = client
-        .exchange_device_code()
-        .add_scope(Scope::new("restricted:manage".into()))
-        .request_async(&http)
-        .await
-        .unwrap();
+    let details: StandardDeviceAuthorizationResponse =
+        client.exchange_device_code().add_scope(Scope::new("restricted:manage".into())).request_async(&http).await.unwrap();
     assert_eq!(details.interval().as_secs(), 1);
     let uri = details.verification_uri_complete().unwrap().secret().to_owned();
     let user_code = details.user_code().secret().to_owned();

@@ -11,9 +11,7 @@ async fn password_grant_is_opt_in_and_locks_out() {
     let alice = s.user("alice").await;
     s.integration("vcert-sdk", "certificate:manage,revoke;restricted", |_| {}).await;
     s.integration("pw-app", "certificate:manage,revoke", |i| i.password = Some(true)).await;
-    let body = |client: &str, password: &str| {
-        json!({"client_id": client, "username": "alice", "password": password, "scope": "certificate:manage,revoke", "state": ""})
-    };
+    let body = |client: &str, password: &str| json!({"client_id": client, "username": "alice", "password": password, "scope": "certificate:manage,revoke", "state": ""});
     let (st, e) = s.post_json("/vedauth/authorize/oauth", body("vcert-sdk", PASSWORD)).await;
     assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("unauthorized_client")));
 

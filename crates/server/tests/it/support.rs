@@ -9,7 +9,7 @@ use strongroom_core::grant::device::DeviceState;
 use strongroom_core::identity::User;
 use strongroom_core::integration::Integration;
 use strongroom_core::secret::Secret;
-use strongroom_core::time::{Clock as _, ManualClock, UnixTime};
+use strongroom_core::time::{Clock as _, ManualClock};
 use strongroom_core::token::{TokenKind, normalize_user_code};
 use strongroom_server::admin::{Admin, IntegrationSpec};
 use strongroom_server::config::RawConfig;
@@ -53,10 +53,7 @@ impl TestServer {
 
     pub async fn start_with(tweak: impl FnOnce(&mut RawConfig)) -> TestServer {
         // Server logs for failing tests: RUST_LOG=info cargo test ...
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let dir = tempfile::tempdir().unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -70,8 +67,8 @@ impl TestServer {
         tweak(&mut raw);
         let config = raw.validate().unwrap();
         let store = strongroom_store::open(&config.database_url).await.unwrap();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        let clock = ManualClock::new(UnixTime::from_millis(now));
+        // Start the manual clock at the real time, so timestamps look sane.
+        let clock = ManualClock::new(strongroom_server::state::SystemClock.now());
         let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
         let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
         let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
@@ -135,11 +132,8 @@ impl TestServer {
     }
 
     pub async fn poll(&self, client_id: &str, device_code: &str) -> (StatusCode, Value) {
-        self.post_json(
-            "/vedauth/authorize/token",
-            json!({"client_id": client_id, "grant_type": DEVICE_GRANT, "device_code": device_code}),
-        )
-        .await
+        self.post_json("/vedauth/authorize/token", json!({"client_id": client_id, "grant_type": DEVICE_GRANT, "device_code": device_code}))
+            .await
     }
 
     /// Refresh in the product's shape: `{client_id, refresh_token}`.
