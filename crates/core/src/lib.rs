@@ -19,3 +19,4 @@ pub mod secret;
 pub mod throttle;
 pub mod time;
 pub mod token;
+pub mod vault;
