@@ -8,7 +8,10 @@ use std::sync::Arc;
 use strongroom_core::integration::{AllowedUsers, TokenOverrides};
 use strongroom_core::secret::Secret;
 use strongroom_core::time::UnixTime;
+use strongroom_core::vault::Rights;
 use strongroom_server::admin::{Admin, IntegrationSpec};
+use strongroom_server::keys;
+use strongroom_server::service::keyring::KeyRing;
 use strongroom_server::state::{OsRandom, SystemClock};
 use strongroom_store::EventFilter;
 
@@ -26,6 +29,53 @@ pub(crate) enum AdminCommand {
     /// The event log.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Folders of the owner tree (\\VED\\Policy\\...), which own vault entries.
+    #[command(subcommand)]
+    Folders(FoldersCommand),
+    /// Rights of users on folders, inherited by everything below.
+    #[command(subcommand)]
+    Rights(RightsCommand),
+    /// The vault's data keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FoldersCommand {
+    /// Create a folder (and the folders above it).
+    ///
+    /// Example: strongroom admin folders create '\VED\Policy\Team A'
+    Create { path: String },
+    /// List folders.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RightsCommand {
+    /// Grant rights on a folder, replacing what the user had there.
+    ///
+    /// Example: strongroom admin rights grant '\VED\Policy\Team A' alice --rights read,write
+    Grant {
+        folder: String,
+        user: String,
+        /// Comma-separated: view, read, write, create, delete.
+        #[arg(long)]
+        rights: String,
+    },
+    /// Remove a user's rights on a folder.
+    Revoke { folder: String, user: String },
+    /// A user's effective rights on a folder, inherited ones included.
+    Show { folder: String, user: String },
+    /// Every grant of rights.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// List data keys; the newest seals new data.
+    List,
+    /// Create a new data key and re-encrypt every stored value with it.
+    Rotate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -190,7 +240,9 @@ fn time(t: UnixTime) -> String {
 pub(crate) async fn run(config: &strongroom_server::Config, command: AdminCommand) -> Result<()> {
     std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
     let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
-    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom) };
+    let (keys, _) =
+        keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
+    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::new(&keys) };
     let mut out = std::io::stdout().lock();
     use std::io::Write as _;
     match command {
@@ -295,6 +347,44 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                     ev.detail
                 )?;
             }
+        }
+        AdminCommand::Folders(FoldersCommand::Create { path }) => {
+            let f = admin.create_folder(&path).await?;
+            writeln!(out, "created folder {f}")?;
+        }
+        AdminCommand::Folders(FoldersCommand::List) => {
+            for f in admin.folders().await? {
+                writeln!(out, "{f}")?;
+            }
+        }
+        AdminCommand::Rights(RightsCommand::Grant { folder, user, rights }) => {
+            let r = Rights::parse(&rights)
+                .filter(|r| *r != Rights::NONE)
+                .context("rights are a comma-separated list of view, read, write, create, delete")?;
+            admin.set_rights(&folder, &user, r).await?;
+            writeln!(out, "{user} has {r} on {folder}")?;
+        }
+        AdminCommand::Rights(RightsCommand::Revoke { folder, user }) => {
+            admin.set_rights(&folder, &user, Rights::NONE).await?;
+            writeln!(out, "removed {user}'s rights on {folder}")?;
+        }
+        AdminCommand::Rights(RightsCommand::Show { folder, user }) => {
+            let (r, master) = admin.effective_rights(&folder, &user).await?;
+            writeln!(out, "{user} on {folder}: {r}{}", if master { " (Master Admin)" } else { "" })?;
+        }
+        AdminCommand::Rights(RightsCommand::List) => {
+            for (f, u, r) in admin.all_rights().await? {
+                writeln!(out, "{f}\t{u}\t{r}")?;
+            }
+        }
+        AdminCommand::Keys(KeysCommand::List) => {
+            for (id, created) in admin.data_keys().await? {
+                writeln!(out, "{id}\t{}", time(created))?;
+            }
+        }
+        AdminCommand::Keys(KeysCommand::Rotate) => {
+            let (id, n) = admin.rotate_keys().await?;
+            writeln!(out, "data key {id} is current; re-encrypted {n} values")?;
         }
         AdminCommand::Events(EventsCommand::Verify) => match admin.verify_events().await {
             Ok(n) => writeln!(out, "event log intact: {n} events")?,

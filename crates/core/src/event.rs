@@ -30,6 +30,17 @@ pub enum EventKind {
     LoginFailed,
     UserCodeFailed,
     Lockout,
+    FolderCreated,
+    RightsChanged,
+    VaultKeyCreated,
+    VaultResealed,
+    VaultAdded,
+    VaultAssociated,
+    VaultDissociated,
+    VaultOwnerAdded,
+    VaultOwnerRemoved,
+    VaultDeleted,
+    VaultMutated,
 }
 
 impl EventKind {
@@ -51,6 +62,17 @@ impl EventKind {
         EventKind::LoginFailed,
         EventKind::UserCodeFailed,
         EventKind::Lockout,
+        EventKind::FolderCreated,
+        EventKind::RightsChanged,
+        EventKind::VaultKeyCreated,
+        EventKind::VaultResealed,
+        EventKind::VaultAdded,
+        EventKind::VaultAssociated,
+        EventKind::VaultDissociated,
+        EventKind::VaultOwnerAdded,
+        EventKind::VaultOwnerRemoved,
+        EventKind::VaultDeleted,
+        EventKind::VaultMutated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -72,6 +94,17 @@ impl EventKind {
             EventKind::LoginFailed => "login.failed",
             EventKind::UserCodeFailed => "device.user_code_failed",
             EventKind::Lockout => "login.lockout",
+            EventKind::FolderCreated => "folder.created",
+            EventKind::RightsChanged => "folder.rights_changed",
+            EventKind::VaultKeyCreated => "vault.key_created",
+            EventKind::VaultResealed => "vault.resealed",
+            EventKind::VaultAdded => "vault.added",
+            EventKind::VaultAssociated => "vault.associated",
+            EventKind::VaultDissociated => "vault.dissociated",
+            EventKind::VaultOwnerAdded => "vault.owner_added",
+            EventKind::VaultOwnerRemoved => "vault.owner_removed",
+            EventKind::VaultDeleted => "vault.deleted",
+            EventKind::VaultMutated => "vault.mutated",
         }
     }
 

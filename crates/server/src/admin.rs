@@ -16,6 +16,8 @@ use strongroom_core::time::Clock;
 use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
 
 use crate::config::check_tokens;
+use crate::service::keyring::{KeyRing, KeyRingError};
+use strongroom_core::vault::{FolderPath, Permissions, Rights};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -29,6 +31,8 @@ pub enum AdminError {
     Store(#[from] StoreError),
     #[error("the event log is broken: {0}")]
     Chain(#[from] ChainError),
+    #[error(transparent)]
+    Keys(#[from] KeyRingError),
 }
 
 /// The administrator's handle on the store.
@@ -37,6 +41,7 @@ pub struct Admin {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub rng: Arc<dyn Random>,
+    pub keyring: KeyRing,
 }
 
 /// What `admin integrations create` and `update` set. `None` leaves a field
@@ -212,6 +217,56 @@ impl Admin {
             all.extend(page);
         }
         Ok(verify_chain(&all, head)?)
+    }
+}
+
+impl Admin {
+    /// Creates a folder of the owner tree, and any missing folders above it.
+    pub async fn create_folder(&self, path: &str) -> Result<FolderPath, AdminError> {
+        let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let event = self.event(EventKind::FolderCreated).object(f.as_str());
+        if self.store.create_folders(f.lineage(), event).await? { Ok(f) } else { Err(AdminError::Exists(format!("folder {f}"))) }
+    }
+
+    pub async fn folders(&self) -> Result<Vec<FolderPath>, AdminError> {
+        Ok(self.store.folders().await?)
+    }
+
+    async fn folder_and_user(&self, path: &str, user: &str) -> Result<(FolderPath, User), AdminError> {
+        let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        if !self.store.folder_exists(f.key().to_owned()).await? {
+            return Err(AdminError::NotFound(format!("folder {f}")));
+        }
+        let (u, _) = self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?;
+        Ok((f, u))
+    }
+
+    /// Sets a user's rights on a folder (replacing what was granted there).
+    pub async fn set_rights(&self, path: &str, user: &str, rights: Rights) -> Result<(), AdminError> {
+        let (f, u) = self.folder_and_user(path, user).await?;
+        let event = self.event(EventKind::RightsChanged).object(f.as_str()).detail(format!("user={} rights={rights}", u.name));
+        Ok(self.store.set_rights(f, u.id, rights, event).await?)
+    }
+
+    /// What `user` may do on `path`, inherited rights included.
+    pub async fn effective_rights(&self, path: &str, user: &str) -> Result<(Rights, bool), AdminError> {
+        let (f, u) = self.folder_and_user(path, user).await?;
+        let perms = Permissions { master_admin: u.master_admin, grants: self.store.rights_of(u.id).await? };
+        Ok((perms.effective(&f), u.master_admin))
+    }
+
+    pub async fn all_rights(&self) -> Result<Vec<(FolderPath, String, Rights)>, AdminError> {
+        Ok(self.store.all_rights().await?)
+    }
+
+    /// Data keys: (id, created).
+    pub async fn data_keys(&self) -> Result<Vec<(i64, strongroom_core::time::UnixTime)>, AdminError> {
+        Ok(self.store.data_keys().await?.into_iter().map(|k| (k.id, k.created_at)).collect())
+    }
+
+    /// Creates a new data key and re-seals everything under it.
+    pub async fn rotate_keys(&self) -> Result<(i64, u64), AdminError> {
+        Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin").await?)
     }
 }
 

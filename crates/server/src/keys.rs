@@ -34,6 +34,10 @@ pub struct Keys {
     pub token: TokenKey,
     /// Signs the approval page's anti-forgery tokens and consent tickets.
     pub page: [u8; 32],
+    /// Wraps the vault's data keys.
+    pub vault_kek: [u8; 32],
+    /// Keys the hashes association values are looked up by.
+    pub vault_lookup: [u8; 32],
 }
 
 impl fmt::Debug for Keys {
@@ -55,7 +59,12 @@ fn unreachable_hmac() -> Hmac<Sha256> {
 
 impl Keys {
     pub fn from_master(master: &[u8; 32]) -> Keys {
-        Keys { token: TokenKey::new(derive(master, "strongroom/token-hash/v1")), page: derive(master, "strongroom/page/v1") }
+        Keys {
+            token: TokenKey::new(derive(master, "strongroom/token-hash/v1")),
+            page: derive(master, "strongroom/page/v1"),
+            vault_kek: derive(master, "strongroom/vault-kek/v1"),
+            vault_lookup: derive(master, "strongroom/vault-lookup/v1"),
+        }
     }
 }
 

@@ -18,6 +18,7 @@ use strongroom_store::{Store, StoreError};
 use crate::config::{Config, Tls};
 use crate::http::{self, Limits};
 use crate::keys::{self, KeyError, KeySource, Keys};
+use crate::service::keyring::KeyRing;
 use crate::state::{AppState, OsRandom, SystemClock};
 use crate::tls::{self, TlsError};
 
@@ -44,6 +45,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         store,
         clock,
         rng,
+        keyring: KeyRing::new(&keys),
         keys: Arc::new(keys),
         tokens: config.tokens,
         public_url: config.public_url.clone(),

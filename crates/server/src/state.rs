@@ -10,6 +10,7 @@ use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::Store;
 
 use crate::keys::Keys;
+use crate::service::keyring::KeyRing;
 
 /// The shared state of the HTTP edge.
 #[derive(Clone, Debug)]
@@ -25,6 +26,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Caps concurrent password hashing: each argon2id run holds 19 MiB.
     pub hashing: Arc<Semaphore>,
+    /// The vault's data keys.
+    pub keyring: KeyRing,
 }
 
 impl AppState {

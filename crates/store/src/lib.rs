@@ -29,6 +29,8 @@ use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Counter, Rule};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
+use strongroom_core::vault::value::ValueType;
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 /// Errors of the store. Messages never carry stored values or tokens.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +48,9 @@ pub enum StoreError {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// This backend does not implement the operation.
+    #[error("this store does not support the operation")]
+    Unsupported,
     /// The configuration names no store this build knows.
     #[error("unsupported database url (expected a path, sqlite://PATH or postgres://...)")]
     UnsupportedUrl,
@@ -66,12 +71,7 @@ pub struct NewTokens {
 
 impl From<&strongroom_core::grant::IssuedTokens> for NewTokens {
     fn from(t: &strongroom_core::grant::IssuedTokens) -> Self {
-        NewTokens {
-            access_hash: t.access_hash,
-            access_expires: t.access_expires,
-            refresh_hash: t.refresh_hash(),
-            issued_at: t.issued_at,
-        }
+        NewTokens { access_hash: t.access_hash, access_expires: t.access_expires, refresh_hash: t.refresh_hash(), issued_at: t.issued_at }
     }
 }
 
@@ -95,7 +95,85 @@ pub struct EventFilter {
     pub limit: u32,
 }
 
+/// A vault entry as stored: its data sealed under data key `key_id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VaultEntry {
+    pub vault_id: VaultId,
+    pub vault_type: i32,
+    pub key_name: String,
+    pub key_id: i64,
+    pub sealed: Vec<u8>,
+    pub owners: Vec<FolderPath>,
+    pub created_at: UnixTime,
+}
+
+/// An association as stored: the value sealed, and the keyed hash it is
+/// looked up by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAssociation {
+    pub name: String,
+    pub value_type: ValueType,
+    pub key_id: i64,
+    pub sealed: Vec<u8>,
+    pub lookup: [u8; 32],
+}
+
+/// What `put_association` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutAssociation {
+    /// Inserted, or replaced the name's previous value.
+    Stored,
+    /// The same value was already there: nothing written.
+    Identical,
+    NoEntry,
+}
+
+/// What `add_owner` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddOwner {
+    Added,
+    AlreadyOwner,
+    NoEntry,
+}
+
+/// What `remove_owner` did: owner rows removed, and the entries deleted
+/// because they lost their last owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnerRemoval {
+    pub removed: u64,
+    pub deleted: Vec<VaultId>,
+}
+
+/// A data key, wrapped by the master key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataKeyRecord {
+    pub id: i64,
+    pub wrapped: Vec<u8>,
+    pub created_at: UnixTime,
+}
+
+/// Which entries `vault_ids` lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VaultFilter {
+    pub vault_type: Option<i32>,
+    /// Only entries owned by this folder (its key).
+    pub owner_key: Option<String>,
+    /// Only entries with no owner at all.
+    pub orphans_only: bool,
+}
+
+/// Something sealed under a data key, for re-encryption after rotation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SealedItem {
+    Data { vault_id: VaultId, key_id: i64, sealed: Vec<u8> },
+    Association { vault_id: VaultId, name: String, value_type: ValueType, key_id: i64, sealed: Vec<u8> },
+}
+
 /// The store: one method per domain action, each one transaction.
+///
+/// The vault methods have default bodies that answer
+/// [`StoreError::Unsupported`], so a backend can be brought up one domain at
+/// a time; both shipped backends implement all of them.
 pub trait Store: Send + Sync + fmt::Debug {
     /// A line for the start-up log: backend, location and settings.
     fn describe(&self) -> String;
@@ -129,23 +207,10 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Records a poll if the code is still at `version` and pending.
     fn record_poll(&self, code_hash: TokenHash, version: i64, record: PollRecord) -> StoreFuture<'_, bool>;
     /// Pending → `decision` (approved or denied) if still at `version`.
-    fn decide_device(
-        &self,
-        code_hash: TokenHash,
-        version: i64,
-        decision: DeviceState,
-        event: Event,
-    ) -> StoreFuture<'_, bool>;
+    fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool>;
     /// Approved → redeemed, creating the grant and its tokens, if still at
     /// `version`. Exactly one concurrent caller gets `true`.
-    fn redeem_device(
-        &self,
-        code_hash: TokenHash,
-        version: i64,
-        grant: Grant,
-        tokens: NewTokens,
-        event: Event,
-    ) -> StoreFuture<'_, bool>;
+    fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, bool>;
 
     // Grants and tokens.
     /// A grant issued without a device code (password grant).
@@ -154,13 +219,7 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn refresh_token(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<(RefreshToken, Grant)>>;
     /// Spends `old` and stores the new pair, if `old` is unspent and the grant
     /// live. Exactly one concurrent caller gets `true`.
-    fn rotate_refresh(
-        &self,
-        old: TokenHash,
-        grant_id: GrantId,
-        tokens: NewTokens,
-        event: Event,
-    ) -> StoreFuture<'_, bool>;
+    fn rotate_refresh(&self, old: TokenHash, grant_id: GrantId, tokens: NewTokens, event: Event) -> StoreFuture<'_, bool>;
     /// Revokes a live grant and with it all its tokens. False if it was
     /// already revoked or does not exist (and then no event is written).
     fn revoke_grant(&self, grant_id: GrantId, at: UnixTime, event: Event) -> StoreFuture<'_, bool>;
@@ -185,6 +244,126 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Deletes device codes, grants and tokens that ended before `before`,
     /// and idle throttle counters. Events are kept. Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
+
+    // Vault: folders and rights.
+    /// Creates the folders of `lineage` (top first) that do not exist yet.
+    /// Returns whether the last one was new; writes `event` if anything was.
+    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
+        let _ = (lineage, event);
+        unsupported()
+    }
+    fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
+        unsupported()
+    }
+    fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
+        let _ = key;
+        unsupported()
+    }
+    /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
+    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
+        let _ = (folder, user, rights, event);
+        unsupported()
+    }
+    /// The rights granted directly to `user`: (folder key, rights).
+    fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
+        let _ = user;
+        unsupported()
+    }
+    /// Every grant of rights: (folder, user name, rights).
+    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
+        unsupported()
+    }
+
+    // Vault: data keys.
+    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
+        unsupported()
+    }
+    /// `Conflict` if the id is taken (two rotations at once).
+    fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
+        let _ = (key, event);
+        unsupported()
+    }
+
+    // Vault: entries.
+    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
+        unsupported()
+    }
+    fn insert_entry(&self, entry: VaultEntry, event: Event) -> StoreFuture<'_, ()> {
+        let _ = (entry, event);
+        unsupported()
+    }
+    fn entry(&self, id: VaultId) -> StoreFuture<'_, Option<VaultEntry>> {
+        let _ = id;
+        unsupported()
+    }
+    /// The owners of each listed entry that exists.
+    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+        let _ = ids;
+        unsupported()
+    }
+    fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
+        let _ = filter;
+        unsupported()
+    }
+    fn mutate_entry(&self, id: VaultId, vault_type: i32, event: Event) -> StoreFuture<'_, bool> {
+        let _ = (id, vault_type, event);
+        unsupported()
+    }
+    fn add_owner(&self, id: VaultId, owner: FolderPath, event: Event) -> StoreFuture<'_, AddOwner> {
+        let _ = (id, owner, event);
+        unsupported()
+    }
+    /// Removes `owner` from entry `id`, or from every entry it owns when `id`
+    /// is `None`; entries left with no owner are deleted (each with a
+    /// `vault.deleted` event).
+    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, event: Event) -> StoreFuture<'_, OwnerRemoval> {
+        let _ = (id, owner, event);
+        unsupported()
+    }
+    /// Distinct `Keyname`s of stored entries.
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+        unsupported()
+    }
+
+    // Vault: associations.
+    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
+        let _ = id;
+        unsupported()
+    }
+    /// One value per (entry, name): replaces a different value, reports an
+    /// identical one (same lookup hash) without writing.
+    fn put_association(&self, id: VaultId, association: StoredAssociation, event: Event) -> StoreFuture<'_, PutAssociation> {
+        let _ = (id, association, event);
+        unsupported()
+    }
+    /// Removes all associations of `id`, those named `name`, or the one
+    /// named `name` whose lookup hash is `lookup`. Returns rows removed.
+    fn dissociate(&self, id: VaultId, name: Option<String>, lookup: Option<[u8; 32]>, event: Event) -> StoreFuture<'_, u64> {
+        let _ = (id, name, lookup, event);
+        unsupported()
+    }
+    /// Entries with an association `name` (of value hash `lookup`, if given).
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+        let _ = (name, lookup);
+        unsupported()
+    }
+
+    // Vault: re-encryption after a key rotation.
+    /// Up to `limit` items sealed under a key other than `current`.
+    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        let _ = (current, limit);
+        unsupported()
+    }
+    /// Replaces each item's ciphertext if it is still under the key it was
+    /// read with. Returns items replaced.
+    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
+        let _ = (items, event);
+        unsupported()
+    }
+}
+
+fn unsupported<'a, T: 'a>() -> StoreFuture<'a, T> {
+    Box::pin(async { Err(StoreError::Unsupported) })
 }
 
 /// Opens the store a database URL names: `postgres://...` or
@@ -217,9 +396,7 @@ pub(crate) fn device_state_parts(s: &DeviceState) -> (&'static str, Option<&str>
 }
 
 pub(crate) fn device_state_from_parts(state: &str, user: Option<String>) -> StoreResult<DeviceState> {
-    let user_id = |u: Option<String>| {
-        u.map(UserId::from_stored).ok_or_else(|| StoreError::Corrupt("device code without user".into()))
-    };
+    let user_id = |u: Option<String>| u.map(UserId::from_stored).ok_or_else(|| StoreError::Corrupt("device code without user".into()));
     Ok(match state {
         "pending" => DeviceState::Pending,
         "approved" => DeviceState::Approved { user_id: user_id(user)? },
@@ -238,10 +415,7 @@ pub(crate) struct Migration {
 
 /// Every migration name, per dialect, for the parity test.
 pub fn migration_names() -> (Vec<&'static str>, Vec<&'static str>) {
-    (
-        sqlite::MIGRATIONS.iter().map(|m| m.name).collect(),
-        postgres::MIGRATIONS.iter().map(|m| m.name).collect(),
-    )
+    (sqlite::MIGRATIONS.iter().map(|m| m.name).collect(), postgres::MIGRATIONS.iter().map(|m| m.name).collect())
 }
 
 fn unreachable_store() -> Arc<dyn Store> {

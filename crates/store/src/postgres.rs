@@ -15,8 +15,8 @@ impl PgStore {
 
 pub mod testing {
     //! Helpers for tests against a shared PostgreSQL server.
-    use std::sync::Arc;
     use crate::{Store, StoreError, StoreResult};
+    use std::sync::Arc;
     /// A store in a new, empty schema of its own.
     pub async fn fresh_schema(_url: &str) -> StoreResult<Arc<dyn Store>> {
         Err(StoreError::UnsupportedUrl)

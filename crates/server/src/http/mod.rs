@@ -4,6 +4,8 @@
 mod extract;
 mod page;
 pub(crate) mod respond;
+mod sdk_body;
+mod secretstore;
 mod vedauth;
 mod vedsdk;
 
@@ -46,6 +48,23 @@ pub fn app(state: AppState, limits: Limits) -> Router {
         .route("/vedauth/device/style.css", get(page::style))
         .route("/vedsdk", get(vedsdk::ping))
         .route("/vedsdk/systemstatus/version", get(vedsdk::version))
+        .route("/vedsdk/secretstore/add", post(secretstore::add))
+        .route("/vedsdk/secretstore/retrieve", post(secretstore::retrieve))
+        .route("/vedsdk/secretstore/associate", post(secretstore::associate))
+        .route("/vedsdk/secretstore/dissociate", post(secretstore::dissociate))
+        .route("/vedsdk/secretstore/lookupbyassociation", post(secretstore::lookup_by_association))
+        .route("/vedsdk/secretstore/lookupassociationbyvaultid", post(secretstore::lookup_association))
+        .route("/vedsdk/secretstore/lookupallassociationsbyvaultid", post(secretstore::all_associations))
+        .route("/vedsdk/secretstore/lookupbyowner", post(secretstore::lookup_by_owner))
+        .route("/vedsdk/secretstore/lookupbyvaulttype", post(secretstore::lookup_by_vault_type))
+        .route("/vedsdk/secretstore/orphanlookup", post(secretstore::orphan_lookup))
+        .route("/vedsdk/secretstore/owneradd", post(secretstore::owner_add))
+        .route("/vedsdk/secretstore/ownerdelete", post(secretstore::owner_delete))
+        .route("/vedsdk/secretstore/ownerlookup", post(secretstore::owner_lookup))
+        .route("/vedsdk/secretstore/mutate", post(secretstore::mutate))
+        .route("/vedsdk/secretstore/lookup", get(secretstore::lookup))
+        .route("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use))
+        .route("/vedsdk/log", get(secretstore::log))
         .fallback(|| async { respond::not_found() })
         .method_not_allowed_fallback(|| async { respond::method_not_allowed() })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))

@@ -11,11 +11,12 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
 use strongroom_proto::vedauth::{ErrorResponse, RevokeResponse};
-use strongroom_proto::vedsdk::BearerErrorResponse;
+use strongroom_proto::vedsdk::{BearerErrorResponse, ErrorOnly, ResultResponse};
 
 use crate::service::AuthError;
 use crate::service::bearer::BearerError;
 use crate::service::device::PageError;
+use crate::service::vault::VaultError;
 
 /// `application/json; charset=utf-8`: vcert checks the prefix, oauth2-rs
 /// checks it case-insensitively.
@@ -177,4 +178,42 @@ pub(crate) fn healthy(ok: bool) -> Response {
 /// Static assets of the page.
 pub(crate) fn css(body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()
+}
+
+/// Why a `/vedsdk` call did not succeed.
+#[derive(Debug)]
+pub(crate) enum SdkFailure {
+    /// The body is not a JSON object: HTTP 400 `{"Error": ...}`.
+    BadJson(String),
+    /// The body is over the limit: HTTP 413 `{"Error": ...}`.
+    TooLarge,
+    Bearer(BearerError),
+    /// Every vault outcome is HTTP 200 with a `Result` code.
+    Vault(VaultError),
+}
+
+impl From<BearerError> for SdkFailure {
+    fn from(e: BearerError) -> Self {
+        SdkFailure::Bearer(e)
+    }
+}
+
+impl From<VaultError> for SdkFailure {
+    fn from(e: VaultError) -> Self {
+        SdkFailure::Vault(e)
+    }
+}
+
+impl IntoResponse for SdkFailure {
+    fn into_response(self) -> Response {
+        match self {
+            SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
+            SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
+            SdkFailure::Bearer(e) => e.into_response(),
+            SdkFailure::Vault(e) => {
+                tracing::info!(result = e.code.code(), "vault call refused");
+                json(StatusCode::OK, &ResultResponse { result: e.code.code(), error: Some(e.message) })
+            }
+        }
+    }
 }

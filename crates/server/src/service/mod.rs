@@ -5,8 +5,10 @@
 
 pub mod bearer;
 pub mod device;
+pub mod keyring;
 pub mod login;
 pub mod token;
+pub mod vault;
 
 use strongroom_core::event::{Event, EventKind};
 use strongroom_store::StoreError;

@@ -2,6 +2,7 @@
 //! `synchronous=FULL`, one writer thread with group commit ([`writer`]) and
 //! a small pool of reading connections.
 
+mod vault;
 mod writer;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
@@ -19,18 +20,18 @@ use strongroom_core::scope::Scope;
 use strongroom_core::throttle::{Counter, Rule};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use crate::{
-    EventFilter, GrantSummary, Migration, NewTokens, Store, StoreError, StoreFuture, StoreResult,
-    device_state_from_parts, device_state_parts, lockout_event,
+    AddOwner, DataKeyRecord, EventFilter, GrantSummary, Migration, NewTokens, OwnerRemoval, PutAssociation, SealedItem, Store, StoreError,
+    StoreFuture, StoreResult, StoredAssociation, VaultEntry, VaultFilter, device_state_from_parts, device_state_parts, lockout_event,
 };
 use writer::{Job, Typed, backend};
 
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_auth",
-    sql: include_str!("../../migrations/sqlite/0001_auth.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "0001_auth", sql: include_str!("../../migrations/sqlite/0001_auth.sql") },
+    Migration { version: 2, name: "0002_vault", sql: include_str!("../../migrations/sqlite/0002_vault.sql") },
+];
 
 /// Milliseconds a connection waits for another process's lock (the admin
 /// CLI writing while the server runs).
@@ -138,13 +139,11 @@ impl SqliteStore {
             .name("sqlite-writer".into())
             .spawn(move || writer::run(conn, rx))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
-        Ok(SqliteStore {
-            inner: Arc::new(Inner { path: path.to_owned(), writer: tx, readers: Mutex::new(Vec::new()), settings }),
-        })
+        Ok(SqliteStore { inner: Arc::new(Inner { path: path.to_owned(), writer: tx, readers: Mutex::new(Vec::new()), settings }) })
     }
 
     /// Runs `f` in the writer's next batch transaction.
-    async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    pub(super) async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
@@ -155,7 +154,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on a reading connection, off the async threads.
-    async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    pub(super) async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
@@ -166,20 +165,17 @@ impl SqliteStore {
             let conn = match pooled {
                 Some(c) => c,
                 None => {
-                    let c = Connection::open_with_flags(
-                        &inner.path,
-                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                    )
-                    .map_err(backend)?;
+                    let c = Connection::open_with_flags(&inner.path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                        .map_err(backend)?;
                     c.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
                     c
                 }
             };
             let out = f(&conn);
-            if let Ok(mut pool) = inner.readers.lock() {
-                if pool.len() < MAX_IDLE_READERS {
-                    pool.push(conn);
-                }
+            if let Ok(mut pool) = inner.readers.lock()
+                && pool.len() < MAX_IDLE_READERS
+            {
+                pool.push(conn);
             }
             out
         })
@@ -202,7 +198,7 @@ fn scope_col(row: &Row<'_>, idx: usize) -> rusqlite::Result<Scope> {
     Scope::parse(&s).map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
 }
 
-fn time_col(row: &Row<'_>, idx: usize) -> rusqlite::Result<UnixTime> {
+pub(super) fn time_col(row: &Row<'_>, idx: usize) -> rusqlite::Result<UnixTime> {
     Ok(UnixTime::from_millis(row.get(idx)?))
 }
 
@@ -262,9 +258,7 @@ fn integration_from_row(row: &Row<'_>) -> rusqlite::Result<Integration> {
 
 fn load_allowed(conn: &Connection, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
-        let mut st = conn
-            .prepare_cached("SELECT user_id FROM integration_users WHERE client_id = ?1 ORDER BY user_id")
-            .map_err(backend)?;
+        let mut st = conn.prepare_cached("SELECT user_id FROM integration_users WHERE client_id = ?1 ORDER BY user_id").map_err(backend)?;
         let rows = st.query_map([&i.client_id], |r| r.get::<_, String>(0)).map_err(backend)?;
         for r in rows {
             list.push(UserId::from_stored(r.map_err(backend)?));
@@ -284,7 +278,8 @@ fn save_allowed(conn: &Connection, i: &Integration) -> StoreResult<()> {
     Ok(())
 }
 
-const DEVICE_COLS: &str = "code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs, last_poll_at, version";
+const DEVICE_COLS: &str =
+    "code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs, last_poll_at, version";
 
 fn device_from_row(row: &Row<'_>) -> rusqlite::Result<(DeviceAuthorization, String, Option<String>)> {
     Ok((
@@ -318,7 +313,7 @@ fn device_where(conn: &Connection, column: &str, hash: &TokenHash) -> StoreResul
 }
 
 /// Appends `e` to the chained event log inside the current transaction.
-fn append_event_tx(conn: &Connection, e: &Event) -> StoreResult<i64> {
+pub(super) fn append_event_tx(conn: &Connection, e: &Event) -> StoreResult<i64> {
     let (seq, prev): (i64, Vec<u8>) =
         conn.query_row("SELECT seq, hash FROM event_head WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?))).map_err(backend)?;
     let prev: [u8; 32] = prev.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
@@ -384,7 +379,7 @@ fn insert_grant_tx(conn: &Connection, g: &Grant) -> StoreResult<()> {
     Ok(())
 }
 
-fn is_unique_violation(e: &rusqlite::Error) -> bool {
+pub(super) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation)
 }
 
@@ -448,11 +443,9 @@ impl Store for SqliteStore {
 
     fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>> {
         Box::pin(self.read(move |c| {
-            c.query_row(
-                &format!("SELECT {USER_COLS}, password_hash FROM users WHERE name_key = ?1"),
-                [name.to_lowercase()],
-                |r| Ok((user_from_row(r)?, r.get::<_, String>(5)?)),
-            )
+            c.query_row(&format!("SELECT {USER_COLS}, password_hash FROM users WHERE name_key = ?1"), [name.to_lowercase()], |r| {
+                Ok((user_from_row(r)?, r.get::<_, String>(5)?))
+            })
             .optional()
             .map_err(backend)
         }))
@@ -460,9 +453,7 @@ impl Store for SqliteStore {
 
     fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>> {
         Box::pin(self.read(move |c| {
-            c.query_row(&format!("SELECT {USER_COLS} FROM users WHERE id = ?1"), [id.as_str()], user_from_row)
-                .optional()
-                .map_err(backend)
+            c.query_row(&format!("SELECT {USER_COLS} FROM users WHERE id = ?1"), [id.as_str()], user_from_row).optional().map_err(backend)
         }))
     }
 
@@ -741,11 +732,8 @@ impl Store for SqliteStore {
             if n != 1 {
                 return Ok(false);
             }
-            c.execute(
-                "UPDATE grants SET access_issued_at = ?1 WHERE id = ?2",
-                params![tokens.issued_at.millis(), grant_id.as_str()],
-            )
-            .map_err(backend)?;
+            c.execute("UPDATE grants SET access_issued_at = ?1 WHERE id = ?2", params![tokens.issued_at.millis(), grant_id.as_str()])
+                .map_err(backend)?;
             insert_tokens(c, grant_id.as_str(), &tokens)?;
             append_event_tx(c, &event)?;
             Ok(true)
@@ -777,7 +765,9 @@ impl Store for SqliteStore {
                 ))
                 .map_err(backend)?;
             let rows = st
-                .query_map(params![include_ended, now.millis()], |r| Ok(GrantSummary { grant: grant_from_row(r, 0)?, user_name: r.get(10)? }))
+                .query_map(params![include_ended, now.millis()], |r| {
+                    Ok(GrantSummary { grant: grant_from_row(r, 0)?, user_name: r.get(10)? })
+                })
                 .map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         }))
@@ -884,5 +874,74 @@ impl Store for SqliteStore {
             }
             Ok(n)
         }))
+    }
+    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
+        Box::pin(self.write(move |c| vault::create_folders(c, &lineage, &event)))
+    }
+    fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
+        Box::pin(self.read(vault::folders))
+    }
+    fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
+        Box::pin(self.read(move |c| vault::folder_exists(c, &key)))
+    }
+    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(move |c| vault::set_rights(c, &folder, &user, rights, &event)))
+    }
+    fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
+        Box::pin(self.read(move |c| vault::rights_of(c, &user)))
+    }
+    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
+        Box::pin(self.read(vault::all_rights))
+    }
+    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
+        Box::pin(self.read(vault::data_keys))
+    }
+    fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(move |c| vault::insert_data_key(c, &key, &event)))
+    }
+    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
+        Box::pin(self.write(vault::allocate_vault_id))
+    }
+    fn insert_entry(&self, entry: VaultEntry, event: Event) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(move |c| vault::insert_entry(c, &entry, &event)))
+    }
+    fn entry(&self, id: VaultId) -> StoreFuture<'_, Option<VaultEntry>> {
+        Box::pin(self.read(move |c| vault::entry(c, id)))
+    }
+    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+        Box::pin(self.read(move |c| vault::owners_of(c, &ids)))
+    }
+    fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
+        Box::pin(self.read(move |c| vault::vault_ids(c, &filter)))
+    }
+    fn mutate_entry(&self, id: VaultId, vault_type: i32, event: Event) -> StoreFuture<'_, bool> {
+        Box::pin(self.write(move |c| vault::mutate_entry(c, id, vault_type, &event)))
+    }
+    fn add_owner(&self, id: VaultId, owner: FolderPath, event: Event) -> StoreFuture<'_, AddOwner> {
+        Box::pin(self.write(move |c| vault::add_owner(c, id, &owner, &event)))
+    }
+    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, event: Event) -> StoreFuture<'_, OwnerRemoval> {
+        Box::pin(self.write(move |c| vault::remove_owner(c, id, &owner, &event)))
+    }
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(self.read(vault::key_names_in_use))
+    }
+    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
+        Box::pin(self.read(move |c| vault::associations(c, id)))
+    }
+    fn put_association(&self, id: VaultId, association: StoredAssociation, event: Event) -> StoreFuture<'_, PutAssociation> {
+        Box::pin(self.write(move |c| vault::put_association(c, id, &association, &event)))
+    }
+    fn dissociate(&self, id: VaultId, name: Option<String>, lookup: Option<[u8; 32]>, event: Event) -> StoreFuture<'_, u64> {
+        Box::pin(self.write(move |c| vault::dissociate(c, id, name.as_deref(), lookup.as_ref(), &event)))
+    }
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+        Box::pin(self.read(move |c| vault::lookup_by_association(c, &name, lookup.as_ref())))
+    }
+    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        Box::pin(self.read(move |c| vault::sealed_on_old_keys(c, current, limit)))
+    }
+    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
+        Box::pin(self.write(move |c| vault::reseal(c, &items, &event)))
     }
 }

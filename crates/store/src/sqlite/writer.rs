@@ -55,13 +55,8 @@ where
             self.out = Some(Err(backend(e)));
             return Outcome::Poisoned;
         }
-        let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
-            .unwrap_or_else(|_| Err(StoreError::Backend("store job panicked".into())));
-        let end = if result.is_ok() {
-            conn.execute_batch("RELEASE job")
-        } else {
-            conn.execute_batch("ROLLBACK TO job; RELEASE job")
-        };
+        let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| Err(StoreError::Backend("store job panicked".into())));
+        let end = if result.is_ok() { conn.execute_batch("RELEASE job") } else { conn.execute_batch("ROLLBACK TO job; RELEASE job") };
         match end {
             Ok(()) => {
                 self.out = Some(result);

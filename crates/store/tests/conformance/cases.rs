@@ -205,7 +205,8 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
             let (store, rng, grant) = (store.clone(), rng.clone(), grant.clone());
             tasks.push(tokio::spawn(async move {
                 let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0.plus_secs(trial + 1));
-                let won = store.rotate_refresh(current, grant.id.clone(), NewTokens::from(&t), ev(EventKind::TokenRefreshed)).await.unwrap();
+                let won =
+                    store.rotate_refresh(current, grant.id.clone(), NewTokens::from(&t), ev(EventKind::TokenRefreshed)).await.unwrap();
                 won.then(|| t.refresh_hash().unwrap())
             }));
         }
@@ -238,7 +239,12 @@ pub(crate) async fn revoke(store: Arc<dyn Store>) {
     assert_eq!(rt.spent_at, None);
     // A refresh of a revoked grant loses.
     let t2 = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0.plus_secs(7));
-    assert!(!store.rotate_refresh(t.refresh_hash().unwrap(), grant.id.clone(), NewTokens::from(&t2), ev(EventKind::TokenRefreshed)).await.unwrap());
+    assert!(
+        !store
+            .rotate_refresh(t.refresh_hash().unwrap(), grant.id.clone(), NewTokens::from(&t2), ev(EventKind::TokenRefreshed))
+            .await
+            .unwrap()
+    );
     assert!(store.list_grants(false, T0).await.unwrap().is_empty());
     let all = store.list_grants(true, T0).await.unwrap();
     assert_eq!((all.len(), all[0].user_name.as_str()), (1, "alice"));

@@ -19,11 +19,7 @@ async fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
 /// server is reachable and skipping is allowed.
 fn pg_url() -> Option<String> {
     let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let reachable = std::net::TcpStream::connect_timeout(
-        &"127.0.0.1:5432".parse().unwrap(),
-        std::time::Duration::from_secs(2),
-    )
-    .is_ok()
+    let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
         || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
     if reachable {
         return Some(url);

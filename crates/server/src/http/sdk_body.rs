@@ -1,0 +1,112 @@
+//! `/vedsdk` request bodies: JSON objects whose keys match case-insensitively
+//! (`VaultId` = `VaultID`: pyvenafi sends both), whose numbers may come as
+//! numeric strings (`"376"`: the vendor's own examples), and whose unknown
+//! keys are ignored.
+
+use serde_json::{Map, Value};
+
+/// A parsed body.
+#[derive(Debug, Default)]
+pub(crate) struct SdkBody(Map<String, Value>);
+
+/// A field that is present but wrong, naming the field for the `Error` text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldError(pub(crate) String);
+
+impl SdkBody {
+    /// Parses a JSON object. An empty body is an empty object (GET-style
+    /// calls send `Content-Type: application/json` with nothing).
+    pub(crate) fn parse(bytes: &[u8]) -> Result<SdkBody, String> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(SdkBody::default());
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Object(m)) => Ok(SdkBody(m)),
+            Ok(_) => Err("The request body must be a JSON object.".into()),
+            Err(_) => Err("The request body is not valid JSON.".into()),
+        }
+    }
+
+    /// The value of the first key equal to one of `names`, ignoring case.
+    fn get(&self, names: &[&str]) -> Option<&Value> {
+        names.iter().find_map(|n| self.0.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v)).filter(|v| !v.is_null())
+    }
+
+    pub(crate) fn has(&self, names: &[&str]) -> bool {
+        self.get(names).is_some()
+    }
+
+    /// A string field; numbers are not strings.
+    pub(crate) fn string(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(FieldError(format!("{} must be a string.", names[0]))),
+        }
+    }
+
+    /// A 64-bit integer field: a JSON integer or a string of one.
+    pub(crate) fn int64(&self, names: &[&str]) -> Result<Option<i64>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a 64-bit integer.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(wrong),
+            Some(Value::String(s)) => {
+                let t = s.trim();
+                if t.is_empty() || !t.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(wrong());
+                }
+                t.parse::<i64>().map(Some).map_err(|_| wrong())
+            }
+            Some(_) => Err(wrong()),
+        }
+    }
+
+    /// A 32-bit integer field (`VaultType`).
+    pub(crate) fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
+        match self.int64(names) {
+            Ok(Some(v)) => i32::try_from(v).map(Some).map_err(|_| FieldError(format!("{} must be a 32-bit integer.", names[0]))),
+            Ok(None) => Ok(None),
+            Err(_) => Err(FieldError(format!("{} must be a 32-bit integer.", names[0]))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(s: &str) -> SdkBody {
+        SdkBody::parse(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn keys_match_in_any_case_and_numbers_may_be_strings() {
+        let b = body(r#"{"VaultId":"376","name":"Purpose","IntValue":-5,"Extra":true}"#);
+        assert_eq!(b.int64(&["VaultID"]), Ok(Some(376)));
+        assert_eq!(b.string(&["Name"]), Ok(Some("Purpose".into())));
+        assert_eq!(b.int64(&["IntValue"]), Ok(Some(-5)));
+        assert_eq!(b.string(&["StringValue"]), Ok(None));
+        assert!(b.has(&["extra"]));
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let b = body(r#"{"VaultID":1.5,"IntValue":9223372036854775808,"Name":5,"T":"12x","U":"","V":4294967296}"#);
+        assert_eq!(b.int64(&["VaultID"]), Err(FieldError("VaultID must be a 64-bit integer.".into())));
+        assert!(b.int64(&["IntValue"]).is_err(), "overflow");
+        assert!(b.string(&["Name"]).is_err());
+        assert!(b.int64(&["T"]).is_err());
+        assert!(b.int64(&["U"]).is_err());
+        assert!(b.int32(&["V"]).is_err());
+        assert_eq!(body(r#"{"N":null}"#).string(&["N"]), Ok(None));
+    }
+
+    #[test]
+    fn bodies_must_be_objects() {
+        assert!(SdkBody::parse(b"").is_ok());
+        assert!(SdkBody::parse(b"[1]").is_err());
+        assert!(SdkBody::parse(b"{").is_err());
+        assert!(SdkBody::parse(b"\"x\"").is_err());
+    }
+}

@@ -1,0 +1,275 @@
+//! `/vedsdk/SecretStore/*` and `GET /vedsdk/Log` handlers: authenticate,
+//! check the scope, parse the body, call the service, shape the answer.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Query, Request, State};
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use std::collections::HashMap;
+
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::value::{self, MAX_STRING_BYTES, Value};
+use strongroom_core::vault::{ResultCode, VaultId};
+use strongroom_proto::SecretString;
+use strongroom_proto::vedsdk::{
+    AddResponse, EncryptionKeysResponse, LogEvent, LogResponse, OwnersResponse, ResultResponse, RetrieveResponse, TypedNameValue,
+    TypedNameValuesResponse, ValueResponse, VaultIdsResponse,
+};
+use strongroom_store::EventFilter;
+
+use super::extract::bearer_token;
+use super::respond::{SdkFailure, ok};
+use super::sdk_body::{FieldError, SdkBody};
+use crate::service::Origin;
+use crate::service::bearer;
+use crate::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
+use crate::state::AppState;
+
+type Answer = Result<Response, SdkFailure>;
+
+impl From<FieldError> for SdkFailure {
+    fn from(e: FieldError) -> Self {
+        SdkFailure::Vault(VaultError::params(e.0))
+    }
+}
+
+/// Authenticates, checks `scope`, reads the body and loads the caller.
+async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
+    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
+    bearer::require(&ctx, scope)?;
+    let bytes = Bytes::from_request(req, &()).await.map_err(|e| {
+        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            SdkFailure::TooLarge
+        } else {
+            SdkFailure::BadJson("The request body could not be read.".into())
+        }
+    })?;
+    let body = SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?;
+    let caller = Caller::load(app, &ctx, origin).await?;
+    Ok((caller, body))
+}
+
+fn success() -> Response {
+    ok(&ResultResponse { result: ResultCode::Success.code(), error: None })
+}
+
+fn ids(list: Vec<VaultId>) -> Response {
+    ok(&VaultIdsResponse { result: 0, vault_ids: list.into_iter().map(|v| v.0).collect() })
+}
+
+fn required<T>(v: Option<T>, field: &str) -> Result<T, SdkFailure> {
+    v.ok_or_else(|| SdkFailure::Vault(VaultError::params(format!("{field} is required."))))
+}
+
+fn vault_id(b: &SdkBody) -> Result<VaultId, SdkFailure> {
+    Ok(VaultId(required(b.int64(&["VaultID"])?, "VaultID")?))
+}
+
+fn name(b: &SdkBody) -> Result<Option<String>, SdkFailure> {
+    match b.string(&["Name"])? {
+        None => Ok(None),
+        Some(n) if value::valid_name(&n) => Ok(Some(n)),
+        Some(_) => Err(VaultError::params(format!("Name must be 1 to {} characters.", value::MAX_NAME_CHARS)).into()),
+    }
+}
+
+/// The one value honoured: StringValue over IntValue over DateValue
+/// (`ValueDate` is the Dissociate page's spelling).
+fn value(b: &SdkBody) -> Result<Option<Value>, SdkFailure> {
+    if b.has(&["StringValue"]) {
+        let s = required(b.string(&["StringValue"])?, "StringValue")?;
+        if s.is_empty() || s.len() > MAX_STRING_BYTES {
+            return Err(VaultError::params(format!("StringValue must be 1 to {MAX_STRING_BYTES} bytes.")).into());
+        }
+        return Ok(Some(Value::String(s)));
+    }
+    if b.has(&["IntValue"]) {
+        return Ok(b.int64(&["IntValue"])?.map(Value::Int));
+    }
+    if let Some(d) = b.string(&["DateValue", "ValueDate"])? {
+        let ticks =
+            value::parse_date(&d).ok_or_else(|| VaultError::params("DateValue must be UTC ISO 8601: YYYY-MM-DDTHH:MM:SS.fffffffZ."))?;
+        return Ok(Some(Value::Date(ticks)));
+    }
+    Ok(None)
+}
+
+pub(crate) async fn add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    let vault_type = required(b.int32(&["VaultType"])?, "VaultType")?;
+    let key_name = required(b.string(&["Keyname"])?, "Keyname")?;
+    if key_name.is_empty() || key_name.len() > 128 {
+        return Err(VaultError::params("Keyname must be 1 to 128 characters.").into());
+    }
+    let data = required(b.string(&["Base64Data"])?, "Base64Data")?;
+    let data = STANDARD.decode(data.trim()).map_err(|_| VaultError::params("Base64Data is not valid base64."))?;
+    if data.is_empty() || data.len() > MAX_DATA_BYTES {
+        return Err(VaultError::params(format!("Base64Data must decode to 1 to {MAX_DATA_BYTES} bytes.")).into());
+    }
+    svc::namespace(b.string(&["Namespace"])?)?;
+    let id = svc::add(&app, &c, svc::AddRequest { vault_type, key_name, data, owner: b.string(&["Owner"])? }).await?;
+    Ok(ok(&AddResponse { result: 0, vault_id: id.0 }))
+}
+
+pub(crate) async fn retrieve(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    let (data, vault_type) = svc::retrieve(&app, &c, vault_id(&b)?).await?;
+    Ok(ok(&RetrieveResponse { base64_data: SecretString(STANDARD.encode(data)), result: 0, vault_type }))
+}
+
+pub(crate) async fn associate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    let id = vault_id(&b)?;
+    let n = required(name(&b)?, "Name")?;
+    let v = value(&b)?.ok_or_else(|| VaultError::params("One of StringValue, IntValue or DateValue is required."))?;
+    svc::associate(&app, &c, id, n, v).await?;
+    Ok(success())
+}
+
+pub(crate) async fn dissociate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    let id = vault_id(&b)?;
+    let n = name(&b)?;
+    let v = if n.is_some() { value(&b)? } else { None };
+    svc::dissociate(&app, &c, id, n, v).await?;
+    Ok(success())
+}
+
+pub(crate) async fn lookup_by_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    let n = required(name(&b)?, "Name")?;
+    Ok(ids(svc::lookup_by_association(&app, &c, n, value(&b)?).await?))
+}
+
+pub(crate) async fn lookup_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    let id = vault_id(&b)?;
+    let n = required(name(&b)?, "Name")?;
+    let v = svc::lookup_association(&app, &c, id, &n).await?;
+    Ok(ok(&ValueResponse { result: 0, value: SecretString(v.display()) }))
+}
+
+pub(crate) async fn all_associations(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    let list = svc::all_associations(&app, &c, vault_id(&b)?).await?;
+    let typed_name_values = list
+        .into_iter()
+        .map(|(name, v)| TypedNameValue { name, value_type: v.value_type().as_str().to_owned(), value: SecretString(v.display()) })
+        .collect();
+    Ok(ok(&TypedNameValuesResponse { result: 0, typed_name_values }))
+}
+
+pub(crate) async fn lookup_by_owner(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    svc::namespace(b.string(&["Namespace"])?)?;
+    Ok(ids(svc::lookup_by_owner(&app, &c, b.string(&["Owner"])?, b.int32(&["VaultType"])?).await?))
+}
+
+pub(crate) async fn lookup_by_vault_type(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    let t = required(b.int32(&["VaultType"])?, "VaultType")?;
+    Ok(ids(svc::lookup_by_type(&app, &c, t).await?))
+}
+
+pub(crate) async fn orphan_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    Ok(ids(svc::orphans(&app, &c, b.int32(&["VaultType"])?).await?))
+}
+
+pub(crate) async fn owner_add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    svc::namespace(b.string(&["Namespace"])?)?;
+    svc::owner_add(&app, &c, vault_id(&b)?, b.string(&["Owner"])?).await?;
+    Ok(success())
+}
+
+pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:delete").await?;
+    svc::namespace(b.string(&["Namespace"])?)?;
+    let id = b.int64(&["VaultID"])?.map(VaultId);
+    svc::owner_delete(&app, &c, id, b.string(&["Owner"])?).await?;
+    Ok(success())
+}
+
+pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted").await?;
+    svc::namespace(b.string(&["Namespace"])?)?;
+    let owners = svc::owner_lookup(&app, &c, vault_id(&b)?).await?;
+    Ok(ok(&OwnersResponse { result: 0, owners }))
+}
+
+pub(crate) async fn mutate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+    let t = required(b.int32(&["VaultType"])?, "VaultType")?;
+    svc::mutate(&app, &c, vault_id(&b)?, t).await?;
+    Ok(success())
+}
+
+pub(crate) async fn lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let (c, _) = begin(&app, origin, req, "restricted").await?;
+    Ok(ids(svc::lookup_all(&app, &c).await?))
+}
+
+pub(crate) async fn encryption_keys_in_use(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let _ = begin(&app, origin, req, "restricted").await?;
+    Ok(ok(&EncryptionKeysResponse { encryption_keys: svc::keys_in_use(&app).await?, result: 0 }))
+}
+
+/// `GET /vedsdk/Log?FromTime=&ToTime=&Kind=&Identity=&VaultID=&After=&Limit=`
+/// (parameter names in any case), scope `admin:viewlogs`.
+pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
+    let _ = begin(&app, origin, req, "admin:viewlogs").await?;
+    let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+    let time = |k: &str| -> Result<Option<UnixTime>, SdkFailure> {
+        match q.get(k) {
+            None => Ok(None),
+            Some(v) => value::parse_date(v)
+                .map(|ticks| Some(UnixTime::from_millis(ticks / 10_000)))
+                .ok_or_else(|| VaultError::params(format!("{k} must be UTC ISO 8601 (YYYY-MM-DDTHH:MM:SSZ).")).into()),
+        }
+    };
+    let int = |k: &str| -> Result<Option<i64>, SdkFailure> {
+        q.get(k).map(|v| v.parse::<i64>().map_err(|_| VaultError::params(format!("{k} must be an integer.")).into())).transpose()
+    };
+    let limit = int("limit")?.unwrap_or(100).clamp(1, 1000);
+    let filter = EventFilter {
+        since: time("fromtime")?,
+        until: time("totime")?,
+        kind: q.get("kind").cloned(),
+        identity: q.get("identity").cloned(),
+        object: int("vaultid")?.map(|v| v.to_string()),
+        after_seq: int("after")?,
+        limit: u32::try_from(limit + 1).unwrap_or(1001),
+    };
+    let mut events = app.store.events(filter).await.map_err(VaultError::from)?;
+    let next = if events.len() as i64 > limit {
+        events.truncate(limit as usize);
+        events.last().map(|e| e.seq)
+    } else {
+        None
+    };
+    let log_events = events
+        .into_iter()
+        .map(|se| {
+            let e = se.event;
+            let vault_id = if e.kind.as_str().starts_with("vault.") { e.object.parse().ok() } else { None };
+            LogEvent {
+                id: se.seq,
+                server_timestamp: e.at.iso8601(),
+                name: e.kind.as_str().to_owned(),
+                identity: e.identity,
+                client_id: e.client_id,
+                source_ip: e.source,
+                request_id: e.request_id,
+                component: e.object,
+                vault_id,
+                value_name: String::new(),
+                value_type: String::new(),
+                text: e.detail,
+                hash: se.hash.iter().map(|b| format!("{b:02x}")).collect(),
+            }
+        })
+        .collect();
+    Ok(ok(&LogResponse { log_events, next }))
+}

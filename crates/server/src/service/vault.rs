@@ -1,0 +1,340 @@
+//! `/vedsdk/SecretStore/*`: the vault operations. Each takes the caller (from
+//! the bearer token) and a parsed request, checks permissions on the owner
+//! folders, seals or opens values with the key ring, and makes one store call
+//! that writes the change and its event together.
+
+use strongroom_core::event::{Event, EventKind};
+use strongroom_core::grant::AccessContext;
+use strongroom_core::identity::User;
+use strongroom_core::vault::crypto::{self, CryptoError};
+use strongroom_core::vault::value::{Value, ValueType};
+use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
+use strongroom_store::{AddOwner, PutAssociation, StoreError, StoredAssociation, VaultEntry, VaultFilter};
+
+use super::Origin;
+use super::keyring::KeyRingError;
+use crate::state::AppState;
+
+/// Largest secret (decoded `Base64Data`), bytes.
+pub const MAX_DATA_BYTES: usize = 512 * 1024;
+
+/// A non-zero `Result` with its `Error` text (safe to show).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultError {
+    pub code: ResultCode,
+    pub message: String,
+}
+
+impl VaultError {
+    pub fn params(message: impl Into<String>) -> Self {
+        VaultError { code: ResultCode::InvalidParams, message: message.into() }
+    }
+    fn no_entry(id: VaultId) -> Self {
+        VaultError { code: ResultCode::InvalidVaultId, message: format!("VaultID {id} does not exist.") }
+    }
+    fn denied() -> Self {
+        VaultError { code: ResultCode::InsufficientPermissions, message: "Insufficient permissions.".into() }
+    }
+    fn crypto() -> Self {
+        VaultError { code: ResultCode::CryptoFailure, message: "The stored data cannot be decrypted.".into() }
+    }
+}
+
+impl From<StoreError> for VaultError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "vault store call failed");
+        VaultError { code: ResultCode::QueryError, message: "The vault could not complete the request; nothing was changed.".into() }
+    }
+}
+
+impl From<KeyRingError> for VaultError {
+    fn from(e: KeyRingError) -> Self {
+        match e {
+            KeyRingError::Store(s) => s.into(),
+            other => {
+                tracing::error!(error = %other, "vault key ring failed");
+                VaultError::crypto()
+            }
+        }
+    }
+}
+
+impl From<CryptoError> for VaultError {
+    fn from(_: CryptoError) -> Self {
+        VaultError::crypto()
+    }
+}
+
+pub type VaultResult<T> = Result<T, VaultError>;
+
+/// Who is calling, and what they may do.
+#[derive(Debug)]
+pub struct Caller {
+    pub user: User,
+    pub perms: Permissions,
+    pub client_id: String,
+    pub origin: Origin,
+}
+
+impl Caller {
+    pub async fn load(app: &AppState, ctx: &AccessContext, origin: Origin) -> VaultResult<Caller> {
+        let user = app.store.user_by_id(ctx.grant.user_id.clone()).await?.ok_or_else(VaultError::denied)?;
+        let grants = app.store.rights_of(user.id.clone()).await?;
+        Ok(Caller { perms: Permissions { master_admin: user.master_admin, grants }, user, client_id: ctx.grant.client_id.clone(), origin })
+    }
+
+    fn event(&self, app: &AppState, kind: EventKind, id: Option<VaultId>) -> Event {
+        let mut e = app.event(kind, &self.origin).identity(self.user.id.identity()).client_id(self.client_id.as_str());
+        if let Some(id) = id {
+            e.object = id.to_string();
+        }
+        e
+    }
+
+    fn require_master_admin(&self) -> VaultResult<()> {
+        if self.perms.master_admin { Ok(()) } else { Err(VaultError::denied()) }
+    }
+}
+
+/// Checks the namespace the product's examples always send.
+pub fn namespace(ns: Option<String>) -> VaultResult<()> {
+    match ns {
+        Some(n) if n.eq_ignore_ascii_case(strongroom_core::vault::NAMESPACE) => Ok(()),
+        Some(_) => Err(VaultError::params("Namespace must be config.")),
+        None => Err(VaultError::params("Namespace is required.")),
+    }
+}
+
+/// An owner folder that must exist.
+async fn existing_folder(app: &AppState, owner: Option<String>) -> VaultResult<FolderPath> {
+    let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
+    let path = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
+    if !app.store.folder_exists(path.key().to_owned()).await? {
+        return Err(VaultError::params("Owner: no such folder."));
+    }
+    Ok(path)
+}
+
+async fn entry(app: &AppState, id: VaultId) -> VaultResult<VaultEntry> {
+    if id.0 <= 0 {
+        return Err(VaultError::no_entry(id));
+    }
+    app.store.entry(id).await?.ok_or_else(|| VaultError::no_entry(id))
+}
+
+fn describe(name: &str, t: ValueType) -> String {
+    format!("Name={name:?} type={}", t.as_str())
+}
+
+pub struct AddRequest {
+    pub vault_type: i32,
+    pub key_name: String,
+    pub data: Vec<u8>,
+    pub owner: Option<String>,
+}
+
+impl std::fmt::Debug for AddRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddRequest")
+            .field("vault_type", &self.vault_type)
+            .field("key_name", &self.key_name)
+            .field("data", &format_args!("<{} bytes redacted>", self.data.len()))
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<VaultId> {
+    let owner = existing_folder(app, req.owner).await?;
+    if !c.perms.effective(&owner).contains(Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let now = app.now();
+    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, now).await?;
+    let id = app.store.allocate_vault_id().await?;
+    let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_data(id, key_id), &req.data)?;
+    let event = c.event(app, EventKind::VaultAdded, Some(id)).detail(format!("owner={} type={}", owner, req.vault_type));
+    let entry = VaultEntry {
+        vault_id: id,
+        vault_type: req.vault_type,
+        key_name: req.key_name,
+        key_id,
+        sealed,
+        owners: vec![owner],
+        created_at: now,
+    };
+    app.store.insert_entry(entry, event).await?;
+    Ok(id)
+}
+
+/// `Retrieve`: Master Admin only. Returns (data, VaultType).
+pub async fn retrieve(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
+    c.require_master_admin()?;
+    let e = entry(app, id).await?;
+    let key = app.keyring.key(&*app.store, e.key_id).await?;
+    let data = crypto::open(&key, &crypto::aad_data(id, e.key_id), &e.sealed)?;
+    Ok((data, e.vault_type))
+}
+
+pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, value: Value) -> VaultResult<()> {
+    let e = entry(app, id).await?;
+    if !c.perms.on_any(&e.owners, Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let t = value.value_type();
+    let plain = value.to_bytes();
+    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now()).await?;
+    let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_association(id, &name, t, key_id), &plain)?;
+    let lookup = crypto::lookup_hash(&app.keyring.lookup, &name, t, &plain);
+    let event = c.event(app, EventKind::VaultAssociated, Some(id)).detail(describe(&name, t));
+    let stored = StoredAssociation { name, value_type: t, key_id, sealed, lookup };
+    match app.store.put_association(id, stored, event).await? {
+        PutAssociation::Stored => Ok(()),
+        PutAssociation::Identical => {
+            Err(VaultError { code: ResultCode::AssociationAlreadyExists, message: "An identical association already exists.".into() })
+        }
+        PutAssociation::NoEntry => Err(VaultError::no_entry(id)),
+    }
+}
+
+pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<String>, value: Option<Value>) -> VaultResult<()> {
+    let e = entry(app, id).await?;
+    if !c.perms.on_any(&e.owners, Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let lookup = match (&name, &value) {
+        (Some(n), Some(v)) => Some(crypto::lookup_hash(&app.keyring.lookup, n, v.value_type(), &v.to_bytes())),
+        _ => None,
+    };
+    let detail = match (&name, &value) {
+        (Some(n), Some(v)) => describe(n, v.value_type()),
+        (Some(n), None) => format!("Name={n:?}"),
+        (None, _) => "all associations".into(),
+    };
+    let event = c.event(app, EventKind::VaultDissociated, Some(id)).detail(detail);
+    if app.store.dissociate(id, name, lookup, event).await? == 0 {
+        return Err(VaultError { code: ResultCode::DisassociateFailed, message: "No matching association.".into() });
+    }
+    Ok(())
+}
+
+/// Keeps the ids whose entry the caller may `needed` on some owner of;
+/// the rest are left out silently, as the product does.
+async fn visible(app: &AppState, c: &Caller, ids: Vec<VaultId>, needed: Rights) -> VaultResult<Vec<VaultId>> {
+    if c.perms.master_admin {
+        return Ok(ids);
+    }
+    let owners = app.store.owners_of(ids).await?;
+    Ok(owners.into_iter().filter(|(_, o)| c.perms.on_any(o, needed)).map(|(id, _)| id).collect())
+}
+
+pub async fn lookup_by_association(app: &AppState, c: &Caller, name: String, value: Option<Value>) -> VaultResult<Vec<VaultId>> {
+    let lookup = value.map(|v| crypto::lookup_hash(&app.keyring.lookup, &name, v.value_type(), &v.to_bytes()));
+    let ids = app.store.lookup_by_association(name, lookup).await?;
+    visible(app, c, ids, Rights::READ).await
+}
+
+fn open_association(key: &crypto::Key, id: VaultId, a: &StoredAssociation) -> VaultResult<Value> {
+    let plain = crypto::open(key, &crypto::aad_association(id, &a.name, a.value_type, a.key_id), &a.sealed)?;
+    Value::from_bytes(a.value_type, &plain).ok_or_else(VaultError::crypto)
+}
+
+pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &str) -> VaultResult<Value> {
+    let e = entry(app, id).await?;
+    if !c.perms.on_any(&e.owners, Rights::READ) {
+        return Err(VaultError::denied());
+    }
+    let a = app.store.associations(id).await?.into_iter().find(|a| a.name == name).ok_or_else(|| VaultError {
+        code: ResultCode::AssociationLookupFailed,
+        message: format!("VaultID {id} has no association named {name:?}."),
+    })?;
+    let key = app.keyring.key(&*app.store, a.key_id).await?;
+    open_association(&key, id, &a)
+}
+
+/// `LookupAllAssociationsbyVaultid`: the docs require Write on an owner.
+pub async fn all_associations(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<Vec<(String, Value)>> {
+    let e = entry(app, id).await?;
+    if !c.perms.on_any(&e.owners, Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let mut out = Vec::new();
+    for a in app.store.associations(id).await? {
+        let key = app.keyring.key(&*app.store, a.key_id).await?;
+        out.push((a.name.clone(), open_association(&key, id, &a)?));
+    }
+    Ok(out)
+}
+
+pub async fn lookup_by_owner(app: &AppState, c: &Caller, owner: Option<String>, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
+    c.require_master_admin()?;
+    let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
+    let path = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
+    Ok(app.store.vault_ids(VaultFilter { vault_type, owner_key: Some(path.key().to_owned()), orphans_only: false }).await?)
+}
+
+pub async fn lookup_by_type(app: &AppState, c: &Caller, vault_type: i32) -> VaultResult<Vec<VaultId>> {
+    let ids = app.store.vault_ids(VaultFilter { vault_type: Some(vault_type), ..Default::default() }).await?;
+    visible(app, c, ids, Rights::READ).await
+}
+
+pub async fn orphans(app: &AppState, c: &Caller, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
+    c.require_master_admin()?;
+    Ok(app.store.vault_ids(VaultFilter { vault_type, owner_key: None, orphans_only: true }).await?)
+}
+
+/// `GET Lookup`: every entry the caller may read.
+pub async fn lookup_all(app: &AppState, c: &Caller) -> VaultResult<Vec<VaultId>> {
+    let ids = app.store.vault_ids(VaultFilter::default()).await?;
+    visible(app, c, ids, Rights::READ).await
+}
+
+/// `OwnerAdd`: Write on the new owner and on an existing owner of the entry
+/// (otherwise anyone could pull any entry into their own folder).
+pub async fn owner_add(app: &AppState, c: &Caller, id: VaultId, owner: Option<String>) -> VaultResult<()> {
+    let e = entry(app, id).await?;
+    let owner = existing_folder(app, owner).await?;
+    if !c.perms.effective(&owner).contains(Rights::WRITE) || !c.perms.on_any(&e.owners, Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let event = c.event(app, EventKind::VaultOwnerAdded, Some(id)).detail(format!("owner={owner}"));
+    match app.store.add_owner(id, owner, event).await? {
+        AddOwner::Added | AddOwner::AlreadyOwner => Ok(()),
+        AddOwner::NoEntry => Err(VaultError::no_entry(id)),
+    }
+}
+
+/// `OwnerDelete`: Write on the owner. Without a VaultID the owner is removed
+/// from every entry it owns; an entry that loses its last owner is deleted.
+pub async fn owner_delete(app: &AppState, c: &Caller, id: Option<VaultId>, owner: Option<String>) -> VaultResult<()> {
+    let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
+    let owner = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
+    if let Some(id) = id {
+        entry(app, id).await?;
+    }
+    if !c.perms.effective(&owner).contains(Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let event = c.event(app, EventKind::VaultOwnerRemoved, id).detail(format!("owner={owner}"));
+    let removed = app.store.remove_owner(id, owner, event).await?;
+    if id.is_some() && removed.removed == 0 {
+        return Err(VaultError::params("Owner is not an owner of that VaultID."));
+    }
+    Ok(())
+}
+
+pub async fn owner_lookup(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<Vec<String>> {
+    c.require_master_admin()?;
+    Ok(entry(app, id).await?.owners.iter().map(|o| o.as_str().to_owned()).collect())
+}
+
+pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) -> VaultResult<()> {
+    c.require_master_admin()?;
+    entry(app, id).await?;
+    let event = c.event(app, EventKind::VaultMutated, Some(id)).detail(format!("type={vault_type}"));
+    if app.store.mutate_entry(id, vault_type, event).await? { Ok(()) } else { Err(VaultError::no_entry(id)) }
+}
+
+pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
+    Ok(app.store.key_names_in_use().await?)
+}
