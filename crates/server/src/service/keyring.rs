@@ -92,7 +92,7 @@ impl KeyRing {
     async fn create(&self, store: &dyn Store, rng: &dyn Random, id: i64, now: UnixTime, why: &str) -> Result<(), KeyRingError> {
         let key = Key::generate(rng);
         let wrapped = crypto::seal(&self.kek, rng, &aad_wrapped_key(id), key.expose()).map_err(|_| KeyRingError::Unwrap(id))?;
-        let event = Event::new(EventKind::VaultKeyCreated, now).object(id.to_string()).detail(why);
+        let event = Event::new(EventKind::VaultKeyCreated, now).object(format!("data key {id}")).detail(why);
         match store.insert_data_key(DataKeyRecord { id, wrapped, created_at: now }, event).await {
             Ok(()) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e.into()),
@@ -134,7 +134,7 @@ impl KeyRing {
             if items.is_empty() {
                 break;
             }
-            let event = Event::new(EventKind::VaultResealed, now).identity(actor).object(current.to_string());
+            let event = Event::new(EventKind::VaultResealed, now).identity(actor).object(format!("data key {current}"));
             let n = store.reseal(items, event).await?;
             total += n;
             if n == 0 {

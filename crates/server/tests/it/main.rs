@@ -9,3 +9,4 @@ mod device_flow;
 mod oauth2_client;
 mod password_grant;
 mod support;
+mod vault;

@@ -29,7 +29,7 @@ pub struct TestServer {
     pub admin: Admin,
     pub http: reqwest::Client,
     running: Option<Running>,
-    _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 /// Whether a test that needs something from outside (a browser, PostgreSQL)
@@ -74,7 +74,7 @@ impl TestServer {
         let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
         let admin = Admin { store: store.clone(), clock: Arc::new(clock.clone()), rng: Arc::new(OsRandom), keyring: state.keyring.clone() };
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        TestServer { url, clock, state, store, admin, http, running: Some(running), _dir: dir }
+        TestServer { url, clock, state, store, admin, http, running: Some(running), dir }
     }
 
     pub async fn stop(mut self) {
@@ -216,5 +216,29 @@ impl<'a> PageClient<'a> {
         assert_eq!(s, StatusCode::OK, "{html}");
         let ticket = hidden_field(&html, "ticket").expect("the consent page carries a ticket");
         self.post("/vedauth/device/decision", &[("ticket", &ticket), ("action", if approve { "approve" } else { "deny" })]).await
+    }
+}
+
+impl TestServer {
+    /// A user with `rights` on `folder` (created if needed).
+    pub async fn vault_user(&self, name: &str, folder: &str, rights: &str) -> User {
+        let u = self.user(name).await;
+        let _ = self.admin.create_folder(folder).await;
+        let r = strongroom_core::vault::Rights::parse(rights).unwrap();
+        self.admin.set_rights(folder, name, r).await.unwrap();
+        u
+    }
+
+    /// `POST /vedsdk/SecretStore/<op>` (or another path) with a bearer token.
+    pub async fn sdk(&self, op: &str, token: &str, body: Value) -> (StatusCode, Value) {
+        let r = self.http.post(self.at(&format!("/vedsdk/SecretStore/{op}"))).bearer_auth(token).json(&body).send().await.unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("{op}: {status} {text}")))
+    }
+
+    /// The SQLite database file, for tests that look underneath.
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("strongroom.db")
     }
 }
