@@ -417,4 +417,3 @@ pub(crate) struct Migration {
 pub fn migration_names() -> (Vec<&'static str>, Vec<&'static str>) {
     (sqlite::MIGRATIONS.iter().map(|m| m.name).collect(), postgres::MIGRATIONS.iter().map(|m| m.name).collect())
 }
-

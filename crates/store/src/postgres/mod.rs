@@ -9,11 +9,11 @@
 
 mod vault;
 
+use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use std::str::FromStr as _;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
-use deadpool_postgres::GenericClient;
 use tokio_postgres::{NoTls, Row};
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
@@ -29,9 +29,8 @@ use strongroom_core::token::TokenHash;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use crate::{
-    AddOwner, DataKeyRecord, EventFilter, GrantSummary, Migration, NewTokens, OwnerRemoval, PutAssociation, SealedItem, Store,
-    StoreError, StoreFuture, StoreResult, StoredAssociation, VaultEntry, VaultFilter, device_state_from_parts, device_state_parts,
-    lockout_event,
+    AddOwner, DataKeyRecord, EventFilter, GrantSummary, Migration, NewTokens, OwnerRemoval, PutAssociation, SealedItem, Store, StoreError,
+    StoreFuture, StoreResult, StoredAssociation, VaultEntry, VaultFilter, device_state_from_parts, device_state_parts, lockout_event,
 };
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -198,7 +197,9 @@ fn integration_from_row(row: &Row) -> StoreResult<Integration> {
 
 async fn load_allowed(c: &impl GenericClient, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
-        for r in c.query("SELECT user_id FROM integration_users WHERE client_id = $1 ORDER BY user_id", &[&i.client_id]).await.map_err(pg)? {
+        for r in
+            c.query("SELECT user_id FROM integration_users WHERE client_id = $1 ORDER BY user_id", &[&i.client_id]).await.map_err(pg)?
+        {
             list.push(UserId::from_stored(get(&r, 0)?));
         }
     }
@@ -217,7 +218,8 @@ async fn save_allowed(c: &impl GenericClient, i: &Integration) -> StoreResult<()
     Ok(())
 }
 
-const DEVICE_COLS: &str = "code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs, last_poll_at, version";
+const DEVICE_COLS: &str =
+    "code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs, last_poll_at, version";
 
 fn device_from_row(row: &Row) -> StoreResult<DeviceAuthorization> {
     let state: String = get(row, 4)?;
@@ -344,7 +346,6 @@ macro_rules! on_client {
     };
 }
 
-
 impl Store for PgStore {
     fn describe(&self) -> String {
         self.describe.clone()
@@ -404,8 +405,10 @@ impl Store for PgStore {
     fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool> {
         in_tx!(self, |tx| {
             async {
-                let n =
-                    tx.execute("UPDATE users SET disabled = $1 WHERE name_key = $2", &[&disabled, &name.to_lowercase()]).await.map_err(pg)?;
+                let n = tx
+                    .execute("UPDATE users SET disabled = $1 WHERE name_key = $2", &[&disabled, &name.to_lowercase()])
+                    .await
+                    .map_err(pg)?;
                 if n == 1 {
                     append_event(&tx, &event).await?;
                 }

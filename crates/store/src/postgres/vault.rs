@@ -11,8 +11,7 @@ use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{append_event, get, pg, time};
 use crate::{
-    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry,
-    VaultFilter,
+    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
 };
 
 fn folder(path: &str) -> StoreResult<FolderPath> {
@@ -204,7 +203,12 @@ pub(super) async fn add_owner(c: &impl GenericClient, id: VaultId, owner: &Folde
     Ok(AddOwner::Added)
 }
 
-pub(super) async fn remove_owner(c: &impl GenericClient, id: Option<VaultId>, owner: &FolderPath, event: &Event) -> StoreResult<OwnerRemoval> {
+pub(super) async fn remove_owner(
+    c: &impl GenericClient,
+    id: Option<VaultId>,
+    owner: &FolderPath,
+    event: &Event,
+) -> StoreResult<OwnerRemoval> {
     let affected = c
         .query(
             "SELECT vault_id FROM vault_owners WHERE owner_key = $1 AND ($2::BIGINT IS NULL OR vault_id = $2) ORDER BY vault_id FOR UPDATE",
@@ -260,13 +264,17 @@ pub(super) async fn associations(c: &impl GenericClient, id: VaultId) -> StoreRe
         .collect()
 }
 
-pub(super) async fn put_association(c: &impl GenericClient, id: VaultId, a: &StoredAssociation, event: &Event) -> StoreResult<PutAssociation> {
+pub(super) async fn put_association(
+    c: &impl GenericClient,
+    id: VaultId,
+    a: &StoredAssociation,
+    event: &Event,
+) -> StoreResult<PutAssociation> {
     // Lock the entry row: concurrent writers to one entry take turns.
     if c.query_opt("SELECT 1 FROM vault_entries WHERE vault_id = $1 FOR UPDATE", &[&id.0]).await.map_err(pg)?.is_none() {
         return Ok(PutAssociation::NoEntry);
     }
-    let existing =
-        c.query_opt("SELECT lookup FROM associations WHERE vault_id = $1 AND name = $2", &[&id.0, &a.name]).await.map_err(pg)?;
+    let existing = c.query_opt("SELECT lookup FROM associations WHERE vault_id = $1 AND name = $2", &[&id.0, &a.name]).await.map_err(pg)?;
     if let Some(r) = existing
         && get::<Vec<u8>>(&r, 0)? == a.lookup
     {

@@ -305,3 +305,119 @@ pub(crate) async fn purge(store: Arc<dyn Store>) {
     let events = store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap();
     assert_eq!(events.len(), 3, "events are kept");
 }
+
+fn folder(p: &str) -> strongroom_core::vault::FolderPath {
+    strongroom_core::vault::FolderPath::parse(p).unwrap()
+}
+
+fn entry(id: strongroom_core::vault::VaultId, owners: &[&str]) -> strongroom_store::VaultEntry {
+    strongroom_store::VaultEntry {
+        vault_id: id,
+        vault_type: 32,
+        key_name: "Software:Default".into(),
+        key_id: 1,
+        sealed: vec![1, 2, 3],
+        owners: owners.iter().map(|o| folder(o)).collect(),
+        created_at: T0,
+    }
+}
+
+fn assoc(name: &str, h: u8) -> strongroom_store::StoredAssociation {
+    strongroom_store::StoredAssociation {
+        name: name.into(),
+        value_type: strongroom_core::vault::value::ValueType::String,
+        key_id: 1,
+        sealed: vec![h; 40],
+        lookup: [h; 32],
+    }
+}
+
+pub(crate) async fn vault_folders_and_rights(store: Arc<dyn Store>) {
+    use strongroom_core::vault::Rights;
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    let team = folder("\\VED\\Policy\\Team A");
+    assert!(store.create_folders(team.lineage(), ev(EventKind::FolderCreated)).await.unwrap());
+    assert!(!store.create_folders(team.lineage(), ev(EventKind::FolderCreated)).await.unwrap(), "exists");
+    let names: Vec<String> = store.folders().await.unwrap().iter().map(|f| f.as_str().to_owned()).collect();
+    assert_eq!(names, ["\\VED", "\\VED\\Policy", "\\VED\\Policy\\Team A"]);
+    assert!(store.folder_exists("\\ved\\policy\\team a".into()).await.unwrap());
+    assert!(!store.folder_exists("\\ved\\nope".into()).await.unwrap());
+    store.set_rights(team.clone(), alice.id.clone(), Rights::READ.union(Rights::WRITE), ev(EventKind::RightsChanged)).await.unwrap();
+    store.set_rights(folder("\\VED"), alice.id.clone(), Rights::VIEW, ev(EventKind::RightsChanged)).await.unwrap();
+    let mut r = store.rights_of(alice.id.clone()).await.unwrap();
+    r.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(r, vec![("\\ved".to_owned(), Rights::VIEW), ("\\ved\\policy\\team a".to_owned(), Rights::READ.union(Rights::WRITE))]);
+    store.set_rights(folder("\\VED"), alice.id.clone(), Rights::NONE, ev(EventKind::RightsChanged)).await.unwrap();
+    let all = store.all_rights().await.unwrap();
+    assert_eq!(all, vec![(team, "alice".to_owned(), Rights::READ.union(Rights::WRITE))]);
+}
+
+pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>) {
+    use strongroom_core::vault::VaultId;
+    use strongroom_store::{AddOwner, DataKeyRecord, PutAssociation, SealedItem, VaultFilter};
+    store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![9; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
+    assert!(matches!(
+        store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![8; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(store.data_keys().await.unwrap().len(), 1);
+    let a = store.allocate_vault_id().await.unwrap();
+    let b = store.allocate_vault_id().await.unwrap();
+    assert!(b.0 > a.0 && a.0 >= 1);
+    store.insert_entry(entry(a, &["\\VED\\Policy\\A"]), ev(EventKind::VaultAdded)).await.unwrap();
+    store.insert_entry(entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]), ev(EventKind::VaultAdded)).await.unwrap();
+    let got = store.entry(b).await.unwrap().unwrap();
+    assert_eq!(got, entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]));
+    assert!(store.entry(VaultId(999)).await.unwrap().is_none());
+    assert_eq!(store.owners_of(vec![a, VaultId(999)]).await.unwrap(), vec![(a, vec![folder("\\VED\\Policy\\A")])]);
+
+    // Associations: one value per name, identical ones reported, lookups by hash.
+    assert_eq!(store.put_association(a, assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
+    assert_eq!(store.put_association(a, assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Identical);
+    assert_eq!(store.put_association(a, assoc("n", 2), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
+    assert_eq!(store.put_association(b, assoc("n", 2), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
+    assert_eq!(store.put_association(b, assoc("m", 3), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
+    assert_eq!(store.put_association(VaultId(999), assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::NoEntry);
+    assert_eq!(store.associations(a).await.unwrap(), vec![assoc("n", 2)]);
+    assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![a, b]);
+    assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);
+    assert_eq!(store.lookup_by_association("m".into(), None).await.unwrap(), vec![b]);
+    assert_eq!(store.dissociate(b, Some("n".into()), Some([9; 32]), ev(EventKind::VaultDissociated)).await.unwrap(), 0);
+    assert_eq!(store.dissociate(b, Some("n".into()), Some([2; 32]), ev(EventKind::VaultDissociated)).await.unwrap(), 1);
+    assert_eq!(store.dissociate(b, None, None, ev(EventKind::VaultDissociated)).await.unwrap(), 1);
+    assert!(store.associations(b).await.unwrap().is_empty());
+
+    // Types, owners, and deletion with the last owner.
+    assert!(store.mutate_entry(a, 1_073_741_856, ev(EventKind::VaultMutated)).await.unwrap());
+    let f = VaultFilter { vault_type: Some(1_073_741_856), ..Default::default() };
+    assert_eq!(store.vault_ids(f).await.unwrap(), vec![a]);
+    let f = VaultFilter { owner_key: Some("\\ved\\policy\\b".into()), ..Default::default() };
+    assert_eq!(store.vault_ids(f).await.unwrap(), vec![b]);
+    assert_eq!(store.add_owner(a, folder("\\VED\\Policy\\C"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::Added);
+    assert_eq!(store.add_owner(a, folder("\\ved\\policy\\c"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::AlreadyOwner);
+    assert_eq!(store.add_owner(VaultId(999), folder("\\VED\\X"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::NoEntry);
+    let r = store.remove_owner(None, folder("\\VED\\Policy\\A"), ev(EventKind::VaultOwnerRemoved)).await.unwrap();
+    assert_eq!((r.removed, r.deleted.len()), (2, 0));
+    let r = store.remove_owner(Some(b), folder("\\VED\\Policy\\B"), ev(EventKind::VaultOwnerRemoved)).await.unwrap();
+    assert_eq!((r.removed, r.deleted), (1, vec![b]));
+    assert!(store.entry(b).await.unwrap().is_none());
+    assert_eq!(store.key_names_in_use().await.unwrap(), vec!["Software:Default".to_owned()]);
+    assert!(store.vault_ids(VaultFilter { orphans_only: true, ..Default::default() }).await.unwrap().is_empty());
+
+    // Re-sealing is conditional on the key the item was read under.
+    store.insert_data_key(DataKeyRecord { id: 2, wrapped: vec![7; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
+    let old = store.sealed_on_old_keys(2, 100).await.unwrap();
+    assert_eq!(old.len(), 2, "{old:?}");
+    let items: Vec<(SealedItem, i64, Vec<u8>)> = old.iter().cloned().map(|i| (i, 2, vec![5; 50])).collect();
+    assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 2);
+    assert_eq!(store.reseal(items, ev(EventKind::VaultResealed)).await.unwrap(), 0, "already on key 2");
+    assert!(store.sealed_on_old_keys(2, 100).await.unwrap().is_empty());
+    assert_eq!(store.entry(a).await.unwrap().unwrap().key_id, 2);
+    // Every change wrote its event, and only changes did.
+    let head = store.event_head().await.unwrap();
+    let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(verify_chain(&events, head).unwrap(), 16);
+    let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
+    assert_eq!(deleted, 1);
+}

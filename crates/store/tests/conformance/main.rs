@@ -71,6 +71,8 @@ conformance!(
     throttle,
     event_chain,
     purge,
+    vault_folders_and_rights,
+    vault_entries_owners_and_associations,
 );
 
 #[test]
