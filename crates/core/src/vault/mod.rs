@@ -226,7 +226,7 @@ mod tests {
         assert_eq!(p.effective(&other), Rights::NONE);
         assert_eq!(p.effective(&FolderPath::parse("\\VED\\Policy").unwrap()), Rights::NONE, "not upwards");
         assert!(p.on_any(&[other.clone(), app], Rights::WRITE));
-        assert!(!p.on_any(&[other.clone()], Rights::READ));
+        assert!(!p.on_any(std::slice::from_ref(&other), Rights::READ));
         let admin = Permissions { master_admin: true, grants: vec![] };
         assert!(admin.on_any(&[other], Rights::WRITE.union(Rights::DELETE)));
     }
