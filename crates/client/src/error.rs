@@ -1,0 +1,80 @@
+//! Everything that can go wrong, in kinds a program (or a CLI exit code) can
+//! act on.
+
+use strongroom_core::vault::ResultCode;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server could not be reached (DNS, refused, timeout).
+    #[error("cannot reach the server: {0}")]
+    Unreachable(String),
+    /// TLS failed: unknown CA, pin mismatch, wrong host name.
+    #[error("TLS failed: {0} (give the server's CA with --ca, or pin its certificate with --pin)")]
+    Tls(String),
+    /// The server answered with a 5xx.
+    #[error("the server failed (HTTP {status}); try again later")]
+    ServerError { status: u16 },
+    /// The server answered something that is not the expected JSON.
+    #[error("unexpected answer from the server: {0}")]
+    BadResponse(String),
+    /// A `/vedauth` error: `{error, error_description}`.
+    #[error("{error}: {description}")]
+    Auth { status: u16, error: String, description: String },
+    /// The bearer token was refused (401) even after a refresh.
+    #[error("the server refused the access token")]
+    Unauthorized,
+    /// The token's scope does not cover the call (403).
+    #[error("the token's scope does not allow this: {0}")]
+    Forbidden(String),
+    /// The user denied the device login.
+    #[error("the login was denied in the browser")]
+    AccessDenied,
+    /// The device code expired before the user answered.
+    #[error("the login code expired before it was approved; run login again")]
+    LoginExpired,
+    /// The login was cancelled.
+    #[error("the login was cancelled")]
+    Cancelled,
+    /// No usable grant: never logged in, `refresh_until` passed, or revoked.
+    #[error("not logged in ({0}); run `strongroom login`")]
+    LoginRequired(String),
+    /// A vault call answered a non-zero `Result`.
+    #[error("vault: {message} (Result {code})")]
+    Vault { code: i32, message: String },
+    /// The local token cache is unusable.
+    #[error("token cache {path}: {problem}")]
+    Cache { path: String, problem: String },
+    /// Anything about the local configuration.
+    #[error("{0}")]
+    Config(String),
+}
+
+impl ClientError {
+    /// The vault `Result` code, if this is a vault refusal.
+    pub fn result_code(&self) -> Option<ResultCode> {
+        match self {
+            ClientError::Vault { code, .. } => result_code(*code),
+            _ => None,
+        }
+    }
+}
+
+/// The named code for a `Result` number, where Strongroom knows it.
+pub fn result_code(code: i32) -> Option<ResultCode> {
+    [
+        ResultCode::Success,
+        ResultCode::InvalidVaultId,
+        ResultCode::InvalidParams,
+        ResultCode::InsufficientPermissions,
+        ResultCode::CryptoFailure,
+        ResultCode::DisassociateFailed,
+        ResultCode::QueryError,
+        ResultCode::AssociationAlreadyExists,
+        ResultCode::AssociationLookupFailed,
+    ]
+    .into_iter()
+    .find(|c| c.code() == code)
+}
+
+pub type ClientResult<T> = Result<T, ClientError>;
