@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod client;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
@@ -13,7 +14,7 @@ use strongroom_server::config::RawConfig;
 
 /// A self-hosted token authority and secret vault.
 #[derive(Debug, Parser)]
-#[command(name = "strongroom", version, about, long_about = None)]
+#[command(name = "strongroom", version, about, long_about = None, after_help = client::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -33,6 +34,43 @@ enum Command {
         config: ConfigArgs,
         #[command(subcommand)]
         command: admin::AdminCommand,
+    },
+    /// Log in through the device flow: approve in a browser, tokens are cached.
+    ///
+    /// Example: strongroom login --server https://localhost:8443 --client-id my-app \
+    ///   --ca strongroom-data/tls/cert.pem --scope 'restricted:manage'
+    #[command(after_help = client::EXIT_CODES)]
+    Login {
+        #[command(flatten)]
+        target: client::Target,
+        /// The scope to ask for.
+        #[arg(long, default_value = "restricted:manage")]
+        scope: String,
+        /// Only print the link and code, do not open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Revoke the grant on the server and delete the cached tokens.
+    #[command(after_help = client::EXIT_CODES)]
+    Logout {
+        #[command(flatten)]
+        target: client::Target,
+    },
+    /// Who you are logged in as, the scope and when things expire (never the token).
+    #[command(after_help = client::EXIT_CODES)]
+    Status {
+        #[command(flatten)]
+        target: client::Target,
+    },
+    /// Vault entries: add, retrieve, associate, dissociate, lookup, owners.
+    ///
+    /// Example: strongroom vault associate 12 Purpose --string "Access to endpoint"
+    #[command(after_help = client::EXIT_CODES)]
+    Vault {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        command: client::VaultCommand,
     },
 }
 
@@ -136,17 +174,32 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+    let outcome = match cli.command {
+        Command::Login { target, scope, no_browser } => Some(runtime.block_on(client::login(&target, &scope, no_browser))),
+        Command::Logout { target } => Some(runtime.block_on(client::logout(&target))),
+        Command::Status { target } => Some(runtime.block_on(client::status(&target))),
+        Command::Vault { target, command } => Some(runtime.block_on(client::vault(&target, command))),
+        other => {
+            return match runtime.block_on(run(other)) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
         }
+    };
+    match outcome {
+        Some(Err(f)) => {
+            eprintln!("error: {}", f.message);
+            std::process::ExitCode::from(f.code)
+        }
+        _ => std::process::ExitCode::SUCCESS,
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+async fn run(command: Command) -> Result<()> {
+    match command {
         Command::Serve(args) => {
             init_logging("info")?;
             let config = args.load()?;
@@ -157,6 +210,9 @@ async fn run(cli: Cli) -> Result<()> {
             init_logging("warn")?;
             let config = config.load()?;
             admin::run(&config, command).await
+        }
+        Command::Login { .. } | Command::Logout { .. } | Command::Status { .. } | Command::Vault { .. } => {
+            anyhow::bail!("client verbs are run by main")
         }
     }
 }

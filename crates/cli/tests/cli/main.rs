@@ -1,6 +1,7 @@
 //! Tests of the `strongroom` binary as people and operators run it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
+mod client;
 mod log_hygiene;
 mod process;
 mod tls;

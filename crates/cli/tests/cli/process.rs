@@ -99,3 +99,56 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Approves (or denies) a device login through the page's form posts, as a
+/// person in a browser would.
+pub async fn approve(http: &reqwest::Client, base: &str, link: &str, user: &str, password: &str, yes: bool) -> String {
+    fn hidden(html: &str, name: &str) -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = html.find(&marker).unwrap_or_else(|| panic!("no {name} field in {html}")) + marker.len();
+        html[start..start + html[start..].find('"').unwrap()].to_owned()
+    }
+    let r = http.get(link).send().await.unwrap();
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let html = r.text().await.unwrap();
+    let csrf = hidden(&html, "csrf");
+    let code = hidden(&html, "user_code");
+    let html = http
+        .post(format!("{base}/vedauth/device"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf.as_str()), ("user_code", code.as_str()), ("username", user), ("password", password)])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let ticket = hidden(&html, "ticket");
+    http.post(format!("{base}/vedauth/device/decision"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf.as_str()), ("ticket", ticket.as_str()), ("action", if yes { "approve" } else { "deny" })])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Output of a finished client command.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `strongroom <args>` with `env`, to completion.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let out = Command::new(BIN).args(args).envs(env.iter().copied()).stdin(Stdio::null()).output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

@@ -1,0 +1,419 @@
+//! The client verbs: `login`, `logout`, `status`, `vault …`.
+//!
+//! Where to connect comes from flags, else `STRONGROOM_*` variables, else the
+//! profile the last `login` saved. Output is for people by default and JSON
+//! with `--json`. Exit codes are listed in `--help` and in [`exit_code`].
+
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use strongroom_client::cache::{TokenCache, config_dir, write_private};
+use strongroom_client::device::{DeviceLogin, TokioSleeper};
+use strongroom_client::source::TokenSource;
+use strongroom_client::tls::Trust;
+use strongroom_client::vault::Vault;
+use strongroom_client::{ClientError, Server};
+use strongroom_core::time::{Clock as _, UnixTime};
+use strongroom_core::vault::value::{Value, parse_date};
+use strongroom_server::state::SystemClock;
+
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  other error
+  2  bad command line
+  3  not logged in, or the grant ended or was revoked: run `strongroom login`
+  4  the server cannot be reached
+  5  TLS failed (use --ca or --pin for a self-signed server)
+  6  the server failed or answered something unexpected
+  7  the vault refused the call (the message gives the Result code)
+  8  the local token cache or profile is unusable (the message says why)
+  9  the login was denied, expired or cancelled
+ 10  the server refused the request (scope, client id, ...)";
+
+/// Where to connect.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct Target {
+    /// Server base URL, e.g. https://vault.example.com:8443.
+    #[arg(long, env = "STRONGROOM_SERVER", global = true)]
+    server: Option<String>,
+    /// The API integration's Client ID.
+    #[arg(long, env = "STRONGROOM_CLIENT_ID", global = true)]
+    client_id: Option<String>,
+    /// Trust the CA certificate(s) in this PEM file (e.g. the server's self-signed cert.pem).
+    #[arg(long, env = "STRONGROOM_CA", global = true, conflicts_with = "pin")]
+    ca: Option<PathBuf>,
+    /// Trust exactly the server certificate with this SHA-256 fingerprint.
+    #[arg(long, env = "STRONGROOM_PIN", global = true)]
+    pin: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum VaultCommand {
+    /// Store a secret: the data comes from --data, --file or standard input.
+    Add {
+        /// Owner folder, e.g. '\VED\Policy\Team A'.
+        #[arg(long)]
+        owner: String,
+        #[arg(long = "type", default_value_t = 32)]
+        vault_type: i32,
+        #[arg(long, default_value = "Software:Default")]
+        keyname: String,
+        /// The secret as text.
+        #[arg(long, conflicts_with = "file")]
+        data: Option<String>,
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Read a secret (Master Admin): raw bytes to --out, else text to standard output.
+    Retrieve {
+        id: i64,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Attach a named value: one of --string, --int, --date (YYYY-MM-DDTHH:MM:SS.fffffffZ).
+    Associate {
+        id: i64,
+        name: String,
+        #[command(flatten)]
+        value: ValueArgs,
+    },
+    /// Remove associations: all, one name's, or one name's given value.
+    Dissociate {
+        id: i64,
+        name: Option<String>,
+        #[command(flatten)]
+        value: ValueArgs,
+    },
+    /// Find entries by association name, and value if given.
+    Lookup {
+        name: String,
+        #[command(flatten)]
+        value: ValueArgs,
+    },
+    /// One association's value, or all of them without a name.
+    Get { id: i64, name: Option<String> },
+    /// List entries you may read.
+    List,
+    /// Owners of an entry (Master Admin); --add or --remove an owner.
+    Owners {
+        id: i64,
+        #[arg(long, conflicts_with = "remove")]
+        add: Option<String>,
+        #[arg(long)]
+        remove: Option<String>,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ValueArgs {
+    #[arg(long, conflicts_with_all = ["int", "date"])]
+    string: Option<String>,
+    #[arg(long, conflicts_with = "date", allow_hyphen_values = true)]
+    int: Option<i64>,
+    #[arg(long)]
+    date: Option<String>,
+}
+
+impl ValueArgs {
+    fn value(&self) -> Result<Option<Value>, Failure> {
+        if let Some(s) = &self.string {
+            return Ok(Some(Value::String(s.clone())));
+        }
+        if let Some(i) = self.int {
+            return Ok(Some(Value::Int(i)));
+        }
+        match &self.date {
+            Some(d) => parse_date(d)
+                .map(|t| Some(Value::Date(t)))
+                .ok_or_else(|| Failure::usage("--date must be YYYY-MM-DDTHH:MM:SS[.fffffff]Z (UTC)")),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The profile `login` saves: where to connect next time. Not secret.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Profile {
+    server: String,
+    client_id: String,
+    #[serde(default)]
+    trust: Trust,
+}
+
+/// A failure with its exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+}
+
+impl Failure {
+    fn usage(m: &str) -> Failure {
+        Failure { code: 2, message: m.to_owned() }
+    }
+}
+
+/// The exit code for a client error.
+pub(crate) fn exit_code(e: &ClientError) -> u8 {
+    match e {
+        ClientError::LoginRequired(_) | ClientError::Unauthorized => 3,
+        ClientError::Unreachable(_) => 4,
+        ClientError::Tls(_) => 5,
+        ClientError::ServerError { .. } | ClientError::BadResponse(_) => 6,
+        ClientError::Vault { .. } => 7,
+        ClientError::Cache { .. } | ClientError::Config(_) => 8,
+        ClientError::AccessDenied | ClientError::LoginExpired | ClientError::Cancelled => 9,
+        ClientError::Auth { .. } | ClientError::Forbidden(_) => 10,
+        _ => 1,
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        Failure { code: exit_code(&e), message: e.to_string() }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure { code: 1, message: e.to_string() }
+    }
+}
+
+fn profile_path() -> Result<PathBuf, Failure> {
+    Ok(config_dir()?.join("profile.json"))
+}
+
+impl Target {
+    fn trust(&self) -> Option<Trust> {
+        match (&self.ca, &self.pin) {
+            (Some(ca), _) => Some(Trust::CaFile(ca.clone())),
+            (None, Some(pin)) => Some(Trust::Pin(pin.clone())),
+            (None, None) => None,
+        }
+    }
+
+    /// Flags and variables first, then the saved profile.
+    fn resolve(&self) -> Result<Profile, Failure> {
+        let saved: Option<Profile> = match std::fs::read(profile_path()?) {
+            Ok(b) => Some(
+                serde_json::from_slice(&b)
+                    .map_err(|_| Failure { code: 8, message: "the saved profile is corrupt; log in again".into() })?,
+            ),
+            Err(_) => None,
+        };
+        let server = self.server.clone().or_else(|| saved.as_ref().map(|p| p.server.clone()));
+        let client_id = self.client_id.clone().or_else(|| saved.as_ref().map(|p| p.client_id.clone()));
+        match (server, client_id) {
+            (Some(server), Some(client_id)) => {
+                let trust = self.trust().or_else(|| saved.filter(|p| p.server == server).map(|p| p.trust)).unwrap_or_default();
+                Ok(Profile { server, client_id, trust })
+            }
+            _ => Err(Failure { code: 3, message: "no server: run `strongroom login --server URL --client-id ID`".into() }),
+        }
+    }
+}
+
+fn source(p: &Profile) -> Result<TokenSource, Failure> {
+    let server = Server::new(&p.server, &p.trust)?;
+    let cache = TokenCache::new(&config_dir()?, server.base(), &p.client_id);
+    Ok(TokenSource::new(server, &p.client_id, cache, Arc::new(SystemClock)))
+}
+
+fn print(json_out: bool, human: &str, value: serde_json::Value) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    if json_out {
+        writeln!(out, "{value}")?;
+    } else if !human.is_empty() {
+        writeln!(out, "{human}")?;
+    }
+    Ok(())
+}
+
+fn when(secs: i64) -> String {
+    UnixTime::from_secs(secs).iso8601()
+}
+
+/// Opens `url` in a browser when there is a desktop to show it on.
+fn open_browser(url: &str) -> bool {
+    let has_display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    if !has_display && !cfg!(target_os = "macos") {
+        return false;
+    }
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+pub(crate) async fn login(target: &Target, scope: &str, no_browser: bool) -> Result<(), Failure> {
+    let profile = match (&target.server, &target.client_id) {
+        (Some(server), Some(client_id)) => {
+            Profile { server: server.clone(), client_id: client_id.clone(), trust: target.trust().unwrap_or_default() }
+        }
+        _ => target.resolve()?,
+    };
+    let src = source(&profile)?;
+    let login = DeviceLogin::start(src.server(), &profile.client_id, scope, SystemClock.now()).await?;
+    {
+        let mut err = std::io::stderr().lock();
+        writeln!(err, "To sign in, open {}", login.verification_uri_complete())?;
+        writeln!(err, "and check that the page shows the code {}", login.user_code())?;
+        if !no_browser && open_browser(login.verification_uri_complete()) {
+            writeln!(err, "(opened in your browser)")?;
+        }
+        writeln!(err, "Waiting for approval… (Ctrl-C to cancel)")?;
+    }
+    let cancel = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let tokens = login.wait(&SystemClock, &TokioSleeper, cancel).await?;
+    src.save_login(tokens.clone()).await?;
+    let dir = config_dir()?;
+    std::fs::create_dir_all(&dir)?;
+    let bytes = serde_json::to_vec_pretty(&profile).map_err(|e| Failure { code: 1, message: e.to_string() })?;
+    let tmp = dir.join("profile.json.tmp");
+    write_private(&tmp, &bytes)?;
+    std::fs::rename(&tmp, dir.join("profile.json"))?;
+    print(
+        target.json,
+        &format!(
+            "Logged in to {} as {} with scope {}; the grant lasts until {}.",
+            profile.server,
+            tokens.identity,
+            tokens.scope,
+            when(tokens.refresh_until)
+        ),
+        json!({"server": profile.server, "client_id": profile.client_id, "identity": tokens.identity, "scope": tokens.scope,
+               "expires": tokens.expires, "refresh_until": tokens.refresh_until}),
+    )
+}
+
+pub(crate) async fn logout(target: &Target) -> Result<(), Failure> {
+    let profile = target.resolve()?;
+    let revoked = source(&profile)?.logout().await?;
+    print(
+        target.json,
+        if revoked {
+            "Logged out: the grant is revoked and the cached tokens deleted."
+        } else {
+            "Logged out: the cached tokens are deleted."
+        },
+        json!({"revoked": revoked}),
+    )
+}
+
+pub(crate) async fn status(target: &Target) -> Result<(), Failure> {
+    let profile = target.resolve()?;
+    let src = source(&profile)?;
+    let Some(t) = src.current().await? else {
+        return Err(ClientError::LoginRequired("no cached tokens".into()).into());
+    };
+    let now = SystemClock.now();
+    if t.grant_ended(now) {
+        return Err(ClientError::LoginRequired("the grant has ended".into()).into());
+    }
+    print(
+        target.json,
+        &format!(
+            "Server:   {}\nClient:   {}\nIdentity: {}\nScope:    {}\nAccess token expires: {}{}\nGrant ends:           {}",
+            profile.server,
+            profile.client_id,
+            t.identity,
+            t.scope,
+            when(t.expires),
+            if t.needs_refresh(now) { " (will be refreshed on next use)" } else { "" },
+            when(t.refresh_until)
+        ),
+        json!({"server": profile.server, "client_id": profile.client_id, "identity": t.identity, "scope": t.scope,
+               "expires": t.expires, "refresh_until": t.refresh_until, "cache": src.cache().path()}),
+    )
+}
+
+pub(crate) async fn vault(target: &Target, cmd: VaultCommand) -> Result<(), Failure> {
+    let profile = target.resolve()?;
+    let src = source(&profile)?;
+    let v = Vault::new(&src);
+    let j = target.json;
+    match cmd {
+        VaultCommand::Add { owner, vault_type, keyname, data, file } => {
+            let bytes = match (data, file) {
+                (Some(d), _) => d.into_bytes(),
+                (None, Some(f)) => std::fs::read(f)?,
+                (None, None) => {
+                    let mut b = Vec::new();
+                    std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
+                    b
+                }
+            };
+            let id = v.add(&owner, vault_type, &keyname, &bytes).await?;
+            print(j, &format!("VaultID {id}"), json!({"VaultID": id}))
+        }
+        VaultCommand::Retrieve { id, out } => {
+            let (data, vault_type) = v.retrieve(id).await?;
+            if let Some(path) = out {
+                write_private(&path, &data)?;
+                return print(
+                    j,
+                    &format!("wrote {} bytes to {}", data.len(), path.display()),
+                    json!({"VaultType": vault_type, "bytes": data.len()}),
+                );
+            }
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::STANDARD.encode(&data);
+            let text = String::from_utf8(data).unwrap_or_else(|_| b64.clone());
+            print(j, &text, json!({"VaultType": vault_type, "Base64Data": b64}))
+        }
+        VaultCommand::Associate { id, name, value } => {
+            let val = value.value()?.ok_or_else(|| Failure::usage("give one of --string, --int, --date"))?;
+            v.associate(id, &name, &val).await?;
+            print(j, "associated", json!({"Result": 0}))
+        }
+        VaultCommand::Dissociate { id, name, value } => {
+            let val = value.value()?;
+            v.dissociate(id, name.as_deref(), val.as_ref()).await?;
+            print(j, "dissociated", json!({"Result": 0}))
+        }
+        VaultCommand::Lookup { name, value } => {
+            let ids = v.lookup_by_association(&name, value.value()?.as_ref()).await?;
+            print(j, &ids.iter().map(i64::to_string).collect::<Vec<_>>().join("\n"), json!({"VaultIDs": ids}))
+        }
+        VaultCommand::Get { id, name: Some(name) } => {
+            let value = v.lookup_association(id, &name).await?;
+            print(j, &value, json!({"Name": name, "Value": value}))
+        }
+        VaultCommand::Get { id, name: None } => {
+            let all = v.all_associations(id).await?;
+            let human = all.iter().map(|(n, t, val)| format!("{n}\t{t}\t{val}")).collect::<Vec<_>>().join("\n");
+            let list: Vec<_> = all.iter().map(|(n, t, val)| json!({"Name": n, "Type": t, "Value": val})).collect();
+            print(j, &human, json!({"TypedNameValues": list}))
+        }
+        VaultCommand::List => {
+            let ids = v.lookup().await?;
+            print(j, &ids.iter().map(i64::to_string).collect::<Vec<_>>().join("\n"), json!({"VaultIDs": ids}))
+        }
+        VaultCommand::Owners { id, add, remove } => {
+            if let Some(o) = add {
+                v.owner_add(id, &o).await?;
+            }
+            if let Some(o) = remove {
+                v.owner_delete(&o, Some(id)).await?;
+                return print(j, "owner removed", json!({"Result": 0}));
+            }
+            let owners = v.owners(id).await?;
+            print(j, &owners.join("\n"), json!({"Owners": owners}))
+        }
+    }
+}
