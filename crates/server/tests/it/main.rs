@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod browser;
+mod client_library;
 mod concurrency;
 mod device_flow;
 mod oauth2_client;
