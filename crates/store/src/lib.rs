@@ -390,6 +390,31 @@ pub(crate) fn lockout_event(failure: &Event, key: &str) -> Event {
     e
 }
 
+/// The `vault.deleted` event that goes with an owner removal `event` that
+/// left entry `id` with no owner.
+pub(crate) fn deleted_event(removal: &Event, id: VaultId) -> Event {
+    let mut e = removal.clone();
+    e.kind = strongroom_core::event::EventKind::VaultDeleted;
+    e.object = id.to_string();
+    e.detail = "last owner removed".to_owned();
+    e
+}
+
+/// A folder path read back from either backend.
+pub(crate) fn stored_folder(path: &str) -> StoreResult<FolderPath> {
+    FolderPath::parse(path).map_err(|e| StoreError::Corrupt(format!("stored folder path: {e}")))
+}
+
+/// A value type read back from either backend.
+pub(crate) fn stored_value_type(s: &str) -> StoreResult<ValueType> {
+    ValueType::parse(s).ok_or_else(|| StoreError::Corrupt(format!("stored value type {s:?}")))
+}
+
+/// A 32-byte hash read back from either backend.
+pub(crate) fn stored_hash32(v: Vec<u8>) -> StoreResult<[u8; 32]> {
+    v.try_into().map_err(|_| StoreError::Corrupt("stored hash is not 32 bytes".into()))
+}
+
 /// Device states as stored: (state name, user id).
 pub(crate) fn device_state_parts(s: &DeviceState) -> (&'static str, Option<&str>) {
     (s.name(), s.user().map(UserId::as_str))

@@ -4,27 +4,15 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use strongroom_core::event::{Event, EventKind};
+use strongroom_core::event::Event;
 use strongroom_core::identity::UserId;
-use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{append_event, get, pg, time};
 use crate::{
-    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
+    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
+    deleted_event, stored_folder, stored_hash32, stored_value_type,
 };
-
-fn folder(path: &str) -> StoreResult<FolderPath> {
-    FolderPath::parse(path).map_err(|e| StoreError::Corrupt(format!("stored folder path: {e}")))
-}
-
-fn value_type(s: &str) -> StoreResult<ValueType> {
-    ValueType::parse(s).ok_or_else(|| StoreError::Corrupt(format!("stored value type {s:?}")))
-}
-
-fn hash32(v: Vec<u8>) -> StoreResult<[u8; 32]> {
-    v.try_into().map_err(|_| StoreError::Corrupt("stored lookup hash".into()))
-}
 
 fn rights(row: &Row, idx: usize) -> StoreResult<Rights> {
     Ok(Rights::from_bits(u32::try_from(get::<i64>(row, idx)?).unwrap_or(0)))
@@ -50,7 +38,7 @@ pub(super) async fn create_folders(c: &impl GenericClient, lineage: &[FolderPath
 
 pub(super) async fn folders(c: &impl GenericClient) -> StoreResult<Vec<FolderPath>> {
     let rows = c.query("SELECT path FROM folders ORDER BY path_key", &[]).await.map_err(pg)?;
-    rows.iter().map(|r| folder(&get::<String>(r, 0)?)).collect()
+    rows.iter().map(|r| stored_folder(&get::<String>(r, 0)?)).collect()
 }
 
 pub(super) async fn folder_exists(c: &impl GenericClient, key: &str) -> StoreResult<bool> {
@@ -86,7 +74,7 @@ pub(super) async fn all_rights(c: &impl GenericClient) -> StoreResult<Vec<(Folde
         )
         .await
         .map_err(pg)?;
-    rows.iter().map(|r| Ok((folder(&get::<String>(r, 0)?)?, get(r, 1)?, rights(r, 2)?))).collect()
+    rows.iter().map(|r| Ok((stored_folder(&get::<String>(r, 0)?)?, get(r, 1)?, rights(r, 2)?))).collect()
 }
 
 pub(super) async fn data_keys(c: &impl GenericClient) -> StoreResult<Vec<DataKeyRecord>> {
@@ -126,7 +114,7 @@ pub(super) async fn insert_entry(c: &impl GenericClient, e: &VaultEntry, event: 
 
 async fn owners(c: &impl GenericClient, id: VaultId) -> StoreResult<Vec<FolderPath>> {
     let rows = c.query("SELECT owner FROM vault_owners WHERE vault_id = $1 ORDER BY owner_key", &[&id.0]).await.map_err(pg)?;
-    rows.iter().map(|r| folder(&get::<String>(r, 0)?)).collect()
+    rows.iter().map(|r| stored_folder(&get::<String>(r, 0)?)).collect()
 }
 
 async fn exists(c: &impl GenericClient, id: VaultId) -> StoreResult<bool> {
@@ -230,12 +218,7 @@ pub(super) async fn remove_owner(
     if out.removed > 0 {
         append_event(c, event).await?;
         for v in &out.deleted {
-            let mut e = Event::new(EventKind::VaultDeleted, event.at).origin(&event.source, &event.request_id);
-            e.identity.clone_from(&event.identity);
-            e.client_id.clone_from(&event.client_id);
-            e.object = v.to_string();
-            e.detail = "last owner removed".into();
-            append_event(c, &e).await?;
+            append_event(c, &deleted_event(event, *v)).await?;
         }
     }
     Ok(out)
@@ -255,10 +238,10 @@ pub(super) async fn associations(c: &impl GenericClient, id: VaultId) -> StoreRe
         .map(|r| {
             Ok(StoredAssociation {
                 name: get(r, 0)?,
-                value_type: value_type(&get::<String>(r, 1)?)?,
+                value_type: stored_value_type(&get::<String>(r, 1)?)?,
                 key_id: get(r, 2)?,
                 sealed: get(r, 3)?,
-                lookup: hash32(get(r, 4)?)?,
+                lookup: stored_hash32(get(r, 4)?)?,
             })
         })
         .collect()
@@ -348,7 +331,7 @@ pub(super) async fn sealed_on_old_keys(c: &impl GenericClient, current: i64, lim
             out.push(SealedItem::Association {
                 vault_id: VaultId(get(r, 0)?),
                 name: get(r, 1)?,
-                value_type: value_type(&get::<String>(r, 2)?)?,
+                value_type: stored_value_type(&get::<String>(r, 2)?)?,
                 key_id: get(r, 3)?,
                 sealed: get(r, 4)?,
             });

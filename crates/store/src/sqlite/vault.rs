@@ -4,28 +4,16 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use strongroom_core::event::{Event, EventKind};
+use strongroom_core::event::Event;
 use strongroom_core::identity::UserId;
-use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::writer::backend;
 use super::{append_event_tx, is_unique_violation, time_col};
 use crate::{
     AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
+    deleted_event, stored_folder, stored_hash32, stored_value_type,
 };
-
-fn folder(path: &str) -> StoreResult<FolderPath> {
-    FolderPath::parse(path).map_err(|e| StoreError::Corrupt(format!("stored folder path: {e}")))
-}
-
-fn value_type(s: &str) -> StoreResult<ValueType> {
-    ValueType::parse(s).ok_or_else(|| StoreError::Corrupt(format!("stored value type {s:?}")))
-}
-
-fn hash32(v: Vec<u8>) -> StoreResult<[u8; 32]> {
-    v.try_into().map_err(|_| StoreError::Corrupt("stored lookup hash".into()))
-}
 
 pub(super) fn create_folders(c: &Connection, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
     let mut last_new = false;
@@ -47,7 +35,7 @@ pub(super) fn create_folders(c: &Connection, lineage: &[FolderPath], event: &Eve
 pub(super) fn folders(c: &Connection) -> StoreResult<Vec<FolderPath>> {
     let mut st = c.prepare("SELECT path FROM folders ORDER BY path_key").map_err(backend)?;
     let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
-    rows.map(|r| r.map_err(backend).and_then(|p| folder(&p))).collect()
+    rows.map(|r| r.map_err(backend).and_then(|p| stored_folder(&p))).collect()
 }
 
 pub(super) fn folder_exists(c: &Connection, key: &str) -> StoreResult<bool> {
@@ -88,7 +76,7 @@ pub(super) fn all_rights(c: &Connection) -> StoreResult<Vec<(FolderPath, String,
     let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, rights_col(r, 2)?))).map_err(backend)?;
     rows.map(|r| {
         let (p, u, rights) = r.map_err(backend)?;
-        Ok((folder(&p)?, u, rights))
+        Ok((stored_folder(&p)?, u, rights))
     })
     .collect()
 }
@@ -132,7 +120,7 @@ pub(super) fn insert_entry(c: &Connection, e: &VaultEntry, event: &Event) -> Sto
 fn owners(c: &Connection, id: VaultId) -> StoreResult<Vec<FolderPath>> {
     let mut st = c.prepare_cached("SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key").map_err(backend)?;
     let rows = st.query_map([id.0], |r| r.get::<_, String>(0)).map_err(backend)?;
-    rows.map(|r| r.map_err(backend).and_then(|p| folder(&p))).collect()
+    rows.map(|r| r.map_err(backend).and_then(|p| stored_folder(&p))).collect()
 }
 
 pub(super) fn entry(c: &Connection, id: VaultId) -> StoreResult<Option<VaultEntry>> {
@@ -231,12 +219,7 @@ pub(super) fn remove_owner(c: &Connection, id: Option<VaultId>, owner: &FolderPa
     if out.removed > 0 {
         append_event_tx(c, event)?;
         for v in &out.deleted {
-            let mut e = Event::new(EventKind::VaultDeleted, event.at).origin(&event.source, &event.request_id);
-            e.identity.clone_from(&event.identity);
-            e.client_id.clone_from(&event.client_id);
-            e.object = v.to_string();
-            e.detail = "last owner removed".into();
-            append_event_tx(c, &e)?;
+            append_event_tx(c, &deleted_event(event, *v))?;
         }
     }
     Ok(out)
@@ -259,7 +242,7 @@ pub(super) fn associations(c: &Connection, id: VaultId) -> StoreResult<Vec<Store
         .map_err(backend)?;
     rows.map(|r| {
         let (name, t, key_id, sealed, lookup) = r.map_err(backend)?;
-        Ok(StoredAssociation { name, value_type: value_type(&t)?, key_id, sealed, lookup: hash32(lookup)? })
+        Ok(StoredAssociation { name, value_type: stored_value_type(&t)?, key_id, sealed, lookup: stored_hash32(lookup)? })
     })
     .collect()
 }
@@ -331,7 +314,7 @@ pub(super) fn sealed_on_old_keys(c: &Connection, current: i64, limit: u32) -> St
             .map_err(backend)?;
         for r in rows {
             let (v, name, t, key_id, sealed) = r.map_err(backend)?;
-            out.push(SealedItem::Association { vault_id: VaultId(v), name, value_type: value_type(&t)?, key_id, sealed });
+            out.push(SealedItem::Association { vault_id: VaultId(v), name, value_type: stored_value_type(&t)?, key_id, sealed });
         }
     }
     Ok(out)
