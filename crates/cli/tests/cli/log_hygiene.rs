@@ -127,7 +127,7 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
     assert_eq!(reuse["error"], "invalid_grant");
     let t3: Value = http
         .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "app", "username": "alice", "password": PASSWORD, "scope": "restricted"}))
+        .json(&json!({"client_id": "app", "username": "alice", "password": PASSWORD, "scope": "restricted:manage"}))
         .send()
         .await
         .unwrap()
@@ -136,6 +136,25 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
         .unwrap();
     let access3 = t3["access_token"].as_str().unwrap_or_else(|| panic!("{t3}")).to_owned();
     secrets.extend([access3.clone(), t3["refresh_token"].as_str().unwrap().to_owned()]);
+    // A vault value and secret data: never logged either.
+    server.admin(&["folders", "create", "\\VED\\Policy\\Logs"], "");
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Logs", "alice", "--rights", "read,write"], "");
+    let value = "vault-value-that-must-never-be-logged";
+    let data = "secret-data-that-must-never-be-logged";
+    secrets.extend([value.to_owned(), data.to_owned()]);
+    let sdk = |op: &str, body: Value| {
+        let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(&access3).json(&body).send();
+        async move { r.await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let added = sdk(
+        "Add",
+        json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": "\\VED\\Policy\\Logs",
+               "Base64Data": base64::engine::general_purpose::STANDARD.encode(data)}),
+    )
+    .await;
+    assert_eq!(added["Result"], 0, "{added}");
+    let associated = sdk("Associate", json!({"VaultID": added["VaultID"], "Name": "n", "StringValue": value})).await;
+    assert_eq!(associated["Result"], 0, "{associated}");
     let r = http.get(format!("{base}/vedauth/revoke/token")).bearer_auth(&access3).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let garbage = "GarbageTokenGarbageTokenGarbageTokenGarbageTo==";
