@@ -45,10 +45,11 @@ impl UnixTime {
         self.0.saturating_sub(earlier.0)
     }
 
-    /// Seconds from `self` until `later`, rounded down, never negative.
+    /// Seconds from `self` until `later`, rounded up (299.998 s left is
+    /// "300", as a client reading `expires_in` expects), never negative.
     pub const fn secs_until(self, later: UnixTime) -> i64 {
         let d = later.0.saturating_sub(self.0);
-        if d <= 0 { 0 } else { d / 1000 }
+        if d <= 0 { 0 } else { d.saturating_add(999) / 1000 }
     }
 
     /// `2020-11-09T21:07:25Z`: whole seconds, UTC, as the product's Verify shows.
@@ -164,6 +165,15 @@ mod tests {
     fn negative_times_round_towards_the_past() {
         assert_eq!(UnixTime::from_millis(-1).secs(), -1);
         assert_eq!(UnixTime::from_secs(-1).iso8601(), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn secs_until_rounds_up_and_never_goes_negative() {
+        let t = UnixTime::from_millis(1_000_002);
+        assert_eq!(t.secs_until(UnixTime::from_millis(1_300_000)), 300);
+        assert_eq!(t.secs_until(UnixTime::from_millis(1_000_003)), 1);
+        assert_eq!(t.secs_until(t), 0);
+        assert_eq!(t.secs_until(UnixTime::EPOCH), 0);
     }
 
     #[test]
