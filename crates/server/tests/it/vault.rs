@@ -435,3 +435,48 @@ async fn the_event_chain_detects_edits_and_deletions() {
         assert!(err.to_string().contains("event"), "{tamper}: {err}");
     }
 }
+
+#[tokio::test]
+async fn the_log_filters_and_pages() {
+    let s = server().await;
+    let alice = s.vault_user("alice", TEAM, "read,write").await;
+    let t = token(&s, &alice, SCOPE).await;
+    let id = add(&s, &t, TEAM, b"x").await;
+    for i in 0..5 {
+        assert_eq!(result(&s.sdk("Associate", &t, json!({"VaultID": id, "Name": format!("n{i}"), "IntValue": i})).await.1), 0);
+    }
+    let log = |q: String| {
+        let r = s.http.get(s.at(&format!("/vedsdk/Log{q}"))).bearer_auth(&t).send();
+        async move { r.await.unwrap().json::<Value>().await.unwrap() }
+    };
+    // Paging: Limit, then After=Next until there is no Next.
+    let mut seen = Vec::new();
+    let mut after = None::<i64>;
+    loop {
+        let q = match after {
+            Some(a) => format!("?Limit=4&After={a}"),
+            None => "?limit=4".to_owned(),
+        };
+        let page = log(q).await;
+        let ids: Vec<i64> = page["LogEvents"].as_array().unwrap().iter().map(|e| e["Id"].as_i64().unwrap()).collect();
+        assert!(ids.len() <= 4);
+        seen.extend(ids);
+        match page["Next"].as_i64() {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    let total = s.event_kinds().await.len();
+    assert_eq!(seen, (1..=total as i64).collect::<Vec<_>>(), "every event once, in order");
+    // Kind, identity and time filters.
+    let assoc = log("?Kind=vault.associated".into()).await;
+    let names: Vec<&str> = assoc["LogEvents"].as_array().unwrap().iter().map(|e| e["Name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["vault.associated"; 5]);
+    let mine = log(format!("?Identity={}", alice.id.identity().replace('{', "%7B").replace('}', "%7D"))).await;
+    assert!(mine["LogEvents"].as_array().unwrap().len() >= 6);
+    assert!(mine["LogEvents"].as_array().unwrap().iter().all(|e| e["Identity"] == alice.id.identity()));
+    assert_eq!(log("?FromTime=2999-01-01T00:00:00Z".into()).await["LogEvents"], json!([]));
+    assert_eq!(log("?ToTime=2000-01-01T00:00:00Z".into()).await["LogEvents"], json!([]));
+    assert_eq!(log("?FromTime=yesterday".into()).await["Result"], 9);
+    assert_eq!(log("?VaultID=abc".into()).await["Result"], 9);
+}
