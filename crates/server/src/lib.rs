@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod config;
+pub mod hashing;
 pub mod http;
 pub mod keys;
 pub mod serve;

@@ -8,7 +8,6 @@ use std::time::Duration;
 use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
 use hyper_util::rt::TokioTimer;
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use strongroom_core::random::Random;
@@ -16,6 +15,7 @@ use strongroom_core::time::Clock;
 use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, Tls};
+use crate::hashing::HashPool;
 use crate::http::{self, Limits};
 use crate::keys::{self, KeyError, KeySource, Keys};
 use crate::service::keyring::KeyRing;
@@ -36,8 +36,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// Passwords hashed at once: each argon2id run holds 19 MiB and a core.
-const CONCURRENT_HASHES: usize = 4;
+/// Passwords checked at once: each argon2id run holds 19 MiB and a core.
+const CONCURRENT_HASHES: usize = 2;
 
 /// Builds the shared state from its parts.
 pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
@@ -50,7 +50,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         tokens: config.tokens,
         public_url: config.public_url.clone(),
         secure_cookies: config.tls != Tls::Off,
-        hashing: Arc::new(Semaphore::new(CONCURRENT_HASHES)),
+        hashing: HashPool::new(CONCURRENT_HASHES, 64),
     }
 }
 

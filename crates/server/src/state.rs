@@ -2,13 +2,13 @@
 //! source, the keys and the settings. Built once at start-up.
 
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 
 use strongroom_core::integration::TokenSettings;
 use strongroom_core::random::Random;
 use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::Store;
 
+use crate::hashing::HashPool;
 use crate::keys::Keys;
 use crate::service::keyring::KeyRing;
 
@@ -24,8 +24,8 @@ pub struct AppState {
     pub public_url: String,
     /// Whether the page is served over TLS (sets `Secure` on its cookie).
     pub secure_cookies: bool,
-    /// Caps concurrent password hashing: each argon2id run holds 19 MiB.
-    pub hashing: Arc<Semaphore>,
+    /// Where passwords are checked (a few dedicated threads).
+    pub hashing: HashPool,
     /// The vault's data keys.
     pub keyring: KeyRing,
 }

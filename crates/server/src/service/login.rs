@@ -52,13 +52,7 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
     }
     let found = if name.is_empty() || name.len() > 64 { None } else { app.store.user_by_name(name.clone()).await? };
     let phc = found.as_ref().map_or_else(|| password::dummy_hash().to_owned(), |(_, h)| h.clone());
-    let ok = {
-        let _permit = app.hashing.acquire().await.map_err(|_| StoreError::Closed)?;
-        let password = password.clone();
-        tokio::task::spawn_blocking(move || password::verify(&password, &phc))
-            .await
-            .map_err(|_| StoreError::Backend("password check failed".into()))?
-    };
+    let ok = app.hashing.verify(password.clone(), phc).await.map_err(|_| StoreError::Backend("password check failed".into()))?;
     match found {
         Some((user, _)) if ok && !user.disabled => {
             app.store.clear_counters(vec![keys[0].clone()]).await?;
