@@ -182,6 +182,12 @@ impl From<ClientError> for Failure {
     }
 }
 
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure { code: 1, message: format!("{e:#}") }
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Failure { code: 1, message: e.to_string() }

@@ -174,45 +174,34 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let outcome = match cli.command {
-        Command::Login { target, scope, no_browser } => Some(runtime.block_on(client::login(&target, &scope, no_browser))),
-        Command::Logout { target } => Some(runtime.block_on(client::logout(&target))),
-        Command::Status { target } => Some(runtime.block_on(client::status(&target))),
-        Command::Vault { target, command } => Some(runtime.block_on(client::vault(&target, command))),
-        other => {
-            return match runtime.block_on(run(other)) {
-                Ok(()) => std::process::ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    std::process::ExitCode::FAILURE
-                }
-            };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
+            Command::Admin { config, command } => admin_cmd(config, command).await.map_err(client::Failure::from),
+            Command::Login { target, scope, no_browser } => client::login(&target, &scope, no_browser).await,
+            Command::Logout { target } => client::logout(&target).await,
+            Command::Status { target } => client::status(&target).await,
+            Command::Vault { target, command } => client::vault(&target, command).await,
         }
-    };
+    });
     match outcome {
-        Some(Err(f)) => {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(f) => {
             eprintln!("error: {}", f.message);
             std::process::ExitCode::from(f.code)
         }
-        _ => std::process::ExitCode::SUCCESS,
     }
 }
 
-async fn run(command: Command) -> Result<()> {
-    match command {
-        Command::Serve(args) => {
-            init_logging("info")?;
-            let config = args.load()?;
-            strongroom_server::serve::run(config, shutdown_signal()).await?;
-            Ok(())
-        }
-        Command::Admin { config, command } => {
-            init_logging("warn")?;
-            let config = config.load()?;
-            admin::run(&config, command).await
-        }
-        Command::Login { .. } | Command::Logout { .. } | Command::Status { .. } | Command::Vault { .. } => {
-            anyhow::bail!("client verbs are run by main")
-        }
-    }
+async fn serve(args: ConfigArgs) -> Result<()> {
+    init_logging("info")?;
+    let config = args.load()?;
+    strongroom_server::serve::run(config, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn admin_cmd(config: ConfigArgs, command: admin::AdminCommand) -> Result<()> {
+    init_logging("warn")?;
+    let config = config.load()?;
+    admin::run(&config, command).await
 }

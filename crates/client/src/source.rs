@@ -109,6 +109,7 @@ impl TokenSource {
     /// the token may have been revoked or the clocks disagree).
     pub async fn expire_now(&self) {
         let mut m = self.memory.lock().await;
+        let _lock = self.cache.lock().await;
         if let Some(t) = m.as_mut() {
             t.expires = t.obtained_at;
         }
