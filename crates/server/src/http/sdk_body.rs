@@ -110,3 +110,28 @@ mod tests {
         assert!(SdkBody::parse(b"\"x\"").is_err());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn no_input_makes_the_parser_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), key in "[A-Za-z]{1,12}") {
+            if let Ok(b) = SdkBody::parse(&bytes) {
+                let _ = b.int64(&[key.as_str()]);
+                let _ = b.int32(&[key.as_str()]);
+                let _ = b.string(&[key.as_str()]);
+            }
+        }
+
+        #[test]
+        fn any_i64_round_trips_as_number_or_string(v in any::<i64>()) {
+            let n = SdkBody::parse(format!("{{\"VaultID\":{v}}}").as_bytes()).unwrap();
+            prop_assert_eq!(n.int64(&["vaultid"]), Ok(Some(v)));
+            let s = SdkBody::parse(format!("{{\"VaultID\":\"{v}\"}}").as_bytes()).unwrap();
+            prop_assert_eq!(s.int64(&["VAULTID"]), Ok(Some(v)));
+        }
+    }
+}

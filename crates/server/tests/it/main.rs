@@ -7,6 +7,7 @@ mod browser;
 mod client_library;
 mod concurrency;
 mod device_flow;
+mod fuzz;
 mod oauth2_client;
 mod password_grant;
 mod support;
