@@ -195,6 +195,32 @@ fn integration_from_row(row: &Row) -> StoreResult<Integration> {
     })
 }
 
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// The values of [`INTEGRATION_COLS`], in order: shared by insert and update.
+/// `scope` is `i.max_scope` as text, owned by the caller.
+fn integration_values<'a>(i: &'a Integration, scope: &'a String) -> Vec<Param<'a>> {
+    vec![
+        &i.client_id,
+        &i.name,
+        scope,
+        if i.allowed_users == AllowedUsers::Everyone { &true } else { &false },
+        &i.grant_types.device,
+        &i.grant_types.password,
+        &i.overrides.access_validity,
+        &i.overrides.grant_validity,
+        &i.overrides.refreshable,
+        &i.overrides.device_code_validity,
+        &i.overrides.poll_interval,
+        &i.disabled,
+    ]
+}
+
+/// `$1, $2, …, $n`.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|k| format!("${k}")).collect::<Vec<_>>().join(", ")
+}
+
 async fn load_allowed(c: &impl GenericClient, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
         for r in
@@ -437,23 +463,12 @@ impl Store for PgStore {
     fn create_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, ()> {
         in_tx!(self, |tx| {
             async {
+                let (created_at, scope) = (event.at.millis(), i.max_scope.to_string());
+                let mut values = integration_values(&i, &scope);
+                values.push(&created_at);
                 tx.execute(
-                    &format!("INSERT INTO integrations ({INTEGRATION_COLS}, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"),
-                    &[
-                        &i.client_id,
-                        &i.name,
-                        &i.max_scope.to_string(),
-                        &(i.allowed_users == AllowedUsers::Everyone),
-                        &i.grant_types.device,
-                        &i.grant_types.password,
-                        &i.overrides.access_validity,
-                        &i.overrides.grant_validity,
-                        &i.overrides.refreshable,
-                        &i.overrides.device_code_validity,
-                        &i.overrides.poll_interval,
-                        &i.disabled,
-                        &event.at.millis(),
-                    ],
+                    &format!("INSERT INTO integrations ({INTEGRATION_COLS}, created_at) VALUES ({})", placeholders(values.len())),
+                    &values,
                 )
                 .await
                 .map_err(pg)?;
@@ -472,20 +487,7 @@ impl Store for PgStore {
                         "UPDATE integrations SET name = $2, max_scope = $3, allow_all_users = $4, allow_device = $5, allow_password = $6, \
                          access_validity = $7, grant_validity = $8, refreshable = $9, device_code_validity = $10, poll_interval = $11, disabled = $12 \
                          WHERE client_id = $1",
-                        &[
-                            &i.client_id,
-                            &i.name,
-                            &i.max_scope.to_string(),
-                            &(i.allowed_users == AllowedUsers::Everyone),
-                            &i.grant_types.device,
-                            &i.grant_types.password,
-                            &i.overrides.access_validity,
-                            &i.overrides.grant_validity,
-                            &i.overrides.refreshable,
-                            &i.overrides.device_code_validity,
-                            &i.overrides.poll_interval,
-                            &i.disabled,
-                        ],
+                        &integration_values(&i, &i.max_scope.to_string()),
                     )
                     .await
                     .map_err(pg)?;

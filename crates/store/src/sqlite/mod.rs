@@ -5,7 +5,8 @@
 mod vault;
 mod writer;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params, params_from_iter};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -256,6 +257,30 @@ fn integration_from_row(row: &Row<'_>) -> rusqlite::Result<Integration> {
     })
 }
 
+/// The values of [`INTEGRATION_COLS`], in order: shared by insert and update.
+fn integration_values(i: &Integration) -> Vec<Value> {
+    let int = |v: Option<i64>| v.map_or(Value::Null, Value::Integer);
+    vec![
+        Value::Text(i.client_id.clone()),
+        Value::Text(i.name.clone()),
+        Value::Text(i.max_scope.to_string()),
+        Value::Integer(b(i.allowed_users == AllowedUsers::Everyone)),
+        Value::Integer(b(i.grant_types.device)),
+        Value::Integer(b(i.grant_types.password)),
+        int(i.overrides.access_validity),
+        int(i.overrides.grant_validity),
+        int(i.overrides.refreshable.map(b)),
+        int(i.overrides.device_code_validity),
+        int(i.overrides.poll_interval),
+        Value::Integer(b(i.disabled)),
+    ]
+}
+
+/// `?1, ?2, …, ?n`.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|k| format!("?{k}")).collect::<Vec<_>>().join(", ")
+}
+
 fn load_allowed(conn: &Connection, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
         let mut st = conn.prepare_cached("SELECT user_id FROM integration_users WHERE client_id = ?1 ORDER BY user_id").map_err(backend)?;
@@ -491,25 +516,11 @@ impl Store for SqliteStore {
 
     fn create_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
+            let mut values = integration_values(&i);
+            values.push(Value::Integer(event.at.millis()));
             let r = c.execute(
-                &format!(
-                    "INSERT INTO integrations ({INTEGRATION_COLS}, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                ),
-                params![
-                    i.client_id,
-                    i.name,
-                    i.max_scope.to_string(),
-                    b(i.allowed_users == AllowedUsers::Everyone),
-                    b(i.grant_types.device),
-                    b(i.grant_types.password),
-                    i.overrides.access_validity,
-                    i.overrides.grant_validity,
-                    i.overrides.refreshable.map(b),
-                    i.overrides.device_code_validity,
-                    i.overrides.poll_interval,
-                    b(i.disabled),
-                    event.at.millis()
-                ],
+                &format!("INSERT INTO integrations ({INTEGRATION_COLS}, created_at) VALUES ({})", placeholders(values.len())),
+                params_from_iter(values),
             );
             match r {
                 Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict),
@@ -529,20 +540,7 @@ impl Store for SqliteStore {
                     "UPDATE integrations SET name = ?2, max_scope = ?3, allow_all_users = ?4, allow_device = ?5, allow_password = ?6, \
                      access_validity = ?7, grant_validity = ?8, refreshable = ?9, device_code_validity = ?10, poll_interval = ?11, disabled = ?12 \
                      WHERE client_id = ?1",
-                    params![
-                        i.client_id,
-                        i.name,
-                        i.max_scope.to_string(),
-                        b(i.allowed_users == AllowedUsers::Everyone),
-                        b(i.grant_types.device),
-                        b(i.grant_types.password),
-                        i.overrides.access_validity,
-                        i.overrides.grant_validity,
-                        i.overrides.refreshable.map(b),
-                        i.overrides.device_code_validity,
-                        i.overrides.poll_interval,
-                        b(i.disabled)
-                    ],
+                    params_from_iter(integration_values(&i)),
                 )
                 .map_err(backend)?;
             if n == 1 {
