@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use strongroom_core::integration::TokenSettings;
 
+use crate::http::client_addr::Network;
+
 /// The file as written by people. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,6 +24,8 @@ pub struct RawConfig {
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: Option<usize>,
     pub request_timeout_secs: Option<u64>,
+    /// Proxies (addresses or CIDR networks) whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Option<Vec<String>>,
     #[serde(default)]
     pub tokens: RawTokens,
 }
@@ -60,6 +64,7 @@ pub struct Config {
     pub tls: Tls,
     pub max_body_bytes: usize,
     pub request_timeout_secs: u64,
+    pub trusted_proxies: Vec<Network>,
     pub tokens: TokenSettings,
 }
 
@@ -109,6 +114,9 @@ impl RawConfig {
         }
         if let Some(v) = env("STRONGROOM_TLS_KEY") {
             self.tls_key = Some(v.into());
+        }
+        if let Some(v) = env("STRONGROOM_TRUSTED_PROXIES") {
+            self.trusted_proxies = Some(v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
         }
         let t = &mut self.tokens;
         if let Some(v) = env("STRONGROOM_ACCESS_VALIDITY") {
@@ -179,7 +187,15 @@ impl RawConfig {
         if !(1024..=64 << 20).contains(&max_body_bytes) {
             return Err(ConfigError::Invalid { name: "max_body_bytes", message: "must be between 1 KiB and 64 MiB".into() });
         }
+        let mut trusted_proxies = Vec::new();
+        for p in self.trusted_proxies.unwrap_or_default() {
+            trusted_proxies.push(Network::parse(&p).ok_or_else(|| ConfigError::Invalid {
+                name: "trusted_proxies",
+                message: format!("{p:?} is not an address or CIDR network"),
+            })?);
+        }
         Ok(Config {
+            trusted_proxies,
             data_dir,
             listen,
             public_url,
@@ -233,6 +249,10 @@ mod tests {
         assert_eq!(c.public_url, "http://localhost:9000");
         assert_eq!(c.tokens.access_validity, 60);
         assert_eq!(c.tokens.poll_interval, 2);
+        let c = RawConfig::default().with_env(|k| (k == "STRONGROOM_TRUSTED_PROXIES").then(|| "10.0.0.0/8, ::1".to_owned())).unwrap();
+        assert_eq!(c.validate().unwrap().trusted_proxies.len(), 2);
+        let c = RawConfig { trusted_proxies: Some(vec!["10.0.0.0/99".into()]), ..Default::default() };
+        assert!(c.validate().unwrap_err().to_string().starts_with("trusted_proxies"));
         let bad = RawConfig::default().with_env(|k| (k == "STRONGROOM_POLL_INTERVAL").then(|| "fast".to_owned()));
         assert!(bad.unwrap_err().to_string().contains("STRONGROOM_POLL_INTERVAL"));
         assert!(toml::from_str::<RawConfig>("lisen = \"x\"").is_err(), "unknown keys are refused");

@@ -51,6 +51,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         public_url: config.public_url.clone(),
         secure_cookies: config.tls != Tls::Off,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
+        trusted_proxies: config.trusted_proxies.clone(),
     }
 }
 

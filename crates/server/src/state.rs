@@ -9,6 +9,7 @@ use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::Store;
 
 use crate::hashing::HashPool;
+use crate::http::client_addr::Network;
 use crate::keys::Keys;
 use crate::service::keyring::KeyRing;
 
@@ -28,6 +29,8 @@ pub struct AppState {
     pub hashing: HashPool,
     /// The vault's data keys.
     pub keyring: KeyRing,
+    /// Peers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<Network>,
 }
 
 impl AppState {

@@ -7,7 +7,9 @@ use axum::http::{HeaderMap, header, request::Parts};
 use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
 
+use super::client_addr::client_addr;
 use crate::service::{AuthError, Origin};
+use crate::state::AppState;
 
 /// The request id given to every request by [`super::request_context`].
 #[derive(Clone, Debug)]
@@ -69,14 +71,15 @@ where
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Origin {
+impl FromRequestParts<AppState> for Origin {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Self::Rejection> {
+        let forwarded = parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
         let addr = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(a)| a.ip().to_string())
+            .map(|ConnectInfo(a)| client_addr(a.ip(), forwarded, &app.trusted_proxies).to_string())
             .unwrap_or_else(|| "unknown".to_owned());
         let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         Ok(Origin { addr, request_id })

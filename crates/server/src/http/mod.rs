@@ -1,6 +1,7 @@
 //! The axum edge: routes, middleware, and the path normalisation that makes
 //! routing case-insensitive.
 
+pub mod client_addr;
 mod extract;
 mod page;
 pub(crate) mod respond;

@@ -44,3 +44,25 @@ async fn password_grant_is_opt_in_and_locks_out() {
     assert!(kinds.iter().filter(|k| *k == "login.failed").count() >= 6);
     assert!(kinds.iter().any(|k| k == "login.lockout"));
 }
+
+#[tokio::test]
+async fn client_addresses_come_from_trusted_proxies_only() {
+    for (trusted, want) in [(Some(vec!["127.0.0.0/8".to_owned()]), "203.0.113.7"), (None, "127.0.0.1")] {
+        let s = TestServer::start_with(|c| c.trusted_proxies = trusted.clone()).await;
+        s.user("alice").await;
+        s.integration("pw-app", "restricted", |i| i.password = Some(true)).await;
+        let r = s
+            .http
+            .post(s.at("/vedauth/authorize/oauth"))
+            .header("x-forwarded-for", "6.6.6.6, 203.0.113.7")
+            .json(&json!({"client_id": "pw-app", "username": "alice", "password": "wrong", "scope": "restricted"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let f = strongroom_store::EventFilter { kind: Some("login.failed".into()), limit: 10, ..Default::default() };
+        let events = s.store.events(f).await.unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].event.source, want, "trusted proxies: {trusted:?}");
+    }
+}
