@@ -24,6 +24,9 @@ impl Rule {
     pub const USER_CODE_GUESS: Rule = Rule { limit: 5, window_secs: 600, lockout_secs: 600 };
     /// Per client address: 10 wrong user codes in 10 minutes.
     pub const ADDRESS_CODE_GUESS: Rule = Rule { limit: 10, window_secs: 600, lockout_secs: 600 };
+    /// Per client address: 60 device authorizations started in 10 minutes
+    /// (each creates rows; the endpoint needs no credentials).
+    pub const ADDRESS_DEVICE_STARTS: Rule = Rule { limit: 60, window_secs: 600, lockout_secs: 0 };
 }
 
 /// One counter's stored state.

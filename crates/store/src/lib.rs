@@ -48,6 +48,9 @@ pub enum StoreError {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// A per-key quota is used up for now.
+    #[error("quota exceeded")]
+    QuotaExceeded,
     /// This backend does not implement the operation.
     #[error("this store does not support the operation")]
     Unsupported,
@@ -200,8 +203,10 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;
 
     // Device authorization.
-    /// `Conflict` if the user code hash collides with a live one.
-    fn insert_device(&self, device: DeviceAuthorization, event: Event) -> StoreFuture<'_, ()>;
+    /// `Conflict` if the user code hash collides with a live one. With a
+    /// `quota`, counts one start against that key in the same transaction,
+    /// and answers `QuotaExceeded` (writing nothing) past the rule's limit.
+    fn insert_device(&self, device: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()>;
     fn device_by_code(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>>;
     fn device_by_user_code(&self, user_code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>>;
     /// Records a poll if the code is still at `version` and pending.

@@ -35,6 +35,7 @@ impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
         let status = match &self {
             AuthError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            AuthError::TooManyStarts => StatusCode::TOO_MANY_REQUESTS,
             // The seed: every Authorize/Token failure is HTTP 400, and so are
             // internal errors (invalid_request with a generic text).
             AuthError::Internal(detail) => {

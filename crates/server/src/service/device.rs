@@ -63,7 +63,8 @@ pub async fn start(app: &AppState, req: DeviceRequest, origin: &Origin) -> Resul
             version: 0,
         };
         let event = app.event(EventKind::DeviceAuthorizationStarted, origin).client_id(client_id.as_str()).detail(scope.to_string());
-        match app.store.insert_device(device, event).await {
+        let quota = Some((format!("device:addr:{}", origin.addr), Rule::ADDRESS_DEVICE_STARTS));
+        match app.store.insert_device(device, event, quota).await {
             Ok(()) => {
                 return Ok(Started {
                     device_code,
@@ -73,6 +74,7 @@ pub async fn start(app: &AppState, req: DeviceRequest, origin: &Origin) -> Resul
                 });
             }
             Err(StoreError::Conflict) => continue,
+            Err(StoreError::QuotaExceeded) => return Err(AuthError::TooManyStarts),
             Err(e) => return Err(e.into()),
         }
     }

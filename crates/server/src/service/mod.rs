@@ -52,6 +52,9 @@ pub enum AuthError {
     AccessDenied,
     #[error("request body too large")]
     BodyTooLarge,
+    /// Too many device authorizations started from one address.
+    #[error("too many device authorizations")]
+    TooManyStarts,
     /// Logged with the request id; the client sees a generic text.
     #[error("internal error: {0}")]
     Internal(String),
@@ -66,7 +69,7 @@ impl AuthError {
             AuthError::InvalidScope(_) => "invalid_scope",
             AuthError::UnauthorizedClient(_) => "unauthorized_client",
             AuthError::AuthorizationPending => "authorization_pending",
-            AuthError::SlowDown => "slow_down",
+            AuthError::SlowDown | AuthError::TooManyStarts => "slow_down",
             AuthError::AccessDenied => "access_denied",
         }
     }
@@ -82,6 +85,7 @@ impl AuthError {
             AuthError::SlowDown => "Polling too fast: wait the interval, now five seconds longer, between polls.",
             AuthError::AccessDenied => "The user denied the request.",
             AuthError::BodyTooLarge => "The request body is too large.",
+            AuthError::TooManyStarts => "Too many device authorizations from this address; try again in a few minutes.",
             AuthError::Internal(_) => "The request could not be processed; try again.",
         }
     }

@@ -326,3 +326,20 @@ async fn real_client_quirks() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with("Bearer"));
 }
+
+#[tokio::test]
+async fn device_starts_are_limited_per_address() {
+    let s = TestServer::start().await;
+    s.integration("app", "restricted", |_| {}).await;
+    for i in 0..60 {
+        let (st, v) = s.post_json("/vedauth/authorize/device", json!({"client_id": "app", "scope": "restricted"})).await;
+        assert_eq!(st, StatusCode::OK, "start {i}: {v}");
+    }
+    let (st, v) = s.post_json("/vedauth/authorize/device", json!({"client_id": "app", "scope": "restricted"})).await;
+    assert_eq!((st, v["error"].as_str()), (StatusCode::TOO_MANY_REQUESTS, Some("slow_down")));
+    assert_eq!(s.event_kinds().await.iter().filter(|k| *k == "device.started").count(), 60, "the refused start wrote nothing");
+    // The window passes.
+    s.clock.advance_secs(601);
+    let (st, _) = s.post_json("/vedauth/authorize/device", json!({"client_id": "app", "scope": "restricted"})).await;
+    assert_eq!(st, StatusCode::OK);
+}

@@ -531,9 +531,31 @@ impl Store for PgStore {
         })
     }
 
-    fn insert_device(&self, d: DeviceAuthorization, event: Event) -> StoreFuture<'_, ()> {
+    fn insert_device(&self, d: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()> {
         in_tx!(self, |tx| {
             async {
+                if let Some((key, rule)) = &quota {
+                    tx.execute(
+                        "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES ($1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING",
+                        &[key],
+                    )
+                    .await
+                    .map_err(pg)?;
+                    let row = tx
+                        .query_one("SELECT failures, window_start, locked_until FROM throttle WHERE key = $1 FOR UPDATE", &[key])
+                        .await
+                        .map_err(pg)?;
+                    let after = counter_from_row(&row)?.after_failure(*rule, event.at);
+                    if after.failures > rule.limit {
+                        return Err(StoreError::QuotaExceeded);
+                    }
+                    tx.execute(
+                        "UPDATE throttle SET failures = $2, window_start = $3 WHERE key = $1",
+                        &[key, &i64::from(after.failures), &after.window_start.millis()],
+                    )
+                    .await
+                    .map_err(pg)?;
+                }
                 let (state, user) = device_state_parts(&d.state);
                 tx.execute(
                     "DELETE FROM device_codes WHERE user_code_hash = $1 AND expires_at <= $2",

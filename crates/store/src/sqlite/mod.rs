@@ -578,8 +578,25 @@ impl Store for SqliteStore {
         }))
     }
 
-    fn insert_device(&self, d: DeviceAuthorization, event: Event) -> StoreFuture<'_, ()> {
+    fn insert_device(&self, d: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
+            if let Some((key, rule)) = &quota {
+                let before = c
+                    .query_row("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1", [key], counter_from_row)
+                    .optional()
+                    .map_err(backend)?
+                    .unwrap_or_default();
+                let after = before.after_failure(*rule, event.at);
+                if after.failures > rule.limit {
+                    return Err(StoreError::QuotaExceeded);
+                }
+                c.execute(
+                    "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES (?1, ?2, ?3, NULL) \
+                     ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start",
+                    params![key, i64::from(after.failures), after.window_start.millis()],
+                )
+                .map_err(backend)?;
+            }
             let (state, user) = device_state_parts(&d.state);
             // A user code of a code that has expired may be reused.
             c.execute(

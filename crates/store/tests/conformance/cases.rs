@@ -121,10 +121,10 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     let alice = user(&*store, &rng, "alice").await;
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
     let d = device(&rng, 1);
-    store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+    store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted), None).await.unwrap();
     let mut clash = device(&rng, 2);
     clash.user_code_hash = d.user_code_hash;
-    assert!(matches!(store.insert_device(clash, ev(EventKind::DeviceAuthorizationStarted)).await, Err(StoreError::Conflict)));
+    assert!(matches!(store.insert_device(clash, ev(EventKind::DeviceAuthorizationStarted), None).await, Err(StoreError::Conflict)));
     assert_eq!(store.device_by_code(d.code_hash).await.unwrap(), Some(d.clone()));
     assert_eq!(store.device_by_user_code(d.user_code_hash).await.unwrap(), Some(d.clone()));
 
@@ -168,7 +168,7 @@ pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn St
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
     for trial in 0..20u8 {
         let d = device(&rng, trial);
-        store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+        store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted), None).await.unwrap();
         let ok = store
             .decide_device(d.code_hash, 0, DeviceState::Approved { user_id: alice.id.clone() }, ev(EventKind::DeviceApproved))
             .await
@@ -293,7 +293,7 @@ pub(crate) async fn event_chain(store: Arc<dyn Store>) {
 pub(crate) async fn purge(store: Arc<dyn Store>) {
     let rng = rng();
     let alice = user(&*store, &rng, "alice").await;
-    store.insert_device(device(&rng, 1), ev(EventKind::DeviceAuthorizationStarted)).await.unwrap();
+    store.insert_device(device(&rng, 1), ev(EventKind::DeviceAuthorizationStarted), None).await.unwrap();
     let s = TokenSettings { grant_validity: 100, ..Default::default() };
     let grant = Grant::new(&rng, "app", alice.id, Scope::parse("restricted").unwrap(), T0, s);
     let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
@@ -420,4 +420,27 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     assert_eq!(verify_chain(&events, head).unwrap(), 16);
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
+}
+
+pub(crate) async fn device_start_quota(store: Arc<dyn Store>) {
+    let rng = rng();
+    let rule = Rule { limit: 3, window_secs: 60, lockout_secs: 0 };
+    let quota = || Some(("device:addr:x".to_owned(), rule));
+    for n in 0..3u8 {
+        store.insert_device(device(&rng, n), ev(EventKind::DeviceAuthorizationStarted), quota()).await.unwrap();
+    }
+    let over = store.insert_device(device(&rng, 3), ev(EventKind::DeviceAuthorizationStarted), quota()).await;
+    assert!(matches!(over, Err(StoreError::QuotaExceeded)), "{over:?}");
+    assert!(store.device_by_code(device(&rng, 3).code_hash).await.unwrap().is_none(), "nothing written past the quota");
+    let starts = store.events(EventFilter { kind: Some("device.started".into()), limit: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(starts.len(), 3);
+    // Another key is not affected; a new window starts afresh.
+    store
+        .insert_device(device(&rng, 4), ev(EventKind::DeviceAuthorizationStarted), Some(("device:addr:y".to_owned(), rule)))
+        .await
+        .unwrap();
+    let mut later = device(&rng, 5);
+    later.created_at = T0.plus_secs(61);
+    later.expires_at = T0.plus_secs(361);
+    store.insert_device(later, Event::new(EventKind::DeviceAuthorizationStarted, T0.plus_secs(61)), quota()).await.unwrap();
 }

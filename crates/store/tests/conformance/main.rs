@@ -71,6 +71,7 @@ conformance!(
     throttle,
     event_chain,
     purge,
+    device_start_quota,
     vault_folders_and_rights,
     vault_entries_owners_and_associations,
 );
