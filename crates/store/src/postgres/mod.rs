@@ -328,6 +328,19 @@ fn counter_from_row(row: &Row) -> StoreResult<Counter> {
     })
 }
 
+/// A throttle counter, locked for this transaction (created at zero if absent).
+async fn counter_for_update(c: &impl GenericClient, key: &str) -> StoreResult<Counter> {
+    c.execute(
+        "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES ($1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING",
+        &[&key],
+    )
+    .await
+    .map_err(pg)?;
+    let row =
+        c.query_one("SELECT failures, window_start, locked_until FROM throttle WHERE key = $1 FOR UPDATE", &[&key]).await.map_err(pg)?;
+    counter_from_row(&row)
+}
+
 fn event_from_row(row: &Row) -> StoreResult<StoredEvent> {
     let kind: String = get(row, 2)?;
     Ok(StoredEvent {
@@ -535,17 +548,7 @@ impl Store for PgStore {
         in_tx!(self, |tx| {
             async {
                 if let Some((key, rule)) = &quota {
-                    tx.execute(
-                        "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES ($1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING",
-                        &[key],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    let row = tx
-                        .query_one("SELECT failures, window_start, locked_until FROM throttle WHERE key = $1 FOR UPDATE", &[key])
-                        .await
-                        .map_err(pg)?;
-                    let after = counter_from_row(&row)?.after_failure(*rule, event.at);
+                    let after = counter_for_update(&tx, key).await?.after_failure(*rule, event.at);
                     if after.failures > rule.limit {
                         return Err(StoreError::QuotaExceeded);
                     }
@@ -798,17 +801,7 @@ impl Store for PgStore {
                 let mut out = Vec::with_capacity(keys.len());
                 append_event(&tx, &event).await?;
                 for (key, rule) in &keys {
-                    tx.execute(
-                        "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES ($1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING",
-                        &[key],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    let row = tx
-                        .query_one("SELECT failures, window_start, locked_until FROM throttle WHERE key = $1 FOR UPDATE", &[key])
-                        .await
-                        .map_err(pg)?;
-                    let before = counter_from_row(&row)?;
+                    let before = counter_for_update(&tx, key).await?;
                     let after = before.after_failure(*rule, event.at);
                     tx.execute(
                         "UPDATE throttle SET failures = $2, window_start = $3, locked_until = $4 WHERE key = $1",

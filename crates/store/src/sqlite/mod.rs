@@ -416,6 +416,14 @@ fn counter_from_row(row: &Row<'_>) -> rusqlite::Result<Counter> {
     })
 }
 
+/// A throttle counter inside the current transaction (zero if absent).
+fn counter_of(c: &Connection, key: &str) -> StoreResult<Counter> {
+    Ok(c.query_row("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1", [key], counter_from_row)
+        .optional()
+        .map_err(backend)?
+        .unwrap_or_default())
+}
+
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     let kind: String = row.get(2)?;
     let hash: Vec<u8> = row.get(9)?;
@@ -581,11 +589,7 @@ impl Store for SqliteStore {
     fn insert_device(&self, d: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
             if let Some((key, rule)) = &quota {
-                let before = c
-                    .query_row("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1", [key], counter_from_row)
-                    .optional()
-                    .map_err(backend)?
-                    .unwrap_or_default();
+                let before = counter_of(c, key)?;
                 let after = before.after_failure(*rule, event.at);
                 if after.failures > rule.limit {
                     return Err(StoreError::QuotaExceeded);
@@ -804,11 +808,7 @@ impl Store for SqliteStore {
             let mut out = Vec::with_capacity(keys.len());
             append_event_tx(c, &event)?;
             for (key, rule) in &keys {
-                let before = c
-                    .query_row("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1", [key], counter_from_row)
-                    .optional()
-                    .map_err(backend)?
-                    .unwrap_or_default();
+                let before = counter_of(c, key)?;
                 let after = before.after_failure(*rule, event.at);
                 c.execute(
                     "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES (?1, ?2, ?3, ?4) \
