@@ -26,6 +26,10 @@ pub enum EventKind {
     TokenIssued,
     TokenRefreshed,
     RefreshTokenReuse,
+    /// A just-rotated refresh token came back while its pair was unused: the pair was replaced.
+    RefreshRetried,
+    /// A redeemed device code came back while its grant was untouched: the pair was replaced.
+    DeviceCodeReissued,
     GrantRevoked,
     LoginFailed,
     UserCodeFailed,
@@ -58,6 +62,8 @@ impl EventKind {
         EventKind::TokenIssued,
         EventKind::TokenRefreshed,
         EventKind::RefreshTokenReuse,
+        EventKind::RefreshRetried,
+        EventKind::DeviceCodeReissued,
         EventKind::GrantRevoked,
         EventKind::LoginFailed,
         EventKind::UserCodeFailed,
@@ -90,6 +96,8 @@ impl EventKind {
             EventKind::TokenIssued => "token.issued",
             EventKind::TokenRefreshed => "token.refreshed",
             EventKind::RefreshTokenReuse => "token.refresh_reuse",
+            EventKind::RefreshRetried => "token.refresh_retried",
+            EventKind::DeviceCodeReissued => "token.reissued",
             EventKind::GrantRevoked => "grant.revoked",
             EventKind::LoginFailed => "login.failed",
             EventKind::UserCodeFailed => "device.user_code_failed",

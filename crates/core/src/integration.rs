@@ -16,11 +16,26 @@ pub struct TokenSettings {
     pub device_code_validity: i64,
     /// Minimum seconds between two polls of one device code.
     pub poll_interval: i64,
+    /// Seconds after a rotation during which the spent refresh token (or the
+    /// redeemed device code) may be presented again to recover an answer that
+    /// was lost, as long as the pair it produced was never used. 0 is strict.
+    pub retry_window: i64,
 }
+
+/// The default retry window: long enough for a client's timeout and one
+/// retry, short enough that a stolen token is of little use.
+pub const DEFAULT_RETRY_WINDOW: i64 = 30;
 
 impl Default for TokenSettings {
     fn default() -> Self {
-        TokenSettings { access_validity: 3600, grant_validity: 90 * 86_400, refreshable: true, device_code_validity: 300, poll_interval: 5 }
+        TokenSettings {
+            access_validity: 3600,
+            grant_validity: 90 * 86_400,
+            refreshable: true,
+            device_code_validity: 300,
+            poll_interval: 5,
+            retry_window: DEFAULT_RETRY_WINDOW,
+        }
     }
 }
 
@@ -32,6 +47,7 @@ pub struct TokenOverrides {
     pub refreshable: Option<bool>,
     pub device_code_validity: Option<i64>,
     pub poll_interval: Option<i64>,
+    pub retry_window: Option<i64>,
 }
 
 impl TokenOverrides {
@@ -42,6 +58,7 @@ impl TokenOverrides {
             refreshable: self.refreshable.unwrap_or(d.refreshable),
             device_code_validity: self.device_code_validity.unwrap_or(d.device_code_validity),
             poll_interval: self.poll_interval.unwrap_or(d.poll_interval),
+            retry_window: self.retry_window.unwrap_or(d.retry_window),
         }
     }
 }

@@ -11,7 +11,9 @@
 //! and adds five seconds to that code's interval (RFC 8628 §3.5). The state
 //! lives in the database, so switching replicas does not dodge it.
 
+use crate::grant::{Grant, Standing};
 use crate::identity::UserId;
+use crate::integration::TokenOverrides;
 use crate::scope::Scope;
 use crate::time::UnixTime;
 use crate::token::TokenHash;
@@ -63,6 +65,37 @@ pub struct DeviceAuthorization {
     pub interval_secs: i64,
     pub last_poll_at: Option<UnixTime>,
     pub version: i64,
+}
+
+/// What one store read brings back for a presented device code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceContext {
+    pub device: DeviceAuthorization,
+    /// Whether the integration exists and accepts the device flow.
+    pub device_flow_enabled: bool,
+    /// The integration's token settings, for a new grant.
+    pub overrides: TokenOverrides,
+    /// The standing of the user who decided the code (if one did) on its
+    /// integration.
+    pub standing: Standing,
+    /// The grant the code was redeemed into, once it was.
+    pub grant: Option<Grant>,
+}
+
+impl DeviceContext {
+    /// Whether a redeemed code presented again by `client_id` may give its
+    /// grant a new pair: the answer to the exchange was lost. Only within
+    /// `window_secs` of the exchange, and only while the grant is live, was
+    /// never refreshed and its pair never used. The earlier pair stops working.
+    pub fn may_reissue(&self, client_id: &str, now: UnixTime, window_secs: i64) -> bool {
+        let Some(g) = &self.grant else { return false };
+        self.device.client_id == client_id
+            && g.client_id == client_id
+            && g.is_live(now)
+            && g.pair.rotated_from.is_none()
+            && !g.pair.used
+            && now < g.created_at.plus_secs(window_secs)
+    }
 }
 
 /// The answer to one poll of the token endpoint.
@@ -180,6 +213,45 @@ mod tests {
         // The longer interval holds for later polls.
         assert!(matches!(d.poll("app", t0.plus_millis(2500 + 6000)), Poll::SlowDown { .. }));
         assert!(matches!(d.poll("app", t0.plus_millis(2500 + 10_000)), Poll::Pending { .. }));
+    }
+
+    #[test]
+    fn a_redeemed_code_reissues_only_while_its_grant_is_untouched() {
+        use crate::grant::Pair;
+        use crate::integration::TokenSettings;
+        let t0 = UnixTime::from_secs(1_000_000);
+        let rng = TestRng::new();
+        let user = UserId::generate(&rng);
+        let mut d = pending(t0);
+        d.state = DeviceState::Redeemed { user_id: user.clone() };
+        let mut g = Grant::new(&rng, "app", user, d.scope.clone(), t0, TokenSettings::default());
+        g.pair = Pair { refresh: Some(TokenHash([1; 32])), access: Some(TokenHash([2; 32])), used: false, rotated_from: None };
+        let standing = Standing {
+            integration_found: true,
+            integration_disabled: false,
+            max_scope: d.scope.clone(),
+            user_found: true,
+            user_disabled: false,
+            user_allowed: true,
+            locked_until: None,
+        };
+        let ctx =
+            DeviceContext { device: d, device_flow_enabled: true, overrides: TokenOverrides::default(), standing, grant: Some(g.clone()) };
+        assert!(ctx.may_reissue("app", t0.plus_secs(29), 30));
+        assert!(!ctx.may_reissue("app", t0.plus_secs(30), 30), "after the window");
+        assert!(!ctx.may_reissue("app", t0, 0), "window 0 is strict");
+        assert!(!ctx.may_reissue("other", t0, 30), "another client");
+        let with = |f: fn(&mut Grant)| {
+            let mut c = ctx.clone();
+            f(c.grant.as_mut().unwrap());
+            c.may_reissue("app", t0.plus_secs(1), 30)
+        };
+        assert!(!with(|g| g.pair.used = true), "the pair was used");
+        assert!(!with(|g| g.pair.rotated_from = Some((TokenHash([1; 32]), g.created_at))), "the grant was refreshed");
+        assert!(!with(|g| g.revoked_at = Some(g.created_at)), "revoked");
+        let mut none = ctx.clone();
+        none.grant = None;
+        assert!(!none.may_reissue("app", t0, 30));
     }
 
     #[test]

@@ -63,6 +63,52 @@ pub struct Grant {
     /// The lifetime of access tokens issued under this grant, in seconds.
     pub access_validity: i64,
     pub revoked_at: Option<UnixTime>,
+    /// The newest token pair and how it came to be.
+    pub pair: Pair,
+    /// Grows with every change of `pair` or `revoked_at`; every such write is
+    /// conditional on the version it read, so no change is ever based on a
+    /// stale read.
+    pub version: i64,
+}
+
+/// The grant's newest token pair. Its refresh token is the only one of the
+/// grant that works: at every moment a grant has at most one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pair {
+    /// The working refresh token (`None` when the grant is not refreshable).
+    pub refresh: Option<TokenHash>,
+    /// The newest access token (older ones work until they expire).
+    pub access: Option<TokenHash>,
+    /// Whether the client has shown it holds this pair: its refresh token was
+    /// presented or its access token used. Only an unused pair may be replaced
+    /// by a retry.
+    pub used: bool,
+    /// The refresh token whose presentation produced this pair, and when:
+    /// `None` for the pair a grant was born with.
+    pub rotated_from: Option<(TokenHash, UnixTime)>,
+}
+
+impl Pair {
+    /// The pair a grant is born with.
+    pub fn first(tokens: &IssuedTokens) -> Pair {
+        Pair { refresh: tokens.refresh_hash(), access: Some(tokens.access_hash), used: false, rotated_from: None }
+    }
+
+    /// The pair that replaces this one when `presented` is rotated at `now`.
+    pub fn rotated(presented: TokenHash, tokens: &IssuedTokens) -> Pair {
+        Pair {
+            refresh: tokens.refresh_hash(),
+            access: Some(tokens.access_hash),
+            used: false,
+            rotated_from: Some((presented, tokens.issued_at)),
+        }
+    }
+
+    /// The pair that replaces this unused one on a retry: the same origin
+    /// (so the retry window does not move), new tokens.
+    pub fn retried(&self, tokens: &IssuedTokens) -> Pair {
+        Pair { refresh: tokens.refresh_hash(), access: Some(tokens.access_hash), used: false, rotated_from: self.rotated_from }
+    }
 }
 
 impl Grant {
@@ -79,11 +125,64 @@ impl Grant {
             access_issued_at: now,
             access_validity: settings.access_validity,
             revoked_at: None,
+            pair: Pair::default(),
+            version: 0,
         }
     }
 
     pub fn is_live(&self, now: UnixTime) -> bool {
         self.revoked_at.is_none() && now < self.refresh_until
+    }
+}
+
+/// Whether, at one moment, a user may receive tokens through an integration:
+/// what a context read brings back for [`may_receive`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Standing {
+    /// False when the integration does not exist (any more).
+    pub integration_found: bool,
+    pub integration_disabled: bool,
+    pub max_scope: Scope,
+    /// False when the user does not exist (any more).
+    pub user_found: bool,
+    pub user_disabled: bool,
+    /// The integration admits this user (everyone, or the user is listed).
+    pub user_allowed: bool,
+    /// The user's password lockout, if one was ever set.
+    pub locked_until: Option<UnixTime>,
+}
+
+/// Why a user may not receive tokens now. Nothing is burned by a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IssueRefused {
+    #[error("the API integration is disabled or gone")]
+    IntegrationDisabled,
+    #[error("the user no longer exists")]
+    UserGone,
+    #[error("the user's account is disabled or locked")]
+    UserDisabledOrLocked,
+    #[error("the user is not allowed to use this API integration")]
+    UserNotAllowed,
+    #[error("the scope exceeds the scope of the API integration")]
+    ScopeTooWide,
+}
+
+/// Checked at every issue, refresh and retry included: a user disabled or
+/// locked out, removed from the integration, or a scope no longer within the
+/// integration's maximum, gets nothing.
+pub fn may_receive(s: &Standing, scope: &Scope, now: UnixTime) -> Result<(), IssueRefused> {
+    if !s.integration_found || s.integration_disabled {
+        Err(IssueRefused::IntegrationDisabled)
+    } else if !s.user_found {
+        Err(IssueRefused::UserGone)
+    } else if s.user_disabled || s.locked_until.is_some_and(|t| now < t) {
+        Err(IssueRefused::UserDisabledOrLocked)
+    } else if !s.user_allowed {
+        Err(IssueRefused::UserNotAllowed)
+    } else if !scope.is_subset_of(&s.max_scope) {
+        Err(IssueRefused::ScopeTooWide)
+    } else {
+        Ok(())
     }
 }
 
@@ -118,14 +217,17 @@ impl IssuedTokens {
     }
 }
 
-/// What the store knows about a presented access token.
+/// What the store knows about a presented access token: one indexed read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccessContext {
     pub grant: Grant,
+    /// The hash the token was found under.
+    pub token_hash: TokenHash,
     pub token_issued_at: UnixTime,
     pub token_expires: UnixTime,
     pub user_name: String,
     pub user_disabled: bool,
+    pub master_admin: bool,
     pub integration_disabled: bool,
 }
 
@@ -144,6 +246,12 @@ pub enum AccessRefused {
 }
 
 impl AccessContext {
+    /// Whether this use is the first of the grant's newest pair, which must
+    /// be recorded (an unused pair may be replaced by a retry; a used one not).
+    pub fn first_use_of_pair(&self) -> bool {
+        !self.grant.pair.used && self.grant.pair.access == Some(self.token_hash)
+    }
+
     /// Whether the token may be used at `now`.
     pub fn check(&self, now: UnixTime) -> Result<(), AccessRefused> {
         if self.grant.revoked_at.is_some() {
@@ -221,17 +329,59 @@ mod tests {
         let g = grant(now, TokenSettings::default());
         let mut ctx = AccessContext {
             grant: g,
+            token_hash: TokenHash([1; 32]),
             token_issued_at: now,
             token_expires: now.plus_secs(60),
             user_name: "u".into(),
             user_disabled: false,
+            master_admin: false,
             integration_disabled: false,
         };
         assert_eq!(ctx.check(now), Ok(()));
+        assert!(!ctx.first_use_of_pair());
+        ctx.grant.pair.access = Some(TokenHash([1; 32]));
+        assert!(ctx.first_use_of_pair());
+        ctx.grant.pair.used = true;
+        assert!(!ctx.first_use_of_pair());
         assert_eq!(ctx.check(now.plus_secs(60)), Err(AccessRefused::Expired));
         ctx.user_disabled = true;
         assert_eq!(ctx.check(now), Err(AccessRefused::UserDisabled));
         ctx.grant.revoked_at = Some(now);
         assert_eq!(ctx.check(now), Err(AccessRefused::Revoked));
+    }
+
+    fn standing() -> Standing {
+        Standing {
+            integration_found: true,
+            integration_disabled: false,
+            max_scope: Scope::parse("restricted:manage").unwrap(),
+            user_found: true,
+            user_disabled: false,
+            user_allowed: true,
+            locked_until: None,
+        }
+    }
+
+    #[test]
+    fn who_may_receive_tokens() {
+        let now = UnixTime::from_secs(1000);
+        let scope = Scope::parse("restricted").unwrap();
+        assert_eq!(may_receive(&standing(), &scope, now), Ok(()));
+        let refused = |f: fn(&mut Standing)| {
+            let mut s = standing();
+            f(&mut s);
+            may_receive(&s, &scope, now).unwrap_err()
+        };
+        assert_eq!(refused(|s| s.integration_found = false), IssueRefused::IntegrationDisabled);
+        assert_eq!(refused(|s| s.integration_disabled = true), IssueRefused::IntegrationDisabled);
+        assert_eq!(refused(|s| s.user_found = false), IssueRefused::UserGone);
+        assert_eq!(refused(|s| s.user_disabled = true), IssueRefused::UserDisabledOrLocked);
+        assert_eq!(refused(|s| s.locked_until = Some(UnixTime::from_secs(1001))), IssueRefused::UserDisabledOrLocked);
+        assert_eq!(refused(|s| s.user_allowed = false), IssueRefused::UserNotAllowed);
+        assert_eq!(refused(|s| s.max_scope = Scope::parse("certificate").unwrap()), IssueRefused::ScopeTooWide);
+        // A lockout that has ended no longer counts.
+        let mut s = standing();
+        s.locked_until = Some(now);
+        assert_eq!(may_receive(&s, &scope, now), Ok(()));
     }
 }
