@@ -138,6 +138,9 @@ pub(crate) struct IntegrationArgs {
     /// Minimum seconds between polls.
     #[arg(long, value_name = "SECONDS")]
     poll_interval: Option<i64>,
+    /// Seconds in which a just-rotated refresh token may come back for a lost answer (0: strict).
+    #[arg(long, value_name = "SECONDS")]
+    retry_window: Option<i64>,
 }
 
 impl IntegrationArgs {
@@ -162,6 +165,7 @@ impl IntegrationArgs {
                 refreshable: self.refreshable,
                 device_code_validity: self.device_code_validity,
                 poll_interval: self.poll_interval,
+                retry_window: self.retry_window,
             },
         }
     }

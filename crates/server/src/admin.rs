@@ -169,6 +169,7 @@ impl Admin {
             refreshable: o.refreshable.or(i.overrides.refreshable),
             device_code_validity: o.device_code_validity.or(i.overrides.device_code_validity),
             poll_interval: o.poll_interval.or(i.overrides.poll_interval),
+            retry_window: o.retry_window.or(i.overrides.retry_window),
         };
         check_overrides(&i.overrides)?;
         if self.store.update_integration(i.clone(), self.event(EventKind::IntegrationUpdated).client_id(client_id)).await? {

@@ -40,6 +40,9 @@ pub struct RawTokens {
     pub refreshable: Option<bool>,
     pub device_code_validity: Option<i64>,
     pub poll_interval: Option<i64>,
+    /// Seconds in which a just-rotated refresh token (or a redeemed device
+    /// code) may come back for an answer that was lost; 0 is strict.
+    pub retry_window: Option<i64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +137,9 @@ impl RawConfig {
         if let Some(v) = env("STRONGROOM_POLL_INTERVAL") {
             t.poll_interval = Some(parse("STRONGROOM_POLL_INTERVAL", v)?);
         }
+        if let Some(v) = env("STRONGROOM_RETRY_WINDOW") {
+            t.retry_window = Some(parse("STRONGROOM_RETRY_WINDOW", v)?);
+        }
         Ok(self)
     }
 
@@ -181,6 +187,7 @@ impl RawConfig {
             refreshable: t.refreshable.unwrap_or(d.refreshable),
             device_code_validity: t.device_code_validity.unwrap_or(d.device_code_validity),
             poll_interval: t.poll_interval.unwrap_or(d.poll_interval),
+            retry_window: t.retry_window.unwrap_or(d.retry_window),
         };
         check_tokens(&tokens)?;
         let max_body_bytes = self.max_body_bytes.unwrap_or(1 << 20);
@@ -220,7 +227,8 @@ pub fn check_tokens(t: &TokenSettings) -> Result<(), ConfigError> {
     within("access_validity", t.access_validity, 1, 10 * 365 * 86_400)?;
     within("grant_validity", t.grant_validity, 1, 100 * 365 * 86_400)?;
     within("device_code_validity", t.device_code_validity, 10, 86_400)?;
-    within("poll_interval", t.poll_interval, 1, 300)
+    within("poll_interval", t.poll_interval, 1, 300)?;
+    within("retry_window", t.retry_window, 0, 300)
 }
 
 #[cfg(test)]

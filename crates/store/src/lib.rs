@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod postgres;
+mod sql;
 pub mod sqlite;
 
 use std::fmt;
@@ -21,9 +22,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use strongroom_core::event::{Event, StoredEvent};
-use strongroom_core::grant::device::{DeviceAuthorization, DeviceState, PollRecord};
-use strongroom_core::grant::refresh::RefreshToken;
-use strongroom_core::grant::{AccessContext, Grant, GrantId};
+use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
+use strongroom_core::grant::refresh::RefreshContext;
+use strongroom_core::grant::{AccessContext, Grant, GrantId, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Counter, Rule};
@@ -51,9 +52,6 @@ pub enum StoreError {
     /// A per-key quota is used up for now.
     #[error("quota exceeded")]
     QuotaExceeded,
-    /// This backend does not implement the operation.
-    #[error("this store does not support the operation")]
-    Unsupported,
     /// The configuration names no store this build knows.
     #[error("unsupported database url (expected a path, sqlite://PATH or postgres://...)")]
     UnsupportedUrl,
@@ -76,6 +74,47 @@ impl From<&strongroom_core::grant::IssuedTokens> for NewTokens {
     fn from(t: &strongroom_core::grant::IssuedTokens) -> Self {
         NewTokens { access_hash: t.access_hash, access_expires: t.access_expires, refresh_hash: t.refresh_hash(), issued_at: t.issued_at }
     }
+}
+
+/// A change of a grant's token pair: the new pair and its tokens, and what
+/// dies with the old one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairChange {
+    pub pair: Pair,
+    pub tokens: NewTokens,
+    /// The refresh token that stops working (marked spent).
+    pub spend: Option<TokenHash>,
+    /// The access token that stops working at once (a retry replaces an unused pair).
+    pub retire_access: Option<TokenHash>,
+}
+
+/// Who writes to the vault, for the check the write repeats: the grant must
+/// still be live, the user enabled, and their rights sufficient at the moment
+/// of the write, whatever the context read said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Writer {
+    pub grant_id: GrantId,
+    pub user_id: UserId,
+}
+
+/// The outcome of a vault write that re-checks the writer's rights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Checked<T> {
+    Done(T),
+    /// The writer no longer holds the rights (or the grant ended) at write time: nothing written.
+    Denied,
+}
+
+/// What one read brings back for a vault request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VaultContext {
+    pub access: AccessContext,
+    /// Rights granted directly to the user: (folder key, rights).
+    pub rights: Vec<(String, Rights)>,
+    /// The newest data key's id, if any key exists.
+    pub current_key: Option<i64>,
+    /// The entry asked for, with its owners, if it exists.
+    pub entry: Option<VaultEntry>,
 }
 
 /// A grant as admins see it.
@@ -137,6 +176,8 @@ pub enum AddOwner {
     Added,
     AlreadyOwner,
     NoEntry,
+    /// The new owner is not an existing folder.
+    NoFolder,
 }
 
 /// What `remove_owner` did: owner rows removed, and the entries deleted
@@ -172,204 +213,134 @@ pub enum SealedItem {
     Association { vault_id: VaultId, name: String, value_type: ValueType, key_id: i64, sealed: Vec<u8> },
 }
 
-/// The store: one method per domain action, each one transaction.
-///
-/// The vault methods have default bodies that answer
-/// [`StoreError::Unsupported`], so a backend can be brought up one domain at
-/// a time; both shipped backends implement all of them.
-pub trait Store: Send + Sync + fmt::Debug {
-    /// A line for the start-up log: backend, location and settings.
-    fn describe(&self) -> String;
-    /// Cheap liveness check.
-    fn ping(&self) -> StoreFuture<'_, ()>;
-
-    // Users.
-    /// `Conflict` if the name is taken (names are case-insensitive).
-    fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()>;
-    /// The user and their password hash.
-    fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>>;
-    fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>>;
-    fn list_users(&self) -> StoreFuture<'_, Vec<User>>;
-    /// Returns false if no such user.
-    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool>;
-    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool>;
-
-    // API integrations.
-    /// `Conflict` if the client id is taken.
-    fn create_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, ()>;
-    /// Replaces every field but the client id. Returns false if no such integration.
-    fn update_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, bool>;
-    fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>>;
-    fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;
-
-    // Device authorization.
-    /// `Conflict` if the user code hash collides with a live one. With a
-    /// `quota`, counts one start against that key in the same transaction,
-    /// and answers `QuotaExceeded` (writing nothing) past the rule's limit.
-    fn insert_device(&self, device: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()>;
-    fn device_by_code(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>>;
+/// The request path of the token service: one context read per request,
+/// then at most one write, conditional on what the read saw.
+pub trait AuthStore: Send + Sync + fmt::Debug {
+    /// The grant, user and integration behind an access token: one indexed read.
+    fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>>;
+    /// The token's grant (with its version), the user's standing on the integration, its retry window.
+    fn refresh_context(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<RefreshContext>>;
+    /// The device code, its integration, the deciding user's standing, the grant it was redeemed into.
+    fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>>;
     fn device_by_user_code(&self, user_code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>>;
+    /// `Conflict` if the user code collides with a live one. With a `quota`, one start counts against that
+    /// key in the same transaction; past the rule's limit: `QuotaExceeded`, nothing written.
+    fn insert_device(&self, device: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()>;
     /// Records a poll if the code is still at `version` and pending.
     fn record_poll(&self, code_hash: TokenHash, version: i64, record: PollRecord) -> StoreFuture<'_, bool>;
     /// Pending → `decision` (approved or denied) if still at `version`.
     fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool>;
-    /// Approved → redeemed, creating the grant and its tokens, if still at
-    /// `version`. Exactly one concurrent caller gets `true`.
+    /// Approved → redeemed, creating the grant and its first pair, if still at `version`: one winner.
     fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, bool>;
-
-    // Grants and tokens.
     /// A grant issued without a device code (password grant).
     fn insert_grant(&self, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, ()>;
-    fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>>;
-    fn refresh_token(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<(RefreshToken, Grant)>>;
-    /// Spends `old` and stores the new pair, if `old` is unspent and the grant
-    /// live. Exactly one concurrent caller gets `true`.
-    fn rotate_refresh(&self, old: TokenHash, grant_id: GrantId, tokens: NewTokens, event: Event) -> StoreFuture<'_, bool>;
-    /// Revokes a live grant and with it all its tokens. False if it was
-    /// already revoked or does not exist (and then no event is written).
+    /// Replaces the grant's pair if the grant is still at `version` and live: one winner.
+    fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool>;
+    /// Records the first use of the grant's newest access token.
+    fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()>;
+    /// Revokes a live grant and its tokens. False (and no event) if already revoked or unknown.
     fn revoke_grant(&self, grant_id: GrantId, at: UnixTime, event: Event) -> StoreFuture<'_, bool>;
-    fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>>;
-
-    // Throttling.
+    /// The user and their password hash, for a login.
+    fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>>;
     fn counters(&self, keys: Vec<String>) -> StoreFuture<'_, Vec<Counter>>;
-    /// Counts one failure against each key (with its rule), writes `event`,
-    /// and a lockout event for each key this failure locks. Returns the new
-    /// counters in the order of `keys`.
+    /// Counts one failure per key, writes `event` and a lockout event per key it locks; the new counters.
     fn record_failure(&self, keys: Vec<(String, Rule)>, event: Event) -> StoreFuture<'_, Vec<Counter>>;
     fn clear_counters(&self, keys: Vec<String>) -> StoreFuture<'_, ()>;
+}
 
-    // Events.
+/// The vault's request path: one context read, then one write that checks
+/// the caller's rights again in its own statement.
+pub trait VaultStore: Send + Sync + fmt::Debug {
+    /// The caller behind an access token, their rights, the current data key, and entry `id` if asked.
+    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>>;
+    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>>;
+    /// `Conflict` if the id is taken (two rotations at once).
+    fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()>;
+    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId>;
+    /// Inserts the entry if `by` holds Write on its owners now; `Done(false)` if an owner folder does not exist.
+    fn insert_entry(&self, entry: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>>;
+    fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>>;
+    /// The owners of each listed entry that exists.
+    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>>;
+    fn mutate_entry(&self, id: VaultId, vault_type: i32, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>>;
+    /// Adds `owner` if `by` holds Write on it and on a current owner.
+    fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>>;
+    /// Removes `owner` from entry `id` (or from every entry it owns); entries left without owner are deleted.
+    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>>;
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>>;
+    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>>;
+    /// One value per (entry, name): replaces a different one, reports an identical one; if `by` may write.
+    fn put_association(
+        &self,
+        id: VaultId,
+        association: StoredAssociation,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<PutAssociation>>;
+    /// Removes all of `id`'s associations, those named `name`, or the one with hash `lookup`; rows removed.
+    fn dissociate(
+        &self,
+        id: VaultId,
+        name: Option<String>,
+        lookup: Option<[u8; 32]>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<u64>>;
+    /// Entries with an association `name` (of value hash `lookup`, if given).
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>>;
+    /// Up to `limit` items sealed under a key other than `current`, for re-encryption.
+    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
+    /// Replaces each item's ciphertext if still under the key it was read with; items replaced.
+    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64>;
+}
+
+/// What administrators manage: users, integrations, grants, folders and rights.
+pub trait AdminStore: Send + Sync + fmt::Debug {
+    /// `Conflict` if the name is taken (names are case-insensitive).
+    fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()>;
+    fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>>;
+    fn list_users(&self) -> StoreFuture<'_, Vec<User>>;
+    /// False if no such user.
+    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool>;
+    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool>;
+    /// `Conflict` if the client id is taken.
+    fn create_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, ()>;
+    /// Replaces every field but the client id. False if no such integration.
+    fn update_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, bool>;
+    fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>>;
+    fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;
+    fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>>;
+    /// Creates the folders of `lineage` (top first) that are new; whether the last was; its event if so.
+    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool>;
+    fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>>;
+    fn folder_exists(&self, key: String) -> StoreFuture<'_, bool>;
+    /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
+    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
+    /// The rights granted directly to `user`: (folder key, rights).
+    fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>>;
+    /// Every grant of rights: (folder, user name, rights).
+    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>>;
+}
+
+/// The event log and the store's own upkeep.
+pub trait EventStore: Send + Sync + fmt::Debug {
+    /// A line for the start-up log: backend, location and settings.
+    fn describe(&self) -> String;
+    /// Cheap liveness check.
+    fn ping(&self) -> StoreFuture<'_, ()>;
     /// An event that goes with no other change (failed logins and the like).
     fn append_event(&self, event: Event) -> StoreFuture<'_, ()>;
     fn events(&self, filter: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>>;
     /// The newest sequence number and hash: what `events verify` checks against.
     fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])>;
-
-    // Maintenance.
-    /// Deletes device codes, grants and tokens that ended before `before`,
-    /// and idle throttle counters. Events are kept. Returns rows deleted.
+    /// Deletes device codes, grants and tokens that ended before `before`, and idle throttle counters.
+    /// Events are kept. Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
-
-    // Vault: folders and rights.
-    /// Creates the folders of `lineage` (top first) that do not exist yet.
-    /// Returns whether the last one was new; writes `event` if anything was.
-    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
-        let _ = (lineage, event);
-        unsupported()
-    }
-    fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
-        unsupported()
-    }
-    fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
-        let _ = key;
-        unsupported()
-    }
-    /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
-    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
-        let _ = (folder, user, rights, event);
-        unsupported()
-    }
-    /// The rights granted directly to `user`: (folder key, rights).
-    fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
-        let _ = user;
-        unsupported()
-    }
-    /// Every grant of rights: (folder, user name, rights).
-    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
-        unsupported()
-    }
-
-    // Vault: data keys.
-    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
-        unsupported()
-    }
-    /// `Conflict` if the id is taken (two rotations at once).
-    fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
-        let _ = (key, event);
-        unsupported()
-    }
-
-    // Vault: entries.
-    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
-        unsupported()
-    }
-    fn insert_entry(&self, entry: VaultEntry, event: Event) -> StoreFuture<'_, ()> {
-        let _ = (entry, event);
-        unsupported()
-    }
-    fn entry(&self, id: VaultId) -> StoreFuture<'_, Option<VaultEntry>> {
-        let _ = id;
-        unsupported()
-    }
-    /// The owners of each listed entry that exists.
-    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
-        let _ = ids;
-        unsupported()
-    }
-    fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
-        let _ = filter;
-        unsupported()
-    }
-    fn mutate_entry(&self, id: VaultId, vault_type: i32, event: Event) -> StoreFuture<'_, bool> {
-        let _ = (id, vault_type, event);
-        unsupported()
-    }
-    fn add_owner(&self, id: VaultId, owner: FolderPath, event: Event) -> StoreFuture<'_, AddOwner> {
-        let _ = (id, owner, event);
-        unsupported()
-    }
-    /// Removes `owner` from entry `id`, or from every entry it owns when `id`
-    /// is `None`; entries left with no owner are deleted (each with a
-    /// `vault.deleted` event).
-    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, event: Event) -> StoreFuture<'_, OwnerRemoval> {
-        let _ = (id, owner, event);
-        unsupported()
-    }
-    /// Distinct `Keyname`s of stored entries.
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
-        unsupported()
-    }
-
-    // Vault: associations.
-    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
-        let _ = id;
-        unsupported()
-    }
-    /// One value per (entry, name): replaces a different value, reports an
-    /// identical one (same lookup hash) without writing.
-    fn put_association(&self, id: VaultId, association: StoredAssociation, event: Event) -> StoreFuture<'_, PutAssociation> {
-        let _ = (id, association, event);
-        unsupported()
-    }
-    /// Removes all associations of `id`, those named `name`, or the one
-    /// named `name` whose lookup hash is `lookup`. Returns rows removed.
-    fn dissociate(&self, id: VaultId, name: Option<String>, lookup: Option<[u8; 32]>, event: Event) -> StoreFuture<'_, u64> {
-        let _ = (id, name, lookup, event);
-        unsupported()
-    }
-    /// Entries with an association `name` (of value hash `lookup`, if given).
-    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
-        let _ = (name, lookup);
-        unsupported()
-    }
-
-    // Vault: re-encryption after a key rotation.
-    /// Up to `limit` items sealed under a key other than `current`.
-    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
-        let _ = (current, limit);
-        unsupported()
-    }
-    /// Replaces each item's ciphertext if it is still under the key it was
-    /// read with. Returns items replaced.
-    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
-        let _ = (items, event);
-        unsupported()
-    }
 }
 
-fn unsupported<'a, T: 'a>() -> StoreFuture<'a, T> {
-    Box::pin(async { Err(StoreError::Unsupported) })
-}
+/// A whole store: every backend implements all four parts.
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore> Store for T {}
 
 /// Opens the store a database URL names: `postgres://...` or
 /// `postgresql://...` for PostgreSQL, otherwise a SQLite file path

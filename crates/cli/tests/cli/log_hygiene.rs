@@ -99,11 +99,11 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
     let access = t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned();
     let refresh = t["refresh_token"].as_str().unwrap().to_owned();
     secrets.extend([access.clone(), refresh.clone()]);
-    assert_eq!(poll(device_code.clone()).await["error"], "invalid_grant");
-
-    // Verify, refresh, reuse, password grant, revoke, garbage.
+    // Verify (which uses the pair, so the code cannot be exchanged again),
+    // a replayed code, refresh, reuse, password grant, revoke, garbage.
     let r = http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(&access).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    assert_eq!(poll(device_code.clone()).await["error"], "invalid_grant");
     let t2: Value = http
         .post(format!("{base}/vedauth/authorize/token"))
         .json(&json!({"client_id": "app", "refresh_token": refresh}))
@@ -115,6 +115,8 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
         .unwrap();
     let access2 = t2["access_token"].as_str().unwrap().to_owned();
     secrets.extend([access2.clone(), t2["refresh_token"].as_str().unwrap().to_owned()]);
+    let r = http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(&access2).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the new pair is used: presenting the old token again is reuse");
     let reuse: Value = http
         .post(format!("{base}/vedauth/authorize/token"))
         .json(&json!({"client_id": "app", "refresh_token": refresh}))

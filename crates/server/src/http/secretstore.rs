@@ -22,7 +22,7 @@ use super::extract::bearer_token;
 use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
 use crate::service::Origin;
-use crate::service::bearer;
+use crate::service::bearer::{self, BearerError};
 use crate::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
 use crate::state::AppState;
 
@@ -34,20 +34,22 @@ impl From<FieldError> for SdkFailure {
     }
 }
 
-/// Authenticates, checks `scope`, reads the body and loads the caller.
+/// Authenticates, checks `scope`, reads the body, and loads the caller and
+/// the entry the body's `VaultID` names: one context read in all. The
+/// bearer is judged before the body, so a bad token is 401 whatever the body.
 async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
-    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, scope)?;
-    let bytes = Bytes::from_request(req, &()).await.map_err(|e| {
-        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            SdkFailure::TooLarge
-        } else {
-            SdkFailure::BadJson("The request body could not be read.".into())
-        }
-    })?;
-    let body = SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?;
-    let caller = Caller::load(app, &ctx, origin).await?;
-    Ok((caller, body))
+    let hash = bearer::token_hash(app, bearer_token(req.headers()).as_deref())?;
+    let body = match Bytes::from_request(req, &()).await {
+        Ok(bytes) => SdkBody::parse(&bytes).map_err(SdkFailure::BadJson),
+        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => Err(SdkFailure::TooLarge),
+        Err(_) => Err(SdkFailure::BadJson("The request body could not be read.".into())),
+    };
+    let id = body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId);
+    let ctx = app.store.vault_context(hash, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+    bearer::admit(app, &ctx.access).await?;
+    bearer::require(&ctx.access, scope)?;
+    let body = body?;
+    Ok((Caller::new(ctx, origin), body))
 }
 
 fn success() -> Response {
@@ -195,7 +197,7 @@ pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, re
 pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
-    let owners = svc::owner_lookup(&app, &c, vault_id(&b)?).await?;
+    let owners = svc::owner_lookup(&c, vault_id(&b)?).await?;
     Ok(ok(&OwnersResponse { result: 0, owners }))
 }
 

@@ -30,19 +30,35 @@ impl From<StoreError> for BearerError {
 /// Finds the grant behind a presented token, if the token exists at all
 /// (expired or not).
 pub async fn lookup(app: &AppState, token: Option<&str>) -> Result<AccessContext, BearerError> {
-    let token = token.ok_or(BearerError::Missing)?;
-    if !looks_like_token(token) {
-        return Err(BearerError::Unknown);
-    }
-    let hash = app.keys.token.hash(TokenKind::Access, token);
+    let hash = token_hash(app, token)?;
     app.store.access_context(hash).await?.ok_or(BearerError::Unknown)
 }
 
 /// The grant behind a token that may be used now.
 pub async fn authenticate(app: &AppState, token: Option<&str>) -> Result<AccessContext, BearerError> {
     let ctx = lookup(app, token).await?;
-    ctx.check(app.now()).map_err(BearerError::Refused)?;
+    admit(app, &ctx).await?;
     Ok(ctx)
+}
+
+/// Whether the token of `ctx` may be used now; records the first use of a
+/// grant's newest pair (a used pair can no longer be replaced by a retry of
+/// the refresh that produced it). That write happens once per pair.
+pub async fn admit(app: &AppState, ctx: &AccessContext) -> Result<(), BearerError> {
+    ctx.check(app.now()).map_err(BearerError::Refused)?;
+    if ctx.first_use_of_pair() {
+        app.store.mark_pair_used(ctx.grant.id.clone(), ctx.token_hash).await?;
+    }
+    Ok(())
+}
+
+/// The hash a presented bearer token is stored under, if it could be one.
+pub fn token_hash(app: &AppState, token: Option<&str>) -> Result<strongroom_core::token::TokenHash, BearerError> {
+    let token = token.ok_or(BearerError::Missing)?;
+    if !looks_like_token(token) {
+        return Err(BearerError::Unknown);
+    }
+    Ok(app.keys.token.hash(TokenKind::Access, token))
 }
 
 /// Requires `category` (and `privilege`, if any) in the token's scope.

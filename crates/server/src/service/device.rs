@@ -195,7 +195,7 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
     if user.disabled || login::is_locked(app, &user.name).await? {
         return Err(PageError::Locked);
     }
-    let device = app.store.device_by_code(code_hash).await?.ok_or(PageError::Expired)?;
+    let device = app.store.device_context(code_hash).await?.ok_or(PageError::Expired)?.device;
     match device.decide(now) {
         Decide::Expired => return Err(PageError::Expired),
         Decide::AlreadyDecided => return Err(PageError::AlreadyDecided),

@@ -58,9 +58,21 @@ impl KeyRing {
         }
     }
 
-    /// The key new data is sealed with: the newest one. Read from the store
-    /// on every call, so a rotation by `strongroom admin` takes effect at once.
-    pub async fn current(&self, store: &dyn Store, rng: &dyn Random, now: UnixTime) -> Result<(i64, Key), KeyRingError> {
+    /// The key new data is sealed with: the newest one. `known` is the newest
+    /// id as the request's context read saw it (so a rotation by `strongroom
+    /// admin` takes effect at once without another read); `None` reads it.
+    pub async fn current(
+        &self,
+        store: &dyn Store,
+        rng: &dyn Random,
+        now: UnixTime,
+        known: Option<i64>,
+    ) -> Result<(i64, Key), KeyRingError> {
+        if let Some(id) = known
+            && let Some(k) = self.cached(id)
+        {
+            return Ok((id, k));
+        }
         loop {
             let keys = store.data_keys().await?;
             let Some(newest) = keys.last() else {
@@ -104,7 +116,7 @@ impl KeyRing {
     pub async fn rotate(&self, store: &dyn Store, rng: &dyn Random, now: UnixTime, actor: &str) -> Result<(i64, u64), KeyRingError> {
         let next = store.data_keys().await?.last().map_or(1, |k| k.id + 1);
         self.create(store, rng, next, now, "rotation").await?;
-        let (current, new_key) = self.current(store, rng, now).await?;
+        let (current, new_key) = self.current(store, rng, now, None).await?;
         let mut total = 0;
         loop {
             let batch = store.sealed_on_old_keys(current, 500).await?;

@@ -4,15 +4,13 @@
 use strongroom_core::event::EventKind;
 use strongroom_core::grant::device::Poll;
 use strongroom_core::grant::refresh::{self, Refresh, RefreshRejected};
-use strongroom_core::grant::{Grant, IssuedTokens};
-use strongroom_core::identity::{User, UserId};
-use strongroom_core::integration::Integration;
+use strongroom_core::grant::{Grant, IssueRefused, IssuedTokens, Pair, Standing, may_receive};
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenKind, looks_like_device_code, looks_like_token};
 use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, OAuthRequest, REFRESH_TOKEN_GRANT, TokenRequest};
-use strongroom_store::NewTokens;
+use strongroom_store::{NewTokens, PairChange};
 
 use super::login::{self, LoginError};
 use super::{AuthError, CLIENT_ID_REQUIRED, CLIENT_MISMATCH, DEVICE_CODE_INVALID, Origin, REFRESH_INVALID, UNKNOWN_CLIENT};
@@ -51,113 +49,153 @@ pub async fn token(app: &AppState, req: TokenRequest, origin: &Origin) -> Result
     }
 }
 
-async fn integration(app: &AppState, client_id: &str) -> Result<Integration, AuthError> {
-    app.store.integration(client_id.to_owned()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))
+/// Reads of one request before it gives up on a grant or code that keeps
+/// changing under it (only many simultaneous presentations of one token do
+/// that; each lost attempt means another one won).
+const MAX_ATTEMPTS: usize = 64;
+
+/// The client's error for a refusal of `may_receive`.
+fn refused(why: IssueRefused) -> AuthError {
+    match why {
+        IssueRefused::IntegrationDisabled => AuthError::InvalidClient("The API integration is disabled."),
+        IssueRefused::UserGone => AuthError::InvalidGrant("The user no longer exists."),
+        IssueRefused::UserDisabledOrLocked => AuthError::InvalidGrant("The user's account is disabled or locked."),
+        IssueRefused::UserNotAllowed => AuthError::UnauthorizedClient("The user is not allowed to use this API integration."),
+        IssueRefused::ScopeTooWide => AuthError::InvalidScope("The scope exceeds the scope of the API integration."),
+    }
 }
 
-/// Whether `user_id` may receive new tokens through `integration` for
-/// `scope` now. Checked at every issue, including refresh: a user disabled
-/// or locked out, removed from the integration, or a scope no longer within
-/// the integration's maximum, gets nothing.
-async fn may_receive(app: &AppState, integration: &Integration, user_id: &UserId, scope: &Scope) -> Result<User, AuthError> {
-    if integration.disabled {
-        return Err(AuthError::InvalidClient("The API integration is disabled."));
-    }
-    let user = app.store.user_by_id(user_id.clone()).await?.ok_or(AuthError::InvalidGrant("The user no longer exists."))?;
-    if user.disabled || login::is_locked(app, &user.name).await? {
-        return Err(AuthError::InvalidGrant("The user's account is disabled or locked."));
-    }
-    if !integration.allowed_users.permits(&user.id) {
-        return Err(AuthError::UnauthorizedClient("The user is not allowed to use this API integration."));
-    }
-    if !scope.is_subset_of(&integration.max_scope) {
-        return Err(AuthError::InvalidScope("The scope exceeds the scope of the API integration."));
-    }
-    Ok(user)
+fn contended() -> AuthError {
+    AuthError::Internal("the grant kept changing under the request".into())
 }
 
+/// The device-code exchange: one context read, the pure poll decision,
+/// then one conditional write. A lost write (someone else changed the code
+/// or its grant first) reads and decides again.
 async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, origin: &Origin) -> Result<Issued, AuthError> {
     if !looks_like_device_code(code.expose()) {
         return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
     }
-    let integration = integration(app, client_id).await?;
-    if !integration.grant_types.device {
-        return Err(AuthError::InvalidClient("Browser-based authentication is disabled for this API integration."));
-    }
     let code_hash = app.keys.token.hash(TokenKind::DeviceCode, code.expose());
-    let device = app.store.device_by_code(code_hash).await?.ok_or(AuthError::InvalidGrant(DEVICE_CODE_INVALID))?;
-    let now = app.now();
-    match device.poll(client_id, now) {
-        Poll::WrongClient | Poll::Expired => Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
-        Poll::Redeemed => {
-            let event =
-                app.event(EventKind::DeviceCodeReplayed, origin).client_id(client_id).detail("redeemed device code presented again");
-            app.store.append_event(event).await?;
-            Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID))
+    for _ in 0..MAX_ATTEMPTS {
+        let ctx = app.store.device_context(code_hash).await?.ok_or(AuthError::InvalidGrant(DEVICE_CODE_INVALID))?;
+        let device = &ctx.device;
+        if device.client_id == client_id && !ctx.device_flow_enabled {
+            return Err(AuthError::InvalidClient("Browser-based authentication is disabled for this API integration."));
         }
-        Poll::Denied => Err(AuthError::AccessDenied),
-        Poll::Pending { record } => {
-            tracing::trace!(client_id, "device code pending");
-            app.store.record_poll(code_hash, device.version, record).await?;
-            Err(AuthError::AuthorizationPending)
-        }
-        Poll::SlowDown { record } => {
-            app.store.record_poll(code_hash, device.version, record).await?;
-            Err(AuthError::SlowDown)
-        }
-        Poll::Issue { user_id } => {
-            let user = may_receive(app, &integration, &user_id, &device.scope).await?;
-            let settings = integration.settings(app.tokens);
-            let grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
-            let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-            let event = app
-                .event(EventKind::TokenIssued, origin)
-                .identity(user.id.identity())
-                .client_id(client_id)
-                .object(grant.id.as_str())
-                .detail("device code exchanged");
-            // One conditional write: of concurrent exchanges exactly one wins.
-            if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
-                tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
-                Ok(Issued { grant, tokens, state: None })
-            } else {
-                Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID))
+        let now = app.now();
+        let settings = ctx.overrides.apply(app.tokens);
+        match device.poll(client_id, now) {
+            Poll::WrongClient | Poll::Expired => return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
+            Poll::Denied => return Err(AuthError::AccessDenied),
+            Poll::Pending { record } => {
+                tracing::trace!(client_id, "device code pending");
+                app.store.record_poll(code_hash, device.version, record).await?;
+                return Err(AuthError::AuthorizationPending);
+            }
+            Poll::SlowDown { record } => {
+                app.store.record_poll(code_hash, device.version, record).await?;
+                return Err(AuthError::SlowDown);
+            }
+            Poll::Redeemed => match &ctx.grant {
+                Some(grant) if ctx.may_reissue(client_id, now, settings.retry_window.max(0)) => {
+                    may_receive(&ctx.standing, &grant.scope, now).map_err(refused)?;
+                    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
+                    let change = PairChange {
+                        pair: grant.pair.retried(&tokens),
+                        tokens: NewTokens::from(&tokens),
+                        spend: grant.pair.refresh,
+                        retire_access: grant.pair.access,
+                    };
+                    let event = app
+                        .event(EventKind::DeviceCodeReissued, origin)
+                        .identity(grant.user_id.identity())
+                        .client_id(client_id)
+                        .object(grant.id.as_str())
+                        .detail("device code presented again: the unused pair was replaced");
+                    if app.store.advance_pair(grant.id.clone(), grant.version, change, event).await? {
+                        tracing::debug!(grant = %grant.id, client_id, "device code exchanged again: pair replaced");
+                        let mut grant = grant.clone();
+                        grant.access_issued_at = now;
+                        return Ok(Issued { grant, tokens, state: None });
+                    }
+                }
+                _ => {
+                    let event = app
+                        .event(EventKind::DeviceCodeReplayed, origin)
+                        .client_id(client_id)
+                        .detail("redeemed device code presented again");
+                    app.store.append_event(event).await?;
+                    return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
+                }
+            },
+            Poll::Issue { user_id } => {
+                may_receive(&ctx.standing, &device.scope, now).map_err(refused)?;
+                let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
+                let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
+                grant.pair = Pair::first(&tokens);
+                let event = app
+                    .event(EventKind::TokenIssued, origin)
+                    .identity(grant.user_id.identity())
+                    .client_id(client_id)
+                    .object(grant.id.as_str())
+                    .detail("device code exchanged");
+                // One conditional write: of concurrent exchanges exactly one redeems.
+                if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+                    tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
+                    return Ok(Issued { grant, tokens, state: None });
+                }
             }
         }
     }
+    Err(contended())
 }
 
+/// A refresh: one context read, the pure decision, one write conditional on
+/// the grant's version. A lost write reads and decides again: under 32
+/// simultaneous presentations of one token, one rotates, the others see a
+/// just-rotated token and retry in turn, and the grant ends with exactly one
+/// working refresh token.
 async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Origin) -> Result<Issued, AuthError> {
     if !looks_like_token(presented.expose()) {
         return Err(AuthError::InvalidGrant(REFRESH_INVALID));
     }
     let hash = app.keys.token.hash(TokenKind::Refresh, presented.expose());
-    let (token, grant) = app.store.refresh_token(hash).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
-    let now = app.now();
-    match refresh::decide(&token, &grant, client_id, now) {
-        Refresh::Reject(RefreshRejected::WrongClient) => Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
-        Refresh::Reject(RefreshRejected::NotRefreshable) => Err(AuthError::InvalidGrant("The grant is not refreshable.")),
-        Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => Err(AuthError::InvalidGrant(REFRESH_INVALID)),
-        Refresh::Reuse => Err(reuse_detected(app, &grant, client_id, origin, now).await?),
-        Refresh::Rotate => {
-            let integration = integration(app, client_id).await?;
-            let user = may_receive(app, &integration, &grant.user_id, &grant.scope).await?;
-            let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-            let event =
-                app.event(EventKind::TokenRefreshed, origin).identity(user.id.identity()).client_id(client_id).object(grant.id.as_str());
-            // One conditional write. Losing it means the token was spent
-            // between our read and our write: it was presented twice, which
-            // is reuse whatever the timing, and the grant is revoked.
-            if app.store.rotate_refresh(hash, grant.id.clone(), NewTokens::from(&tokens), event).await? {
-                tracing::debug!(grant = %grant.id, client_id, "refresh token rotated");
-                let mut grant = grant;
-                grant.access_issued_at = now;
-                Ok(Issued { grant, tokens, state: None })
-            } else {
-                Err(reuse_detected(app, &grant, client_id, origin, now).await?)
+    for _ in 0..MAX_ATTEMPTS {
+        let ctx = app.store.refresh_context(hash).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
+        let now = app.now();
+        let g = &ctx.grant;
+        let decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
+        let (kind, detail) = match decision {
+            Refresh::Reject(RefreshRejected::WrongClient) => return Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
+            Refresh::Reject(RefreshRejected::NotRefreshable) => return Err(AuthError::InvalidGrant("The grant is not refreshable.")),
+            Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => return Err(AuthError::InvalidGrant(REFRESH_INVALID)),
+            Refresh::Reject(RefreshRejected::Refused(why)) => return Err(refused(why)),
+            Refresh::Reuse => return Err(reuse_detected(app, g, client_id, origin, now).await?),
+            Refresh::Rotate => (EventKind::TokenRefreshed, ""),
+            Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
+        };
+        let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
+        let change = match decision {
+            Refresh::Retry => PairChange {
+                pair: g.pair.retried(&tokens),
+                tokens: NewTokens::from(&tokens),
+                spend: g.pair.refresh,
+                retire_access: g.pair.access,
+            },
+            _ => {
+                PairChange { pair: Pair::rotated(hash, &tokens), tokens: NewTokens::from(&tokens), spend: Some(hash), retire_access: None }
             }
+        };
+        let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
+        if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
+            tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
+            let mut grant = ctx.grant;
+            grant.access_issued_at = now;
+            return Ok(Issued { grant, tokens, state: None });
         }
     }
+    Err(contended())
 }
 
 /// A spent refresh token came back: revoke the whole grant (RFC 9700
@@ -179,7 +217,7 @@ async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: 
 /// allows it.
 pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let client_id = required(req.client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
-    let integration = integration(app, &client_id).await?;
+    let integration = app.store.integration(client_id.clone()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
     if !integration.grant_types.password {
         return Err(AuthError::UnauthorizedClient("The password grant is not allowed for this API integration."));
     }
@@ -195,10 +233,21 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Err(LoginError::Locked) => return Err(AuthError::InvalidGrant("Too many failed attempts; try again later.")),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
-    may_receive(app, &integration, &user.id, &scope).await?;
     let now = app.now();
-    let grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
+    // `authenticate` refused a locked or disabled account already.
+    let standing = Standing {
+        integration_found: true,
+        integration_disabled: integration.disabled,
+        max_scope: integration.max_scope.clone(),
+        user_found: true,
+        user_disabled: user.disabled,
+        user_allowed: integration.allowed_users.permits(&user.id),
+        locked_until: None,
+    };
+    may_receive(&standing, &scope, now).map_err(refused)?;
+    let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
+    grant.pair = Pair::first(&tokens);
     let event = app
         .event(EventKind::TokenIssued, origin)
         .identity(user.id.identity())

@@ -4,12 +4,12 @@
 //! that writes the change and its event together.
 
 use strongroom_core::event::{Event, EventKind};
-use strongroom_core::grant::AccessContext;
-use strongroom_core::identity::User;
+use strongroom_core::grant::GrantId;
+use strongroom_core::identity::UserId;
 use strongroom_core::vault::crypto::{self, CryptoError};
 use strongroom_core::vault::value::{Value, ValueType};
 use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
-use strongroom_store::{AddOwner, PutAssociation, StoreError, StoredAssociation, VaultEntry, VaultFilter};
+use strongroom_store::{AddOwner, Checked, PutAssociation, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Writer};
 
 use super::Origin;
 use super::keyring::KeyRingError;
@@ -67,32 +67,63 @@ impl From<CryptoError> for VaultError {
 
 pub type VaultResult<T> = Result<T, VaultError>;
 
-/// Who is calling, and what they may do.
+/// Who is calling, what they may do, and the entry the request names: all
+/// from one context read ([`strongroom_store::VaultStore::vault_context`]).
 #[derive(Debug)]
 pub struct Caller {
-    pub user: User,
+    pub user_id: UserId,
+    pub grant_id: GrantId,
     pub perms: Permissions,
     pub client_id: String,
     pub origin: Origin,
+    /// The newest data key's id, as the context read saw it.
+    pub current_key: Option<i64>,
+    /// The entry the request's VaultID names, if it exists.
+    pub entry: Option<VaultEntry>,
 }
 
 impl Caller {
-    pub async fn load(app: &AppState, ctx: &AccessContext, origin: Origin) -> VaultResult<Caller> {
-        let user = app.store.user_by_id(ctx.grant.user_id.clone()).await?.ok_or_else(VaultError::denied)?;
-        let grants = app.store.rights_of(user.id.clone()).await?;
-        Ok(Caller { perms: Permissions { master_admin: user.master_admin, grants }, user, client_id: ctx.grant.client_id.clone(), origin })
+    pub fn new(ctx: VaultContext, origin: Origin) -> Caller {
+        let g = ctx.access.grant;
+        Caller {
+            perms: Permissions { master_admin: ctx.access.master_admin, grants: ctx.rights },
+            user_id: g.user_id,
+            grant_id: g.id,
+            client_id: g.client_id,
+            origin,
+            current_key: ctx.current_key,
+            entry: ctx.entry,
+        }
     }
 
     fn event(&self, app: &AppState, kind: EventKind, id: Option<VaultId>) -> Event {
-        let mut e = app.event(kind, &self.origin).identity(self.user.id.identity()).client_id(self.client_id.as_str());
+        let mut e = app.event(kind, &self.origin).identity(self.user_id.identity()).client_id(self.client_id.as_str());
         if let Some(id) = id {
             e.object = id.to_string();
         }
         e
     }
 
+    /// Who writes, for the rights check every vault write repeats.
+    fn writer(&self) -> Writer {
+        Writer { grant_id: self.grant_id.clone(), user_id: self.user_id.clone() }
+    }
+
     fn require_master_admin(&self) -> VaultResult<()> {
         if self.perms.master_admin { Ok(()) } else { Err(VaultError::denied()) }
+    }
+
+    /// The entry the request names (the context read it).
+    fn entry(&self, id: VaultId) -> VaultResult<&VaultEntry> {
+        self.entry.as_ref().filter(|e| e.vault_id == id).ok_or_else(|| VaultError::no_entry(id))
+    }
+}
+
+/// A write's outcome when the rights check it repeats failed.
+fn checked<T>(c: Checked<T>) -> VaultResult<T> {
+    match c {
+        Checked::Done(t) => Ok(t),
+        Checked::Denied => Err(VaultError::denied()),
     }
 }
 
@@ -105,21 +136,13 @@ pub fn namespace(ns: Option<String>) -> VaultResult<()> {
     }
 }
 
-/// An owner folder that must exist.
-async fn existing_folder(app: &AppState, owner: Option<String>) -> VaultResult<FolderPath> {
+fn folder(owner: Option<String>) -> VaultResult<FolderPath> {
     let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
-    let path = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
-    if !app.store.folder_exists(path.key().to_owned()).await? {
-        return Err(VaultError::params("Owner: no such folder."));
-    }
-    Ok(path)
+    FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))
 }
 
-async fn entry(app: &AppState, id: VaultId) -> VaultResult<VaultEntry> {
-    if id.0 <= 0 {
-        return Err(VaultError::no_entry(id));
-    }
-    app.store.entry(id).await?.ok_or_else(|| VaultError::no_entry(id))
+fn no_folder() -> VaultError {
+    VaultError::params("Owner: no such folder.")
 }
 
 fn describe(name: &str, t: ValueType) -> String {
@@ -144,13 +167,12 @@ impl std::fmt::Debug for AddRequest {
     }
 }
 
+/// `Add`: Write on the owner, which must be an existing folder (Result 9
+/// otherwise, checked before the rights, both by the write itself).
 pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<VaultId> {
-    let owner = existing_folder(app, req.owner).await?;
-    if !c.perms.effective(&owner).contains(Rights::WRITE) {
-        return Err(VaultError::denied());
-    }
+    let owner = folder(req.owner)?;
     let now = app.now();
-    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, now).await?;
+    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, now, c.current_key).await?;
     let id = app.store.allocate_vault_id().await?;
     let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_data(id, key_id), &req.data)?;
     let event = c.event(app, EventKind::VaultAdded, Some(id)).detail(format!("owner={} type={}", owner, req.vault_type));
@@ -163,32 +185,31 @@ pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<Vau
         owners: vec![owner],
         created_at: now,
     };
-    app.store.insert_entry(entry, event).await?;
-    Ok(id)
+    if checked(app.store.insert_entry(entry, c.writer(), event).await?)? { Ok(id) } else { Err(no_folder()) }
 }
 
 /// `Retrieve`: Master Admin only. Returns (data, VaultType).
 pub async fn retrieve(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
     c.require_master_admin()?;
-    let e = entry(app, id).await?;
+    let e = c.entry(id)?;
     let key = app.keyring.key(&*app.store, e.key_id).await?;
     let data = crypto::open(&key, &crypto::aad_data(id, e.key_id), &e.sealed)?;
     Ok((data, e.vault_type))
 }
 
 pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, value: Value) -> VaultResult<()> {
-    let e = entry(app, id).await?;
+    let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
     let t = value.value_type();
     let plain = value.to_bytes();
-    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now()).await?;
+    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now(), c.current_key).await?;
     let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_association(id, &name, t, key_id), &plain)?;
     let lookup = crypto::lookup_hash(&app.keyring.lookup, &name, t, &plain);
     let event = c.event(app, EventKind::VaultAssociated, Some(id)).detail(describe(&name, t));
     let stored = StoredAssociation { name, value_type: t, key_id, sealed, lookup };
-    match app.store.put_association(id, stored, event).await? {
+    match checked(app.store.put_association(id, stored, c.writer(), event).await?)? {
         PutAssociation::Stored => Ok(()),
         PutAssociation::Identical => {
             Err(VaultError { code: ResultCode::AssociationAlreadyExists, message: "An identical association already exists.".into() })
@@ -198,7 +219,7 @@ pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, va
 }
 
 pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<String>, value: Option<Value>) -> VaultResult<()> {
-    let e = entry(app, id).await?;
+    let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
@@ -212,7 +233,7 @@ pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<St
         (None, _) => "all associations".into(),
     };
     let event = c.event(app, EventKind::VaultDissociated, Some(id)).detail(detail);
-    if app.store.dissociate(id, name, lookup, event).await? == 0 {
+    if checked(app.store.dissociate(id, name, lookup, c.writer(), event).await?)? == 0 {
         return Err(VaultError { code: ResultCode::DisassociateFailed, message: "No matching association.".into() });
     }
     Ok(())
@@ -240,7 +261,7 @@ fn open_association(key: &crypto::Key, id: VaultId, a: &StoredAssociation) -> Va
 }
 
 pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &str) -> VaultResult<Value> {
-    let e = entry(app, id).await?;
+    let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::READ) {
         return Err(VaultError::denied());
     }
@@ -254,7 +275,7 @@ pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &
 
 /// `LookupAllAssociationsbyVaultid`: the docs require Write on an owner.
 pub async fn all_associations(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<Vec<(String, Value)>> {
-    let e = entry(app, id).await?;
+    let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
@@ -268,8 +289,7 @@ pub async fn all_associations(app: &AppState, c: &Caller, id: VaultId) -> VaultR
 
 pub async fn lookup_by_owner(app: &AppState, c: &Caller, owner: Option<String>, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
     c.require_master_admin()?;
-    let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
-    let path = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
+    let path = folder(owner)?;
     Ok(app.store.vault_ids(VaultFilter { vault_type, owner_key: Some(path.key().to_owned()), orphans_only: false }).await?)
 }
 
@@ -292,47 +312,47 @@ pub async fn lookup_all(app: &AppState, c: &Caller) -> VaultResult<Vec<VaultId>>
 /// `OwnerAdd`: Write on the new owner and on an existing owner of the entry
 /// (otherwise anyone could pull any entry into their own folder).
 pub async fn owner_add(app: &AppState, c: &Caller, id: VaultId, owner: Option<String>) -> VaultResult<()> {
-    let e = entry(app, id).await?;
-    let owner = existing_folder(app, owner).await?;
+    let e = c.entry(id)?;
+    let owner = folder(owner)?;
     if !c.perms.effective(&owner).contains(Rights::WRITE) || !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
     let event = c.event(app, EventKind::VaultOwnerAdded, Some(id)).detail(format!("owner={owner}"));
-    match app.store.add_owner(id, owner, event).await? {
+    match checked(app.store.add_owner(id, owner, c.writer(), event).await?)? {
         AddOwner::Added | AddOwner::AlreadyOwner => Ok(()),
         AddOwner::NoEntry => Err(VaultError::no_entry(id)),
+        AddOwner::NoFolder => Err(no_folder()),
     }
 }
 
 /// `OwnerDelete`: Write on the owner. Without a VaultID the owner is removed
 /// from every entry it owns; an entry that loses its last owner is deleted.
 pub async fn owner_delete(app: &AppState, c: &Caller, id: Option<VaultId>, owner: Option<String>) -> VaultResult<()> {
-    let owner = owner.ok_or_else(|| VaultError::params("Owner is required."))?;
-    let owner = FolderPath::parse(&owner).map_err(|e| VaultError::params(format!("Owner: {e}.")))?;
+    let owner = folder(owner)?;
     if let Some(id) = id {
-        entry(app, id).await?;
+        c.entry(id)?;
     }
     if !c.perms.effective(&owner).contains(Rights::WRITE) {
         return Err(VaultError::denied());
     }
     let event = c.event(app, EventKind::VaultOwnerRemoved, id).detail(format!("owner={owner}"));
-    let removed = app.store.remove_owner(id, owner, event).await?;
+    let removed = checked(app.store.remove_owner(id, owner, c.writer(), event).await?)?;
     if id.is_some() && removed.removed == 0 {
         return Err(VaultError::params("Owner is not an owner of that VaultID."));
     }
     Ok(())
 }
 
-pub async fn owner_lookup(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<Vec<String>> {
+pub async fn owner_lookup(c: &Caller, id: VaultId) -> VaultResult<Vec<String>> {
     c.require_master_admin()?;
-    Ok(entry(app, id).await?.owners.iter().map(|o| o.as_str().to_owned()).collect())
+    Ok(c.entry(id)?.owners.iter().map(|o| o.as_str().to_owned()).collect())
 }
 
 pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) -> VaultResult<()> {
     c.require_master_admin()?;
-    entry(app, id).await?;
+    c.entry(id)?;
     let event = c.event(app, EventKind::VaultMutated, Some(id)).detail(format!("type={vault_type}"));
-    if app.store.mutate_entry(id, vault_type, event).await? { Ok(()) } else { Err(VaultError::no_entry(id)) }
+    if checked(app.store.mutate_entry(id, vault_type, c.writer(), event).await?)? { Ok(()) } else { Err(VaultError::no_entry(id)) }
 }
 
 pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {

@@ -66,8 +66,13 @@ async fn device_flow_end_to_end() {
     assert_eq!(t["identity"], alice.id.identity());
     assert_eq!(t["expires_in"], 3600);
     assert_eq!(t["refresh_until"].as_i64().unwrap(), s.clock.now().secs() + 90 * 86_400);
-    let (st, e) = s.poll("my-app", &device_code).await;
-    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    // The same code again while its pair is unused (the answer was lost):
+    // a new pair for the same grant, and the first one stops working.
+    let first_access = t["access_token"].as_str().unwrap().to_owned();
+    let (st, t) = s.poll("my-app", &device_code).await;
+    assert_eq!(st, StatusCode::OK, "{t}");
+    assert_ne!(t["access_token"].as_str().unwrap(), first_access);
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", &first_access).await.0, StatusCode::UNAUTHORIZED);
     let access = t["access_token"].as_str().unwrap().to_owned();
     let refresh = t["refresh_token"].as_str().unwrap().to_owned();
 
@@ -83,6 +88,9 @@ async fn device_flow_end_to_end() {
     assert!(v["grant_issued_on_ISO8601"].as_str().unwrap().ends_with('Z'));
     let (st, v) = s.get_bearer("/vedsdk/SystemStatus/Version", &access).await;
     assert_eq!((st, v["Version"].as_str()), (StatusCode::OK, Some("25.1.0")));
+    // The pair was used: the code is spent for good.
+    let (st, e) = s.poll("my-app", &device_code).await;
+    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
 
     // Refresh in the seed's JSON shape: new pair, same scope and refresh_until.
     s.clock.advance_secs(60);
@@ -95,7 +103,9 @@ async fn device_flow_end_to_end() {
     let access2 = t2["access_token"].as_str().unwrap().to_owned();
     let refresh2 = t2["refresh_token"].as_str().unwrap().to_owned();
 
-    // The spent refresh token again: refused, and the whole grant dies.
+    // The new pair is used; then the spent refresh token again: refused,
+    // and the whole grant dies.
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", &access2).await.0, StatusCode::OK);
     let (st, e) = s.refresh("my-app", &refresh).await;
     assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
     assert_eq!(e["error_description"], "Grant has been revoked, has expired, or the refresh token is invalid");

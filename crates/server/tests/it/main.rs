@@ -8,6 +8,7 @@ mod client_library;
 mod concurrency;
 mod device_flow;
 mod fuzz;
+mod lost_answers;
 mod oauth2_client;
 mod password_grant;
 mod support;

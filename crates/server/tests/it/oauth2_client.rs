@@ -43,7 +43,9 @@ async fn oauth2_crate_device_flow_and_refresh() {
     let rt = token.refresh_token().unwrap().secret().to_owned();
     let refreshed = client.exchange_refresh_token(&RefreshToken::new(rt.clone())).request_async(&http).await.unwrap();
     assert_ne!(refreshed.access_token().secret(), token.access_token().secret());
-    // The spent one is refused with invalid_grant, which the crate reports.
+    // The spent one, after the retry window, is refused with invalid_grant,
+    // which the crate reports.
+    s.clock.advance_secs(31);
     let err = client.exchange_refresh_token(&RefreshToken::new(rt)).request_async(&http).await.unwrap_err();
     assert!(format!("{err:?}").contains("invalid_grant"), "{err:?}");
 }

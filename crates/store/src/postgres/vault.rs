@@ -1,5 +1,7 @@
-//! The vault's SQL for PostgreSQL; each function runs in the caller's
-//! transaction or on a pooled client. Mirrors `sqlite/vault.rs`.
+//! The vault on PostgreSQL: the context read, and writes that check the
+//! writer's rights again inside their own transaction before they change
+//! anything. The SQL functions run in the caller's transaction or on a pooled
+//! client; the `VaultStore` implementation at the end composes them.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -8,10 +10,14 @@ use strongroom_core::event::Event;
 use strongroom_core::identity::UserId;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
-use super::{append_event, get, pg, time};
+use strongroom_core::token::TokenHash;
+
+use super::auth::access_from_row;
+use super::{PgStore, append_event, get, pg, query_opt, time};
+use crate::sql;
 use crate::{
-    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
-    deleted_event, stored_folder, stored_hash32, stored_value_type,
+    AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreFuture, StoreResult, StoredAssociation, VaultContext,
+    VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, stored_folder, stored_hash32, stored_value_type,
 };
 
 fn rights(row: &Row, idx: usize) -> StoreResult<Rights> {
@@ -365,4 +371,160 @@ pub(super) async fn reseal(c: &impl GenericClient, items: &[(SealedItem, i64, Ve
         append_event(c, event).await?;
     }
     Ok(n)
+}
+
+/// One boolean query of the shared rights checks.
+async fn check(c: &impl GenericClient, sql: &str, params: &[super::Param<'_>]) -> StoreResult<bool> {
+    let row = query_opt(c, sql, params).await?;
+    row.map_or(Ok(false), |r| get::<bool>(&r, 0))
+}
+
+async fn may_write_entry(c: &impl GenericClient, by: &Writer, id: VaultId) -> StoreResult<bool> {
+    check(c, sql::MAY_WRITE_ENTRY.postgres(), &[&by.grant_id.as_str(), &by.user_id.as_str(), &id.0]).await
+}
+
+async fn may_write_folder(c: &impl GenericClient, by: &Writer, folder: &FolderPath) -> StoreResult<bool> {
+    check(c, sql::MAY_WRITE_FOLDER.postgres(), &[&by.grant_id.as_str(), &by.user_id.as_str(), &folder.key()]).await
+}
+
+impl VaultStore for PgStore {
+    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
+        on_client!(self, |c| {
+            let Some(row) = query_opt(&c, sql::ACCESS_CONTEXT.postgres(), &[&access_hash.as_bytes()]).await? else {
+                return Ok(None);
+            };
+            let access = access_from_row(&row, access_hash)?;
+            let rights = rights_of(&c, &access.grant.user_id).await?;
+            let current_key = get::<Option<i64>>(&c.query_one("SELECT max(id) FROM data_keys", &[]).await.map_err(pg)?, 0)?;
+            let entry = match id {
+                Some(id) if id.0 > 0 => entry(&c, id).await?,
+                _ => None,
+            };
+            Ok(Some(VaultContext { access, rights, current_key, entry }))
+        })
+    }
+
+    fn insert_entry(&self, entry: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+        in_tx!(self, |tx| {
+            async {
+                for o in &entry.owners {
+                    if !folder_exists(&tx, o.key()).await? {
+                        return Ok(Checked::Done(false));
+                    }
+                    if !may_write_folder(&tx, &by, o).await? {
+                        return Ok(Checked::Denied);
+                    }
+                }
+                insert_entry(&tx, &entry, &event).await?;
+                Ok(Checked::Done(true))
+            }
+            .await
+        })
+    }
+
+    fn mutate_entry(&self, id: VaultId, vault_type: i32, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+        in_tx!(self, |tx| {
+            async {
+                if !check(&tx, sql::IS_MASTER_ADMIN.postgres(), &[&by.grant_id.as_str(), &by.user_id.as_str()]).await? {
+                    return Ok(Checked::Denied);
+                }
+                Ok(Checked::Done(mutate_entry(&tx, id, vault_type, &event).await?))
+            }
+            .await
+        })
+    }
+
+    fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>> {
+        in_tx!(self, |tx| {
+            async {
+                if !exists(&tx, id).await? {
+                    return Ok(Checked::Done(AddOwner::NoEntry));
+                }
+                if !folder_exists(&tx, owner.key()).await? {
+                    return Ok(Checked::Done(AddOwner::NoFolder));
+                }
+                if !may_write_entry(&tx, &by, id).await? || !may_write_folder(&tx, &by, &owner).await? {
+                    return Ok(Checked::Denied);
+                }
+                Ok(Checked::Done(add_owner(&tx, id, &owner, &event).await?))
+            }
+            .await
+        })
+    }
+
+    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>> {
+        in_tx!(self, |tx| {
+            async {
+                if !may_write_folder(&tx, &by, &owner).await? {
+                    return Ok(Checked::Denied);
+                }
+                Ok(Checked::Done(remove_owner(&tx, id, &owner, &event).await?))
+            }
+            .await
+        })
+    }
+
+    fn put_association(&self, id: VaultId, a: StoredAssociation, by: Writer, event: Event) -> StoreFuture<'_, Checked<PutAssociation>> {
+        in_tx!(self, |tx| {
+            async {
+                if !exists(&tx, id).await? {
+                    return Ok(Checked::Done(PutAssociation::NoEntry));
+                }
+                if !may_write_entry(&tx, &by, id).await? {
+                    return Ok(Checked::Denied);
+                }
+                Ok(Checked::Done(put_association(&tx, id, &a, &event).await?))
+            }
+            .await
+        })
+    }
+
+    fn dissociate(
+        &self,
+        id: VaultId,
+        name: Option<String>,
+        lookup: Option<[u8; 32]>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<u64>> {
+        in_tx!(self, |tx| {
+            async {
+                if !may_write_entry(&tx, &by, id).await? {
+                    return Ok(Checked::Denied);
+                }
+                Ok(Checked::Done(dissociate(&tx, id, name.as_deref(), lookup.as_ref(), &event).await?))
+            }
+            .await
+        })
+    }
+    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
+        on_client!(self, |c| { data_keys(&c).await })
+    }
+    fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
+        in_tx!(self, |tx| { insert_data_key(&tx, &key, &event).await })
+    }
+    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
+        on_client!(self, |c| { allocate_vault_id(&c).await })
+    }
+    fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
+        on_client!(self, |c| { vault_ids(&c, &filter).await })
+    }
+    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+        on_client!(self, |c| { owners_of(&c, &ids).await })
+    }
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+        on_client!(self, |c| { key_names_in_use(&c).await })
+    }
+    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
+        on_client!(self, |c| { associations(&c, id).await })
+    }
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+        on_client!(self, |c| { lookup_by_association(&c, &name, lookup.as_ref()).await })
+    }
+    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        on_client!(self, |c| { sealed_on_old_keys(&c, current, limit).await })
+    }
+    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
+        in_tx!(self, |tx| { reseal(&tx, &items, &event).await })
+    }
 }

@@ -1,60 +1,22 @@
-//! The vault's SQL for SQLite. Each function runs inside one transaction:
-//! the writer's batch transaction (under a savepoint) for writes, a reading
-//! connection for reads.
+//! The vault on SQLite: the context read, and writes that check the
+//! writer's rights again inside the writer's transaction (the writer thread
+//! is the only writer, so the check and the write see the same state).
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use strongroom_core::event::Event;
+use strongroom_core::grant::AccessContext;
 use strongroom_core::identity::UserId;
+use strongroom_core::token::TokenHash;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::writer::backend;
-use super::{append_event_tx, is_unique_violation, time_col};
+use super::{AFTER_GRANT, SqliteStore, append_event_tx, exec, grant_from_row, is_unique_violation, time_col};
+use crate::sql;
 use crate::{
-    AddOwner, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry, VaultFilter,
-    deleted_event, stored_folder, stored_hash32, stored_value_type,
+    AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreFuture, StoreResult, StoredAssociation,
+    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, stored_folder, stored_hash32, stored_value_type,
 };
-
-pub(super) fn create_folders(c: &Connection, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
-    let mut last_new = false;
-    for f in lineage {
-        let n = c
-            .execute(
-                "INSERT INTO folders (path_key, path, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (path_key) DO NOTHING",
-                params![f.key(), f.as_str(), event.at.millis()],
-            )
-            .map_err(backend)?;
-        last_new = n == 1;
-    }
-    if last_new {
-        append_event_tx(c, event)?;
-    }
-    Ok(last_new)
-}
-
-pub(super) fn folders(c: &Connection) -> StoreResult<Vec<FolderPath>> {
-    let mut st = c.prepare("SELECT path FROM folders ORDER BY path_key").map_err(backend)?;
-    let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(backend)?;
-    rows.map(|r| r.map_err(backend).and_then(|p| stored_folder(&p))).collect()
-}
-
-pub(super) fn folder_exists(c: &Connection, key: &str) -> StoreResult<bool> {
-    c.query_row("SELECT 1 FROM folders WHERE path_key = ?1", [key], |_| Ok(())).optional().map(|o| o.is_some()).map_err(backend)
-}
-
-pub(super) fn set_rights(c: &Connection, f: &FolderPath, user: &UserId, rights: Rights, event: &Event) -> StoreResult<()> {
-    if rights == Rights::NONE {
-        c.execute("DELETE FROM folder_rights WHERE path_key = ?1 AND user_id = ?2", params![f.key(), user.as_str()]).map_err(backend)?;
-    } else {
-        c.execute(
-            "INSERT INTO folder_rights (path_key, user_id, rights) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (path_key, user_id) DO UPDATE SET rights = excluded.rights",
-            params![f.key(), user.as_str(), i64::from(rights.bits())],
-        )
-        .map_err(backend)?;
-    }
-    append_event_tx(c, event).map(drop)
-}
 
 fn rights_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
     Ok(Rights::from_bits(u32::try_from(r.get::<_, i64>(idx)?).unwrap_or(0)))
@@ -66,66 +28,18 @@ pub(super) fn rights_of(c: &Connection, user: &UserId) -> StoreResult<Vec<(Strin
     rows.collect::<Result<Vec<_>, _>>().map_err(backend)
 }
 
-pub(super) fn all_rights(c: &Connection) -> StoreResult<Vec<(FolderPath, String, Rights)>> {
-    let mut st = c
-        .prepare(
-            "SELECT f.path, u.name, r.rights FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
-             JOIN users u ON u.id = r.user_id ORDER BY f.path_key, u.name_key",
-        )
-        .map_err(backend)?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, rights_col(r, 2)?))).map_err(backend)?;
-    rows.map(|r| {
-        let (p, u, rights) = r.map_err(backend)?;
-        Ok((stored_folder(&p)?, u, rights))
-    })
-    .collect()
-}
-
-pub(super) fn data_keys(c: &Connection) -> StoreResult<Vec<DataKeyRecord>> {
-    let mut st = c.prepare_cached("SELECT id, wrapped, created_at FROM data_keys ORDER BY id").map_err(backend)?;
-    let rows =
-        st.query_map([], |r| Ok(DataKeyRecord { id: r.get(0)?, wrapped: r.get(1)?, created_at: time_col(r, 2)? })).map_err(backend)?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
-}
-
-pub(super) fn insert_data_key(c: &Connection, k: &DataKeyRecord, event: &Event) -> StoreResult<()> {
-    match c.execute("INSERT INTO data_keys (id, wrapped, created_at) VALUES (?1, ?2, ?3)", params![k.id, k.wrapped, k.created_at.millis()])
-    {
-        Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict),
-        Err(e) => Err(backend(e)),
-        Ok(_) => append_event_tx(c, event).map(drop),
-    }
-}
-
-pub(super) fn allocate_vault_id(c: &Connection) -> StoreResult<VaultId> {
-    c.query_row("UPDATE vault_id_seq SET next = next + 1 WHERE id = 1 RETURNING next - 1", [], |r| r.get(0)).map(VaultId).map_err(backend)
-}
-
-pub(super) fn insert_entry(c: &Connection, e: &VaultEntry, event: &Event) -> StoreResult<()> {
-    c.execute(
-        "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()],
-    )
-    .map_err(|err| if is_unique_violation(&err) { StoreError::Conflict } else { backend(err) })?;
-    for o in &e.owners {
-        c.execute(
-            "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-            params![e.vault_id.0, o.key(), o.as_str()],
-        )
-        .map_err(backend)?;
-    }
-    append_event_tx(c, event).map(drop)
-}
-
 fn owners(c: &Connection, id: VaultId) -> StoreResult<Vec<FolderPath>> {
     let mut st = c.prepare_cached("SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key").map_err(backend)?;
     let rows = st.query_map([id.0], |r| r.get::<_, String>(0)).map_err(backend)?;
     rows.map(|r| r.map_err(backend).and_then(|p| stored_folder(&p))).collect()
 }
 
-pub(super) fn entry(c: &Connection, id: VaultId) -> StoreResult<Option<VaultEntry>> {
-    let found = c
-        .query_row("SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1", [id.0], |r| {
+fn entry(c: &Connection, id: VaultId) -> StoreResult<Option<VaultEntry>> {
+    let mut st = c
+        .prepare_cached("SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1")
+        .map_err(backend)?;
+    let found = st
+        .query_row([id.0], |r| {
             Ok(VaultEntry {
                 vault_id: id,
                 vault_type: r.get(0)?,
@@ -147,196 +61,373 @@ pub(super) fn entry(c: &Connection, id: VaultId) -> StoreResult<Option<VaultEntr
     }
 }
 
-pub(super) fn owners_of(c: &Connection, ids: &[VaultId]) -> StoreResult<Vec<(VaultId, Vec<FolderPath>)>> {
-    let mut out = Vec::with_capacity(ids.len());
-    let mut exists = c.prepare_cached("SELECT 1 FROM vault_entries WHERE vault_id = ?1").map_err(backend)?;
-    for id in ids {
-        if exists.query_row([id.0], |_| Ok(())).optional().map_err(backend)?.is_some() {
-            out.push((*id, owners(c, *id)?));
-        }
-    }
-    Ok(out)
+fn entry_exists(c: &Connection, id: VaultId) -> StoreResult<bool> {
+    let mut st = c.prepare_cached("SELECT 1 FROM vault_entries WHERE vault_id = ?1").map_err(backend)?;
+    Ok(st.query_row([id.0], |_| Ok(())).optional().map_err(backend)?.is_some())
 }
 
-pub(super) fn vault_ids(c: &Connection, f: &VaultFilter) -> StoreResult<Vec<VaultId>> {
-    let mut st = c
-        .prepare(
-            "SELECT e.vault_id FROM vault_entries e \
-             WHERE (?1 IS NULL OR e.vault_type = ?1) \
-             AND (?2 IS NULL OR EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id AND o.owner_key = ?2)) \
-             AND (NOT ?3 OR NOT EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id)) \
-             ORDER BY e.vault_id",
-        )
-        .map_err(backend)?;
-    let rows = st.query_map(params![f.vault_type, f.owner_key, f.orphans_only], |r| r.get(0).map(VaultId)).map_err(backend)?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+/// One boolean query of the shared rights checks.
+fn check(c: &Connection, sql: &str, p: impl rusqlite::Params) -> StoreResult<bool> {
+    let mut st = c.prepare_cached(sql).map_err(backend)?;
+    st.query_row(p, |r| r.get::<_, bool>(0)).map_err(backend)
 }
 
-pub(super) fn mutate_entry(c: &Connection, id: VaultId, vault_type: i32, event: &Event) -> StoreResult<bool> {
-    let n = c.execute("UPDATE vault_entries SET vault_type = ?1 WHERE vault_id = ?2", params![vault_type, id.0]).map_err(backend)?;
-    if n == 1 {
-        append_event_tx(c, event)?;
-    }
-    Ok(n == 1)
+fn may_write_entry(c: &Connection, by: &Writer, id: VaultId) -> StoreResult<bool> {
+    check(c, sql::MAY_WRITE_ENTRY.sqlite(), params![by.grant_id.as_str(), by.user_id.as_str(), id.0])
 }
 
-pub(super) fn add_owner(c: &Connection, id: VaultId, owner: &FolderPath, event: &Event) -> StoreResult<AddOwner> {
-    if c.query_row("SELECT 1 FROM vault_entries WHERE vault_id = ?1", [id.0], |_| Ok(())).optional().map_err(backend)?.is_none() {
-        return Ok(AddOwner::NoEntry);
-    }
-    let n = c
-        .execute(
-            "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-            params![id.0, owner.key(), owner.as_str()],
-        )
-        .map_err(backend)?;
-    if n == 0 {
-        return Ok(AddOwner::AlreadyOwner);
-    }
-    append_event_tx(c, event)?;
-    Ok(AddOwner::Added)
+fn may_write_folder(c: &Connection, by: &Writer, folder: &FolderPath) -> StoreResult<bool> {
+    check(c, sql::MAY_WRITE_FOLDER.sqlite(), params![by.grant_id.as_str(), by.user_id.as_str(), folder.key()])
 }
 
-pub(super) fn remove_owner(c: &Connection, id: Option<VaultId>, owner: &FolderPath, event: &Event) -> StoreResult<OwnerRemoval> {
-    let affected: Vec<VaultId> = {
-        let mut st = c
-            .prepare("SELECT vault_id FROM vault_owners WHERE owner_key = ?1 AND (?2 IS NULL OR vault_id = ?2) ORDER BY vault_id")
-            .map_err(backend)?;
-        let rows = st.query_map(params![owner.key(), id.map(|v| v.0)], |r| r.get(0).map(VaultId)).map_err(backend)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(backend)?
-    };
-    let mut out = OwnerRemoval::default();
-    for v in affected {
-        out.removed += c
-            .execute("DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2", params![v.0, owner.key()])
-            .map_err(backend)? as u64;
-        let left: i64 = c.query_row("SELECT count(*) FROM vault_owners WHERE vault_id = ?1", [v.0], |r| r.get(0)).map_err(backend)?;
-        if left == 0 {
-            c.execute("DELETE FROM vault_entries WHERE vault_id = ?1", [v.0]).map_err(backend)?;
-            out.deleted.push(v);
-        }
-    }
-    if out.removed > 0 {
-        append_event_tx(c, event)?;
-        for v in &out.deleted {
-            append_event_tx(c, &deleted_event(event, *v))?;
-        }
-    }
-    Ok(out)
+fn folder_exists(c: &Connection, folder: &FolderPath) -> StoreResult<bool> {
+    let mut st = c.prepare_cached("SELECT 1 FROM folders WHERE path_key = ?1").map_err(backend)?;
+    Ok(st.query_row([folder.key()], |_| Ok(())).optional().map_err(backend)?.is_some())
 }
 
-pub(super) fn key_names_in_use(c: &Connection) -> StoreResult<Vec<String>> {
-    let mut st = c.prepare("SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name").map_err(backend)?;
-    let rows = st.query_map([], |r| r.get(0)).map_err(backend)?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
-}
-
-pub(super) fn associations(c: &Connection, id: VaultId) -> StoreResult<Vec<StoredAssociation>> {
-    let mut st = c
-        .prepare_cached("SELECT name, value_type, key_id, sealed, lookup FROM associations WHERE vault_id = ?1 ORDER BY name")
-        .map_err(backend)?;
-    let rows = st
-        .query_map([id.0], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, Vec<u8>>(3)?, r.get::<_, Vec<u8>>(4)?))
-        })
-        .map_err(backend)?;
-    rows.map(|r| {
-        let (name, t, key_id, sealed, lookup) = r.map_err(backend)?;
-        Ok(StoredAssociation { name, value_type: stored_value_type(&t)?, key_id, sealed, lookup: stored_hash32(lookup)? })
-    })
-    .collect()
-}
-
-pub(super) fn put_association(c: &Connection, id: VaultId, a: &StoredAssociation, event: &Event) -> StoreResult<PutAssociation> {
-    if c.query_row("SELECT 1 FROM vault_entries WHERE vault_id = ?1", [id.0], |_| Ok(())).optional().map_err(backend)?.is_none() {
-        return Ok(PutAssociation::NoEntry);
+impl VaultStore for SqliteStore {
+    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c.prepare_cached(sql::ACCESS_CONTEXT.sqlite()).map_err(backend)?;
+            let access = st
+                .query_row([access_hash.as_bytes()], |r| {
+                    let o = AFTER_GRANT;
+                    Ok(AccessContext {
+                        grant: grant_from_row(r, 0)?,
+                        token_hash: access_hash,
+                        token_issued_at: time_col(r, o)?,
+                        token_expires: time_col(r, o + 1)?,
+                        user_name: r.get(o + 2)?,
+                        user_disabled: r.get(o + 3)?,
+                        master_admin: r.get(o + 4)?,
+                        integration_disabled: r.get(o + 5)?,
+                    })
+                })
+                .optional()
+                .map_err(backend)?;
+            let Some(access) = access else { return Ok(None) };
+            let rights = rights_of(c, &access.grant.user_id)?;
+            let current_key = c
+                .prepare_cached("SELECT max(id) FROM data_keys")
+                .and_then(|mut st| st.query_row([], |r| r.get::<_, Option<i64>>(0)))
+                .map_err(backend)?;
+            let entry = match id {
+                Some(id) if id.0 > 0 => entry(c, id)?,
+                _ => None,
+            };
+            Ok(Some(VaultContext { access, rights, current_key, entry }))
+        }))
     }
-    let existing: Option<Vec<u8>> = c
-        .query_row("SELECT lookup FROM associations WHERE vault_id = ?1 AND name = ?2", params![id.0, a.name], |r| r.get(0))
-        .optional()
-        .map_err(backend)?;
-    if existing.as_deref() == Some(a.lookup.as_slice()) {
-        return Ok(PutAssociation::Identical);
-    }
-    c.execute(
-        "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-         ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
-         sealed = excluded.sealed, lookup = excluded.lookup",
-        params![id.0, a.name, a.value_type.as_str(), a.key_id, a.sealed, &a.lookup[..]],
-    )
-    .map_err(backend)?;
-    append_event_tx(c, event)?;
-    Ok(PutAssociation::Stored)
-}
 
-pub(super) fn dissociate(c: &Connection, id: VaultId, name: Option<&str>, lookup: Option<&[u8; 32]>, event: &Event) -> StoreResult<u64> {
-    let n = c
-        .execute(
-            "DELETE FROM associations WHERE vault_id = ?1 AND (?2 IS NULL OR name = ?2) AND (?3 IS NULL OR lookup = ?3)",
-            params![id.0, name, lookup.map(|l| &l[..])],
-        )
-        .map_err(backend)? as u64;
-    if n > 0 {
-        append_event_tx(c, event)?;
+    fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
+        Box::pin(self.read(|c| {
+            let mut st = c.prepare_cached("SELECT id, wrapped, created_at FROM data_keys ORDER BY id").map_err(backend)?;
+            let rows = st
+                .query_map([], |r| Ok(DataKeyRecord { id: r.get(0)?, wrapped: r.get(1)?, created_at: time_col(r, 2)? }))
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
     }
-    Ok(n)
-}
 
-pub(super) fn lookup_by_association(c: &Connection, name: &str, lookup: Option<&[u8; 32]>) -> StoreResult<Vec<VaultId>> {
-    let mut st = c
-        .prepare_cached("SELECT vault_id FROM associations WHERE name = ?1 AND (?2 IS NULL OR lookup = ?2) ORDER BY vault_id")
-        .map_err(backend)?;
-    let rows = st.query_map(params![name, lookup.map(|l| &l[..])], |r| r.get(0).map(VaultId)).map_err(backend)?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
-}
-
-pub(super) fn sealed_on_old_keys(c: &Connection, current: i64, limit: u32) -> StoreResult<Vec<SealedItem>> {
-    let mut out = Vec::new();
-    let mut st =
-        c.prepare("SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 ORDER BY vault_id LIMIT ?2").map_err(backend)?;
-    let rows = st
-        .query_map(params![current, limit], |r| Ok(SealedItem::Data { vault_id: VaultId(r.get(0)?), key_id: r.get(1)?, sealed: r.get(2)? }))
-        .map_err(backend)?;
-    for r in rows {
-        out.push(r.map_err(backend)?);
+    fn insert_data_key(&self, k: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(move |c| {
+            match c.execute(
+                "INSERT INTO data_keys (id, wrapped, created_at) VALUES (?1, ?2, ?3)",
+                params![k.id, k.wrapped, k.created_at.millis()],
+            ) {
+                Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict),
+                Err(e) => Err(backend(e)),
+                Ok(_) => append_event_tx(c, &event).map(drop),
+            }
+        }))
     }
-    let left = i64::from(limit) - out.len() as i64;
-    if left > 0 {
-        let mut st = c
-            .prepare(
-                "SELECT vault_id, name, value_type, key_id, sealed FROM associations WHERE key_id <> ?1 ORDER BY vault_id, name LIMIT ?2",
+
+    fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
+        Box::pin(self.write(|c| {
+            c.query_row("UPDATE vault_id_seq SET next = next + 1 WHERE id = 1 RETURNING next - 1", [], |r| r.get(0))
+                .map(VaultId)
+                .map_err(backend)
+        }))
+    }
+
+    fn insert_entry(&self, e: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+        Box::pin(self.write(move |c| {
+            for o in &e.owners {
+                if !folder_exists(c, o)? {
+                    return Ok(Checked::Done(false));
+                }
+                if !may_write_folder(c, &by, o)? {
+                    return Ok(Checked::Denied);
+                }
+            }
+            exec(
+                c,
+                "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()],
             )
-            .map_err(backend)?;
-        let rows = st
-            .query_map(params![current, left], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, Vec<u8>>(4)?))
-            })
-            .map_err(backend)?;
-        for r in rows {
-            let (v, name, t, key_id, sealed) = r.map_err(backend)?;
-            out.push(SealedItem::Association { vault_id: VaultId(v), name, value_type: stored_value_type(&t)?, key_id, sealed });
-        }
+            .map_err(|err| match err {
+                StoreError::Backend(m) if m.contains("UNIQUE") => StoreError::Conflict,
+                other => other,
+            })?;
+            for o in &e.owners {
+                exec(
+                    c,
+                    "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                    params![e.vault_id.0, o.key(), o.as_str()],
+                )?;
+            }
+            append_event_tx(c, &event)?;
+            Ok(Checked::Done(true))
+        }))
     }
-    Ok(out)
-}
 
-pub(super) fn reseal(c: &Connection, items: &[(SealedItem, i64, Vec<u8>)], event: &Event) -> StoreResult<u64> {
-    let mut n = 0u64;
-    for (item, new_key, new_sealed) in items {
-        n += match item {
-            SealedItem::Data { vault_id, key_id, .. } => c.execute(
-                "UPDATE vault_entries SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND key_id = ?4",
-                params![new_key, new_sealed, vault_id.0, key_id],
-            ),
-            SealedItem::Association { vault_id, name, key_id, .. } => c.execute(
-                "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5",
-                params![new_key, new_sealed, vault_id.0, name, key_id],
-            ),
-        }
-        .map_err(backend)? as u64;
+    fn vault_ids(&self, f: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c
+                .prepare_cached(
+                    "SELECT e.vault_id FROM vault_entries e \
+                     WHERE (?1 IS NULL OR e.vault_type = ?1) \
+                     AND (?2 IS NULL OR EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id AND o.owner_key = ?2)) \
+                     AND (NOT ?3 OR NOT EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id)) \
+                     ORDER BY e.vault_id",
+                )
+                .map_err(backend)?;
+            let rows = st.query_map(params![f.vault_type, f.owner_key, f.orphans_only], |r| r.get(0).map(VaultId)).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
     }
-    if n > 0 {
-        append_event_tx(c, event)?;
+
+    fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+        Box::pin(self.read(move |c| {
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                if entry_exists(c, id)? {
+                    out.push((id, owners(c, id)?));
+                }
+            }
+            Ok(out)
+        }))
     }
-    Ok(n)
+
+    fn mutate_entry(&self, id: VaultId, vault_type: i32, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+        Box::pin(self.write(move |c| {
+            if !check(c, sql::IS_MASTER_ADMIN.sqlite(), params![by.grant_id.as_str(), by.user_id.as_str()])? {
+                return Ok(Checked::Denied);
+            }
+            let n = exec(c, "UPDATE vault_entries SET vault_type = ?1 WHERE vault_id = ?2", params![vault_type, id.0])?;
+            if n == 1 {
+                append_event_tx(c, &event)?;
+            }
+            Ok(Checked::Done(n == 1))
+        }))
+    }
+
+    fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>> {
+        Box::pin(self.write(move |c| {
+            if !entry_exists(c, id)? {
+                return Ok(Checked::Done(AddOwner::NoEntry));
+            }
+            if !folder_exists(c, &owner)? {
+                return Ok(Checked::Done(AddOwner::NoFolder));
+            }
+            if !may_write_entry(c, &by, id)? || !may_write_folder(c, &by, &owner)? {
+                return Ok(Checked::Denied);
+            }
+            let n = exec(
+                c,
+                "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                params![id.0, owner.key(), owner.as_str()],
+            )?;
+            if n == 0 {
+                return Ok(Checked::Done(AddOwner::AlreadyOwner));
+            }
+            append_event_tx(c, &event)?;
+            Ok(Checked::Done(AddOwner::Added))
+        }))
+    }
+
+    fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>> {
+        Box::pin(self.write(move |c| {
+            if !may_write_folder(c, &by, &owner)? {
+                return Ok(Checked::Denied);
+            }
+            let affected: Vec<VaultId> = {
+                let mut st = c
+                    .prepare_cached(
+                        "SELECT vault_id FROM vault_owners WHERE owner_key = ?1 AND (?2 IS NULL OR vault_id = ?2) ORDER BY vault_id",
+                    )
+                    .map_err(backend)?;
+                let rows = st.query_map(params![owner.key(), id.map(|v| v.0)], |r| r.get(0).map(VaultId)).map_err(backend)?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(backend)?
+            };
+            let mut out = OwnerRemoval::default();
+            for v in affected {
+                out.removed +=
+                    exec(c, "DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2", params![v.0, owner.key()])? as u64;
+                let left: i64 = c
+                    .prepare_cached("SELECT count(*) FROM vault_owners WHERE vault_id = ?1")
+                    .and_then(|mut st| st.query_row([v.0], |r| r.get(0)))
+                    .map_err(backend)?;
+                if left == 0 {
+                    exec(c, "DELETE FROM vault_entries WHERE vault_id = ?1", [v.0])?;
+                    out.deleted.push(v);
+                }
+            }
+            if out.removed > 0 {
+                append_event_tx(c, &event)?;
+                for v in &out.deleted {
+                    append_event_tx(c, &deleted_event(&event, *v))?;
+                }
+            }
+            Ok(Checked::Done(out))
+        }))
+    }
+
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(self.read(|c| {
+            let mut st = c.prepare_cached("SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name").map_err(backend)?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
+    }
+
+    fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c
+                .prepare_cached("SELECT name, value_type, key_id, sealed, lookup FROM associations WHERE vault_id = ?1 ORDER BY name")
+                .map_err(backend)?;
+            let rows = st
+                .query_map([id.0], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, Vec<u8>>(3)?,
+                        r.get::<_, Vec<u8>>(4)?,
+                    ))
+                })
+                .map_err(backend)?;
+            rows.map(|r| {
+                let (name, t, key_id, sealed, lookup) = r.map_err(backend)?;
+                Ok(StoredAssociation { name, value_type: stored_value_type(&t)?, key_id, sealed, lookup: stored_hash32(lookup)? })
+            })
+            .collect()
+        }))
+    }
+
+    fn put_association(&self, id: VaultId, a: StoredAssociation, by: Writer, event: Event) -> StoreFuture<'_, Checked<PutAssociation>> {
+        Box::pin(self.write(move |c| {
+            if !entry_exists(c, id)? {
+                return Ok(Checked::Done(PutAssociation::NoEntry));
+            }
+            if !may_write_entry(c, &by, id)? {
+                return Ok(Checked::Denied);
+            }
+            let existing: Option<Vec<u8>> = c
+                .prepare_cached("SELECT lookup FROM associations WHERE vault_id = ?1 AND name = ?2")
+                .and_then(|mut st| st.query_row(params![id.0, a.name], |r| r.get(0)).optional())
+                .map_err(backend)?;
+            if existing.as_deref() == Some(a.lookup.as_slice()) {
+                return Ok(Checked::Done(PutAssociation::Identical));
+            }
+            exec(
+                c,
+                "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
+                 sealed = excluded.sealed, lookup = excluded.lookup",
+                params![id.0, a.name, a.value_type.as_str(), a.key_id, a.sealed, &a.lookup[..]],
+            )?;
+            append_event_tx(c, &event)?;
+            Ok(Checked::Done(PutAssociation::Stored))
+        }))
+    }
+
+    fn dissociate(
+        &self,
+        id: VaultId,
+        name: Option<String>,
+        lookup: Option<[u8; 32]>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<u64>> {
+        Box::pin(self.write(move |c| {
+            if !may_write_entry(c, &by, id)? {
+                return Ok(Checked::Denied);
+            }
+            let n = exec(
+                c,
+                "DELETE FROM associations WHERE vault_id = ?1 AND (?2 IS NULL OR name = ?2) AND (?3 IS NULL OR lookup = ?3)",
+                params![id.0, name, lookup.as_ref().map(|l| &l[..])],
+            )? as u64;
+            if n > 0 {
+                append_event_tx(c, &event)?;
+            }
+            Ok(Checked::Done(n))
+        }))
+    }
+
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c
+                .prepare_cached("SELECT vault_id FROM associations WHERE name = ?1 AND (?2 IS NULL OR lookup = ?2) ORDER BY vault_id")
+                .map_err(backend)?;
+            let rows = st.query_map(params![name, lookup.as_ref().map(|l| &l[..])], |r| r.get(0).map(VaultId)).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
+    }
+
+    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        Box::pin(self.read(move |c| {
+            let mut out = Vec::new();
+            let mut st =
+                c.prepare("SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 ORDER BY vault_id LIMIT ?2").map_err(backend)?;
+            let rows = st
+                .query_map(params![current, limit], |r| Ok(SealedItem::Data { vault_id: VaultId(r.get(0)?), key_id: r.get(1)?, sealed: r.get(2)? }))
+                .map_err(backend)?;
+            for r in rows {
+                out.push(r.map_err(backend)?);
+            }
+            let left = i64::from(limit) - out.len() as i64;
+            if left > 0 {
+                let mut st = c
+                    .prepare(
+                        "SELECT vault_id, name, value_type, key_id, sealed FROM associations WHERE key_id <> ?1 ORDER BY vault_id, name LIMIT ?2",
+                    )
+                    .map_err(backend)?;
+                let rows = st
+                    .query_map(params![current, left], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, Vec<u8>>(4)?))
+                    })
+                    .map_err(backend)?;
+                for r in rows {
+                    let (v, name, t, key_id, sealed) = r.map_err(backend)?;
+                    out.push(SealedItem::Association { vault_id: VaultId(v), name, value_type: stored_value_type(&t)?, key_id, sealed });
+                }
+            }
+            Ok(out)
+        }))
+    }
+
+    fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
+        Box::pin(self.write(move |c| {
+            let mut n = 0u64;
+            for (item, new_key, new_sealed) in &items {
+                n += match item {
+                    SealedItem::Data { vault_id, key_id, .. } => c.execute(
+                        "UPDATE vault_entries SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND key_id = ?4",
+                        params![new_key, new_sealed, vault_id.0, key_id],
+                    ),
+                    SealedItem::Association { vault_id, name, key_id, .. } => c.execute(
+                        "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5",
+                        params![new_key, new_sealed, vault_id.0, name, key_id],
+                    ),
+                }
+                .map_err(backend)? as u64;
+            }
+            if n > 0 {
+                append_event_tx(c, &event)?;
+            }
+            Ok(n)
+        }))
+    }
 }

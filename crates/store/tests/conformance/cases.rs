@@ -2,15 +2,16 @@ use std::sync::{Arc, Mutex};
 
 use strongroom_core::event::{Event, EventKind, verify_chain};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState, PollRecord};
-use strongroom_core::grant::{Grant, IssuedTokens};
+use strongroom_core::grant::refresh::Refresh;
+use strongroom_core::grant::{Grant, IssuedTokens, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::throttle::Rule;
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::{TokenKey, TokenKind};
-use strongroom_store::{EventFilter, NewTokens, Store, StoreError};
+use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
+use strongroom_store::{EventFilter, NewTokens, PairChange, Store, StoreError};
 
 #[derive(Debug)]
 struct Rng(Mutex<u64>);
@@ -41,6 +42,10 @@ async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
     let u = User { id: UserId::generate(rng), name: name.into(), disabled: false, master_admin: false, created_at: T0 };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated).object(name)).await.unwrap();
     u
+}
+
+async fn device_of(store: &dyn Store, hash: TokenHash) -> Option<DeviceAuthorization> {
+    store.device_context(hash).await.unwrap().map(|c| c.device)
 }
 
 fn integration(client_id: &str) -> Integration {
@@ -125,14 +130,14 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     let mut clash = device(&rng, 2);
     clash.user_code_hash = d.user_code_hash;
     assert!(matches!(store.insert_device(clash, ev(EventKind::DeviceAuthorizationStarted), None).await, Err(StoreError::Conflict)));
-    assert_eq!(store.device_by_code(d.code_hash).await.unwrap(), Some(d.clone()));
+    assert_eq!(device_of(&*store, d.code_hash).await, Some(d.clone()));
     assert_eq!(store.device_by_user_code(d.user_code_hash).await.unwrap(), Some(d.clone()));
 
     // Polls are conditional on the version read.
     let rec = PollRecord { last_poll_at: T0.plus_secs(1), interval_secs: 10 };
     assert!(store.record_poll(d.code_hash, 0, rec).await.unwrap());
     assert!(!store.record_poll(d.code_hash, 0, rec).await.unwrap(), "stale version");
-    let polled = store.device_by_code(d.code_hash).await.unwrap().unwrap();
+    let polled = device_of(&*store, d.code_hash).await.unwrap();
     assert_eq!((polled.version, polled.interval_secs, polled.last_poll_at), (1, 10, Some(T0.plus_secs(1))));
 
     // Approve, once.
@@ -142,22 +147,37 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     let deny = DeviceState::Denied { user_id: alice.id.clone() };
     assert!(!store.decide_device(d.code_hash, 2, deny, ev(EventKind::DeviceDenied)).await.unwrap(), "not pending any more");
     assert!(!store.record_poll(d.code_hash, 2, rec).await.unwrap(), "only pending codes record polls");
-    let now = store.device_by_code(d.code_hash).await.unwrap().unwrap();
+    let now = device_of(&*store, d.code_hash).await.unwrap();
     assert_eq!(now.state, approved);
 
     // Redeem.
     let grant = Grant::new(&rng, "app", alice.id.clone(), d.scope.clone(), T0, TokenSettings::default());
     let tokens = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
     assert!(store.redeem_device(d.code_hash, 2, grant.clone(), NewTokens::from(&tokens), ev(EventKind::TokenIssued)).await.unwrap());
+    let mut born = grant.clone();
+    born.pair = Pair::first(&tokens);
     let ctx = store.access_context(tokens.access_hash).await.unwrap().unwrap();
-    assert_eq!(ctx.grant, grant);
+    assert_eq!(ctx.grant, born);
     assert_eq!(ctx.user_name, "alice");
     assert_eq!(ctx.token_expires, tokens.access_expires);
-    assert!(!ctx.user_disabled && !ctx.integration_disabled);
-    let (rt, g) = store.refresh_token(tokens.refresh_hash().unwrap()).await.unwrap().unwrap();
-    assert_eq!(g, grant);
-    assert_eq!(rt.spent_at, None);
-    assert!(matches!(store.device_by_code(d.code_hash).await.unwrap().unwrap().state, DeviceState::Redeemed { .. }));
+    assert!(!ctx.user_disabled && !ctx.integration_disabled && !ctx.master_admin);
+    assert!(ctx.first_use_of_pair());
+    let rc = store.refresh_context(tokens.refresh_hash().unwrap()).await.unwrap().unwrap();
+    assert_eq!(rc.grant, born);
+    assert!(rc.standing.integration_found && rc.standing.user_found && rc.standing.user_allowed);
+    assert_eq!(rc.decide("app", T0, 30), Refresh::Rotate);
+    // The device context now names the grant it was redeemed into.
+    let dc = store.device_context(d.code_hash).await.unwrap().unwrap();
+    assert!(matches!(dc.device.state, DeviceState::Redeemed { .. }));
+    assert_eq!(dc.grant, Some(born.clone()));
+    assert!(dc.device_flow_enabled);
+    assert!(dc.may_reissue("app", T0.plus_secs(1), 30));
+    // The first use of the pair is recorded once; a used pair cannot be replaced.
+    store.mark_pair_used(grant.id.clone(), tokens.access_hash).await.unwrap();
+    let used = store.device_context(d.code_hash).await.unwrap().unwrap();
+    assert!(used.grant.as_ref().unwrap().pair.used);
+    assert_eq!(used.grant.as_ref().unwrap().version, 1);
+    assert!(!used.may_reissue("app", T0.plus_secs(1), 30));
     // The tokens are not findable under the wrong kind.
     assert!(store.access_context(tokens.refresh_hash().unwrap()).await.unwrap().is_none());
 }
@@ -192,21 +212,52 @@ pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn St
     assert_eq!(store.list_grants(true, T0).await.unwrap().len(), 20, "one grant per code");
 }
 
+/// One refresh as the service makes it: read the context, decide, and
+/// write conditionally on the version read; a lost write reads again.
+async fn refresh_once(store: &dyn Store, rng: &dyn Random, presented: TokenHash, now: UnixTime, window: i64) -> Option<IssuedTokens> {
+    for _ in 0..200 {
+        let ctx = store.refresh_context(presented).await.unwrap()?;
+        let g = &ctx.grant;
+        let t = IssuedTokens::mint(&TokenKey::new(KEY), rng, g, now);
+        let change = match ctx.decide("app", now, window) {
+            Refresh::Rotate => {
+                PairChange { pair: Pair::rotated(presented, &t), tokens: NewTokens::from(&t), spend: Some(presented), retire_access: None }
+            }
+            Refresh::Retry => {
+                PairChange { pair: g.pair.retried(&t), tokens: NewTokens::from(&t), spend: g.pair.refresh, retire_access: g.pair.access }
+            }
+            Refresh::Reuse => {
+                store.revoke_grant(g.id.clone(), now, ev(EventKind::RefreshTokenReuse)).await.unwrap();
+                return None;
+            }
+            Refresh::Reject(_) => return None,
+        };
+        if store.advance_pair(g.id.clone(), g.version, change, ev(EventKind::TokenRefreshed)).await.unwrap() {
+            return Some(t);
+        }
+    }
+    panic!("no progress in 200 attempts")
+}
+
 pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>) {
     let rng = Arc::new(rng());
     let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
     let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
     let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
     store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
     let mut current = first.refresh_hash().unwrap();
     for trial in 0..20 {
+        // Strict (window 0): 32 writers with the same version read, one wins.
+        let ctx = store.refresh_context(current).await.unwrap().unwrap();
         let mut tasks = Vec::new();
         for _ in 0..32 {
-            let (store, rng, grant) = (store.clone(), rng.clone(), grant.clone());
+            let (store, rng, g) = (store.clone(), rng.clone(), ctx.grant.clone());
             tasks.push(tokio::spawn(async move {
-                let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0.plus_secs(trial + 1));
-                let won =
-                    store.rotate_refresh(current, grant.id.clone(), NewTokens::from(&t), ev(EventKind::TokenRefreshed)).await.unwrap();
+                let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0.plus_secs(trial + 1));
+                let change =
+                    PairChange { pair: Pair::rotated(current, &t), tokens: NewTokens::from(&t), spend: Some(current), retire_access: None };
+                let won = store.advance_pair(g.id.clone(), g.version, change, ev(EventKind::TokenRefreshed)).await.unwrap();
                 won.then(|| t.refresh_hash().unwrap())
             }));
         }
@@ -215,12 +266,65 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
             winners.extend(t.await.unwrap());
         }
         assert_eq!(winners.len(), 1, "trial {trial}: exactly one rotation wins");
-        let (old, _) = store.refresh_token(current).await.unwrap().unwrap();
-        assert_eq!(old.spent_at, Some(T0.plus_secs(trial + 1)));
+        let old = store.refresh_context(current).await.unwrap().unwrap();
+        assert_eq!(old.grant.pair.refresh, Some(winners[0]));
+        assert_eq!(old.grant.pair.rotated_from, Some((current, T0.plus_secs(trial + 1))));
+        assert_eq!(old.decide("app", T0.plus_secs(trial + 1), 0), Refresh::Reuse, "strict: the spent token is reuse");
         current = winners[0];
     }
-    let g = store.refresh_token(current).await.unwrap().unwrap().1;
+    let g = store.refresh_context(current).await.unwrap().unwrap().grant;
     assert_eq!(g.access_issued_at, T0.plus_secs(20));
+    assert_eq!(g.version, 20);
+}
+
+pub(crate) async fn retry_replaces_an_unused_pair_under_concurrency(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    for trial in 0..10 {
+        let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
+        store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
+        let presented = first.refresh_hash().unwrap();
+        // 32 presentations of one token at once: one rotates, the rest retry in turn.
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let (store, rng) = (store.clone(), rng.clone());
+            tasks.push(tokio::spawn(async move {
+                refresh_once(&*store, &*rng, presented, T0.plus_secs(1), 30).await.map(|t| (t.refresh_hash().unwrap(), t.access_hash))
+            }));
+        }
+        let mut returned = Vec::new();
+        for t in tasks {
+            returned.push(t.await.unwrap().expect("every presentation inside the window gets a pair"));
+        }
+        // Exactly one returned refresh token works; the grant is alive; one access token of the pairs works.
+        let working: Vec<_> = {
+            let mut w = Vec::new();
+            for (r, _) in &returned {
+                let ctx = store.refresh_context(*r).await.unwrap().unwrap();
+                if ctx.decide("app", T0.plus_secs(2), 30) == Refresh::Rotate {
+                    w.push(*r);
+                }
+            }
+            w
+        };
+        assert_eq!(working.len(), 1, "trial {trial}: exactly one refresh token works");
+        let mut live_access = 0;
+        for (_, a) in &returned {
+            live_access += usize::from(store.access_context(*a).await.unwrap().is_some());
+        }
+        assert_eq!(live_access, 1, "trial {trial}: replaced pairs' access tokens stopped working");
+        let g = store.refresh_context(working[0]).await.unwrap().unwrap().grant;
+        assert!(g.revoked_at.is_none(), "trial {trial}: the grant is alive");
+        // The thief's case: the owner uses the new pair, then the old token comes back: revoked.
+        let next = refresh_once(&*store, &*rng, working[0], T0.plus_secs(3), 30).await.unwrap();
+        assert!(refresh_once(&*store, &*rng, presented, T0.plus_secs(4), 30).await.is_none());
+        let after = store.refresh_context(next.refresh_hash().unwrap()).await.unwrap().unwrap();
+        assert!(after.grant.revoked_at.is_some(), "trial {trial}: a replay after the successor was used revokes the grant");
+    }
+    let reuse = store.events(EventFilter { kind: Some("token.refresh_reuse".into()), limit: 100, ..Default::default() }).await.unwrap();
+    let _ = reuse;
 }
 
 pub(crate) async fn revoke(store: Arc<dyn Store>) {
@@ -234,22 +338,54 @@ pub(crate) async fn revoke(store: Arc<dyn Store>) {
     assert!(store.revoke_grant(grant.id.clone(), T0.plus_secs(5), ev(EventKind::GrantRevoked)).await.unwrap());
     assert!(!store.revoke_grant(grant.id.clone(), T0.plus_secs(6), ev(EventKind::GrantRevoked)).await.unwrap());
     assert!(store.access_context(t.access_hash).await.unwrap().is_none(), "access tokens die with the grant");
-    let (rt, g) = store.refresh_token(t.refresh_hash().unwrap()).await.unwrap().unwrap();
-    assert_eq!(g.revoked_at, Some(T0.plus_secs(5)));
-    assert_eq!(rt.spent_at, None);
-    // A refresh of a revoked grant loses.
+    let ctx = store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().unwrap();
+    assert_eq!(ctx.grant.revoked_at, Some(T0.plus_secs(5)));
+    assert_eq!(ctx.grant.version, 1, "a revocation moves the version: writes based on earlier reads lose");
+    // A refresh of a revoked grant loses, even with the current version.
     let t2 = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0.plus_secs(7));
-    assert!(
-        !store
-            .rotate_refresh(t.refresh_hash().unwrap(), grant.id.clone(), NewTokens::from(&t2), ev(EventKind::TokenRefreshed))
-            .await
-            .unwrap()
-    );
+    let change =
+        PairChange { pair: Pair::rotated(t.refresh_hash().unwrap(), &t2), tokens: NewTokens::from(&t2), spend: None, retire_access: None };
+    assert!(!store.advance_pair(grant.id.clone(), 1, change, ev(EventKind::TokenRefreshed)).await.unwrap());
     assert!(store.list_grants(false, T0).await.unwrap().is_empty());
     let all = store.list_grants(true, T0).await.unwrap();
     assert_eq!((all.len(), all[0].user_name.as_str()), (1, "alice"));
     let revokes = store.events(EventFilter { kind: Some("grant.revoked".into()), limit: 10, ..Default::default() }).await.unwrap();
     assert_eq!(revokes.len(), 1, "a failed revoke writes no event");
+}
+
+pub(crate) async fn standing_follows_the_user_and_integration(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    let bob = user(&*store, &rng, "bob").await;
+    let mut i = integration("app");
+    i.allowed_users = AllowedUsers::Only(vec![alice.id.clone()]);
+    store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let mut ctxs = Vec::new();
+    for u in [&alice, &bob] {
+        let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
+        store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+        ctxs.push(t.refresh_hash().unwrap());
+    }
+    let standing = |h| {
+        let store = store.clone();
+        async move { store.refresh_context(h).await.unwrap().unwrap().standing }
+    };
+    assert!(standing(ctxs[0]).await.user_allowed);
+    assert!(!standing(ctxs[1]).await.user_allowed, "bob is not on the integration's list");
+    store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap();
+    assert!(standing(ctxs[0]).await.user_disabled);
+    store
+        .record_failure(vec![("pw:user:bob".into(), Rule { limit: 0, window_secs: 60, lockout_secs: 600 })], ev(EventKind::LoginFailed))
+        .await
+        .unwrap();
+    assert_eq!(standing(ctxs[1]).await.locked_until, Some(T0.plus_secs(600)), "the lockout counter is joined by user name");
+    i.disabled = true;
+    i.overrides.retry_window = Some(7);
+    store.update_integration(i, ev(EventKind::IntegrationUpdated)).await.unwrap();
+    let ctx = store.refresh_context(ctxs[0]).await.unwrap().unwrap();
+    assert!(ctx.standing.integration_disabled);
+    assert_eq!(ctx.retry_window, Some(7));
 }
 
 pub(crate) async fn throttle(store: Arc<dyn Store>) {
@@ -300,10 +436,27 @@ pub(crate) async fn purge(store: Arc<dyn Store>) {
     store.insert_grant(grant, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
     assert_eq!(store.purge(T0.plus_secs(50)).await.unwrap(), 0);
     assert!(store.purge(T0.plus_secs(400)).await.unwrap() >= 2);
-    assert!(store.device_by_code(device(&rng, 1).code_hash).await.unwrap().is_none());
-    assert!(store.refresh_token(t.refresh_hash().unwrap()).await.unwrap().is_none());
+    assert!(device_of(&*store, device(&rng, 1).code_hash).await.is_none());
+    assert!(store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().is_none());
     let events = store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap();
     assert_eq!(events.len(), 3, "events are kept");
+}
+
+/// A user (Master Admin or not) with a live grant: who vault writes name.
+async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, TokenHash) {
+    let rng = Rng(Mutex::new(if master_admin { 0x1111_2222_3333_4445 } else { 0x5555_6666_7777_8889 }));
+    let name = if master_admin { "admin" } else { "writer" };
+    let u = User { id: UserId::generate(&rng), name: name.into(), disabled: false, master_admin, created_at: T0 };
+    store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
+    let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
+    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
+    store.insert_grant(g.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, t.access_hash)
+}
+
+/// The entry as a vault request's context read sees it.
+async fn entry_of(store: &dyn Store, access: TokenHash, id: strongroom_core::vault::VaultId) -> Option<strongroom_store::VaultEntry> {
+    store.vault_context(access, Some(id)).await.unwrap().unwrap().entry
 }
 
 fn folder(p: &str) -> strongroom_core::vault::FolderPath {
@@ -355,53 +508,101 @@ pub(crate) async fn vault_folders_and_rights(store: Arc<dyn Store>) {
 
 pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>) {
     use strongroom_core::vault::VaultId;
-    use strongroom_store::{AddOwner, DataKeyRecord, PutAssociation, SealedItem, VaultFilter};
+    use strongroom_store::{AddOwner, Checked, DataKeyRecord, PutAssociation, SealedItem, VaultFilter};
     store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![9; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
     assert!(matches!(
         store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![8; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await,
         Err(StoreError::Conflict)
     ));
     assert_eq!(store.data_keys().await.unwrap().len(), 1);
+    let (w, access) = writer(&*store, true).await;
+    for f in ["\\VED\\Policy\\A", "\\VED\\Policy\\B", "\\VED\\Policy\\C"] {
+        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    }
     let a = store.allocate_vault_id().await.unwrap();
     let b = store.allocate_vault_id().await.unwrap();
     assert!(b.0 > a.0 && a.0 >= 1);
-    store.insert_entry(entry(a, &["\\VED\\Policy\\A"]), ev(EventKind::VaultAdded)).await.unwrap();
-    store.insert_entry(entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]), ev(EventKind::VaultAdded)).await.unwrap();
-    let got = store.entry(b).await.unwrap().unwrap();
+    assert_eq!(
+        store.insert_entry(entry(a, &["\\VED\\Nowhere"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap(),
+        Checked::Done(false)
+    );
+    store.insert_entry(entry(a, &["\\VED\\Policy\\A"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+    store.insert_entry(entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+    let got = entry_of(&*store, access, b).await.unwrap();
     assert_eq!(got, entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]));
-    assert!(store.entry(VaultId(999)).await.unwrap().is_none());
+    assert!(entry_of(&*store, access, VaultId(999)).await.is_none());
     assert_eq!(store.owners_of(vec![a, VaultId(999)]).await.unwrap(), vec![(a, vec![folder("\\VED\\Policy\\A")])]);
 
     // Associations: one value per name, identical ones reported, lookups by hash.
-    assert_eq!(store.put_association(a, assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
-    assert_eq!(store.put_association(a, assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Identical);
-    assert_eq!(store.put_association(a, assoc("n", 2), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
-    assert_eq!(store.put_association(b, assoc("n", 2), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
-    assert_eq!(store.put_association(b, assoc("m", 3), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::Stored);
-    assert_eq!(store.put_association(VaultId(999), assoc("n", 1), ev(EventKind::VaultAssociated)).await.unwrap(), PutAssociation::NoEntry);
+    assert_eq!(
+        store.put_association(a, assoc("n", 1), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Stored)
+    );
+    assert_eq!(
+        store.put_association(a, assoc("n", 1), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Identical)
+    );
+    assert_eq!(
+        store.put_association(a, assoc("n", 2), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Stored)
+    );
+    assert_eq!(
+        store.put_association(b, assoc("n", 2), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Stored)
+    );
+    assert_eq!(
+        store.put_association(b, assoc("m", 3), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Stored)
+    );
+    assert_eq!(
+        store.put_association(VaultId(999), assoc("n", 1), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::NoEntry)
+    );
     assert_eq!(store.associations(a).await.unwrap(), vec![assoc("n", 2)]);
     assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![a, b]);
     assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);
     assert_eq!(store.lookup_by_association("m".into(), None).await.unwrap(), vec![b]);
-    assert_eq!(store.dissociate(b, Some("n".into()), Some([9; 32]), ev(EventKind::VaultDissociated)).await.unwrap(), 0);
-    assert_eq!(store.dissociate(b, Some("n".into()), Some([2; 32]), ev(EventKind::VaultDissociated)).await.unwrap(), 1);
-    assert_eq!(store.dissociate(b, None, None, ev(EventKind::VaultDissociated)).await.unwrap(), 1);
+    assert_eq!(
+        store.dissociate(b, Some("n".into()), Some([9; 32]), w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(),
+        Checked::Done(0)
+    );
+    assert_eq!(
+        store.dissociate(b, Some("n".into()), Some([2; 32]), w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(),
+        Checked::Done(1)
+    );
+    assert_eq!(store.dissociate(b, None, None, w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(), Checked::Done(1));
     assert!(store.associations(b).await.unwrap().is_empty());
 
     // Types, owners, and deletion with the last owner.
-    assert!(store.mutate_entry(a, 1_073_741_856, ev(EventKind::VaultMutated)).await.unwrap());
+    assert_eq!(store.mutate_entry(a, 1_073_741_856, w.clone(), ev(EventKind::VaultMutated)).await.unwrap(), Checked::Done(true));
     let f = VaultFilter { vault_type: Some(1_073_741_856), ..Default::default() };
     assert_eq!(store.vault_ids(f).await.unwrap(), vec![a]);
     let f = VaultFilter { owner_key: Some("\\ved\\policy\\b".into()), ..Default::default() };
     assert_eq!(store.vault_ids(f).await.unwrap(), vec![b]);
-    assert_eq!(store.add_owner(a, folder("\\VED\\Policy\\C"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::Added);
-    assert_eq!(store.add_owner(a, folder("\\ved\\policy\\c"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::AlreadyOwner);
-    assert_eq!(store.add_owner(VaultId(999), folder("\\VED\\X"), ev(EventKind::VaultOwnerAdded)).await.unwrap(), AddOwner::NoEntry);
-    let r = store.remove_owner(None, folder("\\VED\\Policy\\A"), ev(EventKind::VaultOwnerRemoved)).await.unwrap();
+    assert_eq!(
+        store.add_owner(a, folder("\\VED\\Policy\\C"), w.clone(), ev(EventKind::VaultOwnerAdded)).await.unwrap(),
+        Checked::Done(AddOwner::Added)
+    );
+    assert_eq!(
+        store.add_owner(a, folder("\\ved\\policy\\c"), w.clone(), ev(EventKind::VaultOwnerAdded)).await.unwrap(),
+        Checked::Done(AddOwner::AlreadyOwner)
+    );
+    assert_eq!(
+        store.add_owner(VaultId(999), folder("\\VED\\X"), w.clone(), ev(EventKind::VaultOwnerAdded)).await.unwrap(),
+        Checked::Done(AddOwner::NoEntry)
+    );
+    let Checked::Done(r) = store.remove_owner(None, folder("\\VED\\Policy\\A"), w.clone(), ev(EventKind::VaultOwnerRemoved)).await.unwrap()
+    else {
+        panic!("denied")
+    };
     assert_eq!((r.removed, r.deleted.len()), (2, 0));
-    let r = store.remove_owner(Some(b), folder("\\VED\\Policy\\B"), ev(EventKind::VaultOwnerRemoved)).await.unwrap();
+    let Checked::Done(r) =
+        store.remove_owner(Some(b), folder("\\VED\\Policy\\B"), w.clone(), ev(EventKind::VaultOwnerRemoved)).await.unwrap()
+    else {
+        panic!("denied")
+    };
     assert_eq!((r.removed, r.deleted), (1, vec![b]));
-    assert!(store.entry(b).await.unwrap().is_none());
+    assert!(entry_of(&*store, access, b).await.is_none());
     assert_eq!(store.key_names_in_use().await.unwrap(), vec!["Software:Default".to_owned()]);
     assert!(store.vault_ids(VaultFilter { orphans_only: true, ..Default::default() }).await.unwrap().is_empty());
 
@@ -413,11 +614,11 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 2);
     assert_eq!(store.reseal(items, ev(EventKind::VaultResealed)).await.unwrap(), 0, "already on key 2");
     assert!(store.sealed_on_old_keys(2, 100).await.unwrap().is_empty());
-    assert_eq!(store.entry(a).await.unwrap().unwrap().key_id, 2);
+    assert_eq!(entry_of(&*store, access, a).await.unwrap().key_id, 2);
     // Every change wrote its event, and only changes did.
     let head = store.event_head().await.unwrap();
     let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(verify_chain(&events, head).unwrap(), 16);
+    assert_eq!(verify_chain(&events, head).unwrap(), 21, "16 vault changes, 3 folders, the writer and its grant");
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
 }
@@ -431,7 +632,7 @@ pub(crate) async fn device_start_quota(store: Arc<dyn Store>) {
     }
     let over = store.insert_device(device(&rng, 3), ev(EventKind::DeviceAuthorizationStarted), quota()).await;
     assert!(matches!(over, Err(StoreError::QuotaExceeded)), "{over:?}");
-    assert!(store.device_by_code(device(&rng, 3).code_hash).await.unwrap().is_none(), "nothing written past the quota");
+    assert!(device_of(&*store, device(&rng, 3).code_hash).await.is_none(), "nothing written past the quota");
     let starts = store.events(EventFilter { kind: Some("device.started".into()), limit: 10, ..Default::default() }).await.unwrap();
     assert_eq!(starts.len(), 3);
     // Another key is not affected; a new window starts afresh.
@@ -443,4 +644,56 @@ pub(crate) async fn device_start_quota(store: Arc<dyn Store>) {
     later.created_at = T0.plus_secs(61);
     later.expires_at = T0.plus_secs(361);
     store.insert_device(later, Event::new(EventKind::DeviceAuthorizationStarted, T0.plus_secs(61)), quota()).await.unwrap();
+}
+
+/// A write re-checks the writer's rights in its own transaction: rights
+/// removed (or a grant revoked) after the context read are never bypassed.
+pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
+    use strongroom_core::vault::Rights;
+    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
+    store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![9; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
+    let (admin, _) = writer(&*store, true).await;
+    let (w, access) = writer(&*store, false).await;
+    let team = folder("\\VED\\Policy\\Team");
+    store.create_folders(folder("\\VED\\Policy\\Team\\App").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.set_rights(team.clone(), w.user_id.clone(), Rights::READ.union(Rights::WRITE), ev(EventKind::RightsChanged)).await.unwrap();
+    let id = store.allocate_vault_id().await.unwrap();
+    // Write inherited from the folder above the owner.
+    let done = store.insert_entry(entry(id, &["\\VED\\Policy\\Team\\App"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+    assert_eq!(done, Checked::Done(true));
+    // The context read says the writer may write...
+    let ctx = store.vault_context(access, Some(id)).await.unwrap().unwrap();
+    assert_eq!(ctx.rights, vec![(team.key().to_owned(), Rights::READ.union(Rights::WRITE))]);
+    assert_eq!(ctx.current_key, Some(1));
+    assert!(ctx.entry.is_some());
+    let put = |n: &str, h: u8, who: strongroom_store::Writer| {
+        let store = store.clone();
+        let a = assoc(n, h);
+        async move { store.put_association(id, a, who, ev(EventKind::VaultAssociated)).await.unwrap() }
+    };
+    assert_eq!(put("n", 1, w.clone()).await, Checked::Done(PutAssociation::Stored));
+    // ...then an administrator removes the rights: the next write is refused, nothing written.
+    store.set_rights(team.clone(), w.user_id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
+    assert_eq!(put("n", 2, w.clone()).await, Checked::Denied);
+    assert_eq!(store.dissociate(id, None, None, w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(), Checked::Denied);
+    assert_eq!(store.associations(id).await.unwrap(), vec![assoc("n", 1)], "the denied writes changed nothing");
+    // A master admin may; a revoked grant may not, whatever the rights.
+    assert_eq!(put("n", 3, admin.clone()).await, Checked::Done(PutAssociation::Stored));
+    store.set_rights(team.clone(), w.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
+    assert_eq!(put("n", 4, w.clone()).await, Checked::Done(PutAssociation::Stored));
+    store.revoke_grant(w.grant_id.clone(), T0.plus_secs(1), ev(EventKind::GrantRevoked)).await.unwrap();
+    assert_eq!(put("n", 5, w.clone()).await, Checked::Denied);
+    // Rights on a sibling whose name is a prefix do not count (\Team vs \TeamB).
+    let (w2, _) = {
+        let rng = rng();
+        let u = User { id: UserId::generate(&rng), name: "other".into(), disabled: false, master_admin: false, created_at: T0 };
+        store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
+        let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
+        let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
+        store.insert_grant(g.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+        (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, ())
+    };
+    store.create_folders(folder("\\VED\\Policy\\Tea").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.set_rights(folder("\\VED\\Policy\\Tea"), w2.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
+    assert_eq!(put("n", 6, w2).await, Checked::Denied);
 }

@@ -1,0 +1,182 @@
+//! What administrators manage, on PostgreSQL: users, integrations, grants,
+//! folders and rights.
+
+use strongroom_core::event::Event;
+use strongroom_core::identity::{User, UserId};
+use strongroom_core::integration::Integration;
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::{FolderPath, Rights};
+
+use super::{
+    INTEGRATION_COLS, PgStore, USER_COLS, append_event, get, grant_from_row, integration_from_row, integration_values, load_allowed, pg,
+    placeholders, save_allowed, user_from_row, vault,
+};
+use crate::sql::{GRANT_COL_COUNT, GRANT_COLS};
+use crate::{AdminStore, GrantSummary, StoreFuture};
+
+impl AdminStore for PgStore {
+    fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
+        in_tx!(self, |tx| {
+            async {
+                tx.execute(
+                    "INSERT INTO users (id, name, name_key, password_hash, disabled, master_admin, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    &[
+                        &user.id.as_str(),
+                        &user.name,
+                        &user.name.to_lowercase(),
+                        &password_hash,
+                        &user.disabled,
+                        &user.master_admin,
+                        &user.created_at.millis(),
+                    ],
+                )
+                .await
+                .map_err(pg)?;
+                append_event(&tx, &event).await.map(drop)
+            }
+            .await
+        })
+    }
+    fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>> {
+        on_client!(self, |c| {
+            let row = c.query_opt(&format!("SELECT {USER_COLS} FROM users WHERE id = $1"), &[&id.as_str()]).await.map_err(pg)?;
+            row.map(|r| user_from_row(&r)).transpose()
+        })
+    }
+    fn list_users(&self) -> StoreFuture<'_, Vec<User>> {
+        on_client!(self, |c| {
+            let rows = c.query(&format!("SELECT {USER_COLS} FROM users ORDER BY name_key"), &[]).await.map_err(pg)?;
+            rows.iter().map(user_from_row).collect()
+        })
+    }
+    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool> {
+        in_tx!(self, |tx| {
+            async {
+                let n = tx
+                    .execute("UPDATE users SET disabled = $1 WHERE name_key = $2", &[&disabled, &name.to_lowercase()])
+                    .await
+                    .map_err(pg)?;
+                if n == 1 {
+                    append_event(&tx, &event).await?;
+                }
+                Ok(n == 1)
+            }
+            .await
+        })
+    }
+    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool> {
+        in_tx!(self, |tx| {
+            async {
+                let n = tx
+                    .execute("UPDATE users SET password_hash = $1 WHERE name_key = $2", &[&password_hash, &name.to_lowercase()])
+                    .await
+                    .map_err(pg)?;
+                if n == 1 {
+                    append_event(&tx, &event).await?;
+                }
+                Ok(n == 1)
+            }
+            .await
+        })
+    }
+    fn create_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, ()> {
+        in_tx!(self, |tx| {
+            async {
+                let (created_at, scope) = (event.at.millis(), i.max_scope.to_string());
+                let mut values = integration_values(&i, &scope);
+                values.push(&created_at);
+                tx.execute(
+                    &format!("INSERT INTO integrations ({INTEGRATION_COLS}, created_at) VALUES ({})", placeholders(values.len())),
+                    &values,
+                )
+                .await
+                .map_err(pg)?;
+                save_allowed(&tx, &i).await?;
+                append_event(&tx, &event).await.map(drop)
+            }
+            .await
+        })
+    }
+    fn update_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, bool> {
+        in_tx!(self, |tx| {
+            async {
+                let n = tx
+                    .execute(
+                        "UPDATE integrations SET name = $2, max_scope = $3, allow_all_users = $4, allow_device = $5, allow_password = $6, \
+                         access_validity = $7, grant_validity = $8, refreshable = $9, device_code_validity = $10, poll_interval = $11, disabled = $12, retry_window = $13 \
+                         WHERE client_id = $1",
+                        &integration_values(&i, &i.max_scope.to_string()),
+                    )
+                    .await
+                    .map_err(pg)?;
+                if n == 1 {
+                    save_allowed(&tx, &i).await?;
+                    append_event(&tx, &event).await?;
+                }
+                Ok(n == 1)
+            }
+            .await
+        })
+    }
+    fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>> {
+        on_client!(self, |c| {
+            let row = c
+                .query_opt(&format!("SELECT {INTEGRATION_COLS} FROM integrations WHERE client_id = $1"), &[&client_id])
+                .await
+                .map_err(pg)?;
+            match row {
+                None => Ok(None),
+                Some(r) => {
+                    let mut i = integration_from_row(&r)?;
+                    load_allowed(&c, &mut i).await?;
+                    Ok(Some(i))
+                }
+            }
+        })
+    }
+    fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>> {
+        on_client!(self, |c| {
+            let rows = c.query(&format!("SELECT {INTEGRATION_COLS} FROM integrations ORDER BY client_id"), &[]).await.map_err(pg)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let mut i = integration_from_row(r)?;
+                load_allowed(&c, &mut i).await?;
+                out.push(i);
+            }
+            Ok(out)
+        })
+    }
+    fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>> {
+        on_client!(self, |c| {
+            let rows = c
+                .query(
+                    &format!(
+                        "SELECT {GRANT_COLS}, coalesce(u.name, '') FROM grants g LEFT JOIN users u ON u.id = g.user_id \
+                         WHERE $1 OR (g.revoked_at IS NULL AND g.refresh_until > $2) ORDER BY g.created_at, g.id"
+                    ),
+                    &[&include_ended, &now.millis()],
+                )
+                .await
+                .map_err(pg)?;
+            rows.iter().map(|r| Ok(GrantSummary { grant: grant_from_row(r, 0)?, user_name: get(r, GRANT_COL_COUNT)? })).collect()
+        })
+    }
+    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
+        in_tx!(self, |tx| { vault::create_folders(&tx, &lineage, &event).await })
+    }
+    fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
+        on_client!(self, |c| { vault::folders(&c).await })
+    }
+    fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
+        on_client!(self, |c| { vault::folder_exists(&c, &key).await })
+    }
+    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
+        in_tx!(self, |tx| { vault::set_rights(&tx, &folder, &user, rights, &event).await })
+    }
+    fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
+        on_client!(self, |c| { vault::rights_of(&c, &user).await })
+    }
+    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
+        on_client!(self, |c| { vault::all_rights(&c).await })
+    }
+}

@@ -1,0 +1,212 @@
+//! SQL that both dialects share, written once.
+//!
+//! Statements are written with SQLite's numbered parameters (`?1`); the
+//! PostgreSQL store reads them with `$1` (see [`Sql`]). Only constructs both
+//! dialects accept appear here: booleans are compared with `NOT x` / `x`
+//! (SQLite stores them as 0/1, PostgreSQL as `BOOLEAN`) and bound as Rust
+//! `bool`s, which both drivers map to their column type.
+//!
+//! These are the request path's statements: the context reads, the
+//! conditional writes of a grant's token pair, and the rights check every
+//! vault write repeats.
+
+use std::sync::LazyLock;
+
+use strongroom_core::vault::Rights;
+
+/// One statement in both dialects' parameter syntax.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    sqlite: String,
+    postgres: String,
+}
+
+impl Sql {
+    fn new(text: String) -> Sql {
+        Sql { postgres: dollar(&text), sqlite: text }
+    }
+    pub(crate) fn sqlite(&self) -> &str {
+        &self.sqlite
+    }
+    pub(crate) fn postgres(&self) -> &str {
+        &self.postgres
+    }
+}
+
+/// `?1` → `$1`. Statements hold no `?` inside string literals.
+fn dollar(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+macro_rules! shared {
+    ($(#[$doc:meta])* $name:ident = $text:expr) => {
+        $(#[$doc])*
+        pub(crate) static $name: LazyLock<Sql> = LazyLock::new(|| Sql::new($text.into()));
+    };
+}
+
+/// A grant's columns, in the order the row decoders read them (16).
+pub(crate) const GRANT_COLS: &str = "g.id, g.client_id, g.user_id, g.scope, g.created_at, g.refresh_until, g.refreshable, \
+     g.access_issued_at, g.access_validity, g.revoked_at, g.refresh_hash, g.access_hash, g.pair_used, g.rotated_from, g.rotated_at, g.version";
+pub(crate) const GRANT_COL_COUNT: usize = 16;
+
+/// The standing of user `u` on integration `i` (7 columns), for `may_receive`.
+/// Needs `i`, `u` and `th` (the user's password-lockout counter) joined, and
+/// `<grant_user>` naming the user id column the integration list is checked for.
+fn standing_cols(client: &str, user: &str) -> String {
+    format!(
+        "i.client_id IS NOT NULL, i.client_id IS NOT NULL AND i.disabled, i.max_scope, u.id IS NOT NULL, \
+         u.id IS NOT NULL AND u.disabled, \
+         (i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user})), \
+         th.locked_until"
+    )
+}
+pub(crate) const STANDING_COL_COUNT: usize = 7;
+
+/// Joins the integration `i`, user `u` and lockout counter `th` of a client
+/// id and user id column. The counter key is `login::user_key`'s.
+fn standing_joins(client: &str, user: &str) -> String {
+    format!(
+        "LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user} \
+         LEFT JOIN throttle th ON th.key = 'pw:user:' || u.name_key"
+    )
+}
+
+shared!(
+    /// `?1` access-token hash → grant, token times, user name, disabled, master admin, integration disabled.
+    ACCESS_CONTEXT = format!(
+        "SELECT {GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.disabled, u.master_admin, (i.client_id IS NULL OR i.disabled) \
+         FROM access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id \
+         LEFT JOIN integrations i ON i.client_id = g.client_id WHERE t.hash = ?1"
+    )
+);
+
+shared!(
+    /// `?1` refresh-token hash → grant, standing, the integration's retry window.
+    REFRESH_CONTEXT = format!(
+        "SELECT {GRANT_COLS}, {}, i.retry_window FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id {} WHERE t.hash = ?1",
+        standing_cols("g.client_id", "g.user_id"),
+        standing_joins("g.client_id", "g.user_id")
+    )
+);
+
+/// A device code's columns (11), in the order the row decoders read them.
+pub(crate) const DEVICE_COLS: &str = "d.code_hash, d.user_code_hash, d.client_id, d.scope, d.state, d.user_id, d.created_at, d.expires_at, \
+     d.interval_secs, d.last_poll_at, d.version";
+pub(crate) const DEVICE_COL_COUNT: usize = 11;
+
+shared!(
+    /// `?1` device-code hash → device code, integration settings (7), standing of the deciding user, grant.
+    DEVICE_CONTEXT = format!(
+        "SELECT {DEVICE_COLS}, i.client_id IS NOT NULL AND i.allow_device AND NOT i.disabled, i.access_validity, i.grant_validity, \
+         i.refreshable, i.device_code_validity, i.poll_interval, i.retry_window, {}, {GRANT_COLS} \
+         FROM device_codes d {} LEFT JOIN grants g ON g.id = d.grant_id WHERE d.code_hash = ?1",
+        standing_cols("d.client_id", "d.user_id"),
+        standing_joins("d.client_id", "d.user_id")
+    )
+);
+
+shared!(
+    /// `?1` user-code hash → device code.
+    DEVICE_BY_USER_CODE = format!("SELECT {DEVICE_COLS} FROM device_codes d WHERE d.user_code_hash = ?1")
+);
+
+shared!(
+    /// Approved → redeemed, remembering the grant: `?1` code hash, `?2` version, `?3` grant id.
+    REDEEM_DEVICE = "UPDATE device_codes SET state = 'redeemed', grant_id = ?3, version = version + 1 \
+                     WHERE code_hash = ?1 AND version = ?2 AND state = 'approved'"
+);
+
+shared!(
+    /// A new grant with its first pair (16 values in `GRANT_COLS` order).
+    INSERT_GRANT = "INSERT INTO grants (id, client_id, user_id, scope, created_at, refresh_until, refreshable, access_issued_at, \
+                    access_validity, revoked_at, refresh_hash, access_hash, pair_used, rotated_from, rotated_at, version) \
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+);
+
+shared!(
+    /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
+    /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now.
+    ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
+                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8 \
+                    WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
+);
+
+shared!(
+    /// `?1` refresh-token hash becomes a tombstone at `?2`.
+    SPEND_REFRESH = "UPDATE refresh_tokens SET spent_at = ?2 WHERE hash = ?1 AND spent_at IS NULL"
+);
+
+shared!(RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1");
+
+shared!(INSERT_ACCESS = "INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) VALUES (?1, ?2, ?3, ?4)");
+
+shared!(INSERT_REFRESH = "INSERT INTO refresh_tokens (hash, grant_id, issued_at, spent_at) VALUES (?1, ?2, ?3, NULL)");
+
+shared!(
+    /// The first use of grant `?1`'s newest access token `?2` (`?3` is true).
+    MARK_PAIR_USED = "UPDATE grants SET pair_used = ?3, version = version + 1 WHERE id = ?1 AND access_hash = ?2 AND NOT pair_used"
+);
+
+shared!(
+    /// Revokes grant `?2` at `?1` if live; its access tokens go in the same transaction.
+    REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
+);
+
+/// Whether user `?U` may still write through grant `?G` where `rule` (an SQL
+/// condition on the right row `r`) holds: the grant is not revoked, the user
+/// exists and is enabled, and is a Master Admin or holds Write on a matching
+/// folder or one above it.
+fn may_write(grant: &str, user: &str, folder_rule: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM grants g JOIN users u ON u.id = g.user_id \
+         WHERE g.id = {grant} AND u.id = {user} AND g.revoked_at IS NULL AND NOT u.disabled \
+         AND (u.master_admin OR EXISTS (SELECT 1 FROM folder_rights r WHERE r.user_id = u.id AND (r.rights & {write}) <> 0 AND {folder_rule})))",
+        write = Rights::WRITE.bits()
+    )
+}
+
+/// `r` is granted on folder key `key` or above it (a string column or parameter).
+fn covers(key: &str) -> String {
+    format!("({key} = r.path_key OR substr({key}, 1, length(r.path_key) + 1) = r.path_key || '\\')")
+}
+
+shared!(
+    /// May user `?2` (grant `?1`) write entry `?3`: Write on one of its owners, which must exist.
+    MAY_WRITE_ENTRY = format!(
+        "SELECT {}",
+        may_write("?1", "?2", &format!("EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = ?3 AND {})", covers("o.owner_key")))
+    )
+);
+
+shared!(
+    /// May user `?2` (grant `?1`) write in folder key `?3`.
+    MAY_WRITE_FOLDER = format!("SELECT {}", may_write("?1", "?2", &covers("?3")))
+);
+
+shared!(
+    /// Is user `?2` (grant `?1`) still a Master Admin with a live grant.
+    IS_MASTER_ADMIN = "SELECT EXISTS (SELECT 1 FROM grants g JOIN users u ON u.id = g.user_id \
+                       WHERE g.id = ?1 AND u.id = ?2 AND g.revoked_at IS NULL AND NOT u.disabled AND u.master_admin)"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_parameters_become_dollars() {
+        assert_eq!(dollar("SELECT ?1, ?12 FROM t WHERE a = ?2"), "SELECT $1, $12 FROM t WHERE a = $2");
+        assert!(!ADVANCE_PAIR.postgres().contains('?'));
+        assert!(MAY_WRITE_ENTRY.sqlite().contains("& 4"), "Write is bit 4");
+    }
+}
