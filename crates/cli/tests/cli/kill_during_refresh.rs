@@ -27,7 +27,7 @@ const PASSWORD: &str = "a long passphrase";
 const SCOPE: &str = "restricted";
 /// Bounds on one client's stream within a trial.
 const MAX_REFRESHES: usize = 5_000;
-const STREAM_LIMIT: Duration = Duration::from_secs(10);
+const STREAM_LIMIT: Duration = Duration::from_secs(30);
 /// How long to wait for every client to have one refresh acknowledged.
 const WARM_UP_LIMIT: Duration = Duration::from_secs(10);
 
