@@ -13,36 +13,67 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Starts `strongroom serve` on `data_dir` and `port`, collecting its
+/// stdout and stderr into one string.
+fn spawn_serve(data_dir: &std::path::Path, port: u16, args: &[String], env: &[(String, String)]) -> (Child, Arc<Mutex<String>>) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve").arg("--data-dir").arg(data_dir).arg("--listen").arg(format!("127.0.0.1:{port}"));
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v))).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let output = Arc::new(Mutex::new(String::new()));
+    for pipe in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+        let out = output.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut o = out.lock().unwrap();
+                o.push_str(&line);
+                o.push('\n');
+            }
+        });
+    }
+    (child, output)
+}
+
 /// A running server whose output (stdout and stderr) is captured.
 pub struct Server {
     child: Child,
     pub output: Arc<Mutex<String>>,
     pub port: u16,
     pub data_dir: tempfile::TempDir,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Server {
     pub fn start(extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let data_dir = tempfile::tempdir().unwrap();
+        let args: Vec<String> = extra_args.iter().map(|a| (*a).to_owned()).collect();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let port = free_port();
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve").arg("--data-dir").arg(data_dir.path()).arg("--listen").arg(format!("127.0.0.1:{port}"));
-        cmd.args(extra_args).envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let output = Arc::new(Mutex::new(String::new()));
-        for pipe in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
-            let out = output.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    let mut o = out.lock().unwrap();
-                    o.push_str(&line);
-                    o.push('\n');
-                }
-            });
-        }
-        let s = Server { child, output, port, data_dir };
+        let (child, output) = spawn_serve(data_dir.path(), port, &args, &env);
+        let s = Server { child, output, port, data_dir, args, env };
         s.wait_for("strongroom serving");
         s
+    }
+
+    /// Kills the server with SIGKILL (what `Child::kill` sends on Unix):
+    /// no shutdown, nothing in flight finishes. Reaps the process.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(!status.success(), "a killed server cannot have exited cleanly: {status}");
+    }
+
+    /// Starts the server again after [`Server::kill`], on the same data
+    /// directory with the same arguments, on a new free port (`self.port`);
+    /// the new process's output replaces `output`.
+    pub fn restart(&mut self) {
+        assert!(self.child.try_wait().unwrap().is_some(), "restart only a server that is gone");
+        self.port = free_port();
+        let (child, output) = spawn_serve(self.data_dir.path(), self.port, &self.args, &self.env);
+        self.child = child;
+        self.output = output;
+        self.wait_for("strongroom serving");
     }
 
     pub fn wait_for(&self, text: &str) {
