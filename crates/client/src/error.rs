@@ -1,7 +1,7 @@
 //! Everything that can go wrong, in kinds a program (or a CLI exit code) can
 //! act on.
 
-use strongroom_core::vault::ResultCode;
+use strongroom_proto::vedsdk::ResultCode;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -62,19 +62,7 @@ impl ClientError {
 
 /// The named code for a `Result` number, where Strongroom knows it.
 pub fn result_code(code: i32) -> Option<ResultCode> {
-    [
-        ResultCode::Success,
-        ResultCode::InvalidVaultId,
-        ResultCode::InvalidParams,
-        ResultCode::InsufficientPermissions,
-        ResultCode::CryptoFailure,
-        ResultCode::DisassociateFailed,
-        ResultCode::QueryError,
-        ResultCode::AssociationAlreadyExists,
-        ResultCode::AssociationLookupFailed,
-    ]
-    .into_iter()
-    .find(|c| c.code() == code)
+    ResultCode::from_code(code)
 }
 
 pub type ClientResult<T> = Result<T, ClientError>;

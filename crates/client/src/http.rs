@@ -1,6 +1,7 @@
 //! One server: its base URL and an HTTP client with the right TLS trust;
 //! request helpers that turn every kind of failure into a [`ClientError`].
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::error::Error as _;
@@ -48,7 +49,7 @@ impl Server {
     }
 
     /// A `/vedauth/Authorize/*` call with a JSON body.
-    pub(crate) async fn auth_post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> ClientResult<T> {
+    pub(crate) async fn auth_post<B: Serialize + ?Sized, T: DeserializeOwned>(&self, path: &str, body: &B) -> ClientResult<T> {
         let (status, ct, bytes) = self.send(self.http.post(self.url(path)).json(body)).await?;
         if status >= 500 {
             return Err(ClientError::ServerError { status });
@@ -72,7 +73,7 @@ impl Server {
     }
 
     /// A call with a bearer token: GET when `body` is `None`.
-    pub(crate) async fn bearer(&self, path: &str, token: &str, body: Option<&Value>) -> ClientResult<SdkAnswer> {
+    pub(crate) async fn bearer<B: Serialize + ?Sized>(&self, path: &str, token: &str, body: Option<&B>) -> ClientResult<SdkAnswer> {
         let req = match body {
             Some(b) => self.http.post(self.url(path)).json(b),
             None => self.http.get(self.url(path)),

@@ -7,12 +7,12 @@
 //! that one refresh; other processes wait on the lock file. A refused refresh
 //! reads the cache once more before reporting that a new login is needed.
 
-use serde_json::json;
+use serde::Serialize;
 use std::sync::Arc;
 
-use strongroom_core::time::Clock;
 use strongroom_proto::SecretString;
-use strongroom_proto::vedauth::TokenResponse;
+use strongroom_proto::time::Clock;
+use strongroom_proto::vedauth::{TokenRequest, TokenResponse};
 
 use crate::cache::TokenCache;
 use crate::error::{ClientError, ClientResult};
@@ -99,7 +99,7 @@ impl TokenSource {
 
     async fn refresh(&self, t: &Tokens) -> ClientResult<Tokens> {
         let rt = t.refresh_token.as_ref().ok_or_else(|| ClientError::LoginRequired("no refresh token".into()))?;
-        let body = json!({"client_id": self.client_id, "refresh_token": rt});
+        let body = TokenRequest { client_id: Some(self.client_id.clone()), refresh_token: Some(rt.clone()), ..TokenRequest::default() };
         let r: TokenResponse = self.server.auth_post("/vedauth/authorize/token", &body).await?;
         tracing::debug!("access token refreshed");
         Ok(Tokens::from_response(r, self.clock.now()))
@@ -120,7 +120,7 @@ impl TokenSource {
     }
 
     /// Calls `path` with a bearer token; on a 401, refreshes once and retries.
-    pub(crate) async fn call(&self, path: &str, body: Option<&serde_json::Value>) -> ClientResult<serde_json::Value> {
+    pub(crate) async fn call<B: Serialize + ?Sized>(&self, path: &str, body: Option<&B>) -> ClientResult<serde_json::Value> {
         for attempt in 0..2 {
             let token = self.access_token().await?;
             match self.server.bearer(path, token.expose(), body).await? {
@@ -144,7 +144,7 @@ impl TokenSource {
         let mem = self.memory.lock().await.take();
         let token = tokens.or(mem).map(|t| t.access_token);
         let revoked = match token {
-            Some(t) => match self.server.bearer("/vedauth/revoke/token", t.expose(), None).await? {
+            Some(t) => match self.server.bearer::<()>("/vedauth/revoke/token", t.expose(), None).await? {
                 SdkAnswer::Ok(v) => v["Success"].as_bool().unwrap_or(false),
                 SdkAnswer::Unauthorized => false,
             },
@@ -156,6 +156,6 @@ impl TokenSource {
 
     /// `GET /vedauth/authorize/verify` with the current token.
     pub async fn verify(&self) -> ClientResult<serde_json::Value> {
-        self.call("/vedauth/authorize/verify", None).await
+        self.call::<()>("/vedauth/authorize/verify", None).await
     }
 }
