@@ -6,7 +6,8 @@ use strongroom_proto::vedsdk::ResultCode;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The server could not be reached (DNS, refused, timeout).
+    /// No whole HTTP answer arrived: DNS, refused, reset, timeout, or the
+    /// answer was cut off (a transport failure; see [`ClientError::is_transport`]).
     #[error("cannot reach the server: {0}")]
     Unreachable(String),
     /// TLS failed: unknown CA, pin mismatch, wrong host name.
@@ -57,6 +58,13 @@ impl ClientError {
             ClientError::Vault { code, .. } => result_code(*code),
             _ => None,
         }
+    }
+
+    /// True when the request failed without an HTTP answer: the server may
+    /// or may not have acted on it. Any HTTP status, even a 5xx, is an answer
+    /// and not a transport failure.
+    pub fn is_transport(&self) -> bool {
+        matches!(self, ClientError::Unreachable(_))
     }
 }
 

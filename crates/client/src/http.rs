@@ -40,11 +40,20 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// Sends and reads the whole answer. A failure before the whole answer
+    /// arrived (refused, reset, timeout, body cut off) is
+    /// [`ClientError::Unreachable`]: see [`ClientError::is_transport`].
     async fn send(&self, req: reqwest::RequestBuilder) -> ClientResult<(u16, String, Vec<u8>)> {
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status().as_u16();
         let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-        let body = resp.bytes().await.map_err(classify)?.to_vec();
+        // Nothing is decoded here: whatever breaks while reading the body is
+        // the connection (reset, timeout, cut off), not the answer's content.
+        let body = resp.bytes().await.map_err(|e| match classify(e) {
+            ClientError::BadResponse(m) => ClientError::Unreachable(format!("the answer was cut off: {m}")),
+            other => other,
+        })?;
+        let body = body.to_vec();
         Ok((status, ct, body))
     }
 
@@ -94,7 +103,9 @@ impl Server {
     }
 }
 
-/// Connection failures: TLS problems are told apart from plain unreachability.
+/// Connection failures: TLS problems are told apart from transport failures
+/// (DNS, refused, reset, timeout, an answer cut off), which are
+/// [`ClientError::Unreachable`]: no HTTP answer arrived whole.
 fn classify(e: reqwest::Error) -> ClientError {
     let mut src: Option<&(dyn std::error::Error + 'static)> = e.source();
     while let Some(s) = src {
@@ -107,8 +118,11 @@ fn classify(e: reqwest::Error) -> ClientError {
         }
         src = s.source();
     }
+    if e.is_builder() {
+        return ClientError::Config(format!("building the request: {}", e.without_url()));
+    }
     if e.is_decode() || e.is_body() {
-        return ClientError::BadResponse(e.to_string());
+        return ClientError::BadResponse(e.without_url().to_string());
     }
     // reqwest's message names the URL, never a token.
     ClientError::Unreachable(e.without_url().to_string())
