@@ -15,10 +15,9 @@ use strongroom_client::cache::{TokenCache, config_dir, write_private};
 use strongroom_client::device::{DeviceLogin, TokioSleeper};
 use strongroom_client::source::TokenSource;
 use strongroom_client::tls::Trust;
-use strongroom_client::vault::Vault;
+use strongroom_client::vault::{AssociationValue as Value, Vault};
 use strongroom_client::{ClientError, Server};
-use strongroom_core::time::{Clock as _, UnixTime};
-use strongroom_core::vault::value::{Value, parse_date};
+use strongroom_proto::time::{Clock as _, UnixTime, parse_date};
 use strongroom_server::state::SystemClock;
 
 pub(crate) const EXIT_CODES: &str = "\
@@ -125,7 +124,7 @@ pub(crate) struct ValueArgs {
 impl ValueArgs {
     fn value(&self) -> Result<Option<Value>, Failure> {
         if let Some(s) = &self.string {
-            return Ok(Some(Value::String(s.clone())));
+            return Ok(Some(Value::String(s.clone().into())));
         }
         if let Some(i) = self.int {
             return Ok(Some(Value::Int(i)));

@@ -5,13 +5,12 @@
 //! [`DeviceLogin::wait`] runs it with real requests, a [`Sleeper`] and a
 //! cancellation future.
 
-use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use strongroom_core::time::{Clock, UnixTime};
-use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, DeviceResponse, TokenResponse};
+use strongroom_proto::time::{Clock, UnixTime};
+use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, DeviceRequest, DeviceResponse, TokenRequest, TokenResponse};
 
 use crate::error::{ClientError, ClientResult};
 use crate::http::Server;
@@ -97,8 +96,8 @@ pub struct DeviceLogin {
 
 impl DeviceLogin {
     pub async fn start(server: &Server, client_id: &str, scope: &str, now: UnixTime) -> ClientResult<DeviceLogin> {
-        let device: DeviceResponse =
-            server.auth_post("/vedauth/authorize/device", &json!({"client_id": client_id, "scope": scope})).await?;
+        let body = DeviceRequest { client_id: Some(client_id.to_owned()), scope: Some(scope.to_owned()) };
+        let device: DeviceResponse = server.auth_post("/vedauth/authorize/device", &body).await?;
         let plan = PollPlan::new(&device, now);
         Ok(DeviceLogin { server: server.clone(), client_id: client_id.to_owned(), device, plan })
     }
@@ -120,8 +119,13 @@ impl DeviceLogin {
     }
 
     async fn poll_once(&self) -> ClientResult<PollAnswer> {
-        let body = json!({"client_id": self.client_id, "grant_type": DEVICE_CODE_GRANT, "device_code": self.device.device_code});
-        match self.server.auth_post::<TokenResponse>("/vedauth/authorize/token", &body).await {
+        let body = TokenRequest {
+            client_id: Some(self.client_id.clone()),
+            grant_type: Some(DEVICE_CODE_GRANT.to_owned()),
+            device_code: Some(self.device.device_code.clone()),
+            ..TokenRequest::default()
+        };
+        match self.server.auth_post::<_, TokenResponse>("/vedauth/authorize/token", &body).await {
             Ok(t) => Ok(PollAnswer::Tokens(t)),
             Err(ClientError::Auth { error, .. }) => Ok(PollAnswer::Error(error)),
             Err(e) => Err(e),
@@ -158,8 +162,8 @@ impl DeviceLogin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strongroom_core::time::ManualClock;
     use strongroom_proto::SecretString;
+    use strongroom_proto::time::ManualClock;
 
     fn device(interval: i64, expires_in: i64) -> DeviceResponse {
         DeviceResponse {

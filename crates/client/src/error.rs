@@ -1,12 +1,13 @@
 //! Everything that can go wrong, in kinds a program (or a CLI exit code) can
 //! act on.
 
-use strongroom_core::vault::ResultCode;
+use strongroom_proto::vedsdk::ResultCode;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The server could not be reached (DNS, refused, timeout).
+    /// No whole HTTP answer arrived: DNS, refused, reset, timeout, or the
+    /// answer was cut off (a transport failure; see [`ClientError::is_transport`]).
     #[error("cannot reach the server: {0}")]
     Unreachable(String),
     /// TLS failed: unknown CA, pin mismatch, wrong host name.
@@ -58,23 +59,18 @@ impl ClientError {
             _ => None,
         }
     }
+
+    /// True when the request failed without an HTTP answer: the server may
+    /// or may not have acted on it. Any HTTP status, even a 5xx, is an answer
+    /// and not a transport failure.
+    pub fn is_transport(&self) -> bool {
+        matches!(self, ClientError::Unreachable(_))
+    }
 }
 
 /// The named code for a `Result` number, where Strongroom knows it.
 pub fn result_code(code: i32) -> Option<ResultCode> {
-    [
-        ResultCode::Success,
-        ResultCode::InvalidVaultId,
-        ResultCode::InvalidParams,
-        ResultCode::InsufficientPermissions,
-        ResultCode::CryptoFailure,
-        ResultCode::DisassociateFailed,
-        ResultCode::QueryError,
-        ResultCode::AssociationAlreadyExists,
-        ResultCode::AssociationLookupFailed,
-    ]
-    .into_iter()
-    .find(|c| c.code() == code)
+    ResultCode::from_code(code)
 }
 
 pub type ClientResult<T> = Result<T, ClientError>;

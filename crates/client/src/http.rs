@@ -1,6 +1,7 @@
 //! One server: its base URL and an HTTP client with the right TLS trust;
 //! request helpers that turn every kind of failure into a [`ClientError`].
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::error::Error as _;
@@ -39,16 +40,25 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// Sends and reads the whole answer. A failure before the whole answer
+    /// arrived (refused, reset, timeout, body cut off) is
+    /// [`ClientError::Unreachable`]: see [`ClientError::is_transport`].
     async fn send(&self, req: reqwest::RequestBuilder) -> ClientResult<(u16, String, Vec<u8>)> {
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status().as_u16();
         let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-        let body = resp.bytes().await.map_err(classify)?.to_vec();
+        // Nothing is decoded here: whatever breaks while reading the body is
+        // the connection (reset, timeout, cut off), not the answer's content.
+        let body = resp.bytes().await.map_err(|e| match classify(e) {
+            ClientError::BadResponse(m) => ClientError::Unreachable(format!("the answer was cut off: {m}")),
+            other => other,
+        })?;
+        let body = body.to_vec();
         Ok((status, ct, body))
     }
 
     /// A `/vedauth/Authorize/*` call with a JSON body.
-    pub(crate) async fn auth_post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> ClientResult<T> {
+    pub(crate) async fn auth_post<B: Serialize + ?Sized, T: DeserializeOwned>(&self, path: &str, body: &B) -> ClientResult<T> {
         let (status, ct, bytes) = self.send(self.http.post(self.url(path)).json(body)).await?;
         if status >= 500 {
             return Err(ClientError::ServerError { status });
@@ -72,7 +82,7 @@ impl Server {
     }
 
     /// A call with a bearer token: GET when `body` is `None`.
-    pub(crate) async fn bearer(&self, path: &str, token: &str, body: Option<&Value>) -> ClientResult<SdkAnswer> {
+    pub(crate) async fn bearer<B: Serialize + ?Sized>(&self, path: &str, token: &str, body: Option<&B>) -> ClientResult<SdkAnswer> {
         let req = match body {
             Some(b) => self.http.post(self.url(path)).json(b),
             None => self.http.get(self.url(path)),
@@ -93,7 +103,9 @@ impl Server {
     }
 }
 
-/// Connection failures: TLS problems are told apart from plain unreachability.
+/// Connection failures: TLS problems are told apart from transport failures
+/// (DNS, refused, reset, timeout, an answer cut off), which are
+/// [`ClientError::Unreachable`]: no HTTP answer arrived whole.
 fn classify(e: reqwest::Error) -> ClientError {
     let mut src: Option<&(dyn std::error::Error + 'static)> = e.source();
     while let Some(s) = src {
@@ -106,8 +118,11 @@ fn classify(e: reqwest::Error) -> ClientError {
         }
         src = s.source();
     }
+    if e.is_builder() {
+        return ClientError::Config(format!("building the request: {}", e.without_url()));
+    }
     if e.is_decode() || e.is_body() {
-        return ClientError::BadResponse(e.to_string());
+        return ClientError::BadResponse(e.without_url().to_string());
     }
     // reqwest's message names the URL, never a token.
     ClientError::Unreachable(e.without_url().to_string())

@@ -5,9 +5,12 @@
 //!   cancellable.
 //! - [`source::TokenSource`]: hands out a valid access token, refreshing ahead
 //!   of expiry, one refresh at a time per cache file (also across processes),
-//!   re-reading the cache before giving up on a rotated refresh token.
+//!   re-reading the cache before giving up on a rotated refresh token, and
+//!   sending a refresh once more after a transport failure (never after an
+//!   HTTP answer).
 //! - [`cache`]: one `0600` file per server and client id, written atomically.
-//! - [`vault`]: typed calls for the SecretStore family.
+//! - [`vault`]: typed calls for the SecretStore family, sending the
+//!   `strongroom_proto::vedsdk` request types.
 //! - [`tls`]: a custom CA or a pinned certificate for self-signed servers.
 //!
 //! Tokens and device codes never reach a log line or `Debug` output.

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use strongroom_core::time::UnixTime;
 use strongroom_proto::SecretString;
+use strongroom_proto::time::UnixTime;
 use strongroom_proto::vedauth::TokenResponse;
 
 /// Tokens of one grant. `Debug` shows no token.

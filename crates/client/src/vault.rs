@@ -1,11 +1,24 @@
-//! Typed calls for `/vedsdk/SecretStore/*`. A non-zero `Result` becomes
+//! Typed calls for `/vedsdk/SecretStore/*`: each sends its `proto::vedsdk`
+//! request type and reads its response type. A non-zero `Result` becomes
 //! [`ClientError::Vault`] with the code and the server's `Error` text.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use strongroom_core::vault::value::{Value as AssociationValue, format_date};
+use strongroom_proto::SecretString;
+use strongroom_proto::vedsdk::{
+    AddRequest, AddResponse, AssociateRequest, DissociateRequest, EncryptionKeysResponse, LookupAllAssociationsRequest,
+    LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NAMESPACE,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse, RetrieveRequest, RetrieveResponse,
+    TypedNameValuesResponse, ValueResponse, VaultIdsResponse,
+};
+
+/// An association value: a string, an int64, or a date in 100 ns ticks
+/// (`strongroom_proto::time::parse_date` reads the wire's date form).
+pub use strongroom_proto::vedsdk::AssociationValue;
 
 use crate::error::{ClientError, ClientResult};
 use crate::source::TokenSource;
@@ -16,21 +29,15 @@ pub struct Vault<'a> {
     source: &'a TokenSource,
 }
 
-fn value_fields(v: &AssociationValue, body: &mut serde_json::Map<String, Value>) {
-    match v {
-        AssociationValue::String(s) => body.insert("StringValue".into(), json!(s)),
-        AssociationValue::Int(i) => body.insert("IntValue".into(), json!(i)),
-        AssociationValue::Date(t) => body.insert("DateValue".into(), json!(format_date(*t))),
-    };
-}
-
-fn ids(v: &Value) -> ClientResult<Vec<i64>> {
-    v["VaultIDs"]
-        .as_array()
-        .ok_or_else(|| ClientError::BadResponse("no VaultIDs".into()))?
-        .iter()
-        .map(|x| x.as_i64().ok_or_else(|| ClientError::BadResponse("a VaultID is not an integer".into())))
-        .collect()
+/// A non-zero `Result` is a refusal; otherwise the answer must have the
+/// operation's shape.
+fn check<T: DeserializeOwned>(v: Value) -> ClientResult<T> {
+    let code = v.get("Result").and_then(Value::as_i64).ok_or_else(|| ClientError::BadResponse("no Result in the answer".into()))?;
+    if code != 0 {
+        let message = v.get("Error").and_then(Value::as_str).unwrap_or("").to_owned();
+        return Err(ClientError::Vault { code: i32::try_from(code).unwrap_or(-1), message });
+    }
+    serde_json::from_value(v).map_err(|e| ClientError::BadResponse(format!("vault answer: {e}")))
 }
 
 impl<'a> Vault<'a> {
@@ -38,132 +45,117 @@ impl<'a> Vault<'a> {
         Vault { source }
     }
 
-    async fn op(&self, op: &str, body: Value) -> ClientResult<Value> {
-        let v = self.source.call(&format!("/vedsdk/SecretStore/{op}"), Some(&body)).await?;
-        Self::check(v)
+    async fn op<B: Serialize, T: DeserializeOwned>(&self, op: &str, body: &B) -> ClientResult<T> {
+        check(self.source.call(&format!("/vedsdk/SecretStore/{op}"), Some(body)).await?)
     }
 
-    async fn get(&self, op: &str) -> ClientResult<Value> {
-        let v = self.source.call(&format!("/vedsdk/SecretStore/{op}"), None).await?;
-        Self::check(v)
-    }
-
-    fn check(v: Value) -> ClientResult<Value> {
-        let code = v["Result"].as_i64().ok_or_else(|| ClientError::BadResponse("no Result in the answer".into()))?;
-        if code == 0 {
-            Ok(v)
-        } else {
-            Err(ClientError::Vault { code: i32::try_from(code).unwrap_or(-1), message: v["Error"].as_str().unwrap_or("").to_owned() })
-        }
+    async fn get<T: DeserializeOwned>(&self, op: &str) -> ClientResult<T> {
+        check(self.source.call::<()>(&format!("/vedsdk/SecretStore/{op}"), None).await?)
     }
 
     pub async fn add(&self, owner: &str, vault_type: i32, key_name: &str, data: &[u8]) -> ClientResult<i64> {
-        let v = self
-            .op(
-                "Add",
-                json!({"VaultType": vault_type, "Keyname": key_name, "Namespace": "config", "Owner": owner, "Base64Data": STANDARD.encode(data)}),
-            )
-            .await?;
-        v["VaultID"].as_i64().ok_or_else(|| ClientError::BadResponse("no VaultID".into()))
+        let body = AddRequest {
+            base64_data: SecretString(STANDARD.encode(data)),
+            keyname: key_name.to_owned(),
+            namespace: NAMESPACE.to_owned(),
+            owner: Some(owner.to_owned()),
+            vault_type,
+        };
+        let r: AddResponse = self.op("Add", &body).await?;
+        Ok(r.vault_id)
     }
 
     /// The secret data and the VaultType.
     pub async fn retrieve(&self, id: i64) -> ClientResult<(Vec<u8>, i64)> {
-        let v = self.op("Retrieve", json!({"VaultID": id})).await?;
-        let data = STANDARD
-            .decode(v["Base64Data"].as_str().unwrap_or(""))
-            .map_err(|_| ClientError::BadResponse("Base64Data is not base64".into()))?;
-        Ok((data, v["VaultType"].as_i64().unwrap_or(0)))
+        let r: RetrieveResponse = self.op("Retrieve", &RetrieveRequest { vault_id: id }).await?;
+        let data = STANDARD.decode(r.base64_data.expose()).map_err(|_| ClientError::BadResponse("Base64Data is not base64".into()))?;
+        Ok((data, i64::from(r.vault_type)))
     }
 
     pub async fn associate(&self, id: i64, name: &str, value: &AssociationValue) -> ClientResult<()> {
-        let mut body = serde_json::Map::new();
-        body.insert("VaultID".into(), json!(id));
-        body.insert("Name".into(), json!(name));
-        value_fields(value, &mut body);
-        self.op("Associate", Value::Object(body)).await.map(drop)
+        let body = AssociateRequest { vault_id: id, name: name.to_owned(), value: value.into() };
+        self.op::<_, ResultResponse>("Associate", &body).await.map(drop)
     }
 
     /// Removes all associations (no name), a name's, or one name's value.
     pub async fn dissociate(&self, id: i64, name: Option<&str>, value: Option<&AssociationValue>) -> ClientResult<()> {
-        let mut body = serde_json::Map::new();
-        body.insert("VaultID".into(), json!(id));
-        if let Some(n) = name {
-            body.insert("Name".into(), json!(n));
-        }
-        if let Some(v) = value {
-            value_fields(v, &mut body);
-        }
-        self.op("Dissociate", Value::Object(body)).await.map(drop)
+        let body = DissociateRequest { vault_id: id, name: name.map(str::to_owned), value: value.into() };
+        self.op::<_, ResultResponse>("Dissociate", &body).await.map(drop)
     }
 
     pub async fn lookup_by_association(&self, name: &str, value: Option<&AssociationValue>) -> ClientResult<Vec<i64>> {
-        let mut body = serde_json::Map::new();
-        body.insert("Name".into(), json!(name));
-        if let Some(v) = value {
-            value_fields(v, &mut body);
-        }
-        ids(&self.op("LookupByAssociation", Value::Object(body)).await?)
+        let body = LookupByAssociationRequest { name: name.to_owned(), value: value.into() };
+        let r: VaultIdsResponse = self.op("LookupByAssociation", &body).await?;
+        Ok(r.vault_ids)
     }
 
     /// One association's value, as the server shows it.
     pub async fn lookup_association(&self, id: i64, name: &str) -> ClientResult<String> {
-        let v = self.op("LookupAssociationbyVaultID", json!({"VaultID": id, "Name": name})).await?;
-        Ok(v["Value"].as_str().unwrap_or("").to_owned())
+        let body = LookupAssociationRequest { vault_id: id, name: name.to_owned() };
+        let r: ValueResponse = self.op("LookupAssociationbyVaultID", &body).await?;
+        Ok(r.value.0)
     }
 
     /// Every association: (name, type, value).
     pub async fn all_associations(&self, id: i64) -> ClientResult<Vec<(String, String, String)>> {
-        let v = self.op("LookupAllAssociationsbyVaultid", json!({"VaultID": id})).await?;
-        Ok(v["TypedNameValues"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|x| {
-                        let s = |k: &str| x[k].as_str().unwrap_or("").to_owned();
-                        (s("Name"), s("Type"), s("Value"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
+        let r: TypedNameValuesResponse = self.op("LookupAllAssociationsbyVaultid", &LookupAllAssociationsRequest { vault_id: id }).await?;
+        Ok(r.typed_name_values.into_iter().map(|t| (t.name, t.value_type, t.value.0)).collect())
     }
 
     pub async fn owners(&self, id: i64) -> ClientResult<Vec<String>> {
-        let v = self.op("OwnerLookup", json!({"Namespace": "config", "VaultID": id})).await?;
-        Ok(v["Owners"].as_array().map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_owned)).collect()).unwrap_or_default())
+        let r: OwnersResponse = self.op("OwnerLookup", &OwnerLookupRequest { namespace: NAMESPACE.to_owned(), vault_id: id }).await?;
+        Ok(r.owners)
     }
 
     pub async fn owner_add(&self, id: i64, owner: &str) -> ClientResult<()> {
-        self.op("OwnerAdd", json!({"Namespace": "config", "Owner": owner, "VaultID": id})).await.map(drop)
+        let body = OwnerAddRequest { namespace: NAMESPACE.to_owned(), owner: owner.to_owned(), vault_id: id };
+        self.op::<_, ResultResponse>("OwnerAdd", &body).await.map(drop)
     }
 
     pub async fn owner_delete(&self, owner: &str, id: Option<i64>) -> ClientResult<()> {
-        let mut body = json!({"Namespace": "config", "Owner": owner});
-        if let Some(id) = id {
-            body["VaultID"] = json!(id);
-        }
-        self.op("OwnerDelete", body).await.map(drop)
+        let body = OwnerDeleteRequest { namespace: NAMESPACE.to_owned(), owner: owner.to_owned(), vault_id: id };
+        self.op::<_, ResultResponse>("OwnerDelete", &body).await.map(drop)
     }
 
     pub async fn lookup_by_owner(&self, owner: &str) -> ClientResult<Vec<i64>> {
-        ids(&self.op("LookupByOwner", json!({"Namespace": "config", "Owner": owner})).await?)
+        let body = LookupByOwnerRequest { namespace: NAMESPACE.to_owned(), owner: Some(owner.to_owned()), vault_type: None };
+        let r: VaultIdsResponse = self.op("LookupByOwner", &body).await?;
+        Ok(r.vault_ids)
     }
 
     pub async fn lookup_by_vault_type(&self, vault_type: i32) -> ClientResult<Vec<i64>> {
-        ids(&self.op("LookupByVaultType", json!({"VaultType": vault_type})).await?)
+        let r: VaultIdsResponse = self.op("LookupByVaultType", &LookupByVaultTypeRequest { vault_type }).await?;
+        Ok(r.vault_ids)
     }
 
     pub async fn mutate(&self, id: i64, vault_type: i32) -> ClientResult<()> {
-        self.op("Mutate", json!({"VaultID": id, "VaultType": vault_type})).await.map(drop)
+        self.op::<_, ResultResponse>("Mutate", &MutateRequest { vault_id: id, vault_type }).await.map(drop)
     }
 
     /// Every entry the caller may read.
     pub async fn lookup(&self) -> ClientResult<Vec<i64>> {
-        ids(&self.get("Lookup").await?)
+        let r: VaultIdsResponse = self.get("Lookup").await?;
+        Ok(r.vault_ids)
     }
 
     pub async fn encryption_keys_in_use(&self) -> ClientResult<Vec<String>> {
-        let v = self.get("EncryptionKeysInUse").await?;
-        Ok(v["EncryptionKeys"].as_array().map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_owned)).collect()).unwrap_or_default())
+        let r: EncryptionKeysResponse = self.get("EncryptionKeysInUse").await?;
+        Ok(r.encryption_keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn non_zero_results_are_refusals_and_shapes_are_checked() {
+        let r: VaultIdsResponse = check(json!({"Result": 0, "VaultIDs": [1, 2]})).unwrap();
+        assert_eq!(r.vault_ids, [1, 2]);
+        let e = check::<VaultIdsResponse>(json!({"Result": 27, "Error": "exists"})).unwrap_err();
+        assert!(matches!(&e, ClientError::Vault { code: 27, message } if message == "exists"), "{e:?}");
+        assert!(matches!(check::<VaultIdsResponse>(json!({"Result": 0})), Err(ClientError::BadResponse(_))));
+        assert!(matches!(check::<ResultResponse>(json!({"VaultIDs": []})), Err(ClientError::BadResponse(_))));
     }
 }

@@ -1,11 +1,16 @@
 //! Wire shapes of the `/vedauth` and `/vedsdk` interfaces, exactly as clients
-//! see them. Shared by the server and the client library. Serde only: no
-//! logic, no validation beyond types.
+//! see them. Shared by the server and the client library, which depends on
+//! this crate only. Serde only: no logic beyond the wire's own formats.
+//!
+//! - [`vedauth`]: token, device and verify bodies, the RFC 6749 error body.
+//! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
+//! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
 //!
 //! Field names, integer types and casing here are compatibility facts; the
 //! comments cite the client or document that forces them.
 #![forbid(unsafe_code)]
 
+pub mod time;
 pub mod vedauth;
 pub mod vedsdk;
 

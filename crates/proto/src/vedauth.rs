@@ -11,10 +11,13 @@ pub const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_cod
 /// product's own clients send no `grant_type` on refresh).
 pub const REFRESH_TOKEN_GRANT: &str = "refresh_token";
 
-/// `POST Authorize/Device`, JSON or form.
+/// `POST Authorize/Device`, JSON or form. Absent fields are left out when
+/// serialised (the client sends this).
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 pub struct DeviceRequest {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scope: Option<String>,
 }
 
@@ -35,14 +38,20 @@ pub struct DeviceResponse {
 /// `POST Authorize/Token`, JSON or form. Two shapes (seed §4.1):
 /// refresh `{client_id, refresh_token}` (optionally with
 /// `grant_type=refresh_token`), and device-code exchange
-/// `{client_id, device_code, grant_type}`.
+/// `{client_id, device_code, grant_type}`. Absent fields are left out when
+/// serialised: the client sends this, and pyvenafi omits them too.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 pub struct TokenRequest {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub grant_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub device_code: Option<SecretString>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refresh_token: Option<SecretString>,
     /// Sent by RFC 6749 clients; a refresh keeps the grant's scope (seed §5.2).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scope: Option<String>,
 }
 

@@ -1,7 +1,261 @@
 //! `/vedsdk`: the WebSDK. JSON keys are matched case-insensitively on input
 //! and written in the product's casing on output.
+//!
+//! The request types below are what the client library sends, in the
+//! product's casing with absent optionals left out. The server does not
+//! deserialise them: it reads bodies leniently (any key case, numbers as
+//! strings; `server::http::sdk_body`), and a server test proves that every
+//! request type here reads back to the same values.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::SecretString;
+use crate::time::format_date;
+
+/// The product's SecretStore `Result` codes that Strongroom answers with
+/// (product reference §10). HTTP status is 200 for all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum ResultCode {
+    Success = 0,
+    InvalidVaultId = 8,
+    InvalidParams = 9,
+    InsufficientPermissions = 10,
+    CryptoFailure = 11,
+    DisassociateFailed = 17,
+    QueryError = 22,
+    AssociationAlreadyExists = 27,
+    AssociationLookupFailed = 29,
+}
+
+impl ResultCode {
+    /// Every code, in numeric order.
+    pub const ALL: [ResultCode; 9] = [
+        ResultCode::Success,
+        ResultCode::InvalidVaultId,
+        ResultCode::InvalidParams,
+        ResultCode::InsufficientPermissions,
+        ResultCode::CryptoFailure,
+        ResultCode::DisassociateFailed,
+        ResultCode::QueryError,
+        ResultCode::AssociationAlreadyExists,
+        ResultCode::AssociationLookupFailed,
+    ];
+
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The named code for a `Result` number, where Strongroom knows it.
+    pub fn from_code(code: i32) -> Option<ResultCode> {
+        ResultCode::ALL.into_iter().find(|c| c.code() == code)
+    }
+}
+
+/// The only namespace Strongroom serves (`Namespace` in requests).
+pub const NAMESPACE: &str = "config";
+
+/// An association value as a client gives it. `Debug` shows no value.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AssociationValue {
+    String(SecretString),
+    Int(i64),
+    /// 100-nanosecond ticks since the Unix epoch (see [`crate::time::parse_date`]).
+    Date(i64),
+}
+
+impl fmt::Debug for AssociationValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AssociationValue::String(_) => f.write_str("String(<redacted>)"),
+            AssociationValue::Int(_) => f.write_str("Int(<redacted>)"),
+            AssociationValue::Date(_) => f.write_str("Date(<redacted>)"),
+        }
+    }
+}
+
+/// `StringValue` / `IntValue` / `DateValue`: at most one is sent. Flattened
+/// into the requests that carry a value. `Debug` names the fields present,
+/// never their values.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ValueFields {
+    #[serde(rename = "StringValue", skip_serializing_if = "Option::is_none", default)]
+    pub string_value: Option<SecretString>,
+    #[serde(rename = "IntValue", skip_serializing_if = "Option::is_none", default)]
+    pub int_value: Option<i64>,
+    /// `YYYY-MM-DDTHH:MM:SS.fffffffZ` (UTC).
+    #[serde(rename = "DateValue", skip_serializing_if = "Option::is_none", default)]
+    pub date_value: Option<String>,
+}
+
+impl fmt::Debug for ValueFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ValueFields");
+        if self.string_value.is_some() {
+            d.field("StringValue", &"<redacted>");
+        }
+        if self.int_value.is_some() {
+            d.field("IntValue", &"<redacted>");
+        }
+        if self.date_value.is_some() {
+            d.field("DateValue", &"<redacted>");
+        }
+        d.finish()
+    }
+}
+
+impl From<&AssociationValue> for ValueFields {
+    fn from(v: &AssociationValue) -> ValueFields {
+        match v {
+            AssociationValue::String(s) => ValueFields { string_value: Some(s.clone()), ..ValueFields::default() },
+            AssociationValue::Int(i) => ValueFields { int_value: Some(*i), ..ValueFields::default() },
+            AssociationValue::Date(t) => ValueFields { date_value: Some(format_date(*t)), ..ValueFields::default() },
+        }
+    }
+}
+
+impl From<Option<&AssociationValue>> for ValueFields {
+    fn from(v: Option<&AssociationValue>) -> ValueFields {
+        v.map(ValueFields::from).unwrap_or_default()
+    }
+}
+
+/// `SecretStore/Add`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AddRequest {
+    /// The secret, standard base64.
+    #[serde(rename = "Base64Data")]
+    pub base64_data: SecretString,
+    #[serde(rename = "Keyname")]
+    pub keyname: String,
+    #[serde(rename = "Namespace")]
+    pub namespace: String,
+    #[serde(rename = "Owner", skip_serializing_if = "Option::is_none", default)]
+    pub owner: Option<String>,
+    #[serde(rename = "VaultType")]
+    pub vault_type: i32,
+}
+
+/// A body of just `{"VaultID": n}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct VaultIdRequest {
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+}
+
+/// `SecretStore/Retrieve`.
+pub type RetrieveRequest = VaultIdRequest;
+/// `SecretStore/LookupAllAssociationsbyVaultid`.
+pub type LookupAllAssociationsRequest = VaultIdRequest;
+
+/// `SecretStore/Associate`: one value.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AssociateRequest {
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+    #[serde(rename = "Name")]
+    pub name: String,
+    #[serde(flatten)]
+    pub value: ValueFields,
+}
+
+/// `SecretStore/Dissociate`: every association (no `Name`), a name's, or a
+/// name's given value.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct DissociateRequest {
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+    #[serde(rename = "Name", skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub value: ValueFields,
+}
+
+/// `SecretStore/LookupByAssociation`: by name, and value when given.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct LookupByAssociationRequest {
+    #[serde(rename = "Name")]
+    pub name: String,
+    #[serde(flatten)]
+    pub value: ValueFields,
+}
+
+/// `SecretStore/LookupAssociationbyVaultID`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct LookupAssociationRequest {
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+    #[serde(rename = "Name")]
+    pub name: String,
+}
+
+/// `SecretStore/OwnerLookup`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OwnerLookupRequest {
+    #[serde(rename = "Namespace")]
+    pub namespace: String,
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+}
+
+/// `SecretStore/OwnerAdd` (pyvenafi spells the key `VaultId`; the server
+/// reads either).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OwnerAddRequest {
+    #[serde(rename = "Namespace")]
+    pub namespace: String,
+    #[serde(rename = "Owner")]
+    pub owner: String,
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+}
+
+/// `SecretStore/OwnerDelete`: one entry's owner, or (no `VaultID`) the
+/// owner of every entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OwnerDeleteRequest {
+    #[serde(rename = "Namespace")]
+    pub namespace: String,
+    #[serde(rename = "Owner")]
+    pub owner: String,
+    #[serde(rename = "VaultID", skip_serializing_if = "Option::is_none", default)]
+    pub vault_id: Option<i64>,
+}
+
+/// `SecretStore/LookupByOwner`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct LookupByOwnerRequest {
+    #[serde(rename = "Namespace")]
+    pub namespace: String,
+    #[serde(rename = "Owner", skip_serializing_if = "Option::is_none", default)]
+    pub owner: Option<String>,
+    #[serde(rename = "VaultType", skip_serializing_if = "Option::is_none", default)]
+    pub vault_type: Option<i32>,
+}
+
+/// `SecretStore/LookupByVaultType`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct LookupByVaultTypeRequest {
+    #[serde(rename = "VaultType")]
+    pub vault_type: i32,
+}
+
+/// `SecretStore/OrphanLookup`: entries without owners, of a type if given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OrphanLookupRequest {
+    #[serde(rename = "VaultType", skip_serializing_if = "Option::is_none", default)]
+    pub vault_type: Option<i32>,
+}
+
+/// `SecretStore/Mutate`: change an entry's `VaultType`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct MutateRequest {
+    #[serde(rename = "VaultID")]
+    pub vault_id: i64,
+    #[serde(rename = "VaultType")]
+    pub vault_type: i32,
+}
 
 /// `GET SystemStatus/Version`. The key is exactly `Version` (vcert), the
 /// value a PEP 440 `major.minor.patch` (pyvenafi parses it).
@@ -40,7 +294,7 @@ pub struct AddResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct RetrieveResponse {
     #[serde(rename = "Base64Data")]
-    pub base64_data: crate::SecretString,
+    pub base64_data: SecretString,
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "VaultType")]
@@ -62,7 +316,7 @@ pub struct ValueResponse {
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "Value")]
-    pub value: crate::SecretString,
+    pub value: SecretString,
 }
 
 /// One entry of `TypedNameValues`.
@@ -74,7 +328,7 @@ pub struct TypedNameValue {
     #[serde(rename = "Type")]
     pub value_type: String,
     #[serde(rename = "Value")]
-    pub value: crate::SecretString,
+    pub value: SecretString,
 }
 
 /// `LookupAllAssociationsbyVaultid` → `{"Result":0,"TypedNameValues":[…]}`.
@@ -151,4 +405,61 @@ pub struct LogResponse {
     pub log_events: Vec<LogEvent>,
     #[serde(rename = "Next", skip_serializing_if = "Option::is_none", default)]
     pub next: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn result_codes_round_trip() {
+        for c in ResultCode::ALL {
+            assert_eq!(ResultCode::from_code(c.code()), Some(c));
+        }
+        assert_eq!(ResultCode::from_code(27), Some(ResultCode::AssociationAlreadyExists));
+        assert_eq!(ResultCode::from_code(1), None);
+    }
+
+    #[test]
+    fn requests_use_the_product_casing_and_leave_out_absent_fields() {
+        let add = AddRequest {
+            base64_data: SecretString("c2VjcmV0".into()),
+            keyname: "Software:Default".into(),
+            namespace: NAMESPACE.into(),
+            owner: Some("\\VED\\Policy".into()),
+            vault_type: 32,
+        };
+        assert_eq!(
+            serde_json::to_value(&add).unwrap(),
+            json!({"Base64Data":"c2VjcmV0","Keyname":"Software:Default","Namespace":"config","Owner":"\\VED\\Policy","VaultType":32})
+        );
+        let date = AssociationValue::Date(crate::time::parse_date("2024-01-02T03:04:05Z").unwrap());
+        let a = AssociateRequest { vault_id: 7, name: "Created".into(), value: (&date).into() };
+        assert_eq!(serde_json::to_value(&a).unwrap(), json!({"VaultID":7,"Name":"Created","DateValue":"2024-01-02T03:04:05.0000000Z"}));
+        let d = DissociateRequest { vault_id: 7, name: None, value: ValueFields::from(None) };
+        assert_eq!(serde_json::to_value(&d).unwrap(), json!({"VaultID":7}));
+        let o = OwnerDeleteRequest { namespace: NAMESPACE.into(), owner: "\\VED\\X".into(), vault_id: None };
+        assert_eq!(serde_json::to_value(&o).unwrap(), json!({"Namespace":"config","Owner":"\\VED\\X"}));
+        let back: AssociateRequest = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+    }
+
+    #[test]
+    fn secret_fields_never_show_in_debug() {
+        let add = AddRequest {
+            base64_data: SecretString("c2VjcmV0".into()),
+            keyname: "k".into(),
+            namespace: NAMESPACE.into(),
+            owner: None,
+            vault_type: 32,
+        };
+        assert!(!format!("{add:?}").contains("c2VjcmV0"));
+        let v = AssociationValue::String(SecretString("hunter2".into()));
+        let a = AssociateRequest { vault_id: 1, name: "pw".into(), value: (&v).into() };
+        let shown = format!("{a:?} {v:?}");
+        assert!(!shown.contains("hunter2") && shown.contains("StringValue"), "{shown}");
+        let i = AssociateRequest { vault_id: 1, name: "n".into(), value: (&AssociationValue::Int(424242)).into() };
+        assert!(!format!("{i:?}").contains("424242"));
+    }
 }

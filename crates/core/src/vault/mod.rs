@@ -16,27 +16,8 @@ impl fmt::Display for VaultId {
     }
 }
 
-/// The product's SecretStore `Result` codes that Strongroom answers with
-/// (product reference §10). HTTP status is 200 for all of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(i32)]
-pub enum ResultCode {
-    Success = 0,
-    InvalidVaultId = 8,
-    InvalidParams = 9,
-    InsufficientPermissions = 10,
-    CryptoFailure = 11,
-    DisassociateFailed = 17,
-    QueryError = 22,
-    AssociationAlreadyExists = 27,
-    AssociationLookupFailed = 29,
-}
-
-impl ResultCode {
-    pub fn code(self) -> i32 {
-        self as i32
-    }
-}
+/// The SecretStore `Result` codes live in `proto` (the client needs them).
+pub use strongroom_proto::vedsdk::ResultCode;
 
 /// Rights an identity holds on a folder, inherited by everything below it.
 #[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]

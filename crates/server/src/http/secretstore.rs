@@ -275,3 +275,113 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
         .collect();
     Ok(ok(&LogResponse { log_events, next }))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The client sends `proto::vedsdk` request types; the handlers read
+    //! bodies leniently through `SdkBody`. Every request type, serialised,
+    //! must read back through the handlers' readers to the values sent.
+
+    use super::*;
+    use strongroom_proto::time::parse_date;
+    use strongroom_proto::vedsdk::{
+        AddRequest, AssociateRequest, AssociationValue, DissociateRequest, LookupAllAssociationsRequest, LookupAssociationRequest,
+        LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NAMESPACE, OrphanLookupRequest,
+        OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, RetrieveRequest, ValueFields,
+    };
+
+    fn read<T: serde::Serialize>(req: &T) -> SdkBody {
+        SdkBody::parse(&serde_json::to_vec(req).unwrap()).unwrap()
+    }
+
+    fn pairs() -> Vec<(AssociationValue, Value)> {
+        let date = parse_date("2024-01-02T03:04:05.1234567Z").unwrap();
+        vec![
+            (AssociationValue::String(SecretString("Access to endpoint".into())), Value::String("Access to endpoint".into())),
+            (AssociationValue::Int(2048), Value::Int(2048)),
+            (AssociationValue::Int(i64::MIN), Value::Int(i64::MIN)),
+            (AssociationValue::Date(date), Value::Date(date)),
+            (AssociationValue::Date(0), Value::Date(0)),
+        ]
+    }
+
+    #[test]
+    fn add_reads_back() {
+        let r = AddRequest {
+            base64_data: SecretString("c2VjcmV0".into()),
+            keyname: "Software:Default".into(),
+            namespace: NAMESPACE.into(),
+            owner: Some("\\VED\\Policy\\Team A".into()),
+            vault_type: 32,
+        };
+        let b = read(&r);
+        assert_eq!(b.int32(&["VaultType"]), Ok(Some(32)));
+        assert_eq!(b.string(&["Keyname"]), Ok(Some(r.keyname.clone())));
+        assert_eq!(b.string(&["Base64Data"]), Ok(Some("c2VjcmV0".into())));
+        assert_eq!(b.string(&["Namespace"]), Ok(Some(NAMESPACE.into())));
+        assert_eq!(b.string(&["Owner"]), Ok(r.owner.clone()));
+        let b = read(&AddRequest { owner: None, ..r });
+        assert_eq!(b.string(&["Owner"]), Ok(None));
+    }
+
+    #[test]
+    fn values_read_back_through_the_handlers_readers() {
+        for (sent, expected) in pairs() {
+            let b = read(&AssociateRequest { vault_id: 376, name: "Purpose".into(), value: (&sent).into() });
+            assert_eq!(vault_id(&b).ok(), Some(VaultId(376)));
+            assert_eq!(name(&b).ok().flatten().as_deref(), Some("Purpose"));
+            assert_eq!(value(&b).ok().flatten(), Some(expected.clone()), "{sent:?}");
+
+            let b = read(&DissociateRequest { vault_id: 9, name: Some("Purpose".into()), value: (&sent).into() });
+            assert_eq!(vault_id(&b).ok(), Some(VaultId(9)));
+            assert_eq!(name(&b).ok().flatten().as_deref(), Some("Purpose"));
+            assert_eq!(value(&b).ok().flatten(), Some(expected.clone()));
+
+            let b = read(&LookupByAssociationRequest { name: "Purpose".into(), value: Some(&sent).into() });
+            assert_eq!(name(&b).ok().flatten().as_deref(), Some("Purpose"));
+            assert_eq!(value(&b).ok().flatten(), Some(expected));
+        }
+        let b = read(&DissociateRequest { vault_id: 9, name: None, value: ValueFields::default() });
+        assert_eq!(vault_id(&b).ok(), Some(VaultId(9)));
+        assert_eq!(name(&b).ok(), Some(None));
+        assert_eq!(value(&b).ok(), Some(None));
+        let b = read(&LookupByAssociationRequest { name: "Purpose".into(), value: None.into() });
+        assert_eq!(value(&b).ok(), Some(None));
+    }
+
+    #[test]
+    fn id_owner_and_type_requests_read_back() {
+        for id in [1, 376, i64::MAX] {
+            assert_eq!(vault_id(&read(&RetrieveRequest { vault_id: id })).ok(), Some(VaultId(id)));
+            assert_eq!(vault_id(&read(&LookupAllAssociationsRequest { vault_id: id })).ok(), Some(VaultId(id)));
+        }
+        let b = read(&LookupAssociationRequest { vault_id: 5, name: "Key Size".into() });
+        assert_eq!((vault_id(&b).ok(), name(&b).ok().flatten()), (Some(VaultId(5)), Some("Key Size".into())));
+
+        let b = read(&OwnerLookupRequest { namespace: NAMESPACE.into(), vault_id: 5 });
+        assert_eq!((b.string(&["Namespace"]), vault_id(&b).ok()), (Ok(Some(NAMESPACE.into())), Some(VaultId(5))));
+
+        let owner = "\\VED\\Policy\\Team A";
+        let b = read(&OwnerAddRequest { namespace: NAMESPACE.into(), owner: owner.into(), vault_id: 5 });
+        assert_eq!(b.string(&["Namespace"]), Ok(Some(NAMESPACE.into())));
+        assert_eq!(b.string(&["Owner"]), Ok(Some(owner.into())));
+        assert_eq!(vault_id(&b).ok(), Some(VaultId(5)));
+
+        let b = read(&OwnerDeleteRequest { namespace: NAMESPACE.into(), owner: owner.into(), vault_id: Some(5) });
+        assert_eq!((b.string(&["Owner"]), b.int64(&["VaultID"])), (Ok(Some(owner.into())), Ok(Some(5))));
+        let b = read(&OwnerDeleteRequest { namespace: NAMESPACE.into(), owner: owner.into(), vault_id: None });
+        assert_eq!(b.int64(&["VaultID"]), Ok(None));
+
+        let b = read(&LookupByOwnerRequest { namespace: NAMESPACE.into(), owner: Some(owner.into()), vault_type: Some(32) });
+        assert_eq!((b.string(&["Owner"]), b.int32(&["VaultType"])), (Ok(Some(owner.into())), Ok(Some(32))));
+        let b = read(&LookupByOwnerRequest { namespace: NAMESPACE.into(), owner: None, vault_type: None });
+        assert_eq!((b.string(&["Owner"]), b.int32(&["VaultType"])), (Ok(None), Ok(None)));
+
+        assert_eq!(read(&LookupByVaultTypeRequest { vault_type: i32::MIN }).int32(&["VaultType"]), Ok(Some(i32::MIN)));
+        assert_eq!(read(&OrphanLookupRequest { vault_type: Some(64) }).int32(&["VaultType"]), Ok(Some(64)));
+        assert_eq!(read(&OrphanLookupRequest::default()).int32(&["VaultType"]), Ok(None));
+
+        let b = read(&MutateRequest { vault_id: 5, vault_type: 64 });
+        assert_eq!((vault_id(&b).ok(), b.int32(&["VaultType"])), (Some(VaultId(5)), Ok(Some(64))));
+    }
+}

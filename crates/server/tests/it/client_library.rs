@@ -11,10 +11,10 @@ use strongroom_client::cache::TokenCache;
 use strongroom_client::device::{DeviceLogin, Sleeper};
 use strongroom_client::source::TokenSource;
 use strongroom_client::tls::Trust;
+use strongroom_client::vault::AssociationValue as Value;
 use strongroom_client::vault::Vault;
 use strongroom_client::{ClientError, Server};
 use strongroom_core::time::{Clock as _, ManualClock};
-use strongroom_core::vault::value::Value;
 
 use crate::support::{PASSWORD, PageClient, TestServer};
 
