@@ -136,3 +136,28 @@ async fn futures_join_all<F: std::future::Future>(futs: impl IntoIterator<Item =
     .await;
     outputs.into_iter().map(|o| o.unwrap()).collect()
 }
+
+/// The same races on PostgreSQL, where the writers really run at once
+/// (READ COMMITTED, one conditional UPDATE per attempt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn races_on_postgres_leave_one_working_pair() {
+    let Some(s) = TestServer::start_on_postgres().await else { return };
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted", |_| {}).await;
+    for trial in 0..10 {
+        let d = s.start_device("app", "restricted").await;
+        s.approve_in_store(&alice, d["user_code"].as_str().unwrap()).await;
+        let code = d["device_code"].as_str().unwrap().to_owned();
+        let results = futures_join_all((0..PARALLEL).map(|_| s.poll("app", &code))).await;
+        assert!(results.iter().all(|(st, _)| *st == StatusCode::OK), "trial {trial}: {results:?}");
+        let live = working(&s, &results).await;
+        assert_eq!(live.len(), 1, "trial {trial}: exactly one exchanged pair works");
+        let rt = live[0]["refresh_token"].as_str().unwrap().to_owned();
+        let results = futures_join_all((0..PARALLEL).map(|_| s.refresh("app", &rt))).await;
+        assert!(results.iter().all(|(st, _)| *st == StatusCode::OK), "trial {trial}: {results:?}");
+        let live = working(&s, &results).await;
+        assert_eq!(live.len(), 1, "trial {trial}: exactly one refreshed pair works");
+        assert_eq!(s.refresh("app", live[0]["refresh_token"].as_str().unwrap()).await.0, StatusCode::OK, "trial {trial}: grant alive");
+    }
+    assert!(!s.event_kinds().await.iter().any(|k| k == "token.refresh_reuse"));
+}

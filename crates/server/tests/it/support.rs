@@ -51,7 +51,32 @@ impl TestServer {
         Self::start_with(|_| {}).await
     }
 
+    /// A server on a fresh schema of the test PostgreSQL server, or `None`
+    /// (after a loud message) when none is reachable and skipping is allowed.
+    pub async fn start_on_postgres() -> Option<TestServer> {
+        let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
+            || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
+        if !reachable {
+            skip(&format!("no PostgreSQL at {url}"));
+            return None;
+        }
+        let store = strongroom_store::postgres::testing::fresh_schema(&url).await.unwrap();
+        Some(Self::start_with_store(store, |_| {}).await)
+    }
+
     pub async fn start_with(tweak: impl FnOnce(&mut RawConfig)) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+        tweak(&mut raw);
+        let config = raw.clone().validate().unwrap();
+        let store = strongroom_store::open(&config.database_url).await.unwrap();
+        let mut s = Self::start_with_store(store, |r| *r = raw).await;
+        s.dir = dir;
+        s
+    }
+
+    async fn start_with_store(store: Arc<dyn Store>, tweak: impl FnOnce(&mut RawConfig)) -> TestServer {
         // Server logs for failing tests: RUST_LOG=info cargo test ...
         let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let dir = tempfile::tempdir().unwrap();
@@ -65,8 +90,9 @@ impl TestServer {
             ..Default::default()
         };
         tweak(&mut raw);
+        raw.insecure_http = Some(true);
+        raw.public_url = Some(url.clone());
         let config = raw.validate().unwrap();
-        let store = strongroom_store::open(&config.database_url).await.unwrap();
         // Start the manual clock at the real time, so timestamps look sane.
         let clock = ManualClock::new(strongroom_server::state::SystemClock.now());
         let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
