@@ -286,8 +286,8 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
         by: Writer,
         event: Event,
     ) -> StoreFuture<'_, Checked<u64>>;
-    /// Entries with an association `name` (of value hash `lookup`, if given).
-    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>>;
+    /// Entries with an association `name` (of value hash `lookup`, if given), with their owners.
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>>;
     /// Up to `limit` items sealed under a key other than `current`, for re-encryption.
     fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
     /// Replaces each item's ciphertext if still under the key it was read with; items replaced.
@@ -374,6 +374,23 @@ pub(crate) fn deleted_event(removal: &Event, id: VaultId) -> Event {
     e.object = id.to_string();
     e.detail = "last owner removed".to_owned();
     e
+}
+
+/// Rows of (entry, owner) ordered by entry, grouped into each entry's owners.
+pub(crate) fn group_owners(
+    rows: impl IntoIterator<Item = StoreResult<(VaultId, Option<String>)>>,
+) -> StoreResult<Vec<(VaultId, Vec<FolderPath>)>> {
+    let mut out: Vec<(VaultId, Vec<FolderPath>)> = Vec::new();
+    for row in rows {
+        let (id, owner) = row?;
+        if out.last().is_none_or(|(last, _)| *last != id) {
+            out.push((id, Vec::new()));
+        }
+        if let (Some(o), Some((_, owners))) = (owner, out.last_mut()) {
+            owners.push(stored_folder(&o)?);
+        }
+    }
+    Ok(out)
 }
 
 /// A folder path read back from either backend.

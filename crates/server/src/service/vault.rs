@@ -251,8 +251,8 @@ async fn visible(app: &AppState, c: &Caller, ids: Vec<VaultId>, needed: Rights) 
 
 pub async fn lookup_by_association(app: &AppState, c: &Caller, name: String, value: Option<Value>) -> VaultResult<Vec<VaultId>> {
     let lookup = value.map(|v| crypto::lookup_hash(&app.keyring.lookup, &name, v.value_type(), &v.to_bytes()));
-    let ids = app.store.lookup_by_association(name, lookup).await?;
-    visible(app, c, ids, Rights::READ).await
+    let found = app.store.lookup_by_association(name, lookup).await?;
+    Ok(found.into_iter().filter(|(_, owners)| c.perms.on_any(owners, Rights::READ)).map(|(id, _)| id).collect())
 }
 
 fn open_association(key: &crypto::Key, id: VaultId, a: &StoredAssociation) -> VaultResult<Value> {

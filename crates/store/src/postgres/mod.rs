@@ -216,6 +216,12 @@ pub(super) async fn query_opt(c: &impl GenericClient, sql: &str, params: &[Param
     c.query_opt(&st, params).await.map_err(pg)
 }
 
+/// Queries rows with a statement prepared once per connection.
+pub(super) async fn query(c: &impl GenericClient, sql: &str, params: &[Param<'_>]) -> StoreResult<Vec<Row>> {
+    let st = c.prepare_cached(sql).await.map_err(pg)?;
+    c.query(&st, params).await.map_err(pg)
+}
+
 pub(super) const INTEGRATION_COLS: &str = "client_id, name, max_scope, allow_all_users, allow_device, allow_password, access_validity, grant_validity, refreshable, device_code_validity, poll_interval, disabled, retry_window";
 
 pub(super) fn integration_from_row(row: &Row) -> StoreResult<Integration> {

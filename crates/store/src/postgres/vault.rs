@@ -17,7 +17,7 @@ use super::{PgStore, append_event, get, pg, query_opt, time};
 use crate::sql;
 use crate::{
     AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreFuture, StoreResult, StoredAssociation, VaultContext,
-    VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, stored_folder, stored_hash32, stored_value_type,
+    VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32, stored_value_type,
 };
 
 fn rights(row: &Row, idx: usize) -> StoreResult<Rights> {
@@ -301,15 +301,19 @@ pub(super) async fn dissociate(
     Ok(n)
 }
 
-pub(super) async fn lookup_by_association(c: &impl GenericClient, name: &str, lookup: Option<&[u8; 32]>) -> StoreResult<Vec<VaultId>> {
-    let rows = c
-        .query(
-            "SELECT vault_id FROM associations WHERE name = $1 AND ($2::BYTEA IS NULL OR lookup = $2) ORDER BY vault_id",
-            &[&name, &lookup.map(|l| &l[..])],
-        )
-        .await
-        .map_err(pg)?;
-    rows.iter().map(|r| Ok(VaultId(get(r, 0)?))).collect()
+pub(super) async fn lookup_by_association(
+    c: &impl GenericClient,
+    name: &str,
+    lookup: Option<&[u8; 32]>,
+) -> StoreResult<Vec<(VaultId, Vec<FolderPath>)>> {
+    let rows = super::query(
+        c,
+        "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+         WHERE a.name = $1 AND ($2::BYTEA IS NULL OR a.lookup = $2) ORDER BY a.vault_id, o.owner_key",
+        &[&name, &lookup.map(|l| &l[..])],
+    )
+    .await?;
+    group_owners(rows.iter().map(|r| Ok((VaultId(get(r, 0)?), get::<Option<String>>(r, 1)?))))
 }
 
 pub(super) async fn sealed_on_old_keys(c: &impl GenericClient, current: i64, limit: u32) -> StoreResult<Vec<SealedItem>> {
@@ -518,7 +522,7 @@ impl VaultStore for PgStore {
     fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
         on_client!(self, |c| { associations(&c, id).await })
     }
-    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
         on_client!(self, |c| { lookup_by_association(&c, &name, lookup.as_ref()).await })
     }
     fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {

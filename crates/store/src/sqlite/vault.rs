@@ -15,7 +15,8 @@ use super::{AFTER_GRANT, SqliteStore, append_event_tx, exec, grant_from_row, is_
 use crate::sql;
 use crate::{
     AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreFuture, StoreResult, StoredAssociation,
-    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, stored_folder, stored_hash32, stored_value_type,
+    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32,
+    stored_value_type,
 };
 
 fn rights_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
@@ -366,13 +367,18 @@ impl VaultStore for SqliteStore {
         }))
     }
 
-    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<VaultId>> {
+    fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
         Box::pin(self.read(move |c| {
             let mut st = c
-                .prepare_cached("SELECT vault_id FROM associations WHERE name = ?1 AND (?2 IS NULL OR lookup = ?2) ORDER BY vault_id")
+                .prepare_cached(
+                    "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+                     WHERE a.name = ?1 AND (?2 IS NULL OR a.lookup = ?2) ORDER BY a.vault_id, o.owner_key",
+                )
                 .map_err(backend)?;
-            let rows = st.query_map(params![name, lookup.as_ref().map(|l| &l[..])], |r| r.get(0).map(VaultId)).map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+            let rows = st
+                .query_map(params![name, lookup.as_ref().map(|l| &l[..])], |r| Ok((VaultId(r.get(0)?), r.get::<_, Option<String>>(1)?)))
+                .map_err(backend)?;
+            group_owners(rows.map(|r| r.map_err(backend)))
         }))
     }
 

@@ -559,9 +559,10 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         Checked::Done(PutAssociation::NoEntry)
     );
     assert_eq!(store.associations(a).await.unwrap(), vec![assoc("n", 2)]);
-    assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![a, b]);
+    let (oa, ob) = (vec![folder("\\VED\\Policy\\A")], vec![folder("\\VED\\Policy\\A"), folder("\\VED\\Policy\\B")]);
+    assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![(a, oa.clone()), (b, ob.clone())]);
     assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);
-    assert_eq!(store.lookup_by_association("m".into(), None).await.unwrap(), vec![b]);
+    assert_eq!(store.lookup_by_association("m".into(), None).await.unwrap(), vec![(b, ob)]);
     assert_eq!(
         store.dissociate(b, Some("n".into()), Some([9; 32]), w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(),
         Checked::Done(0)
