@@ -15,17 +15,15 @@ async fn verify(s: &TestServer, access: &str) -> StatusCode {
     s.get_bearer("/vedauth/authorize/verify", access).await.0
 }
 
-async fn setup() -> (TestServer, Value) {
-    let s = TestServer::start().await;
+async fn setup(s: TestServer) -> (TestServer, Value) {
     let alice = s.user("alice").await;
     s.integration("app", "restricted", |_| {}).await;
     let t = s.tokens_for(&alice, "app", "restricted").await;
     (s, t)
 }
 
-#[tokio::test]
-async fn a_lost_refresh_answer_is_recovered_and_the_unused_pair_dies() {
-    let (s, t) = setup().await;
+async fn a_lost_refresh_answer_is_recovered_and_the_unused_pair_dies(s: TestServer) {
+    let (s, t) = setup(s).await;
     let rt = tok(&t, "refresh_token");
     let (st, lost) = s.refresh("app", rt).await;
     assert_eq!(st, StatusCode::OK);
@@ -42,9 +40,8 @@ async fn a_lost_refresh_answer_is_recovered_and_the_unused_pair_dies() {
     assert!(!kinds.iter().any(|k| k == "token.refresh_reuse"), "{kinds:?}");
 }
 
-#[tokio::test]
-async fn a_thief_replaying_after_the_owner_used_the_successor_revokes_the_grant() {
-    let (s, t) = setup().await;
+async fn a_thief_replaying_after_the_owner_used_the_successor_revokes_the_grant(s: TestServer) {
+    let (s, t) = setup(s).await;
     let stolen = tok(&t, "refresh_token").to_owned();
     let (_, owner) = s.refresh("app", &stolen).await;
     assert_eq!(verify(&s, tok(&owner, "access_token")).await, StatusCode::OK, "the owner uses the new pair");
@@ -54,9 +51,8 @@ async fn a_thief_replaying_after_the_owner_used_the_successor_revokes_the_grant(
     assert!(s.event_kinds().await.iter().any(|k| k == "token.refresh_reuse"));
 }
 
-#[tokio::test]
-async fn a_replay_after_the_successor_was_refreshed_revokes_the_grant() {
-    let (s, t) = setup().await;
+async fn a_replay_after_the_successor_was_refreshed_revokes_the_grant(s: TestServer) {
+    let (s, t) = setup(s).await;
     let stolen = tok(&t, "refresh_token").to_owned();
     let (_, second) = s.refresh("app", &stolen).await;
     let (_, third) = s.refresh("app", tok(&second, "refresh_token")).await;
@@ -66,9 +62,8 @@ async fn a_replay_after_the_successor_was_refreshed_revokes_the_grant() {
     assert_eq!(st, StatusCode::BAD_REQUEST, "revoked");
 }
 
-#[tokio::test]
-async fn a_replay_after_the_window_revokes_the_grant() {
-    let (s, t) = setup().await;
+async fn a_replay_after_the_window_revokes_the_grant(s: TestServer) {
+    let (s, t) = setup(s).await;
     let rt = tok(&t, "refresh_token").to_owned();
     let (_, next) = s.refresh("app", &rt).await;
     s.clock.advance_secs(30);
@@ -78,9 +73,7 @@ async fn a_replay_after_the_window_revokes_the_grant() {
     assert_eq!(st, StatusCode::BAD_REQUEST, "revoked");
 }
 
-#[tokio::test]
-async fn an_integration_can_be_strict() {
-    let s = TestServer::start().await;
+async fn an_integration_can_be_strict(s: TestServer) {
     let alice = s.user("alice").await;
     s.integration("app", "restricted", |i| i.overrides.retry_window = Some(0)).await;
     let t = s.tokens_for(&alice, "app", "restricted").await;
@@ -90,9 +83,7 @@ async fn an_integration_can_be_strict() {
     assert_eq!(s.refresh("app", tok(&next, "refresh_token")).await.0, StatusCode::BAD_REQUEST, "revoked at once");
 }
 
-#[tokio::test]
-async fn a_lost_device_code_exchange_answer_is_recovered() {
-    let s = TestServer::start().await;
+async fn a_lost_device_code_exchange_answer_is_recovered(s: TestServer) {
     let alice = s.user("alice").await;
     s.integration("app", "restricted", |_| {}).await;
     let d = s.start_device("app", "restricted").await;
@@ -115,9 +106,7 @@ async fn a_lost_device_code_exchange_answer_is_recovered() {
     assert!(kinds.iter().any(|k| k == "token.reissued") && kinds.iter().any(|k| k == "device.code_replayed"), "{kinds:?}");
 }
 
-#[tokio::test]
-async fn a_device_code_after_the_window_is_refused() {
-    let s = TestServer::start().await;
+async fn a_device_code_after_the_window_is_refused(s: TestServer) {
     let alice = s.user("alice").await;
     s.integration("app", "restricted", |_| {}).await;
     let d = s.start_device("app", "restricted").await;
@@ -128,3 +117,37 @@ async fn a_device_code_after_the_window_is_refused() {
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_eq!(verify(&s, tok(&first, "access_token")).await, StatusCode::OK, "a replayed code does not revoke");
 }
+
+/// Each case on SQLite and on PostgreSQL.
+macro_rules! on_both {
+    ($($case:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(crate::support::TestServer::start().await).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    if let Some(s) = crate::support::TestServer::start_on_postgres().await {
+                        super::$case(s).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    a_lost_refresh_answer_is_recovered_and_the_unused_pair_dies,
+    a_thief_replaying_after_the_owner_used_the_successor_revokes_the_grant,
+    a_replay_after_the_successor_was_refreshed_revokes_the_grant,
+    a_replay_after_the_window_revokes_the_grant,
+    an_integration_can_be_strict,
+    a_lost_device_code_exchange_answer_is_recovered,
+    a_device_code_after_the_window_is_refused
+);
