@@ -24,7 +24,7 @@ use std::sync::Arc;
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
-use strongroom_core::grant::{AccessContext, Grant, GrantId, Pair};
+use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Counter, Rule};
@@ -70,8 +70,8 @@ pub struct NewTokens {
     pub issued_at: UnixTime,
 }
 
-impl From<&strongroom_core::grant::IssuedTokens> for NewTokens {
-    fn from(t: &strongroom_core::grant::IssuedTokens) -> Self {
+impl From<&IssuedTokens> for NewTokens {
+    fn from(t: &IssuedTokens) -> Self {
         NewTokens { access_hash: t.access_hash, access_expires: t.access_expires, refresh_hash: t.refresh_hash(), issued_at: t.issued_at }
     }
 }
@@ -86,6 +86,19 @@ pub struct PairChange {
     pub spend: Option<TokenHash>,
     /// The access token that stops working at once (a retry replaces an unused pair).
     pub retire_access: Option<TokenHash>,
+}
+
+impl PairChange {
+    /// `presented` (the working refresh token) is spent and `tokens` become the pair.
+    pub fn rotation(presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
+        PairChange { pair: Pair::rotated(presented, tokens), tokens: tokens.into(), spend: Some(presented), retire_access: None }
+    }
+
+    /// The unused pair `old` is replaced by `tokens` (a retry of a lost
+    /// answer): its refresh token is spent and its access token stops working.
+    pub fn replacing(old: &Pair, tokens: &IssuedTokens) -> PairChange {
+        PairChange { pair: old.retried(tokens), tokens: tokens.into(), spend: old.refresh, retire_access: old.access }
+    }
 }
 
 /// Who writes to the vault, for the check the write repeats: the grant must

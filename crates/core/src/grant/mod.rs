@@ -270,8 +270,23 @@ impl AccessContext {
 
 #[cfg(test)]
 pub(crate) mod testing {
+    use crate::grant::Standing;
     use crate::random::Random;
+    use crate::scope::Scope;
     use std::sync::Mutex;
+
+    /// A user in good standing on an integration allowing `restricted:manage`.
+    pub(crate) fn standing() -> Standing {
+        Standing {
+            integration_found: true,
+            integration_disabled: false,
+            max_scope: Scope::parse("restricted:manage").unwrap(),
+            user_found: true,
+            user_disabled: false,
+            user_allowed: true,
+            locked_until: None,
+        }
+    }
 
     /// Deterministic randomness for unit tests.
     #[derive(Debug)]
@@ -296,7 +311,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::TestRng;
+    use super::testing::{TestRng, standing};
     use super::*;
 
     fn grant(now: UnixTime, settings: TokenSettings) -> Grant {
@@ -348,18 +363,6 @@ mod tests {
         assert_eq!(ctx.check(now), Err(AccessRefused::UserDisabled));
         ctx.grant.revoked_at = Some(now);
         assert_eq!(ctx.check(now), Err(AccessRefused::Revoked));
-    }
-
-    fn standing() -> Standing {
-        Standing {
-            integration_found: true,
-            integration_disabled: false,
-            max_scope: Scope::parse("restricted:manage").unwrap(),
-            user_found: true,
-            user_disabled: false,
-            user_allowed: true,
-            locked_until: None,
-        }
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub fn window(ctx_override: Option<i64>, server_default: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grant::testing::TestRng;
+    use crate::grant::testing::{TestRng, standing};
     use crate::identity::UserId;
     use crate::integration::TokenSettings;
     use crate::scope::Scope;
@@ -122,18 +122,6 @@ mod tests {
     const A: TokenHash = TokenHash([1; 32]);
     const B: TokenHash = TokenHash([2; 32]);
     const C: TokenHash = TokenHash([3; 32]);
-
-    fn standing() -> Standing {
-        Standing {
-            integration_found: true,
-            integration_disabled: false,
-            max_scope: Scope::parse("restricted:manage").unwrap(),
-            user_found: true,
-            user_disabled: false,
-            user_allowed: true,
-            locked_until: None,
-        }
-    }
 
     /// A grant whose token `A` was rotated at `at` into the pair with refresh token `B`.
     fn rotated_at(at: UnixTime) -> RefreshContext {

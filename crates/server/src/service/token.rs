@@ -101,12 +101,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                 Some(grant) if ctx.may_reissue(client_id, now, settings.retry_window.max(0)) => {
                     may_receive(&ctx.standing, &grant.scope, now).map_err(refused)?;
                     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
-                    let change = PairChange {
-                        pair: grant.pair.retried(&tokens),
-                        tokens: NewTokens::from(&tokens),
-                        spend: grant.pair.refresh,
-                        retire_access: grant.pair.access,
-                    };
+                    let change = PairChange::replacing(&grant.pair, &tokens);
                     let event = app
                         .event(EventKind::DeviceCodeReissued, origin)
                         .identity(grant.user_id.identity())

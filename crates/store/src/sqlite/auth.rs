@@ -15,8 +15,8 @@ use strongroom_core::token::TokenHash;
 
 use super::writer::backend;
 use super::{
-    AFTER_GRANT, SqliteStore, USER_COLS, append_event_tx, counter_from_row, counter_of, device_from_row, exec, grant_from_row,
-    insert_grant_tx, insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, time_col, user_from_row,
+    AFTER_GRANT, SqliteStore, USER_COLS, access_from_row, append_event_tx, counter_from_row, counter_of, device_from_row, exec,
+    grant_from_row, insert_grant_tx, insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, user_from_row,
 };
 use crate::sql::{self, DEVICE_COL_COUNT, STANDING_COL_COUNT};
 use crate::{AuthStore, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
@@ -25,21 +25,7 @@ impl AuthStore for SqliteStore {
     fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>> {
         Box::pin(self.read(move |c| {
             let mut st = c.prepare_cached(sql::ACCESS_CONTEXT.sqlite()).map_err(backend)?;
-            st.query_row([access_hash.as_bytes()], |r| {
-                let o = AFTER_GRANT;
-                Ok(AccessContext {
-                    grant: grant_from_row(r, 0)?,
-                    token_hash: access_hash,
-                    token_issued_at: time_col(r, o)?,
-                    token_expires: time_col(r, o + 1)?,
-                    user_name: r.get(o + 2)?,
-                    user_disabled: r.get(o + 3)?,
-                    master_admin: r.get(o + 4)?,
-                    integration_disabled: r.get(o + 5)?,
-                })
-            })
-            .optional()
-            .map_err(backend)
+            st.query_row([access_hash.as_bytes()], |r| access_from_row(r, access_hash)).optional().map_err(backend)
         }))
     }
 

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
 use strongroom_core::grant::device::DeviceAuthorization;
-use strongroom_core::grant::{Grant, GrantId, Pair, Standing};
+use strongroom_core::grant::{AccessContext, Grant, GrantId, Pair, Standing};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides};
 use strongroom_core::scope::Scope;
@@ -231,6 +231,21 @@ pub(super) fn grant_from_row(row: &Row<'_>, o: usize) -> rusqlite::Result<Grant>
         revoked_at: opt_time_col(row, o + 9)?,
         pair: Pair { refresh: opt_hash_col(row, o + 10)?, access: opt_hash_col(row, o + 11)?, used: row.get(o + 12)?, rotated_from },
         version: row.get(o + 15)?,
+    })
+}
+
+/// Decodes the [`sql::ACCESS_CONTEXT`] row of token `access_hash`.
+pub(super) fn access_from_row(r: &Row<'_>, access_hash: TokenHash) -> rusqlite::Result<AccessContext> {
+    let o = GRANT_COL_COUNT;
+    Ok(AccessContext {
+        grant: grant_from_row(r, 0)?,
+        token_hash: access_hash,
+        token_issued_at: time_col(r, o)?,
+        token_expires: time_col(r, o + 1)?,
+        user_name: r.get(o + 2)?,
+        user_disabled: r.get(o + 3)?,
+        master_admin: r.get(o + 4)?,
+        integration_disabled: r.get(o + 5)?,
     })
 }
 

@@ -5,13 +5,12 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use strongroom_core::event::Event;
-use strongroom_core::grant::AccessContext;
 use strongroom_core::identity::UserId;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::writer::backend;
-use super::{AFTER_GRANT, SqliteStore, append_event_tx, exec, grant_from_row, is_unique_violation, time_col};
+use super::{SqliteStore, access_from_row, append_event_tx, exec, is_unique_violation, time_col};
 use crate::sql;
 use crate::{
     AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreFuture, StoreResult, StoredAssociation,
@@ -90,22 +89,7 @@ impl VaultStore for SqliteStore {
     fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         Box::pin(self.read(move |c| {
             let mut st = c.prepare_cached(sql::ACCESS_CONTEXT.sqlite()).map_err(backend)?;
-            let access = st
-                .query_row([access_hash.as_bytes()], |r| {
-                    let o = AFTER_GRANT;
-                    Ok(AccessContext {
-                        grant: grant_from_row(r, 0)?,
-                        token_hash: access_hash,
-                        token_issued_at: time_col(r, o)?,
-                        token_expires: time_col(r, o + 1)?,
-                        user_name: r.get(o + 2)?,
-                        user_disabled: r.get(o + 3)?,
-                        master_admin: r.get(o + 4)?,
-                        integration_disabled: r.get(o + 5)?,
-                    })
-                })
-                .optional()
-                .map_err(backend)?;
+            let access = st.query_row([access_hash.as_bytes()], |r| access_from_row(r, access_hash)).optional().map_err(backend)?;
             let Some(access) = access else { return Ok(None) };
             let rights = rights_of(c, &access.grant.user_id)?;
             let current_key = c

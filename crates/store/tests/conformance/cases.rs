@@ -255,8 +255,7 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
             let (store, rng, g) = (store.clone(), rng.clone(), ctx.grant.clone());
             tasks.push(tokio::spawn(async move {
                 let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0.plus_secs(trial + 1));
-                let change =
-                    PairChange { pair: Pair::rotated(current, &t), tokens: NewTokens::from(&t), spend: Some(current), retire_access: None };
+                let change = PairChange::rotation(current, &t);
                 let won = store.advance_pair(g.id.clone(), g.version, change, ev(EventKind::TokenRefreshed)).await.unwrap();
                 won.then(|| t.refresh_hash().unwrap())
             }));
