@@ -18,7 +18,7 @@ use crate::{
 };
 
 async fn owners(c: &impl GenericClient, id: VaultId) -> StoreResult<Vec<FolderPath>> {
-    let rows = query(c, "SELECT owner FROM vault_owners WHERE vault_id = $1 ORDER BY owner_key", &[&id.0]).await?;
+    let rows = query(c, sql::OWNERS.postgres(), &[&id.0]).await?;
     rows.iter().map(|r| stored_folder(&get::<String>(r, 0)?)).collect()
 }
 
@@ -27,9 +27,7 @@ async fn exists(c: &impl GenericClient, id: VaultId) -> StoreResult<bool> {
 }
 
 async fn entry(c: &impl GenericClient, id: VaultId) -> StoreResult<Option<VaultEntry>> {
-    let Some(r) =
-        query_opt(c, "SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = $1", &[&id.0]).await?
-    else {
+    let Some(r) = query_opt(c, sql::ENTRY.postgres(), &[&id.0]).await? else {
         return Ok(None);
     };
     Ok(Some(VaultEntry {
@@ -76,7 +74,7 @@ impl VaultStore for PgStore {
 
     fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
         on_client!(self, |c| {
-            let rows = query(&c, "SELECT id, wrapped, created_at FROM data_keys ORDER BY id", &[]).await?;
+            let rows = query(&c, sql::DATA_KEYS.postgres(), &[]).await?;
             rows.iter().map(|r| Ok(DataKeyRecord { id: get(r, 0)?, wrapped: get(r, 1)?, created_at: time(r, 2)? })).collect()
         })
     }
@@ -113,17 +111,12 @@ impl VaultStore for PgStore {
                 }
                 exec(
                     &tx,
-                    "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                    sql::INSERT_ENTRY.postgres(),
                     &[&e.vault_id.0, &e.vault_type, &e.key_name, &e.key_id, &e.sealed, &e.created_at.millis()],
                 )
                 .await?;
                 for o in &e.owners {
-                    exec(
-                        &tx,
-                        "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                        &[&e.vault_id.0, &o.key(), &o.as_str()],
-                    )
-                    .await?;
+                    exec(&tx, sql::INSERT_OWNER.postgres(), &[&e.vault_id.0, &o.key(), &o.as_str()]).await?;
                 }
                 append_event(&tx, &event).await?;
                 Ok(Checked::Done(true))
@@ -192,12 +185,7 @@ impl VaultStore for PgStore {
                 if !exists(&tx, id).await? {
                     return Ok(Checked::Done(AddOwner::NoEntry));
                 }
-                let n = exec(
-                    &tx,
-                    "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                    &[&id.0, &owner.key(), &owner.as_str()],
-                )
-                .await?;
+                let n = exec(&tx, sql::INSERT_OWNER.postgres(), &[&id.0, &owner.key(), &owner.as_str()]).await?;
                 if n == 0 {
                     return Ok(Checked::Done(AddOwner::AlreadyOwner));
                 }
@@ -223,7 +211,7 @@ impl VaultStore for PgStore {
                 let mut out = OwnerRemoval::default();
                 for r in &affected {
                     let v = VaultId(get(r, 0)?);
-                    out.removed += exec(&tx, "DELETE FROM vault_owners WHERE vault_id = $1 AND owner_key = $2", &[&v.0, &owner.key()]).await?;
+                    out.removed += exec(&tx, sql::DELETE_OWNER.postgres(), &[&v.0, &owner.key()]).await?;
                     let left: i64 = get(&query_one(&tx, "SELECT count(*) FROM vault_owners WHERE vault_id = $1", &[&v.0]).await?, 0)?;
                     if left == 0 {
                         exec(&tx, "DELETE FROM vault_entries WHERE vault_id = $1", &[&v.0]).await?;
@@ -288,14 +276,8 @@ impl VaultStore for PgStore {
                 {
                     return Ok(Checked::Done(PutAssociation::Identical));
                 }
-                exec(
-                    &tx,
-                    "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
-                     sealed = excluded.sealed, lookup = excluded.lookup",
-                    &[&id.0, &a.name, &a.value_type.as_str(), &a.key_id, &a.sealed, &&a.lookup[..]],
-                )
-                .await?;
+                exec(&tx, sql::PUT_ASSOCIATION.postgres(), &[&id.0, &a.name, &a.value_type.as_str(), &a.key_id, &a.sealed, &&a.lookup[..]])
+                    .await?;
                 append_event(&tx, &event).await?;
                 Ok(Checked::Done(PutAssociation::Stored))
             }
