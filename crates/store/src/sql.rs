@@ -7,8 +7,11 @@
 //! `bool`s, which both drivers map to their column type.
 //!
 //! These are the request path's statements: the context reads, the
-//! conditional writes of a grant's token pair, and the rights check every
-//! vault write repeats.
+//! conditional writes of a grant's token pair, the rights check every
+//! vault write repeats, and the vault's plain reads and writes of entries,
+//! owners, associations and data keys. A statement that needs a dialect's own
+//! syntax (PostgreSQL's `$2::BYTEA IS NULL` casts, `FOR UPDATE`, sequences)
+//! stays in its backend.
 
 use std::sync::LazyLock;
 
@@ -199,6 +202,43 @@ shared!(
                        WHERE g.id = ?1 AND u.id = ?2 AND g.revoked_at IS NULL AND NOT u.disabled AND u.master_admin)"
 );
 
+shared!(
+    /// Entry `?1`: type, key name, data key, sealed data, created at.
+    ENTRY = "SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1"
+);
+
+shared!(
+    /// Entry `?1`'s owners, in key order.
+    OWNERS = "SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key"
+);
+
+shared!(
+    /// A new entry: `?1` id, `?2` type, `?3` key name, `?4` data key, `?5` sealed, `?6` created at.
+    INSERT_ENTRY = "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+);
+
+shared!(
+    /// Folder `?3` (key `?2`) owns entry `?1`; no change if it already does.
+    INSERT_OWNER = "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"
+);
+
+shared!(
+    /// Folder key `?2` no longer owns entry `?1`.
+    DELETE_OWNER = "DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2"
+);
+
+shared!(
+    /// Stores association `?2` of entry `?1`, replacing one of that name.
+    PUT_ASSOCIATION = "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                       ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
+                       sealed = excluded.sealed, lookup = excluded.lookup"
+);
+
+shared!(
+    /// Every data key, oldest first.
+    DATA_KEYS = "SELECT id, wrapped, created_at FROM data_keys ORDER BY id"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +247,7 @@ mod tests {
     fn numbered_parameters_become_dollars() {
         assert_eq!(dollar("SELECT ?1, ?12 FROM t WHERE a = ?2"), "SELECT $1, $12 FROM t WHERE a = $2");
         assert!(!ADVANCE_PAIR.postgres().contains('?'));
+        assert!(!PUT_ASSOCIATION.postgres().contains('?'));
         assert!(MAY_WRITE_ENTRY.sqlite().contains("& 4"), "Write is bit 4");
     }
 }

@@ -7,12 +7,15 @@ use strongroom_core::integration::Integration;
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::{FolderPath, Rights};
 
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
 use super::{
-    INTEGRATION_COLS, PgStore, USER_COLS, append_event, get, grant_from_row, integration_from_row, integration_values, load_allowed, pg,
-    placeholders, save_allowed, user_from_row, vault,
+    INTEGRATION_COLS, PgStore, USER_COLS, append_event, exec, get, grant_from_row, integration_from_row, integration_values, load_allowed,
+    pg, placeholders, query, query_opt, save_allowed, user_from_row,
 };
 use crate::sql::{GRANT_COL_COUNT, GRANT_COLS};
-use crate::{AdminStore, GrantSummary, StoreFuture};
+use crate::{AdminStore, GrantSummary, StoreFuture, StoreResult, stored_folder};
 
 impl AdminStore for PgStore {
     fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
@@ -162,21 +165,82 @@ impl AdminStore for PgStore {
         })
     }
     fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
-        in_tx!(self, |tx| { vault::create_folders(&tx, &lineage, &event).await })
+        in_tx!(self, |tx| {
+            async {
+                let mut last_new = false;
+                for f in &lineage {
+                    let n = exec(
+                        &tx,
+                        "INSERT INTO folders (path_key, path, created_at) VALUES ($1, $2, $3) ON CONFLICT (path_key) DO NOTHING",
+                        &[&f.key(), &f.as_str(), &event.at.millis()],
+                    )
+                    .await?;
+                    last_new = n == 1;
+                }
+                if last_new {
+                    append_event(&tx, &event).await?;
+                }
+                Ok(last_new)
+            }
+            .await
+        })
     }
     fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
-        on_client!(self, |c| { vault::folders(&c).await })
+        on_client!(self, |c| {
+            let rows = query(&c, "SELECT path FROM folders ORDER BY path_key", &[]).await?;
+            rows.iter().map(|r| stored_folder(&get::<String>(r, 0)?)).collect()
+        })
     }
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
-        on_client!(self, |c| { vault::folder_exists(&c, &key).await })
+        on_client!(self, |c| { folder_exists(&c, &key).await })
     }
     fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
-        in_tx!(self, |tx| { vault::set_rights(&tx, &folder, &user, rights, &event).await })
+        in_tx!(self, |tx| {
+            async {
+                if rights == Rights::NONE {
+                    exec(&tx, "DELETE FROM folder_rights WHERE path_key = $1 AND user_id = $2", &[&folder.key(), &user.as_str()]).await?;
+                } else {
+                    exec(
+                        &tx,
+                        "INSERT INTO folder_rights (path_key, user_id, rights) VALUES ($1, $2, $3) \
+                         ON CONFLICT (path_key, user_id) DO UPDATE SET rights = excluded.rights",
+                        &[&folder.key(), &user.as_str(), &i64::from(rights.bits())],
+                    )
+                    .await?;
+                }
+                append_event(&tx, &event).await.map(drop)
+            }
+            .await
+        })
     }
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
-        on_client!(self, |c| { vault::rights_of(&c, &user).await })
+        on_client!(self, |c| { rights_of(&c, &user).await })
     }
     fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
-        on_client!(self, |c| { vault::all_rights(&c).await })
+        on_client!(self, |c| {
+            let rows = query(
+                &c,
+                "SELECT f.path, u.name, r.rights FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
+                 JOIN users u ON u.id = r.user_id ORDER BY f.path_key, u.name_key",
+                &[],
+            )
+            .await?;
+            rows.iter().map(|r| Ok((stored_folder(&get::<String>(r, 0)?)?, get(r, 1)?, rights(r, 2)?))).collect()
+        })
     }
+}
+
+fn rights(row: &Row, idx: usize) -> StoreResult<Rights> {
+    Ok(Rights::from_bits(u32::try_from(get::<i64>(row, idx)?).unwrap_or(0)))
+}
+
+/// The folder keys `user` holds rights on; also read by the vault context.
+pub(super) async fn rights_of(c: &impl GenericClient, user: &UserId) -> StoreResult<Vec<(String, Rights)>> {
+    let rows = query(c, "SELECT path_key, rights FROM folder_rights WHERE user_id = $1", &[&user.as_str()]).await?;
+    rows.iter().map(|r| Ok((get(r, 0)?, rights(r, 1)?))).collect()
+}
+
+/// Whether folder key `key` exists; also checked by the vault's writes.
+pub(super) async fn folder_exists(c: &impl GenericClient, key: &str) -> StoreResult<bool> {
+    Ok(query_opt(c, "SELECT 1 FROM folders WHERE path_key = $1", &[&key]).await?.is_some())
 }

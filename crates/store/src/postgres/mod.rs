@@ -216,6 +216,12 @@ pub(super) async fn query_opt(c: &impl GenericClient, sql: &str, params: &[Param
     c.query_opt(&st, params).await.map_err(pg)
 }
 
+/// Queries exactly one row with a statement prepared once per connection.
+pub(super) async fn query_one(c: &impl GenericClient, sql: &str, params: &[Param<'_>]) -> StoreResult<Row> {
+    let st = c.prepare_cached(sql).await.map_err(pg)?;
+    c.query_one(&st, params).await.map_err(pg)
+}
+
 /// Queries rows with a statement prepared once per connection.
 pub(super) async fn query(c: &impl GenericClient, sql: &str, params: &[Param<'_>]) -> StoreResult<Vec<Row>> {
     let st = c.prepare_cached(sql).await.map_err(pg)?;
@@ -311,18 +317,18 @@ pub(super) fn device_from_row(row: &Row) -> StoreResult<DeviceAuthorization> {
 
 /// Appends `e` to the chained event log inside the caller's transaction.
 pub(crate) async fn append_event(c: &impl GenericClient, e: &Event) -> StoreResult<i64> {
-    let head = c.query_one("SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE", &[]).await.map_err(pg)?;
+    let head = query_one(c, "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE", &[]).await?;
     let prev: [u8; 32] = get::<Vec<u8>>(&head, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
     let seq = get::<i64>(&head, 0)? + 1;
     let h = chain_hash(&prev, seq, e);
-    c.execute(
+    exec(
+        c,
         "INSERT INTO events (seq, at, kind, identity, client_id, source, request_id, object, detail, hash) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         &[&seq, &e.at.millis(), &e.kind.as_str(), &e.identity, &e.client_id, &e.source, &e.request_id, &e.object, &e.detail, &&h[..]],
     )
-    .await
-    .map_err(pg)?;
-    c.execute("UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1", &[&seq, &&h[..]]).await.map_err(pg)?;
+    .await?;
+    exec(c, "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1", &[&seq, &&h[..]]).await?;
     Ok(seq)
 }
 

@@ -29,15 +29,13 @@ pub(super) fn rights_of(c: &Connection, user: &UserId) -> StoreResult<Vec<(Strin
 }
 
 fn owners(c: &Connection, id: VaultId) -> StoreResult<Vec<FolderPath>> {
-    let mut st = c.prepare_cached("SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key").map_err(backend)?;
+    let mut st = c.prepare_cached(sql::OWNERS.sqlite()).map_err(backend)?;
     let rows = st.query_map([id.0], |r| r.get::<_, String>(0)).map_err(backend)?;
     rows.map(|r| r.map_err(backend).and_then(|p| stored_folder(&p))).collect()
 }
 
 fn entry(c: &Connection, id: VaultId) -> StoreResult<Option<VaultEntry>> {
-    let mut st = c
-        .prepare_cached("SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1")
-        .map_err(backend)?;
+    let mut st = c.prepare_cached(sql::ENTRY.sqlite()).map_err(backend)?;
     let found = st
         .query_row([id.0], |r| {
             Ok(VaultEntry {
@@ -106,7 +104,7 @@ impl VaultStore for SqliteStore {
 
     fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
         Box::pin(self.read(|c| {
-            let mut st = c.prepare_cached("SELECT id, wrapped, created_at FROM data_keys ORDER BY id").map_err(backend)?;
+            let mut st = c.prepare_cached(sql::DATA_KEYS.sqlite()).map_err(backend)?;
             let rows = st
                 .query_map([], |r| Ok(DataKeyRecord { id: r.get(0)?, wrapped: r.get(1)?, created_at: time_col(r, 2)? }))
                 .map_err(backend)?;
@@ -145,21 +143,13 @@ impl VaultStore for SqliteStore {
                     return Ok(Checked::Denied);
                 }
             }
-            exec(
-                c,
-                "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()],
-            )
-            .map_err(|err| match err {
-                StoreError::Backend(m) if m.contains("UNIQUE") => StoreError::Conflict,
-                other => other,
-            })?;
+            exec(c, sql::INSERT_ENTRY.sqlite(), params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()])
+                .map_err(|err| match err {
+                    StoreError::Backend(m) if m.contains("UNIQUE") => StoreError::Conflict,
+                    other => other,
+                })?;
             for o in &e.owners {
-                exec(
-                    c,
-                    "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                    params![e.vault_id.0, o.key(), o.as_str()],
-                )?;
+                exec(c, sql::INSERT_OWNER.sqlite(), params![e.vault_id.0, o.key(), o.as_str()])?;
             }
             append_event_tx(c, &event)?;
             Ok(Checked::Done(true))
@@ -218,11 +208,7 @@ impl VaultStore for SqliteStore {
             if !may_write_entry(c, &by, id)? || !may_write_folder(c, &by, &owner)? {
                 return Ok(Checked::Denied);
             }
-            let n = exec(
-                c,
-                "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                params![id.0, owner.key(), owner.as_str()],
-            )?;
+            let n = exec(c, sql::INSERT_OWNER.sqlite(), params![id.0, owner.key(), owner.as_str()])?;
             if n == 0 {
                 return Ok(Checked::Done(AddOwner::AlreadyOwner));
             }
@@ -247,8 +233,7 @@ impl VaultStore for SqliteStore {
             };
             let mut out = OwnerRemoval::default();
             for v in affected {
-                out.removed +=
-                    exec(c, "DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2", params![v.0, owner.key()])? as u64;
+                out.removed += exec(c, sql::DELETE_OWNER.sqlite(), params![v.0, owner.key()])? as u64;
                 let left: i64 = c
                     .prepare_cached("SELECT count(*) FROM vault_owners WHERE vault_id = ?1")
                     .and_then(|mut st| st.query_row([v.0], |r| r.get(0)))
@@ -315,13 +300,7 @@ impl VaultStore for SqliteStore {
             if existing.as_deref() == Some(a.lookup.as_slice()) {
                 return Ok(Checked::Done(PutAssociation::Identical));
             }
-            exec(
-                c,
-                "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
-                 sealed = excluded.sealed, lookup = excluded.lookup",
-                params![id.0, a.name, a.value_type.as_str(), a.key_id, a.sealed, &a.lookup[..]],
-            )?;
+            exec(c, sql::PUT_ASSOCIATION.sqlite(), params![id.0, a.name, a.value_type.as_str(), a.key_id, a.sealed, &a.lookup[..]])?;
             append_event_tx(c, &event)?;
             Ok(Checked::Done(PutAssociation::Stored))
         }))
