@@ -77,13 +77,13 @@ impl From<&IssuedTokens> for NewTokens {
 }
 
 /// A change of a grant's token pair: the new pair and its tokens, and what
-/// dies with the old one.
+/// dies with the old one. The refresh token the old pair held stops working
+/// by the change itself (`grants.refresh_hash` names the one that works);
+/// its row stays as a tombstone so a replay is recognised.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairChange {
     pub pair: Pair,
     pub tokens: NewTokens,
-    /// The refresh token that stops working (marked spent).
-    pub spend: Option<TokenHash>,
     /// The access token that stops working at once (a retry replaces an unused pair).
     pub retire_access: Option<TokenHash>,
 }
@@ -91,13 +91,13 @@ pub struct PairChange {
 impl PairChange {
     /// `presented` (the working refresh token) is spent and `tokens` become the pair.
     pub fn rotation(presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
-        PairChange { pair: Pair::rotated(presented, tokens), tokens: tokens.into(), spend: Some(presented), retire_access: None }
+        PairChange { pair: Pair::rotated(presented, tokens), tokens: tokens.into(), retire_access: None }
     }
 
     /// The unused pair `old` is replaced by `tokens` (a retry of a lost
-    /// answer): its refresh token is spent and its access token stops working.
+    /// answer): its refresh token and its access token stop working.
     pub fn replacing(old: &Pair, tokens: &IssuedTokens) -> PairChange {
-        PairChange { pair: old.retried(tokens), tokens: tokens.into(), spend: old.refresh, retire_access: old.access }
+        PairChange { pair: old.retried(tokens), tokens: tokens.into(), retire_access: old.access }
     }
 }
 

@@ -144,11 +144,6 @@ shared!(
                     WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
 );
 
-shared!(
-    /// `?1` refresh-token hash becomes a tombstone at `?2`.
-    SPEND_REFRESH = "UPDATE refresh_tokens SET spent_at = ?2 WHERE hash = ?1 AND spent_at IS NULL"
-);
-
 shared!(RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1");
 
 shared!(INSERT_ACCESS = "INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) VALUES (?1, ?2, ?3, ?4)");

@@ -171,17 +171,7 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
             Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
         };
         let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
-        let change = match decision {
-            Refresh::Retry => PairChange {
-                pair: g.pair.retried(&tokens),
-                tokens: NewTokens::from(&tokens),
-                spend: g.pair.refresh,
-                retire_access: g.pair.access,
-            },
-            _ => {
-                PairChange { pair: Pair::rotated(hash, &tokens), tokens: NewTokens::from(&tokens), spend: Some(hash), retire_access: None }
-            }
-        };
+        let change = if decision == Refresh::Retry { PairChange::replacing(&g.pair, &tokens) } else { PairChange::rotation(hash, &tokens) };
         let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
         if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
             tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");

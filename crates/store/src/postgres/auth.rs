@@ -136,9 +136,6 @@ impl AuthStore for PgStore {
                 if n != 1 {
                     return Ok(false);
                 }
-                if let Some(spent) = &change.spend {
-                    exec(&tx, sql::SPEND_REFRESH.postgres(), &[&spent.as_bytes(), &now]).await?;
-                }
                 if let Some(retired) = &change.retire_access {
                     exec(&tx, sql::RETIRE_ACCESS.postgres(), &[&retired.as_bytes()]).await?;
                 }

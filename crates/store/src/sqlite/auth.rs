@@ -116,9 +116,6 @@ impl AuthStore for SqliteStore {
             if n != 1 {
                 return Ok(false);
             }
-            if let Some(spent) = &change.spend {
-                exec(c, sql::SPEND_REFRESH.sqlite(), params![spent.as_bytes(), now])?;
-            }
             if let Some(retired) = &change.retire_access {
                 exec(c, sql::RETIRE_ACCESS.sqlite(), [retired.as_bytes()])?;
             }

@@ -51,12 +51,16 @@ where
 {
     fn run(&mut self, conn: &Connection) -> Outcome {
         let Some(f) = self.f.take() else { return Outcome::Clean };
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        if let Err(e) = run_cached(conn, "SAVEPOINT job") {
             self.out = Some(Err(backend(e)));
             return Outcome::Poisoned;
         }
         let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| Err(StoreError::Backend("store job panicked".into())));
-        let end = if result.is_ok() { conn.execute_batch("RELEASE job") } else { conn.execute_batch("ROLLBACK TO job; RELEASE job") };
+        let end = if result.is_ok() {
+            run_cached(conn, "RELEASE job")
+        } else {
+            run_cached(conn, "ROLLBACK TO job").and_then(|()| run_cached(conn, "RELEASE job"))
+        };
         match end {
             Ok(()) => {
                 self.out = Some(result);
@@ -79,6 +83,12 @@ where
             let _ = reply.send(out);
         }
     }
+}
+
+/// A statement without results, prepared once: the writer runs these around
+/// every job and batch, and parsing them each time showed in the profile.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
@@ -108,14 +118,14 @@ pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
 }
 
 fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), String> {
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+    run_cached(conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
     for job in batch.iter_mut() {
         if let Outcome::Poisoned = job.run(conn) {
             let _ = conn.execute_batch("ROLLBACK");
             return Err("transaction rolled back".into());
         }
     }
-    conn.execute_batch("COMMIT").map_err(|e| {
+    run_cached(conn, "COMMIT").map_err(|e| {
         let _ = conn.execute_batch("ROLLBACK");
         e.to_string()
     })

@@ -220,12 +220,8 @@ async fn refresh_once(store: &dyn Store, rng: &dyn Random, presented: TokenHash,
         let g = &ctx.grant;
         let t = IssuedTokens::mint(&TokenKey::new(KEY), rng, g, now);
         let change = match ctx.decide("app", now, window) {
-            Refresh::Rotate => {
-                PairChange { pair: Pair::rotated(presented, &t), tokens: NewTokens::from(&t), spend: Some(presented), retire_access: None }
-            }
-            Refresh::Retry => {
-                PairChange { pair: g.pair.retried(&t), tokens: NewTokens::from(&t), spend: g.pair.refresh, retire_access: g.pair.access }
-            }
+            Refresh::Rotate => PairChange::rotation(presented, &t),
+            Refresh::Retry => PairChange::replacing(&g.pair, &t),
             Refresh::Reuse => {
                 store.revoke_grant(g.id.clone(), now, ev(EventKind::RefreshTokenReuse)).await.unwrap();
                 return None;
@@ -342,8 +338,7 @@ pub(crate) async fn revoke(store: Arc<dyn Store>) {
     assert_eq!(ctx.grant.version, 1, "a revocation moves the version: writes based on earlier reads lose");
     // A refresh of a revoked grant loses, even with the current version.
     let t2 = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0.plus_secs(7));
-    let change =
-        PairChange { pair: Pair::rotated(t.refresh_hash().unwrap(), &t2), tokens: NewTokens::from(&t2), spend: None, retire_access: None };
+    let change = PairChange { pair: Pair::rotated(t.refresh_hash().unwrap(), &t2), tokens: NewTokens::from(&t2), retire_access: None };
     assert!(!store.advance_pair(grant.id.clone(), 1, change, ev(EventKind::TokenRefreshed)).await.unwrap());
     assert!(store.list_grants(false, T0).await.unwrap().is_empty());
     let all = store.list_grants(true, T0).await.unwrap();
