@@ -6,6 +6,15 @@
 
 use crate::time::UnixTime;
 
+/// The key prefix of a user's password failures; the rest is the lower-cased
+/// user name. The store joins on it to read a user's lockout with its context.
+pub const USER_PASSWORD_PREFIX: &str = "pw:user:";
+
+/// The throttle key of user `name`'s password failures.
+pub fn user_password_key(name: &str) -> String {
+    format!("{USER_PASSWORD_PREFIX}{}", name.to_lowercase())
+}
+
 /// A fixed-window failure counter with a lockout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {

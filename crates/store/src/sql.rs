@@ -15,6 +15,7 @@
 
 use std::sync::LazyLock;
 
+use strongroom_core::throttle::USER_PASSWORD_PREFIX;
 use strongroom_core::vault::Rights;
 
 /// One statement in both dialects' parameter syntax.
@@ -63,8 +64,9 @@ pub(crate) const GRANT_COLS: &str = "g.id, g.client_id, g.user_id, g.scope, g.cr
 pub(crate) const GRANT_COL_COUNT: usize = 16;
 
 /// The standing of user `u` on integration `i` (7 columns), for `may_receive`.
-/// Needs `i`, `u` and `th` (the user's password-lockout counter) joined, and
-/// `<grant_user>` naming the user id column the integration list is checked for.
+/// Needs `i`, `u` and `th` (the user's password-lockout counter) joined;
+/// `client` and `user` name the columns the integration's user list is
+/// checked with.
 fn standing_cols(client: &str, user: &str) -> String {
     format!(
         "i.client_id IS NOT NULL, i.client_id IS NOT NULL AND i.disabled, i.max_scope, u.id IS NOT NULL, \
@@ -76,11 +78,12 @@ fn standing_cols(client: &str, user: &str) -> String {
 pub(crate) const STANDING_COL_COUNT: usize = 7;
 
 /// Joins the integration `i`, user `u` and lockout counter `th` of a client
-/// id and user id column. The counter key is `login::user_key`'s.
+/// id and user id column. The counter key is the user's lower-cased name
+/// under [`USER_PASSWORD_PREFIX`], as the login counts it.
 fn standing_joins(client: &str, user: &str) -> String {
     format!(
         "LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user} \
-         LEFT JOIN throttle th ON th.key = 'pw:user:' || u.name_key"
+         LEFT JOIN throttle th ON th.key = '{USER_PASSWORD_PREFIX}' || u.name_key"
     )
 }
 

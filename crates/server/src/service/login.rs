@@ -28,7 +28,7 @@ pub enum LoginError {
 
 /// The throttle key of a user name's password failures.
 pub fn user_key(name: &str) -> String {
-    format!("pw:user:{}", name.to_lowercase())
+    strongroom_core::throttle::user_password_key(name)
 }
 
 pub fn addr_key(addr: &str) -> String {
