@@ -26,7 +26,7 @@ Exit codes:
   1  other error
   2  bad command line
   3  not logged in, or the grant ended or was revoked: run `strongroom login`
-  4  the server cannot be reached
+  4  the server cannot be reached, or its answer was cut off
   5  TLS failed (use --ca or --pin for a self-signed server)
   6  the server failed or answered something unexpected
   7  the vault refused the call (the message gives the Result code)
