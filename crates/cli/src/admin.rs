@@ -242,10 +242,10 @@ fn time(t: UnixTime) -> String {
 }
 
 pub(crate) async fn run(config: &strongroom_server::Config, command: AdminCommand) -> Result<()> {
-    std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
-    let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
+    keys::create_private_dir(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
     let (keys, _) =
         keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
+    let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
     let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::new(&keys) };
     let mut out = std::io::stdout().lock();
     use std::io::Write as _;

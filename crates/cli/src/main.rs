@@ -100,11 +100,16 @@ struct ConfigArgs {
 
 impl ConfigArgs {
     fn load(&self) -> Result<strongroom_server::Config> {
+        self.load_with(|k| std::env::var(k).ok())
+    }
+
+    /// [`ConfigArgs::load`] with the environment as a lookup function.
+    fn load_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<strongroom_server::Config> {
         let raw = match &self.config {
             Some(p) => RawConfig::from_file(p)?,
             None => RawConfig::default(),
         };
-        let mut raw = raw.with_env(|k| std::env::var(k).ok())?;
+        let mut raw = raw.with_env(env)?;
         if let Some(d) = &self.data_dir {
             raw.data_dir = Some(d.clone());
         }
@@ -204,4 +209,60 @@ async fn admin_cmd(config: ConfigArgs, command: admin::AdminCommand) -> Result<(
     init_logging("warn")?;
     let config = config.load()?;
     admin::run(&config, command).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(args: &[&str]) -> ConfigArgs {
+        match Cli::try_parse_from([&["strongroom", "serve"], args].concat()).unwrap().command {
+            Command::Serve(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn flags_override_the_environment_which_overrides_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("strongroom.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:9000\"\npublic_url = \"https://file.example\"\ndatabase_url = \"/file/db\"\n").unwrap();
+        let file = file.to_str().unwrap();
+        let env = |k: &str| match k {
+            "STRONGROOM_LISTEN" => Some("127.0.0.1:9100".to_owned()),
+            "STRONGROOM_PUBLIC_URL" => Some("https://env.example".to_owned()),
+            "STRONGROOM_DATA_DIR" => Some("/env/data".to_owned()),
+            _ => None,
+        };
+        // Each key set in the file, the environment and a flag: the flag wins.
+        let c = serve_args(&[
+            "--config",
+            file,
+            "--listen",
+            "127.0.0.1:9200",
+            "--public-url",
+            "https://flag.example",
+            "--data-dir",
+            "/flag/data",
+        ])
+        .load_with(env)
+        .unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9200");
+        assert_eq!(c.public_url, "https://flag.example");
+        assert_eq!(c.data_dir, std::path::PathBuf::from("/flag/data"));
+        assert_eq!(c.database_url, "/file/db", "a key only the file sets is kept");
+        // Without the flags, the environment wins over the file.
+        let c = serve_args(&["--config", file]).load_with(env).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9100");
+        assert_eq!(c.public_url, "https://env.example");
+        assert_eq!(c.data_dir, std::path::PathBuf::from("/env/data"));
+        // And without either, the file is read.
+        let c = serve_args(&["--config", file]).load_with(|_| None).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9000");
+        assert_eq!(c.public_url, "https://file.example");
+        // --insecure-http over STRONGROOM_INSECURE_HTTP=false.
+        let off = |k: &str| (k == "STRONGROOM_INSECURE_HTTP").then(|| "false".to_owned());
+        assert_eq!(serve_args(&["--insecure-http"]).load_with(off).unwrap().tls, strongroom_server::config::Tls::Off);
+        assert_eq!(serve_args(&[]).load_with(off).unwrap().tls, strongroom_server::config::Tls::SelfSigned);
+    }
 }

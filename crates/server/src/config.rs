@@ -257,6 +257,21 @@ mod tests {
         assert_eq!(c.public_url, "http://localhost:9000");
         assert_eq!(c.tokens.access_validity, 60);
         assert_eq!(c.tokens.poll_interval, 2);
+        // One key in both the file and the environment: the environment wins,
+        // for a top-level key and a [tokens] key alike.
+        let env = |k: &str| match k {
+            "STRONGROOM_LISTEN" => Some("127.0.0.1:9001".to_owned()),
+            "STRONGROOM_ACCESS_VALIDITY" => Some("120".to_owned()),
+            "STRONGROOM_INSECURE_HTTP" => Some("false".to_owned()),
+            _ => None,
+        };
+        let raw: RawConfig =
+            toml::from_str("listen = \"0.0.0.0:9000\"\ninsecure_http = true\n[tokens]\naccess_validity = 60\npoll_interval = 7\n").unwrap();
+        let c = raw.with_env(env).unwrap().validate().unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9001");
+        assert_eq!(c.tokens.access_validity, 120);
+        assert_eq!(c.tls, Tls::SelfSigned, "STRONGROOM_INSECURE_HTTP=false overrides insecure_http = true");
+        assert_eq!(c.tokens.poll_interval, 7, "a key the environment leaves alone keeps the file's value");
         let c = RawConfig::default().with_env(|k| (k == "STRONGROOM_TRUSTED_PROXIES").then(|| "10.0.0.0/8, ::1".to_owned())).unwrap();
         assert_eq!(c.validate().unwrap().trusted_proxies.len(), 2);
         let c = RawConfig { trusted_proxies: Some(vec!["10.0.0.0/99".into()]), ..Default::default() };

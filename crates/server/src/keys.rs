@@ -24,7 +24,7 @@ pub enum KeyError {
     Io(String),
     #[error("the master key must be 64 hexadecimal characters")]
     Format,
-    #[error("{path} is readable by other users (mode {mode:o}); run chmod 600 on it")]
+    #[error("{path} is open to group or other users (mode {mode:o}); refusing to start: run `chmod 600 {path}`")]
     TooOpen { path: String, mode: u32 },
 }
 
@@ -105,7 +105,7 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
             Ok((Keys::from_master(&master), KeySource::File(shown)))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", data_dir.display())))?;
+            create_private_dir(data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", data_dir.display())))?;
             let master = Zeroizing::new(bytes::<32>(rng));
             let hex: Zeroizing<String> = Zeroizing::new(master.iter().map(|b| format!("{b:02x}")).collect());
             write_private(&path, hex.as_bytes()).map_err(|e| KeyError::Io(format!("writing {shown}: {e}")))?;
@@ -113,6 +113,19 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
         }
         Err(e) => Err(KeyError::Io(format!("reading {shown}: {e}"))),
     }
+}
+
+/// Creates `dir` and its missing parents with mode 0700 (the data
+/// directory). An existing directory is left as it is.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        b.mode(0o700);
+    }
+    b.create(dir)
 }
 
 /// Creates `path` with mode 0600 and writes `data`; fails if it exists.
@@ -160,8 +173,32 @@ mod tests {
             let mode = std::fs::metadata(dir.path().join(MASTER_KEY_FILE)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
             std::fs::set_permissions(dir.path().join(MASTER_KEY_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
+            let err = load_or_create(dir.path(), None, &OsRandom).unwrap_err();
+            assert!(matches!(err, KeyError::TooOpen { mode: 0o644, .. }), "{err}");
+            let shown = dir.path().join(MASTER_KEY_FILE).display().to_string();
+            assert!(err.to_string().contains(&format!("chmod 600 {shown}")), "{err}");
+            // Group-writable only is refused too; owner-only read is enough.
+            std::fs::set_permissions(dir.path().join(MASTER_KEY_FILE), std::fs::Permissions::from_mode(0o620)).unwrap();
             assert!(matches!(load_or_create(dir.path(), None, &OsRandom), Err(KeyError::TooOpen { .. })));
+            std::fs::set_permissions(dir.path().join(MASTER_KEY_FILE), std::fs::Permissions::from_mode(0o400)).unwrap();
+            assert!(load_or_create(dir.path(), None, &OsRandom).is_ok());
+            // The key from the environment is used without looking at the file.
+            std::fs::set_permissions(dir.path().join(MASTER_KEY_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert!(load_or_create(dir.path(), Some("ab".repeat(32)), &OsRandom).is_ok());
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_data_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("a").join("data");
+        load_or_create(&data, None, &OsRandom).unwrap();
+        for d in [root.path().join("a"), data.clone()] {
+            assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "{}", d.display());
+        }
+        assert_eq!(std::fs::metadata(data.join(MASTER_KEY_FILE)).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -101,11 +101,12 @@ pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc
 /// `strongroom serve`: opens everything the configuration names, serves
 /// until `shutdown` completes, then drains requests in flight.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
-    let store = strongroom_store::open(&config.database_url).await?;
-    tracing::info!(store = %store.describe(), "store opened");
+    keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
+    // The key first: a master key file open to others stops us before anything is opened.
     let rng: Arc<dyn Random> = Arc::new(OsRandom);
     let (keys, source) = keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &*rng)?;
+    let store = strongroom_store::open(&config.database_url).await?;
+    tracing::info!(store = %store.describe(), "store opened");
     match source {
         KeySource::Env => tracing::info!("master key from {}", keys::MASTER_KEY_ENV),
         KeySource::File(p) => tracing::info!(path = %p, "master key loaded"),

@@ -45,7 +45,7 @@ pub fn ensure_self_signed(data_dir: &Path, hosts: &[String]) -> Result<(PathBuf,
         return Ok((cert, key, false));
     }
     let dir = data_dir.join("tls");
-    std::fs::create_dir_all(&dir).map_err(|e| TlsError::Io(format!("creating {}: {e}", dir.display())))?;
+    crate::keys::create_private_dir(&dir).map_err(|e| TlsError::Io(format!("creating {}: {e}", dir.display())))?;
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     for h in hosts {
         if !names.contains(h) {
@@ -97,5 +97,12 @@ mod tests {
         let (_, _, created) = ensure_self_signed(dir.path(), &[]).unwrap();
         assert!(!created);
         assert_eq!(load(&c, &k).unwrap().fingerprint, first.fingerprint, "reused, not regenerated");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&k), 0o600, "the private key is private");
+            assert_eq!(mode(&dir.path().join("tls")), 0o700);
+        }
     }
 }

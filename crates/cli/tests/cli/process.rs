@@ -40,6 +40,9 @@ pub struct Server {
     pub output: Arc<Mutex<String>>,
     pub port: u16,
     pub data_dir: tempfile::TempDir,
+    /// The data directory given to the server: `data_dir` itself, or a
+    /// directory in it the server creates ([`Server::start_in_new_dir`]).
+    pub dir: std::path::PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
 }
@@ -47,11 +50,23 @@ pub struct Server {
 impl Server {
     pub fn start(extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let data_dir = tempfile::tempdir().unwrap();
+        let dir = data_dir.path().to_owned();
+        Server::start_at(data_dir, dir, extra_args, env)
+    }
+
+    /// Like [`Server::start`], on a data directory that does not exist yet.
+    pub fn start_in_new_dir(extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        let data_dir = tempfile::tempdir().unwrap();
+        let dir = data_dir.path().join("data");
+        Server::start_at(data_dir, dir, extra_args, env)
+    }
+
+    fn start_at(data_dir: tempfile::TempDir, dir: std::path::PathBuf, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let args: Vec<String> = extra_args.iter().map(|a| (*a).to_owned()).collect();
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let port = free_port();
-        let (child, output) = spawn_serve(data_dir.path(), port, &args, &env);
-        let s = Server { child, output, port, data_dir, args, env };
+        let (child, output) = spawn_serve(&dir, port, &args, &env);
+        let s = Server { child, output, port, data_dir, dir, args, env };
         s.wait_for("strongroom serving");
         s
     }
@@ -70,7 +85,7 @@ impl Server {
     pub fn restart(&mut self) {
         assert!(self.child.try_wait().unwrap().is_some(), "restart only a server that is gone");
         self.port = free_port();
-        let (child, output) = spawn_serve(self.data_dir.path(), self.port, &self.args, &self.env);
+        let (child, output) = spawn_serve(&self.dir, self.port, &self.args, &self.env);
         self.child = child;
         self.output = output;
         self.wait_for("strongroom serving");
@@ -92,7 +107,7 @@ impl Server {
         let mut child = Command::new(BIN)
             .arg("admin")
             .arg("--data-dir")
-            .arg(self.data_dir.path())
+            .arg(&self.dir)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -160,6 +160,17 @@ mod tests {
         assert_ne!(h, lookup_hash(&k, "m", ValueType::String, b"v"));
         assert_ne!(h, lookup_hash(&k, "n", ValueType::Int, b"v"));
         assert_ne!(h, lookup_hash(&Key::new([6; 32]), "n", ValueType::String, b"v"));
+        // Another value, and the same bytes under another name or type.
+        assert_ne!(h, lookup_hash(&k, "n", ValueType::String, b"w"));
+        assert_ne!(h, lookup_hash(&k, "n", ValueType::String, b""));
+        assert_ne!(h, lookup_hash(&k, "n", ValueType::String, b"vv"));
+        let bytes = b"42";
+        let int = lookup_hash(&k, "n", ValueType::Int, bytes);
+        assert_ne!(int, lookup_hash(&k, "n", ValueType::String, bytes));
+        assert_ne!(int, lookup_hash(&k, "n", ValueType::Date, bytes));
+        assert_ne!(int, lookup_hash(&k, "m", ValueType::Int, bytes));
+        // Fields are length-prefixed: moving bytes between name and value changes the hash.
+        assert_ne!(lookup_hash(&k, "nv", ValueType::String, b""), h);
         assert!(!format!("{k:?}").contains('5'));
     }
 }

@@ -17,7 +17,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use std::time::{Duration, Instant};
 use tower::Layer as _;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -35,37 +35,52 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
+/// Every route: its path (as normalised) and its handlers. [`app`] serves
+/// exactly these; [`route_paths`] lists them for tests.
+fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/healthz", get(health)),
+        ("/vedauth/authorize/device", post(vedauth::device)),
+        ("/vedauth/authorize/token", post(vedauth::token)),
+        ("/vedauth/authorize/oauth", post(vedauth::oauth)),
+        ("/vedauth/authorize/verify", get(vedauth::verify)),
+        ("/vedauth/revoke/token", get(vedauth::revoke)),
+        ("/vedauth/device", get(page::show).post(page::sign_in)),
+        ("/vedauth/device/decision", post(page::decide)),
+        ("/vedauth/device/style.css", get(page::style)),
+        ("/vedsdk", get(vedsdk::ping)),
+        ("/vedsdk/systemstatus/version", get(vedsdk::version)),
+        ("/vedsdk/secretstore/add", post(secretstore::add)),
+        ("/vedsdk/secretstore/retrieve", post(secretstore::retrieve)),
+        ("/vedsdk/secretstore/associate", post(secretstore::associate)),
+        ("/vedsdk/secretstore/dissociate", post(secretstore::dissociate)),
+        ("/vedsdk/secretstore/lookupbyassociation", post(secretstore::lookup_by_association)),
+        ("/vedsdk/secretstore/lookupassociationbyvaultid", post(secretstore::lookup_association)),
+        ("/vedsdk/secretstore/lookupallassociationsbyvaultid", post(secretstore::all_associations)),
+        ("/vedsdk/secretstore/lookupbyowner", post(secretstore::lookup_by_owner)),
+        ("/vedsdk/secretstore/lookupbyvaulttype", post(secretstore::lookup_by_vault_type)),
+        ("/vedsdk/secretstore/orphanlookup", post(secretstore::orphan_lookup)),
+        ("/vedsdk/secretstore/owneradd", post(secretstore::owner_add)),
+        ("/vedsdk/secretstore/ownerdelete", post(secretstore::owner_delete)),
+        ("/vedsdk/secretstore/ownerlookup", post(secretstore::owner_lookup)),
+        ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
+        ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
+        ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
+        ("/vedsdk/log", get(secretstore::log)),
+    ]
+}
+
+/// The path of every route [`app`] serves, so tests (the fuzz test) can
+/// cover each one without keeping a second list.
+pub fn route_paths() -> Vec<&'static str> {
+    routes().into_iter().map(|(p, _)| p).collect()
+}
+
 /// The whole HTTP application, ready to serve.
 pub fn app(state: AppState, limits: Limits) -> Router {
-    let router = Router::new()
-        .route("/healthz", get(health))
-        .route("/vedauth/authorize/device", post(vedauth::device))
-        .route("/vedauth/authorize/token", post(vedauth::token))
-        .route("/vedauth/authorize/oauth", post(vedauth::oauth))
-        .route("/vedauth/authorize/verify", get(vedauth::verify))
-        .route("/vedauth/revoke/token", get(vedauth::revoke))
-        .route("/vedauth/device", get(page::show).post(page::sign_in))
-        .route("/vedauth/device/decision", post(page::decide))
-        .route("/vedauth/device/style.css", get(page::style))
-        .route("/vedsdk", get(vedsdk::ping))
-        .route("/vedsdk/systemstatus/version", get(vedsdk::version))
-        .route("/vedsdk/secretstore/add", post(secretstore::add))
-        .route("/vedsdk/secretstore/retrieve", post(secretstore::retrieve))
-        .route("/vedsdk/secretstore/associate", post(secretstore::associate))
-        .route("/vedsdk/secretstore/dissociate", post(secretstore::dissociate))
-        .route("/vedsdk/secretstore/lookupbyassociation", post(secretstore::lookup_by_association))
-        .route("/vedsdk/secretstore/lookupassociationbyvaultid", post(secretstore::lookup_association))
-        .route("/vedsdk/secretstore/lookupallassociationsbyvaultid", post(secretstore::all_associations))
-        .route("/vedsdk/secretstore/lookupbyowner", post(secretstore::lookup_by_owner))
-        .route("/vedsdk/secretstore/lookupbyvaulttype", post(secretstore::lookup_by_vault_type))
-        .route("/vedsdk/secretstore/orphanlookup", post(secretstore::orphan_lookup))
-        .route("/vedsdk/secretstore/owneradd", post(secretstore::owner_add))
-        .route("/vedsdk/secretstore/ownerdelete", post(secretstore::owner_delete))
-        .route("/vedsdk/secretstore/ownerlookup", post(secretstore::owner_lookup))
-        .route("/vedsdk/secretstore/mutate", post(secretstore::mutate))
-        .route("/vedsdk/secretstore/lookup", get(secretstore::lookup))
-        .route("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use))
-        .route("/vedsdk/log", get(secretstore::log))
+    let router = routes()
+        .into_iter()
+        .fold(Router::new(), |r, (path, handlers)| r.route(path, handlers))
         .fallback(|| async { respond::not_found() })
         .method_not_allowed_fallback(|| async { respond::method_not_allowed() })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
@@ -154,5 +169,15 @@ mod tests {
         assert_eq!(norm("/vedsdk/"), "/vedsdk");
         assert_eq!(norm("/vedauth/Device?user_code=BCDF-GHJK"), "/vedauth/device?user_code=BCDF-GHJK");
         assert_eq!(norm("/"), "/");
+    }
+
+    #[test]
+    fn route_paths_are_normalised_and_distinct() {
+        let paths = route_paths();
+        for p in &paths {
+            assert_eq!(&norm(p), p, "{p} could never be reached: routing sees normalised paths");
+        }
+        let distinct: std::collections::BTreeSet<_> = paths.iter().collect();
+        assert_eq!(distinct.len(), paths.len());
     }
 }

@@ -352,11 +352,12 @@ async fn values_are_encrypted_at_rest_and_tampering_is_detected() {
     // A flipped ciphertext byte, and a ciphertext moved to another entry: Result 11, never data.
     let db = rusqlite::Connection::open(s.db_path()).unwrap();
     db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
-    db.execute(
-        "UPDATE associations SET sealed = CAST(substr(sealed, 1, 30) || X'00' || substr(sealed, 32) AS BLOB) WHERE vault_id = ?1",
-        [ids[0]],
-    )
-    .unwrap();
+    // XOR, not overwrite: an overwritten byte may already hold the new value.
+    let sealed: Vec<u8> = db.query_row("SELECT sealed FROM associations WHERE vault_id = ?1", [ids[0]], |r| r.get(0)).unwrap();
+    let mut flipped = sealed.clone();
+    flipped[30] ^= 0x01;
+    assert_ne!(flipped, sealed);
+    assert_eq!(db.execute("UPDATE associations SET sealed = ?1 WHERE vault_id = ?2", rusqlite::params![flipped, ids[0]]).unwrap(), 1);
     let (_, v) = s.sdk("LookupAssociationbyVaultID", &t, json!({"VaultID": ids[0], "Name": "n0"})).await;
     assert_eq!(result(&v), 11, "{v}");
     db.execute(

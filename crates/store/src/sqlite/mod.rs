@@ -106,15 +106,75 @@ fn migrate(conn: &Connection) -> StoreResult<()> {
     Ok(())
 }
 
+/// Creates `dir` and its missing parents with mode 0700. An existing
+/// directory is left as it is.
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+/// Makes the database file private before SQLite opens it: creates it empty
+/// with mode 0600 (an empty file is an empty database), or takes group and
+/// other permissions away from an existing one.
+fn make_private(path: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    match opts.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => tighten(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Chmods `path` to 0600 if group or others have any permission on it
+/// (logged); nothing if it does not exist.
+fn tighten(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(m) => m.permissions().mode() & 0o777,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            tracing::info!(path = %path.display(), was = format!("{mode:o}"), "database file was open to other users: now mode 600");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Backend(format!("creating {}: {e}", dir.display())))?;
+            create_private_dir(dir).map_err(|e| StoreError::Backend(format!("creating {}: {e}", dir.display())))?;
         }
+        make_private(path).map_err(|e| StoreError::Backend(format!("securing {}: {e}", path.display())))?;
         let conn = Connection::open(path).map_err(backend)?;
         configure(&conn).map_err(backend)?;
         migrate(&conn)?;
+        // The journal files exist now (WAL mode, and migrations wrote).
+        // SQLite gives them the database file's mode; make sure anyway.
+        for suffix in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            tighten(Path::new(&p)).map_err(|e| StoreError::Backend(format!("securing {}: {e}", Path::new(&p).display())))?;
+        }
         let settings = {
             let q = |p: &str| -> String {
                 conn.query_row(&format!("PRAGMA {p}"), [], |r| r.get::<_, rusqlite::types::Value>(0))
@@ -529,5 +589,57 @@ impl EventStore for SqliteStore {
             }
             Ok(n)
         }))
+    }
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    fn sibling(p: &Path, suffix: &str) -> PathBuf {
+        let mut s = p.as_os_str().to_owned();
+        s.push(suffix);
+        s.into()
+    }
+
+    #[test]
+    fn a_new_database_is_private_and_so_are_its_directories_and_journal() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let db = root.path().join("data").join("sub").join("strongroom.db");
+        let store = SqliteStore::open(&db).unwrap();
+        assert_eq!(mode(&root.path().join("data")), 0o700);
+        assert_eq!(mode(&root.path().join("data").join("sub")), 0o700);
+        assert_eq!(mode(root.path()), 0o755, "an existing directory is left alone");
+        for p in [db.clone(), sibling(&db, "-wal"), sibling(&db, "-shm")] {
+            assert!(p.exists(), "{} exists while the store is open (migrations wrote)", p.display());
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+        drop(store);
+    }
+
+    #[test]
+    fn an_existing_readable_database_and_journal_are_tightened() {
+        let root = tempfile::tempdir().unwrap();
+        let db = root.path().join("strongroom.db");
+        drop(SqliteStore::open(&db).unwrap());
+        // As an older version left them: world-readable, group-writable.
+        for p in [db.clone(), sibling(&db, "-wal")] {
+            if !p.exists() {
+                std::fs::write(&p, b"").unwrap();
+            }
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o664)).unwrap();
+        }
+        let store = SqliteStore::open(&db).unwrap();
+        for p in [db.clone(), sibling(&db, "-wal"), sibling(&db, "-shm")] {
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+        drop(store);
     }
 }
