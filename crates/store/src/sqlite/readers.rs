@@ -75,7 +75,13 @@ impl Readers {
 }
 
 fn in_read_transaction<T>(conn: &Connection, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
-    conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])).map_err(backend)?;
+    let begin = |c: &Connection| c.prepare_cached("BEGIN").and_then(|mut s| s.execute([]));
+    if begin(conn).is_err() {
+        // A transaction left open by a failed COMMIT would fail every later
+        // read on this thread: end it and start again.
+        let _ = conn.execute_batch("ROLLBACK");
+        begin(conn).map_err(backend)?;
+    }
     let out = f(conn);
     // A read-only transaction: ending it cannot lose anything.
     let _ = conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
