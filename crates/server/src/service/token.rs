@@ -98,7 +98,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                 return Err(AuthError::SlowDown);
             }
             Poll::Redeemed => match &ctx.grant {
-                Some(grant) if ctx.may_reissue(client_id, now, settings.retry_window.max(0)) => {
+                Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
                     may_receive(&ctx.standing, &grant.scope, now).map_err(refused)?;
                     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
                     let change = PairChange::replacing(&grant.pair, &tokens);

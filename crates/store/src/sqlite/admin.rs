@@ -2,7 +2,7 @@
 //! folders and rights.
 
 use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use strongroom_core::event::Event;
 use strongroom_core::identity::{User, UserId};
@@ -20,6 +20,19 @@ use crate::{AdminStore, GrantSummary, StoreError, StoreFuture, StoreResult, stor
 
 fn rights_col(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
     Ok(Rights::from_bits(u32::try_from(r.get::<_, i64>(idx)?).unwrap_or(0)))
+}
+
+/// The rights granted directly to `user`: also part of every vault context.
+pub(super) fn rights_of(c: &Connection, user: &UserId) -> StoreResult<Vec<(String, Rights)>> {
+    let mut st = c.prepare_cached("SELECT path_key, rights FROM folder_rights WHERE user_id = ?1").map_err(backend)?;
+    let rows = st.query_map([user.as_str()], |r| Ok((r.get::<_, String>(0)?, rights_col(r, 1)?))).map_err(backend)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+}
+
+/// Whether folder key `key` exists: also checked by the vault writes that name owners.
+pub(super) fn folder_exists(c: &Connection, key: &str) -> StoreResult<bool> {
+    let mut st = c.prepare_cached("SELECT 1 FROM folders WHERE path_key = ?1").map_err(backend)?;
+    Ok(st.query_row([key], |_| Ok(())).optional().map_err(backend)?.is_some())
 }
 
 impl AdminStore for SqliteStore {
@@ -182,10 +195,7 @@ impl AdminStore for SqliteStore {
     }
 
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
-        Box::pin(self.read(move |c| {
-            let mut st = c.prepare_cached("SELECT 1 FROM folders WHERE path_key = ?1").map_err(backend)?;
-            st.query_row([key], |_| Ok(())).optional().map(|o| o.is_some()).map_err(backend)
-        }))
+        Box::pin(self.read(move |c| folder_exists(c, &key)))
     }
 
     fn set_rights(&self, f: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
@@ -205,7 +215,7 @@ impl AdminStore for SqliteStore {
     }
 
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
-        Box::pin(self.read(move |c| super::vault::rights_of(c, &user)))
+        Box::pin(self.read(move |c| rights_of(c, &user)))
     }
 
     fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {

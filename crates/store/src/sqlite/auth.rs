@@ -15,10 +15,10 @@ use strongroom_core::token::TokenHash;
 
 use super::writer::backend;
 use super::{
-    AFTER_GRANT, SqliteStore, USER_COLS, access_from_row, append_event_tx, counter_from_row, counter_of, device_from_row, exec,
-    grant_from_row, insert_grant_tx, insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, user_from_row,
+    SqliteStore, USER_COLS, access_from_row, append_event_tx, counter_from_row, counter_of, device_from_row, exec, grant_from_row,
+    insert_grant_tx, insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, user_from_row,
 };
-use crate::sql::{self, DEVICE_COL_COUNT, STANDING_COL_COUNT};
+use crate::sql::{self, DEVICE_COL_COUNT, GRANT_COL_COUNT, STANDING_COL_COUNT};
 use crate::{AuthStore, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
 
 impl AuthStore for SqliteStore {
@@ -36,8 +36,8 @@ impl AuthStore for SqliteStore {
                 Ok(RefreshContext {
                     presented: refresh_hash,
                     grant: grant_from_row(r, 0)?,
-                    standing: standing_from_row(r, AFTER_GRANT)?,
-                    retry_window: r.get(AFTER_GRANT + STANDING_COL_COUNT)?,
+                    standing: standing_from_row(r, GRANT_COL_COUNT)?,
+                    retry_window: r.get(GRANT_COL_COUNT + STANDING_COL_COUNT)?,
                 })
             })
             .optional()

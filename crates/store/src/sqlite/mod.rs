@@ -338,9 +338,6 @@ pub(super) fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> Store
     c.prepare_cached(sql).and_then(|mut st| st.execute(p)).map_err(backend)
 }
 
-/// The columns after the grant in [`sql::GRANT_COLS`]-first rows.
-pub(super) const AFTER_GRANT: usize = GRANT_COL_COUNT;
-
 pub(super) const INTEGRATION_COLS: &str = "client_id, name, max_scope, allow_all_users, allow_device, allow_password, access_validity, grant_validity, refreshable, device_code_validity, poll_interval, disabled, retry_window";
 
 pub(super) fn integration_from_row(row: &Row<'_>) -> rusqlite::Result<Integration> {

@@ -2,13 +2,13 @@
 //! writer's rights again inside the writer's transaction (the writer thread
 //! is the only writer, so the check and the write see the same state).
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use strongroom_core::event::Event;
-use strongroom_core::identity::UserId;
 use strongroom_core::token::TokenHash;
-use strongroom_core::vault::{FolderPath, Rights, VaultId};
+use strongroom_core::vault::{FolderPath, VaultId};
 
+use super::admin::{folder_exists, rights_of};
 use super::writer::backend;
 use super::{SqliteStore, access_from_row, append_event_tx, exec, is_unique_violation, time_col};
 use crate::sql;
@@ -17,16 +17,6 @@ use crate::{
     VaultContext, VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32,
     stored_value_type,
 };
-
-fn rights_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
-    Ok(Rights::from_bits(u32::try_from(r.get::<_, i64>(idx)?).unwrap_or(0)))
-}
-
-pub(super) fn rights_of(c: &Connection, user: &UserId) -> StoreResult<Vec<(String, Rights)>> {
-    let mut st = c.prepare_cached("SELECT path_key, rights FROM folder_rights WHERE user_id = ?1").map_err(backend)?;
-    let rows = st.query_map([user.as_str()], |r| Ok((r.get::<_, String>(0)?, rights_col(r, 1)?))).map_err(backend)?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
-}
 
 fn owners(c: &Connection, id: VaultId) -> StoreResult<Vec<FolderPath>> {
     let mut st = c.prepare_cached(sql::OWNERS.sqlite()).map_err(backend)?;
@@ -76,11 +66,6 @@ fn may_write_entry(c: &Connection, by: &Writer, id: VaultId) -> StoreResult<bool
 
 fn may_write_folder(c: &Connection, by: &Writer, folder: &FolderPath) -> StoreResult<bool> {
     check(c, sql::MAY_WRITE_FOLDER.sqlite(), params![by.grant_id.as_str(), by.user_id.as_str(), folder.key()])
-}
-
-fn folder_exists(c: &Connection, folder: &FolderPath) -> StoreResult<bool> {
-    let mut st = c.prepare_cached("SELECT 1 FROM folders WHERE path_key = ?1").map_err(backend)?;
-    Ok(st.query_row([folder.key()], |_| Ok(())).optional().map_err(backend)?.is_some())
 }
 
 impl VaultStore for SqliteStore {
@@ -136,18 +121,16 @@ impl VaultStore for SqliteStore {
     fn insert_entry(&self, e: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
         Box::pin(self.write(move |c| {
             for o in &e.owners {
-                if !folder_exists(c, o)? {
+                if !folder_exists(c, o.key())? {
                     return Ok(Checked::Done(false));
                 }
                 if !may_write_folder(c, &by, o)? {
                     return Ok(Checked::Denied);
                 }
             }
-            exec(c, sql::INSERT_ENTRY.sqlite(), params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()])
-                .map_err(|err| match err {
-                    StoreError::Backend(m) if m.contains("UNIQUE") => StoreError::Conflict,
-                    other => other,
-                })?;
+            c.prepare_cached(sql::INSERT_ENTRY.sqlite())
+                .and_then(|mut st| st.execute(params![e.vault_id.0, e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at.millis()]))
+                .map_err(|err| if is_unique_violation(&err) { StoreError::Conflict } else { backend(err) })?;
             for o in &e.owners {
                 exec(c, sql::INSERT_OWNER.sqlite(), params![e.vault_id.0, o.key(), o.as_str()])?;
             }
@@ -202,7 +185,7 @@ impl VaultStore for SqliteStore {
             if !entry_exists(c, id)? {
                 return Ok(Checked::Done(AddOwner::NoEntry));
             }
-            if !folder_exists(c, &owner)? {
+            if !folder_exists(c, owner.key())? {
                 return Ok(Checked::Done(AddOwner::NoFolder));
             }
             if !may_write_entry(c, &by, id)? || !may_write_folder(c, &by, &owner)? {
