@@ -1,0 +1,206 @@
+//! `strongroom admin migrate-store` round trip: a SQLite store filled through
+//! the real server (users, integrations, a device login and a refresh, a
+//! password grant, folders, rights, vault entries with data and
+//! associations, a key rotation, events) is copied to a fresh PostgreSQL
+//! schema, served from there, copied back to a new SQLite file and served
+//! again. Each time the tokens still verify and refresh, the vault values
+//! read back, new VaultIDs continue after the copied ones, and the event
+//! chain verifies. A target that holds anything is refused.
+
+use serde_json::{Value, json};
+
+use crate::process::{Server, approve, run};
+use crate::replicas::{SCOPE, USER, admin_on, exchange_body, http, pg_url, refresh_body, token, verify};
+
+const PASSWORD: &str = "a long passphrase";
+const FOLDER: &str = "\\VED\\Policy\\Moved";
+const DATA: &str = "c2VjcmV0IGRhdGE="; // "secret data"
+
+async fn sdk(http: &reqwest::Client, base: &str, access: &str, call: &str, body: Value) -> Value {
+    let r = http.post(format!("{base}/vedsdk/SecretStore/{call}")).bearer_auth(access).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{call}");
+    r.json().await.unwrap()
+}
+
+/// What a client holds across the migrations.
+struct Held {
+    device_access: String,
+    device_refresh: String,
+    password_access: String,
+    vault_id: i64,
+}
+
+/// Everything `held` names works on the server at `base`; a new entry gets
+/// VaultID `next_id`. The device grant is refreshed (its new pair is kept).
+async fn check(http: &reqwest::Client, base: &str, held: &mut Held, next_id: i64, where_: &str) {
+    assert_eq!(verify(http, base, &held.device_access).await, 200, "{where_}: device-login access token");
+    assert_eq!(verify(http, base, &held.password_access).await, 200, "{where_}: password-grant access token");
+    let (st, next) = token(http, base, &refresh_body("moved", &held.device_refresh)).await;
+    assert_eq!(st, 200, "{where_}: refresh: {next}");
+    held.device_access = next["access_token"].as_str().unwrap().to_owned();
+    held.device_refresh = next["refresh_token"].as_str().unwrap().to_owned();
+    let a = &held.device_access;
+    let got = sdk(http, base, a, "Retrieve", json!({"VaultID": held.vault_id})).await;
+    assert_eq!((got["Result"].as_i64(), got["Base64Data"].as_str()), (Some(0), Some(DATA)), "{where_}: {got}");
+    let all = sdk(http, base, a, "LookupAllAssociationsbyVaultid", json!({"VaultID": held.vault_id})).await;
+    let mut pairs: Vec<(String, String)> = all["TypedNameValues"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{where_}: {all}"))
+        .iter()
+        .map(|v| (v["Name"].as_str().unwrap().to_owned(), v["Value"].as_str().unwrap().to_owned()))
+        .collect();
+    pairs.sort();
+    assert_eq!(pairs, vec![("Key Size".to_owned(), "2048".to_owned()), ("Purpose".to_owned(), "moving".to_owned())], "{where_}");
+    let found = sdk(http, base, a, "LookupByAssociation", json!({"Name": "Purpose", "StringValue": "moving"})).await;
+    assert_eq!(found["VaultIDs"], json!([held.vault_id]), "{where_}: lookup hashes survive");
+    let added = sdk(
+        http,
+        base,
+        a,
+        "Add",
+        json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": DATA}),
+    )
+    .await;
+    assert_eq!(added["VaultID"].as_i64(), Some(next_id), "{where_}: the VaultID sequence continues: {added}");
+}
+
+/// Every row of every table, read through the copier's own interface.
+async fn dump_all(url: &str) -> Vec<(&'static str, Vec<strongroom_store::transfer::Row>)> {
+    let (_, t) = strongroom_store::transfer::open(url).await.unwrap();
+    let mut out = Vec::new();
+    for table in strongroom_store::transfer::TABLES {
+        out.push((table.name, t.dump(table, None, 100_000).await.unwrap()));
+    }
+    out
+}
+
+/// The two stores hold the same rows, cell for cell (in any order: the
+/// backends sort text differently), and the same event head and next VaultID.
+async fn assert_same_rows(url_a: &str, url_b: &str, what: &str) {
+    let (a, b) = (dump_all(url_a).await, dump_all(url_b).await);
+    for ((name, rows_a), (_, rows_b)) in a.iter().zip(&b) {
+        assert_eq!(rows_a.len(), rows_b.len(), "{what}: {name}");
+        for (i, row) in rows_a.iter().enumerate() {
+            assert!(rows_b.contains(row), "{what}: {name} row {i} differs or is missing");
+        }
+    }
+    let (_, ta) = strongroom_store::transfer::open(url_a).await.unwrap();
+    let (_, tb) = strongroom_store::transfer::open(url_b).await.unwrap();
+    assert_eq!(ta.counters().await.unwrap(), tb.counters().await.unwrap(), "{what}: event head and next VaultID");
+}
+
+fn migrate(from: &str, to: &str) -> crate::process::Run {
+    let dir = tempfile::tempdir().unwrap();
+    run(&["admin", "--data-dir", dir.path().to_str().unwrap(), "migrate-store", "--from", from, "--to", to], &[])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and_chain() {
+    let Some(root) = pg_url("migrate-store") else { return };
+    let http = http();
+
+    // A SQLite store, filled through the real server.
+    let mut sqlite = Server::start(&["--insecure-http"], &[]);
+    let base = format!("http://127.0.0.1:{}", sqlite.port);
+    sqlite.admin(&["users", "create", USER, "--master-admin"], &format!("{PASSWORD}\n"));
+    sqlite.admin(&["users", "create", "other"], &format!("{PASSWORD}\n"));
+    sqlite.admin(
+        &["integrations", "create", "moved", "--scope", SCOPE, "--allow-user", USER, "--password-grant", "true", "--retry-window", "5"],
+        "",
+    );
+    sqlite.admin(&["folders", "create", FOLDER], "");
+    sqlite.admin(&["rights", "grant", FOLDER, USER, "--rights", "read,write"], "");
+    sqlite.admin(&["rights", "grant", FOLDER, "other", "--rights", "view"], "");
+
+    let d: Value = http
+        .post(format!("{base}/vedauth/authorize/device"))
+        .json(&json!({"client_id": "moved", "scope": SCOPE}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let page = approve(&http, &base, d["verification_uri_complete"].as_str().unwrap(), USER, PASSWORD, true).await;
+    assert!(page.contains("Access approved"), "{page}");
+    let (st, first) = token(&http, &base, &exchange_body("moved", d["device_code"].as_str().unwrap())).await;
+    assert_eq!(st, 200, "{first}");
+    let (st, rotated) = token(&http, &base, &refresh_body("moved", first["refresh_token"].as_str().unwrap())).await;
+    assert_eq!(st, 200, "{rotated}");
+    let r = http
+        .post(format!("{base}/vedauth/authorize/oauth"))
+        .json(&json!({"client_id": "moved", "username": USER, "password": PASSWORD, "scope": SCOPE}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let pw: Value = r.json().await.unwrap();
+    let access = rotated["access_token"].as_str().unwrap().to_owned();
+    let added = sdk(
+        &http,
+        &base,
+        &access,
+        "Add",
+        json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": DATA}),
+    )
+    .await;
+    let vault_id = added["VaultID"].as_i64().unwrap_or_else(|| panic!("{added}"));
+    for body in [
+        json!({"VaultID": vault_id, "Name": "Purpose", "StringValue": "moving"}),
+        json!({"VaultID": vault_id, "Name": "Key Size", "IntValue": 2048}),
+        json!({"VaultID": vault_id, "Name": "Gone", "StringValue": "soon"}),
+    ] {
+        assert_eq!(sdk(&http, &base, &access, "Associate", body).await["Result"], 0);
+    }
+    assert_eq!(sdk(&http, &base, &access, "Dissociate", json!({"VaultID": vault_id, "Name": "Gone"})).await["Result"], 0);
+    sqlite.admin(&["keys", "rotate"], "");
+    let mut held = Held {
+        device_access: access,
+        device_refresh: rotated["refresh_token"].as_str().unwrap().to_owned(),
+        password_access: pw["access_token"].as_str().unwrap().to_owned(),
+        vault_id,
+    };
+    let key = std::fs::read_to_string(sqlite.dir.join("master.key")).unwrap().trim().to_owned();
+    let sqlite_db = sqlite.dir.join("strongroom.db").to_str().unwrap().to_owned();
+    sqlite.kill();
+
+    // SQLite -> PostgreSQL.
+    let pg = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
+    let to_pg = migrate(&sqlite_db, &pg);
+    assert_eq!(to_pg.code, 0, "{} {}", to_pg.stdout, to_pg.stderr);
+    for table in
+        ["users: 2 rows", "integrations: 1 rows", "grants: 2 rows", "folder_rights: 2 rows", "data_keys: 2 rows", "associations: 2 rows"]
+    {
+        assert!(to_pg.stdout.contains(&format!("copied {table}")), "{table}: {}", to_pg.stdout);
+    }
+    assert!(to_pg.stdout.contains("event log intact"), "{}", to_pg.stdout);
+    assert_same_rows(&sqlite_db, &pg, "SQLite -> PostgreSQL").await;
+    let again = migrate(&sqlite_db, &pg);
+    assert_ne!(again.code, 0, "a non-empty target is refused");
+    assert!(again.stderr.contains("the target store is not empty"), "{}", again.stderr);
+
+    let mut on_pg = Server::start(&["--insecure-http", "--database-url", &pg], &[("STRONGROOM_MASTER_KEY", &key)]);
+    let base = format!("http://127.0.0.1:{}", on_pg.port);
+    check(&http, &base, &mut held, vault_id + 1, "on PostgreSQL").await;
+    let verified = admin_on(&pg, &key, &["events", "verify"], "");
+    assert!(verified.contains("event log intact"), "{verified}");
+    on_pg.kill();
+
+    // PostgreSQL -> a new SQLite file.
+    let back_dir = tempfile::tempdir().unwrap();
+    let back = back_dir.path().join("back.db").to_str().unwrap().to_owned();
+    let to_sqlite = migrate(&pg, &back);
+    assert_eq!(to_sqlite.code, 0, "{} {}", to_sqlite.stdout, to_sqlite.stderr);
+    assert!(to_sqlite.stdout.contains("event log intact"), "{}", to_sqlite.stdout);
+    assert_same_rows(&pg, &back, "PostgreSQL -> SQLite").await;
+    let refused = migrate(&pg, &back);
+    assert!(refused.code != 0 && refused.stderr.contains("the target store is not empty"), "{}", refused.stderr);
+
+    let on_sqlite = Server::start(&["--insecure-http", "--database-url", &back], &[("STRONGROOM_MASTER_KEY", &key)]);
+    let base = format!("http://127.0.0.1:{}", on_sqlite.port);
+    check(&http, &base, &mut held, vault_id + 2, "back on SQLite").await;
+    let verified = admin_on(&back, &key, &["events", "verify"], "");
+    assert!(verified.contains("event log intact"), "{verified}");
+    eprintln!("migrate-store: SQLite -> PostgreSQL:\n{}PostgreSQL -> SQLite:\n{}{}", to_pg.stdout, to_sqlite.stdout, verified);
+    on_sqlite.stop();
+}

@@ -1,0 +1,386 @@
+//! Failover: the real server on a two-host connection string
+//! (`target_session_attrs=read-write`) follows a promoted standby.
+//!
+//! The test makes a primary and a hot standby (`pg_basebackup -R`) with
+//! synchronous replication, starts `strongroom serve` on both hosts, and
+//! runs vault `Associate` writes from several clients, each write a new
+//! name. In the middle of the load the primary crashes (`pg_ctl stop -m
+//! immediate`) and the standby is promoted. Requests during the switch must
+//! fail cleanly (the vault's Result 22, or 503 from the bearer check, never
+//! a 500, never a body naming the database), writes must succeed again
+//! within seconds, and every write the server acknowledged must be on the
+//! new primary. The tally and the recovery time are printed before any
+//! assertion.
+//!
+//! The same load meets a PostgreSQL crash and restart on one host in the
+//! security suite's F4 (`suite::`, run by `scripts/security`): clean
+//! failures while it is down, writes again within 10 s of its return, no
+//! acknowledged write lost.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::pg_instance::{PgInstance, server_binaries};
+use crate::process::Server;
+
+const WRITERS: usize = 4;
+const USER: &str = "fran";
+const PASSWORD: &str = "a long passphrase";
+const FOLDER: &str = "\\VED\\Policy\\Failover";
+/// Bounds: requests per writer, and the whole load.
+const MAX_WRITES: usize = 20_000;
+const LOAD_LIMIT: Duration = Duration::from_secs(90);
+/// Writes before the crash, in all.
+const WARM_WRITES: usize = 40;
+/// How long writes go on after the first success on the new primary.
+const AFTER_RECOVERY: Duration = Duration::from_secs(1);
+/// The bound on recovery (a liveness bound, not a speed target).
+const RECOVERY_LIMIT: Duration = Duration::from_secs(30);
+/// Words no error body may hold.
+const INTERNALS: &[&str] = &["db error", "postgres", "tokio", "SqlState", "connection", "127.0.0.1", "panicked", "pool"];
+
+/// One answer that was not an acknowledged write.
+#[derive(Debug)]
+struct Failure {
+    sent: Duration,
+    answered: Duration,
+    status: u16,
+    body: String,
+}
+
+/// What one writer saw.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Names whose write was acknowledged (Result 0).
+    acked: Vec<String>,
+    failures: Vec<Failure>,
+    /// Transport failures (no HTTP answer).
+    transport: Vec<String>,
+    /// The first acknowledged write sent after the crash: (sent, answered), from the test's start.
+    first_after_crash: Option<(Duration, Duration)>,
+}
+
+struct Shared {
+    epoch: Instant,
+    stop: AtomicBool,
+    /// When the primary was crashed, from `epoch`.
+    crash: Mutex<Option<Duration>>,
+    /// When a write sent after the crash was first acknowledged.
+    recovered: Mutex<Option<Duration>>,
+    acked: std::sync::atomic::AtomicUsize,
+}
+
+async fn sdk(http: &reqwest::Client, base: &str, token: &str, op: &str, body: Value) -> Result<(u16, String), String> {
+    let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(token).json(&body).send().await.map_err(|e| e.to_string())?;
+    let status = r.status().as_u16();
+    Ok((status, r.text().await.map_err(|e| e.to_string())?))
+}
+
+async fn writer(http: reqwest::Client, base: String, token: String, vault_id: i64, w: usize, shared: Arc<Shared>) -> Tally {
+    let mut t = Tally::default();
+    for n in 0..MAX_WRITES {
+        if shared.stop.load(Ordering::SeqCst) || shared.epoch.elapsed() > LOAD_LIMIT {
+            break;
+        }
+        let name = format!("w{w}-{n}");
+        let sent = shared.epoch.elapsed();
+        let crash = *shared.crash.lock().unwrap();
+        match sdk(&http, &base, &token, "Associate", json!({"VaultID": vault_id, "Name": name, "StringValue": format!("value {name}")}))
+            .await
+        {
+            Err(e) => t.transport.push(e),
+            Ok((status, body)) => {
+                let result = serde_json::from_str::<Value>(&body).ok().and_then(|v| v["Result"].as_i64());
+                if status == 200 && result == Some(0) {
+                    t.acked.push(name);
+                    shared.acked.fetch_add(1, Ordering::SeqCst);
+                    if t.first_after_crash.is_none() && crash.is_some_and(|c| sent > c) {
+                        let done = shared.epoch.elapsed();
+                        t.first_after_crash = Some((sent, done));
+                        shared.recovered.lock().unwrap().get_or_insert(done);
+                    }
+                } else {
+                    t.failures.push(Failure { sent, answered: shared.epoch.elapsed(), status, body });
+                }
+            }
+        }
+    }
+    t
+}
+
+/// What the load saw around a disruption.
+struct Outcome {
+    tallies: Vec<Tally>,
+    /// Writes acknowledged before the disruption began.
+    before: usize,
+    /// When the disruption began, from the load's epoch.
+    disrupted_at: Duration,
+    /// How long the disruption itself took (crash and promotion, or crash and restart).
+    disruption: Duration,
+    /// From the disruption's start to the first acknowledged write sent after it.
+    recovery: Option<Duration>,
+    /// Acknowledged writes not stored afterwards.
+    lost: Vec<String>,
+    /// The server's log.
+    log: String,
+}
+
+impl Outcome {
+    fn failures(&self) -> Vec<&Failure> {
+        self.tallies.iter().flat_map(|t| &t.failures).collect()
+    }
+
+    /// The tally, printed before any assertion.
+    fn print(&self, what: &str) {
+        let acked: usize = self.tallies.iter().map(|t| t.acked.len()).sum();
+        let mut by_answer: BTreeMap<String, usize> = BTreeMap::new();
+        for f in self.failures() {
+            *by_answer.entry(format!("{} {}", f.status, f.body)).or_default() += 1;
+        }
+        let last_failure = self.failures().iter().map(|f| f.sent).max();
+        eprintln!(
+            "{what}: {acked} writes acknowledged ({} before the disruption), {} failed cleanly, {} without an answer, {} lost; \
+             disruption took {:?}; from its start to the first acknowledged write sent after it: {:?}; \
+             last failed write sent {:?} after it began",
+            self.before,
+            self.failures().len(),
+            self.tallies.iter().map(|t| t.transport.len()).sum::<usize>(),
+            self.lost.len(),
+            self.disruption,
+            self.recovery,
+            last_failure.map(|l| l.saturating_sub(self.disrupted_at)),
+        );
+        for (answer, n) in &by_answer {
+            eprintln!("  {n} × {answer}");
+        }
+    }
+
+    /// Failures that are not clean: before the disruption, not 200 (Result
+    /// 22) or 503, or naming internals.
+    fn unclean(&self) -> Vec<&Failure> {
+        self.failures()
+            .into_iter()
+            .filter(|f| {
+                f.answered < self.disrupted_at
+                    || !(f.status == 200 || f.status == 503)
+                    || INTERNALS.iter().any(|w| f.body.to_lowercase().contains(&w.to_lowercase()))
+            })
+            .collect()
+    }
+
+    /// The assertions both scenarios share.
+    fn check(&self) -> Duration {
+        assert!(
+            self.tallies.iter().all(|t| t.transport.is_empty()),
+            "requests without an answer: {:?}",
+            self.tallies.iter().map(|t| &t.transport).collect::<Vec<_>>()
+        );
+        let unclean = self.unclean();
+        assert!(unclean.is_empty(), "not clean failures: {unclean:?}");
+        let recovery = self.recovery.expect("no write succeeded after the disruption");
+        assert!(recovery < RECOVERY_LIMIT, "writes succeeded again only after {recovery:?}");
+        assert!(self.lost.is_empty(), "acknowledged writes lost: {:?}", self.lost);
+        assert!(!self.log.contains("panicked"), "{}", self.log);
+        recovery
+    }
+}
+
+/// Starts `strongroom serve` on `url`, makes its fixtures, runs the write
+/// load, calls `disrupt` (on a blocking thread) once the load is warm, waits
+/// until writes succeed again (bounded) and a little longer, then reads every
+/// acknowledged write back.
+async fn load_through<D>(url: &str, disrupt: impl FnOnce() -> D + Send + 'static) -> (Outcome, D)
+where
+    D: Send + 'static,
+{
+    let server = Server::start(&["--insecure-http", "--database-url", url], &[]);
+    let admin = |args: &[&str], stdin: &str| {
+        let mut all = vec!["--database-url", url];
+        all.extend_from_slice(args);
+        server.admin(&all, stdin)
+    };
+    admin(&["users", "create", USER], &format!("{PASSWORD}\n"));
+    admin(&["integrations", "create", "failover", "--scope", "restricted:manage", "--allow-all-users", "--password-grant", "true"], "");
+    admin(&["folders", "create", FOLDER], "");
+    admin(&["rights", "grant", FOLDER, USER, "--rights", "read,write"], "");
+
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let r = http
+        .post(format!("{base}/vedauth/authorize/oauth"))
+        .json(&json!({"client_id": "failover", "username": USER, "password": PASSWORD, "scope": "restricted:manage"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let token = r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_owned();
+    let mut entries = Vec::new();
+    for _ in 0..WRITERS {
+        let (status, body) = sdk(
+            &http,
+            &base,
+            &token,
+            "Add",
+            json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": "c2VjcmV0"}),
+        )
+        .await
+        .unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((status, v["Result"].as_i64()), (200, Some(0)), "{body}");
+        entries.push(v["VaultID"].as_i64().unwrap());
+    }
+
+    let shared = Arc::new(Shared {
+        epoch: Instant::now(),
+        stop: AtomicBool::new(false),
+        crash: Mutex::new(None),
+        recovered: Mutex::new(None),
+        acked: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let writers: Vec<_> = entries
+        .iter()
+        .enumerate()
+        .map(|(w, &id)| tokio::spawn(writer(http.clone(), base.clone(), token.clone(), id, w, shared.clone())))
+        .collect();
+
+    // Load, then the disruption.
+    let warm_start = Instant::now();
+    while shared.acked.load(Ordering::SeqCst) < WARM_WRITES && warm_start.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = shared.acked.load(Ordering::SeqCst);
+    *shared.crash.lock().unwrap() = Some(shared.epoch.elapsed());
+    let crash_at = Instant::now();
+    let kept = tokio::task::spawn_blocking(disrupt).await.unwrap();
+    let disruption = crash_at.elapsed();
+
+    // Until a write sent after the disruption began succeeds (bounded), and a little longer.
+    while crash_at.elapsed() < RECOVERY_LIMIT + Duration::from_secs(5) {
+        let recovered = *shared.recovered.lock().unwrap();
+        if recovered.is_some_and(|r| shared.epoch.elapsed() > r + AFTER_RECOVERY) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shared.stop.store(true, Ordering::SeqCst);
+    let mut tallies = Vec::new();
+    for w in writers {
+        tallies.push(w.await.unwrap());
+    }
+    let disrupted_at = shared.crash.lock().unwrap().unwrap();
+
+    // Every acknowledged write, read back through the API.
+    let mut lost = Vec::new();
+    for (t, &id) in tallies.iter().zip(&entries) {
+        let (status, body) = sdk(&http, &base, &token, "LookupAllAssociationsbyVaultid", json!({"VaultID": id})).await.unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((status, v["Result"].as_i64()), (200, Some(0)), "{body}");
+        let stored: Vec<&str> = v["TypedNameValues"].as_array().unwrap().iter().map(|a| a["Name"].as_str().unwrap()).collect();
+        lost.extend(t.acked.iter().filter(|n| !stored.contains(&n.as_str())).map(|n| format!("entry {id}: {n}")));
+    }
+    let first_after = tallies.iter().filter_map(|t| t.first_after_crash).min_by_key(|(_, done)| *done);
+    let recovery = first_after.map(|(_, done)| done.saturating_sub(disrupted_at));
+    let log = server.stop();
+    (Outcome { tallies, before, disrupted_at, disruption, recovery, lost, log }, kept)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_standby_takes_over_without_losing_acknowledged_writes() {
+    let Some(bin) = server_binaries("a_promoted_standby_takes_over_without_losing_acknowledged_writes") else { return };
+    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
+    let (primary, standby) = tokio::task::spawn_blocking(move || {
+        let mut primary = PgInstance::init(&bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
+        primary.start("");
+        let mut standby = PgInstance::standby_of(&primary, &[]);
+        standby.start("");
+        primary.wait_for("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", "1");
+        // Synchronous replication, on the primary only (after the copy): a
+        // commit is acknowledged once the standby has it.
+        primary.psql("ALTER SYSTEM SET synchronous_standby_names = '*'");
+        primary.psql("SELECT pg_reload_conf()");
+        primary.wait_for("SELECT sync_state FROM pg_stat_replication", "sync");
+        (primary, standby)
+    })
+    .await
+    .unwrap();
+    assert_eq!(standby.psql("SELECT pg_is_in_recovery()"), "t");
+
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write&connect_timeout=5",
+        primary.port, standby.port
+    );
+    // The primary crashes (`immediate`) and the standby is promoted.
+    let (outcome, (_primary, standby)) = load_through(&url, move || {
+        let mut primary = primary;
+        primary.stop("immediate");
+        standby.promote();
+        (primary, standby)
+    })
+    .await;
+    outcome.print("failover");
+    outcome.check();
+    assert_eq!(standby.psql("SELECT pg_is_in_recovery()"), "f");
+}
+
+/// Run by `scripts/security`, which reports their figures; the general test
+/// run skips `suite::`.
+mod suite {
+    use super::*;
+
+    /// How long PostgreSQL stays down.
+    const DOWN: Duration = Duration::from_secs(2);
+    /// F4's bound: writes succeed again within this of PostgreSQL's return.
+    const BACK_WITHIN: Duration = Duration::from_secs(10);
+
+    /// F4: PostgreSQL crashes (`immediate`) in the middle of a write load and
+    /// comes back two seconds later on the same host and port.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn f4_postgres_restart_mid_load() {
+        let Some(bin) = server_binaries("f4_postgres_restart_mid_load") else { return };
+        let mut pg = tokio::task::spawn_blocking(move || {
+            let mut pg = PgInstance::init(&bin, &[], &["host all all 127.0.0.1/32 trust"]);
+            pg.start("");
+            pg
+        })
+        .await
+        .unwrap();
+        let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", pg.port);
+        let (outcome, mut pg) = load_through(&url, move || {
+            pg.stop("immediate");
+            // A real outage of a real process: wall time, not a test clock.
+            #[allow(clippy::disallowed_methods)]
+            std::thread::sleep(DOWN);
+            pg.start("");
+            pg
+        })
+        .await;
+        outcome.print("PostgreSQL restart");
+        // From PostgreSQL's return (the end of the disruption) to the first write acknowledged after it began.
+        let after_back = outcome.recovery.map(|r| r.saturating_sub(outcome.disruption));
+        let shown = after_back.map_or_else(|| "never".to_owned(), |b| format!("{} ms", b.as_millis()));
+        let unclean = outcome.unclean();
+        let internals = outcome.failures().iter().filter(|f| f.status >= 500 && f.status != 503).count();
+        let pass = unclean.is_empty()
+            && outcome.lost.is_empty()
+            && after_back.is_some_and(|b| b <= BACK_WITHIN)
+            && outcome.tallies.iter().all(|t| t.transport.is_empty());
+        eprintln!(
+            "SECURITY F4 PostgreSQL restart mid-load: {WRITERS} writers, crash (immediate) and restart after {DOWN:?} (down to up: {} ms); \
+             {} writes acknowledged, {} lost; {} failed cleanly (503 or Result 22), {} not clean, {internals} 5xx other than 503; \
+             writes succeed again {shown} after `pg_ctl start` returned (bound {BACK_WITHIN:?}) — {}",
+            outcome.disruption.as_millis(),
+            outcome.tallies.iter().map(|t| t.acked.len()).sum::<usize>(),
+            outcome.lost.len(),
+            outcome.failures().len() - unclean.len(),
+            unclean.len(),
+            if pass { "pass" } else { "FAIL" },
+        );
+        outcome.check();
+        assert!(after_back.is_some_and(|b| b <= BACK_WITHIN), "writes succeed again only {after_back:?} after PostgreSQL is back");
+        pg.stop("fast");
+    }
+}

@@ -1,0 +1,479 @@
+//! Three `strongroom serve` processes on one PostgreSQL database, as
+//! replicas behind a load balancer run: single-use device codes and refresh
+//! tokens stay single-use when simultaneous presentations are spread over
+//! the replicas, reuse detected on one replica ends the grant on all, poll
+//! pacing is shared, and a revocation is refused by every replica on the
+//! next request (the documented bound is zero: nothing is cached).
+//!
+//! Needs PostgreSQL at `STRONGROOM_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`); skips loudly without it and
+//! fails under `STRONGROOM_REQUIRE_ALL_TESTS=1`. Each cluster gets a fresh
+//! schema. The tally is printed before any assertion.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use strongroom_core::event::{Event, EventKind};
+use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
+use strongroom_core::random::Random as _;
+use strongroom_core::scope::Scope;
+use strongroom_core::time::UnixTime;
+use strongroom_core::token::{TokenKind, mint_device_code, mint_user_code};
+use strongroom_server::keys::Keys;
+use strongroom_server::state::OsRandom;
+use strongroom_store::Store;
+
+use crate::process::{BIN, Server};
+
+pub const USER: &str = "rosa";
+pub const PASSWORD: &str = "a long passphrase";
+pub const SCOPE: &str = "restricted:manage";
+/// The integration with the default retry window (30 s).
+pub const LENIENT: &str = "lenient";
+/// The integration with `--retry-window 0`: strict single use.
+pub const STRICT: &str = "strict";
+/// Simultaneous presentations per trial, and trials per race with the
+/// retry window 0 (exactly one success) and with the default window (every
+/// presentation answered, one pair works: each loser reads and writes again,
+/// so a trial costs about RACERS² / 2 transactions).
+const RACERS: usize = 64;
+const TRIALS: usize = 100;
+const WINDOW_TRIALS: usize = 2;
+/// Trials run at once.
+const PARALLEL: usize = 4;
+
+/// The PostgreSQL server for tests, or `None` (skip) when it is not reachable.
+pub fn pg_url(test: &str) -> Option<String> {
+    let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let reachable = std::net::TcpStream::connect_timeout(&pg_addr(&url), Duration::from_secs(2)).is_ok();
+    if reachable {
+        return Some(url);
+    }
+    if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
+        panic!("PostgreSQL is required (STRONGROOM_REQUIRE_ALL_TESTS=1) but not reachable at {url}");
+    }
+    eprintln!("\n!!! SKIPPED {test}: no PostgreSQL at {url} (set STRONGROOM_TEST_POSTGRES_URL) !!!\n");
+    None
+}
+
+fn pg_addr(url: &str) -> std::net::SocketAddr {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split(['/', '?']).next().unwrap_or(rest);
+    let hostport = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
+    let hostport = if hostport.contains(':') { hostport.to_owned() } else { format!("{hostport}:5432") };
+    std::net::ToSocketAddrs::to_socket_addrs(&hostport).unwrap().next().unwrap()
+}
+
+/// A master key for a test cluster (hex), fresh per cluster.
+fn master_key_hex() -> String {
+    let mut k = [0u8; 32];
+    OsRandom.fill(&mut k);
+    k.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Three replicas on one fresh PostgreSQL schema, sharing a master key.
+pub struct Cluster {
+    pub url: String,
+    pub key_hex: String,
+    pub replicas: Vec<Server>,
+    /// The test's own handle on the same database (fixtures, checks).
+    pub store: Arc<dyn Store>,
+    pub keys: Keys,
+}
+
+impl Cluster {
+    pub async fn start(n: usize) -> Cluster {
+        let root = pg_url("replicas").unwrap();
+        let url = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
+        let key_hex = master_key_hex();
+        let store = strongroom_store::open(&url).await.unwrap();
+        // No access log: tens of thousands of requests, and the machine's
+        // cores are better spent on them.
+        let env = [("STRONGROOM_MASTER_KEY", key_hex.as_str()), ("STRONGROOM_LOG", "warn,strongroom_server::serve=info")];
+        let replicas = (0..n).map(|_| Server::start(&["--insecure-http", "--database-url", &url], &env)).collect();
+        let mut master = [0u8; 32];
+        for (i, b) in master.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&key_hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        Cluster { url, key_hex: key_hex.clone(), replicas, store, keys: Keys::from_master(&master) }
+    }
+
+    pub fn base(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.replicas[i % self.replicas.len()].port)
+    }
+
+    pub fn bases(&self) -> Bases {
+        Bases((0..self.replicas.len()).map(|i| self.base(i)).collect())
+    }
+
+    /// `strongroom admin ARGS` on the cluster's database.
+    pub fn admin(&self, args: &[&str], stdin: &str) -> String {
+        admin_on(&self.url, &self.key_hex, args, stdin)
+    }
+
+    /// The user and the two integrations.
+    pub fn fixtures(&self) {
+        self.admin(&["users", "create", USER], &format!("{PASSWORD}\n"));
+        self.admin(&["integrations", "create", LENIENT, "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"], "");
+        self.admin(&["integrations", "create", STRICT, "--scope", SCOPE, "--allow-all-users", "--retry-window", "0"], "");
+    }
+
+    /// `n` device codes of `client_id`, approved by [`USER`], stored as the
+    /// approval page leaves them.
+    pub async fn approved_codes(&self, client_id: &str, n: usize) -> Vec<String> {
+        let (user, _) = self.store.user_by_name(USER.into()).await.unwrap().unwrap();
+        let now = UnixTime::from_millis(i64::try_from(std::time::SystemTime::UNIX_EPOCH.elapsed().unwrap().as_millis()).unwrap());
+        let mut codes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let code = mint_device_code(&OsRandom);
+            let user_code = mint_user_code(&OsRandom);
+            let d = DeviceAuthorization {
+                code_hash: self.keys.token.hash(TokenKind::DeviceCode, code.expose()),
+                user_code_hash: self.keys.token.hash(TokenKind::UserCode, user_code.expose()),
+                client_id: client_id.to_owned(),
+                scope: Scope::parse(SCOPE).unwrap(),
+                state: DeviceState::Approved { user_id: user.id.clone() },
+                created_at: now,
+                expires_at: UnixTime::from_millis(now.millis() + 3_600_000),
+                interval_secs: 5,
+                last_poll_at: None,
+                version: 0,
+            };
+            let event = Event::new(EventKind::DeviceApproved, now).identity("test").origin("test", "");
+            self.store.insert_device(d, event, None).await.unwrap();
+            codes.push(code.expose().to_owned());
+        }
+        codes
+    }
+}
+
+/// The replicas' base URLs.
+#[derive(Clone, Debug)]
+pub struct Bases(Vec<String>);
+
+impl Bases {
+    /// Replica `i`, counting round the ring.
+    pub fn base(&self, i: usize) -> String {
+        self.0[i % self.0.len()].clone()
+    }
+}
+
+/// `strongroom admin ARGS` against database `url` with master key `key_hex`.
+pub fn admin_on(url: &str, key_hex: &str, args: &[&str], stdin: &str) -> String {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .arg("admin")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("--database-url")
+        .arg(url)
+        .args(args)
+        .env("STRONGROOM_MASTER_KEY", key_hex)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "admin {args:?} failed: {text}");
+    text
+}
+
+pub fn http() -> reqwest::Client {
+    // The server closes a connection idle for 10 s (its header read timeout):
+    // never reuse one that old.
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(RACERS * PARALLEL)
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
+/// `POST /vedauth/authorize/token` with a JSON body: status and body.
+pub async fn token(http: &reqwest::Client, base: &str, body: &Value) -> (u16, Value) {
+    let r = http.post(format!("{base}/vedauth/authorize/token")).json(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+pub fn exchange_body(client_id: &str, code: &str) -> Value {
+    json!({"client_id": client_id, "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": code})
+}
+
+pub fn refresh_body(client_id: &str, refresh: &str) -> Value {
+    json!({"client_id": client_id, "refresh_token": refresh})
+}
+
+/// `GET /vedauth/authorize/verify` with the access token: the status.
+pub async fn verify(http: &reqwest::Client, base: &str, access: &str) -> u16 {
+    http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(access).send().await.unwrap().status().as_u16()
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_owned()
+}
+
+/// `RACERS` simultaneous requests with `body`, round-robin over the
+/// replicas, released together.
+async fn race(c: &Bases, http: &reqwest::Client, body: &Value) -> Vec<(u16, Value)> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
+    let tasks: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let (http, base, body, barrier) = (http.clone(), c.base(i), body.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                token(&http, &base, &body).await
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(RACERS);
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// How the answers of one race fell: `"200"` or `"400 invalid_grant"` and so on, counted.
+fn outcome(answers: &[(u16, Value)]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for (st, body) in answers {
+        let key = if *st == 200 { "200".to_owned() } else { format!("{st} {}", body["error"].as_str().unwrap_or("?")) };
+        *m.entry(key).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Of the pairs answered, how many access tokens verify (on rotating replicas),
+/// and the refresh token of the one that does.
+async fn working(c: &Bases, http: &reqwest::Client, answers: &[(u16, Value)]) -> (usize, Option<String>) {
+    let mut n = 0;
+    let mut refresh = None;
+    for (i, (_, body)) in answers.iter().enumerate().filter(|(_, (st, _))| *st == 200) {
+        if verify(http, &c.base(i), &s(body, "access_token")).await == 200 {
+            n += 1;
+            refresh = Some(s(body, "refresh_token"));
+        }
+    }
+    (n, refresh)
+}
+
+/// Per race kind: trials, trials that held, outcome histogram, notes.
+#[derive(Debug, Default)]
+struct Tally {
+    trials: usize,
+    held: usize,
+    outcomes: BTreeMap<String, usize>,
+    notes: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, trial: usize, ok: bool, answers: &[(u16, Value)], what: impl FnOnce() -> String) {
+        self.trials += 1;
+        for (k, v) in outcome(answers) {
+            *self.outcomes.entry(k).or_insert(0) += v;
+        }
+        if ok {
+            self.held += 1;
+        } else if self.notes.len() < 10 {
+            self.notes.push(format!("trial {trial}: {:?} {}", outcome(answers), what()));
+        }
+    }
+}
+
+/// The approved device codes one trial uses: two of the strict integration,
+/// and two of the lenient one in the trials that race it too.
+#[derive(Clone)]
+struct TrialCodes {
+    strict: (String, String),
+    lenient: Option<(String, String)>,
+}
+
+/// One trial of every race: (race, held, answers, what went wrong).
+async fn trial(b: Bases, http: reqwest::Client, trial: usize, codes: TrialCodes) -> Vec<(&'static str, bool, Vec<(u16, Value)>, String)> {
+    let mut out = Vec::new();
+    // Device code, window 0: exactly one 200, the rest invalid_grant,
+    // and the winner's grant lives (a replayed code does not revoke).
+    let answers = race(&b, &http, &exchange_body(STRICT, &codes.strict.0)).await;
+    let ok_count = answers.iter().filter(|(st, _)| *st == 200).count();
+    let refused = answers.iter().filter(|(st, b)| *st == 400 && b["error"] == "invalid_grant").count();
+    let (works, _) = working(&b, &http, &answers).await;
+    out.push((
+        "device code, retry window 0",
+        ok_count == 1 && refused == RACERS - 1 && works == 1,
+        answers.clone(),
+        format!("{works} pairs work"),
+    ));
+
+    // Refresh, window 0: exactly one 200; the losers' reuse revokes the grant.
+    let (st, first) = token(&http, &b.base(trial), &exchange_body(STRICT, &codes.strict.1)).await;
+    assert_eq!(st, 200, "{first}");
+    let answers = race(&b, &http, &refresh_body(STRICT, &s(&first, "refresh_token"))).await;
+    let winners: Vec<&Value> = answers.iter().filter(|(st, _)| *st == 200).map(|(_, b)| b).collect();
+    let refused = answers.iter().filter(|(st, b)| *st == 400 && b["error"] == "invalid_grant").count();
+    let mut revoked_everywhere = true;
+    if let Some(w) = winners.first() {
+        for r in 0..3 {
+            revoked_everywhere &= verify(&http, &b.base(r), &s(w, "access_token")).await == 401;
+        }
+        revoked_everywhere &= token(&http, &b.base(trial + 1), &refresh_body(STRICT, &s(w, "refresh_token"))).await.0 == 400;
+    }
+    out.push((
+        "refresh, retry window 0",
+        winners.len() == 1 && refused == RACERS - 1 && revoked_everywhere,
+        answers.clone(),
+        format!("grant revoked on every replica afterwards: {revoked_everywhere}"),
+    ));
+
+    let Some(lenient) = &codes.lenient else { return out };
+    // Device code, default window: every presentation answered, exactly one pair works.
+    let answers = race(&b, &http, &exchange_body(LENIENT, &lenient.0)).await;
+    let all_ok = answers.iter().all(|(st, _)| *st == 200);
+    let (works, refresh) = working(&b, &http, &answers).await;
+    let lives = match &refresh {
+        Some(r) => token(&http, &b.base(trial + 2), &refresh_body(LENIENT, r)).await.0 == 200,
+        None => false,
+    };
+    out.push((
+        "device code, retry window 30 s",
+        all_ok && works == 1 && lives,
+        answers.clone(),
+        format!("{works} pairs work, the working pair refreshes: {lives}"),
+    ));
+
+    // Refresh, default window: every presentation answered, exactly one pair works.
+    let (st, first) = token(&http, &b.base(trial), &exchange_body(LENIENT, &lenient.1)).await;
+    assert_eq!(st, 200, "{first}");
+    let answers = race(&b, &http, &refresh_body(LENIENT, &s(&first, "refresh_token"))).await;
+    let all_ok = answers.iter().all(|(st, _)| *st == 200);
+    let (works, refresh) = working(&b, &http, &answers).await;
+    let lives = match &refresh {
+        Some(r) => token(&http, &b.base(trial + 1), &refresh_body(LENIENT, r)).await.0 == 200,
+        None => false,
+    };
+    out.push((
+        "refresh, retry window 30 s",
+        all_ok && works == 1 && lives,
+        answers,
+        format!("{works} pairs work, the working pair refreshes: {lives}"),
+    ));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
+    if pg_url("replicas").is_none() {
+        return;
+    }
+    let started = Instant::now();
+    let c = Cluster::start(3).await;
+    c.fixtures();
+    let http = http();
+    let strict_codes = c.approved_codes(STRICT, 2 * TRIALS).await;
+    let lenient_codes = c.approved_codes(LENIENT, 2 * WINDOW_TRIALS).await;
+    let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
+
+    // PARALLEL trials at a time, each on its own codes and grants, so the
+    // replicas have work while one trial waits on row locks and commits.
+    for first in (0..TRIALS).step_by(PARALLEL) {
+        let tasks: Vec<_> = (first..(first + PARALLEL).min(TRIALS))
+            .map(|t| {
+                let codes = TrialCodes {
+                    strict: (strict_codes[2 * t].clone(), strict_codes[2 * t + 1].clone()),
+                    lenient: (t < WINDOW_TRIALS).then(|| (lenient_codes[2 * t].clone(), lenient_codes[2 * t + 1].clone())),
+                };
+                (t, tokio::spawn(trial(c.bases(), http.clone(), t, codes)))
+            })
+            .collect();
+        for (t, task) in tasks {
+            for (what, held, answers, note) in task.await.unwrap() {
+                tallies.entry(what).or_default().record(t, held, &answers, || note);
+            }
+        }
+    }
+    let races_done = started.elapsed();
+
+    // A spent refresh token replayed on another replica revokes the grant everywhere.
+    let code = c.approved_codes(LENIENT, 1).await.remove(0);
+    let (_, g) = token(&http, &c.base(0), &exchange_body(LENIENT, &code)).await;
+    let (st, next) = token(&http, &c.base(0), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
+    assert_eq!(st, 200, "{next}");
+    // The new pair is used, so the spent token is no retry of a lost answer.
+    assert_eq!(verify(&http, &c.base(0), &s(&next, "access_token")).await, 200);
+    let (st, replay) = token(&http, &c.base(1), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
+    assert_eq!((st, replay["error"].as_str()), (400, Some("invalid_grant")), "{replay}");
+    let after_replay: Vec<u16> = futures_verify(&c, &http, &s(&next, "access_token")).await;
+    let (st_next, _) = token(&http, &c.base(2), &refresh_body(LENIENT, &s(&next, "refresh_token"))).await;
+
+    // Polling too fast while switching replicas still gets slow_down.
+    let r = http
+        .post(format!("{}/vedauth/authorize/device", c.base(0)))
+        .json(&json!({"client_id": LENIENT, "scope": SCOPE}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let started_code = s(&r.json().await.unwrap(), "device_code");
+    let mut polls = Vec::new();
+    for i in 0..3 {
+        let (st, body) = token(&http, &c.base(i), &exchange_body(LENIENT, &started_code)).await;
+        polls.push(format!("{st} {}", body["error"].as_str().unwrap_or("?")));
+    }
+
+    // A revoke on replica 1 is refused on replicas 2 and 3 at once.
+    let code = c.approved_codes(LENIENT, 1).await.remove(0);
+    let (_, g) = token(&http, &c.base(0), &exchange_body(LENIENT, &code)).await;
+    let access = s(&g, "access_token");
+    let before_revoke = futures_verify(&c, &http, &access).await;
+    let r = http.get(format!("{}/vedauth/revoke/token", c.base(0))).bearer_auth(&access).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let after_revoke = vec![verify(&http, &c.base(1), &access).await, verify(&http, &c.base(2), &access).await];
+    let (st_revoked_refresh, _) = token(&http, &c.base(2), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
+
+    let verified = c.admin(&["events", "verify"], "");
+    eprintln!(
+        "replicas: 3 replicas on one PostgreSQL schema, {RACERS} simultaneous presentations per trial, round-robin; races took {:.1} s",
+        races_done.as_secs_f64()
+    );
+    for (what, t) in &tallies {
+        eprintln!("replicas: {what}: {} of {} trials held; answers {:?}", t.held, t.trials, t.outcomes);
+        for n in &t.notes {
+            eprintln!("replicas:   {n}");
+        }
+    }
+    eprintln!(
+        "replicas: replay on replica 2 -> {st} {replay}; the new access token on replicas 1-3 -> {after_replay:?}; its refresh token on replica 3 -> {st_next}"
+    );
+    eprintln!("replicas: poll on replica 1, 2, 3 at once -> {polls:?}");
+    eprintln!(
+        "replicas: before revoke {before_revoke:?}; revoked on replica 1, then verify on replicas 2 and 3 -> {after_revoke:?}, refresh on replica 3 -> {st_revoked_refresh}"
+    );
+    eprintln!("replicas: {}", verified.trim());
+
+    for (what, t) in &tallies {
+        assert_eq!(t.trials, if what.contains("window 0") { TRIALS } else { WINDOW_TRIALS }, "{what}");
+        assert_eq!(t.held, t.trials, "{what}: trials where single use broke");
+    }
+    assert_eq!(after_replay, vec![401, 401, 401], "reuse detected on replica 2 revokes the grant on every replica");
+    assert_eq!(st_next, 400, "the revoked grant's refresh token is refused");
+    assert_eq!(polls[0], "400 authorization_pending");
+    assert_eq!(polls[1..], ["400 slow_down".to_owned(), "400 slow_down".to_owned()], "poll pacing is shared by the replicas");
+    assert_eq!(before_revoke, vec![200, 200, 200]);
+    assert_eq!(after_revoke, vec![401, 401], "a revocation is refused on the other replicas on the next request");
+    assert_eq!(st_revoked_refresh, 400);
+    assert!(verified.contains("event log intact"), "{verified}");
+}
+
+/// Verify on every replica in turn.
+async fn futures_verify(c: &Cluster, http: &reqwest::Client, access: &str) -> Vec<u16> {
+    let mut out = Vec::new();
+    for r in 0..c.replicas.len() {
+        out.push(verify(http, &c.base(r), access).await);
+    }
+    out
+}

@@ -1,0 +1,459 @@
+//! Group commit for the request path's two hot writes on PostgreSQL: a
+//! refresh's `advance_pair` and the vault's `put_association`.
+//!
+//! Every event append locks the one `event_head` row until its transaction
+//! commits, and a commit waits for its WAL flush (`synchronous_commit=on`),
+//! so one write per transaction runs at most one flush's worth of writes a
+//! second. One writer task per store takes every waiting job, runs them in
+//! one transaction (each job one statement: the conditional write, its
+//! token or value rows and its event, as data-modifying CTEs), moves the
+//! event chain once, commits, and only then answers each job. A job that
+//! fails aborts the transaction: the batch is rolled back and its jobs run
+//! again one per transaction, so one failure is answered to its own caller
+//! alone. Durability is unchanged: nobody is answered before the commit.
+
+use deadpool_postgres::{GenericClient, Object, Pool};
+use futures_util::future::try_join_all;
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::Row;
+
+use strongroom_core::event::{Event, chain_hash};
+use strongroom_core::grant::GrantId;
+use strongroom_core::token::TokenHash;
+use strongroom_core::vault::VaultId;
+
+use super::{Param, checkout, exec, get, pg, query_one, release};
+use crate::sql;
+use crate::{Checked, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
+
+/// Jobs per transaction at most.
+const MAX_BATCH: usize = 64;
+/// Jobs waiting at most (callers wait for room beyond it).
+const QUEUE: usize = 1024;
+
+/// The conditional pair change, its token rows and its event, in one
+/// statement. `$1`-`$8` are [`sql::ADVANCE_PAIR`]'s; `$9` the access token
+/// to retire (or NULL), `$10` the new access token, `$11` its expiry, `$12`
+/// the new refresh token (or NULL), `$13`-`$22` the event. Answers 1 when
+/// the grant moved, else 0 (and writes nothing).
+fn advance_pair_sql() -> String {
+    format!(
+        "WITH g AS ({} RETURNING id), \
+         d AS (DELETE FROM access_tokens WHERE hash = $9::BYTEA AND EXISTS (SELECT 1 FROM g)), \
+         a AS (INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) SELECT $10::BYTEA, id, $8, $11::BIGINT FROM g), \
+         r AS (INSERT INTO refresh_tokens (hash, grant_id, issued_at, spent_at) SELECT $12::BYTEA, id, $8, NULL FROM g WHERE $12::BYTEA IS NOT NULL), \
+         {} \
+         SELECT count(*) FROM g",
+        sql::ADVANCE_PAIR.postgres(),
+        event_cte(13, "g")
+    )
+}
+
+/// The rights check, the identical-value check and the upsert with its
+/// event, in one statement. `$1` grant, `$2` user, `$3` entry (as
+/// [`sql::MAY_WRITE_ENTRY`]); `$4` name, `$5` type, `$6` key id, `$7`
+/// sealed, `$8` lookup; `$9`-`$18` the event. Answers: entry exists, may
+/// write, stored. The entry row is locked first, so writers to one entry
+/// take turns; an identical value (same lookup hash as the newest committed
+/// row) is left alone.
+fn put_association_sql() -> String {
+    format!(
+        "WITH e AS (SELECT vault_id FROM vault_entries WHERE vault_id = $3 FOR UPDATE), \
+         w AS (SELECT ({}) AS allowed), \
+         p AS (INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) \
+               SELECT e.vault_id, $4::TEXT, $5::TEXT, $6::BIGINT, $7::BYTEA, $8::BYTEA FROM e, w WHERE w.allowed \
+               ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
+               sealed = excluded.sealed, lookup = excluded.lookup WHERE associations.lookup IS DISTINCT FROM excluded.lookup \
+               RETURNING 1), \
+         {} \
+         SELECT EXISTS (SELECT 1 FROM e), coalesce((SELECT allowed FROM w), false), EXISTS (SELECT 1 FROM p)",
+        sql::MAY_WRITE_ENTRY.postgres(),
+        event_cte(9, "p")
+    )
+}
+
+/// `ev AS (INSERT INTO events … SELECT … FROM {from})` with the event's ten
+/// values from parameter `$first` on.
+fn event_cte(first: usize, from: &str) -> String {
+    let p = |k: usize, ty: &str| format!("${}::{ty}", first + k);
+    format!(
+        "ev AS (INSERT INTO events (seq, at, kind, identity, client_id, source, request_id, object, detail, hash) \
+         SELECT {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {from})",
+        p(0, "BIGINT"),
+        p(1, "BIGINT"),
+        p(2, "TEXT"),
+        p(3, "TEXT"),
+        p(4, "TEXT"),
+        p(5, "TEXT"),
+        p(6, "TEXT"),
+        p(7, "TEXT"),
+        p(8, "TEXT"),
+        p(9, "BYTEA")
+    )
+}
+
+/// One write, as the caller asked for it.
+#[derive(Debug)]
+pub(super) enum Work {
+    AdvancePair { grant_id: GrantId, version: i64, change: PairChange, event: Event },
+    PutAssociation { id: VaultId, a: StoredAssociation, by: Writer, event: Event },
+}
+
+impl Work {
+    fn event(&self) -> &Event {
+        match self {
+            Work::AdvancePair { event, .. } | Work::PutAssociation { event, .. } => event,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Done {
+    Moved(bool),
+    Put(Checked<PutAssociation>),
+}
+
+#[derive(Debug)]
+enum Reply {
+    Moved(oneshot::Sender<StoreResult<bool>>),
+    Put(oneshot::Sender<StoreResult<Checked<PutAssociation>>>),
+}
+
+impl Reply {
+    fn send(self, r: StoreResult<Done>) {
+        // A caller that went away (its request was cancelled) needs no answer.
+        match (self, r) {
+            (Reply::Moved(tx), Ok(Done::Moved(b))) => drop(tx.send(Ok(b))),
+            (Reply::Put(tx), Ok(Done::Put(p))) => drop(tx.send(Ok(p))),
+            (Reply::Moved(tx), Err(e)) => drop(tx.send(Err(e))),
+            (Reply::Put(tx), Err(e)) => drop(tx.send(Err(e))),
+            (Reply::Moved(tx), Ok(_)) => drop(tx.send(Err(StoreError::Corrupt("batch answered another job".into())))),
+            (Reply::Put(tx), Ok(_)) => drop(tx.send(Err(StoreError::Corrupt("batch answered another job".into())))),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Job {
+    work: Work,
+    reply: Reply,
+}
+
+/// A place in the event chain: an event's sequence number and hash.
+#[derive(Clone)]
+struct Chain {
+    seq: i64,
+    hash: [u8; 32],
+}
+
+impl Chain {
+    /// The place of `e` right after this one.
+    fn next(&self, e: &Event) -> Chain {
+        let seq = self.seq + 1;
+        Chain { seq, hash: chain_hash(&self.hash, seq, e) }
+    }
+}
+
+/// The queue to a store's writer task.
+#[derive(Clone, Debug)]
+pub(super) struct Batcher {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Batcher {
+    /// Starts the writer task on the current tokio runtime.
+    pub(super) fn spawn(pool: Pool) -> Batcher {
+        let (jobs, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(writer(pool, rx));
+        Batcher { jobs }
+    }
+
+    pub(super) async fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreResult<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Job { work: Work::AdvancePair { grant_id, version, change, event }, reply: Reply::Moved(tx) }).await?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    pub(super) async fn put_association(
+        &self,
+        id: VaultId,
+        a: StoredAssociation,
+        by: Writer,
+        event: Event,
+    ) -> StoreResult<Checked<PutAssociation>> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Job { work: Work::PutAssociation { id, a, by, event }, reply: Reply::Put(tx) }).await?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn submit(&self, job: Job) -> StoreResult<()> {
+        self.jobs.send(job).await.map_err(|_| StoreError::Closed)
+    }
+}
+
+async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>) {
+    let advance = advance_pair_sql();
+    let put = put_association_sql();
+    let sql = Statements { advance: &advance, put: &put };
+    let mut jobs = Vec::with_capacity(MAX_BATCH);
+    // The writer keeps its connection: a batch does not queue behind the
+    // requests' reads for one.
+    let mut conn = None;
+    let mut known = None;
+    while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
+        let work: Vec<&Work> = jobs.iter().map(|j| &j.work).collect();
+        match run_batch(&pool, &mut conn, &sql, &work, &mut known).await {
+            Ok(done) => {
+                for (job, d) in jobs.drain(..).zip(done) {
+                    job.reply.send(Ok(d));
+                }
+            }
+            Err(e) if jobs.len() == 1 => {
+                if let Some(job) = jobs.pop() {
+                    job.reply.send(Err(e));
+                }
+            }
+            Err(_) => {
+                // One job failed and took the batch with it: each on its own.
+                for job in jobs.drain(..) {
+                    let r = run_batch(&pool, &mut conn, &sql, &[&job.work], &mut known)
+                        .await
+                        .and_then(|mut d| d.pop().ok_or(StoreError::Closed));
+                    job.reply.send(r);
+                }
+            }
+        }
+    }
+}
+
+struct Statements<'a> {
+    advance: &'a str,
+    put: &'a str,
+}
+
+const HEAD_FOR_UPDATE: &str = "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE";
+const MOVE_HEAD: &str = "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1";
+
+/// Runs `work` in one transaction; every result, or the first failure.
+/// `known` is the event head as this writer last saw it.
+///
+/// First optimistically: the head is taken to be `known`, and each job to
+/// move the chain, so every event gets its place before any job runs, and
+/// the transaction's start, the head's lock, the jobs and the head's move
+/// go to the server as one pipeline: one round trip and the commit for the
+/// whole batch. The locked head and every answer are checked before the
+/// commit. If the head was not `known` (another replica, or another write
+/// of this one, appended meanwhile), the events were placed wrongly: the
+/// transaction is rolled back and tried once more from the head as read. If
+/// a job did not move the chain (a lost conditional write, a refusal, an
+/// identical value), the events after it were chained onto one that is not
+/// there: rolled back, and the batch runs again one job after the other,
+/// each event placed on the one before it.
+async fn run_batch(
+    pool: &Pool,
+    conn: &mut Option<Object>,
+    sql: &Statements<'_>,
+    work: &[&Work],
+    known: &mut Option<Chain>,
+) -> StoreResult<Vec<Done>> {
+    let mut client = match conn.take() {
+        Some(c) if !c.is_closed() => c,
+        _ => checkout(pool).await?,
+    };
+    let out = async {
+        for _ in 0..2 {
+            match pipelined(&client, sql, work, known).await? {
+                Pipelined::Committed(done) => return Ok(done),
+                Pipelined::HeadMoved => {}
+                Pipelined::NotAllMoved => break,
+            }
+        }
+        sequential(&mut client, sql, work, known).await
+    }
+    .await;
+    if out.is_err() {
+        // The head is uncertain after a failed commit: read it next time.
+        *known = None;
+    }
+    if matches!(out, Err(StoreError::Backend(_))) {
+        release(client, &out);
+    } else {
+        *conn = Some(client);
+    }
+    out
+}
+
+enum Pipelined {
+    Committed(Vec<Done>),
+    /// The head was not where the events were placed; `known` is now the head as read.
+    HeadMoved,
+    /// A job did not move the chain.
+    NotAllMoved,
+}
+
+/// One pipelined attempt (see [`run_batch`]); nothing is written unless it
+/// answers `Committed`.
+async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known: &mut Option<Chain>) -> StoreResult<Pipelined> {
+    let start = match known {
+        Some(k) => k.clone(),
+        None => head(&query_one(client, "SELECT seq, hash FROM event_head WHERE id = 1", &[]).await?)?,
+    };
+    let mut places = Vec::with_capacity(work.len());
+    let mut end = start.clone();
+    for w in work {
+        end = end.next(w.event());
+        places.push(end.clone());
+    }
+    // Every statement prepared first, so that each request below is sent
+    // when it is first polled: in order, BEGIN before all.
+    let lock = client.prepare_cached(HEAD_FOR_UPDATE).await.map_err(pg)?;
+    let move_head = client.prepare_cached(MOVE_HEAD).await.map_err(pg)?;
+    for s in [sql.advance, sql.put] {
+        client.prepare_cached(s).await.map_err(pg)?;
+    }
+    let end_hash = &end.hash[..];
+    let move_to: [Param<'_>; 2] = [&end.seq, &end_hash];
+    let (begun, locked, ran, moved) = tokio::join!(
+        client.batch_execute("BEGIN"),
+        client.query_one(&lock, &[]),
+        try_join_all(work.iter().zip(&places).map(|(w, at)| run(client, sql, w, at))),
+        client.execute(&move_head, &move_to),
+    );
+    let outcome = async {
+        begun.map_err(pg)?;
+        let found = head(&locked.map_err(pg)?)?;
+        if found.seq != start.seq || found.hash != start.hash {
+            *known = Some(found);
+            return Ok(Pipelined::HeadMoved);
+        }
+        let ran = ran?;
+        moved.map_err(pg)?;
+        if !ran.iter().all(|(_, moved)| *moved) {
+            return Ok(Pipelined::NotAllMoved);
+        }
+        Ok(Pipelined::Committed(ran.into_iter().map(|(d, _)| d).collect()))
+    }
+    .await;
+    match outcome {
+        Ok(Pipelined::Committed(done)) => {
+            client.batch_execute("COMMIT").await.map_err(pg)?;
+            *known = Some(end);
+            Ok(Pipelined::Committed(done))
+        }
+        other => {
+            client.batch_execute("ROLLBACK").await.map_err(pg)?;
+            other
+        }
+    }
+}
+
+/// The batch one job after the other in one transaction, each event placed
+/// on the one committed before it.
+async fn sequential(client: &mut Object, sql: &Statements<'_>, work: &[&Work], known: &mut Option<Chain>) -> StoreResult<Vec<Done>> {
+    let tx = client.transaction().await.map_err(pg)?;
+    let start = head(&query_one(&tx, HEAD_FOR_UPDATE, &[]).await?)?;
+    let mut done = Vec::with_capacity(work.len());
+    let mut chain = start.clone();
+    for w in work {
+        let at = chain.next(w.event());
+        let (d, moved) = run(&tx, sql, w, &at).await?;
+        if moved {
+            chain = at;
+        }
+        done.push(d);
+    }
+    if chain.seq != start.seq {
+        exec(&tx, MOVE_HEAD, &[&chain.seq, &&chain.hash[..]]).await?;
+    }
+    tx.commit().await.map_err(pg)?;
+    *known = Some(chain);
+    Ok(done)
+}
+
+/// The event head row (`seq`, `hash`).
+fn head(row: &Row) -> StoreResult<Chain> {
+    let hash = get::<Vec<u8>>(row, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
+    Ok(Chain { seq: get(row, 0)?, hash })
+}
+
+/// Runs one job with its event at `at`; its answer, and whether it moved
+/// the chain (wrote its event).
+async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain) -> StoreResult<(Done, bool)> {
+    let (seq, hash) = (at.seq, at.hash);
+    match w {
+        Work::AdvancePair { grant_id, version, change, event: e } => {
+            let p = &change.pair;
+            let t = &change.tokens;
+            let now = t.issued_at.millis();
+            let row = query_one(
+                c,
+                sql.advance,
+                &[
+                    &grant_id.as_str(),
+                    version,
+                    &p.refresh.as_ref().map(TokenHash::as_bytes),
+                    &p.access.as_ref().map(TokenHash::as_bytes),
+                    &p.used,
+                    &p.rotated_from.as_ref().map(|(h, _)| h.as_bytes()),
+                    &p.rotated_from.map(|(_, at)| at.millis()),
+                    &now,
+                    &change.retire_access.as_ref().map(TokenHash::as_bytes),
+                    &t.access_hash.as_bytes(),
+                    &t.access_expires.millis(),
+                    &t.refresh_hash.as_ref().map(TokenHash::as_bytes),
+                    &seq,
+                    &e.at.millis(),
+                    &e.kind.as_str(),
+                    &e.identity,
+                    &e.client_id,
+                    &e.source,
+                    &e.request_id,
+                    &e.object,
+                    &e.detail,
+                    &&hash[..],
+                ],
+            )
+            .await?;
+            let moved = get::<i64>(&row, 0)? == 1;
+            Ok((Done::Moved(moved), moved))
+        }
+        Work::PutAssociation { id, a, by, event: e } => {
+            let row = query_one(
+                c,
+                sql.put,
+                &[
+                    &by.grant_id.as_str(),
+                    &by.user_id.as_str(),
+                    &id.0,
+                    &a.name,
+                    &a.value_type.as_str(),
+                    &a.key_id,
+                    &a.sealed,
+                    &&a.lookup[..],
+                    &seq,
+                    &e.at.millis(),
+                    &e.kind.as_str(),
+                    &e.identity,
+                    &e.client_id,
+                    &e.source,
+                    &e.request_id,
+                    &e.object,
+                    &e.detail,
+                    &&hash[..],
+                ],
+            )
+            .await?;
+            let (exists, allowed, stored): (bool, bool, bool) = (get(&row, 0)?, get(&row, 1)?, get(&row, 2)?);
+            let put = if !exists {
+                Checked::Done(PutAssociation::NoEntry)
+            } else if !allowed {
+                Checked::Denied
+            } else if stored {
+                Checked::Done(PutAssociation::Stored)
+            } else {
+                Checked::Done(PutAssociation::Identical)
+            };
+            Ok((Done::Put(put), stored))
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! TLS to PostgreSQL with rustls, and the connection-string settings
+//! tokio-postgres does not read itself.
+//!
+//! `sslmode` follows libpq: `disable` (plain), `prefer` (the default: TLS
+//! when the server offers it, unverified), `require` (TLS, unverified; with
+//! an `sslrootcert` it verifies the chain, as libpq does), `verify-ca` (the
+//! chain up to a trusted root) and `verify-full` (the chain and the host
+//! name). `sslrootcert=FILE` names the PEM roots; without it (or with
+//! `sslrootcert=system`) the web PKI roots are trusted. Both settings are
+//! taken out of the URL or key=value string here; the rest goes to
+//! `tokio_postgres::Config` unchanged (multi-host lists,
+//! `target_session_attrs`, timeouts, …).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_postgres::Socket;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
+
+use crate::{StoreError, StoreResult};
+
+/// What `sslmode` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl Mode {
+    fn parse(s: &str) -> StoreResult<Mode> {
+        Ok(match s {
+            "disable" => Mode::Disable,
+            "prefer" => Mode::Prefer,
+            "require" => Mode::Require,
+            "verify-ca" => Mode::VerifyCa,
+            "verify-full" => Mode::VerifyFull,
+            other => {
+                return Err(StoreError::Backend(format!(
+                    "database url: sslmode {other:?} is not one of disable, prefer, require, verify-ca, verify-full"
+                )));
+            }
+        })
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Mode::Disable => "disable",
+            Mode::Prefer => "prefer",
+            Mode::Require => "require",
+            Mode::VerifyCa => "verify-ca",
+            Mode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// How the server's certificate is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// Encrypt, trust any certificate (libpq's `prefer` and `require`).
+    Nothing,
+    /// The chain up to a trusted root, whatever the name.
+    Chain,
+    /// The chain and the host name.
+    Full,
+}
+
+/// A parsed connection string: the driver's configuration and the TLS
+/// connector it connects with.
+#[derive(Debug)]
+pub(crate) struct Connect {
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) tls: MakeRustls,
+    pub(crate) mode: Mode,
+}
+
+/// Parses a `postgres://` URL or a `key=value` string.
+pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
+    let (rest, settings) = take_settings(url)?;
+    let mut config = tokio_postgres::Config::from_str(&rest).map_err(|e| StoreError::Backend(format!("database url: {e}")))?;
+    let mode = settings.mode.map(|m| Mode::parse(&m)).transpose()?.unwrap_or(Mode::Prefer);
+    config.ssl_mode(match mode {
+        Mode::Disable => SslMode::Disable,
+        Mode::Prefer => SslMode::Prefer,
+        Mode::Require | Mode::VerifyCa | Mode::VerifyFull => SslMode::Require,
+    });
+    let check = match mode {
+        Mode::VerifyFull => Check::Full,
+        Mode::VerifyCa => Check::Chain,
+        Mode::Require if settings.root_cert.is_some() => Check::Chain,
+        Mode::Disable | Mode::Prefer | Mode::Require => Check::Nothing,
+    };
+    let tls = MakeRustls::new(check, settings.root_cert.as_deref())?;
+    Ok(Connect { config, tls, mode })
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Settings {
+    mode: Option<String>,
+    root_cert: Option<String>,
+}
+
+impl Settings {
+    /// Keeps `key`'s value if it is one of ours; `false` for any other key.
+    fn take(&mut self, key: &str, value: String) -> bool {
+        match key {
+            "sslmode" => self.mode = Some(value),
+            "sslrootcert" => self.root_cert = Some(value),
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Splits `sslmode` and `sslrootcert` off a URL or key=value string.
+fn take_settings(url: &str) -> StoreResult<(String, Settings)> {
+    let mut s = Settings::default();
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let Some((base, query)) = url.split_once('?') else {
+            return Ok((url.to_owned(), s));
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if !s.take(&percent_decode(k)?, percent_decode(v)?) {
+                kept.push(pair);
+            }
+        }
+        let rest = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        return Ok((rest, s));
+    }
+    let mut kept = Vec::new();
+    for (k, v) in key_values(url)? {
+        if !s.take(&k, v.clone()) {
+            kept.push(format!("{k}='{}'", v.replace('\\', "\\\\").replace('\'', "\\'")));
+        }
+    }
+    Ok((kept.join(" "), s))
+}
+
+/// `%XX` → byte, as URLs carry them.
+fn percent_decode(s: &str) -> StoreResult<String> {
+    let bad = || StoreError::Backend("database url: bad percent-encoding".into());
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+/// The pairs of a libpq `key=value` string (values bare or in single
+/// quotes, backslash escapes).
+fn key_values(s: &str) -> StoreResult<Vec<(String, String)>> {
+    let bad = |what: &str| StoreError::Backend(format!("database url: {what}"));
+    let mut out = Vec::new();
+    let mut it = s.chars().peekable();
+    loop {
+        while it.next_if(|c| c.is_whitespace()).is_some() {}
+        if it.peek().is_none() {
+            return Ok(out);
+        }
+        let mut key = String::new();
+        while let Some(c) = it.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while it.next_if(|c| c.is_whitespace()).is_some() {}
+        if it.next() != Some('=') {
+            return Err(bad(&format!("expected = after {key:?}")));
+        }
+        while it.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if it.next_if_eq(&'\'').is_some() {
+            loop {
+                match it.next() {
+                    None => return Err(bad("unterminated quoted value")),
+                    Some('\'') => break,
+                    Some('\\') => value.push(it.next().ok_or_else(|| bad("unterminated quoted value"))?),
+                    Some(c) => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = it.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.push(it.next().ok_or_else(|| bad("a trailing backslash"))?);
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        out.push((key, value));
+    }
+}
+
+/// Makes a rustls connection for each PostgreSQL connection.
+#[derive(Clone, Debug)]
+pub(crate) struct MakeRustls {
+    config: Arc<ClientConfig>,
+    check: Check,
+}
+
+impl MakeRustls {
+    fn new(check: Check, root_cert: Option<&str>) -> StoreResult<MakeRustls> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| StoreError::Backend(format!("database TLS: {e}")))?;
+        let verifier: Arc<dyn ServerCertVerifier> = match check {
+            Check::Nothing => Arc::new(Unverified { provider }),
+            Check::Chain | Check::Full => {
+                let roots = Arc::new(roots(root_cert)?);
+                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
+                    .build()
+                    .map_err(|e| StoreError::Backend(format!("database TLS roots: {e}")))?;
+                if check == Check::Full { webpki } else { Arc::new(ChainOnly { webpki }) }
+            }
+        };
+        let config = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
+        Ok(MakeRustls { config: Arc::new(config), check })
+    }
+}
+
+fn roots(root_cert: Option<&str>) -> StoreResult<RootCertStore> {
+    match root_cert {
+        None | Some("system") => Ok(RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() }),
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| StoreError::Backend(format!("database TLS: reading sslrootcert {path}: {e}")))?;
+            if certs.is_empty() {
+                return Err(StoreError::Backend(format!("database TLS: sslrootcert {path} holds no certificate")));
+            }
+            let mut store = RootCertStore::empty();
+            for c in certs {
+                store.add(c).map_err(|e| StoreError::Backend(format!("database TLS: sslrootcert {path}: {e}")))?;
+            }
+            Ok(store)
+        }
+    }
+}
+
+/// Accepts any certificate (libpq's `require`): encryption against a
+/// passive listener, no authentication of the server.
+#[derive(Debug)]
+struct Unverified {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the web PKI check, with a name mismatch forgiven (the chain
+/// was verified before the name).
+#[derive(Debug)]
+struct ChainOnly {
+    webpki: Arc<WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+impl MakeTlsConnect<Socket> for MakeRustls {
+    type Stream = RustlsStream;
+    type TlsConnect = RustlsConnect;
+    type Error = io::Error;
+
+    fn make_tls_connect(&mut self, domain: &str) -> io::Result<RustlsConnect> {
+        let name = match ServerName::try_from(domain.to_owned()) {
+            Ok(name) => name,
+            // Without verification the name is only SNI; a host given only
+            // as `hostaddr` has none.
+            Err(_) if self.check == Check::Nothing => ServerName::try_from("localhost").map_err(io::Error::other)?,
+            Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("TLS server name {domain:?}: {e}"))),
+        };
+        Ok(RustlsConnect { name, connector: tokio_rustls::TlsConnector::from(self.config.clone()) })
+    }
+}
+
+/// One connection's handshake.
+pub(crate) struct RustlsConnect {
+    name: ServerName<'static>,
+    connector: tokio_rustls::TlsConnector,
+}
+
+impl TlsConnect<Socket> for RustlsConnect {
+    type Stream = RustlsStream;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<RustlsStream>> + Send>>;
+
+    fn connect(self, stream: Socket) -> Self::Future {
+        Box::pin(async move { self.connector.connect(self.name, stream).await.map(|s| RustlsStream(Box::new(s))) })
+    }
+}
+
+/// An encrypted connection to PostgreSQL.
+pub(crate) struct RustlsStream(Box<tokio_rustls::client::TlsStream<Socket>>);
+
+impl tokio_postgres::tls::TlsStream for RustlsStream {
+    fn channel_binding(&self) -> ChannelBinding {
+        // SCRAM without channel binding (`channel_binding=prefer` falls back).
+        ChannelBinding::none()
+    }
+}
+
+impl AsyncRead for RustlsStream {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for RustlsStream {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut *self.0).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.0).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.0).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_settings_are_taken_out_and_the_rest_kept() {
+        let (rest, s) = take_settings(
+            "postgres://u:p@h1:5432,h2:5433/db?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fetc%2Fca.pem",
+        )
+        .unwrap();
+        assert_eq!(rest, "postgres://u:p@h1:5432,h2:5433/db?target_session_attrs=read-write");
+        assert_eq!(s, Settings { mode: Some("verify-full".into()), root_cert: Some("/etc/ca.pem".into()) });
+        let (rest, s) = take_settings("postgres://h/db?sslmode=require").unwrap();
+        assert_eq!((rest.as_str(), s.mode.as_deref()), ("postgres://h/db", Some("require")));
+        assert_eq!(take_settings("postgres://h/db").unwrap().0, "postgres://h/db");
+    }
+
+    #[test]
+    fn key_value_settings_are_taken_out_and_the_rest_kept() {
+        let (rest, s) =
+            take_settings("host=a,b port=1,2 sslmode = verify-ca sslrootcert='/x y/ca.pem' password='it\\'s' dbname=d").unwrap();
+        assert_eq!(s, Settings { mode: Some("verify-ca".into()), root_cert: Some("/x y/ca.pem".into()) });
+        assert_eq!(rest, "host='a,b' port='1,2' password='it\\'s' dbname='d'");
+        let c = tokio_postgres::Config::from_str(&rest).unwrap();
+        assert_eq!(c.get_password(), Some(&b"it's"[..]));
+        assert_eq!(c.get_ports(), &[1, 2]);
+        assert!(take_settings("host").is_err());
+        assert!(take_settings("host='a").is_err());
+    }
+
+    #[test]
+    fn modes_map_to_the_driver_and_a_check() {
+        let c = parse("postgres://h/db?sslmode=verify-full").unwrap();
+        assert_eq!((c.mode, c.tls.check, c.config.get_ssl_mode()), (Mode::VerifyFull, Check::Full, SslMode::Require));
+        let c = parse("postgres://h/db?sslmode=verify-ca").unwrap();
+        assert_eq!((c.tls.check, c.config.get_ssl_mode()), (Check::Chain, SslMode::Require));
+        let c = parse("postgres://h/db?sslmode=require").unwrap();
+        assert_eq!((c.tls.check, c.config.get_ssl_mode()), (Check::Nothing, SslMode::Require));
+        let c = parse("host=h sslmode=disable").unwrap();
+        assert_eq!(c.config.get_ssl_mode(), SslMode::Disable);
+        let c = parse("postgres://h/db").unwrap();
+        assert_eq!((c.mode, c.config.get_ssl_mode()), (Mode::Prefer, SslMode::Prefer));
+        let err = parse("postgres://h/db?sslmode=sometimes").unwrap_err().to_string();
+        assert!(err.contains("verify-full"), "{err}");
+        let err = parse("postgres://h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    }
+}
