@@ -1,0 +1,136 @@
+//! `admin backup` under a write load, `admin restore` into an empty data
+//! directory, and a server on the restored directory.
+#![allow(clippy::disallowed_methods)] // waits on real processes
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::process::{Server, run};
+
+#[cfg(unix)]
+fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Waits (bounded) until `acked` holds at least `n` ids.
+async fn until_acked(acked: &Mutex<Vec<String>>, n: usize) {
+    for _ in 0..3000 {
+        if acked.lock().unwrap().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the write load never reached {n} acknowledged writes");
+}
+
+fn json_of(r: &crate::process::Run) -> Value {
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_under_write_load_restores_every_acknowledged_write() {
+    let server = Server::start(&["--insecure-http"], &[("STRONGROOM_TRUSTED_PROXIES", "127.0.0.1")]);
+    server.admin(&["integrations", "create", "app", "--scope", "restricted:manage", "--allow-all-users"], "");
+    let base = format!("http://127.0.0.1:{}", server.port);
+
+    // The load: device authorizations (each one write: rows and an event),
+    // every request with its own request id and, through the trusted proxy,
+    // its own client address (the per-address quota stays out of the way).
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut load = Vec::new();
+    for w in 0..2 {
+        let (acked, stop, base) = (acked.clone(), stop.clone(), base.clone());
+        load.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            for i in 0..5000u32 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let id = format!("load-{w}-{i}");
+                let r = http
+                    .post(format!("{base}/vedauth/authorize/device"))
+                    .header("x-request-id", &id)
+                    .header("x-forwarded-for", format!("10.{w}.{}.{}", i / 256, i % 256))
+                    .json(&serde_json::json!({"client_id": "app", "scope": "restricted:manage"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+                acked.lock().unwrap().push(id);
+            }
+        }));
+    }
+    until_acked(&acked, 40).await;
+    // Every write acknowledged before the backup starts must be in it.
+    let before: Vec<String> = acked.lock().unwrap().clone();
+    let backups = tempfile::tempdir().unwrap();
+    let file = backups.path().join("strongroom.snapshot");
+    let (file_arg, dir_arg) = (file.to_str().unwrap().to_owned(), server.dir.to_str().unwrap().to_owned());
+    let made =
+        tokio::task::spawn_blocking(move || run(&["admin", "--data-dir", &dir_arg, "backup", &file_arg, "--json"], &[])).await.unwrap();
+    let made = json_of(&made);
+    let after_backup = acked.lock().unwrap().len();
+    until_acked(&acked, after_backup + 20).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in load {
+        t.await.unwrap();
+    }
+
+    let sidecar_path = backups.path().join("strongroom.snapshot.json");
+    let sidecar: Value = serde_json::from_slice(&std::fs::read(&sidecar_path).unwrap()).unwrap();
+    assert_eq!(sidecar["event_seq"], made["event_seq"]);
+    assert_eq!(sidecar["event_hash"], made["event_hash"]);
+    assert_eq!(sidecar["event_hash"].as_str().unwrap().len(), 64);
+    #[cfg(unix)]
+    for p in [&file, &sidecar_path] {
+        assert_eq!(mode(p), 0o600, "{}", p.display());
+    }
+
+    // Not over live data: a non-empty data directory is refused.
+    let dir = server.dir.to_str().unwrap();
+    let refused = run(&["admin", "--data-dir", dir, "restore", file.to_str().unwrap()], &[]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("not empty"), "{}", refused.stderr);
+
+    let fresh = tempfile::tempdir().unwrap();
+    let target = fresh.path().join("restored");
+    let t = target.to_str().unwrap();
+    let restored = json_of(&run(&["admin", "--data-dir", t, "restore", file.to_str().unwrap(), "--json"], &[]));
+    assert_eq!(restored["event_seq"], made["event_seq"]);
+    assert_eq!(restored["events_verified"], made["event_seq"], "every event of the snapshot verified");
+    assert_eq!(restored["sidecar_checked"], true);
+    assert!(!target.join("master.key").exists(), "restore makes no master key");
+
+    // The master key comes back separately.
+    std::fs::copy(server.dir.join("master.key"), target.join("master.key")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(target.join("master.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let events =
+        json_of(&run(&["admin", "--data-dir", t, "events", "list", "--kind", "device.started", "--limit", "10000", "--json"], &[]));
+    let ids: BTreeSet<&str> = events.as_array().unwrap().iter().map(|e| e["request_id"].as_str().unwrap()).collect();
+    let missing: Vec<&String> = before.iter().filter(|id| !ids.contains(id.as_str())).collect();
+    assert!(missing.is_empty(), "acknowledged before the backup but not in it: {missing:?}");
+    let total = acked.lock().unwrap().len();
+    assert!(ids.len() < total, "the snapshot is of a moment, not of the end: {} of {total}", ids.len());
+    drop(server);
+
+    // A server on the restored directory is ready, its data and chain intact.
+    let restored = Server::start_on(target.clone(), &["--insecure-http"], &[]);
+    let http = reqwest::Client::new();
+    let r = http.get(format!("http://127.0.0.1:{}/health/ready", restored.port)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(restored.admin(&["events", "verify"], "").contains("event log intact"));
+    let integrations = restored.admin(&["integrations", "list", "--json"], "");
+    let integrations: Value = serde_json::from_str(integrations.trim()).unwrap();
+    assert_eq!(integrations[0]["client_id"], "app");
+    restored.stop();
+}

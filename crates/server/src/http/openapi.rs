@@ -1,0 +1,343 @@
+//! The OpenAPI 3.1 description of the HTTP interface, generated from the
+//! handlers' `#[utoipa::path]` attributes and the `proto` types' schemas
+//! (proto's `openapi` feature). Served at `GET /openapi.json`; the
+//! repository's `openapi.json` is a copy that a test keeps in sync
+//! (`strongroom openapi > openapi.json`).
+//!
+//! The paths are written in the product's casing; the server matches them in
+//! any case. Request schemas give the canonical form: the server also accepts
+//! `/vedsdk` keys in any case and numbers as numeric strings.
+
+use std::sync::LazyLock;
+
+use axum::response::Response;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{OneOfBuilder, Schema};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
+
+use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
+use strongroom_proto::vedsdk::{
+    AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
+    ErrorOnly, LogResponse, LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest,
+    MutateRequest, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
+    TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+};
+use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
+
+use super::respond::ok;
+
+/// The name of the bearer security scheme the `/vedsdk` operations require.
+pub(crate) const BEARER: &str = "bearer";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Strongroom",
+        description = "A self-hosted token authority (`/vedauth`: RFC 8628 device flow, password grant, refresh with \
+            rotation) and secret vault (`/vedsdk/SecretStore`) speaking the product's WebSDK interface. Paths match in \
+            any case; `/vedsdk` bodies are JSON objects whose keys match in any case and whose integers may be sent as \
+            numeric strings. A refused SecretStore call is HTTP 200 with a non-zero `Result` and the reason in `Error`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        super::healthz,
+        super::live,
+        super::ready,
+        super::metrics,
+        openapi_json,
+        super::vedauth::device,
+        super::vedauth::token,
+        super::vedauth::oauth,
+        super::vedauth::verify,
+        super::vedauth::revoke,
+        super::page::show,
+        super::page::sign_in,
+        super::page::decide,
+        super::page::style,
+        super::vedsdk::ping,
+        super::vedsdk::version,
+        super::secretstore::add,
+        super::secretstore::retrieve,
+        super::secretstore::associate,
+        super::secretstore::dissociate,
+        super::secretstore::lookup_by_association,
+        super::secretstore::lookup_association,
+        super::secretstore::all_associations,
+        super::secretstore::lookup_by_owner,
+        super::secretstore::lookup_by_vault_type,
+        super::secretstore::orphan_lookup,
+        super::secretstore::owner_add,
+        super::secretstore::owner_delete,
+        super::secretstore::owner_lookup,
+        super::secretstore::mutate,
+        super::secretstore::lookup,
+        super::secretstore::encryption_keys_in_use,
+        super::secretstore::log,
+        super::secretstore::rotate_key,
+        super::secretstore::default_key,
+    ),
+    components(
+        schemas(
+            ResultCode,
+            ResultResponse,
+            ErrorOnly,
+            ErrorResponse,
+            BearerErrorResponse,
+            DeviceRequest,
+            DeviceResponse,
+            TokenRequest,
+            TokenResponse,
+            OAuthRequest,
+            VerifyResponse,
+            VersionResponse,
+            AddRequest,
+            AddResponse,
+            VaultIdRequest,
+            RetrieveResponse,
+            AssociateRequest,
+            DissociateRequest,
+            LookupByAssociationRequest,
+            LookupAssociationRequest,
+            ValueResponse,
+            TypedNameValuesResponse,
+            LookupByOwnerRequest,
+            LookupByVaultTypeRequest,
+            OrphanLookupRequest,
+            OwnerAddRequest,
+            OwnerDeleteRequest,
+            OwnerLookupRequest,
+            OwnersResponse,
+            MutateRequest,
+            VaultIdsResponse,
+            EncryptionKeysResponse,
+            DefaultKeyResponse,
+            LogResponse,
+        ),
+        responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge),
+    ),
+    modifiers(&Additions),
+    tags(
+        (name = "vedauth", description = "Tokens: device authorization, exchange, refresh, password grant, verify, revoke."),
+        (name = "approval page", description = "The browser page where a user approves a device code (HTML forms)."),
+        (name = "vedsdk", description = "The WebSDK: SecretStore, the event log, the API level."),
+        (name = "server", description = "Health and this description."),
+    ),
+)]
+struct ApiDoc;
+
+/// The description, built once.
+static DOCUMENT: LazyLock<utoipa::openapi::OpenApi> = LazyLock::new(ApiDoc::openapi);
+
+/// The OpenAPI document.
+pub fn document() -> utoipa::openapi::OpenApi {
+    DOCUMENT.clone()
+}
+
+/// The document as the committed `openapi.json` holds it: pretty JSON and a
+/// final newline.
+pub fn document_json() -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(&*DOCUMENT).map(|s| s + "\n")
+}
+
+/// `GET /openapi.json`: no credentials needed.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "server",
+    responses((status = 200, description = "This OpenAPI 3.1 document.", body = serde_json::Value)),
+)]
+pub(crate) async fn openapi_json() -> Response {
+    ok(&*DOCUMENT)
+}
+
+/// What `/healthz`, `/health/live` and `/health/ready` answer.
+#[derive(ToSchema)]
+#[allow(dead_code)] // a description only: `respond::healthy` writes it
+pub(crate) struct HealthStatus {
+    /// `ok`, or `unavailable` when the store is not ready.
+    #[schema(example = "ok")]
+    status: String,
+}
+
+/// The bearer scheme, and `Refusal`: the body of a refused SecretStore call,
+/// which is [`ResultResponse`] with `Error` always present.
+struct Additions;
+
+impl Modify for Additions {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(BEARER, SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+        let mut refusal = ResultResponse::schema();
+        if let RefOr::T(Schema::Object(o)) = &mut refusal {
+            o.required = vec!["Result".to_owned(), "Error".to_owned()];
+            o.description = Some("A refused SecretStore call: HTTP 200, a non-zero `Result`, and the reason in `Error`.".to_owned());
+        }
+        components.schemas.insert(REFUSAL.to_owned(), refusal);
+    }
+}
+
+const REFUSAL: &str = "Refusal";
+
+/// The HTTP 200 answers of a SecretStore call that returns more than
+/// `Result` on success: that body, or a [`REFUSAL`].
+macro_rules! answer {
+    ($name:ident, $ok:ty) => {
+        #[derive(Debug)]
+        pub(crate) struct $name;
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                OneOfBuilder::new().item(Ref::from_schema_name(<$ok as ToSchema>::name())).item(Ref::from_schema_name(REFUSAL)).into()
+            }
+        }
+        impl ToSchema for $name {}
+    };
+}
+
+answer!(AddAnswer, AddResponse);
+answer!(RetrieveAnswer, RetrieveResponse);
+answer!(IdsAnswer, VaultIdsResponse);
+answer!(ValueAnswer, ValueResponse);
+answer!(TypedNameValuesAnswer, TypedNameValuesResponse);
+answer!(OwnersAnswer, OwnersResponse);
+answer!(KeysAnswer, EncryptionKeysResponse);
+answer!(LogAnswer, LogResponse);
+
+fn json_response(description: &str, schema: &str) -> RefOr<utoipa::openapi::Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build())
+        .build()
+        .into()
+}
+
+/// Responses shared by many operations, each a `components/responses` entry.
+macro_rules! shared_response {
+    ($name:ident, $schema:ty, $description:expr) => {
+        #[derive(Debug)]
+        pub(crate) struct $name;
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+                (stringify!($name), json_response($description, &<$schema as ToSchema>::name()))
+            }
+        }
+    };
+}
+
+shared_response!(
+    AuthRefused,
+    ErrorResponse,
+    "Refused (RFC 6749 §5.2): `invalid_request` (also for a body that does not parse or a Content-Type other than \
+     JSON or form), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
+     `authorization_pending`, `slow_down`, `access_denied`."
+);
+shared_response!(AuthTooLarge, ErrorResponse, "The body is larger than `max_body_bytes`.");
+shared_response!(
+    Unauthorized,
+    BearerErrorResponse,
+    "`invalid_token`: the bearer token is missing, unknown, expired or revoked (RFC 6750 §3.1). Refresh and retry."
+);
+shared_response!(Forbidden, BearerErrorResponse, "`insufficient_scope`: the token's scope does not cover this call.");
+shared_response!(Unavailable, BearerErrorResponse, "`temporarily_unavailable`: the store did not answer.");
+shared_response!(BadJson, ErrorOnly, "The body is not a JSON object.");
+shared_response!(SdkTooLarge, ErrorOnly, "The body is larger than `max_body_bytes`.");
+
+/// What every bearer-protected `/vedsdk` operation may answer besides its
+/// 200: 400 (not JSON), 401, 403, 413 and 503, each a reference to its shared
+/// response. Named once in each operation's `responses(...)`.
+#[derive(Debug)]
+pub(crate) struct SdkRefusals;
+
+impl utoipa::IntoResponses for SdkRefusals {
+    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        [
+            ("400", <BadJson as ToResponse>::response().0),
+            ("401", <Unauthorized as ToResponse>::response().0),
+            ("403", <Forbidden as ToResponse>::response().0),
+            ("413", <SdkTooLarge as ToResponse>::response().0),
+            ("503", <Unavailable as ToResponse>::response().0),
+        ]
+        .into_iter()
+        .map(|(status, name)| (status.to_owned(), RefOr::Ref(Ref::from_response_name(name))))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("$ref", serde_json::Value::String(r)) => out.push(r.clone()),
+                        _ => refs(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(found.len() > 40, "{}", found.len());
+        for r in found {
+            let pointer = r.strip_prefix('#').unwrap_or_else(|| panic!("external reference {r}"));
+            assert!(doc.pointer(pointer).is_some(), "{r} does not resolve");
+        }
+    }
+
+    /// The committed `openapi.json` is what the code generates.
+    #[test]
+    fn the_committed_document_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.json");
+        let generated = document_json().unwrap();
+        if std::env::var_os("STRONGROOM_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} is not the OpenAPI document the code generates; regenerate it with\n    \
+             cargo run -q -p strongroom -- openapi > openapi.json\n(or STRONGROOM_BLESS=1 cargo test -p strongroom-server --lib openapi)",
+            path.display()
+        );
+    }
+
+    /// Every route the router serves is described, and nothing else is.
+    #[test]
+    fn every_route_is_described() {
+        let doc = document();
+        let described: std::collections::BTreeSet<String> = doc.paths.paths.keys().map(|p| p.to_ascii_lowercase()).collect();
+        let served: std::collections::BTreeSet<String> = crate::http::route_paths().into_iter().map(str::to_owned).collect();
+        let missing: Vec<_> = served.difference(&described).collect();
+        assert!(missing.is_empty(), "routes without a #[utoipa::path] listed in ApiDoc: {missing:?}");
+        let extra: Vec<_> = described.difference(&served).collect();
+        assert!(extra.is_empty(), "described paths the router does not serve: {extra:?}");
+    }
+
+    #[test]
+    fn it_is_openapi_3_1_with_the_bearer_scheme() {
+        let doc = serde_json::to_value(document()).unwrap();
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert_eq!(doc["components"]["securitySchemes"][BEARER]["scheme"], "bearer");
+        let add = &doc["paths"]["/vedsdk/SecretStore/Add"]["post"];
+        assert_eq!(add["security"][0][BEARER], serde_json::json!([]));
+        assert_eq!(doc["components"]["schemas"]["Refusal"]["required"], serde_json::json!(["Result", "Error"]));
+        // The product's casing, and Result codes as the closed list Strongroom answers with.
+        let props = &doc["components"]["schemas"]["AddRequest"]["properties"];
+        for key in ["Base64Data", "Keyname", "Namespace", "Owner", "VaultType"] {
+            assert!(props.get(key).is_some(), "{key} in {props}");
+        }
+        let codes: Vec<i64> = ResultCode::ALL.iter().map(|c| i64::from(c.code())).collect();
+        assert_eq!(doc["components"]["schemas"]["ResultCode"]["enum"], serde_json::json!(codes));
+    }
+}
