@@ -1,0 +1,457 @@
+//! A (single use, rotation, replay), B (device-flow timing) and I
+//! (revocation semantics) against the real binary.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Fx, PASSWORD, SCOPE, report};
+
+fn s(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_owned()
+}
+
+async fn concurrently<F, Fut>(n: usize, f: F) -> Vec<(u16, Value)>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = (u16, Value)> + Send + 'static,
+{
+    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(f(i))).collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a1_a5_a6_device_code_single_use_and_binding() {
+    const TRIALS: usize = 20;
+    const RACERS: usize = 16;
+    let fx = Fx::start(&[], &[]);
+    fx.integration("strict", &["--retry-window", "0"]);
+    fx.integration("other", &[]);
+    let mut exactly_one = 0;
+    let mut working_pairs_one = 0;
+    let mut five_xx = 0;
+    let mut loser_errors = std::collections::BTreeMap::<String, usize>::new();
+    for _ in 0..TRIALS {
+        let d = fx.device("strict").await;
+        assert!(fx.approve(&d, "alice", PASSWORD, true).await.contains("Access approved"));
+        let code = s(&d, "device_code");
+        let (http, base) = (fx.http.clone(), fx.base.clone());
+        let answers = concurrently(RACERS, move |_| {
+            let (http, base, code) = (http.clone(), base.clone(), code.clone());
+            async move {
+                let r = http
+                    .post(format!("{base}/vedauth/authorize/token"))
+                    .json(&json!({"client_id": "strict", "grant_type": crate::support::DEVICE_GRANT, "device_code": code}))
+                    .send()
+                    .await
+                    .unwrap();
+                let st = r.status().as_u16();
+                (st, r.json().await.unwrap_or(Value::Null))
+            }
+        })
+        .await;
+        let wins: Vec<&Value> = answers.iter().filter(|(st, _)| *st == 200).map(|(_, v)| v).collect();
+        five_xx += answers.iter().filter(|(st, _)| *st >= 500).count();
+        for (st, v) in answers.iter().filter(|(st, _)| *st != 200) {
+            *loser_errors.entry(format!("{st} {}", v["error"].as_str().unwrap_or("?"))).or_default() += 1;
+        }
+        if wins.len() == 1 {
+            exactly_one += 1;
+        }
+        let mut working = 0;
+        for w in &wins {
+            if fx.verify(&s(w, "access_token")).await == 200 {
+                working += 1;
+            }
+        }
+        if working == 1 {
+            working_pairs_one += 1;
+        }
+    }
+    let a1 = report(
+        "A1",
+        "concurrent device-code redemption",
+        &format!(
+            "{TRIALS} trials x {RACERS} concurrent polls (retry window 0): exactly one success in {exactly_one}/{TRIALS}, exactly one working pair in {working_pairs_one}/{TRIALS}, {five_xx} 5xx; losers: {loser_errors:?}"
+        ),
+        exactly_one == TRIALS && working_pairs_one == TRIALS && five_xx == 0,
+    );
+
+    // A5: a redeemed code presented again after its grant was used.
+    let mut refused = 0;
+    let mut tokens_alive = 0;
+    const REPLAYS: usize = 5;
+    for _ in 0..REPLAYS {
+        let d = fx.device("app").await;
+        fx.approve(&d, "alice", PASSWORD, true).await;
+        let code = s(&d, "device_code");
+        let (st, t) = fx.poll("app", &code).await;
+        assert_eq!(st, 200, "{t}");
+        assert_eq!(fx.verify(&s(&t, "access_token")).await, 200);
+        let (st, v) = fx.poll("app", &code).await;
+        if st == 400 && v["error"] == "invalid_grant" {
+            refused += 1;
+        }
+        if fx.verify(&s(&t, "access_token")).await == 200 {
+            tokens_alive += 1;
+        }
+    }
+    let a5 = report(
+        "A5",
+        "replay of a redeemed device code",
+        &format!(
+            "{REPLAYS} replays after the grant was used: invalid_grant {refused}/{REPLAYS}; the grant's tokens still work in {tokens_alive}/{REPLAYS} (documented choice: a replayed code is refused and recorded, not revoking)"
+        ),
+        refused == REPLAYS && tokens_alive == REPLAYS,
+    );
+
+    // A6: device code and refresh token presented by another client.
+    const CROSS: usize = 5;
+    let (mut issued_wrong, mut rightful_ok) = (0, 0);
+    for _ in 0..CROSS {
+        let d = fx.device("app").await;
+        fx.approve(&d, "alice", PASSWORD, true).await;
+        let code = s(&d, "device_code");
+        let (st, _) = fx.poll("other", &code).await;
+        if st == 200 {
+            issued_wrong += 1;
+        }
+        let (st, t) = fx.poll("app", &code).await;
+        if st == 200 {
+            rightful_ok += 1;
+            let rt = s(&t, "refresh_token");
+            let (st, _) = fx.refresh("other", &rt).await;
+            if st == 200 {
+                issued_wrong += 1;
+            }
+            let (st, _) = fx.refresh("app", &rt).await;
+            if st == 200 {
+                rightful_ok += 1;
+            }
+        }
+    }
+    let a6 = report(
+        "A6",
+        "cross-client token use",
+        &format!(
+            "{CROSS} device codes + {CROSS} refresh tokens presented by another client: {issued_wrong} issued to the wrong client; rightful client succeeded afterwards {rightful_ok}/{}",
+            2 * CROSS
+        ),
+        issued_wrong == 0 && rightful_ok == 2 * CROSS,
+    );
+    assert!(a1 && a5 && a6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2_a3_refresh_races_and_reuse() {
+    const TRIALS: usize = 20;
+    const RACERS: usize = 16;
+    let fx = Fx::start(&[], &[]);
+    fx.integration("strict", &["--retry-window", "0"]);
+    let mut strict_one = 0;
+    let mut window_one_pair = 0;
+    let mut five_xx = 0;
+    for mode in ["strict", "app"] {
+        for _ in 0..TRIALS {
+            let g = fx.grant(mode).await;
+            let rt = s(&g, "refresh_token");
+            let (http, base, client) = (fx.http.clone(), fx.base.clone(), mode.to_owned());
+            let answers = concurrently(RACERS, move |_| {
+                let (http, base, rt, client) = (http.clone(), base.clone(), rt.clone(), client.clone());
+                async move {
+                    let r = http
+                        .post(format!("{base}/vedauth/authorize/token"))
+                        .json(&json!({"client_id": client, "refresh_token": rt}))
+                        .send()
+                        .await
+                        .unwrap();
+                    let st = r.status().as_u16();
+                    (st, r.json().await.unwrap_or(Value::Null))
+                }
+            })
+            .await;
+            five_xx += answers.iter().filter(|(st, _)| *st >= 500).count();
+            let wins: Vec<&Value> = answers.iter().filter(|(st, _)| *st == 200).map(|(_, v)| v).collect();
+            let mut working = 0;
+            for w in &wins {
+                if fx.verify(&s(w, "access_token")).await == 200 {
+                    working += 1;
+                }
+            }
+            if mode == "strict" && wins.len() == 1 {
+                strict_one += 1;
+            }
+            if mode == "app" && working == 1 {
+                window_one_pair += 1;
+            }
+        }
+    }
+    let a2 = report(
+        "A2",
+        "concurrent refresh of one token",
+        &format!(
+            "{TRIALS} trials x {RACERS} concurrent refreshes per mode: strict (window 0) exactly one success {strict_one}/{TRIALS}; retry window 30 s exactly one working pair afterwards {window_one_pair}/{TRIALS}; {five_xx} 5xx"
+        ),
+        strict_one == TRIALS && window_one_pair == TRIALS && five_xx == 0,
+    );
+
+    let mut caught = 0;
+    for _ in 0..TRIALS {
+        let g = fx.grant("app").await;
+        let rt0 = s(&g, "refresh_token");
+        let (_, t1) = fx.refresh("app", &rt0).await;
+        let (at1, rt1) = (s(&t1, "access_token"), s(&t1, "refresh_token"));
+        assert_eq!(fx.verify(&at1).await, 200);
+        let (st, v) = fx.refresh("app", &rt0).await;
+        let replay_refused = st == 400 && v["error"] == "invalid_grant";
+        let (st1, _) = fx.refresh("app", &rt1).await;
+        let at1_dead = fx.verify(&at1).await == 401;
+        if replay_refused && st1 != 200 && at1_dead {
+            caught += 1;
+        }
+    }
+    let a3 = report(
+        "A3",
+        "rotated refresh token replayed",
+        &format!("{TRIALS} trials: replay refused AND newer refresh token refused AND newer access token 401 in {caught}/{TRIALS}"),
+        caught == TRIALS,
+    );
+    assert!(a2 && a3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b1_b2_b3_device_flow_timing() {
+    let fx = Fx::start(&[], &[]);
+    fx.integration("fast", &["--poll-interval", "5", "--device-code-validity", "10"]);
+    fx.integration("paced", &["--poll-interval", "5"]);
+    // B2's code to expire (validity 10 s, the shortest allowed), started first.
+    let expired = fx.device("fast").await;
+    let expires_at = std::time::Instant::now() + Duration::from_millis(10_500);
+    // B1: a client polling at half the interval (2.5 s) and one at the
+    // interval (5 s), side by side. A poll up to 1 s early counts as on time.
+    const FAST: usize = 6;
+    const COMPLIANT: usize = 3;
+    let series = |every: Duration, polls: usize| {
+        let fx = &fx;
+        async move {
+            let d = fx.device("paced").await;
+            let code = s(&d, "device_code");
+            let mut slowed = 0;
+            for i in 0..=polls {
+                let (_, v) = fx.poll("paced", &code).await;
+                if i > 0 && v["error"] == "slow_down" {
+                    slowed += 1;
+                }
+                if i < polls {
+                    tokio::time::sleep(every).await;
+                }
+            }
+            slowed
+        }
+    };
+    let (slowed, wrongly) = tokio::join!(series(Duration::from_millis(2500), FAST), series(Duration::from_millis(5000), COMPLIANT));
+    let b1 = report(
+        "B1",
+        "slow_down enforcement",
+        &format!(
+            "interval 5 s: {slowed}/{FAST} polls at 2.5 s answered slow_down (each adds 5 s, so later polls stay slowed); {wrongly}/{COMPLIANT} polls at 5 s wrongly slowed"
+        ),
+        slowed == FAST && wrongly == 0,
+    );
+
+    // B2: expiry (validity 10 s), approval after expiry, deny then poll.
+    let denied = fx.device("fast").await;
+    let deny_page = fx.approve(&denied, "alice", PASSWORD, false).await;
+    let (_, after_deny) = fx.poll("fast", &s(&denied, "device_code")).await;
+    tokio::time::sleep(expires_at.saturating_duration_since(std::time::Instant::now())).await;
+    let (_, after_expiry) = fx.poll("fast", &s(&expired, "device_code")).await;
+    let late = fx.approve_attempt(&expired).await;
+    let (_, after_deny_again) = fx.poll("fast", &s(&denied, "device_code")).await;
+    let b2 = report(
+        "B2",
+        "expiry and denial",
+        &format!(
+            "poll after expires_in: {} (DECISIONS.md: expired, unknown or used codes answer invalid_grant); approval after expiry: page {:?}; deny then poll: {} then {}",
+            after_expiry["error"], late, after_deny["error"], after_deny_again["error"]
+        ),
+        after_expiry["error"] == "invalid_grant"
+            && !late.contains("approved")
+            && deny_page.contains("Access denied")
+            && after_deny["error"] == "access_denied"
+            && after_deny_again["error"] != Value::Null,
+    );
+
+    // B3: a flood of device starts from one address.
+    let fx = Fx::start(&[], &[]);
+    const FLOOD: usize = 80;
+    let mut first_429 = None;
+    let mut ok = 0;
+    for i in 0..FLOOD {
+        let (st, _) = fx.post_json("/vedauth/authorize/device", &json!({"client_id": "app", "scope": SCOPE})).await;
+        match st {
+            200 => ok += 1,
+            429 if first_429.is_none() => first_429 = Some(i + 1),
+            _ => {}
+        }
+    }
+    let rows = fx.events("device.started");
+    let b3 = report(
+        "B3",
+        "device-start flood from one address",
+        &format!(
+            "{FLOOD} starts in a burst: {ok} accepted, first 429 at request {first_429:?}, {rows} device codes stored (limit 60 per address per 10 min)"
+        ),
+        ok == 60 && first_429 == Some(61) && rows == 60,
+    );
+    assert!(b1 && b2 && b3);
+}
+
+impl Fx {
+    /// Tries to approve through the page and returns the page's heading.
+    async fn approve_attempt(&self, d: &Value) -> String {
+        let html = self.approve_html(d).await;
+        let alert = html.split("role=\"alert\">").nth(1).and_then(|t| t.split('<').next());
+        let heading = html.split("<h1>").nth(1).and_then(|h| h.split("</h1>").next());
+        alert.or(heading).unwrap_or("?").to_owned()
+    }
+
+    async fn approve_html(&self, d: &Value) -> String {
+        let link = d["verification_uri_complete"].as_str().unwrap();
+        let r = self.http.get(link).send().await.unwrap();
+        let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+        let html = r.text().await.unwrap();
+        let csrf = crate::suite::page::hidden(&html, "csrf").unwrap();
+        let code = crate::suite::page::hidden(&html, "user_code").unwrap();
+        self.http
+            .post(format!("{}/vedauth/device", self.base))
+            .header("cookie", &cookie)
+            .form(&[("csrf", csrf.as_str()), ("user_code", code.as_str()), ("username", "alice"), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i1_i2_i3_i4_revocation_and_scope() {
+    let fx = Fx::start(&[], &[]);
+    // I1: revoke an access token (the grant goes), revoke garbage.
+    let g = fx.grant("app").await;
+    let at = s(&g, "access_token");
+    let r = fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth(&at).send().await.unwrap();
+    let revoke_status = r.status().as_u16();
+    let at_after = fx.verify(&at).await;
+    let (rt_after, _) = fx.refresh("app", &s(&g, "refresh_token")).await;
+    let r = fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth("garbage").send().await.unwrap();
+    let garbage = r.status().as_u16();
+    let other = fx.grant("app").await;
+    let other_alive = fx.verify(&s(&other, "access_token")).await;
+    let i1 = report(
+        "I1",
+        "revocation",
+        &format!(
+            "revoke: {revoke_status}; revoked access token then {at_after}, its refresh token {rt_after}; garbage token: {garbage} (the product's \"Token not found\", nothing revoked); another grant of the same user still {other_alive}"
+        ),
+        revoke_status == 200 && at_after == 401 && rt_after == 400 && garbage == 202 && other_alive == 200,
+    );
+
+    // I2: disabled identity, disabled integration, reduced scope, and a
+    // refresh asking for more scope than the grant has.
+    fx.user("bob", PASSWORD);
+    let (_, b) = fx.password("app", "bob", PASSWORD).await;
+    fx.server.admin(&["users", "disable", "bob"], "");
+    let bob_at = fx.verify(&s(&b, "access_token")).await;
+    let (bob_rt, _) = fx.refresh("app", &s(&b, "refresh_token")).await;
+    fx.server.admin(&["users", "enable", "bob"], "");
+
+    fx.integration("doomed", &[]);
+    let d = fx.grant("doomed").await;
+    fx.server.admin(&["integrations", "update", "doomed", "--disable"], "");
+    let int_at = fx.verify(&s(&d, "access_token")).await;
+    let (int_rt, _) = fx.refresh("doomed", &s(&d, "refresh_token")).await;
+
+    fx.integration("shrinks", &[]);
+    let sh = fx.grant("shrinks").await;
+    fx.server.admin(&["integrations", "update", "shrinks", "--scope", "restricted"], "");
+    let (shrunk_rt, _) = fx.refresh("shrinks", &s(&sh, "refresh_token")).await;
+
+    let g = fx.grant("app").await;
+    let (st, wider) = fx
+        .post_json(
+            "/vedauth/authorize/token",
+            &json!({"client_id": "app", "refresh_token": s(&g, "refresh_token"), "scope": "restricted:manage,delete;admin:viewlogs"}),
+        )
+        .await;
+    let wider_scope = if st == 200 { wider["scope"].as_str().unwrap_or("?").to_owned() } else { format!("refused {st}") };
+    let escalated = wider_scope.contains("delete") || wider_scope.contains("admin");
+    let i2 = report(
+        "I2",
+        "identity, integration and scope changes, scope escalation at refresh",
+        &format!(
+            "disabled user: access {bob_at}, refresh {bob_rt}; disabled integration: access {int_at}, refresh {int_rt}; integration scope reduced below the grant: refresh {shrunk_rt}; refresh asking restricted:manage,delete;admin:viewlogs on a {SCOPE} grant got scope {wider_scope}"
+        ),
+        bob_at == 401 && bob_rt == 400 && int_at == 401 && int_rt == 400 && shrunk_rt == 400 && !escalated,
+    );
+
+    // I3: refresh just before and just after refresh_until (3 s).
+    fx.integration("brief", &["--grant-validity", "3", "--access-validity", "2"]);
+    let g = fx.grant("brief").await;
+    let (before, t) = fx.refresh("brief", &s(&g, "refresh_token")).await;
+    tokio::time::sleep(Duration::from_millis(3600)).await;
+    let (after, _) = fx.refresh("brief", &s(&t, "refresh_token")).await;
+    let i3 = report(
+        "I3",
+        "refresh_until",
+        &format!("grant validity 3 s: refresh at ~0 s {before}, at 3.6 s {after}"),
+        before == 200 && after == 400,
+    );
+
+    // I4: a valid bearer in the query or a form body; the user code of
+    // verification_uri_complete in the access log.
+    let g = fx.grant("app").await;
+    let at = s(&g, "access_token");
+    let enc: String = at.bytes().map(|b| format!("%{b:02X}")).collect();
+    let q1 = fx.http.get(format!("{}/vedauth/authorize/verify?access_token={enc}", fx.base)).send().await.unwrap().status().as_u16();
+    let q2 = fx
+        .http
+        .post(format!("{}/vedsdk/SecretStore/LookupByOwner?access_token={enc}", fx.base))
+        .json(&json!({"Namespace": "config", "Owner": "\\VED\\Policy"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    let q3 = fx
+        .http
+        .post(format!("{}/vedsdk/SecretStore/LookupByOwner", fx.base))
+        .form(&[("access_token", at.as_str()), ("Owner", "\\VED\\Policy")])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    let d = fx.device("app").await;
+    fx.http.get(d["verification_uri_complete"].as_str().unwrap()).send().await.unwrap();
+    let user_code = s(&d, "user_code");
+    fx.server.wait_for("/vedauth/device");
+    let log = fx.server.output.lock().unwrap().clone();
+    let in_log = log.contains(&user_code) || log.contains(&user_code.replace('-', "")) || log.contains(&at);
+    let i4 = report(
+        "I4",
+        "tokens in URLs and bodies",
+        &format!(
+            "bearer as ?access_token= on Verify: {q1}, on /vedsdk: {q2}; as a form field on /vedsdk: {q3}; user code or token in the access log: {}",
+            if in_log { "found" } else { "0 hits" }
+        ),
+        q1 == 401 && q2 == 401 && q3 == 401 && !in_log,
+    );
+    assert!(i1 && i2 && i3 && i4);
+}

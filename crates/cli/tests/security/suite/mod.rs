@@ -1,0 +1,11 @@
+//! The tests, one or a few ids each. `scripts/test` leaves `suite::` to
+//! `scripts/security`, which runs it once, one test at a time.
+
+mod at_rest;
+mod audit;
+mod crash;
+mod flows;
+mod guessing;
+mod inputs;
+mod network;
+pub(crate) mod page;

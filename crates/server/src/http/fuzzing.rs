@@ -1,0 +1,86 @@
+//! Entry points for the fuzz targets in `fuzz/` and for the stable runner
+//! that replays their corpus (`crates/server/tests/fuzz_corpus.rs`). Each
+//! takes arbitrary bytes, drives one parser the HTTP edge uses, and checks
+//! what must hold of any input; a panic is the finding. Not an API.
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use strongroom_proto::vedauth::{DeviceRequest, OAuthRequest, TokenRequest};
+
+use super::extract::{bearer_token, body_kind, parse_form_or_json};
+use super::sdk_body::SdkBody;
+
+/// Keys the `/vedsdk` handlers ask for.
+const SDK_KEYS: &[&str] = &["VaultID", "VaultType", "Name", "StringValue", "IntValue", "DateValue", "Owner", "Base64Data", "Keyname"];
+
+/// The `/vedsdk` body reader: parse, then read every field as each type.
+pub fn sdk_body(data: &[u8]) {
+    if let Ok(body) = SdkBody::parse(data) {
+        for key in SDK_KEYS {
+            let _ = body.has(&[key]);
+            let _ = body.string(&[key]);
+            let i64v = body.int64(&[key]);
+            let i32v = body.int32(&[key]);
+            // An int32 is an int64 that fits.
+            if let Ok(Some(v)) = i32v {
+                assert_eq!(i64v, Ok(Some(i64::from(v))), "int32 and int64 disagree");
+            }
+        }
+    }
+}
+
+/// The form-or-JSON extractor of `/vedauth`: the first byte picks the
+/// content type (JSON, form, something else), the rest is the body, read as
+/// each request type.
+pub fn form_or_json(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else { return };
+    let ct = match selector % 3 {
+        0 => "application/json; charset=utf-8",
+        1 => "application/x-www-form-urlencoded",
+        _ => "text/plain",
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    let kind = body_kind(&headers);
+    if selector % 3 == 2 {
+        assert_eq!(kind, None);
+    }
+    let device = parse_form_or_json::<DeviceRequest>(kind, body);
+    let _ = parse_form_or_json::<TokenRequest>(kind, body);
+    let _ = parse_form_or_json::<OAuthRequest>(kind, body);
+    if kind.is_none() {
+        assert!(device.is_err(), "an unknown content type is refused");
+    }
+}
+
+/// The token parsers: the bearer header (both header names) and the shape
+/// checks and user-code normaliser that run before anything is hashed.
+pub fn token(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(v) = HeaderValue::from_bytes(data) {
+        for name in [header::AUTHORIZATION.as_str(), "x-venafi-api-key"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, v.clone());
+            if let Some(t) = bearer_token(&headers) {
+                assert!(!t.is_empty() && t.trim() == t, "a bearer token is trimmed and non-empty");
+            }
+        }
+    }
+    let _ = strongroom_core::token::looks_like_token(&text);
+    let _ = strongroom_core::token::looks_like_device_code(&text);
+    if let Some(code) = strongroom_core::token::normalize_user_code(&text) {
+        assert_eq!(code.len(), 8, "a canonical user code has eight letters");
+        assert_eq!(strongroom_core::token::normalize_user_code(&code).as_deref(), Some(code.as_str()), "normalising is idempotent");
+        let shown = strongroom_core::token::display_user_code(&code);
+        assert_eq!(strongroom_core::token::normalize_user_code(&shown).as_deref(), Some(code.as_str()), "the shown form reads back");
+    }
+}
+
+/// The vault date parser: whatever parses formats back to a date that
+/// parses to the same instant.
+pub fn date(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some(ticks) = strongroom_proto::time::parse_date(&text) {
+        let formatted = strongroom_proto::time::format_date(ticks);
+        assert_eq!(strongroom_proto::time::parse_date(&formatted), Some(ticks), "{formatted} does not read back");
+    }
+}

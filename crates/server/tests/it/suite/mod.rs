@@ -1,0 +1,15 @@
+//! Tests of the security list (`shared/reference/security-anchors.md` §3)
+//! that need the manual clock, so they run in-process rather than against
+//! the binary (`crates/cli/tests/security`). Each prints one line,
+//! `SECURITY <id> <name>: <figure> — pass|FAIL`, before asserting.
+//! `scripts/test` skips `suite::`; `scripts/security` runs it once, one test
+//! at a time.
+
+mod a4_replay_by_age;
+mod a7_model;
+
+/// Prints a test's line for `scripts/security`'s summary; returns `pass`.
+pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {
+    eprintln!("SECURITY {id} {name}: {figure} — {}", if pass { "pass" } else { "FAIL" });
+    pass
+}
