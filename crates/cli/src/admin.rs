@@ -2,6 +2,8 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
+use serde_json::json;
+use std::io::Write as _;
 use std::io::{BufRead as _, IsTerminal as _};
 use std::sync::Arc;
 
@@ -17,6 +19,14 @@ use strongroom_store::EventFilter;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AdminCommand {
+    /// Snapshot the SQLite store into FILE while the server runs (with FILE.json: the event-chain head).
+    ///
+    /// Example: strongroom admin backup /backups/strongroom-$(date +%F).db
+    Backup { file: std::path::PathBuf },
+    /// Restore a snapshot into an empty data directory, then verify the event chain.
+    ///
+    /// Example: strongroom admin --data-dir /var/lib/strongroom restore /backups/strongroom-2026-11-23.db
+    Restore { file: std::path::PathBuf },
     /// Local users (identities shown as local:{uuid}).
     #[command(subcommand)]
     Users(UsersCommand),
@@ -38,6 +48,22 @@ pub(crate) enum AdminCommand {
     /// The vault's data keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Copy a whole store into an empty one of either backend (stop the servers first).
+    ///
+    /// Copies users, integrations, grants, tokens, device codes, folders, rights,
+    /// data keys, vault entries and the event log with its chain, then checks row
+    /// counts and the chain on the target. Refuses a target that holds anything.
+    ///
+    /// Example: strongroom admin migrate-store --from strongroom-data/strongroom.db \
+    ///   --to postgres://strongroom@db.internal/strongroom
+    MigrateStore {
+        /// The store to copy: a SQLite path (or sqlite://PATH) or postgres://…
+        #[arg(long)]
+        from: String,
+        /// The empty store to fill (created and migrated if need be).
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,10 +98,13 @@ pub(crate) enum RightsCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysCommand {
-    /// List data keys; the newest seals new data.
+    /// List the named keys (`Driver:Name`) and their data keys; the newest data key of each seals new data.
     List,
-    /// Create a new data key and re-encrypt every stored value with it.
-    Rotate,
+    /// Create a named key where its driver keeps keys: `PKCS11:NAME` makes an AES-256 key in the
+    /// token configured by `[[keys.pkcs11]]` (the `Software` driver has only `Software:Default`).
+    Create { name: String },
+    /// Create a new data key and re-encrypt with it every value under the named key (every named key if none given).
+    Rotate { name: Option<String> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -241,47 +270,73 @@ fn time(t: UnixTime) -> String {
     t.iso8601()
 }
 
-pub(crate) async fn run(config: &strongroom_server::Config, command: AdminCommand) -> Result<()> {
+pub(crate) async fn run(config: &strongroom_server::Config, command: AdminCommand, json_out: bool) -> Result<()> {
+    let mut out = Output { json: json_out };
+    // Backups, restores and store migrations touch no key: they must not create one.
+    match command {
+        AdminCommand::Backup { file } => return crate::backup::backup(config, &file, &mut out),
+        AdminCommand::Restore { file } => return crate::backup::restore(config, &file, &mut out).await,
+        // Copies tables as they are: needs no master key and no data directory.
+        AdminCommand::MigrateStore { from, to } => return migrate_store(&from, &to, &mut out).await,
+        _ => {}
+    }
     keys::create_private_dir(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
     let (keys, _) =
         keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
     let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
-    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::new(&keys) };
-    let mut out = std::io::stdout().lock();
-    use std::io::Write as _;
+    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys) };
     match command {
+        AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. } => {}
         AdminCommand::Users(UsersCommand::Create { name, master_admin }) => {
             let password = read_password("Password: ")?;
             let user = admin.create_user(&name, &password, master_admin).await?;
-            writeln!(out, "created user {} ({})", user.name, user.id.identity())?;
+            out.done(
+                &format!("created user {} ({})", user.name, user.id.identity()),
+                json!({"name": user.name, "identity": user.id.identity(), "master_admin": user.master_admin}),
+            )?;
         }
         AdminCommand::Users(UsersCommand::List) => {
-            for u in admin.list_users().await? {
-                let flags = [(u.disabled, "disabled"), (u.master_admin, "master-admin")]
-                    .iter()
-                    .filter(|(on, _)| *on)
-                    .map(|(_, f)| *f)
-                    .collect::<Vec<_>>()
-                    .join(",");
-                writeln!(out, "{}\t{}\t{}", u.name, u.id.identity(), flags)?;
-            }
+            let users = admin.list_users().await?;
+            let rows = users
+                .iter()
+                .map(|u| {
+                    let flags = [(u.disabled, "disabled"), (u.master_admin, "master-admin")]
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .map(|(_, f)| *f)
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    vec![u.name.clone(), u.id.identity(), time(u.created_at), flags]
+                })
+                .collect();
+            let list: Vec<_> = users
+                .iter()
+                .map(|u| {
+                    json!({"name": u.name, "identity": u.id.identity(), "disabled": u.disabled, "master_admin": u.master_admin,
+                           "created_at": time(u.created_at)})
+                })
+                .collect();
+            out.table(&["NAME", "IDENTITY", "CREATED", "FLAGS"], rows, json!(list))?;
         }
         AdminCommand::Users(UsersCommand::Disable { name }) => {
             admin.set_user_disabled(&name, true).await?;
-            writeln!(out, "disabled user {name}")?;
+            out.done(&format!("disabled user {name}"), json!({"name": name, "disabled": true}))?;
         }
         AdminCommand::Users(UsersCommand::Enable { name }) => {
             admin.set_user_disabled(&name, false).await?;
-            writeln!(out, "enabled user {name}")?;
+            out.done(&format!("enabled user {name}"), json!({"name": name, "disabled": false}))?;
         }
         AdminCommand::Users(UsersCommand::SetPassword { name }) => {
             let password = read_password("New password: ")?;
             admin.set_password(&name, &password).await?;
-            writeln!(out, "password changed for {name}")?;
+            out.done(&format!("password changed for {name}"), json!({"name": name, "password_changed": true}))?;
         }
         AdminCommand::Integrations(IntegrationsCommand::Create { client_id, args }) => {
             let i = admin.create_integration(&client_id, args.spec(None)).await?;
-            writeln!(out, "created integration {} ({}) with scope {}", i.client_id, i.name, i.max_scope)?;
+            out.done(
+                &format!("created integration {} ({}) with scope {}", i.client_id, i.name, i.max_scope),
+                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string()}),
+            )?;
         }
         AdminCommand::Integrations(IntegrationsCommand::Update { client_id, args, disable, enable }) => {
             let disabled = if disable {
@@ -292,108 +347,312 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                 None
             };
             let i = admin.update_integration(&client_id, args.spec(disabled)).await?;
-            writeln!(out, "updated integration {} ({})", i.client_id, i.name)?;
+            out.done(
+                &format!("updated integration {} ({})", i.client_id, i.name),
+                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(), "disabled": i.disabled}),
+            )?;
         }
         AdminCommand::Integrations(IntegrationsCommand::List) => {
             let names = admin.user_names().await?;
+            let mut rows = Vec::new();
+            let mut list = Vec::new();
             for i in admin.list_integrations().await? {
-                let users = match &i.allowed_users {
-                    AllowedUsers::Everyone => "everyone".to_owned(),
-                    AllowedUsers::Only(ids) if ids.is_empty() => "nobody".to_owned(),
+                let users: Vec<String> = match &i.allowed_users {
+                    AllowedUsers::Everyone => vec!["*".to_owned()],
                     AllowedUsers::Only(ids) => {
-                        ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect::<Vec<_>>().join(",")
+                        ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect()
                     }
                 };
+                let shown = match users.as_slice() {
+                    [all] if all == "*" => "everyone".to_owned(),
+                    [] => "nobody".to_owned(),
+                    u => u.join(","),
+                };
                 let s = i.settings(config.tokens);
-                writeln!(
-                    out,
-                    "{}\t{}\tscope={}\tusers={}\tdevice={}\tpassword={}\taccess={}s\tgrant={}s\trefreshable={}{}",
-                    i.client_id,
-                    i.name,
-                    i.max_scope,
-                    users,
-                    i.grant_types.device,
-                    i.grant_types.password,
-                    s.access_validity,
-                    s.grant_validity,
-                    s.refreshable,
-                    if i.disabled { "\tDISABLED" } else { "" }
-                )?;
+                rows.push(vec![
+                    i.client_id.clone(),
+                    i.name.clone(),
+                    i.max_scope.to_string(),
+                    shown,
+                    yes(i.grant_types.device),
+                    yes(i.grant_types.password),
+                    format!("{}s", s.access_validity),
+                    format!("{}s", s.grant_validity),
+                    yes(s.refreshable),
+                    if i.disabled { "DISABLED".to_owned() } else { "enabled".to_owned() },
+                ]);
+                list.push(json!({
+                    "client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(),
+                    "allowed_users": if matches!(i.allowed_users, AllowedUsers::Everyone) { json!("everyone") } else { json!(users) },
+                    "device": i.grant_types.device, "password_grant": i.grant_types.password,
+                    "access_validity": s.access_validity, "grant_validity": s.grant_validity, "refreshable": s.refreshable,
+                    "device_code_validity": s.device_code_validity, "poll_interval": s.poll_interval, "retry_window": s.retry_window,
+                    "disabled": i.disabled,
+                }));
             }
+            out.table(
+                &["CLIENT ID", "NAME", "SCOPE", "USERS", "DEVICE", "PASSWORD", "ACCESS", "GRANT", "REFRESH", "STATE"],
+                rows,
+                json!(list),
+            )?;
         }
         AdminCommand::Grants(GrantsCommand::List { all }) => {
-            for g in admin.list_grants(all).await? {
-                let state = match g.grant.revoked_at {
-                    Some(t) => format!("revoked {}", time(t)),
-                    None => format!("until {}", time(g.grant.refresh_until)),
-                };
-                writeln!(out, "{}\t{}\t{}\t{}\t{}", g.grant.id, g.grant.client_id, g.user_name, g.grant.scope, state)?;
-            }
+            let grants = admin.list_grants(all).await?;
+            let state = |g: &strongroom_store::GrantSummary| match g.grant.revoked_at {
+                Some(t) => format!("revoked {}", time(t)),
+                None => format!("until {}", time(g.grant.refresh_until)),
+            };
+            let rows = grants
+                .iter()
+                .map(|g| vec![g.grant.id.to_string(), g.grant.client_id.clone(), g.user_name.clone(), g.grant.scope.to_string(), state(g)])
+                .collect();
+            let list: Vec<_> = grants
+                .iter()
+                .map(|g| {
+                    json!({"id": g.grant.id.to_string(), "client_id": g.grant.client_id, "user": g.user_name,
+                           "scope": g.grant.scope.to_string(), "created_at": time(g.grant.created_at),
+                           "refresh_until": time(g.grant.refresh_until), "revoked_at": g.grant.revoked_at.map(time)})
+                })
+                .collect();
+            out.table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], rows, json!(list))?;
         }
         AdminCommand::Grants(GrantsCommand::Revoke { id }) => {
             admin.revoke_grant(&id).await?;
-            writeln!(out, "revoked grant {id}")?;
+            out.done(&format!("revoked grant {id}"), json!({"id": id, "revoked": true}))?;
         }
         AdminCommand::Events(EventsCommand::List { kind, after, limit }) => {
             let filter = EventFilter { kind, after_seq: after, limit: limit.clamp(1, 10_000), ..Default::default() };
-            for e in admin.events(filter).await? {
-                let ev = &e.event;
-                writeln!(
-                    out,
-                    "{}\t{}\t{}\tidentity={}\tclient={}\tobject={}\tsource={}\t{}",
-                    e.seq,
-                    time(ev.at),
-                    ev.kind,
-                    ev.identity,
-                    ev.client_id,
-                    ev.object,
-                    ev.source,
-                    ev.detail
-                )?;
-            }
+            let events = admin.events(filter).await?;
+            let rows = events
+                .iter()
+                .map(|e| {
+                    let ev = &e.event;
+                    vec![
+                        e.seq.to_string(),
+                        time(ev.at),
+                        ev.kind.to_string(),
+                        ev.identity.clone(),
+                        ev.client_id.clone(),
+                        ev.object.clone(),
+                        ev.source.clone(),
+                        ev.request_id.clone(),
+                        ev.detail.clone(),
+                    ]
+                })
+                .collect();
+            let list: Vec<_> = events
+                .iter()
+                .map(|e| {
+                    let ev = &e.event;
+                    json!({"seq": e.seq, "at": time(ev.at), "kind": ev.kind.as_str(), "identity": ev.identity, "client_id": ev.client_id,
+                           "object": ev.object, "source": ev.source, "request_id": ev.request_id, "detail": ev.detail,
+                           "hash": hex(&e.hash)})
+                })
+                .collect();
+            out.table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], rows, json!(list))?;
         }
         AdminCommand::Folders(FoldersCommand::Create { path }) => {
             let f = admin.create_folder(&path).await?;
-            writeln!(out, "created folder {f}")?;
+            out.done(&format!("created folder {f}"), json!({"folder": f.to_string()}))?;
         }
         AdminCommand::Folders(FoldersCommand::List) => {
-            for f in admin.folders().await? {
-                writeln!(out, "{f}")?;
-            }
+            let folders = admin.folders().await?;
+            let rows = folders.iter().map(|f| vec![f.to_string()]).collect();
+            let list: Vec<_> = folders.iter().map(ToString::to_string).collect();
+            out.table(&["FOLDER"], rows, json!(list))?;
         }
         AdminCommand::Rights(RightsCommand::Grant { folder, user, rights }) => {
             let r = Rights::parse(&rights)
                 .filter(|r| *r != Rights::NONE)
                 .context("rights are a comma-separated list of view, read, write, create, delete")?;
             admin.set_rights(&folder, &user, r).await?;
-            writeln!(out, "{user} has {r} on {folder}")?;
+            out.done(&format!("{user} has {r} on {folder}"), json!({"folder": folder, "user": user, "rights": r.to_string()}))?;
         }
         AdminCommand::Rights(RightsCommand::Revoke { folder, user }) => {
             admin.set_rights(&folder, &user, Rights::NONE).await?;
-            writeln!(out, "removed {user}'s rights on {folder}")?;
+            out.done(&format!("removed {user}'s rights on {folder}"), json!({"folder": folder, "user": user, "rights": ""}))?;
         }
         AdminCommand::Rights(RightsCommand::Show { folder, user }) => {
             let (r, master) = admin.effective_rights(&folder, &user).await?;
-            writeln!(out, "{user} on {folder}: {r}{}", if master { " (Master Admin)" } else { "" })?;
+            out.done(
+                &format!("{user} on {folder}: {r}{}", if master { " (Master Admin)" } else { "" }),
+                json!({"folder": folder, "user": user, "rights": r.to_string(), "master_admin": master}),
+            )?;
         }
         AdminCommand::Rights(RightsCommand::List) => {
-            for (f, u, r) in admin.all_rights().await? {
-                writeln!(out, "{f}\t{u}\t{r}")?;
-            }
+            let all = admin.all_rights().await?;
+            let rows = all.iter().map(|(f, u, r)| vec![f.to_string(), u.clone(), r.to_string()]).collect();
+            let list: Vec<_> = all.iter().map(|(f, u, r)| json!({"folder": f.to_string(), "user": u, "rights": r.to_string()})).collect();
+            out.table(&["FOLDER", "USER", "RIGHTS"], rows, json!(list))?;
         }
         AdminCommand::Keys(KeysCommand::List) => {
-            for (id, created) in admin.data_keys().await? {
-                writeln!(out, "{id}\t{}", time(created))?;
+            let named = admin.named_keys().await?;
+            let rows = named
+                .iter()
+                .map(|k| {
+                    let flags = [(k.default, "default"), (k.in_use, "in use"), (k.location.is_none(), "NOT CONFIGURED")]
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .map(|(_, f)| *f)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let ids = k.data_keys.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                    vec![
+                        k.name.clone(),
+                        flags,
+                        if ids.is_empty() { "none".to_owned() } else { ids },
+                        k.location.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            let data = admin.data_keys().await?;
+            let list: Vec<_> = named
+                .iter()
+                .map(
+                    |k| json!({"name": k.name, "default": k.default, "in_use": k.in_use, "location": k.location, "data_keys": k.data_keys}),
+                )
+                .collect();
+            let data_list: Vec<_> =
+                data.iter().map(|(id, name, created)| json!({"id": id, "key_name": name, "created_at": time(*created)})).collect();
+            out.table(&["NAME", "FLAGS", "DATA KEYS", "LOCATION"], rows, json!({"named_keys": list, "data_keys": data_list}))?;
+            if !out.json && !data.is_empty() {
+                writeln!(std::io::stdout())?;
+                let rows = data.iter().map(|(id, name, created)| vec![id.to_string(), name.clone(), time(*created)]).collect();
+                out.table(&["DATA KEY", "NAMED KEY", "CREATED"], rows, serde_json::Value::Null)?;
             }
         }
-        AdminCommand::Keys(KeysCommand::Rotate) => {
-            let (id, n) = admin.rotate_keys().await?;
-            writeln!(out, "data key {id} is current; re-encrypted {n} values")?;
+        AdminCommand::Keys(KeysCommand::Create { name }) => {
+            let name = admin.create_key(&name).await?;
+            out.done(&format!("created {name}"), json!({"created": name}))?;
+        }
+        AdminCommand::Keys(KeysCommand::Rotate { name }) => {
+            let names = match name {
+                Some(n) => vec![n],
+                None => admin.keyring.names_with_data_keys(&*admin.store).await?,
+            };
+            let mut results = Vec::new();
+            let mut human = Vec::new();
+            for name in names {
+                let mut progress = |n: u64| eprintln!("{name}: re-encrypted {n} values so far");
+                let (id, n) = admin.rotate_key(&name, &mut progress).await?;
+                human.push(format!("{name}: data key {id} is current; re-encrypted {n} values"));
+                results.push(json!({"key_name": name, "current_key": id, "reencrypted": n}));
+            }
+            out.done(&human.join("\n"), json!(results))?;
         }
         AdminCommand::Events(EventsCommand::Verify) => match admin.verify_events().await {
-            Ok(n) => writeln!(out, "event log intact: {n} events")?,
+            Ok(n) => out.done(&format!("event log intact: {n} events"), json!({"intact": true, "events": n}))?,
             Err(e) => bail!("{e}"),
         },
     }
     Ok(())
+}
+
+fn yes(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_owned()
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where admin commands print: aligned tables and sentences for people,
+/// one JSON document for scripts (`--json`).
+#[derive(Debug)]
+pub(crate) struct Output {
+    pub(crate) json: bool,
+}
+
+impl Output {
+    /// The outcome of a command that changed something.
+    pub(crate) fn done(&mut self, human: &str, value: serde_json::Value) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            writeln!(out, "{value}")?
+        } else {
+            writeln!(out, "{human}")?
+        }
+        Ok(())
+    }
+
+    /// A listing: a table with a header (nothing at all when empty), or a JSON array.
+    pub(crate) fn table(&mut self, headers: &[&str], rows: Vec<Vec<String>>, value: serde_json::Value) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            writeln!(out, "{value}")?;
+        } else if !rows.is_empty() {
+            out.write_all(render_table(headers, &rows).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// Columns padded to their widest cell, two spaces apart; the last column unpadded.
+fn render_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let cells: Vec<&str> = cells.collect();
+        for (k, cell) in cells.iter().enumerate() {
+            if k + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&" ".repeat(widths[k] - cell.chars().count() + 2));
+            }
+        }
+        let trimmed = text.trim_end().len();
+        text.truncate(trimmed);
+        text.push('\n');
+    };
+    line(&mut headers.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    text
+}
+
+/// `admin migrate-store`. Copies tables as they are (tokens stay keyed
+/// hashes, values stay sealed): no master key is needed, and the target
+/// needs the source's. Progress per table (on standard error with `--json`),
+/// then the verified totals.
+async fn migrate_store(from: &str, to: &str, out: &mut Output) -> Result<()> {
+    let json = out.json;
+    let done = strongroom_server::admin::migrate::migrate_store(from, to, |table, rows| {
+        if json {
+            eprintln!("copied {table}: {rows} rows");
+        } else {
+            let _ = writeln!(std::io::stdout(), "copied {table}: {rows} rows");
+        }
+    })
+    .await
+    .context("migrate-store")?;
+    let total: u64 = done.tables.iter().map(|(_, n)| n).sum();
+    let tables: serde_json::Map<String, serde_json::Value> = done.tables.iter().map(|(t, n)| (t.to_string(), json!(n))).collect();
+    out.done(
+        &format!("verified: {total} rows in {} tables, event log intact: {} events", done.tables.len(), done.events),
+        json!({"verified": true, "rows": total, "tables": tables, "events": done.events}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_their_columns() {
+        let rows = vec![
+            vec!["alice".to_owned(), "local:{1}".to_owned(), "".to_owned()],
+            vec!["b".to_owned(), "x".to_owned(), "disabled".to_owned()],
+        ];
+        assert_eq!(
+            render_table(&["NAME", "IDENTITY", "FLAGS"], &rows),
+            "NAME   IDENTITY   FLAGS\nalice  local:{1}\nb      x          disabled\n"
+        );
+    }
 }

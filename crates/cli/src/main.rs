@@ -4,7 +4,9 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod backup;
 mod client;
+mod ops;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
@@ -32,8 +34,31 @@ enum Command {
     Admin {
         #[command(flatten)]
         config: ConfigArgs,
+        /// Print JSON (one document) instead of tables, for scripts.
+        #[arg(long, global = true)]
+        json: bool,
         #[command(subcommand)]
         command: admin::AdminCommand,
+    },
+    /// Check a configuration and print the effective settings (secrets masked).
+    ///
+    /// Example: strongroom config check --config /etc/strongroom/strongroom.toml
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print a shell completion script.
+    ///
+    /// Example: strongroom completions bash > /etc/bash_completion.d/strongroom
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into a directory.
+    ///
+    /// Example: strongroom man | man -l -
+    Man {
+        /// Write strongroom.1, strongroom-admin.1, ... into this directory.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
     },
     /// Log in through the device flow: approve in a browser, tokens are cached.
     ///
@@ -71,6 +96,21 @@ enum Command {
         target: client::Target,
         #[command(subcommand)]
         command: client::VaultCommand,
+    },
+    /// Print the OpenAPI 3.1 description of the HTTP interface (what
+    /// `GET /openapi.json` serves; the repository's openapi.json).
+    Openapi,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate the configuration (file, STRONGROOM_* variables, flags) and print the effective settings.
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Print JSON instead of a list.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -182,11 +222,17 @@ fn main() -> std::process::ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
-            Command::Admin { config, command } => admin_cmd(config, command).await.map_err(client::Failure::from),
+            Command::Admin { config, json, command } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
+            Command::Config(ConfigCommand::Check { config, json }) => {
+                config.load().and_then(|c| ops::config_check(&c, json)).map_err(client::Failure::from)
+            }
+            Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),
+            Command::Man { out_dir } => ops::man(out_dir.as_deref()).map_err(client::Failure::from),
             Command::Login { target, scope, no_browser } => client::login(&target, &scope, no_browser).await,
             Command::Logout { target } => client::logout(&target).await,
             Command::Status { target } => client::status(&target).await,
             Command::Vault { target, command } => client::vault(&target, command).await,
+            Command::Openapi => print_openapi().map_err(client::Failure::from),
         }
     });
     match outcome {
@@ -198,6 +244,13 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+fn print_openapi() -> Result<()> {
+    use std::io::Write as _;
+    let doc = strongroom_server::http::openapi::document_json()?;
+    std::io::stdout().lock().write_all(doc.as_bytes())?;
+    Ok(())
+}
+
 async fn serve(args: ConfigArgs) -> Result<()> {
     init_logging("info")?;
     let config = args.load()?;
@@ -205,10 +258,10 @@ async fn serve(args: ConfigArgs) -> Result<()> {
     Ok(())
 }
 
-async fn admin_cmd(config: ConfigArgs, command: admin::AdminCommand) -> Result<()> {
+async fn admin_cmd(config: ConfigArgs, command: admin::AdminCommand, json: bool) -> Result<()> {
     init_logging("warn")?;
     let config = config.load()?;
-    admin::run(&config, command).await
+    admin::run(&config, command, json).await
 }
 
 #[cfg(test)]

@@ -18,8 +18,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A string that is a secret on the wire (token, code, password). It
-/// serialises as the plain string but never shows in `Debug`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// serialises as the plain string but never shows in `Debug`, has no
+/// `Display`, and `==` compares in constant time (`subtle`), so a wire type
+/// compared by mistake leaks no prefix length through timing.
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct SecretString(pub String);
 
@@ -28,6 +31,16 @@ impl SecretString {
         &self.0
     }
 }
+
+impl PartialEq for SecretString {
+    fn eq(&self, other: &Self) -> bool {
+        use subtle::ConstantTimeEq as _;
+        // Lengths are not secret (tokens have one fixed length); contents are.
+        self.0.len() == other.0.len() && bool::from(self.0.as_bytes().ct_eq(other.0.as_bytes()))
+    }
+}
+
+impl Eq for SecretString {}
 
 impl fmt::Debug for SecretString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,5 +63,14 @@ mod tests {
         let s = SecretString("tok==".into());
         assert_eq!(serde_json::to_string(&s).unwrap(), "\"tok==\"");
         assert!(!format!("{s:?}").contains("tok"));
+    }
+
+    #[test]
+    fn equality_is_by_content() {
+        let s = SecretString("tok==".into());
+        assert_eq!(s, SecretString("tok==".into()));
+        assert_ne!(s, SecretString("tok=!".into()));
+        assert_ne!(s, SecretString("tok=".into()));
+        assert_ne!(s, SecretString(String::new()));
     }
 }

@@ -14,6 +14,7 @@ pub const REFRESH_TOKEN_GRANT: &str = "refresh_token";
 /// `POST Authorize/Device`, JSON or form. Absent fields are left out when
 /// serialised (the client sends this).
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeviceRequest {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub client_id: Option<String>,
@@ -23,6 +24,7 @@ pub struct DeviceRequest {
 
 /// `POST Authorize/Device` → 200.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeviceResponse {
     pub device_code: SecretString,
     pub user_code: String,
@@ -41,6 +43,7 @@ pub struct DeviceResponse {
 /// `{client_id, device_code, grant_type}`. Absent fields are left out when
 /// serialised: the client sends this, and pyvenafi omits them too.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenRequest {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub client_id: Option<String>,
@@ -57,6 +60,7 @@ pub struct TokenRequest {
 
 /// `POST Authorize/OAuth` (password grant), JSON.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OAuthRequest {
     pub client_id: Option<String>,
     pub username: Option<String>,
@@ -71,10 +75,12 @@ pub struct OAuthRequest {
 /// Every successful token response (seed §2.1). Integers are JSON integers:
 /// Go vcert decodes them into `int`, oauth2-rs needs an unsigned `expires_in`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenResponse {
     pub access_token: SecretString,
     /// `null` when the integration's grants are not refreshable; the key is
     /// always present because vcert indexes it.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub refresh_token: Option<SecretString>,
     pub expires_in: i64,
     pub expires: i64,
@@ -88,6 +94,7 @@ pub struct TokenResponse {
 
 /// Every `/vedauth` error (seed §7.1, RFC 6749 §5.2).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorResponse {
     pub error: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -98,6 +105,7 @@ pub struct ErrorResponse {
 /// `*_unix_time` integers (pyvenafi) and the `*_ISO8601` strings (Go vcert).
 #[allow(non_snake_case)]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyResponse {
     pub access_issued_on: String,
     pub access_issued_on_ISO8601: String,
@@ -119,6 +127,7 @@ pub struct VerifyResponse {
 
 /// `GET Revoke/Token` → 200 (revoked) or 202 (token not found).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RevokeResponse {
     #[serde(rename = "Success")]
     pub success: bool,

@@ -16,6 +16,7 @@ use crate::time::format_date;
 /// The product's SecretStore `Result` codes that Strongroom answers with
 /// (product reference §10). HTTP status is 200 for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[repr(i32)]
 pub enum ResultCode {
     Success = 0,
@@ -24,6 +25,8 @@ pub enum ResultCode {
     InsufficientPermissions = 10,
     CryptoFailure = 11,
     DisassociateFailed = 17,
+    /// The `Keyname` names no configured key, or one that cannot be used now.
+    InvalidKey = 21,
     QueryError = 22,
     AssociationAlreadyExists = 27,
     AssociationLookupFailed = 29,
@@ -31,13 +34,14 @@ pub enum ResultCode {
 
 impl ResultCode {
     /// Every code, in numeric order.
-    pub const ALL: [ResultCode; 9] = [
+    pub const ALL: [ResultCode; 10] = [
         ResultCode::Success,
         ResultCode::InvalidVaultId,
         ResultCode::InvalidParams,
         ResultCode::InsufficientPermissions,
         ResultCode::CryptoFailure,
         ResultCode::DisassociateFailed,
+        ResultCode::InvalidKey,
         ResultCode::QueryError,
         ResultCode::AssociationAlreadyExists,
         ResultCode::AssociationLookupFailed,
@@ -79,12 +83,14 @@ impl fmt::Debug for AssociationValue {
 /// into the requests that carry a value. `Debug` names the fields present,
 /// never their values.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValueFields {
     #[serde(rename = "StringValue", skip_serializing_if = "Option::is_none", default)]
     pub string_value: Option<SecretString>,
     #[serde(rename = "IntValue", skip_serializing_if = "Option::is_none", default)]
     pub int_value: Option<i64>,
     /// `YYYY-MM-DDTHH:MM:SS.fffffffZ` (UTC).
+    #[cfg_attr(feature = "openapi", schema(example = "2024-01-02T03:04:05.0000000Z"))]
     #[serde(rename = "DateValue", skip_serializing_if = "Option::is_none", default)]
     pub date_value: Option<String>,
 }
@@ -123,22 +129,38 @@ impl From<Option<&AssociationValue>> for ValueFields {
 
 /// `SecretStore/Add`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Base64Data": "c2VjcmV0", "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\Team A", "VaultType": 32})))]
 pub struct AddRequest {
-    /// The secret, standard base64.
+    /// The secret, standard base64 (padded, canonical), at least one byte.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = String,
+            example = "c2VjcmV0",
+            min_length = 4,
+            pattern = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)$"
+        )
+    )]
     #[serde(rename = "Base64Data")]
     pub base64_data: SecretString,
+    #[cfg_attr(feature = "openapi", schema(example = "Software:Default"))]
     #[serde(rename = "Keyname")]
     pub keyname: String,
+    #[cfg_attr(feature = "openapi", schema(example = "config"))]
     #[serde(rename = "Namespace")]
     pub namespace: String,
+    /// The owning folder; required by the server (Result 9 without it).
+    #[cfg_attr(feature = "openapi", schema(example = "\\VED\\Policy\\Team A", required = true))]
     #[serde(rename = "Owner", skip_serializing_if = "Option::is_none", default)]
     pub owner: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType")]
     pub vault_type: i32,
 }
 
 /// A body of just `{"VaultID": n}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultID": 1})))]
 pub struct VaultIdRequest {
     #[serde(rename = "VaultID")]
     pub vault_id: i64,
@@ -151,6 +173,7 @@ pub type LookupAllAssociationsRequest = VaultIdRequest;
 
 /// `SecretStore/Associate`: one value.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultID": 1, "Name": "Purpose", "StringValue": "Access to endpoint"})))]
 pub struct AssociateRequest {
     #[serde(rename = "VaultID")]
     pub vault_id: i64,
@@ -163,6 +186,7 @@ pub struct AssociateRequest {
 /// `SecretStore/Dissociate`: every association (no `Name`), a name's, or a
 /// name's given value.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultID": 1, "Name": "Purpose"})))]
 pub struct DissociateRequest {
     #[serde(rename = "VaultID")]
     pub vault_id: i64,
@@ -174,6 +198,7 @@ pub struct DissociateRequest {
 
 /// `SecretStore/LookupByAssociation`: by name, and value when given.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Name": "Purpose", "StringValue": "Access to endpoint"})))]
 pub struct LookupByAssociationRequest {
     #[serde(rename = "Name")]
     pub name: String,
@@ -183,6 +208,7 @@ pub struct LookupByAssociationRequest {
 
 /// `SecretStore/LookupAssociationbyVaultID`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultID": 1, "Name": "Purpose"})))]
 pub struct LookupAssociationRequest {
     #[serde(rename = "VaultID")]
     pub vault_id: i64,
@@ -192,7 +218,9 @@ pub struct LookupAssociationRequest {
 
 /// `SecretStore/OwnerLookup`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Namespace": "config", "VaultID": 1})))]
 pub struct OwnerLookupRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "config"))]
     #[serde(rename = "Namespace")]
     pub namespace: String,
     #[serde(rename = "VaultID")]
@@ -202,9 +230,12 @@ pub struct OwnerLookupRequest {
 /// `SecretStore/OwnerAdd` (pyvenafi spells the key `VaultId`; the server
 /// reads either).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Namespace": "config", "Owner": "\\VED\\Policy\\Team A", "VaultID": 1})))]
 pub struct OwnerAddRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "config"))]
     #[serde(rename = "Namespace")]
     pub namespace: String,
+    #[cfg_attr(feature = "openapi", schema(example = "\\VED\\Policy\\Team A"))]
     #[serde(rename = "Owner")]
     pub owner: String,
     #[serde(rename = "VaultID")]
@@ -214,9 +245,12 @@ pub struct OwnerAddRequest {
 /// `SecretStore/OwnerDelete`: one entry's owner, or (no `VaultID`) the
 /// owner of every entry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Namespace": "config", "Owner": "\\VED\\Policy\\Team A", "VaultID": 1})))]
 pub struct OwnerDeleteRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "config"))]
     #[serde(rename = "Namespace")]
     pub namespace: String,
+    #[cfg_attr(feature = "openapi", schema(example = "\\VED\\Policy\\Team A"))]
     #[serde(rename = "Owner")]
     pub owner: String,
     #[serde(rename = "VaultID", skip_serializing_if = "Option::is_none", default)]
@@ -225,34 +259,44 @@ pub struct OwnerDeleteRequest {
 
 /// `SecretStore/LookupByOwner`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Namespace": "config", "Owner": "\\VED\\Policy\\Team A"})))]
 pub struct LookupByOwnerRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "config"))]
     #[serde(rename = "Namespace")]
     pub namespace: String,
+    #[cfg_attr(feature = "openapi", schema(example = "\\VED\\Policy\\Team A"))]
     #[serde(rename = "Owner", skip_serializing_if = "Option::is_none", default)]
     pub owner: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType", skip_serializing_if = "Option::is_none", default)]
     pub vault_type: Option<i32>,
 }
 
 /// `SecretStore/LookupByVaultType`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultType": 32})))]
 pub struct LookupByVaultTypeRequest {
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType")]
     pub vault_type: i32,
 }
 
 /// `SecretStore/OrphanLookup`: entries without owners, of a type if given.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultType": 32})))]
 pub struct OrphanLookupRequest {
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType", skip_serializing_if = "Option::is_none", default)]
     pub vault_type: Option<i32>,
 }
 
 /// `SecretStore/Mutate`: change an entry's `VaultType`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"VaultID": 1, "VaultType": 64})))]
 pub struct MutateRequest {
     #[serde(rename = "VaultID")]
     pub vault_id: i64,
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType")]
     pub vault_type: i32,
 }
@@ -260,6 +304,7 @@ pub struct MutateRequest {
 /// `GET SystemStatus/Version`. The key is exactly `Version` (vcert), the
 /// value a PEP 440 `major.minor.patch` (pyvenafi parses it).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VersionResponse {
     #[serde(rename = "Version")]
     pub version: String,
@@ -267,6 +312,7 @@ pub struct VersionResponse {
 
 /// A bearer error on `/vedsdk` (401 / 403), RFC 6750 §3.1.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BearerErrorResponse {
     pub error: String,
     pub error_description: String,
@@ -274,7 +320,9 @@ pub struct BearerErrorResponse {
 
 /// `{"Result": n}`, with `Error` when `n` is not 0 (product reference §9).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResultResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "Error", skip_serializing_if = "Option::is_none", default)]
@@ -283,7 +331,9 @@ pub struct ResultResponse {
 
 /// `SecretStore/Add` → `{"Result":0,"VaultID":69651}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AddResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "VaultID")]
@@ -292,18 +342,24 @@ pub struct AddResponse {
 
 /// `SecretStore/Retrieve` → `{"Base64Data":"…","Result":0,"VaultType":32}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RetrieveResponse {
+    #[cfg_attr(feature = "openapi", schema(example = "c2VjcmV0"))]
     #[serde(rename = "Base64Data")]
     pub base64_data: SecretString,
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
+    #[cfg_attr(feature = "openapi", schema(example = 32))]
     #[serde(rename = "VaultType")]
     pub vault_type: i32,
 }
 
 /// Lookups → `{"Result":0,"VaultIDs":[…]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VaultIdsResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "VaultIDs")]
@@ -312,7 +368,9 @@ pub struct VaultIdsResponse {
 
 /// `LookupAssociationbyVaultID` → `{"Result":0,"Value":"…"}` (always a string).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValueResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "Value")]
@@ -321,10 +379,12 @@ pub struct ValueResponse {
 
 /// One entry of `TypedNameValues`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TypedNameValue {
     #[serde(rename = "Name")]
     pub name: String,
     /// `string`, `int` or `datetime`.
+    #[cfg_attr(feature = "openapi", schema(example = "string"))]
     #[serde(rename = "Type")]
     pub value_type: String,
     #[serde(rename = "Value")]
@@ -333,7 +393,9 @@ pub struct TypedNameValue {
 
 /// `LookupAllAssociationsbyVaultid` → `{"Result":0,"TypedNameValues":[…]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TypedNameValuesResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "TypedNameValues")]
@@ -342,7 +404,9 @@ pub struct TypedNameValuesResponse {
 
 /// `OwnerLookup` → `{"Result":0,"Owners":[…]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OwnersResponse {
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "Owners")]
@@ -351,15 +415,28 @@ pub struct OwnersResponse {
 
 /// `GET EncryptionKeysInUse` → `{"EncryptionKeys":[…],"Result":0}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EncryptionKeysResponse {
     #[serde(rename = "EncryptionKeys")]
     pub encryption_keys: Vec<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
     #[serde(rename = "Result")]
     pub result: i32,
 }
 
+/// `GET /vedsdk/Crypto/DefaultKey` → `{"DefaultKey":"Software:Default"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DefaultKeyResponse {
+    /// The named key (`Driver:Name`) that `Add` uses when `Keyname` is absent.
+    #[serde(rename = "DefaultKey")]
+    #[cfg_attr(feature = "openapi", schema(example = "Software:Default"))]
+    pub default_key: String,
+}
+
 /// An HTTP 400 for a body that is not JSON: `{"Error": "…"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorOnly {
     #[serde(rename = "Error")]
     pub error: String,
@@ -367,6 +444,7 @@ pub struct ErrorOnly {
 
 /// One event of `GET /vedsdk/Log`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogEvent {
     #[serde(rename = "Id")]
     pub id: i64,
@@ -400,6 +478,7 @@ pub struct LogEvent {
 /// `GET /vedsdk/Log` → `{"LogEvents":[…],"Next":n}`; `Next` is the `After`
 /// value of the next page, absent on the last page.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogResponse {
     #[serde(rename = "LogEvents")]
     pub log_events: Vec<LogEvent>,

@@ -13,7 +13,11 @@
 //!
 //! Options: `--bin PATH` (default `target/release/strongroom`), `--secs N`
 //! per workload (default 8), `--grants N` (default 1000000), `--entries N`
-//! (default 100000), `--no-scale` (skip the large store).
+//! (default 100000), `--no-scale` (skip the large store), `--pg URL` (then
+//! the small-store workloads again on PostgreSQL, in a fresh schema of the
+//! database at URL, and the PostgreSQL/SQLite ratios), `--database-url URL`
+//! (PostgreSQL instead of SQLite; no large store). The benchmark's own
+//! connection (fixtures, the schema) uses no TLS: give a loopback URL.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -56,10 +60,22 @@ struct Opts {
     grants: usize,
     entries: usize,
     scale: bool,
+    /// PostgreSQL after SQLite, for the ratios.
+    pg: Option<String>,
+    /// PostgreSQL instead of SQLite.
+    database_url: Option<String>,
 }
 
 fn opts() -> Opts {
-    let mut o = Opts { bin: "target/release/strongroom".into(), secs: 8.0, grants: 1_000_000, entries: 100_000, scale: true };
+    let mut o = Opts {
+        bin: "target/release/strongroom".into(),
+        secs: 8.0,
+        grants: 1_000_000,
+        entries: 100_000,
+        scale: true,
+        pg: None,
+        database_url: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -69,8 +85,13 @@ fn opts() -> Opts {
             "--grants" => o.grants = value().parse::<usize>().unwrap().min(10_000_000),
             "--entries" => o.entries = value().parse::<usize>().unwrap().min(1_000_000),
             "--no-scale" => o.scale = false,
+            "--pg" => o.pg = Some(value()),
+            "--database-url" => o.database_url = Some(value()),
             other => panic!("unknown option {other}; see the top of crates/server/examples/bench.rs"),
         }
+    }
+    if o.database_url.is_some() {
+        o.scale = false;
     }
     o
 }
@@ -89,10 +110,14 @@ struct Server {
 }
 
 impl Server {
-    async fn start(bin: &Path, data: &Path, port: u16, http: &reqwest::Client) -> Server {
+    async fn start(bin: &Path, data: &Path, db: Option<&str>, port: u16, http: &reqwest::Client) -> Server {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(data.with_extension("log")).unwrap();
-        let child = Command::new(bin)
-            .arg("serve")
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve");
+        if let Some(url) = db {
+            cmd.arg("--database-url").arg(url);
+        }
+        let child = cmd
             .arg("--data-dir")
             .arg(data)
             .arg("--listen")
@@ -196,9 +221,13 @@ fn clock_ticks_per_sec() -> f64 {
 }
 
 /// `strongroom admin ...` on the data directory.
-fn admin(bin: &Path, data: &Path, args: &[&str], stdin: &str) {
-    let mut child = Command::new(bin)
-        .arg("admin")
+fn admin(bin: &Path, data: &Path, db: Option<&str>, args: &[&str], stdin: &str) {
+    let mut cmd = Command::new(bin);
+    cmd.arg("admin");
+    if let Some(url) = db {
+        cmd.arg("--database-url").arg(url);
+    }
+    let mut child = cmd
         .arg("--data-dir")
         .arg(data)
         .args(args)
@@ -557,35 +586,98 @@ fn seed(data: &Path, grants: usize, entries: usize) {
 
 // ---------------------------------------------------------------- the run
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let o = opts();
-    let bin = std::fs::canonicalize(&o.bin).unwrap_or_else(|e| panic!("{}: {e} (run scripts/bench, which builds it)", o.bin.display()));
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
+/// The database of a run: SQLite in the data directory, or a fresh schema
+/// on PostgreSQL (dropped at the end).
+struct Db {
+    /// What the server and `admin` get as `--database-url` (`None`: SQLite).
+    url: Option<String>,
+    /// The benchmark's own PostgreSQL connection, and the schema.
+    pg: Option<(tokio_postgres::Client, String)>,
+}
+
+impl Db {
+    fn sqlite() -> Db {
+        Db { url: None, pg: None }
+    }
+
+    async fn postgres(url: &str) -> Db {
+        let (client, conn) =
+            tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("connecting to PostgreSQL: {e}"));
+        tokio::spawn(conn);
+        let schema = format!("bench_{}_{}", std::process::id(), now_ms());
+        client.batch_execute(&format!("CREATE SCHEMA {schema}; SET search_path = {schema}")).await.unwrap();
+        let sep = if url.contains('?') { '&' } else { '?' };
+        Db { url: Some(format!("{url}{sep}options=-c%20search_path%3D{schema}")), pg: Some((client, schema)) }
+    }
+
+    fn label(&self) -> &'static str {
+        if self.pg.is_some() { "PostgreSQL" } else { "SQLite, synchronous=FULL" }
+    }
+
+    async fn drop_schema(&self) {
+        if let Some((client, schema)) = &self.pg {
+            let _ = client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await;
+        }
+    }
+}
+
+/// Approved device codes in a PostgreSQL schema (see [`approved_device_codes`]).
+async fn approved_device_codes_pg(client: &tokio_postgres::Client, data: &Path, n: usize) -> Vec<String> {
+    let keys = master_keys(data);
+    let user_id: String = client.query_one("SELECT id FROM users WHERE name_key = 'bench'", &[]).await.unwrap().get(0);
+    let now = now_ms();
+    let st = client
+        .prepare(
+            "INSERT INTO device_codes (code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs) \
+             VALUES ($1, $2, $3, $4, 'approved', $5, $6, $7, 5)",
+        )
+        .await
+        .unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    let mut codes = Vec::with_capacity(n);
+    for _ in 0..n {
+        let code = mint_device_code(&OsRandom);
+        let user_code = mint_user_code(&OsRandom);
+        let code_hash = keys.token.hash(TokenKind::DeviceCode, code.expose());
+        let user_hash = keys.token.hash(TokenKind::UserCode, user_code.expose());
+        client
+            .execute(&st, &[&code_hash.as_bytes(), &user_hash.as_bytes(), &CLIENT, &SCOPE, &user_id, &now, &(now + 3_600_000)])
+            .await
+            .unwrap();
+        codes.push(code.expose().to_owned());
+    }
+    client.batch_execute("COMMIT").await.unwrap();
+    codes
+}
+
+/// The small-store run on one database: fixtures, then every workload.
+struct Run {
+    small: Vec<(Work, Stats)>,
+    server: Server,
+    ctx: Arc<Ctx>,
+    data: PathBuf,
+    port: u16,
+    db: Db,
+}
+
+async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest::Client, tps: f64) -> Run {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(2 * CONNECTIONS)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let tps = clock_ticks_per_sec();
+    let url = db.url.clone();
+    let url = url.as_deref();
     let run_start = Instant::now();
 
-    println!("strongroom bench: {CONNECTIONS} connections, {} s per workload, release server on {base} (SQLite, synchronous=FULL)", o.secs);
-    let mut server = Server::start(&bin, &data, port, &http).await;
+    println!("strongroom bench: {CONNECTIONS} connections, {} s per workload, release server on {base} ({})", o.secs, db.label());
+    let mut server = Server::start(bin, &data, url, port, http).await;
     let idle = server.rss_kib();
     for args in [
         &["integrations", "create", CLIENT, "--name", "Bench", "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"][..],
         &["folders", "create", FOLDER],
     ] {
-        admin(&bin, &data, args, "");
+        admin(bin, &data, url, args, "");
     }
-    admin(&bin, &data, &["users", "create", "bench"], &format!("{PASSWORD}\n"));
-    admin(&bin, &data, &["rights", "grant", FOLDER, "bench", "--rights", "read,write"], "");
+    admin(bin, &data, url, &["users", "create", "bench"], &format!("{PASSWORD}\n"));
+    admin(bin, &data, url, &["rights", "grant", FOLDER, "bench", "--rights", "read,write"], "");
 
     // Password-grant logins: 8 at a time, as a burst of users would.
     let t = Instant::now();
@@ -615,16 +707,20 @@ async fn main() {
     for (conn, (access, _)) in logins[REFRESH_GRANTS..REFRESH_GRANTS + CONNECTIONS].iter().enumerate() {
         let body =
             json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": "c2VjcmV0"});
-        let id = sdk(&http, &base, access, "Add", body).await["VaultID"].as_i64().unwrap();
-        sdk(&http, &base, access, "Associate", json!({"VaultID": id, "Name": "Group", "StringValue": format!("g{}", conn % GROUPS)})).await;
+        let id = sdk(http, &base, access, "Add", body).await["VaultID"].as_i64().unwrap();
+        sdk(http, &base, access, "Associate", json!({"VaultID": id, "Name": "Group", "StringValue": format!("g{}", conn % GROUPS)})).await;
         entries.push(id);
     }
     let codes = ((o.secs * DEVICE_CODES_PER_SEC) as usize).min(MAX_DEVICE_CODES);
+    let device = match &db.pg {
+        Some((client, _)) => approved_device_codes_pg(client, &data, codes).await,
+        None => approved_device_codes(&data, codes),
+    };
     let ctx = Arc::new(Ctx {
         http: http.clone(),
         base: base.clone(),
         refresh: Mutex::new(logins[..REFRESH_GRANTS].iter().map(|(_, r)| r.clone()).collect()),
-        device: Mutex::new(approved_device_codes(&data, codes)),
+        device: Mutex::new(device),
         access: logins[REFRESH_GRANTS..REFRESH_GRANTS + CONNECTIONS].iter().map(|(a, _)| a.clone()).collect(),
         entries,
     });
@@ -634,14 +730,41 @@ async fn main() {
     for work in [Work::Health, Work::Refresh, Work::Device, Work::Associate, Work::Lookup, Work::Verify] {
         small.push((work, measure(&ctx, &mut server, work, o.secs, tps).await));
     }
-    let get = |v: &[(Work, Stats)], w: Work| v.iter().find(|(x, _)| *x == w).map(|(_, s)| s.clone()).unwrap();
     let hz = get(&small, Work::Health);
-    println!("small store; ratios (x hz) to GET /healthz of this run");
+    println!("small store ({}); ratios (x hz) to GET /healthz of this run", db.label());
     header("x hz");
     for (_, s) in &small {
         row(s, &hz);
     }
+    Run { small, server, ctx, data, port, db }
+}
+
+fn get(v: &[(Work, Stats)], w: Work) -> Stats {
+    v.iter().find(|(x, _)| *x == w).map(|(_, s)| s.clone()).unwrap()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let o = opts();
+    let bin = std::fs::canonicalize(&o.bin).unwrap_or_else(|e| panic!("{}: {e} (run scripts/bench, which builds it)", o.bin.display()));
+    let tmp = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(2 * CONNECTIONS)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let tps = clock_ticks_per_sec();
+    let run_start = Instant::now();
+
+    let db = match &o.database_url {
+        Some(url) => Db::postgres(url).await,
+        None => Db::sqlite(),
+    };
+    let Run { small, server, ctx, data, port, db } = small_store(&o, &bin, tmp.path().join("data"), db, &http, tps).await;
     let mut peak = server.stop().await;
+    db.drop_schema().await;
 
     let mut scale = Vec::new();
     if o.scale {
@@ -653,7 +776,7 @@ async fn main() {
             o.entries,
             t.elapsed().as_secs_f64()
         );
-        let mut server = Server::start(&bin, &data, port, &http).await;
+        let mut server = Server::start(&bin, &data, None, port, &http).await;
         for work in [Work::Health, Work::Refresh, Work::Associate, Work::Verify] {
             scale.push((work, measure(&ctx, &mut server, work, o.secs, tps).await));
         }
@@ -671,6 +794,22 @@ async fn main() {
         peak = peak.max(server.stop().await);
     }
 
+    let mut on_pg = Vec::new();
+    if let Some(url) = &o.pg {
+        println!();
+        let run = small_store(&o, &bin, tmp.path().join("pg-data"), Db::postgres(url).await, &http, tps).await;
+        let Run { small: pg_small, server, db, .. } = run;
+        peak = peak.max(server.stop().await);
+        db.drop_schema().await;
+        println!("PostgreSQL as a ratio (x sq) to SQLite, same run");
+        header("x sq");
+        for (w, s) in &pg_small {
+            row(s, &get(&small, *w));
+        }
+        on_pg = pg_small;
+    }
+
+    let hz = get(&small, Work::Health);
     println!("\ntargets ({CONNECTIONS} connections)");
     let (r, a, v) = (get(&small, Work::Refresh), get(&small, Work::Associate), get(&small, Work::Verify));
     target(
@@ -688,6 +827,11 @@ async fn main() {
         target(&format!("at {} grants refresh >= 0.8 x small store ({:.2})", o.grants, rs.rate / r.rate), rs.rate >= 0.8 * r.rate);
         target(&format!("at {} grants Associate >= 0.8 x small store ({:.2})", o.grants, as_.rate / a.rate), as_.rate >= 0.8 * a.rate);
     }
-    let errors: usize = small.iter().chain(&scale).map(|(_, s)| s.errors).sum();
+    if !on_pg.is_empty() {
+        let (pr, pa) = (get(&on_pg, Work::Refresh), get(&on_pg, Work::Associate));
+        target(&format!("refresh on PostgreSQL >= 0.5 x SQLite ({:.2})", pr.rate / r.rate), pr.rate >= 0.5 * r.rate);
+        target(&format!("Associate on PostgreSQL >= 0.5 x SQLite ({:.2})", pa.rate / a.rate), pa.rate >= 0.5 * a.rate);
+    }
+    let errors: usize = small.iter().chain(&scale).chain(&on_pg).map(|(_, s)| s.errors).sum();
     println!("errors in all workloads: {errors}; whole run {:.0} s", run_start.elapsed().as_secs_f64());
 }

@@ -2,9 +2,11 @@
 //! events. They work directly on the store, so they work while the server
 //! runs (SQLite in WAL mode takes a second writer; PostgreSQL anyway).
 
+pub mod migrate;
+
 use std::sync::Arc;
 
-use strongroom_core::event::{ChainError, Event, EventKind, StoredEvent, verify_chain};
+use strongroom_core::event::{ChainError, Event, EventKind, StoredEvent};
 use strongroom_core::grant::GrantId;
 use strongroom_core::identity::{User, UserId, valid_user_name};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings, valid_client_id};
@@ -208,17 +210,23 @@ impl Admin {
     /// Walks the whole event log and checks every hash link. Returns the
     /// number of events checked.
     pub async fn verify_events(&self) -> Result<i64, AdminError> {
-        let head = self.store.event_head().await?;
-        let mut all = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.events(EventFilter { after_seq: Some(after), limit: 10_000, ..Default::default() }).await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            all.extend(page);
-        }
-        Ok(verify_chain(&all, head)?)
+        verify_store_events(&*self.store).await
     }
+}
+
+/// Walks a store's whole event log and checks every hash link against the
+/// stored head (no key needed). Returns the number of events checked.
+pub async fn verify_store_events(store: &dyn Store) -> Result<i64, AdminError> {
+    let head = store.event_head().await?;
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events(EventFilter { after_seq: Some(after), limit: 10_000, ..Default::default() }).await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        all.extend(page);
+    }
+    Ok(strongroom_core::event::verify_chain(&all, head)?)
 }
 
 impl Admin {
@@ -260,15 +268,77 @@ impl Admin {
         Ok(self.store.all_rights().await?)
     }
 
-    /// Data keys: (id, created).
-    pub async fn data_keys(&self) -> Result<Vec<(i64, strongroom_core::time::UnixTime)>, AdminError> {
-        Ok(self.store.data_keys().await?.into_iter().map(|k| (k.id, k.created_at)).collect())
+    /// Data keys: (id, named key, created).
+    pub async fn data_keys(&self) -> Result<Vec<(i64, String, strongroom_core::time::UnixTime)>, AdminError> {
+        Ok(self.store.data_keys().await?.into_iter().map(|k| (k.id, k.key_name, k.created_at)).collect())
     }
 
-    /// Creates a new data key and re-seals everything under it.
-    pub async fn rotate_keys(&self) -> Result<(i64, u64), AdminError> {
-        Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin").await?)
+    /// Every named key, configured or still named by data keys.
+    pub async fn named_keys(&self) -> Result<Vec<NamedKey>, AdminError> {
+        let data = self.store.data_keys().await?;
+        let in_use = self.store.key_names_in_use().await?;
+        let mut out: Vec<NamedKey> = self
+            .keyring
+            .configured()
+            .into_iter()
+            .map(|(name, location)| NamedKey {
+                default: name == self.keyring.default_name(),
+                name,
+                location: Some(location),
+                ..Default::default()
+            })
+            .collect();
+        for d in data {
+            if !out.iter().any(|k| k.name == d.key_name) {
+                out.push(NamedKey { name: d.key_name.clone(), ..Default::default() });
+            }
+            if let Some(k) = out.iter_mut().find(|k| k.name == d.key_name) {
+                k.data_keys.push(d.id);
+            }
+        }
+        for k in &mut out {
+            k.in_use = in_use.contains(&k.name);
+        }
+        Ok(out)
     }
+
+    /// Makes a named key where its driver keeps keys (a PKCS#11 token).
+    pub async fn create_key(&self, name: &str) -> Result<String, AdminError> {
+        Ok(self.keyring.create_key(name).await?)
+    }
+
+    /// A new data key for named key `name`, and everything under `name`
+    /// re-sealed with it; `progress` gets the running total.
+    pub async fn rotate_key(&self, name: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<(i64, u64), AdminError> {
+        Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin", name, progress).await?)
+    }
+
+    /// Rotates every named key that has data keys: (newest data key, items re-sealed).
+    pub async fn rotate_keys(&self) -> Result<(i64, u64), AdminError> {
+        let mut names = self.keyring.names_with_data_keys(&*self.store).await?;
+        if names.is_empty() {
+            names.push(self.keyring.default_name().to_owned());
+        }
+        let (mut last, mut total) = (0, 0);
+        for name in names {
+            let (id, n) = self.rotate_key(&name, &mut |_| {}).await?;
+            (last, total) = (id, total + n);
+        }
+        Ok((last, total))
+    }
+}
+
+/// A named key as `admin keys list` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamedKey {
+    pub name: String,
+    /// Where it lives; `None` if no longer configured (its data cannot be read).
+    pub location: Option<String>,
+    pub default: bool,
+    /// Its data keys, oldest first; the last one seals new data.
+    pub data_keys: Vec<i64>,
+    /// Whether entries are sealed under it.
+    pub in_use: bool,
 }
 
 fn parse_scope(s: &str) -> Result<Scope, AdminError> {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use strongroom_core::integration::TokenSettings;
 
 use crate::http::client_addr::Network;
+use crate::service::keyring::settings::{KeysConfig, RawKeys};
 
 /// The file as written by people. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -28,6 +29,20 @@ pub struct RawConfig {
     pub trusted_proxies: Option<Vec<String>>,
     #[serde(default)]
     pub tokens: RawTokens,
+    /// `[keys]`: the named keys of the vault.
+    #[serde(default)]
+    pub keys: RawKeys,
+    #[serde(default)]
+    pub metrics: RawMetrics,
+}
+
+/// `[metrics]`: where `GET /metrics` is served.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// A listener of its own (plain HTTP), e.g. `127.0.0.1:9090`; unset:
+    /// `/metrics` on the main listener.
+    pub listen: Option<String>,
 }
 
 /// `[tokens]`: the server-wide defaults ("remote tree settings"); each API
@@ -69,6 +84,9 @@ pub struct Config {
     pub request_timeout_secs: u64,
     pub trusted_proxies: Vec<Network>,
     pub tokens: TokenSettings,
+    pub keys: KeysConfig,
+    /// `[metrics] listen`: `/metrics` on a listener of its own instead of the main one.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +138,12 @@ impl RawConfig {
         }
         if let Some(v) = env("STRONGROOM_TRUSTED_PROXIES") {
             self.trusted_proxies = Some(v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
+        }
+        if let Some(v) = env("STRONGROOM_DEFAULT_KEY") {
+            self.keys.default = Some(v.trim().to_owned());
+        }
+        if let Some(v) = env("STRONGROOM_METRICS_LISTEN") {
+            self.metrics.listen = Some(v);
         }
         let t = &mut self.tokens;
         if let Some(v) = env("STRONGROOM_ACCESS_VALIDITY") {
@@ -201,7 +225,18 @@ impl RawConfig {
                 message: format!("{p:?} is not an address or CIDR network"),
             })?);
         }
+        let keys = self.keys.validate().map_err(|(name, message)| ConfigError::Invalid { name, message })?;
+        let metrics_listen = match self.metrics.listen.filter(|l| !l.trim().is_empty()) {
+            Some(l) => Some(
+                l.trim()
+                    .parse()
+                    .map_err(|_| ConfigError::Invalid { name: "metrics.listen", message: format!("{l:?} is not an address:port") })?,
+            ),
+            None => None,
+        };
         Ok(Config {
+            keys,
+            metrics_listen,
             trusted_proxies,
             data_dir,
             listen,

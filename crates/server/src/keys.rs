@@ -115,6 +115,25 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
     }
 }
 
+/// Where the master key would come from, checked the way `serve` checks
+/// it but never created or shown: for `strongroom config check`.
+pub fn describe_source(data_dir: &Path, env_value: Option<String>) -> Result<String, KeyError> {
+    if let Some(v) = env_value {
+        parse_hex(&v)?;
+        return Ok(format!("from {MASTER_KEY_ENV} (valid, not shown)"));
+    }
+    let path = data_dir.join(MASTER_KEY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            check_private(&path)?;
+            parse_hex(&text)?;
+            Ok(format!("{} (valid, mode 0600 or stricter, not shown)", path.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(format!("{} (created at first start)", path.display())),
+        Err(e) => Err(KeyError::Io(format!("reading {}: {e}", path.display()))),
+    }
+}
+
 /// Creates `dir` and its missing parents with mode 0700 (the data
 /// directory). An existing directory is left as it is.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {

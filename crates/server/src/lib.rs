@@ -7,9 +7,11 @@
 
 pub mod admin;
 pub mod config;
+pub mod first_bytes;
 pub mod hashing;
 pub mod http;
 pub mod keys;
+pub mod metrics;
 pub mod serve;
 pub mod service;
 pub mod state;

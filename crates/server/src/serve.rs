@@ -15,10 +15,12 @@ use strongroom_core::time::Clock;
 use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, Tls};
+use crate::first_bytes::FirstBytes;
 use crate::hashing::HashPool;
 use crate::http::{self, Limits};
 use crate::keys::{self, KeyError, KeySource, Keys};
-use crate::service::keyring::KeyRing;
+use crate::metrics::{Metrics, Observer};
+use crate::service::keyring::{KeyRing, KeyRingError};
 use crate::state::{AppState, OsRandom, SystemClock};
 use crate::tls::{self, TlsError};
 
@@ -30,6 +32,8 @@ pub enum ServeError {
     Keys(#[from] KeyError),
     #[error("TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error("a configured vault key cannot be used, so the server does not start: {0}")]
+    VaultKey(#[from] KeyRingError),
     #[error("listening on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("server: {0}")]
@@ -41,11 +45,14 @@ const CONCURRENT_HASHES: usize = 2;
 
 /// Builds the shared state from its parts.
 pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
+    let metrics = Arc::new(Metrics::new());
+    store.observe(Arc::new(Observer(metrics.clone())));
     AppState {
+        metrics,
         store,
         clock,
         rng,
-        keyring: KeyRing::new(&keys),
+        keyring: KeyRing::open(&keys, &config.keys),
         keys: Arc::new(keys),
         tokens: config.tokens,
         public_url: config.public_url.clone(),
@@ -56,7 +63,11 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
 }
 
 pub fn limits(config: &Config) -> Limits {
-    Limits { max_body_bytes: config.max_body_bytes, request_timeout: Duration::from_secs(config.request_timeout_secs) }
+    Limits {
+        max_body_bytes: config.max_body_bytes,
+        request_timeout: Duration::from_secs(config.request_timeout_secs),
+        metrics_here: config.metrics_listen.is_none(),
+    }
 }
 
 /// A server running in the background.
@@ -81,16 +92,20 @@ pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc
     let addr = listener.local_addr()?;
     let handle = Handle::new();
     let make = app.into_make_service_with_connect_info::<SocketAddr>();
-    // Slow clients may not hold a connection open forever.
+    // Slow clients may not hold a connection open forever: the first bytes
+    // (after the TLS handshake, itself limited to 10 s) within the read
+    // timeout, and each request head within it too.
     let read_timeout = Duration::from_secs(10);
     let task = match tls {
         Some(cfg) => {
-            let mut server = axum_server::from_tcp_rustls(listener, RustlsConfig::from_config(cfg)).handle(handle.clone());
+            let mut server = axum_server::from_tcp_rustls(listener, RustlsConfig::from_config(cfg))
+                .handle(handle.clone())
+                .map(|tls| FirstBytes::new(tls, read_timeout));
             server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
             tokio::spawn(server.serve(make))
         }
         None => {
-            let mut server = axum_server::from_tcp(listener).handle(handle.clone());
+            let mut server = axum_server::from_tcp(listener).handle(handle.clone()).map(|plain| FirstBytes::new(plain, read_timeout));
             server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
             tokio::spawn(server.serve(make))
         }
@@ -130,13 +145,31 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::info!(cert = %t.cert_path.display(), sha256 = %t.fingerprint, created = t.created, "TLS certificate");
     }
     let state = state(store.clone(), Arc::new(SystemClock), rng, keys, &config);
+    // Like the product: a configured key that cannot be loaded stops the start, naming the key.
+    state.keyring.check(&*state.rng).await?;
+    for (name, location) in state.keyring.configured() {
+        tracing::info!(key = %name, location = %location, default = name == state.keyring.default_name(), "vault key ready");
+    }
     let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
+    // The metrics listener (plain HTTP, meant for a private address) first, so a bad address stops the start.
+    let metrics = match config.metrics_listen {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })?;
+            let m = spawn(l, http::metrics_app(state.clone()), None)?;
+            tracing::info!(listen = %m.addr, "metrics served");
+            Some(m)
+        }
+        None => None,
+    };
     let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
     let janitor = tokio::spawn(janitor(state));
     shutdown.await;
     tracing::info!("shutting down: finishing requests in flight");
     janitor.abort();
+    if let Some(m) = metrics {
+        m.shutdown(Duration::from_secs(1)).await?;
+    }
     running.shutdown(Duration::from_secs(10)).await?;
     tracing::info!("stopped");
     Ok(())

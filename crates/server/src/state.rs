@@ -11,6 +11,7 @@ use strongroom_store::Store;
 use crate::hashing::HashPool;
 use crate::http::client_addr::Network;
 use crate::keys::Keys;
+use crate::metrics::Metrics;
 use crate::service::keyring::KeyRing;
 
 /// The shared state of the HTTP edge.
@@ -31,6 +32,8 @@ pub struct AppState {
     pub keyring: KeyRing,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<Network>,
+    /// What `GET /metrics` reports.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {

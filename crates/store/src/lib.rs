@@ -15,11 +15,13 @@
 pub mod postgres;
 mod sql;
 pub mod sqlite;
+pub mod transfer;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
@@ -124,8 +126,8 @@ pub struct VaultContext {
     pub access: AccessContext,
     /// Rights granted directly to the user: (folder key, rights).
     pub rights: Vec<(String, Rights)>,
-    /// The newest data key's id, if any key exists.
-    pub current_key: Option<i64>,
+    /// The newest data key's id of each named key that has one.
+    pub current_keys: Vec<(String, i64)>,
     /// The entry asked for, with its owners, if it exists.
     pub entry: Option<VaultEntry>,
 }
@@ -201,10 +203,11 @@ pub struct OwnerRemoval {
     pub deleted: Vec<VaultId>,
 }
 
-/// A data key, wrapped by the master key.
+/// A data key, wrapped by the named key `key_name` (`Driver:Name`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataKeyRecord {
     pub id: i64,
+    pub key_name: String,
     pub wrapped: Vec<u8>,
     pub created_at: UnixTime,
 }
@@ -301,10 +304,22 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     ) -> StoreFuture<'_, Checked<u64>>;
     /// Entries with an association `name` (of value hash `lookup`, if given), with their owners.
     fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>>;
-    /// Up to `limit` items sealed under a key other than `current`, for re-encryption.
-    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
+    /// Up to `limit` items of entries under named key `key_name` sealed under a data key other
+    /// than `current`, for re-encryption.
+    fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
     /// Replaces each item's ciphertext if still under the key it was read with; items replaced.
     fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64>;
+    /// Moves entry `id` under named key `key_name`: `items` are its data (first) and its associations,
+    /// re-sealed, each replaced only if still under the key it was read with, if `by` may write.
+    /// `Done(false)` (nothing written) if the entry is gone or its data changed key meanwhile.
+    fn rekey_entry(
+        &self,
+        id: VaultId,
+        key_name: String,
+        items: Vec<(SealedItem, i64, Vec<u8>)>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<bool>>;
 }
 
 /// What administrators manage: users, integrations, grants, folders and rights.
@@ -335,12 +350,39 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>>;
 }
 
+/// Told about the store's work, for metrics. The store crate knows no
+/// metrics library: the server implements this and hands it to
+/// [`EventStore::observe`].
+pub trait StoreObserver: Send + Sync + fmt::Debug {
+    /// SQLite's writer committed (or failed to commit) one batch of `jobs`
+    /// write transactions; `elapsed` runs from `BEGIN` to the end of `COMMIT`.
+    fn batch(&self, jobs: usize, elapsed: Duration, committed: bool);
+}
+
+/// How busy the store's connections are right now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Connections the store may use at most.
+    pub max: usize,
+    /// Connections working on a request.
+    pub in_use: usize,
+    /// Requests waiting for a connection.
+    pub waiting: usize,
+}
+
 /// The event log and the store's own upkeep.
 pub trait EventStore: Send + Sync + fmt::Debug {
     /// A line for the start-up log: backend, location and settings.
     fn describe(&self) -> String;
     /// Cheap liveness check.
     fn ping(&self) -> StoreFuture<'_, ()>;
+    /// Readiness: the database answers and its schema is at this binary's
+    /// newest migration (`Backend` with the reason otherwise).
+    fn ready(&self) -> StoreFuture<'_, ()>;
+    /// Installs the observer told about the store's work (the last one wins).
+    fn observe(&self, observer: Arc<dyn StoreObserver>);
+    /// Connection usage now.
+    fn pool_status(&self) -> PoolStatus;
     /// An event that goes with no other change (failed logins and the like).
     fn append_event(&self, event: Event) -> StoreFuture<'_, ()>;
     fn events(&self, filter: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>>;
@@ -442,6 +484,21 @@ pub(crate) struct Migration {
     pub(crate) version: i64,
     pub(crate) name: &'static str,
     pub(crate) sql: &'static str,
+}
+
+/// The schema version a database must be at for this binary: its newest migration.
+pub fn schema_version() -> i64 {
+    sqlite::MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Checks a database's schema version against [`schema_version`].
+pub(crate) fn check_schema(found: Option<i64>) -> StoreResult<()> {
+    let want = schema_version();
+    match found {
+        Some(v) if v == want => Ok(()),
+        Some(v) => Err(StoreError::Backend(format!("schema at migration {v}, this binary needs {want}"))),
+        None => Err(StoreError::Backend(format!("no migrations applied, this binary needs {want}"))),
+    }
 }
 
 /// Every migration name, per dialect, for the parity test.

@@ -87,13 +87,20 @@ fn standing_joins(client: &str, user: &str) -> String {
     )
 }
 
+/// The access context's columns (`GRANT_COL_COUNT` + [`ACCESS_EXTRA_COLS`]):
+/// grant, token times, user name, disabled, master admin, integration
+/// disabled. Over [`ACCESS_JOINS`].
+pub(crate) fn access_cols() -> String {
+    format!("{GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.disabled, u.master_admin, (i.client_id IS NULL OR i.disabled)")
+}
+pub(crate) const ACCESS_EXTRA_COLS: usize = 6;
+
+/// The access token `t`, its grant `g`, user `u` and integration `i`.
+pub(crate) const ACCESS_JOINS: &str = "access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
+
 shared!(
-    /// `?1` access-token hash → grant, token times, user name, disabled, master admin, integration disabled.
-    ACCESS_CONTEXT = format!(
-        "SELECT {GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.disabled, u.master_admin, (i.client_id IS NULL OR i.disabled) \
-         FROM access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id \
-         LEFT JOIN integrations i ON i.client_id = g.client_id WHERE t.hash = ?1"
-    )
+    /// `?1` access-token hash → [`access_cols`].
+    ACCESS_CONTEXT = format!("SELECT {} FROM {ACCESS_JOINS} WHERE t.hash = ?1", access_cols())
 );
 
 shared!(
@@ -234,7 +241,7 @@ shared!(
 
 shared!(
     /// Every data key, oldest first.
-    DATA_KEYS = "SELECT id, wrapped, created_at FROM data_keys ORDER BY id"
+    DATA_KEYS = "SELECT id, key_name, wrapped, created_at FROM data_keys ORDER BY id"
 );
 
 #[cfg(test)]

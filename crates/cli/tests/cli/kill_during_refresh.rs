@@ -126,21 +126,17 @@ fn events_after(server: &Server, mut after: i64, kind: Option<&str>) -> Vec<Ev> 
     let mut all = Vec::new();
     loop {
         let after_s = after.to_string();
-        let mut args = vec!["events", "list", "--after", &after_s, "--limit", "10000"];
+        let mut args = vec!["events", "list", "--after", &after_s, "--limit", "10000", "--json"];
         if let Some(k) = kind {
             args.extend(["--kind", k]);
         }
-        let page: Vec<Ev> = server
-            .admin(&args, "")
-            .lines()
-            .map(|line| {
-                let f: Vec<&str> = line.split('\t').collect();
-                assert!(f.len() >= 5, "unexpected event line {line:?}");
-                Ev {
-                    seq: f[0].parse().unwrap_or_else(|_| panic!("unexpected event line {line:?}")),
-                    client: f[4].strip_prefix("client=").unwrap_or_else(|| panic!("unexpected event line {line:?}")).to_owned(),
-                }
-            })
+        let out = server.admin(&args, "");
+        let list: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("events list --json ({e}): {out}"));
+        let page: Vec<Ev> = list
+            .as_array()
+            .unwrap_or_else(|| panic!("not an array: {out}"))
+            .iter()
+            .map(|e| Ev { seq: e["seq"].as_i64().unwrap(), client: e["client_id"].as_str().unwrap().to_owned() })
             .collect();
         let n = page.len();
         if let Some(last) = page.last() {

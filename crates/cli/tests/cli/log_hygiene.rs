@@ -150,7 +150,7 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
     };
     let added = sdk(
         "Add",
-        json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": "\\VED\\Policy\\Logs",
+        json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\Logs",
                "Base64Data": base64::engine::general_purpose::STANDARD.encode(data)}),
     )
     .await;

@@ -1,9 +1,19 @@
 //! Tests of the `strongroom` binary as people and operators run it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
+mod backup;
 mod client;
 mod file_modes;
+mod hsm;
 mod kill_during_refresh;
 mod log_hygiene;
+mod migrate_store;
+mod openapi;
+mod ops;
+mod pg_failover;
+mod pg_instance;
+mod pg_tls;
 mod process;
+mod replica_kill;
+mod replicas;
 mod tls;

@@ -61,6 +61,11 @@ impl Server {
         Server::start_at(data_dir, dir, extra_args, env)
     }
 
+    /// Like [`Server::start`], on an existing data directory (a restored one).
+    pub fn start_on(dir: std::path::PathBuf, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_at(tempfile::tempdir().unwrap(), dir, extra_args, env)
+    }
+
     fn start_at(data_dir: tempfile::TempDir, dir: std::path::PathBuf, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let args: Vec<String> = extra_args.iter().map(|a| (*a).to_owned()).collect();
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -69,6 +74,12 @@ impl Server {
         let s = Server { child, output, port, data_dir, dir, args, env };
         s.wait_for("strongroom serving");
         s
+    }
+
+    /// The server process's id.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills the server with SIGKILL (what `Child::kill` sends on Unix):
@@ -102,13 +113,16 @@ impl Server {
         panic!("server never printed {text:?}; output:\n{}", self.output.lock().unwrap());
     }
 
-    /// `strongroom admin ...` on this server's data directory.
+    /// `strongroom admin ...` on this server's data directory, with the
+    /// server's environment (its database URL, say) but not its log level.
     pub fn admin(&self, args: &[&str], stdin: &str) -> String {
+        let env = self.env.iter().filter(|(k, _)| k != "STRONGROOM_LOG" && k != "RUST_LOG");
         let mut child = Command::new(BIN)
             .arg("admin")
             .arg("--data-dir")
             .arg(&self.dir)
             .args(args)
+            .envs(env.map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

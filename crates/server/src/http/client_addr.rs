@@ -17,6 +17,12 @@ pub struct Network {
     prefix: u8,
 }
 
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
 impl Network {
     pub fn parse(s: &str) -> Option<Network> {
         let (a, p) = match s.trim().split_once('/') {

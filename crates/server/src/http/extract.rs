@@ -11,10 +11,6 @@ use super::client_addr::client_addr;
 use crate::service::{AuthError, Origin};
 use crate::state::AppState;
 
-/// The request id given to every request by [`super::request_context`].
-#[derive(Clone, Debug)]
-pub(crate) struct RequestId(pub(crate) String);
-
 /// A `/vedauth` body: JSON or `application/x-www-form-urlencoded` (both
 /// allowed for the device flow; oauth2-rs sends only form). Any failure is an
 /// [`AuthError`], so clients always get `{error, error_description}`.
@@ -60,15 +56,18 @@ where
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let kind = body_kind(req.headers());
         let bytes = read_body(req, state).await?;
-        let parsed = match kind {
-            Some(BodyKind::Json) => {
-                serde_json::from_slice(&bytes).map_err(|_| "The JSON body is malformed or has a field of the wrong type.")
-            }
-            Some(BodyKind::Form) => serde_urlencoded::from_bytes(&bytes).map_err(|_| "The form body is malformed or repeats a field."),
-            None => Err("Content-Type must be application/json or application/x-www-form-urlencoded."),
-        };
-        parsed.map(FormOrJson).map_err(AuthError::InvalidRequest)
+        parse_form_or_json(kind, &bytes).map(FormOrJson)
     }
+}
+
+/// The body of a [`FormOrJson`], once read: JSON or form by `kind`.
+pub(crate) fn parse_form_or_json<T: DeserializeOwned>(kind: Option<BodyKind>, bytes: &[u8]) -> Result<T, AuthError> {
+    let parsed = match kind {
+        Some(BodyKind::Json) => serde_json::from_slice(bytes).map_err(|_| "The JSON body is malformed or has a field of the wrong type."),
+        Some(BodyKind::Form) => serde_urlencoded::from_bytes(bytes).map_err(|_| "The form body is malformed or repeats a field."),
+        None => Err("Content-Type must be application/json or application/x-www-form-urlencoded."),
+    };
+    parsed.map_err(AuthError::InvalidRequest)
 }
 
 impl FromRequestParts<AppState> for Origin {
@@ -81,7 +80,7 @@ impl FromRequestParts<AppState> for Origin {
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(a)| client_addr(a.ip(), forwarded, &app.trusted_proxies).to_string())
             .unwrap_or_else(|| "unknown".to_owned());
-        let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
+        let request_id = super::request_id_of(&parts.extensions);
         Ok(Origin { addr, request_id })
     }
 }

@@ -3,6 +3,9 @@
 
 pub mod client_addr;
 mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod openapi;
 mod page;
 pub(crate) mod respond;
 mod sdk_body;
@@ -13,33 +16,43 @@ mod vedsdk;
 pub use vedsdk::API_VERSION;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, Uri, header};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::Layer as _;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
-use tracing::Instrument as _;
+use tower_http::trace::TraceLayer;
+
+use strongroom_core::random::Random;
 
 use crate::state::AppState;
-use extract::RequestId;
 
 /// Limits applied to every request.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    /// Serve `GET /metrics` on this listener (false when `[metrics] listen`
+    /// names a listener of its own).
+    pub metrics_here: bool,
 }
 
 /// Every route: its path (as normalised) and its handlers. [`app`] serves
 /// exactly these; [`route_paths`] lists them for tests.
 fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
     vec![
-        ("/healthz", get(health)),
+        ("/healthz", get(healthz)),
+        ("/health/live", get(live)),
+        ("/health/ready", get(ready)),
+        ("/metrics", get(metrics)),
+        ("/openapi.json", get(openapi::openapi_json)),
         ("/vedauth/authorize/device", post(vedauth::device)),
         ("/vedauth/authorize/token", post(vedauth::token)),
         ("/vedauth/authorize/oauth", post(vedauth::oauth)),
@@ -66,6 +79,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
         ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
         ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
+        ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
+        ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
         ("/vedsdk/log", get(secretstore::log)),
     ]
 }
@@ -80,6 +95,7 @@ pub fn route_paths() -> Vec<&'static str> {
 pub fn app(state: AppState, limits: Limits) -> Router {
     let router = routes()
         .into_iter()
+        .filter(|(path, _)| limits.metrics_here || *path != "/metrics")
         .fold(Router::new(), |r, (path, handlers)| r.route(path, handlers))
         .fallback(|| async { respond::not_found() })
         .method_not_allowed_fallback(|| async { respond::method_not_allowed() })
@@ -92,7 +108,11 @@ pub fn app(state: AppState, limits: Limits) -> Router {
             HeaderValue::from_static(concat!("strongroom/", env!("CARGO_PKG_VERSION"))),
         ))
         .layer(CatchPanicLayer::custom(|_| respond::panicked()))
-        .layer(middleware::from_fn_with_state(state.clone(), request_context))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(PropagateRequestIdLayer::new(x_request_id()))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span).on_request(()).on_response(access_log).on_failure(()))
+        .layer(SetRequestIdLayer::new(x_request_id(), MakeId(state.rng.clone())))
+        .layer(middleware::map_request(bound_request_id))
         .with_state(state);
     // Routing sees the normalised path: an outer router with no routes hands
     // every request, rewritten, to the real one.
@@ -130,27 +150,135 @@ fn normalize_path(mut req: Request) -> Request {
     req
 }
 
-/// Gives every request an id, a tracing span, and one access-log line.
-/// The line holds the method, the path without its query (the approval link
-/// carries the user code), the status and the time taken; never headers or
-/// bodies.
-async fn request_context(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let id: String = strongroom_core::random::bytes::<8>(&*app.rng).iter().map(|b| format!("{b:02x}")).collect();
-    req.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
-    let started = Instant::now();
-    let mut res = next.run(req).instrument(span.clone()).await;
-    span.in_scope(|| {
-        tracing::info!(status = res.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
-    });
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        res.headers_mut().insert("x-request-id", v);
+/// The serving only `GET /metrics`, for `[metrics] listen`.
+pub fn metrics_app(state: AppState) -> Router {
+    Router::new().route("/metrics", get(metrics)).fallback(|| async { respond::not_found() }).with_state(state)
+}
+
+fn x_request_id() -> HeaderName {
+    HeaderName::from_static("x-request-id")
+}
+
+/// Longest inbound `X-Request-Id` kept.
+const MAX_REQUEST_ID: usize = 64;
+
+/// Whether an inbound request id is kept: 1 to 64 visible ASCII characters.
+fn acceptable_request_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    (1..=MAX_REQUEST_ID).contains(&b.len()) && b.iter().all(|c| c.is_ascii_graphic())
+}
+
+/// Drops an inbound `X-Request-Id` that is too long, empty, repeated, or
+/// holds anything but visible ASCII; [`SetRequestIdLayer`] then makes one.
+async fn bound_request_id(mut req: Request) -> Request {
+    let h = req.headers().get_all(x_request_id());
+    let mut values = h.iter();
+    let keep = matches!((values.next(), values.next()), (Some(v), None) if acceptable_request_id(v));
+    if !keep {
+        req.headers_mut().remove(x_request_id());
     }
+    req
+}
+
+/// New request ids: 16 hex digits from the state's random source.
+#[derive(Clone, Debug)]
+struct MakeId(Arc<dyn Random>);
+
+impl MakeRequestId for MakeId {
+    fn make_request_id<B>(&mut self, _req: &axum::http::Request<B>) -> Option<RequestId> {
+        let id: String = strongroom_core::random::bytes::<8>(&*self.0).iter().map(|b| format!("{b:02x}")).collect();
+        HeaderValue::from_str(&id).ok().map(RequestId::new)
+    }
+}
+
+/// The request's id as text (set by [`SetRequestIdLayer`]).
+pub(crate) fn request_id_of(ext: &axum::http::Extensions) -> String {
+    ext.get::<RequestId>().and_then(|r| r.header_value().to_str().ok()).unwrap_or_default().to_owned()
+}
+
+/// Every request's span: its id, method and path without the query (the
+/// approval link carries the user code); never headers or bodies.
+fn request_span(req: &Request) -> tracing::Span {
+    let id = request_id_of(req.extensions());
+    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
+}
+
+/// One access-log line per request, in the request's span.
+fn access_log(res: &Response, latency: Duration, _span: &tracing::Span) {
+    tracing::info!(status = res.status().as_u16(), elapsed_ms = latency.as_millis() as u64, "request");
+}
+
+/// Counts the request by route template (never the raw path) and status.
+async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map_or("unmatched", |m| m.as_str()).to_owned();
+    let method = req.method().clone();
+    let started = Instant::now();
+    let res = next.run(req).await;
+    app.metrics.request(&route, &method, res.status().as_u16(), started.elapsed());
     res
 }
 
-async fn health(State(app): State<AppState>) -> Response {
-    respond::healthy(app.store.ping().await.is_ok())
+/// Liveness: the process answers.
+#[utoipa::path(
+    get,
+    path = "/health/live",
+    tag = "server",
+    responses((status = 200, description = "The process serves.", body = openapi::HealthStatus)),
+)]
+async fn live() -> Response {
+    respond::healthy(true)
+}
+
+/// Readiness: the store answers within two seconds and its schema is at
+/// this binary's migrations.
+#[utoipa::path(
+    get,
+    path = "/health/ready",
+    tag = "server",
+    responses(
+        (status = 200, description = "The store takes a write and its schema is current.", body = openapi::HealthStatus),
+        (status = 503, description = "The store does not answer, or its schema is not this binary's.", body = openapi::HealthStatus),
+    ),
+)]
+async fn ready(State(app): State<AppState>) -> Response {
+    let outcome = tokio::time::timeout(Duration::from_secs(2), app.store.ready()).await;
+    let ok = match outcome {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("not ready: the store did not answer within 2 s");
+            false
+        }
+    };
+    respond::healthy(ok)
+}
+
+/// `/healthz`, kept for existing probes: the same answer as `/health/ready`.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "server",
+    responses(
+        (status = 200, description = "Ready (an alias of `/health/ready`).", body = openapi::HealthStatus),
+        (status = 503, description = "Not ready.", body = openapi::HealthStatus),
+    ),
+)]
+async fn healthz(state: State<AppState>) -> Response {
+    ready(state).await
+}
+
+/// Prometheus metrics (counts only: no token, name or address in a label).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "server",
+    responses((status = 200, description = "The metrics in the OpenMetrics text format.", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String)),
+)]
+async fn metrics(State(app): State<AppState>) -> Response {
+    respond::metrics(app.metrics.render(app.store.pool_status()))
 }
 
 #[cfg(test)]

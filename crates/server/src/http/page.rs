@@ -43,6 +43,12 @@ button{margin-top:1.2rem;padding:.6rem 1.2rem;font-size:1rem;border:0;border-rad
 .error{background:#fde8e8;color:#8a1c1c;padding:.6rem;border-radius:.3rem}\
 .code{font-family:monospace;font-size:1.2rem;letter-spacing:.1em}ul{padding-left:1.2rem}";
 
+#[utoipa::path(
+    get,
+    path = "/vedauth/device/style.css",
+    tag = "approval page",
+    responses((status = 200, description = "The page's style sheet.", body = String, content_type = "text/css")),
+)]
 pub(crate) async fn style() -> Response {
     css(STYLE)
 }
@@ -107,39 +113,67 @@ fn with_cookie(app: &AppState, page: Page, csrf: &str) -> Response {
     r
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ShowQuery {
+    /// The code to pre-fill (the link a device shows).
+    #[param(example = "BCDF-GHJK")]
     user_code: Option<String>,
 }
 
 /// Step 1: the sign-in form.
+#[utoipa::path(
+    get,
+    path = "/vedauth/device",
+    tag = "approval page",
+    params(ShowQuery),
+    responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
+)]
 pub(crate) async fn show(State(app): State<AppState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
     let csrf = cookie_csrf(&headers).unwrap_or_else(|| URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng)));
     let code: String = q.user_code.unwrap_or_default().chars().take(32).collect();
     with_cookie(&app, Page::Ok(sign_in_form(&csrf, &code, "", None)), &csrf)
 }
 
-#[derive(Deserialize)]
+/// The sign-in form, with the anti-forgery field equal to the `sr_csrf` cookie.
+#[derive(Deserialize, utoipa::ToSchema)]
 struct SignInForm {
+    csrf: String,
     user_code: String,
     username: String,
     password: SecretString,
 }
 
-#[derive(Deserialize)]
+/// The consent form: the ticket of the consent screen and the answer.
+#[derive(Deserialize, utoipa::ToSchema)]
 struct DecisionForm {
+    csrf: String,
     ticket: String,
+    /// `approve` or `deny`.
+    #[schema(example = "approve")]
     action: String,
 }
 
-#[derive(Deserialize)]
-struct CsrfField {
-    csrf: String,
+/// A form our own page posts, carrying the anti-forgery field.
+trait Posted: serde::de::DeserializeOwned {
+    fn csrf(&self) -> &str;
+}
+
+impl Posted for SignInForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl Posted for DecisionForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 /// Parses a form posted by our own page, after the anti-forgery checks.
 /// Returns the form and the browser's anti-forgery token.
-async fn posted<T: serde::de::DeserializeOwned>(req: Request) -> Result<(T, String), PageError> {
+async fn posted<T: Posted>(req: Request) -> Result<(T, String), PageError> {
     let headers = req.headers();
     if let Some(origin) = headers.get(header::ORIGIN) {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
@@ -154,16 +188,31 @@ async fn posted<T: serde::de::DeserializeOwned>(req: Request) -> Result<(T, Stri
         return Err(PageError::BadForm);
     };
     let body = read_body(req, &()).await.map_err(|_| PageError::BadForm)?;
-    let field: CsrfField = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
-    if !bool::from(field.csrf.as_bytes().ct_eq(cookie.as_bytes())) {
+    let form: T = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
+    if !bool::from(form.csrf().as_bytes().ct_eq(cookie.as_bytes())) {
         tracing::info!("approval page: anti-forgery field does not match the cookie");
         return Err(PageError::BadForm);
     }
-    let form = serde_urlencoded::from_bytes(&body).map_err(|_| PageError::BadForm)?;
     Ok((form, cookie))
 }
 
 /// Step 2: sign in and show the request.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device",
+    tag = "approval page",
+    request_body(content = SignInForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The consent screen: the application, the scope, Approve and Deny.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, or fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
+        (status = 401, description = "Wrong user name or password.", body = String, content_type = "text/html"),
+        (status = 403, description = "The user may not use this integration.", body = String, content_type = "text/html"),
+        (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
+        (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
+        (status = 429, description = "Too many wrong passwords or codes: locked for a while.", body = String, content_type = "text/html"),
+        (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
 pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<SignInForm>(req).await {
         Ok(v) => v,
@@ -200,6 +249,21 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
 }
 
 /// Step 3: approve or deny.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device/decision",
+    tag = "approval page",
+    request_body(content = DecisionForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The decision is recorded.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, fails the anti-forgery checks, or its ticket is not valid (any more).", body = String, content_type = "text/html"),
+        (status = 403, description = "The user may not use this integration.", body = String, content_type = "text/html"),
+        (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
+        (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
+        (status = 429, description = "The user is locked out for a while.", body = String, content_type = "text/html"),
+        (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
 pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<DecisionForm>(req).await {
         Ok(v) => v,

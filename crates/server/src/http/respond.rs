@@ -176,6 +176,11 @@ pub(crate) fn healthy(ok: bool) -> Response {
     }
 }
 
+/// Prometheus metrics in the OpenMetrics text format.
+pub(crate) fn metrics(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
+}
+
 /// Static assets of the page.
 pub(crate) fn css(body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()

@@ -1,9 +1,13 @@
 //! `/vedsdk` request bodies: JSON objects whose keys match case-insensitively
 //! (`VaultId` = `VaultID`: pyvenafi sends both), whose numbers may come as
-//! numeric strings (`"376"`: the vendor's own examples), and whose unknown
-//! keys are ignored.
+//! numeric strings (`"376"`: the vendor's own examples) or with a zero
+//! fraction (`376.0`: an integer to JSON Schema), and whose unknown keys are
+//! ignored.
 
 use serde_json::{Map, Value};
+
+/// The largest integer every f64 below it represents exactly (2^53).
+const MAX_EXACT_F64: f64 = 9_007_199_254_740_992.0;
 
 /// A parsed body.
 #[derive(Debug, Default)]
@@ -50,7 +54,13 @@ impl SdkBody {
         let wrong = || FieldError(format!("{} must be a 64-bit integer.", names[0]));
         match self.get(names) {
             None => Ok(None),
-            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(wrong),
+            // `2959.0` is an integer to JSON Schema (and so to the OpenAPI
+            // description): a number with no fraction, exactly representable.
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= MAX_EXACT_F64).map(|f| f as i64))
+                .map(Some)
+                .ok_or_else(wrong),
             Some(Value::String(s)) => {
                 let t = s.trim();
                 if t.is_empty() || !t.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) {
@@ -100,6 +110,21 @@ mod tests {
         assert!(b.int64(&["U"]).is_err());
         assert!(b.int32(&["V"]).is_err());
         assert_eq!(body(r#"{"N":null}"#).string(&["N"]), Ok(None));
+        assert!(body(r#"{"V":1e300}"#).int64(&["V"]).is_err(), "integral but not exact");
+        assert!(body(r#"{"V":-0.5}"#).int64(&["V"]).is_err());
+    }
+
+    #[test]
+    fn integral_numbers_written_with_a_fraction_are_integers() {
+        let b = body(r#"{"VaultType":2959.0,"VaultID":-299418892.0,"T":4294967296.0,"Z":-0.0,"E":1e3}"#);
+        assert_eq!(b.int32(&["VaultType"]), Ok(Some(2959)));
+        assert_eq!(b.int64(&["VaultID"]), Ok(Some(-299_418_892)));
+        assert_eq!(b.int64(&["T"]), Ok(Some(4_294_967_296)));
+        assert!(b.int32(&["T"]).is_err());
+        assert_eq!(b.int64(&["Z"]), Ok(Some(0)));
+        assert_eq!(b.int64(&["E"]), Ok(Some(1000)));
+        assert_eq!(body(r#"{"V":9007199254740992.0}"#).int64(&["V"]), Ok(Some(9_007_199_254_740_992)));
+        assert!(body(r#"{"V":18014398509481984.0}"#).int64(&["V"]).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! check the scope, parse the body, call the service, shape the answer.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Query, Request, State};
+use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -13,12 +13,18 @@ use strongroom_core::vault::value::{self, MAX_STRING_BYTES, Value};
 use strongroom_core::vault::{ResultCode, VaultId};
 use strongroom_proto::SecretString;
 use strongroom_proto::vedsdk::{
-    AddResponse, EncryptionKeysResponse, LogEvent, LogResponse, OwnersResponse, ResultResponse, RetrieveResponse, TypedNameValue,
-    TypedNameValuesResponse, ValueResponse, VaultIdsResponse,
+    AddRequest, AddResponse, AssociateRequest, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse, LogEvent, LogResponse,
+    LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest,
+    OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse, RetrieveResponse,
+    TypedNameValue, TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
 };
 use strongroom_store::EventFilter;
 
 use super::extract::bearer_token;
+use super::openapi::{
+    AddAnswer, Forbidden, IdsAnswer, KeysAnswer, LogAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, TypedNameValuesAnswer, Unauthorized,
+    Unavailable, ValueAnswer,
+};
 use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
 use crate::service::Origin;
@@ -38,13 +44,24 @@ impl From<FieldError> for SdkFailure {
 /// the entry the body's `VaultID` names: one context read in all. The
 /// bearer is judged before the body, so a bad token is 401 whatever the body.
 async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
+    begin_with(app, origin, req, scope, None).await
+}
+
+/// [`begin`], with the entry named by the path (`path_id`) rather than the body.
+async fn begin_with(
+    app: &AppState,
+    origin: Origin,
+    req: Request,
+    scope: &'static str,
+    path_id: Option<VaultId>,
+) -> Result<(Caller, SdkBody), SdkFailure> {
     let hash = bearer::token_hash(app, bearer_token(req.headers()).as_deref())?;
     let body = match Bytes::from_request(req, &()).await {
         Ok(bytes) => SdkBody::parse(&bytes).map_err(SdkFailure::BadJson),
         Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => Err(SdkFailure::TooLarge),
         Err(_) => Err(SdkFailure::BadJson("The request body could not be read.".into())),
     };
-    let id = body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId);
+    let id = path_id.or_else(|| body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId));
     let ctx = app.store.vault_context(hash, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
     bearer::admit(app, &ctx.access).await?;
     bearer::require(&ctx.access, scope)?;
@@ -97,11 +114,35 @@ fn value(b: &SdkBody) -> Result<Option<Value>, SdkFailure> {
     Ok(None)
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/Add",
+    tag = "vedsdk",
+    description = "Stores a secret owned by a folder. Needs Write on `Owner`. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = AddRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(AddAnswer),
+            links(
+                ("retrieve" = (operation_id = "retrieve", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("associate" = (operation_id = "associate", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("dissociate" = (operation_id = "dissociate", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("lookup_association" = (operation_id = "lookup_association", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("all_associations" = (operation_id = "all_associations", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("owner_lookup" = (operation_id = "owner_lookup", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("owner_add" = (operation_id = "owner_add", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("mutate" = (operation_id = "mutate", request_body = json!({"VaultID": "$response.body#/VaultID"}))),
+                ("owner_delete" = (operation_id = "owner_delete", request_body = json!({"VaultID": "$response.body#/VaultID"})))
+            ),
+        ),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let vault_type = required(b.int32(&["VaultType"])?, "VaultType")?;
-    let key_name = required(b.string(&["Keyname"])?, "Keyname")?;
-    if key_name.is_empty() || key_name.len() > 128 {
+    let key_name = b.string(&["Keyname"])?;
+    if key_name.as_ref().is_some_and(|k| k.is_empty() || k.len() > 128) {
         return Err(VaultError::params("Keyname must be 1 to 128 characters.").into());
     }
     let data = required(b.string(&["Base64Data"])?, "Base64Data")?;
@@ -114,12 +155,36 @@ pub(crate) async fn add(State(app): State<AppState>, origin: Origin, req: Reques
     Ok(ok(&AddResponse { result: 0, vault_id: id.0 }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/Retrieve",
+    tag = "vedsdk",
+    description = "The secret data. Master Admin only. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = VaultIdRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(RetrieveAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn retrieve(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let (data, vault_type) = svc::retrieve(&app, &c, vault_id(&b)?).await?;
     Ok(ok(&RetrieveResponse { base64_data: SecretString(STANDARD.encode(data)), result: 0, vault_type }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/Associate",
+    tag = "vedsdk",
+    description = "Adds one name/value association (one of `StringValue`, `IntValue`, `DateValue`). Needs Write on an owner. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = AssociateRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn associate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let id = vault_id(&b)?;
@@ -129,6 +194,18 @@ pub(crate) async fn associate(State(app): State<AppState>, origin: Origin, req: 
     Ok(success())
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/Dissociate",
+    tag = "vedsdk",
+    description = "Removes every association (no `Name`), a name's, or a name's given value. Needs Write on an owner. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = DissociateRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn dissociate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let id = vault_id(&b)?;
@@ -138,12 +215,36 @@ pub(crate) async fn dissociate(State(app): State<AppState>, origin: Origin, req:
     Ok(success())
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/LookupByAssociation",
+    tag = "vedsdk",
+    description = "Entries with an association of this name (and value, when given); entries without Read are left out. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = LookupByAssociationRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(IdsAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn lookup_by_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let n = required(name(&b)?, "Name")?;
     Ok(ids(svc::lookup_by_association(&app, &c, n, value(&b)?).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/LookupAssociationbyVaultID",
+    tag = "vedsdk",
+    description = "One association's value, as a string. Needs Read on an owner. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = LookupAssociationRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(ValueAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn lookup_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let id = vault_id(&b)?;
@@ -152,6 +253,18 @@ pub(crate) async fn lookup_association(State(app): State<AppState>, origin: Orig
     Ok(ok(&ValueResponse { result: 0, value: SecretString(v.display()) }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/LookupAllAssociationsbyVaultid",
+    tag = "vedsdk",
+    description = "Every association of an entry. Needs Write on an owner. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = VaultIdRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(TypedNameValuesAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn all_associations(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let list = svc::all_associations(&app, &c, vault_id(&b)?).await?;
@@ -162,23 +275,71 @@ pub(crate) async fn all_associations(State(app): State<AppState>, origin: Origin
     Ok(ok(&TypedNameValuesResponse { result: 0, typed_name_values }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/LookupByOwner",
+    tag = "vedsdk",
+    description = "Entries owned by a folder (of a type, when given). Master Admin only. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = LookupByOwnerRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(IdsAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn lookup_by_owner(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
     Ok(ids(svc::lookup_by_owner(&app, &c, b.string(&["Owner"])?, b.int32(&["VaultType"])?).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/LookupByVaultType",
+    tag = "vedsdk",
+    description = "Entries of a type; entries without Read are left out. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = LookupByVaultTypeRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(IdsAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn lookup_by_vault_type(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
     Ok(ids(svc::lookup_by_type(&app, &c, t).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/OrphanLookup",
+    tag = "vedsdk",
+    description = "Entries without owners (of a type, when given). Master Admin only. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = OrphanLookupRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(IdsAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn orphan_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     Ok(ids(svc::orphans(&app, &c, b.int32(&["VaultType"])?).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/OwnerAdd",
+    tag = "vedsdk",
+    description = "Adds an owner. Needs Write on the new and on a current owner. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = OwnerAddRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn owner_add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
@@ -186,6 +347,18 @@ pub(crate) async fn owner_add(State(app): State<AppState>, origin: Origin, req: 
     Ok(success())
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/OwnerDelete",
+    tag = "vedsdk",
+    description = "Removes an owner from one entry, or (no `VaultID`) from every entry; the last owner removed deletes the entry. Needs Write on that owner. Scope `restricted:delete`.",
+    security(("bearer" = [])),
+    request_body(content = OwnerDeleteRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:delete").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
@@ -194,6 +367,18 @@ pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, re
     Ok(success())
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/OwnerLookup",
+    tag = "vedsdk",
+    description = "The owners of an entry. Master Admin only. Scope `restricted`.",
+    security(("bearer" = [])),
+    request_body(content = OwnerLookupRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(OwnersAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
@@ -201,6 +386,18 @@ pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, re
     Ok(ok(&OwnersResponse { result: 0, owners }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/vedsdk/SecretStore/Mutate",
+    tag = "vedsdk",
+    description = "Changes an entry's `VaultType`. Master Admin only. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    request_body(content = MutateRequest, description = "A JSON object; keys match in any case, integers may be numeric strings."),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn mutate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
@@ -208,18 +405,127 @@ pub(crate) async fn mutate(State(app): State<AppState>, origin: Origin, req: Req
     Ok(success())
 }
 
+#[utoipa::path(
+    get,
+    path = "/vedsdk/SecretStore/Lookup",
+    tag = "vedsdk",
+    description = "Every entry the caller may read. Scope `restricted`.",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(IdsAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let (c, _) = begin(&app, origin, req, "restricted").await?;
     Ok(ids(svc::lookup_all(&app, &c).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/vedsdk/SecretStore/EncryptionKeysInUse",
+    tag = "vedsdk",
+    description = "The key names entries were stored with. Scope `restricted`.",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(KeysAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn encryption_keys_in_use(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "restricted").await?;
     Ok(ok(&EncryptionKeysResponse { encryption_keys: svc::keys_in_use(&app).await?, result: 0 }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/vedsdk/SecretStore/RotateKey/{vaultid}",
+    tag = "vedsdk",
+    description = "Moves one entry (its data and associations) under another named key. Needs Write on an owner. Scope `admin:rotate`. An unknown or unusable key is `Result` 21.",
+    security(("bearer" = [])),
+    params(
+        ("vaultid" = i64, Path, description = "The entry's VaultID."),
+        ("newkeyname" = String, Query, description = "The named key (`Driver:Name`) to move the entry under.", example = "Software:Default"),
+    ),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = ResultResponse),
+        SdkRefusals,
+    ),
+)]
+/// `GET RotateKey/{vaultid}?newkeyname=` (parameter name in any case), scope
+/// `admin:rotate`: moves one entry under another named key.
+pub(crate) async fn rotate_key(
+    State(app): State<AppState>,
+    origin: Origin,
+    Path(vault_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    req: Request,
+) -> Answer {
+    let id = vault_id.trim().parse::<i64>().ok().filter(|v| *v > 0).map(VaultId);
+    let (c, _) = begin_with(&app, origin, req, "admin:rotate", id).await?;
+    let id = id.ok_or_else(|| VaultError::params("The VaultID in the path must be a positive integer."))?;
+    let name = q.into_iter().find(|(k, _)| k.eq_ignore_ascii_case("newkeyname")).map(|(_, v)| v);
+    let name = required(name.filter(|n| !n.trim().is_empty()), "newkeyname")?;
+    svc::rotate_entry(&app, &c, id, &name).await?;
+    Ok(success())
+}
+
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Crypto/DefaultKey",
+    tag = "vedsdk",
+    description = "The named key `Add` uses when `Keyname` is absent. Scope `restricted`.",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The default key.", body = DefaultKeyResponse),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 503, response = Unavailable),
+    ),
+)]
+/// `GET /vedsdk/Crypto/DefaultKey`: the key `Add` uses when `Keyname` is absent.
+pub(crate) async fn default_key(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let _ = begin(&app, origin, req, "restricted").await?;
+    Ok(ok(&DefaultKeyResponse { default_key: app.keyring.default_name().to_owned() }))
+}
+
+/// The query of `GET /vedsdk/Log` (a description: the handler reads the
+/// names in any case).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code, non_snake_case)]
+struct LogQuery {
+    /// Events at or after this time, UTC ISO 8601.
+    #[param(example = "2024-01-02T03:04:05Z")]
+    FromTime: Option<String>,
+    /// Events before this time, UTC ISO 8601.
+    ToTime: Option<String>,
+    /// An event kind, such as `vault.associate`.
+    Kind: Option<String>,
+    /// The acting identity, `local:{…}`.
+    Identity: Option<String>,
+    /// Events about this entry.
+    VaultID: Option<i64>,
+    /// The `Next` of the previous page.
+    After: Option<i64>,
+    /// Events per page, 1 to 1000 (default 100).
+    Limit: Option<i64>,
+}
+
 /// `GET /vedsdk/Log?FromTime=&ToTime=&Kind=&Identity=&VaultID=&After=&Limit=`
 /// (parameter names in any case), scope `admin:viewlogs`.
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Log",
+    tag = "vedsdk",
+    description = "The event log, oldest first, a page at a time. Parameter names match in any case. Scope `admin:viewlogs`.",
+    security(("bearer" = [])),
+    params(LogQuery),
+    responses(
+        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(LogAnswer)),
+        SdkRefusals,
+    ),
+)]
 pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "admin:viewlogs").await?;
     let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();

@@ -5,9 +5,12 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use strongroom_proto::SecretString;
-use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
+use strongroom_proto::vedauth::{
+    DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, RevokeResponse, TokenRequest, TokenResponse, VerifyResponse,
+};
 
 use super::extract::{FormOrJson, bearer_token};
+use super::openapi::{AuthRefused, AuthTooLarge, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
 use crate::service::token::Issued;
@@ -31,6 +34,18 @@ fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
 }
 
 /// `POST Authorize/Device`.
+#[utoipa::path(
+    post,
+    path = "/vedauth/Authorize/Device",
+    tag = "vedauth",
+    request_body(content((DeviceRequest = "application/json"), (DeviceRequest = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "A device code and the user code to show (RFC 8628 §3.2).", body = DeviceResponse),
+        (status = 400, response = AuthRefused),
+        (status = 413, response = AuthTooLarge),
+        (status = 429, description = "`slow_down`: more than 60 starts from this client address in ten minutes; nothing was stored.", body = ErrorResponse),
+    ),
+)]
 pub(crate) async fn device(
     State(app): State<AppState>,
     origin: Origin,
@@ -50,6 +65,19 @@ pub(crate) async fn device(
 }
 
 /// `POST Authorize/Token`.
+#[utoipa::path(
+    post,
+    path = "/vedauth/Authorize/Token",
+    tag = "vedauth",
+    description = "Two shapes: refresh `{client_id, refresh_token}` (optionally `grant_type=refresh_token`), and the device-code \
+        exchange `{client_id, device_code, grant_type=urn:ietf:params:oauth:grant-type:device_code}`. Every failure is HTTP 400.",
+    request_body(content((TokenRequest = "application/json"), (TokenRequest = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "A new token pair; the presented refresh token or device code is spent.", body = TokenResponse),
+        (status = 400, response = AuthRefused),
+        (status = 413, response = AuthTooLarge),
+    ),
+)]
 pub(crate) async fn token(
     State(app): State<AppState>,
     origin: Origin,
@@ -60,6 +88,18 @@ pub(crate) async fn token(
 }
 
 /// `POST Authorize/OAuth` (password grant).
+#[utoipa::path(
+    post,
+    path = "/vedauth/Authorize/OAuth",
+    tag = "vedauth",
+    description = "The password grant, for integrations that allow it. Every failure is HTTP 400.",
+    request_body(content((OAuthRequest = "application/json"), (OAuthRequest = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "A new grant's token pair.", body = TokenResponse),
+        (status = 400, response = AuthRefused),
+        (status = 413, response = AuthTooLarge),
+    ),
+)]
 pub(crate) async fn oauth(
     State(app): State<AppState>,
     origin: Origin,
@@ -70,6 +110,17 @@ pub(crate) async fn oauth(
 }
 
 /// `GET Authorize/Verify`.
+#[utoipa::path(
+    get,
+    path = "/vedauth/Authorize/Verify",
+    tag = "vedauth",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The token is valid: its grant, scope and times.", body = VerifyResponse),
+        (status = 401, response = Unauthorized),
+        (status = 503, response = Unavailable),
+    ),
+)]
 pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
     let ctx = bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
     let g = &ctx.grant;
@@ -92,6 +143,17 @@ pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> R
 
 /// `GET Revoke/Token`: revokes the caller's whole grant. A token that has
 /// expired still names its grant, so a client may revoke after expiry.
+#[utoipa::path(
+    get,
+    path = "/vedauth/Revoke/Token",
+    tag = "vedauth",
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "The caller's grant (every token of it) is revoked.", body = RevokeResponse),
+        (status = 202, description = "No such token (also when the header is missing); nothing changed.", body = RevokeResponse),
+        (status = 503, response = Unavailable),
+    ),
+)]
 pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
     let ctx = match bearer::lookup(&app, bearer_token(&headers).as_deref()).await {
         Ok(ctx) => ctx,
@@ -109,6 +171,7 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
         .detail("revoked by the client");
     match app.store.revoke_grant(g.id.clone(), app.now(), event).await {
         Ok(true) => {
+            app.metrics.grant_revoked();
             Revoked::Done(format!("Grant for identity {} with scope {} has been revoked", g.user_id.identity(), g.scope)).into_response()
         }
         Ok(false) => Revoked::NotFound.into_response(),

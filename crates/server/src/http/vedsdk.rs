@@ -7,6 +7,7 @@ use axum::response::Response;
 use strongroom_proto::vedsdk::VersionResponse;
 
 use super::extract::bearer_token;
+use super::openapi::{Unauthorized, Unavailable};
 use super::respond::ok;
 use crate::service::bearer::{self, BearerError};
 use crate::state::AppState;
@@ -18,11 +19,28 @@ use crate::state::AppState;
 pub const API_VERSION: &str = "25.1.0";
 
 /// `GET /vedsdk/`: Go vcert's `Ping` wants a 200.
+#[utoipa::path(
+    get,
+    path = "/vedsdk",
+    tag = "vedsdk",
+    responses((status = 200, description = "`{}`: the WebSDK is here (vcert's `Ping`).", body = inline(Object))),
+)]
 pub(crate) async fn ping() -> Response {
     ok(&serde_json::json!({}))
 }
 
 /// `GET SystemStatus/Version`: any valid bearer token.
+#[utoipa::path(
+    get,
+    path = "/vedsdk/SystemStatus/Version",
+    tag = "vedsdk",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The WebSDK level served.", body = VersionResponse),
+        (status = 401, response = Unauthorized),
+        (status = 503, response = Unavailable),
+    ),
+)]
 pub(crate) async fn version(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
     bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
     Ok(ok(&VersionResponse { version: API_VERSION.to_owned() }))

@@ -162,7 +162,10 @@ pub async fn sign_in(
             .detail("user code not recognised, expired or already answered");
         let counters =
             app.store.record_failure(vec![(user_key, Rule::USER_CODE_GUESS), (addr_key, Rule::ADDRESS_CODE_GUESS)], event).await?;
-        return Err(if counters.iter().any(|c| c.is_locked(now)) { PageError::CodeLocked } else { PageError::UnknownCode });
+        // No key was locked before (checked above): every locked one is a new lockout.
+        let locked = counters.iter().filter(|c| c.is_locked(now)).count();
+        app.metrics.lockouts(locked);
+        return Err(if locked > 0 { PageError::CodeLocked } else { PageError::UnknownCode });
     };
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;
     if integration.disabled || !integration.allowed_users.permits(&user.id) {

@@ -64,7 +64,10 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
                 .store
                 .record_failure(vec![(keys[0].clone(), Rule::USER_PASSWORD), (keys[1].clone(), Rule::ADDRESS_PASSWORD)], event)
                 .await?;
-            if counters.iter().any(|c| c.is_locked(now)) { Err(LoginError::Locked) } else { Err(LoginError::Invalid) }
+            // No key was locked before (checked above): every locked one is a new lockout.
+            let locked = counters.iter().filter(|c| c.is_locked(now)).count();
+            app.metrics.lockouts(locked);
+            if locked > 0 { Err(LoginError::Locked) } else { Err(LoginError::Invalid) }
         }
     }
 }

@@ -109,6 +109,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                         .object(grant.id.as_str())
                         .detail("device code presented again: the unused pair was replaced");
                     if app.store.advance_pair(grant.id.clone(), grant.version, change, event).await? {
+                        app.metrics.token_issued();
                         tracing::debug!(grant = %grant.id, client_id, "device code exchanged again: pair replaced");
                         let mut grant = grant.clone();
                         grant.access_issued_at = now;
@@ -137,6 +138,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                     .detail("device code exchanged");
                 // One conditional write: of concurrent exchanges exactly one redeems.
                 if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+                    app.metrics.token_issued();
                     tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
                     return Ok(Issued { grant, tokens, state: None });
                 }
@@ -174,6 +176,7 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
         let change = if decision == Refresh::Retry { PairChange::replacing(&g.pair, &tokens) } else { PairChange::rotation(hash, &tokens) };
         let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
         if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
+            app.metrics.token_refreshed();
             tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
             let mut grant = ctx.grant;
             grant.access_issued_at = now;
@@ -192,7 +195,9 @@ async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: 
         .client_id(client_id)
         .object(grant.id.as_str())
         .detail("spent refresh token presented again: grant revoked");
+    app.metrics.refresh_reuse();
     if app.store.revoke_grant(grant.id.clone(), now, event).await? {
+        app.metrics.grant_revoked();
         tracing::warn!(grant = %grant.id, "refresh token reuse: grant revoked");
     }
     Ok(AuthError::InvalidGrant(REFRESH_INVALID))
@@ -240,5 +245,6 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         .object(grant.id.as_str())
         .detail("password grant");
     app.store.insert_grant(grant.clone(), NewTokens::from(&tokens), event).await?;
+    app.metrics.token_issued();
     Ok(Issued { grant, tokens, state: req.state })
 }

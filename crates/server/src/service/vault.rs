@@ -9,10 +9,12 @@ use strongroom_core::identity::UserId;
 use strongroom_core::vault::crypto::{self, CryptoError};
 use strongroom_core::vault::value::{Value, ValueType};
 use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
-use strongroom_store::{AddOwner, Checked, PutAssociation, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Writer};
+use strongroom_store::{
+    AddOwner, Checked, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Writer,
+};
 
 use super::Origin;
-use super::keyring::KeyRingError;
+use super::keyring::{self, KeyRingError};
 use crate::state::AppState;
 
 /// Largest secret (decoded `Base64Data`), bytes.
@@ -37,6 +39,19 @@ impl VaultError {
     }
     fn crypto() -> Self {
         VaultError { code: ResultCode::CryptoFailure, message: "The stored data cannot be decrypted.".into() }
+    }
+    /// A `Keyname` that names no configured key, or one that cannot be used now (Result 21).
+    fn invalid_key(e: KeyRingError) -> Self {
+        match e {
+            KeyRingError::Store(s) => s.into(),
+            KeyRingError::Unknown(name) => {
+                VaultError { code: ResultCode::InvalidKey, message: format!("No key named {name:?} is configured.") }
+            }
+            other => {
+                tracing::error!(error = %other, "vault key cannot be used");
+                VaultError { code: ResultCode::InvalidKey, message: "That key cannot be used now.".into() }
+            }
+        }
     }
 }
 
@@ -76,8 +91,8 @@ pub struct Caller {
     pub perms: Permissions,
     pub client_id: String,
     pub origin: Origin,
-    /// The newest data key's id, as the context read saw it.
-    pub current_key: Option<i64>,
+    /// The newest data key's id of each named key, as the context read saw them.
+    pub current_keys: Vec<(String, i64)>,
     /// The entry the request's VaultID names, if it exists.
     pub entry: Option<VaultEntry>,
 }
@@ -91,7 +106,7 @@ impl Caller {
             grant_id: g.id,
             client_id: g.client_id,
             origin,
-            current_key: ctx.current_key,
+            current_keys: ctx.current_keys,
             entry: ctx.entry,
         }
     }
@@ -151,7 +166,8 @@ fn describe(name: &str, t: ValueType) -> String {
 
 pub struct AddRequest {
     pub vault_type: i32,
-    pub key_name: String,
+    /// `None`: the configured default key.
+    pub key_name: Option<String>,
     pub data: Vec<u8>,
     pub owner: Option<String>,
 }
@@ -172,19 +188,13 @@ impl std::fmt::Debug for AddRequest {
 pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<VaultId> {
     let owner = folder(req.owner)?;
     let now = app.now();
-    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, now, c.current_key).await?;
+    let name = req.key_name.as_deref().unwrap_or(app.keyring.default_name());
+    let (key_name, key_id, key) =
+        app.keyring.current(&*app.store, &*app.rng, now, name, &c.current_keys).await.map_err(VaultError::invalid_key)?;
     let id = app.store.allocate_vault_id().await?;
     let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_data(id, key_id), &req.data)?;
     let event = c.event(app, EventKind::VaultAdded, Some(id)).detail(format!("owner={} type={}", owner, req.vault_type));
-    let entry = VaultEntry {
-        vault_id: id,
-        vault_type: req.vault_type,
-        key_name: req.key_name,
-        key_id,
-        sealed,
-        owners: vec![owner],
-        created_at: now,
-    };
+    let entry = VaultEntry { vault_id: id, vault_type: req.vault_type, key_name, key_id, sealed, owners: vec![owner], created_at: now };
     if checked(app.store.insert_entry(entry, c.writer(), event).await?)? { Ok(id) } else { Err(no_folder()) }
 }
 
@@ -204,7 +214,7 @@ pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, va
     }
     let t = value.value_type();
     let plain = value.to_bytes();
-    let (key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now(), c.current_key).await?;
+    let (_, key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now(), &e.key_name, &c.current_keys).await?;
     let sealed = crypto::seal(&key, &*app.rng, &crypto::aad_association(id, &name, t, key_id), &plain)?;
     let lookup = crypto::lookup_hash(&app.keyring.lookup, &name, t, &plain);
     let event = c.event(app, EventKind::VaultAssociated, Some(id)).detail(describe(&name, t));
@@ -357,4 +367,34 @@ pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) ->
 
 pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
     Ok(app.store.key_names_in_use().await?)
+}
+
+/// `RotateKey/{vaultid}?newkeyname=`: Write on an owner. Opens the entry's
+/// data and associations (Result 11 if any fails: nothing is moved) and
+/// seals them under the current data key of `new_name` (Result 21 if that
+/// key is unknown or unusable), in one write.
+pub async fn rotate_entry(app: &AppState, c: &Caller, id: VaultId, new_name: &str) -> VaultResult<String> {
+    let e = c.entry(id)?;
+    if !c.perms.on_any(&e.owners, Rights::WRITE) {
+        return Err(VaultError::denied());
+    }
+    let now = app.now();
+    let (name, new_id, new_key) =
+        app.keyring.current(&*app.store, &*app.rng, now, new_name, &c.current_keys).await.map_err(VaultError::invalid_key)?;
+    let mut items = vec![SealedItem::Data { vault_id: id, key_id: e.key_id, sealed: e.sealed.clone() }];
+    for a in app.store.associations(id).await? {
+        items.push(SealedItem::Association { vault_id: id, name: a.name, value_type: a.value_type, key_id: a.key_id, sealed: a.sealed });
+    }
+    let mut resealed = Vec::with_capacity(items.len());
+    for item in items {
+        let old = app.keyring.key(&*app.store, keyring::item_key(&item)).await?;
+        let sealed = keyring::reseal(&item, &old, new_id, &new_key, &*app.rng).ok_or_else(VaultError::crypto)?;
+        resealed.push((item, new_id, sealed));
+    }
+    let event = c.event(app, EventKind::VaultResealed, Some(id)).detail(format!("key={name} data key {new_id}"));
+    if checked(app.store.rekey_entry(id, name.clone(), resealed, c.writer(), event).await?)? {
+        Ok(name)
+    } else {
+        Err(VaultError { code: ResultCode::QueryError, message: "The entry changed meanwhile; nothing was changed. Try again.".into() })
+    }
 }

@@ -76,6 +76,11 @@ impl TestServer {
         s
     }
 
+    /// A server on a store the test made.
+    pub async fn start_on_store(store: Arc<dyn Store>) -> TestServer {
+        Self::start_with_store(store, |_| {}).await
+    }
+
     async fn start_with_store(store: Arc<dyn Store>, tweak: impl FnOnce(&mut RawConfig)) -> TestServer {
         // Server logs for failing tests: RUST_LOG=info cargo test ...
         let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();

@@ -188,9 +188,13 @@ async fn result_codes_permissions_and_bad_input() {
     assert_eq!((result(&v), v["VaultIDs"].clone()), (0, json!([])), "silently left out");
     assert_eq!(
         result(
-            &s.sdk("Add", &tb, json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="}))
-                .await
-                .1
+            &s.sdk(
+                "Add",
+                &tb,
+                json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="})
+            )
+            .await
+            .1
         ),
         10
     );
@@ -237,12 +241,21 @@ async fn result_codes_permissions_and_bad_input() {
         assert!(v["Error"].as_str().unwrap().contains(field), "{body}: {v}");
     }
     for (body, field) in [
-        (json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": TEAM, "Base64Data": "not base64!"}), "Base64Data"),
-        (json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": TEAM, "Base64Data": ""}), "Base64Data"),
-        (json!({"VaultType": 32, "Keyname": "k", "Namespace": "other", "Owner": TEAM, "Base64Data": "eA=="}), "Namespace"),
-        (json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": "\\VED\\Policy\\Nope", "Base64Data": "eA=="}), "Owner"),
-        (json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": "Policy", "Base64Data": "eA=="}), "Owner"),
-        (json!({"VaultType": 4_294_967_296u64, "Keyname": "k", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="}), "VaultType"),
+        (
+            json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": TEAM, "Base64Data": "not base64!"}),
+            "Base64Data",
+        ),
+        (json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": TEAM, "Base64Data": ""}), "Base64Data"),
+        (json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "other", "Owner": TEAM, "Base64Data": "eA=="}), "Namespace"),
+        (
+            json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\Nope", "Base64Data": "eA=="}),
+            "Owner",
+        ),
+        (json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "Policy", "Base64Data": "eA=="}), "Owner"),
+        (
+            json!({"VaultType": 4_294_967_296u64, "Keyname": "Software:Default", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="}),
+            "VaultType",
+        ),
     ] {
         let (_, v) = s.sdk("Add", &t, body.clone()).await;
         assert_eq!(result(&v), 9, "{body}: {v}");
@@ -293,8 +306,9 @@ async fn a_failed_event_write_leaves_no_change() {
     let before = s.event_kinds().await.len();
     let (st, v) = s.sdk("Associate", &t, json!({"VaultID": id, "Name": "n", "StringValue": "v"})).await;
     assert_eq!((st, result(&v)), (StatusCode::OK, 22), "{v}");
-    let (st, v) =
-        s.sdk("Add", &t, json!({"VaultType": 32, "Keyname": "k", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="})).await;
+    let (st, v) = s
+        .sdk("Add", &t, json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": TEAM, "Base64Data": "eA=="}))
+        .await;
     assert_eq!((st, result(&v)), (StatusCode::OK, 22));
     assert_eq!(result(&s.sdk("LookupAssociationbyVaultID", &t, json!({"VaultID": id, "Name": "n"})).await.1), 29, "nothing stored");
     let (_, v) =

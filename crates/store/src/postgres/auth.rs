@@ -15,7 +15,7 @@ use strongroom_core::token::TokenHash;
 
 use super::{
     PgStore, USER_COLS, append_event, counter_for_update, counter_from_row, device_from_row, exec, get, grant_from_row, insert_grant,
-    insert_tokens, opt_grant_from_row, pg, query_opt, standing_from_row, time, user_from_row,
+    opt_grant_from_row, pg, query_opt, standing_from_row, time, user_from_row,
 };
 use crate::sql::{self, DEVICE_COL_COUNT, GRANT_COL_COUNT, STANDING_COL_COUNT};
 use crate::{AuthStore, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
@@ -114,37 +114,8 @@ impl AuthStore for PgStore {
     }
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
-        in_tx!(self, |tx| {
-            async {
-                let p = &change.pair;
-                let now = change.tokens.issued_at.millis();
-                let n = exec(
-                    &tx,
-                    sql::ADVANCE_PAIR.postgres(),
-                    &[
-                        &grant_id.as_str(),
-                        &version,
-                        &p.refresh.as_ref().map(TokenHash::as_bytes),
-                        &p.access.as_ref().map(TokenHash::as_bytes),
-                        &p.used,
-                        &p.rotated_from.as_ref().map(|(h, _)| h.as_bytes()),
-                        &p.rotated_from.map(|(_, at)| at.millis()),
-                        &now,
-                    ],
-                )
-                .await?;
-                if n != 1 {
-                    return Ok(false);
-                }
-                if let Some(retired) = &change.retire_access {
-                    exec(&tx, sql::RETIRE_ACCESS.postgres(), &[&retired.as_bytes()]).await?;
-                }
-                insert_tokens(&tx, grant_id.as_str(), &change.tokens).await?;
-                append_event(&tx, &event).await?;
-                Ok(true)
-            }
-            .await
-        })
+        // One statement in a group commit (`batch`).
+        Box::pin(self.batch.advance_pair(grant_id, version, change, event))
     }
 
     fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()> {

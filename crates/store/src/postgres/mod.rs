@@ -6,13 +6,18 @@
 //! concurrent updater waits for the first, re-evaluates the `WHERE` on the
 //! committed row and matches nothing. Event appends lock the one
 //! `event_head` row, which serialises the hash chain across replicas.
+//!
+//! Connections use TLS as `sslmode` says ([`tls`]); a multi-host string with
+//! `target_session_attrs=read-write` connects to whichever host accepts
+//! writes, so after a failover new connections go to the promoted standby.
+//! A connection that saw a database error is not put back in the pool: it
+//! may be broken, or on a server that no longer takes writes.
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use std::str::FromStr as _;
 use std::time::Duration;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{NoTls, Row};
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
 use strongroom_core::grant::device::DeviceAuthorization;
@@ -31,10 +36,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "0001_auth", sql: include_str!("../../migrations/postgres/0001_auth.sql") },
     Migration { version: 2, name: "0002_vault", sql: include_str!("../../migrations/postgres/0002_vault.sql") },
     Migration { version: 3, name: "0003_pairs", sql: include_str!("../../migrations/postgres/0003_pairs.sql") },
+    Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/postgres/0004_named_keys.sql") },
 ];
 
-/// Connections per replica.
-const POOL_SIZE: usize = 16;
+/// Connections per replica: enough to keep the database busy while
+/// requests wait on the network, few enough to leave it room for other
+/// replicas (`max_connections` is shared).
+fn pool_size() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4) * 8
+}
 /// An arbitrary constant naming the migration lock.
 const MIGRATION_LOCK: i64 = 0x5354_524f_4e47;
 
@@ -42,6 +52,7 @@ const MIGRATION_LOCK: i64 = 0x5354_524f_4e47;
 pub struct PgStore {
     pool: Pool,
     describe: String,
+    batch: batch::Batcher,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -51,49 +62,73 @@ impl std::fmt::Debug for PgStore {
 }
 
 pub(crate) fn pg(e: tokio_postgres::Error) -> StoreError {
-    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) { StoreError::Conflict } else { StoreError::Backend(e.to_string()) }
+    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) { StoreError::Conflict } else { StoreError::Backend(describe_error(&e)) }
+}
+
+/// The driver's error with its causes (the TLS or I/O failure behind
+/// "error performing TLS handshake"); of a database error only its code and
+/// message, never its DETAIL (which can quote row values).
+pub(crate) fn describe_error(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+    }
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 impl PgStore {
     /// Connects, and applies migrations under an advisory lock (replicas may
     /// start together).
     pub async fn connect(url: &str) -> StoreResult<PgStore> {
-        let config = tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Backend(format!("database url: {e}")))?;
-        Self::with_config(config).await
+        Self::with_config(tls::parse(url)?).await
     }
 
-    async fn with_config(config: tokio_postgres::Config) -> StoreResult<PgStore> {
+    async fn with_config(connect: tls::Connect) -> StoreResult<PgStore> {
+        let tls::Connect { config, tls, mode } = connect;
+        let ports = config.get_ports();
         let hosts: Vec<String> = config
             .get_hosts()
             .iter()
-            .map(|h| match h {
-                tokio_postgres::config::Host::Tcp(s) => s.clone(),
-                #[cfg(unix)]
-                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            .enumerate()
+            .map(|(i, h)| {
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                match h {
+                    tokio_postgres::config::Host::Tcp(s) => format!("{s}:{port}"),
+                    #[cfg(unix)]
+                    tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+                }
             })
             .collect();
+        let size = pool_size();
         let describe = format!(
-            "postgres host={} port={} dbname={} user={} (pool max {POOL_SIZE})",
+            "postgres hosts={} dbname={} user={} sslmode={} target_session_attrs={:?} (pool max {size})",
             hosts.join(","),
-            config.get_ports().first().copied().unwrap_or(5432),
             config.get_dbname().unwrap_or(""),
             config.get_user().unwrap_or(""),
+            mode.as_str(),
+            config.get_target_session_attrs(),
         );
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
+            .max_size(size)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(Duration::from_secs(10)))
             .create_timeout(Some(Duration::from_secs(10)))
             .build()
             .map_err(|e| StoreError::Backend(format!("connection pool: {e}")))?;
-        let store = PgStore { pool, describe };
+        let store = PgStore { batch: batch::Batcher::spawn(pool.clone()), pool, describe };
         store.migrate().await?;
         Ok(store)
     }
 
     pub(crate) async fn client(&self) -> StoreResult<Object> {
-        self.pool.get().await.map_err(|e| StoreError::Backend(format!("connecting: {e}")))
+        checkout(&self.pool).await
     }
 
     async fn migrate(&self) -> StoreResult<()> {
@@ -408,17 +443,40 @@ pub(super) fn event_from_row(row: &Row) -> StoreResult<StoredEvent> {
     })
 }
 
+/// A pooled connection.
+pub(crate) async fn checkout(pool: &Pool) -> StoreResult<Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => StoreError::Backend(format!("connecting: {}", describe_error(&e))),
+        other => StoreError::Backend(format!("connecting: {other}")),
+    })
+}
+
+/// Gives a connection back to the pool, unless its work failed in the
+/// database: a closed connection, a server shutting down or turned read-only
+/// (a demoted primary) must not serve the next request. Unique violations
+/// (`Conflict`) and the other expected outcomes keep it.
+pub(crate) fn release<T>(client: Object, out: &StoreResult<T>) {
+    if matches!(out, Err(StoreError::Backend(_))) {
+        drop(Object::take(client));
+    }
+}
+
 /// Runs `$body` in a transaction on a pooled client bound to `$tx`, and
 /// commits when it returns `Ok`.
 macro_rules! in_tx {
     ($self:ident, |$tx:ident| $body:block) => {
         Box::pin(async move {
             let mut client = $self.client().await?;
-            let $tx = client.transaction().await.map_err(pg)?;
-            let out = $body;
-            if out.is_ok() {
-                $tx.commit().await.map_err(pg)?;
+            let out = async {
+                let $tx = client.transaction().await.map_err(pg)?;
+                let out = $body;
+                if out.is_ok() {
+                    $tx.commit().await.map_err(pg)?;
+                }
+                out
             }
+            .await;
+            $crate::postgres::release(client, &out);
             out
         })
     };
@@ -429,7 +487,9 @@ macro_rules! on_client {
     ($self:ident, |$c:ident| $body:block) => {
         Box::pin(async move {
             let $c = $self.client().await?;
-            $body
+            let out = async { $body }.await;
+            $crate::postgres::release($c, &out);
+            out
         })
     };
 }
@@ -437,6 +497,9 @@ macro_rules! on_client {
 // The store's parts, after the macros they use.
 mod admin;
 mod auth;
+mod batch;
+mod tls;
+mod transfer;
 mod vault;
 
 impl EventStore for PgStore {
@@ -445,6 +508,21 @@ impl EventStore for PgStore {
     }
     fn ping(&self) -> StoreFuture<'_, ()> {
         on_client!(self, |c| { c.query_one("SELECT 1", &[]).await.map(drop).map_err(pg) })
+    }
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        on_client!(self, |c| {
+            let r = c.query_one("SELECT max(version) FROM schema_migrations", &[]).await.map_err(pg)?;
+            crate::check_schema(get::<Option<i64>>(&r, 0)?)
+        })
+    }
+    fn observe(&self, _observer: std::sync::Arc<dyn crate::StoreObserver>) {
+        // Not reported yet: the commit-batch metrics are SQLite's writer's.
+        // PostgreSQL's refresh and Associate batches (batch.rs) could report
+        // their sizes the same way.
+    }
+    fn pool_status(&self) -> crate::PoolStatus {
+        let s = self.pool.status();
+        crate::PoolStatus { max: s.max_size, in_use: s.size.saturating_sub(s.available), waiting: s.waiting }
     }
     fn append_event(&self, event: Event) -> StoreFuture<'_, ()> {
         in_tx!(self, |tx| { append_event(&tx, &event).await.map(drop) })
@@ -501,26 +579,60 @@ impl EventStore for PgStore {
 pub mod testing {
     //! Helpers for tests against a shared PostgreSQL server.
 
-    use std::str::FromStr as _;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::{PgStore, pg};
-    use crate::{Store, StoreError, StoreResult};
+    use crate::{Store, StoreResult};
 
     static COUNTER: AtomicU32 = AtomicU32::new(0);
 
     /// A store in a new, empty schema of its own on the server at `url`.
     pub async fn fresh_schema(url: &str) -> StoreResult<Arc<dyn Store>> {
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok(fresh_schema_named(url).await?.0)
+    }
+
+    /// [`fresh_schema`], and the schema's name (for tests that reach underneath).
+    pub async fn fresh_schema_named(url: &str) -> StoreResult<(Arc<dyn Store>, String)> {
+        let mut connect = super::tls::parse(url)?;
         let nanos = std::time::SystemTime::UNIX_EPOCH.elapsed().map(|d| d.subsec_nanos()).unwrap_or(0);
         let schema = format!("t_{}_{}_{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::Relaxed));
-        let (client, conn) = config.connect(tokio_postgres::NoTls).await.map_err(pg)?;
+        let (client, conn) = connect.config.connect(connect.tls.clone()).await.map_err(pg)?;
         let driver = tokio::spawn(conn);
         client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.map_err(pg)?;
         drop(client);
         let _ = driver.await;
-        config.options(format!("-c search_path={schema}"));
-        Ok(Arc::new(PgStore::with_config(config).await?))
+        connect.config.options(format!("-c search_path={schema}"));
+        Ok((Arc::new(PgStore::with_config(connect).await?), schema))
+    }
+
+    /// A new, empty schema on the server at `url`; the URL that selects it,
+    /// for a server started as another process. Nothing is migrated yet.
+    pub async fn fresh_schema_url(url: &str) -> StoreResult<String> {
+        let connect = super::tls::parse(url)?;
+        let nanos = std::time::SystemTime::UNIX_EPOCH.elapsed().map(|d| d.subsec_nanos()).unwrap_or(0);
+        let schema = format!("u_{}_{}_{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::Relaxed));
+        let (client, conn) = connect.config.connect(connect.tls).await.map_err(pg)?;
+        let driver = tokio::spawn(conn);
+        client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.map_err(pg)?;
+        drop(client);
+        let _ = driver.await;
+        let sep = if url.contains('?') { '&' } else { '?' };
+        Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
+    }
+
+    /// Connects once to `url` as the store would and answers whether that
+    /// connection is encrypted (`pg_stat_ssl`) and, when it is, with which
+    /// TLS version.
+    pub async fn tls_in_use(url: &str) -> StoreResult<Option<String>> {
+        let connect = super::tls::parse(url)?;
+        let (client, conn) = connect.config.connect(connect.tls).await.map_err(pg)?;
+        let driver = tokio::spawn(conn);
+        let row = client.query_one("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).await.map_err(pg)?;
+        let ssl: bool = super::get(&row, 0)?;
+        let version: Option<String> = super::get(&row, 1)?;
+        drop(client);
+        let _ = driver.await;
+        Ok(if ssl { Some(version.unwrap_or_default()) } else { None })
     }
 }

@@ -4,11 +4,13 @@
 
 use deadpool_postgres::GenericClient;
 
+use std::sync::LazyLock;
 use strongroom_core::event::Event;
 use strongroom_core::token::TokenHash;
-use strongroom_core::vault::{FolderPath, VaultId};
 
-use super::admin::{folder_exists, rights_of};
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
+
+use super::admin::folder_exists;
 use super::auth::access_from_row;
 use super::{Param, PgStore, append_event, exec, get, pg, query, query_one, query_opt, time};
 use crate::sql;
@@ -17,6 +19,31 @@ use crate::{
     VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32, stored_value_type,
 };
 
+/// `$1` access-token hash, `$2` entry id (or NULL) → [`sql::access_cols`],
+/// then the user's rights (folder keys, rights), the newest data key of
+/// each key name (names, ids), and the entry's type, key name, data key,
+/// sealed data, created at and owners (NULLs and no owners when there is no
+/// such entry). The whole vault context in one statement, one round trip
+/// and one snapshot; no row when the token is unknown.
+static VAULT_CONTEXT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {}, \
+         ARRAY(SELECT r.path_key FROM folder_rights r WHERE r.user_id = g.user_id ORDER BY r.path_key), \
+         ARRAY(SELECT r.rights FROM folder_rights r WHERE r.user_id = g.user_id ORDER BY r.path_key), \
+         ARRAY(SELECT key_name FROM data_keys GROUP BY key_name ORDER BY key_name), \
+         ARRAY(SELECT max(id) FROM data_keys GROUP BY key_name ORDER BY key_name), \
+         e.vault_type, e.key_name, e.key_id, e.sealed, e.created_at, \
+         ARRAY(SELECT o.owner FROM vault_owners o WHERE o.vault_id = e.vault_id ORDER BY o.owner_key) \
+         FROM {} LEFT JOIN vault_entries e ON e.vault_id = $2::BIGINT WHERE t.hash = $1",
+        sql::access_cols(),
+        sql::ACCESS_JOINS
+    )
+});
+
+fn rights(bits: i64) -> Rights {
+    Rights::from_bits(u32::try_from(bits).unwrap_or(0))
+}
+
 async fn owners(c: &impl GenericClient, id: VaultId) -> StoreResult<Vec<FolderPath>> {
     let rows = query(c, sql::OWNERS.postgres(), &[&id.0]).await?;
     rows.iter().map(|r| stored_folder(&get::<String>(r, 0)?)).collect()
@@ -24,21 +51,6 @@ async fn owners(c: &impl GenericClient, id: VaultId) -> StoreResult<Vec<FolderPa
 
 async fn exists(c: &impl GenericClient, id: VaultId) -> StoreResult<bool> {
     Ok(query_opt(c, "SELECT 1 FROM vault_entries WHERE vault_id = $1", &[&id.0]).await?.is_some())
-}
-
-async fn entry(c: &impl GenericClient, id: VaultId) -> StoreResult<Option<VaultEntry>> {
-    let Some(r) = query_opt(c, sql::ENTRY.postgres(), &[&id.0]).await? else {
-        return Ok(None);
-    };
-    Ok(Some(VaultEntry {
-        vault_id: id,
-        vault_type: get(&r, 0)?,
-        key_name: get(&r, 1)?,
-        key_id: get(&r, 2)?,
-        sealed: get(&r, 3)?,
-        owners: owners(c, id).await?,
-        created_at: time(&r, 4)?,
-    }))
 }
 
 /// One boolean query of the shared rights checks.
@@ -58,24 +70,36 @@ async fn may_write_folder(c: &impl GenericClient, by: &Writer, folder: &FolderPa
 impl VaultStore for PgStore {
     fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         on_client!(self, |c| {
-            let Some(row) = query_opt(&c, sql::ACCESS_CONTEXT.postgres(), &[&access_hash.as_bytes()]).await? else {
+            let id = id.filter(|id| id.0 > 0).map(|id| id.0);
+            let Some(r) = query_opt(&c, &VAULT_CONTEXT, &[&access_hash.as_bytes(), &id]).await? else {
                 return Ok(None);
             };
-            let access = access_from_row(&row, access_hash)?;
-            let rights = rights_of(&c, &access.grant.user_id).await?;
-            let current_key = get::<Option<i64>>(&query_one(&c, "SELECT max(id) FROM data_keys", &[]).await?, 0)?;
-            let entry = match id {
-                Some(id) if id.0 > 0 => entry(&c, id).await?,
+            let access = access_from_row(&r, access_hash)?;
+            let o = sql::GRANT_COL_COUNT + sql::ACCESS_EXTRA_COLS;
+            let rights = get::<Vec<String>>(&r, o)?.into_iter().zip(get::<Vec<i64>>(&r, o + 1)?).map(|(k, b)| (k, rights(b))).collect();
+            let current_keys = get::<Vec<String>>(&r, o + 2)?.into_iter().zip(get::<Vec<i64>>(&r, o + 3)?).collect();
+            let entry = match (id, get::<Option<i32>>(&r, o + 4)?) {
+                (Some(id), Some(vault_type)) => Some(VaultEntry {
+                    vault_id: VaultId(id),
+                    vault_type,
+                    key_name: get(&r, o + 5)?,
+                    key_id: get(&r, o + 6)?,
+                    sealed: get(&r, o + 7)?,
+                    owners: get::<Vec<String>>(&r, o + 9)?.iter().map(|p| stored_folder(p)).collect::<StoreResult<_>>()?,
+                    created_at: time(&r, o + 8)?,
+                }),
                 _ => None,
             };
-            Ok(Some(VaultContext { access, rights, current_key, entry }))
+            Ok(Some(VaultContext { access, rights, current_keys, entry }))
         })
     }
 
     fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
         on_client!(self, |c| {
             let rows = query(&c, sql::DATA_KEYS.postgres(), &[]).await?;
-            rows.iter().map(|r| Ok(DataKeyRecord { id: get(r, 0)?, wrapped: get(r, 1)?, created_at: time(r, 2)? })).collect()
+            rows.iter()
+                .map(|r| Ok(DataKeyRecord { id: get(r, 0)?, key_name: get(r, 1)?, wrapped: get(r, 2)?, created_at: time(r, 3)? }))
+                .collect()
         })
     }
 
@@ -84,8 +108,8 @@ impl VaultStore for PgStore {
             async {
                 exec(
                     &tx,
-                    "INSERT INTO data_keys (id, wrapped, created_at) VALUES ($1, $2, $3)",
-                    &[&k.id, &k.wrapped, &k.created_at.millis()],
+                    "INSERT INTO data_keys (id, key_name, wrapped, created_at) VALUES ($1, $2, $3, $4)",
+                    &[&k.id, &k.key_name, &k.wrapped, &k.created_at.millis()],
                 )
                 .await?;
                 append_event(&tx, &event).await.map(drop)
@@ -257,32 +281,8 @@ impl VaultStore for PgStore {
     }
 
     fn put_association(&self, id: VaultId, a: StoredAssociation, by: Writer, event: Event) -> StoreFuture<'_, Checked<PutAssociation>> {
-        in_tx!(self, |tx| {
-            async {
-                if !exists(&tx, id).await? {
-                    return Ok(Checked::Done(PutAssociation::NoEntry));
-                }
-                if !may_write_entry(&tx, &by, id).await? {
-                    return Ok(Checked::Denied);
-                }
-                // Lock the entry row: concurrent writers to one entry take turns.
-                if query_opt(&tx, "SELECT 1 FROM vault_entries WHERE vault_id = $1 FOR UPDATE", &[&id.0]).await?.is_none() {
-                    return Ok(Checked::Done(PutAssociation::NoEntry));
-                }
-                let existing =
-                    query_opt(&tx, "SELECT lookup FROM associations WHERE vault_id = $1 AND name = $2", &[&id.0, &a.name]).await?;
-                if let Some(r) = existing
-                    && get::<Vec<u8>>(&r, 0)? == a.lookup
-                {
-                    return Ok(Checked::Done(PutAssociation::Identical));
-                }
-                exec(&tx, sql::PUT_ASSOCIATION.postgres(), &[&id.0, &a.name, &a.value_type.as_str(), &a.key_id, &a.sealed, &&a.lookup[..]])
-                    .await?;
-                append_event(&tx, &event).await?;
-                Ok(Checked::Done(PutAssociation::Stored))
-            }
-            .await
-        })
+        // One statement in a group commit (`batch`).
+        Box::pin(self.batch.put_association(id, a, by, event))
     }
 
     fn dissociate(
@@ -326,13 +326,13 @@ impl VaultStore for PgStore {
         })
     }
 
-    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+    fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
         on_client!(self, |c| {
             let mut out = Vec::new();
             let rows = query(
                 &c,
-                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> $1 ORDER BY vault_id LIMIT $2",
-                &[&current, &i64::from(limit)],
+                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> $1 AND key_name = $3 ORDER BY vault_id LIMIT $2",
+                &[&current, &i64::from(limit), &key_name],
             )
             .await?;
             for r in &rows {
@@ -342,8 +342,10 @@ impl VaultStore for PgStore {
             if left > 0 {
                 let rows = query(
                     &c,
-                    "SELECT vault_id, name, value_type, key_id, sealed FROM associations WHERE key_id <> $1 ORDER BY vault_id, name LIMIT $2",
-                    &[&current, &left],
+                    "SELECT a.vault_id, a.name, a.value_type, a.key_id, a.sealed FROM associations a \
+                     JOIN vault_entries e ON e.vault_id = a.vault_id \
+                     WHERE a.key_id <> $1 AND e.key_name = $3 ORDER BY a.vault_id, a.name LIMIT $2",
+                    &[&current, &left, &key_name],
                 )
                 .await?;
                 for r in &rows {
@@ -388,6 +390,54 @@ impl VaultStore for PgStore {
                     append_event(&tx, &event).await?;
                 }
                 Ok(n)
+            }
+            .await
+        })
+    }
+
+    fn rekey_entry(
+        &self,
+        id: VaultId,
+        key_name: String,
+        items: Vec<(SealedItem, i64, Vec<u8>)>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<bool>> {
+        in_tx!(self, |tx| {
+            async {
+                if !may_write_entry(&tx, &by, id).await? {
+                    return Ok(Checked::Denied);
+                }
+                let mut moved = false;
+                for (item, new_key, new_sealed) in &items {
+                    match item {
+                        SealedItem::Data { vault_id, key_id, .. } if *vault_id == id => {
+                            moved = exec(
+                                &tx,
+                                "UPDATE vault_entries SET key_name = $1, key_id = $2, sealed = $3 WHERE vault_id = $4 AND key_id = $5",
+                                &[&key_name, new_key, new_sealed, &id.0, key_id],
+                            )
+                            .await?
+                                == 1;
+                            if !moved {
+                                return Ok(Checked::Done(false));
+                            }
+                        }
+                        SealedItem::Association { vault_id, name, key_id, .. } if moved && *vault_id == id => {
+                            exec(
+                                &tx,
+                                "UPDATE associations SET key_id = $1, sealed = $2 WHERE vault_id = $3 AND name = $4 AND key_id = $5",
+                                &[new_key, new_sealed, &id.0, name, key_id],
+                            )
+                            .await?;
+                        }
+                        _ => {}
+                    }
+                }
+                if moved {
+                    append_event(&tx, &event).await?;
+                }
+                Ok(Checked::Done(moved))
             }
             .await
         })

@@ -9,13 +9,18 @@
 mod admin;
 mod auth;
 mod readers;
+mod snapshot;
+mod transfer;
 mod vault;
 mod writer;
+
+pub use snapshot::{Snapshot, read_snapshot, restore_file, snapshot};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
@@ -29,13 +34,16 @@ use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
 use crate::sql::{self, GRANT_COL_COUNT};
-use crate::{EventFilter, EventStore, Migration, NewTokens, StoreError, StoreFuture, StoreResult, device_state_from_parts};
+use crate::{
+    EventFilter, EventStore, Migration, NewTokens, PoolStatus, StoreError, StoreFuture, StoreObserver, StoreResult, device_state_from_parts,
+};
 use writer::{Job, Typed, backend};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "0001_auth", sql: include_str!("../../migrations/sqlite/0001_auth.sql") },
     Migration { version: 2, name: "0002_vault", sql: include_str!("../../migrations/sqlite/0002_vault.sql") },
     Migration { version: 3, name: "0003_pairs", sql: include_str!("../../migrations/sqlite/0003_pairs.sql") },
+    Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/sqlite/0004_named_keys.sql") },
 ];
 
 /// Milliseconds a connection waits for another process's lock (the admin
@@ -55,6 +63,26 @@ struct Inner {
     writer: mpsc::Sender<Box<dyn Job>>,
     readers: readers::Readers,
     settings: String,
+    observer: writer::ObserverSlot,
+    /// Reads and writes asked for and not yet answered (for [`PoolStatus`]).
+    reads: AtomicUsize,
+    writes: AtomicUsize,
+}
+
+/// Counts one job in flight while alive (a cancelled request still counts down).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        InFlight(n)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -201,12 +229,24 @@ impl SqliteStore {
             )
         };
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>(4096);
+        let observer = writer::ObserverSlot::default();
+        let slot = observer.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer::run(conn, rx))
+            .spawn(move || writer::run(conn, rx, &slot))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         let readers = readers::Readers::start(path, READERS, BUSY_TIMEOUT_MS)?;
-        Ok(SqliteStore { inner: Arc::new(Inner { path: path.to_owned(), writer: tx, readers, settings }) })
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                writer: tx,
+                readers,
+                settings,
+                observer,
+                reads: AtomicUsize::new(0),
+                writes: AtomicUsize::new(0),
+            }),
+        })
     }
 
     /// Runs `f` in the writer's next batch transaction.
@@ -215,6 +255,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
+        let _in_flight = InFlight::new(&self.inner.writes);
         let (reply, rx) = oneshot::channel();
         self.inner.writer.send(Box::new(Typed::new(f, reply))).await.map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
@@ -227,6 +268,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
+        let _in_flight = InFlight::new(&self.inner.reads);
         self.inner.readers.run(f).await
     }
 }
@@ -535,6 +577,23 @@ impl EventStore for SqliteStore {
     fn ping(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(backend)))
     }
+    /// A job on the writer: ready means writes can take the database's
+    /// write lock (one held elsewhere makes the request path fail too).
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(|c| {
+            let v: Option<i64> = c.query_row("SELECT max(version) FROM schema_migrations", [], |r| r.get(0)).map_err(backend)?;
+            crate::check_schema(v)
+        }))
+    }
+    fn observe(&self, observer: Arc<dyn StoreObserver>) {
+        self.inner.observer.set(observer);
+    }
+    fn pool_status(&self) -> PoolStatus {
+        // One writer connection and READERS reader connections, each doing one job at a time.
+        let (r, w) = (self.inner.reads.load(Ordering::Relaxed), self.inner.writes.load(Ordering::Relaxed));
+        let in_use = r.min(READERS) + w.min(1);
+        PoolStatus { max: READERS + 1, in_use, waiting: r + w - in_use }
+    }
     fn append_event(&self, event: Event) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| append_event_tx(c, &event).map(drop)))
     }
@@ -588,6 +647,9 @@ impl EventStore for SqliteStore {
         }))
     }
 }
+
+#[cfg(test)]
+mod upgrade_tests;
 
 #[cfg(test)]
 #[cfg(unix)]

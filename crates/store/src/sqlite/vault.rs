@@ -68,6 +68,9 @@ fn may_write_folder(c: &Connection, by: &Writer, folder: &FolderPath) -> StoreRe
     check(c, sql::MAY_WRITE_FOLDER.sqlite(), params![by.grant_id.as_str(), by.user_id.as_str(), folder.key()])
 }
 
+/// The newest data key of each named key.
+const CURRENT_KEYS: &str = "SELECT key_name, max(id) FROM data_keys GROUP BY key_name ORDER BY key_name";
+
 impl VaultStore for SqliteStore {
     fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         Box::pin(self.read(move |c| {
@@ -75,15 +78,15 @@ impl VaultStore for SqliteStore {
             let access = st.query_row([access_hash.as_bytes()], |r| access_from_row(r, access_hash)).optional().map_err(backend)?;
             let Some(access) = access else { return Ok(None) };
             let rights = rights_of(c, &access.grant.user_id)?;
-            let current_key = c
-                .prepare_cached("SELECT max(id) FROM data_keys")
-                .and_then(|mut st| st.query_row([], |r| r.get::<_, Option<i64>>(0)))
+            let current_keys = c
+                .prepare_cached(CURRENT_KEYS)
+                .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>())
                 .map_err(backend)?;
             let entry = match id {
                 Some(id) if id.0 > 0 => entry(c, id)?,
                 _ => None,
             };
-            Ok(Some(VaultContext { access, rights, current_key, entry }))
+            Ok(Some(VaultContext { access, rights, current_keys, entry }))
         }))
     }
 
@@ -91,7 +94,9 @@ impl VaultStore for SqliteStore {
         Box::pin(self.read(|c| {
             let mut st = c.prepare_cached(sql::DATA_KEYS.sqlite()).map_err(backend)?;
             let rows = st
-                .query_map([], |r| Ok(DataKeyRecord { id: r.get(0)?, wrapped: r.get(1)?, created_at: time_col(r, 2)? }))
+                .query_map([], |r| {
+                    Ok(DataKeyRecord { id: r.get(0)?, key_name: r.get(1)?, wrapped: r.get(2)?, created_at: time_col(r, 3)? })
+                })
                 .map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         }))
@@ -100,8 +105,8 @@ impl VaultStore for SqliteStore {
     fn insert_data_key(&self, k: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
             match c.execute(
-                "INSERT INTO data_keys (id, wrapped, created_at) VALUES (?1, ?2, ?3)",
-                params![k.id, k.wrapped, k.created_at.millis()],
+                "INSERT INTO data_keys (id, key_name, wrapped, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![k.id, k.key_name, k.wrapped, k.created_at.millis()],
             ) {
                 Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict),
                 Err(e) => Err(backend(e)),
@@ -328,13 +333,18 @@ impl VaultStore for SqliteStore {
         }))
     }
 
-    fn sealed_on_old_keys(&self, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+    fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
         Box::pin(self.read(move |c| {
             let mut out = Vec::new();
-            let mut st =
-                c.prepare("SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 ORDER BY vault_id LIMIT ?2").map_err(backend)?;
+            let mut st = c
+                .prepare(
+                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 AND key_name = ?3 ORDER BY vault_id LIMIT ?2",
+                )
+                .map_err(backend)?;
             let rows = st
-                .query_map(params![current, limit], |r| Ok(SealedItem::Data { vault_id: VaultId(r.get(0)?), key_id: r.get(1)?, sealed: r.get(2)? }))
+                .query_map(params![current, limit, key_name], |r| {
+                    Ok(SealedItem::Data { vault_id: VaultId(r.get(0)?), key_id: r.get(1)?, sealed: r.get(2)? })
+                })
                 .map_err(backend)?;
             for r in rows {
                 out.push(r.map_err(backend)?);
@@ -343,12 +353,20 @@ impl VaultStore for SqliteStore {
             if left > 0 {
                 let mut st = c
                     .prepare(
-                        "SELECT vault_id, name, value_type, key_id, sealed FROM associations WHERE key_id <> ?1 ORDER BY vault_id, name LIMIT ?2",
+                        "SELECT a.vault_id, a.name, a.value_type, a.key_id, a.sealed FROM associations a \
+                         JOIN vault_entries e ON e.vault_id = a.vault_id \
+                         WHERE a.key_id <> ?1 AND e.key_name = ?3 ORDER BY a.vault_id, a.name LIMIT ?2",
                     )
                     .map_err(backend)?;
                 let rows = st
-                    .query_map(params![current, left], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, Vec<u8>>(4)?))
+                    .query_map(params![current, left, key_name], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, i64>(3)?,
+                            r.get::<_, Vec<u8>>(4)?,
+                        ))
                     })
                     .map_err(backend)?;
                 for r in rows {
@@ -380,6 +398,48 @@ impl VaultStore for SqliteStore {
                 append_event_tx(c, &event)?;
             }
             Ok(n)
+        }))
+    }
+
+    fn rekey_entry(
+        &self,
+        id: VaultId,
+        key_name: String,
+        items: Vec<(SealedItem, i64, Vec<u8>)>,
+        by: Writer,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<bool>> {
+        Box::pin(self.write(move |c| {
+            if !may_write_entry(c, &by, id)? {
+                return Ok(Checked::Denied);
+            }
+            let mut moved = false;
+            for (item, new_key, new_sealed) in &items {
+                match item {
+                    SealedItem::Data { vault_id, key_id, .. } if *vault_id == id => {
+                        moved = exec(
+                            c,
+                            "UPDATE vault_entries SET key_name = ?1, key_id = ?2, sealed = ?3 WHERE vault_id = ?4 AND key_id = ?5",
+                            params![key_name, new_key, new_sealed, id.0, key_id],
+                        )? == 1;
+                        if !moved {
+                            return Ok(Checked::Done(false));
+                        }
+                    }
+                    SealedItem::Association { vault_id, name, key_id, .. } if moved && *vault_id == id => {
+                        exec(
+                            c,
+                            "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5",
+                            params![new_key, new_sealed, id.0, name, key_id],
+                        )?;
+                    }
+                    _ => {}
+                }
+            }
+            if moved {
+                append_event_tx(c, &event)?;
+            }
+            Ok(Checked::Done(moved))
         }))
     }
 }

@@ -10,9 +10,27 @@
 
 use rusqlite::Connection;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{StoreError, StoreResult};
+use crate::{StoreError, StoreObserver, StoreResult};
+
+/// Where the store keeps its observer; the writer reads it once per batch.
+#[derive(Clone, Default)]
+pub(crate) struct ObserverSlot(Arc<RwLock<Option<Arc<dyn StoreObserver>>>>);
+
+impl ObserverSlot {
+    pub(crate) fn set(&self, o: Arc<dyn StoreObserver>) {
+        if let Ok(mut slot) = self.0.write() {
+            *slot = Some(o);
+        }
+    }
+
+    fn get(&self) -> Option<Arc<dyn StoreObserver>> {
+        self.0.read().ok().and_then(|o| o.clone())
+    }
+}
 
 /// Most jobs committed together.
 pub(crate) const MAX_BATCH: usize = 128;
@@ -96,7 +114,7 @@ pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
 }
 
 /// The writer loop; returns when every sender is gone.
-pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
+pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, observer: &ObserverSlot) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -106,7 +124,11 @@ pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
+        let started = Instant::now();
         let committed = commit_batch(&conn, &mut batch);
+        if let Some(o) = observer.get() {
+            o.batch(batch.len(), started.elapsed(), committed.is_ok());
+        }
         tracing::trace!(jobs = batch.len(), ok = committed.is_ok(), "sqlite batch committed");
         if let Err(e) = &committed {
             tracing::error!(error = %e, jobs = batch.len(), "sqlite batch failed");

@@ -500,12 +500,25 @@ pub(crate) async fn vault_folders_and_rights(store: Arc<dyn Store>) {
     assert_eq!(all, vec![(team, "alice".to_owned(), Rights::READ.union(Rights::WRITE))]);
 }
 
+const SOFTWARE: &str = "Software:Default";
+
 pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>) {
     use strongroom_core::vault::VaultId;
     use strongroom_store::{AddOwner, Checked, DataKeyRecord, PutAssociation, SealedItem, VaultFilter};
-    store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![9; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
     assert!(matches!(
-        store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![8; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await,
+        store
+            .insert_data_key(
+                DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![8; 72], created_at: T0 },
+                ev(EventKind::VaultKeyCreated)
+            )
+            .await,
         Err(StoreError::Conflict)
     ));
     assert_eq!(store.data_keys().await.unwrap().len(), 1);
@@ -602,18 +615,46 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     assert!(store.vault_ids(VaultFilter { orphans_only: true, ..Default::default() }).await.unwrap().is_empty());
 
     // Re-sealing is conditional on the key the item was read under.
-    store.insert_data_key(DataKeyRecord { id: 2, wrapped: vec![7; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
-    let old = store.sealed_on_old_keys(2, 100).await.unwrap();
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 2, key_name: SOFTWARE.into(), wrapped: vec![7; 72], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
+    let old = store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap();
     assert_eq!(old.len(), 2, "{old:?}");
     let items: Vec<(SealedItem, i64, Vec<u8>)> = old.iter().cloned().map(|i| (i, 2, vec![5; 50])).collect();
     assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 2);
     assert_eq!(store.reseal(items, ev(EventKind::VaultResealed)).await.unwrap(), 0, "already on key 2");
-    assert!(store.sealed_on_old_keys(2, 100).await.unwrap().is_empty());
+    assert!(store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap().is_empty());
     assert_eq!(entry_of(&*store, access, a).await.unwrap().key_id, 2);
+    // Moving one entry under another named key: conditional on the key its data was read under.
+    let hsm = "PKCS11:hsm";
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 3, key_name: hsm.into(), wrapped: vec![6; 60], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
+    let data = SealedItem::Data { vault_id: a, key_id: 2, sealed: vec![5; 50] };
+    let moved =
+        store.rekey_entry(a, hsm.into(), vec![(data.clone(), 3, vec![4; 50])], w.clone(), ev(EventKind::VaultResealed)).await.unwrap();
+    assert_eq!(moved, Checked::Done(true));
+    let e = entry_of(&*store, access, a).await.unwrap();
+    assert_eq!((e.key_name.as_str(), e.key_id, e.sealed), (hsm, 3, vec![4; 50]));
+    let again = store.rekey_entry(a, hsm.into(), vec![(data, 3, vec![3; 50])], w.clone(), ev(EventKind::VaultResealed)).await.unwrap();
+    assert_eq!(again, Checked::Done(false), "no longer under key 2: nothing written");
+    assert!(store.sealed_on_old_keys(hsm.into(), 3, 100).await.unwrap().iter().all(|i| matches!(i, SealedItem::Association { .. })));
+    assert!(store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap().is_empty());
+    let mut current = store.vault_context(access, None).await.unwrap().unwrap().current_keys;
+    current.sort();
+    assert_eq!(current, vec![(hsm.to_owned(), 3), (SOFTWARE.to_owned(), 2)]);
     // Every change wrote its event, and only changes did.
     let head = store.event_head().await.unwrap();
     let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(verify_chain(&events, head).unwrap(), 21, "16 vault changes, 3 folders, the writer and its grant");
+    assert_eq!(verify_chain(&events, head).unwrap(), 23, "18 vault changes, 3 folders, the writer and its grant");
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
 }
@@ -646,7 +687,13 @@ pub(crate) async fn device_start_quota(store: Arc<dyn Store>) {
 pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     use strongroom_core::vault::Rights;
     use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
-    store.insert_data_key(DataKeyRecord { id: 1, wrapped: vec![9; 72], created_at: T0 }, ev(EventKind::VaultKeyCreated)).await.unwrap();
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
     let (admin, _) = writer(&*store, true).await;
     let (w, access) = writer(&*store, false).await;
     let team = folder("\\VED\\Policy\\Team");
@@ -659,7 +706,7 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     // The context read says the writer may write...
     let ctx = store.vault_context(access, Some(id)).await.unwrap().unwrap();
     assert_eq!(ctx.rights, vec![(team.key().to_owned(), Rights::READ.union(Rights::WRITE))]);
-    assert_eq!(ctx.current_key, Some(1));
+    assert_eq!(ctx.current_keys, vec![(SOFTWARE.to_owned(), 1)]);
     assert!(ctx.entry.is_some());
     let put = |n: &str, h: u8, who: strongroom_store::Writer| {
         let store = store.clone();
@@ -691,4 +738,31 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     store.create_folders(folder("\\VED\\Policy\\Tea").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
     store.set_rights(folder("\\VED\\Policy\\Tea"), w2.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
     assert_eq!(put("n", 6, w2).await, Checked::Denied);
+}
+
+#[derive(Debug, Default)]
+struct Batches(std::sync::Mutex<Vec<usize>>);
+
+impl strongroom_store::StoreObserver for Batches {
+    fn batch(&self, jobs: usize, _elapsed: std::time::Duration, committed: bool) {
+        assert!(committed);
+        self.0.lock().unwrap().push(jobs);
+    }
+}
+
+pub(crate) async fn readiness_and_pool(store: Arc<dyn Store>) {
+    store.ready().await.unwrap();
+    let idle = store.pool_status();
+    assert!(idle.max >= 1 && idle.in_use <= idle.max && idle.waiting == 0, "{idle:?}");
+    let batches = Arc::new(Batches::default());
+    store.observe(batches.clone());
+    let e = Event::new(EventKind::LoginFailed, UnixTime::from_secs(1_700_000_000));
+    store.append_event(e).await.unwrap();
+    let seen = batches.0.lock().unwrap().clone();
+    // SQLite reports its group commits; PostgreSQL commits each transaction alone and reports none.
+    if store.describe().starts_with("sqlite") {
+        assert!(!seen.is_empty() && seen.iter().all(|n| *n >= 1), "{seen:?}");
+    } else {
+        assert!(seen.is_empty(), "{seen:?}");
+    }
 }

@@ -77,6 +77,7 @@ conformance!(
     device_start_quota,
     vault_folders_and_rights,
     vault_entries_owners_and_associations,
+    readiness_and_pool,
 );
 
 #[test]

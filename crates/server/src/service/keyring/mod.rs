@@ -1,0 +1,452 @@
+//! The vault's key ring: named keys (`Driver:Name`) that wrap data keys,
+//! one current data key per named key for new writes, old data keys kept for
+//! reading until everything has been re-sealed under the current one.
+//!
+//! Drivers: `Software` has one key, `Software:Default`, derived from the
+//! master key; `PKCS11` keys live in a token ([`pkcs11`]) and never leave
+//! it. A driver only wraps and unwraps 32-byte data keys, with associated
+//! data binding the data key's id and its named key. Driver calls may block
+//! (an HSM), so they run on tokio's blocking pool. Data keys the master key
+//! wraps are cached in memory once unwrapped; data keys a `PKCS11` key wraps
+//! never are: every use asks the token, so an entry under an HSM key cannot
+//! be read while its token is absent or refuses the PIN.
+
+pub mod pkcs11;
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use strongroom_core::event::{Event, EventKind};
+use strongroom_core::random::{Random, bytes};
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::crypto::{self, Key, aad_wrapped_key};
+use strongroom_store::{DataKeyRecord, SealedItem, Store, StoreError};
+use zeroize::Zeroizing;
+
+use crate::keys::Keys;
+use settings::{KeysConfig, SOFTWARE_DEFAULT};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyRingError {
+    #[error("data key {0} cannot be unwrapped with its named key")]
+    Unwrap(i64),
+    #[error("data key {0} does not exist")]
+    Missing(i64),
+    #[error("no key named {0:?} is configured")]
+    Unknown(String),
+    /// The driver failed (token absent, wrong PIN, key missing, ...). Never holds key material or a PIN.
+    #[error("key {name}: {message}")]
+    Driver { name: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A driver's failure, safe to log: names and PKCS#11 return values only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DriverError(pub String);
+
+/// What a key driver does. Calls may block.
+pub trait KeyDriver: Send + Sync + fmt::Debug {
+    /// Wraps `data_key`; `nonce` is 24 fresh random bytes the driver may use.
+    fn wrap(&self, data_key: &Key, aad: &[u8], nonce: [u8; 24]) -> Result<Vec<u8>, DriverError>;
+    fn unwrap(&self, wrapped: &[u8], aad: &[u8]) -> Result<Key, DriverError>;
+    /// Creates the key where the driver keeps keys (`admin keys create`).
+    fn create(&self) -> Result<(), DriverError>;
+    /// Where the key lives, for `admin keys list` and start-up messages.
+    fn describe(&self) -> String;
+}
+
+/// Random bytes chosen beforehand, handed to `crypto::seal` as its source.
+#[derive(Debug)]
+struct Chosen([u8; 24]);
+
+impl Random for Chosen {
+    fn fill(&self, dest: &mut [u8]) {
+        for (d, s) in dest.iter_mut().zip(self.0.iter().cycle()) {
+            *d = *s;
+        }
+    }
+}
+
+/// `Software:Default`: data keys sealed (XChaCha20-Poly1305) under a key
+/// derived from the master key.
+struct Software {
+    kek: Key,
+}
+
+impl fmt::Debug for Software {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Software(<redacted>)")
+    }
+}
+
+impl KeyDriver for Software {
+    fn wrap(&self, data_key: &Key, aad: &[u8], nonce: [u8; 24]) -> Result<Vec<u8>, DriverError> {
+        crypto::seal(&self.kek, &Chosen(nonce), aad, data_key.expose()).map_err(|_| DriverError("sealing failed".into()))
+    }
+
+    fn unwrap(&self, wrapped: &[u8], aad: &[u8]) -> Result<Key, DriverError> {
+        let raw =
+            Zeroizing::new(crypto::open(&self.kek, aad, wrapped).map_err(|_| DriverError("does not open with this master key".into()))?);
+        let arr: [u8; 32] = raw.as_slice().try_into().map_err(|_| DriverError("not a 32-byte key".into()))?;
+        Ok(Key::new(arr))
+    }
+
+    fn create(&self) -> Result<(), DriverError> {
+        Err(DriverError("the Software driver has one key, Software:Default, which always exists".into()))
+    }
+
+    fn describe(&self) -> String {
+        "wrapped by the master key".into()
+    }
+}
+
+/// Associated data of a wrapped data key: its id and (but for the key that
+/// predates named keys) its named key's name.
+fn aad(id: i64, name: &str) -> Vec<u8> {
+    let mut a = aad_wrapped_key(id);
+    if name != SOFTWARE_DEFAULT {
+        a.push(b'/');
+        a.extend_from_slice(name.as_bytes());
+    }
+    a
+}
+
+/// The key ring. Cheap to clone; unwrapped `Software` data keys are cached.
+#[derive(Clone, Debug)]
+pub struct KeyRing {
+    /// Keys the lookup hashes; not rotated (rotating it would need every
+    /// value's plaintext at once).
+    pub lookup: Arc<Key>,
+    /// Canonical name → driver, `Software:Default` first.
+    drivers: Arc<Vec<(String, Arc<dyn KeyDriver>)>>,
+    default: String,
+    cache: Arc<RwLock<BTreeMap<i64, Key>>>,
+}
+
+impl KeyRing {
+    /// Only `Software:Default`.
+    pub fn new(keys: &Keys) -> KeyRing {
+        KeyRing::with_drivers(keys, Vec::new(), SOFTWARE_DEFAULT.to_owned())
+    }
+
+    /// Every configured key. Nothing is loaded yet (see [`KeyRing::check`]).
+    pub fn open(keys: &Keys, config: &KeysConfig) -> KeyRing {
+        let extra =
+            config.pkcs11.iter().map(|k| (k.name.clone(), Arc::new(pkcs11::Pkcs11Key::new(k.clone())) as Arc<dyn KeyDriver>)).collect();
+        KeyRing::with_drivers(keys, extra, config.default.clone())
+    }
+
+    fn with_drivers(keys: &Keys, extra: Vec<(String, Arc<dyn KeyDriver>)>, default: String) -> KeyRing {
+        let mut drivers: Vec<(String, Arc<dyn KeyDriver>)> =
+            vec![(SOFTWARE_DEFAULT.to_owned(), Arc::new(Software { kek: Key::new(keys.vault_kek) }))];
+        drivers.extend(extra);
+        KeyRing {
+            lookup: Arc::new(Key::new(keys.vault_lookup)),
+            drivers: Arc::new(drivers),
+            default,
+            cache: Arc::new(RwLock::new(BTreeMap::new())),
+        }
+    }
+
+    /// The key `Add` and `Crypto/DefaultKey` name by default.
+    pub fn default_name(&self) -> &str {
+        &self.default
+    }
+
+    /// Every configured key: (name, where it lives).
+    pub fn configured(&self) -> Vec<(String, String)> {
+        self.drivers.iter().map(|(n, d)| (n.clone(), d.describe())).collect()
+    }
+
+    /// The canonical spelling of a configured key's name (names compare
+    /// case-insensitively).
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        self.drivers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name.trim())).map(|(n, _)| n.as_str())
+    }
+
+    fn driver(&self, name: &str) -> Result<(String, Arc<dyn KeyDriver>), KeyRingError> {
+        self.drivers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(n, d)| (n.clone(), d.clone()))
+            .ok_or_else(|| KeyRingError::Unknown(name.to_owned()))
+    }
+
+    /// Runs a driver call on the blocking pool.
+    async fn call<T: Send + 'static>(
+        name: &str,
+        driver: Arc<dyn KeyDriver>,
+        f: impl FnOnce(&dyn KeyDriver) -> Result<T, DriverError> + Send + 'static,
+    ) -> Result<T, KeyRingError> {
+        let failed = |message: String| KeyRingError::Driver { name: name.to_owned(), message };
+        match tokio::task::spawn_blocking(move || f(&*driver)).await {
+            Ok(r) => r.map_err(|e| failed(e.0)),
+            Err(e) => Err(failed(format!("driver call did not finish: {e}"))),
+        }
+    }
+
+    /// Start-up: every configured key must wrap and unwrap a throwaway key.
+    /// The first that cannot is named in the error.
+    pub async fn check(&self, rng: &dyn Random) -> Result<(), KeyRingError> {
+        for (name, driver) in self.drivers.iter() {
+            let probe = Key::generate(rng);
+            let expected = *probe.expose();
+            let nonce: [u8; 24] = bytes(rng);
+            let a = aad(0, name);
+            let ok = Self::call(name, driver.clone(), move |d| {
+                let wrapped = d.wrap(&probe, &a, nonce)?;
+                Ok(*d.unwrap(&wrapped, &a)?.expose() == expected)
+            })
+            .await?;
+            if !ok {
+                return Err(KeyRingError::Driver { name: name.clone(), message: "unwrapping gave another key".into() });
+            }
+        }
+        Ok(())
+    }
+
+    /// `admin keys create`: makes the named key where its driver keeps keys.
+    pub async fn create_key(&self, name: &str) -> Result<String, KeyRingError> {
+        let (name, driver) = self.driver(name)?;
+        Self::call(&name, driver, |d| d.create()).await?;
+        Ok(name)
+    }
+
+    async fn unwrap(&self, rec: &DataKeyRecord) -> Result<Key, KeyRingError> {
+        let (name, driver) = self.driver(&rec.key_name)?;
+        let (a, wrapped, id) = (aad(rec.id, &name), rec.wrapped.clone(), rec.id);
+        Self::call(&name, driver, move |d| d.unwrap(&wrapped, &a).map_err(|e| DriverError(format!("data key {id}: {e}")))).await
+    }
+
+    fn cached(&self, id: i64) -> Option<Key> {
+        self.cache.read().ok().and_then(|c| c.get(&id).cloned())
+    }
+
+    /// Caches a data key wrapped by the master key. One a token wraps is not
+    /// kept: the token decides every use.
+    fn remember(&self, id: i64, key_name: &str, key: Key) {
+        if !settings::is_software(key_name) {
+            return;
+        }
+        if let Ok(mut c) = self.cache.write() {
+            c.insert(id, key);
+        }
+    }
+
+    /// The data key new data under named key `name` is sealed with: that
+    /// key's newest. `known` is (name, newest id) as the request's context
+    /// read saw them (so a rotation by `strongroom admin` takes effect at
+    /// once without another read). The first data key of a named key is
+    /// made here. Returns the canonical name too.
+    pub async fn current(
+        &self,
+        store: &dyn Store,
+        rng: &dyn Random,
+        now: UnixTime,
+        name: &str,
+        known: &[(String, i64)],
+    ) -> Result<(String, i64, Key), KeyRingError> {
+        let (name, _) = self.driver(name)?;
+        if let Some((_, id)) = known.iter().find(|(n, _)| *n == name)
+            && let Some(k) = self.cached(*id)
+        {
+            return Ok((name, *id, k));
+        }
+        // Data key ids are shared by all named keys: a racing creator may take ours.
+        for _ in 0..8 {
+            let keys = store.data_keys().await?;
+            let Some(newest) = keys.iter().rev().find(|k| k.key_name == name) else {
+                let next = keys.last().map_or(1, |k| k.id + 1);
+                self.create(store, rng, &name, next, now, "first data key").await?;
+                continue;
+            };
+            if let Some(k) = self.cached(newest.id) {
+                return Ok((name, newest.id, k));
+            }
+            let k = self.unwrap(newest).await?;
+            self.remember(newest.id, &newest.key_name, k.clone());
+            return Ok((name, newest.id, k));
+        }
+        Err(KeyRingError::Store(StoreError::Conflict))
+    }
+
+    /// The data key with id `id`, for reading.
+    pub async fn key(&self, store: &dyn Store, id: i64) -> Result<Key, KeyRingError> {
+        if let Some(k) = self.cached(id) {
+            return Ok(k);
+        }
+        let rec = store.data_keys().await?.into_iter().find(|k| k.id == id).ok_or(KeyRingError::Missing(id))?;
+        let k = self.unwrap(&rec).await?;
+        self.remember(id, &rec.key_name, k.clone());
+        Ok(k)
+    }
+
+    /// Stores a new random data key under `id`, wrapped by `name`; a
+    /// concurrent creator of the same id wins and this is not an error.
+    async fn create(&self, store: &dyn Store, rng: &dyn Random, name: &str, id: i64, now: UnixTime, why: &str) -> Result<(), KeyRingError> {
+        let (name, driver) = self.driver(name)?;
+        let key = Key::generate(rng);
+        let (a, nonce) = (aad(id, &name), bytes(rng));
+        let wrapped = Self::call(&name, driver, move |d| d.wrap(&key, &a, nonce)).await?;
+        let event = Event::new(EventKind::VaultKeyCreated, now).object(format!("data key {id}")).detail(format!("{why}; key={name}"));
+        match store.insert_data_key(DataKeyRecord { id, key_name: name, wrapped, created_at: now }, event).await {
+            Ok(()) | Err(StoreError::Conflict) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The named keys that have data keys.
+    pub async fn names_with_data_keys(&self, store: &dyn Store) -> Result<Vec<String>, KeyRingError> {
+        let mut names: Vec<String> = store.data_keys().await?.into_iter().map(|k| k.key_name).collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Creates a new current data key for named key `name` and re-seals
+    /// everything of the entries under `name` with it, calling `progress`
+    /// with the running total after each batch. Returns the new key's id and
+    /// the number of items re-sealed.
+    pub async fn rotate(
+        &self,
+        store: &dyn Store,
+        rng: &dyn Random,
+        now: UnixTime,
+        actor: &str,
+        name: &str,
+        progress: &mut (dyn FnMut(u64) + Send),
+    ) -> Result<(i64, u64), KeyRingError> {
+        let (name, _) = self.driver(name)?;
+        let next = store.data_keys().await?.last().map_or(1, |k| k.id + 1);
+        self.create(store, rng, &name, next, now, "rotation").await?;
+        let (_, current, new_key) = self.current(store, rng, now, &name, &[]).await?;
+        let mut total = 0;
+        loop {
+            let batch = store.sealed_on_old_keys(name.clone(), current, 500).await?;
+            if batch.is_empty() {
+                break;
+            }
+            let mut items = Vec::with_capacity(batch.len());
+            for item in batch {
+                let old = self.key(store, item_key(&item)).await?;
+                // Unreadable data stays as it is (and keeps failing with
+                // Result 11): re-sealing it would launder tampering.
+                let Some(resealed) = reseal(&item, &old, current, &new_key, rng) else { continue };
+                items.push((item, current, resealed));
+            }
+            if items.is_empty() {
+                break;
+            }
+            let event = Event::new(EventKind::VaultResealed, now)
+                .identity(actor)
+                .object(format!("data key {current}"))
+                .detail(format!("key={name}"));
+            let n = store.reseal(items, event).await?;
+            total += n;
+            progress(total);
+            if n == 0 {
+                break;
+            }
+        }
+        Ok((current, total))
+    }
+}
+
+/// The data key an item is sealed under.
+pub fn item_key(item: &SealedItem) -> i64 {
+    match item {
+        SealedItem::Data { key_id, .. } | SealedItem::Association { key_id, .. } => *key_id,
+    }
+}
+
+/// Opens `item` with `old` and seals it again under data key `new_id`;
+/// `None` if it does not open.
+pub fn reseal(item: &SealedItem, old: &Key, new_id: i64, new: &Key, rng: &dyn Random) -> Option<Vec<u8>> {
+    let (aad_old, aad_new, sealed) = match item {
+        SealedItem::Data { vault_id, key_id, sealed } => {
+            (crypto::aad_data(*vault_id, *key_id), crypto::aad_data(*vault_id, new_id), sealed)
+        }
+        SealedItem::Association { vault_id, name, value_type, key_id, sealed } => (
+            crypto::aad_association(*vault_id, name, *value_type, *key_id),
+            crypto::aad_association(*vault_id, name, *value_type, new_id),
+            sealed,
+        ),
+    };
+    let plain = crypto::open(old, &aad_old, sealed).ok()?;
+    crypto::seal(new, rng, &aad_new, &plain).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Counting(std::sync::atomic::AtomicU8);
+
+    impl Random for Counting {
+        fn fill(&self, dest: &mut [u8]) {
+            for d in dest {
+                *d = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn ring() -> KeyRing {
+        KeyRing::new(&Keys::from_master(&[7; 32]))
+    }
+
+    #[tokio::test]
+    async fn a_wrapped_data_key_is_bound_to_its_id_and_named_key() {
+        let ring = ring();
+        let (_, software) = ring.driver("software:default").unwrap();
+        let key = Key::new([42; 32]);
+        let wrapped = software.wrap(&key, &aad(5, SOFTWARE_DEFAULT), [1; 24]).unwrap();
+        assert!(!wrapped.windows(32).any(|w| w == [42; 32]), "the key is not stored in the clear");
+        assert_eq!(software.unwrap(&wrapped, &aad(5, SOFTWARE_DEFAULT)).unwrap().expose(), &[42; 32]);
+        assert!(software.unwrap(&wrapped, &aad(6, SOFTWARE_DEFAULT)).is_err(), "another id");
+        assert!(software.unwrap(&wrapped, &aad(5, "PKCS11:x")).is_err(), "another named key");
+        assert_eq!(aad(5, SOFTWARE_DEFAULT), aad_wrapped_key(5), "data keys from before named keys still open");
+        ring.check(&Counting(Default::default())).await.unwrap();
+    }
+
+    #[test]
+    fn names_resolve_case_insensitively_and_only_when_configured() {
+        let ring = ring();
+        assert_eq!(ring.resolve(" SOFTWARE:default "), Some(SOFTWARE_DEFAULT));
+        assert_eq!(ring.resolve("Software:Other"), None);
+        assert_eq!(ring.resolve("PKCS11:hsm"), None);
+        assert_eq!(ring.default_name(), SOFTWARE_DEFAULT);
+        assert!(matches!(ring.driver("PKCS11:hsm"), Err(KeyRingError::Unknown(_))));
+        let config = unloadable_hsm("PKCS11:hsm");
+        let ring = KeyRing::open(&Keys::from_master(&[7; 32]), &config);
+        assert_eq!(ring.resolve("pkcs11:HSM"), Some("PKCS11:hsm"));
+        assert_eq!(ring.default_name(), "PKCS11:hsm");
+        assert!(format!("{ring:?}").contains("PKCS11:hsm"));
+    }
+
+    /// A configuration naming one PKCS#11 key whose module does not exist.
+    fn unloadable_hsm(default: &str) -> settings::KeysConfig {
+        settings::KeysConfig {
+            default: default.into(),
+            pkcs11: vec![settings::Pkcs11KeyConfig {
+                name: "PKCS11:hsm".into(),
+                library: "/nonexistent/module.so".into(),
+                token_label: "t".into(),
+                key_label: "k".into(),
+                pin: settings::PinSource::Env("STRONGROOM_TEST_NO_SUCH_PIN".into()),
+            }],
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unloadable_key_fails_the_check_naming_it() {
+        let config = unloadable_hsm(SOFTWARE_DEFAULT);
+        let ring = KeyRing::open(&Keys::from_master(&[7; 32]), &config);
+        let e = ring.check(&Counting(Default::default())).await.unwrap_err();
+        assert!(e.to_string().starts_with("key PKCS11:hsm: loading the PKCS#11 module"), "{e}");
+    }
+}
