@@ -22,7 +22,7 @@ use strongroom_core::grant::GrantId;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::VaultId;
 
-use super::{Param, checkout, exec, get, pg, query_one, release};
+use super::{HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
 use crate::sql;
 use crate::{Checked, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
 
@@ -231,7 +231,6 @@ struct Statements<'a> {
     put: &'a str,
 }
 
-const HEAD_FOR_UPDATE: &str = "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE";
 const MOVE_HEAD: &str = "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1";
 
 /// Runs `work` in one transaction; every result, or the first failure.

@@ -4,8 +4,9 @@
 //! Every method is one transaction at READ COMMITTED. Single-use transitions
 //! are one conditional `UPDATE` whose row count decides the winner: a second
 //! concurrent updater waits for the first, re-evaluates the `WHERE` on the
-//! committed row and matches nothing. Event appends lock the one
-//! `event_head` row, which serialises the hash chain across replicas.
+//! committed row and matches nothing. Every write transaction locks the one
+//! `event_head` row first, before the rows it writes: it serialises the
+//! hash chain across replicas, and one lock order means no deadlocks.
 //!
 //! Connections use TLS as `sslmode` says ([`tls`]); a multi-host string with
 //! `target_session_attrs=read-write` connects to whichever host accepts
@@ -350,9 +351,19 @@ pub(super) fn device_from_row(row: &Row) -> StoreResult<DeviceAuthorization> {
     })
 }
 
-/// Appends `e` to the chained event log inside the caller's transaction.
+/// Locks the event chain's head row until the transaction ends: the first
+/// lock of every write transaction (see `in_tx!`).
+pub(crate) async fn lock_event_head(c: &impl GenericClient) -> StoreResult<()> {
+    query_one(c, HEAD_FOR_UPDATE, &[]).await.map(drop)
+}
+
+/// The event chain's head, locked until the transaction ends.
+pub(crate) const HEAD_FOR_UPDATE: &str = "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE";
+
+/// Appends `e` to the chained event log inside the caller's transaction
+/// (which holds the head's lock already, or takes it here).
 pub(crate) async fn append_event(c: &impl GenericClient, e: &Event) -> StoreResult<i64> {
-    let head = query_one(c, "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE", &[]).await?;
+    let head = query_one(c, HEAD_FOR_UPDATE, &[]).await?;
     let prev: [u8; 32] = get::<Vec<u8>>(&head, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
     let seq = get::<i64>(&head, 0)? + 1;
     let h = chain_hash(&prev, seq, e);
@@ -463,12 +474,21 @@ pub(crate) fn release<T>(client: Object, out: &StoreResult<T>) {
 
 /// Runs `$body` in a transaction on a pooled client bound to `$tx`, and
 /// commits when it returns `Ok`.
+///
+/// The transaction's first lock is the event chain's head
+/// ([`lock_event_head`]), before any row it writes: every transaction that
+/// may append an event takes its locks in that one order, as the batch
+/// writer does, so a revocation racing a refresh of the same grant (or an
+/// entry update racing an `Associate`) waits its turn instead of
+/// deadlocking. The head is held until the commit in any case, so this
+/// costs no concurrency that the chain had not already taken.
 macro_rules! in_tx {
     ($self:ident, |$tx:ident| $body:block) => {
         Box::pin(async move {
             let mut client = $self.client().await?;
             let out = async {
                 let $tx = client.transaction().await.map_err(pg)?;
+                $crate::postgres::lock_event_head(&$tx).await?;
                 let out = $body;
                 if out.is_ok() {
                     $tx.commit().await.map_err(pg)?;

@@ -78,6 +78,7 @@ conformance!(
     vault_folders_and_rights,
     vault_entries_owners_and_associations,
     readiness_and_pool,
+    racing_writes_on_one_row_all_answer,
 );
 
 #[test]
