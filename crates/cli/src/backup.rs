@@ -28,11 +28,10 @@ struct Sidecar {
 const FORMAT: &str = "strongroom-sqlite-snapshot-1";
 
 fn sqlite_path(config: &strongroom_server::Config) -> Result<PathBuf> {
-    let url = &config.database_url;
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        bail!("the store is PostgreSQL: back it up with pg_dump and restore with pg_restore (README, Operating)");
+    match strongroom_store::sqlite_path(&config.database_url)? {
+        Some(path) => Ok(path.to_owned()),
+        None => bail!("the store is PostgreSQL: back it up with pg_dump and restore with pg_restore (README, Operating)"),
     }
-    Ok(PathBuf::from(url.strip_prefix("sqlite://").unwrap_or(url)))
 }
 
 fn sidecar_path(file: &Path) -> PathBuf {

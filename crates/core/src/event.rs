@@ -221,23 +221,53 @@ pub enum ChainError {
 /// Walks events in sequence order and checks every link. `head` is the
 /// sequence number and hash the store recorded for the newest event.
 pub fn verify_chain<'a>(events: impl IntoIterator<Item = &'a StoredEvent>, head: (i64, [u8; 32])) -> Result<i64, ChainError> {
-    let mut prev = GENESIS;
-    let mut expected_seq = 1;
+    let mut check = ChainCheck::new();
     for se in events {
-        if se.seq != expected_seq {
-            return Err(ChainError::Gap { seq: expected_seq, found: se.seq });
+        check.push(se)?;
+    }
+    check.finish(head)
+}
+
+/// [`verify_chain`] a page at a time: events are pushed in sequence order
+/// and forgotten, so a log of any length is checked in constant memory.
+#[derive(Clone, Debug)]
+pub struct ChainCheck {
+    prev: [u8; 32],
+    expected_seq: i64,
+}
+
+impl Default for ChainCheck {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChainCheck {
+    pub fn new() -> ChainCheck {
+        ChainCheck { prev: GENESIS, expected_seq: 1 }
+    }
+
+    /// Checks the next event's place and link.
+    pub fn push(&mut self, se: &StoredEvent) -> Result<(), ChainError> {
+        if se.seq != self.expected_seq {
+            return Err(ChainError::Gap { seq: self.expected_seq, found: se.seq });
         }
-        if chain_hash(&prev, se.seq, &se.event) != se.hash {
+        if chain_hash(&self.prev, se.seq, &se.event) != se.hash {
             return Err(ChainError::Mismatch { seq: se.seq });
         }
-        prev = se.hash;
-        expected_seq += 1;
+        self.prev = se.hash;
+        self.expected_seq += 1;
+        Ok(())
     }
-    let count = expected_seq - 1;
-    if count != head.0 || (count > 0 && prev != head.1) {
-        return Err(ChainError::Truncated { expected: head.0, found: count });
+
+    /// The number of events checked, if the last one is the recorded `head`.
+    pub fn finish(self, head: (i64, [u8; 32])) -> Result<i64, ChainError> {
+        let count = self.expected_seq - 1;
+        if count != head.0 || (count > 0 && self.prev != head.1) {
+            return Err(ChainError::Truncated { expected: head.0, found: count });
+        }
+        Ok(count)
     }
-    Ok(count)
 }
 
 #[cfg(test)]

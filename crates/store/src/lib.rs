@@ -397,19 +397,43 @@ pub trait EventStore: Send + Sync + fmt::Debug {
 pub trait Store: AuthStore + VaultStore + AdminStore + EventStore {}
 impl<T: AuthStore + VaultStore + AdminStore + EventStore> Store for T {}
 
-/// Opens the store a database URL names: `postgres://...` or
-/// `postgresql://...` for PostgreSQL, otherwise a SQLite file path
-/// (optionally `sqlite://PATH`).
+/// Opens the store a database URL names: `postgres://...`,
+/// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)
+/// for PostgreSQL, otherwise a SQLite file path (optionally `sqlite://PATH`).
 pub async fn open(url: &str) -> StoreResult<Arc<dyn Store>> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(postgres::PgStore::connect(url).await?))
-    } else {
-        let path = url.strip_prefix("sqlite://").unwrap_or(url);
-        if path.is_empty() {
-            return Err(StoreError::UnsupportedUrl);
-        }
-        Ok(Arc::new(sqlite::SqliteStore::open(std::path::Path::new(path))?))
+    match sqlite_path(url)? {
+        None => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
+        Some(path) => Ok(Arc::new(sqlite::SqliteStore::open(path)?)),
     }
+}
+
+/// The SQLite file a database URL names, or `None` for PostgreSQL (see
+/// [`names_postgres`]).
+pub fn sqlite_path(url: &str) -> StoreResult<Option<&std::path::Path>> {
+    if names_postgres(url) {
+        return Ok(None);
+    }
+    let path = url.strip_prefix("sqlite://").unwrap_or(url);
+    if path.is_empty() {
+        return Err(StoreError::UnsupportedUrl);
+    }
+    Ok(Some(std::path::Path::new(path)))
+}
+
+/// Whether a database URL names PostgreSQL: a `postgres://` or
+/// `postgresql://` URL, or a libpq keyword string (its first word is
+/// `keyword=`). A SQLite path of that shape must be written `sqlite://PATH`
+/// (or `./PATH`); sent to PostgreSQL it fails on the unknown keyword
+/// instead of quietly opening a file of its own on each replica.
+pub fn names_postgres(url: &str) -> bool {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return true;
+    }
+    if url.contains("://") {
+        return false;
+    }
+    let first = url.trim_start().split('=').next().unwrap_or("");
+    url.contains('=') && !first.trim_end().is_empty() && first.trim_end().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The lockout event that goes with a failure `event` when `key` locks.
@@ -504,4 +528,34 @@ pub(crate) fn check_schema(found: Option<i64>) -> StoreResult<()> {
 /// Every migration name, per dialect, for the parity test.
 pub fn migration_names() -> (Vec<&'static str>, Vec<&'static str>) {
     (sqlite::MIGRATIONS.iter().map(|m| m.name).collect(), postgres::MIGRATIONS.iter().map(|m| m.name).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls_name_their_backend() {
+        for pg in [
+            "postgres://u@h/db",
+            "postgresql://h1,h2/db?target_session_attrs=read-write",
+            "host=db1 dbname=strongroom user=s",
+            "  dbname = strongroom",
+            "sslmode=verify-full host=db",
+        ] {
+            assert!(names_postgres(pg), "{pg}");
+            assert_eq!(sqlite_path(pg).unwrap(), None, "{pg}");
+        }
+        for (url, path) in [
+            ("strongroom-data/strongroom.db", "strongroom-data/strongroom.db"),
+            ("/var/lib/strongroom/s.db", "/var/lib/strongroom/s.db"),
+            ("sqlite:///tmp/a=b.db", "/tmp/a=b.db"),
+            ("./a=b.db", "./a=b.db"),
+            ("dir with space/x.db", "dir with space/x.db"),
+        ] {
+            assert!(!names_postgres(url), "{url}");
+            assert_eq!(sqlite_path(url).unwrap(), Some(std::path::Path::new(path)), "{url}");
+        }
+        assert!(matches!(sqlite_path("sqlite://"), Err(StoreError::UnsupportedUrl)));
+    }
 }

@@ -224,16 +224,15 @@ pub trait Transfer: Send + Sync + fmt::Debug {
 /// Opens the store `url` names like [`crate::open`] (migrations applied),
 /// with its [`Transfer`] side.
 pub async fn open(url: &str) -> StoreResult<(Arc<dyn Store>, Arc<dyn Transfer>)> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let s = Arc::new(crate::postgres::PgStore::connect(url).await?);
-        Ok((s.clone(), s))
-    } else {
-        let path = url.strip_prefix("sqlite://").unwrap_or(url);
-        if path.is_empty() {
-            return Err(StoreError::UnsupportedUrl);
+    match crate::sqlite_path(url)? {
+        None => {
+            let s = Arc::new(crate::postgres::PgStore::connect(url).await?);
+            Ok((s.clone(), s))
         }
-        let s = Arc::new(crate::sqlite::SqliteStore::open(std::path::Path::new(path))?);
-        Ok((s.clone(), s))
+        Some(path) => {
+            let s = Arc::new(crate::sqlite::SqliteStore::open(path)?);
+            Ok((s.clone(), s))
+        }
     }
 }
 

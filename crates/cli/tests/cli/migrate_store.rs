@@ -89,6 +89,19 @@ async fn assert_same_rows(url_a: &str, url_b: &str, what: &str) {
     assert_eq!(ta.counters().await.unwrap(), tb.counters().await.unwrap(), "{what}: event head and next VaultID");
 }
 
+/// `postgres://USER@HOST:PORT/DB?options=-c%20search_path%3DSCHEMA` (what
+/// `fresh_schema_url` makes of the test server's URL) in libpq's
+/// `key=value` form.
+fn key_value_form(url: &str) -> String {
+    let rest = url.strip_prefix("postgres://").unwrap_or_else(|| panic!("not a postgres:// URL: {url}"));
+    let (authority, rest) = rest.split_once('/').unwrap();
+    let (db, query) = rest.split_once('?').unwrap();
+    let (user, host) = authority.split_once('@').unwrap();
+    let (host, port) = host.split_once(':').unwrap_or((host, "5432"));
+    let schema = query.split("search_path%3D").nth(1).unwrap_or_else(|| panic!("no schema in {url}"));
+    format!("host={host} port={port} user={user} dbname={db} options='-c search_path={schema}'")
+}
+
 fn migrate(from: &str, to: &str) -> crate::process::Run {
     let dir = tempfile::tempdir().unwrap();
     run(&["admin", "--data-dir", dir.path().to_str().unwrap(), "migrate-store", "--from", from, "--to", to], &[])
@@ -164,6 +177,12 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     let sqlite_db = sqlite.dir.join("strongroom.db").to_str().unwrap().to_owned();
     sqlite.kill();
 
+    // A source that does not exist is refused, and not created.
+    let missing = sqlite.dir.join("no-such.db");
+    let refused = migrate(missing.to_str().unwrap(), &strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap());
+    assert!(refused.code != 0 && refused.stderr.contains("no-such.db not found"), "{}", refused.stderr);
+    assert!(!missing.exists(), "the missing source was not created");
+
     // SQLite -> PostgreSQL.
     let pg = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
     let to_pg = migrate(&sqlite_db, &pg);
@@ -186,10 +205,11 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     assert!(verified.contains("event log intact"), "{verified}");
     on_pg.kill();
 
-    // PostgreSQL -> a new SQLite file.
+    // PostgreSQL -> a new SQLite file, the source named in libpq's
+    // key=value form this time.
     let back_dir = tempfile::tempdir().unwrap();
     let back = back_dir.path().join("back.db").to_str().unwrap().to_owned();
-    let to_sqlite = migrate(&pg, &back);
+    let to_sqlite = migrate(&key_value_form(&pg), &back);
     assert_eq!(to_sqlite.code, 0, "{} {}", to_sqlite.stdout, to_sqlite.stderr);
     assert!(to_sqlite.stdout.contains("event log intact"), "{}", to_sqlite.stdout);
     assert_same_rows(&pg, &back, "PostgreSQL -> SQLite").await;

@@ -24,6 +24,13 @@ pub async fn migrate_store(from: &str, to: &str, mut progress: impl FnMut(&str, 
     if from == to {
         return Err(AdminError::Invalid("--from and --to name the same store".into()));
     }
+    // Opening a SQLite path creates the file: a mistyped source would be
+    // copied as an empty store.
+    if let Some(path) = strongroom_store::sqlite_path(from)?
+        && !path.exists()
+    {
+        return Err(AdminError::NotFound(format!("the source store {}", path.display())));
+    }
     let (source, src) = transfer::open(from).await?;
     let (target, dst) = transfer::open(to).await?;
     let head = dst.counters().await?;

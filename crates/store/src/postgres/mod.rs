@@ -40,10 +40,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/postgres/0004_named_keys.sql") },
 ];
 
-/// Connections per replica: enough to keep the database busy while
-/// requests wait on the network, few enough to leave it room for other
-/// replicas (`max_connections` is shared).
-fn pool_size() -> usize {
+/// Connections per replica unless the connection string sets
+/// `pool_max_size`: enough to keep the database busy while requests wait on
+/// the network, few enough to leave it room for other replicas
+/// (`max_connections`, 100 by default, is shared: replicas × pool size,
+/// plus one each for the batch writer's own, must stay under it).
+fn default_pool_size() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4) * 8
 }
 /// An arbitrary constant naming the migration lock.
@@ -91,7 +93,7 @@ impl PgStore {
     }
 
     async fn with_config(connect: tls::Connect) -> StoreResult<PgStore> {
-        let tls::Connect { config, tls, mode } = connect;
+        let tls::Connect { config, tls, mode, pool_max_size } = connect;
         let ports = config.get_ports();
         let hosts: Vec<String> = config
             .get_hosts()
@@ -106,7 +108,7 @@ impl PgStore {
                 }
             })
             .collect();
-        let size = pool_size();
+        let size = pool_max_size.unwrap_or_else(default_pool_size);
         let describe = format!(
             "postgres hosts={} dbname={} user={} sslmode={} target_session_attrs={:?} (pool max {size})",
             hosts.join(","),

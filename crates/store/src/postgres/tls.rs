@@ -86,6 +86,8 @@ pub(crate) struct Connect {
     pub(crate) config: tokio_postgres::Config,
     pub(crate) tls: MakeRustls,
     pub(crate) mode: Mode,
+    /// `pool_max_size`: connections per replica, when the string sets it.
+    pub(crate) pool_max_size: Option<usize>,
 }
 
 /// Parses a `postgres://` URL or a `key=value` string.
@@ -105,13 +107,21 @@ pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
         Mode::Disable | Mode::Prefer | Mode::Require => Check::Nothing,
     };
     let tls = MakeRustls::new(check, settings.root_cert.as_deref())?;
-    Ok(Connect { config, tls, mode })
+    let pool_max_size = settings
+        .pool_max_size
+        .map(|n| match n.parse::<usize>() {
+            Ok(n @ 1..=1000) => Ok(n),
+            _ => Err(StoreError::Backend(format!("database url: pool_max_size {n:?} is not a number from 1 to 1000"))),
+        })
+        .transpose()?;
+    Ok(Connect { config, tls, mode, pool_max_size })
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Settings {
     mode: Option<String>,
     root_cert: Option<String>,
+    pool_max_size: Option<String>,
 }
 
 impl Settings {
@@ -120,13 +130,15 @@ impl Settings {
         match key {
             "sslmode" => self.mode = Some(value),
             "sslrootcert" => self.root_cert = Some(value),
+            "pool_max_size" => self.pool_max_size = Some(value),
             _ => return false,
         }
         true
     }
 }
 
-/// Splits `sslmode` and `sslrootcert` off a URL or key=value string.
+/// Splits `sslmode`, `sslrootcert` and `pool_max_size` (ours, not the
+/// driver's) off a URL or key=value string.
 fn take_settings(url: &str) -> StoreResult<(String, Settings)> {
     let mut s = Settings::default();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -412,11 +424,14 @@ mod tests {
     #[test]
     fn url_settings_are_taken_out_and_the_rest_kept() {
         let (rest, s) = take_settings(
-            "postgres://u:p@h1:5432,h2:5433/db?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fetc%2Fca.pem",
+            "postgres://u:p@h1:5432,h2:5433/db?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fetc%2Fca.pem&pool_max_size=12",
         )
         .unwrap();
         assert_eq!(rest, "postgres://u:p@h1:5432,h2:5433/db?target_session_attrs=read-write");
-        assert_eq!(s, Settings { mode: Some("verify-full".into()), root_cert: Some("/etc/ca.pem".into()) });
+        assert_eq!(
+            s,
+            Settings { mode: Some("verify-full".into()), root_cert: Some("/etc/ca.pem".into()), pool_max_size: Some("12".into()) }
+        );
         let (rest, s) = take_settings("postgres://h/db?sslmode=require").unwrap();
         assert_eq!((rest.as_str(), s.mode.as_deref()), ("postgres://h/db", Some("require")));
         assert_eq!(take_settings("postgres://h/db").unwrap().0, "postgres://h/db");
@@ -426,7 +441,7 @@ mod tests {
     fn key_value_settings_are_taken_out_and_the_rest_kept() {
         let (rest, s) =
             take_settings("host=a,b port=1,2 sslmode = verify-ca sslrootcert='/x y/ca.pem' password='it\\'s' dbname=d").unwrap();
-        assert_eq!(s, Settings { mode: Some("verify-ca".into()), root_cert: Some("/x y/ca.pem".into()) });
+        assert_eq!(s, Settings { mode: Some("verify-ca".into()), root_cert: Some("/x y/ca.pem".into()), pool_max_size: None });
         assert_eq!(rest, "host='a,b' port='1,2' password='it\\'s' dbname='d'");
         let c = tokio_postgres::Config::from_str(&rest).unwrap();
         assert_eq!(c.get_password(), Some(&b"it's"[..]));
@@ -451,5 +466,16 @@ mod tests {
         assert!(err.contains("verify-full"), "{err}");
         let err = parse("postgres://h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").unwrap_err().to_string();
         assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn the_pool_size_is_a_bounded_number() {
+        assert_eq!(parse("postgres://h/db").unwrap().pool_max_size, None);
+        assert_eq!(parse("postgres://h/db?pool_max_size=16").unwrap().pool_max_size, Some(16));
+        assert_eq!(parse("host=h pool_max_size=3").unwrap().pool_max_size, Some(3));
+        for bad in ["0", "1001", "-1", "many", ""] {
+            let err = parse(&format!("postgres://h/db?pool_max_size={bad}")).unwrap_err().to_string();
+            assert!(err.contains("pool_max_size"), "{bad}: {err}");
+        }
     }
 }
