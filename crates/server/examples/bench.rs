@@ -16,7 +16,10 @@
 //! (default 100000), `--no-scale` (skip the large store), `--pg URL` (then
 //! the small-store workloads again on PostgreSQL, in a fresh schema of the
 //! database at URL, and the PostgreSQL/SQLite ratios), `--database-url URL`
-//! (PostgreSQL instead of SQLite; no large store). The benchmark's own
+//! (PostgreSQL instead of SQLite; no large store), `--only W,W` (the
+//! small-store workloads named, by the first word of their row, e.g.
+//! `--only associate,refresh`; `/healthz` always runs, as the reference;
+//! for profiling one workload). The benchmark's own
 //! connection (fixtures, the schema) uses no TLS: give a loopback URL.
 #![allow(
     clippy::unwrap_used,
@@ -64,6 +67,8 @@ struct Opts {
     pg: Option<String>,
     /// PostgreSQL instead of SQLite.
     database_url: Option<String>,
+    /// Small-store workloads to run (all when empty).
+    only: Vec<String>,
 }
 
 fn opts() -> Opts {
@@ -75,6 +80,7 @@ fn opts() -> Opts {
         scale: true,
         pg: None,
         database_url: None,
+        only: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -87,10 +93,11 @@ fn opts() -> Opts {
             "--no-scale" => o.scale = false,
             "--pg" => o.pg = Some(value()),
             "--database-url" => o.database_url = Some(value()),
+            "--only" => o.only = value().split(',').map(|w| w.trim().to_lowercase()).collect(),
             other => panic!("unknown option {other}; see the top of crates/server/examples/bench.rs"),
         }
     }
-    if o.database_url.is_some() {
+    if o.database_url.is_some() || !o.only.is_empty() {
         o.scale = false;
     }
     o
@@ -728,6 +735,10 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
 
     let mut small = Vec::new();
     for work in [Work::Health, Work::Refresh, Work::Device, Work::Associate, Work::Lookup, Work::Verify] {
+        let first_word = work.name().split([' ', '-']).next().unwrap_or("").to_lowercase();
+        if work != Work::Health && !o.only.is_empty() && !o.only.contains(&first_word) {
+            continue;
+        }
         small.push((work, measure(&ctx, &mut server, work, o.secs, tps).await));
     }
     let hz = get(&small, Work::Health);
@@ -809,6 +820,10 @@ async fn main() {
         on_pg = pg_small;
     }
 
+    if !o.only.is_empty() {
+        println!("\n--only: targets not judged");
+        return;
+    }
     let hz = get(&small, Work::Health);
     println!("\ntargets ({CONNECTIONS} connections)");
     let (r, a, v) = (get(&small, Work::Refresh), get(&small, Work::Associate), get(&small, Work::Verify));

@@ -2,14 +2,14 @@
 //! (`target_session_attrs=read-write`) follows a promoted standby.
 //!
 //! The test makes a primary and a hot standby (`pg_basebackup -R`) with
-//! synchronous replication, starts `strongroom serve` on both hosts, and
-//! runs vault `Associate` writes from several clients, each write a new
+//! synchronous replication, starts `strongroom serve` on a connection
+//! string naming both hosts, and runs vault `Associate` writes from several clients, each write a new
 //! name. In the middle of the load the primary crashes (`pg_ctl stop -m
 //! immediate`) and the standby is promoted. Requests during the switch must
 //! fail cleanly (the vault's Result 22, or 503 from the bearer check, never
 //! a 500, never a body naming the database), writes must succeed again
-//! within seconds, and every write the server acknowledged must be on the
-//! new primary. The tally and the recovery time are printed before any
+//! within seconds, every write the server acknowledged must be on the
+//! new primary, and `admin events verify` must pass there. The tally and the recovery time are printed before any
 //! assertion.
 //!
 //! The same load meets a PostgreSQL crash and restart on one host in the
@@ -38,8 +38,10 @@ const LOAD_LIMIT: Duration = Duration::from_secs(90);
 const WARM_WRITES: usize = 40;
 /// How long writes go on after the first success on the new primary.
 const AFTER_RECOVERY: Duration = Duration::from_secs(1);
-/// The bound on recovery (a liveness bound, not a speed target).
-const RECOVERY_LIMIT: Duration = Duration::from_secs(30);
+/// The bound on recovery, from the crash to the first write acknowledged
+/// by the new primary: "within seconds" (it takes about half a second here;
+/// the bound leaves room for a loaded machine).
+const RECOVERY_LIMIT: Duration = Duration::from_secs(10);
 /// Words no error body may hold.
 const INTERNALS: &[&str] = &["db error", "postgres", "tokio", "SqlState", "connection", "127.0.0.1", "panicked", "pool"];
 
@@ -57,19 +59,20 @@ struct Failure {
 struct Tally {
     /// Names whose write was acknowledged (Result 0).
     acked: Vec<String>,
+    /// When each acknowledged write was sent and answered, from the load's epoch.
+    acked_at: Vec<(Duration, Duration)>,
     failures: Vec<Failure>,
     /// Transport failures (no HTTP answer).
     transport: Vec<String>,
-    /// The first acknowledged write sent after the crash: (sent, answered), from the test's start.
-    first_after_crash: Option<(Duration, Duration)>,
 }
 
 struct Shared {
     epoch: Instant,
     stop: AtomicBool,
-    /// When the primary was crashed, from `epoch`.
-    crash: Mutex<Option<Duration>>,
-    /// When a write sent after the crash was first acknowledged.
+    /// When the disruption was over (the standby promoted, or PostgreSQL
+    /// started again), from `epoch`.
+    settled: Mutex<Option<Duration>>,
+    /// When a write sent after the disruption was over was first acknowledged.
     recovered: Mutex<Option<Duration>>,
     acked: std::sync::atomic::AtomicUsize,
 }
@@ -88,7 +91,7 @@ async fn writer(http: reqwest::Client, base: String, token: String, vault_id: i6
         }
         let name = format!("w{w}-{n}");
         let sent = shared.epoch.elapsed();
-        let crash = *shared.crash.lock().unwrap();
+        let settled = *shared.settled.lock().unwrap();
         match sdk(&http, &base, &token, "Associate", json!({"VaultID": vault_id, "Name": name, "StringValue": format!("value {name}")}))
             .await
         {
@@ -96,11 +99,11 @@ async fn writer(http: reqwest::Client, base: String, token: String, vault_id: i6
             Ok((status, body)) => {
                 let result = serde_json::from_str::<Value>(&body).ok().and_then(|v| v["Result"].as_i64());
                 if status == 200 && result == Some(0) {
+                    let done = shared.epoch.elapsed();
                     t.acked.push(name);
+                    t.acked_at.push((sent, done));
                     shared.acked.fetch_add(1, Ordering::SeqCst);
-                    if t.first_after_crash.is_none() && crash.is_some_and(|c| sent > c) {
-                        let done = shared.epoch.elapsed();
-                        t.first_after_crash = Some((sent, done));
+                    if settled.is_some_and(|s| sent > s) {
                         shared.recovered.lock().unwrap().get_or_insert(done);
                     }
                 } else {
@@ -121,7 +124,9 @@ struct Outcome {
     disrupted_at: Duration,
     /// How long the disruption itself took (crash and promotion, or crash and restart).
     disruption: Duration,
-    /// From the disruption's start to the first acknowledged write sent after it.
+    /// From the disruption's start until writes succeed again for good: to
+    /// the answer of the first acknowledged write sent after the last
+    /// failed one.
     recovery: Option<Duration>,
     /// Acknowledged writes not stored afterwards.
     lost: Vec<String>,
@@ -144,8 +149,8 @@ impl Outcome {
         let last_failure = self.failures().iter().map(|f| f.sent).max();
         eprintln!(
             "{what}: {acked} writes acknowledged ({} before the disruption), {} failed cleanly, {} without an answer, {} lost; \
-             disruption took {:?}; from its start to the first acknowledged write sent after it: {:?}; \
-             last failed write sent {:?} after it began",
+             disruption took {:?}; writes succeed again for good {:?} after it began \
+             (the first acknowledged write sent after the last failed one, sent {:?} after it began)",
             self.before,
             self.failures().len(),
             self.tallies.iter().map(|t| t.transport.len()).sum::<usize>(),
@@ -181,6 +186,7 @@ impl Outcome {
         );
         let unclean = self.unclean();
         assert!(unclean.is_empty(), "not clean failures: {unclean:?}");
+        assert!(!self.failures().is_empty(), "no request failed: the disruption did not reach the load");
         let recovery = self.recovery.expect("no write succeeded after the disruption");
         assert!(recovery < RECOVERY_LIMIT, "writes succeeded again only after {recovery:?}");
         assert!(self.lost.is_empty(), "acknowledged writes lost: {:?}", self.lost);
@@ -237,7 +243,7 @@ where
     let shared = Arc::new(Shared {
         epoch: Instant::now(),
         stop: AtomicBool::new(false),
-        crash: Mutex::new(None),
+        settled: Mutex::new(None),
         recovered: Mutex::new(None),
         acked: std::sync::atomic::AtomicUsize::new(0),
     });
@@ -253,12 +259,13 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let before = shared.acked.load(Ordering::SeqCst);
-    *shared.crash.lock().unwrap() = Some(shared.epoch.elapsed());
+    let disrupted_at = shared.epoch.elapsed();
     let crash_at = Instant::now();
     let kept = tokio::task::spawn_blocking(disrupt).await.unwrap();
     let disruption = crash_at.elapsed();
+    *shared.settled.lock().unwrap() = Some(shared.epoch.elapsed());
 
-    // Until a write sent after the disruption began succeeds (bounded), and a little longer.
+    // Until a write sent after the disruption was over succeeds (bounded), and a little longer.
     while crash_at.elapsed() < RECOVERY_LIMIT + Duration::from_secs(5) {
         let recovered = *shared.recovered.lock().unwrap();
         if recovered.is_some_and(|r| shared.epoch.elapsed() > r + AFTER_RECOVERY) {
@@ -271,7 +278,6 @@ where
     for w in writers {
         tallies.push(w.await.unwrap());
     }
-    let disrupted_at = shared.crash.lock().unwrap().unwrap();
 
     // Every acknowledged write, read back through the API.
     let mut lost = Vec::new();
@@ -282,8 +288,17 @@ where
         let stored: Vec<&str> = v["TypedNameValues"].as_array().unwrap().iter().map(|a| a["Name"].as_str().unwrap()).collect();
         lost.extend(t.acked.iter().filter(|n| !stored.contains(&n.as_str())).map(|n| format!("entry {id}: {n}")));
     }
-    let first_after = tallies.iter().filter_map(|t| t.first_after_crash).min_by_key(|(_, done)| *done);
-    let recovery = first_after.map(|(_, done)| done.saturating_sub(disrupted_at));
+    // The event chain on the surviving database, every event of the
+    // switch included.
+    let verified = admin(&["events", "verify"], "");
+    assert!(verified.contains("event log intact"), "events verify after the disruption: {verified}");
+    let last_failure = tallies.iter().flat_map(|t| &t.failures).map(|f| f.sent).max().unwrap_or(disrupted_at);
+    let recovery = tallies
+        .iter()
+        .flat_map(|t| &t.acked_at)
+        .filter(|(sent, _)| *sent > last_failure)
+        .map(|(_, answered)| answered.saturating_sub(disrupted_at))
+        .min();
     let log = server.stop();
     (Outcome { tallies, before, disrupted_at, disruption, recovery, lost, log }, kept)
 }
