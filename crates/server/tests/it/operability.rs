@@ -88,6 +88,34 @@ async fn metrics_count_exactly_the_flows_made() {
     s.stop().await;
 }
 
+/// Simultaneous presentations of one spent refresh token: each may decide
+/// "reuse", one revocation commits. The reuse counter counts what the store
+/// committed, so it equals the `token.refresh_reuse` events: one per round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reuse_is_counted_once_per_revocation_like_its_events() {
+    // No retry window: a spent token presented again is always reuse.
+    let s = TestServer::start_with(|c| c.tokens.retry_window = Some(0)).await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    const ROUNDS: usize = 3;
+    for _ in 0..ROUNDS {
+        let t = s.tokens_for(&alice, "app", "restricted:manage").await;
+        let spent = t["refresh_token"].as_str().unwrap().to_owned();
+        let (st, r1) = s.refresh("app", &spent).await;
+        assert_eq!(st, StatusCode::OK, "{r1}");
+        let answers = crate::concurrency::futures_join_all((0..8).map(|_| s.refresh("app", &spent))).await;
+        for (st, body) in answers {
+            assert_eq!((st, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{body}");
+        }
+    }
+    let reuse_events = s.event_kinds().await.iter().filter(|k| *k == "token.refresh_reuse").count();
+    assert_eq!(reuse_events, ROUNDS, "one revocation per spent token");
+    let m = scrape(&s).await;
+    assert_eq!(value(&m, "strongroom_refresh_reuse_detections_total"), reuse_events as f64, "metric and events agree");
+    assert_eq!(value(&m, "strongroom_grants_revoked_total"), reuse_events as f64);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn metrics_on_their_own_listener_leave_the_main_one() {
     let s = TestServer::start_with(|c| c.metrics.listen = Some("127.0.0.1:0".into())).await;
