@@ -195,7 +195,8 @@ impl LogSettings {
     }
 
     fn env_filter(&self) -> Result<tracing_subscriber::EnvFilter> {
-        tracing_subscriber::EnvFilter::try_new(&self.filter).with_context(|| format!("{}: bad log filter {:?}", self.filter_from, self.filter))
+        tracing_subscriber::EnvFilter::try_new(&self.filter)
+            .with_context(|| format!("{}: bad log filter {:?}", self.filter_from, self.filter))
     }
 }
 

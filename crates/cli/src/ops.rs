@@ -302,17 +302,29 @@ mod tests {
         ("postgres://a:b:c@h/d", "postgres://a:****@h/d", &["b:c"]),
         ("postgres://sr:p@ss@db/sr", "postgres://sr:****@db/sr", &["p@ss", "ss@"]),
         ("postgres://sr:p?x=1@db/sr", "postgres://sr:****@db/sr", &["p?x"]),
-        ("postgresql://sr:pw@h1:5432,h2:5433/sr?target_session_attrs=read-write", "postgresql://sr:****@h1:5432,h2:5433/sr?target_session_attrs=read-write", &[":pw@"]),
+        (
+            "postgresql://sr:pw@h1:5432,h2:5433/sr?target_session_attrs=read-write",
+            "postgresql://sr:****@h1:5432,h2:5433/sr?target_session_attrs=read-write",
+            &[":pw@"],
+        ),
         // Query parameters: every secret one, wherever it stands (the bug:
         // only the first `password=`, here the one inside `sslpassword`, was masked).
         ("postgres://sr@db/sr?sslpassword=a&password=secret", "postgres://sr@db/sr?sslpassword=****&password=****", &["=a", "secret"]),
-        ("postgres://sr@db/sr?password=secret&sslpassword=keypass", "postgres://sr@db/sr?password=****&sslpassword=****", &["secret", "keypass"]),
+        (
+            "postgres://sr@db/sr?password=secret&sslpassword=keypass",
+            "postgres://sr@db/sr?password=****&sslpassword=****",
+            &["secret", "keypass"],
+        ),
         ("postgresql://sr@db/sr?sslmode=disable&password=hunter2", "postgresql://sr@db/sr?sslmode=disable&password=****", &["hunter2"]),
         ("postgres://sr@db/sr?password=one&password=two", "postgres://sr@db/sr?password=****&password=****", &["one", "two"]),
         ("postgres://sr@db/sr?Password=UP&SSLPASSWORD=KP", "postgres://sr@db/sr?Password=****&SSLPASSWORD=****", &["UP", "KP"]),
         ("postgres://sr@db/sr?pass%77ord=enc&ssl%70assword=enc2", "postgres://sr@db/sr?pass%77ord=****&ssl%70assword=****", &["enc"]),
         ("postgres://sr@db/sr?password=a&b&sslmode=require", "postgres://sr@db/sr?password=****&****&sslmode=require", &["=a", "&b"]),
-        ("postgres://u:pw@db/sr?sslpassword=kp&sslmode=verify-full", "postgres://u:****@db/sr?sslpassword=****&sslmode=verify-full", &["pw", "kp"]),
+        (
+            "postgres://u:pw@db/sr?sslpassword=kp&sslmode=verify-full",
+            "postgres://u:****@db/sr?sslpassword=****&sslmode=verify-full",
+            &["pw", "kp"],
+        ),
         ("postgresql:///sr?host=/run/postgresql&password=sock", "postgresql:///sr?host=/run/postgresql&password=****", &["sock"]),
         // libpq key=value.
         ("host=db user=sr password=secret dbname=sr", "host=db user=sr password=**** dbname=sr", &["secret"]),
@@ -340,7 +352,20 @@ mod tests {
 
     #[test]
     fn odd_connection_strings_do_not_trip_the_masking() {
-        for s in ["", "=", "==", "password", "password=", "password='unterminated", "x=\\", "k=é\\é v=1", "postgres://", "postgres://@", "postgres://?&&=", "a://b?password"] {
+        for s in [
+            "",
+            "=",
+            "==",
+            "password",
+            "password=",
+            "password='unterminated",
+            "x=\\",
+            "k=é\\é v=1",
+            "postgres://",
+            "postgres://@",
+            "postgres://?&&=",
+            "a://b?password",
+        ] {
             let masked = mask_database_url(s);
             assert!(!masked.contains("unterminated"), "{s} → {masked}");
         }

@@ -68,7 +68,8 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     server.admin(&["folders", "create", FOLDER], "");
     let http = reqwest::Client::new();
     let token = password_grant(&http, &base).await;
-    let added = sdk(&http, &base, &token, "Add", json!({"VaultType": 32, "Namespace": "config", "Owner": FOLDER, "Base64Data": SECRET_B64})).await;
+    let added =
+        sdk(&http, &base, &token, "Add", json!({"VaultType": 32, "Namespace": "config", "Owner": FOLDER, "Base64Data": SECRET_B64})).await;
     assert_eq!(added["Result"], 0, "{added}");
     let vault_id = added["VaultID"].as_i64().unwrap();
 
