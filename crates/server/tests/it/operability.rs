@@ -218,3 +218,40 @@ async fn inbound_request_ids_are_bounded_echoed_and_recorded() {
     assert_eq!(ids, want, "every event carries its request's id");
     s.stop().await;
 }
+
+/// The timeout layer answers 408 with an empty body, as the OpenAPI
+/// document says, to a request whose body never finishes arriving.
+#[tokio::test]
+async fn a_request_that_takes_too_long_is_answered_408() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let s = TestServer::start_with(|c| c.request_timeout_secs = Some(1)).await;
+    let addr = s.url.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // 10 of the 100 bytes announced, then nothing.
+    let head = format!(
+        "POST /vedauth/Authorize/Token HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"client_i"
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).await.unwrap();
+            answer.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&answer);
+            if n == 0 || text.contains("\r\n\r\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer within 10 s");
+    let text = String::from_utf8_lossy(&answer).to_string();
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("content-length: 0"), "an empty body: {text}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "answered before the timeout: {:?}", started.elapsed());
+    let doc: serde_json::Value = s.http.get(s.at("/openapi.json")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(doc["paths"]["/vedauth/Authorize/Token"]["post"]["responses"]["408"]["$ref"], "#/components/responses/Timeout");
+    s.stop().await;
+}
