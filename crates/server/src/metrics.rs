@@ -85,7 +85,11 @@ impl Metrics {
         let grants_revoked = Counter::default();
         r.register("grants_revoked", "Grants revoked by their client or by refresh-token reuse", grants_revoked.clone());
         let refresh_reuse = Counter::default();
-        r.register("refresh_reuse_detections", "Spent refresh tokens presented again (each revokes its grant)", refresh_reuse.clone());
+        r.register(
+            "refresh_reuse_detections",
+            "Spent refresh tokens presented again, counted when the revocation of their grant commits",
+            refresh_reuse.clone(),
+        );
         let lockouts = Counter::default();
         r.register("lockouts", "Throttle keys (users, addresses) locked for too many failures", lockouts.clone());
         let batch_jobs = Histogram::new(exponential_buckets(1.0, 2.0, 8));
