@@ -169,11 +169,41 @@ impl ConfigArgs {
     }
 }
 
+/// The log settings: where the filter comes from, and the format. Read from
+/// the environment only (`STRONGROOM_LOG`, else `RUST_LOG`, else the
+/// command's default; `STRONGROOM_LOG_FORMAT=json`; an empty variable is
+/// unset), by `serve`, `admin` and `config check` alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LogSettings {
+    filter: String,
+    /// `STRONGROOM_LOG`, `RUST_LOG` or `default`.
+    filter_from: &'static str,
+    json: bool,
+}
+
+impl LogSettings {
+    fn from_env(default: &str, env: impl Fn(&str) -> Option<String>) -> LogSettings {
+        // An empty variable counts as unset.
+        let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let (filter, filter_from) = match (env("STRONGROOM_LOG"), env("RUST_LOG")) {
+            (Some(f), _) => (f, "STRONGROOM_LOG"),
+            (None, Some(f)) => (f, "RUST_LOG"),
+            (None, None) => (default.to_owned(), "default"),
+        };
+        let json = env("STRONGROOM_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
+        LogSettings { filter, filter_from, json }
+    }
+
+    fn env_filter(&self) -> Result<tracing_subscriber::EnvFilter> {
+        tracing_subscriber::EnvFilter::try_new(&self.filter)
+            .with_context(|| format!("{}: bad log filter {:?}", self.filter_from, self.filter))
+    }
+}
+
 fn init_logging(default: &str) -> Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter = std::env::var("STRONGROOM_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| default.to_owned());
-    let filter = EnvFilter::try_new(&filter).with_context(|| format!("bad log filter {filter:?}"))?;
-    let json = std::env::var("STRONGROOM_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let settings = LogSettings::from_env(default, |k| std::env::var(k).ok());
+    let filter = settings.env_filter()?;
+    let json = settings.json;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -223,9 +253,15 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
             Command::Admin { config, json, command } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
-            Command::Config(ConfigCommand::Check { config, json }) => {
-                config.load().and_then(|c| ops::config_check(&c, json)).map_err(client::Failure::from)
-            }
+            Command::Config(ConfigCommand::Check { config, json }) => config
+                .load()
+                .and_then(|c| {
+                    // What `serve` would log with.
+                    let log = LogSettings::from_env(SERVE_LOG_DEFAULT, |k| std::env::var(k).ok());
+                    log.env_filter()?;
+                    ops::config_check(&c, &log, json)
+                })
+                .map_err(client::Failure::from),
             Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),
             Command::Man { out_dir } => ops::man(out_dir.as_deref()).map_err(client::Failure::from),
             Command::Login { target, scope, no_browser } => client::login(&target, &scope, no_browser).await,
@@ -251,8 +287,11 @@ fn print_openapi() -> Result<()> {
     Ok(())
 }
 
+/// `serve`'s log filter when the environment names none.
+const SERVE_LOG_DEFAULT: &str = "info";
+
 async fn serve(args: ConfigArgs) -> Result<()> {
-    init_logging("info")?;
+    init_logging(SERVE_LOG_DEFAULT)?;
     let config = args.load()?;
     strongroom_server::serve::run(config, shutdown_signal()).await?;
     Ok(())

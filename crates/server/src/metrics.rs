@@ -85,7 +85,11 @@ impl Metrics {
         let grants_revoked = Counter::default();
         r.register("grants_revoked", "Grants revoked by their client or by refresh-token reuse", grants_revoked.clone());
         let refresh_reuse = Counter::default();
-        r.register("refresh_reuse_detections", "Spent refresh tokens presented again (each revokes its grant)", refresh_reuse.clone());
+        r.register(
+            "refresh_reuse_detections",
+            "Spent refresh tokens presented again, counted when the revocation of their grant commits",
+            refresh_reuse.clone(),
+        );
         let lockouts = Counter::default();
         r.register("lockouts", "Throttle keys (users, addresses) locked for too many failures", lockouts.clone());
         let batch_jobs = Histogram::new(exponential_buckets(1.0, 2.0, 8));
@@ -197,12 +201,29 @@ mod tests {
 
     #[test]
     fn renders_counters_histograms_and_memory() {
-        let m = Metrics::new();
+        let m = Arc::new(Metrics::new());
         m.request("/healthz", &axum::http::Method::GET, 200, Duration::from_millis(2));
         m.token_issued();
         m.lockouts(2);
-        Observer(Arc::new(Metrics::new())).batch(3, Duration::from_millis(1), true);
+        // Two batches reach the rendered instance through its observer: 3
+        // jobs committed in 1.5 ms, then 5 jobs rolled back in 40 ms.
+        let observer = Observer(m.clone());
+        observer.batch(3, Duration::from_micros(1500), true);
+        observer.batch(5, Duration::from_millis(40), false);
         let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0 });
+        for line in [
+            "strongroom_store_commit_batch_jobs_count 2",
+            "strongroom_store_commit_batch_jobs_sum 8.0",
+            // Buckets 1, 2, 4, 8, …: 3 jobs fall in le=4, 5 in le=8.
+            "strongroom_store_commit_batch_jobs_bucket{le=\"2.0\"} 0",
+            "strongroom_store_commit_batch_jobs_bucket{le=\"4.0\"} 1",
+            "strongroom_store_commit_batch_jobs_bucket{le=\"8.0\"} 2",
+            "strongroom_store_commit_duration_seconds_count 2",
+            "strongroom_store_commit_duration_seconds_sum 0.0415",
+            "strongroom_store_commit_failures_total 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
+        }
         assert!(text.contains("strongroom_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 1"), "{text}");
         assert!(text.contains("strongroom_http_request_duration_seconds_count{route=\"/healthz\"} 1"), "{text}");
         assert!(text.contains("strongroom_tokens_issued_total 1"), "{text}");

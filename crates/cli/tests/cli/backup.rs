@@ -2,7 +2,7 @@
 //! directory, and a server on the restored directory.
 #![allow(clippy::disallowed_methods)] // waits on real processes
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +27,31 @@ async fn until_acked(acked: &Mutex<Vec<String>>, n: usize) {
     panic!("the write load never reached {n} acknowledged writes");
 }
 
+const PASSWORD: &str = "backup-test-password-1";
+const FOLDER: &str = "\\VED\\Policy\\Backups";
+/// "kept through backup and restore", base64.
+const SECRET_B64: &str = "a2VwdCB0aHJvdWdoIGJhY2t1cCBhbmQgcmVzdG9yZQ==";
+
+/// An access token for `root` through the password grant.
+async fn password_grant(http: &reqwest::Client, base: &str) -> String {
+    let t: Value = http
+        .post(format!("{base}/vedauth/authorize/oauth"))
+        .json(&json!({"client_id": "app", "username": "root", "password": PASSWORD, "scope": "restricted:manage"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned()
+}
+
+async fn sdk(http: &reqwest::Client, base: &str, token: &str, op: &str, body: Value) -> Value {
+    let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(token).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
 fn json_of(r: &crate::process::Run) -> Value {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
@@ -35,8 +60,18 @@ fn json_of(r: &crate::process::Run) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     let server = Server::start(&["--insecure-http"], &[("STRONGROOM_TRUSTED_PROXIES", "127.0.0.1")]);
-    server.admin(&["integrations", "create", "app", "--scope", "restricted:manage", "--allow-all-users"], "");
+    server.admin(&["integrations", "create", "app", "--scope", "restricted:manage", "--allow-all-users", "--password-grant", "true"], "");
     let base = format!("http://127.0.0.1:{}", server.port);
+
+    // A vault secret written before the backup, to be read back after the restore.
+    server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
+    server.admin(&["folders", "create", FOLDER], "");
+    let http = reqwest::Client::new();
+    let token = password_grant(&http, &base).await;
+    let added =
+        sdk(&http, &base, &token, "Add", json!({"VaultType": 32, "Namespace": "config", "Owner": FOLDER, "Base64Data": SECRET_B64})).await;
+    assert_eq!(added["Result"], 0, "{added}");
+    let vault_id = added["VaultID"].as_i64().unwrap();
 
     // The load: device authorizations (each one write: rows and an event),
     // every request with its own request id and, through the trusted proxy,
@@ -125,12 +160,77 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
 
     // A server on the restored directory is ready, its data and chain intact.
     let restored = Server::start_on(target.clone(), &["--insecure-http"], &[]);
-    let http = reqwest::Client::new();
     let r = http.get(format!("http://127.0.0.1:{}/health/ready", restored.port)).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(restored.admin(&["events", "verify"], "").contains("event log intact"));
     let integrations = restored.admin(&["integrations", "list", "--json"], "");
     let integrations: Value = serde_json::from_str(integrations.trim()).unwrap();
     assert_eq!(integrations[0]["client_id"], "app");
+    // The secret written before the backup opens with the master key put
+    // back: the data key wrapped by it came through the snapshot.
+    let base = format!("http://127.0.0.1:{}", restored.port);
+    let token = password_grant(&http, &base).await;
+    let got = sdk(&http, &base, &token, "Retrieve", json!({"VaultID": vault_id})).await;
+    assert_eq!((got["Result"].as_i64(), got["Base64Data"].as_str()), (Some(0), Some(SECRET_B64)), "{got}");
     restored.stop();
+}
+
+/// A restore that fails after it copied the snapshot (a broken event chain,
+/// a head other than the sidecar's) leaves the target as it found it: a
+/// directory it made is gone, an empty one it was given is empty again.
+#[test]
+fn a_failed_restore_leaves_the_target_as_it_was() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    let s = src.to_str().unwrap();
+    for folder in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
+        let r = run(&["admin", "--data-dir", s, "folders", "create", folder], &[]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    }
+    let snapshot = |name: &str| {
+        let file = work.path().join(name);
+        let r = run(&["admin", "--data-dir", s, "backup", file.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        file
+    };
+    let restore = |dir: &std::path::Path, file: &std::path::Path| {
+        run(&["admin", "--data-dir", dir.to_str().unwrap(), "restore", file.to_str().unwrap()], &[])
+    };
+
+    // An event rewritten inside the snapshot: the head (and so the sidecar)
+    // still match, the chain does not.
+    let broken = snapshot("broken.db");
+    let db = rusqlite::Connection::open(&broken).unwrap();
+    assert_eq!(db.execute("UPDATE events SET detail = 'rewritten' WHERE seq = 1", []).unwrap(), 1);
+    drop(db);
+    let new_dir = work.path().join("new").join("data");
+    let r = restore(&new_dir, &broken);
+    assert_ne!(r.code, 0, "a broken chain was restored: {}", r.stdout);
+    assert!(r.stderr.contains("verifying the restored event log") && r.stderr.contains("which the restore had created"), "{}", r.stderr);
+    assert!(!work.path().join("new").exists(), "the directories restore made are gone");
+
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let r = restore(&empty, &broken);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("it is empty again"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0, "the empty directory is empty again");
+
+    // A sidecar naming another head.
+    let other = snapshot("other.db");
+    let sidecar = work.path().join("other.db.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
+    v["event_seq"] = Value::from(v["event_seq"].as_i64().unwrap() + 1);
+    std::fs::write(&sidecar, v.to_string()).unwrap();
+    let r = restore(&empty, &other);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("does not hold the event-chain head") && r.stderr.contains("it is empty again"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+
+    // The same directory then takes a good snapshot.
+    let good = snapshot("good.db");
+    let r = restore(&empty, &good);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // One event per folder created.
+    assert!(r.stdout.contains("event log intact: 2 events") && r.stdout.contains("(as recorded at backup)"), "{}", r.stdout);
 }

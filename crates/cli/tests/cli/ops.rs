@@ -11,33 +11,78 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
     let file = dir.path().join("strongroom.toml");
     std::fs::write(
         &file,
-        "database_url = \"postgres://sr:hunter2-secret@db.internal/sr\"\ntrusted_proxies = [\"10.0.0.0/8\"]\n\
-         [tokens]\naccess_validity = 600\n[metrics]\nlisten = \"127.0.0.1:9090\"\n",
+        "database_url = \"postgres://sr:hunter2-secret@db.internal/sr?sslpassword=keypass-secret&password=param-secret\"\n\
+         trusted_proxies = [\"10.0.0.0/8\"]\n\
+         [tokens]\naccess_validity = 600\n[metrics]\nlisten = \"127.0.0.1:9090\"\n\
+         [keys]\ndefault = \"PKCS11:hsm\"\n\
+         [[keys.pkcs11]]\nname = \"hsm\"\nlibrary = \"/usr/lib/softhsm/libsofthsm2.so\"\ntoken_label = \"strongroom\"\n\
+         key_label = \"strongroom-vault\"\npin_env = \"STRONGROOM_HSM_PIN\"\n\
+         [[keys.pkcs11]]\nname = \"spare\"\nlibrary = \"/opt/hsm/libpkcs11.so\"\ntoken_label = \"spare-token\"\n\
+         pin_file = \"/etc/strongroom/spare.pin\"\n",
     )
     .unwrap();
     let f = file.to_str().unwrap();
-    let env = [("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_POLL_INTERVAL", "7")];
+    const PIN: &str = "pin-987654-secret";
+    let env = [
+        ("STRONGROOM_MASTER_KEY", KEY),
+        ("STRONGROOM_POLL_INTERVAL", "7"),
+        ("STRONGROOM_HSM_PIN", PIN),
+        ("STRONGROOM_LOG", "warn,strongroom_server=debug"),
+        ("STRONGROOM_LOG_FORMAT", "json"),
+    ];
     let r = run(&["config", "check", "--config", f, "--listen", "127.0.0.1:9443"], &env);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    for secret in ["hunter2", KEY] {
+    for secret in ["hunter2", "keypass", "param-secret", KEY, PIN] {
         assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "a secret was printed: {}", r.stdout);
     }
     for shown in [
-        "postgres://sr:****@db.internal/sr",
+        "postgres://sr:****@db.internal/sr?sslpassword=****&password=****",
         "127.0.0.1:9443",
         "10.0.0.0/8",
         "600 s",
         "7 s",
         "http://127.0.0.1:9090/metrics",
         "from STRONGROOM_MASTER_KEY",
+        "PKCS11:hsm",
+        "library /usr/lib/softhsm/libsofthsm2.so, token \"strongroom\", key \"strongroom-vault\", PIN from $STRONGROOM_HSM_PIN",
+        "library /opt/hsm/libpkcs11.so, token \"spare-token\", key \"spare\", PIN from file /etc/strongroom/spare.pin",
+        "warn,strongroom_server=debug (from STRONGROOM_LOG)",
         "configuration OK",
     ] {
         assert!(r.stdout.contains(shown), "{shown:?} missing from:\n{}", r.stdout);
     }
+    let line = |key: &str| r.stdout.lines().find(|l| l.split_whitespace().next() == Some(key)).map(str::to_owned);
+    assert_eq!(line("keys.default").as_deref().map(str::split_whitespace).and_then(|mut w| w.nth(1)), Some("PKCS11:hsm"));
+    assert_eq!(line("log.format").as_deref().map(str::split_whitespace).and_then(|mut w| w.nth(1)), Some("json"));
     let r = run(&["config", "check", "--config", f, "--json"], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for secret in ["hunter2", "keypass", "param-secret", KEY, PIN] {
+        assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "a secret was printed: {}", r.stdout);
+    }
     let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(v["tokens"]["access_validity"], 600);
-    assert_eq!(v["database_url"], "postgres://sr:****@db.internal/sr");
+    assert_eq!(v["database_url"], "postgres://sr:****@db.internal/sr?sslpassword=****&password=****");
+    assert_eq!(v["keys"]["default"], "PKCS11:hsm");
+    assert_eq!(
+        v["keys"]["pkcs11"],
+        serde_json::json!([
+            {"name": "PKCS11:hsm", "library": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "strongroom",
+             "key_label": "strongroom-vault", "pin_env": "STRONGROOM_HSM_PIN"},
+            {"name": "PKCS11:spare", "library": "/opt/hsm/libpkcs11.so", "token_label": "spare-token",
+             "key_label": "spare", "pin_file": "/etc/strongroom/spare.pin"},
+        ])
+    );
+    assert_eq!(v["log"], serde_json::json!({"filter": "warn,strongroom_server=debug", "filter_from": "STRONGROOM_LOG", "format": "json"}));
+    // Without [keys] and log variables: the software key and serve's defaults.
+    std::fs::write(&file, "").unwrap();
+    let plain = [("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_LOG", ""), ("RUST_LOG", ""), ("STRONGROOM_LOG_FORMAT", "")];
+    let v: serde_json::Value = serde_json::from_str(run(&["config", "check", "--config", f, "--json"], &plain).stdout.trim()).unwrap();
+    assert_eq!(v["keys"], serde_json::json!({"default": "Software:Default", "pkcs11": []}));
+    assert_eq!(v["log"], serde_json::json!({"filter": "info", "filter_from": "default", "format": "text"}));
+    // A log filter serve would refuse is refused here too, naming its variable.
+    let r = run(&["config", "check", "--config", f], &[("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_LOG", "[[[")]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("STRONGROOM_LOG"), "{}", r.stderr);
 
     // Invalid: a clear message naming the setting, and a non-zero exit.
     for (text, named) in [

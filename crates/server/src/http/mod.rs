@@ -238,6 +238,7 @@ async fn live() -> Response {
     responses(
         (status = 200, description = "The store takes a write and its schema is current.", body = openapi::HealthStatus),
         (status = 503, description = "The store does not answer, or its schema is not this binary's.", body = openapi::HealthStatus),
+        (status = 408, response = openapi::Timeout),
     ),
 )]
 async fn ready(State(app): State<AppState>) -> Response {
@@ -264,6 +265,7 @@ async fn ready(State(app): State<AppState>) -> Response {
     responses(
         (status = 200, description = "Ready (an alias of `/health/ready`).", body = openapi::HealthStatus),
         (status = 503, description = "Not ready.", body = openapi::HealthStatus),
+        (status = 408, response = openapi::Timeout),
     ),
 )]
 async fn healthz(state: State<AppState>) -> Response {

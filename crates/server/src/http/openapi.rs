@@ -115,7 +115,7 @@ pub(crate) const BEARER: &str = "bearer";
             DefaultKeyResponse,
             LogResponse,
         ),
-        responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge),
+        responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
     ),
     modifiers(&Additions),
     tags(
@@ -229,7 +229,8 @@ shared_response!(
     AuthRefused,
     ErrorResponse,
     "Refused (RFC 6749 §5.2): `invalid_request` (also for a body that does not parse or a Content-Type other than \
-     JSON or form), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
+     JSON or form, and, as the interface requires, for an internal error such as a store that did not answer: a \
+     generic text, never a 5xx), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
      `authorization_pending`, `slow_down`, `access_denied`."
 );
 shared_response!(AuthTooLarge, ErrorResponse, "The body is larger than `max_body_bytes`.");
@@ -241,11 +242,31 @@ shared_response!(
 shared_response!(Forbidden, BearerErrorResponse, "`insufficient_scope`: the token's scope does not cover this call.");
 shared_response!(Unavailable, BearerErrorResponse, "`temporarily_unavailable`: the store did not answer.");
 shared_response!(BadJson, ErrorOnly, "The body is not a JSON object.");
+
+/// 408 from the router's timeout layer: no body.
+#[derive(Debug)]
+pub(crate) struct Timeout;
+
+impl<'r> ToResponse<'r> for Timeout {
+    fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+        (
+            "Timeout",
+            ResponseBuilder::new()
+                .description(
+                    "No answer within `request_timeout_secs` (the body did not arrive, or the store did not answer in time); \
+                     empty body. Nothing is known to have changed: retry.",
+                )
+                .build()
+                .into(),
+        )
+    }
+}
 shared_response!(SdkTooLarge, ErrorOnly, "The body is larger than `max_body_bytes`.");
 
 /// What every bearer-protected `/vedsdk` operation may answer besides its
-/// 200: 400 (not JSON), 401, 403, 413 and 503, each a reference to its shared
-/// response. Named once in each operation's `responses(...)`.
+/// 200: 400 (not JSON), 401, 403, 408 (the timeout layer), 413 and 503, each
+/// a reference to its shared response. Named once in each operation's
+/// `responses(...)`.
 #[derive(Debug)]
 pub(crate) struct SdkRefusals;
 
@@ -255,6 +276,7 @@ impl utoipa::IntoResponses for SdkRefusals {
             ("400", <BadJson as ToResponse>::response().0),
             ("401", <Unauthorized as ToResponse>::response().0),
             ("403", <Forbidden as ToResponse>::response().0),
+            ("408", <Timeout as ToResponse>::response().0),
             ("413", <SdkTooLarge as ToResponse>::response().0),
             ("503", <Unavailable as ToResponse>::response().0),
         ]
@@ -322,6 +344,50 @@ mod tests {
         assert!(missing.is_empty(), "routes without a #[utoipa::path] listed in ApiDoc: {missing:?}");
         let extra: Vec<_> = described.difference(&served).collect();
         assert!(extra.is_empty(), "described paths the router does not serve: {extra:?}");
+    }
+
+    /// 408 (the timeout layer wraps every route) is described wherever a
+    /// handler waits for a body or the store; 503 wherever `respond` answers
+    /// `temporarily_unavailable` or the page's store failure, and not on
+    /// Device, Token and OAuth, where an internal error is a 400
+    /// `invalid_request` (the interface's rule).
+    #[test]
+    fn timeouts_and_unavailability_are_described_where_they_happen() {
+        let doc = serde_json::to_value(document()).unwrap();
+        // Answered from memory: nothing to wait for.
+        let immediate = [
+            ("/health/live", "get"),
+            ("/metrics", "get"),
+            ("/openapi.json", "get"),
+            ("/vedauth/device", "get"),
+            ("/vedauth/device/style.css", "get"),
+            ("/vedsdk", "get"),
+        ];
+        let mut operations = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                operations += 1;
+                let responses = &op["responses"];
+                let has = |status: &str| responses.get(status).is_some();
+                if immediate.contains(&(path.as_str(), method.as_str())) {
+                    assert!(!has("408"), "{method} {path}");
+                } else {
+                    assert!(has("408"), "{method} {path} waits and may time out");
+                }
+                let token_endpoint =
+                    ["/vedauth/Authorize/Device", "/vedauth/Authorize/Token", "/vedauth/Authorize/OAuth"].contains(&path.as_str());
+                let bearer = op.get("security").is_some();
+                if token_endpoint {
+                    assert!(!has("503") && has("400"), "{method} {path}: internal errors are 400 invalid_request");
+                }
+                if bearer || path == "/vedauth/device" && method == "post" || path == "/vedauth/device/decision" {
+                    assert!(has("503"), "{method} {path} answers 503 when the store fails");
+                }
+            }
+        }
+        assert!(operations > 30, "{operations}");
+        let refused = doc["components"]["responses"]["AuthRefused"]["description"].as_str().unwrap();
+        assert!(refused.contains("internal error"), "{refused}");
     }
 
     #[test]

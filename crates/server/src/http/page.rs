@@ -210,6 +210,7 @@ async fn posted<T: Posted>(req: Request) -> Result<(T, String), PageError> {
         (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
         (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
         (status = 429, description = "Too many wrong passwords or codes: locked for a while.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
@@ -261,6 +262,7 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
         (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
         (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
         (status = 429, description = "The user is locked out for a while.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
     ),
 )]

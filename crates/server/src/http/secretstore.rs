@@ -22,8 +22,8 @@ use strongroom_store::EventFilter;
 
 use super::extract::bearer_token;
 use super::openapi::{
-    AddAnswer, Forbidden, IdsAnswer, KeysAnswer, LogAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, TypedNameValuesAnswer, Unauthorized,
-    Unavailable, ValueAnswer,
+    AddAnswer, Forbidden, IdsAnswer, KeysAnswer, LogAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer,
+    Unauthorized, Unavailable, ValueAnswer,
 };
 use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
@@ -480,6 +480,7 @@ pub(crate) async fn rotate_key(
         (status = 200, description = "The default key.", body = DefaultKeyResponse),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
 )]

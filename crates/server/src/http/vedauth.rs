@@ -10,7 +10,7 @@ use strongroom_proto::vedauth::{
 };
 
 use super::extract::{FormOrJson, bearer_token};
-use super::openapi::{AuthRefused, AuthTooLarge, Unauthorized, Unavailable};
+use super::openapi::{AuthRefused, AuthTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
 use crate::service::token::Issued;
@@ -42,6 +42,7 @@ fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
     responses(
         (status = 200, description = "A device code and the user code to show (RFC 8628 §3.2).", body = DeviceResponse),
         (status = 400, response = AuthRefused),
+        (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
         (status = 429, description = "`slow_down`: more than 60 starts from this client address in ten minutes; nothing was stored.", body = ErrorResponse),
     ),
@@ -75,6 +76,7 @@ pub(crate) async fn device(
     responses(
         (status = 200, description = "A new token pair; the presented refresh token or device code is spent.", body = TokenResponse),
         (status = 400, response = AuthRefused),
+        (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
     ),
 )]
@@ -97,6 +99,7 @@ pub(crate) async fn token(
     responses(
         (status = 200, description = "A new grant's token pair.", body = TokenResponse),
         (status = 400, response = AuthRefused),
+        (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
     ),
 )]
@@ -118,6 +121,7 @@ pub(crate) async fn oauth(
     responses(
         (status = 200, description = "The token is valid: its grant, scope and times.", body = VerifyResponse),
         (status = 401, response = Unauthorized),
+        (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
 )]
@@ -151,6 +155,7 @@ pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> R
     responses(
         (status = 200, description = "The caller's grant (every token of it) is revoked.", body = RevokeResponse),
         (status = 202, description = "No such token (also when the header is missing); nothing changed.", body = RevokeResponse),
+        (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
 )]

@@ -7,7 +7,7 @@ use axum::response::Response;
 use strongroom_proto::vedsdk::VersionResponse;
 
 use super::extract::bearer_token;
-use super::openapi::{Unauthorized, Unavailable};
+use super::openapi::{Timeout, Unauthorized, Unavailable};
 use super::respond::ok;
 use crate::service::bearer::{self, BearerError};
 use crate::state::AppState;
@@ -38,6 +38,7 @@ pub(crate) async fn ping() -> Response {
     responses(
         (status = 200, description = "The WebSDK level served.", body = VersionResponse),
         (status = 401, response = Unauthorized),
+        (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
 )]

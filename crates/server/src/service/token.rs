@@ -195,8 +195,11 @@ async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: 
         .client_id(client_id)
         .object(grant.id.as_str())
         .detail("spent refresh token presented again: grant revoked");
-    app.metrics.refresh_reuse();
+    // Counted once the store has answered, exactly when the reuse event and
+    // the revocation committed (a racing presentation that finds the grant
+    // revoked already writes no event and counts nothing).
     if app.store.revoke_grant(grant.id.clone(), now, event).await? {
+        app.metrics.refresh_reuse();
         app.metrics.grant_revoked();
         tracing::warn!(grant = %grant.id, "refresh token reuse: grant revoked");
     }

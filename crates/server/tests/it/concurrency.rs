@@ -114,7 +114,7 @@ async fn refreshes_race_leave_one_working_token_and_the_grant_alive() {
 }
 
 /// Polls every future at once on this task (no extra dependency).
-async fn futures_join_all<F: std::future::Future>(futs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+pub(crate) async fn futures_join_all<F: std::future::Future>(futs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
     let handles: Vec<_> = futs.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = handles.iter().map(|_| None).collect();
     let mut handles: Vec<_> = handles.into_iter().map(Some).collect();

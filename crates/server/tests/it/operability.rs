@@ -88,6 +88,34 @@ async fn metrics_count_exactly_the_flows_made() {
     s.stop().await;
 }
 
+/// Simultaneous presentations of one spent refresh token: each may decide
+/// "reuse", one revocation commits. The reuse counter counts what the store
+/// committed, so it equals the `token.refresh_reuse` events: one per round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reuse_is_counted_once_per_revocation_like_its_events() {
+    // No retry window: a spent token presented again is always reuse.
+    let s = TestServer::start_with(|c| c.tokens.retry_window = Some(0)).await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    const ROUNDS: usize = 3;
+    for _ in 0..ROUNDS {
+        let t = s.tokens_for(&alice, "app", "restricted:manage").await;
+        let spent = t["refresh_token"].as_str().unwrap().to_owned();
+        let (st, r1) = s.refresh("app", &spent).await;
+        assert_eq!(st, StatusCode::OK, "{r1}");
+        let answers = crate::concurrency::futures_join_all((0..8).map(|_| s.refresh("app", &spent))).await;
+        for (st, body) in answers {
+            assert_eq!((st, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{body}");
+        }
+    }
+    let reuse_events = s.event_kinds().await.iter().filter(|k| *k == "token.refresh_reuse").count();
+    assert_eq!(reuse_events, ROUNDS, "one revocation per spent token");
+    let m = scrape(&s).await;
+    assert_eq!(value(&m, "strongroom_refresh_reuse_detections_total"), reuse_events as f64, "metric and events agree");
+    assert_eq!(value(&m, "strongroom_grants_revoked_total"), reuse_events as f64);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn metrics_on_their_own_listener_leave_the_main_one() {
     let s = TestServer::start_with(|c| c.metrics.listen = Some("127.0.0.1:0".into())).await;
@@ -188,5 +216,42 @@ async fn inbound_request_ids_are_bounded_echoed_and_recorded() {
     let mut want = vec!["lb-7f3a:42".to_owned()];
     want.extend(generated);
     assert_eq!(ids, want, "every event carries its request's id");
+    s.stop().await;
+}
+
+/// The timeout layer answers 408 with an empty body, as the OpenAPI
+/// document says, to a request whose body never finishes arriving.
+#[tokio::test]
+async fn a_request_that_takes_too_long_is_answered_408() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let s = TestServer::start_with(|c| c.request_timeout_secs = Some(1)).await;
+    let addr = s.url.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // 10 of the 100 bytes announced, then nothing.
+    let head = format!(
+        "POST /vedauth/Authorize/Token HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"client_i"
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).await.unwrap();
+            answer.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&answer);
+            if n == 0 || text.contains("\r\n\r\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer within 10 s");
+    let text = String::from_utf8_lossy(&answer).to_string();
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("content-length: 0"), "an empty body: {text}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "answered before the timeout: {:?}", started.elapsed());
+    let doc: serde_json::Value = s.http.get(s.at("/openapi.json")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(doc["paths"]["/vedauth/Authorize/Token"]["post"]["responses"]["408"]["$ref"], "#/components/responses/Timeout");
     s.stop().await;
 }
