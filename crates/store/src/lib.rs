@@ -354,9 +354,27 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
 /// metrics library: the server implements this and hands it to
 /// [`EventStore::observe`].
 pub trait StoreObserver: Send + Sync + fmt::Debug {
-    /// SQLite's writer committed (or failed to commit) one batch of `jobs`
-    /// write transactions; `elapsed` runs from `BEGIN` to the end of `COMMIT`.
+    /// A group commit ended: SQLite's writer (every write) or PostgreSQL's
+    /// batch writer (refreshes and `Associate`) committed, or failed to
+    /// commit, one batch of `jobs` writes; `elapsed` runs from `BEGIN` to the
+    /// end of `COMMIT`.
     fn batch(&self, jobs: usize, elapsed: Duration, committed: bool);
+}
+
+/// Where a store keeps its observer; a writer reads it once per batch.
+#[derive(Clone, Default)]
+pub(crate) struct ObserverSlot(Arc<std::sync::RwLock<Option<Arc<dyn StoreObserver>>>>);
+
+impl ObserverSlot {
+    pub(crate) fn set(&self, o: Arc<dyn StoreObserver>) {
+        if let Ok(mut slot) = self.0.write() {
+            *slot = Some(o);
+        }
+    }
+
+    pub(crate) fn get(&self) -> Option<Arc<dyn StoreObserver>> {
+        self.0.read().ok().and_then(|o| o.clone())
+    }
 }
 
 /// How busy the store's connections are right now.

@@ -24,7 +24,7 @@ use strongroom_core::vault::VaultId;
 
 use super::{HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
 use crate::sql;
-use crate::{Checked, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
+use crate::{Checked, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
 
 /// Jobs per transaction at most.
 const MAX_BATCH: usize = 64;
@@ -155,17 +155,26 @@ impl Chain {
 }
 
 /// The queue to a store's writer task.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(super) struct Batcher {
     jobs: mpsc::Sender<Job>,
+    /// Told each batch's size and time.
+    pub(super) observer: ObserverSlot,
+}
+
+impl std::fmt::Debug for Batcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher").finish_non_exhaustive()
+    }
 }
 
 impl Batcher {
     /// Starts the writer task on the current tokio runtime.
     pub(super) fn spawn(pool: Pool) -> Batcher {
         let (jobs, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(writer(pool, rx));
-        Batcher { jobs }
+        let observer = ObserverSlot::default();
+        tokio::spawn(writer(pool, rx, observer.clone()));
+        Batcher { jobs, observer }
     }
 
     pub(super) async fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreResult<bool> {
@@ -191,7 +200,7 @@ impl Batcher {
     }
 }
 
-async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>) {
+async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot) {
     let advance = advance_pair_sql();
     let put = put_association_sql();
     let sql = Statements { advance: &advance, put: &put };
@@ -202,7 +211,12 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>) {
     let mut known = None;
     while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
         let work: Vec<&Work> = jobs.iter().map(|j| &j.work).collect();
-        match run_batch(&pool, &mut conn, &sql, &work, &mut known).await {
+        let started = std::time::Instant::now();
+        let out = run_batch(&pool, &mut conn, &sql, &work, &mut known).await;
+        if let Some(o) = observer.get() {
+            o.batch(work.len(), started.elapsed(), out.is_ok());
+        }
+        match out {
             Ok(done) => {
                 for (job, d) in jobs.drain(..).zip(done) {
                     job.reply.send(Ok(d));

@@ -537,10 +537,8 @@ impl EventStore for PgStore {
             crate::check_schema(get::<Option<i64>>(&r, 0)?)
         })
     }
-    fn observe(&self, _observer: std::sync::Arc<dyn crate::StoreObserver>) {
-        // Not reported yet: the commit-batch metrics are SQLite's writer's.
-        // PostgreSQL's refresh and Associate batches (batch.rs) could report
-        // their sizes the same way.
+    fn observe(&self, observer: std::sync::Arc<dyn crate::StoreObserver>) {
+        self.batch.observer.set(observer);
     }
     fn pool_status(&self) -> crate::PoolStatus {
         let s = self.pool.status();

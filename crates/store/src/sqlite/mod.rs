@@ -63,7 +63,7 @@ struct Inner {
     writer: mpsc::Sender<Box<dyn Job>>,
     readers: readers::Readers,
     settings: String,
-    observer: writer::ObserverSlot,
+    observer: crate::ObserverSlot,
     /// Reads and writes asked for and not yet answered (for [`PoolStatus`]).
     reads: AtomicUsize,
     writes: AtomicUsize,
@@ -229,7 +229,7 @@ impl SqliteStore {
             )
         };
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>(4096);
-        let observer = writer::ObserverSlot::default();
+        let observer = crate::ObserverSlot::default();
         let slot = observer.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())

@@ -10,27 +10,11 @@
 
 use rusqlite::Connection;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, RwLock};
+
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{StoreError, StoreObserver, StoreResult};
-
-/// Where the store keeps its observer; the writer reads it once per batch.
-#[derive(Clone, Default)]
-pub(crate) struct ObserverSlot(Arc<RwLock<Option<Arc<dyn StoreObserver>>>>);
-
-impl ObserverSlot {
-    pub(crate) fn set(&self, o: Arc<dyn StoreObserver>) {
-        if let Ok(mut slot) = self.0.write() {
-            *slot = Some(o);
-        }
-    }
-
-    fn get(&self) -> Option<Arc<dyn StoreObserver>> {
-        self.0.read().ok().and_then(|o| o.clone())
-    }
-}
+use crate::{ObserverSlot, StoreError, StoreResult};
 
 /// Most jobs committed together.
 pub(crate) const MAX_BATCH: usize = 128;

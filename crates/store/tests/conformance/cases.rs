@@ -759,12 +759,31 @@ pub(crate) async fn readiness_and_pool(store: Arc<dyn Store>) {
     let e = Event::new(EventKind::LoginFailed, UnixTime::from_secs(1_700_000_000));
     store.append_event(e).await.unwrap();
     let seen = batches.0.lock().unwrap().clone();
-    // SQLite reports its group commits; PostgreSQL commits each transaction alone and reports none.
+    // SQLite's writer commits every write in batches; PostgreSQL commits an
+    // event of its own alone, and batches only refreshes and Associate.
     if store.describe().starts_with("sqlite") {
         assert!(!seen.is_empty() && seen.iter().all(|n| *n >= 1), "{seen:?}");
     } else {
         assert!(seen.is_empty(), "{seen:?}");
     }
+    // An association is group-committed on both.
+    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
+    let (w, _) = writer(&*store, true).await;
+    store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    let id = store.allocate_vault_id().await.unwrap();
+    store.insert_entry(entry(id, &["\\VED\\Policy\\A"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+    let before = batches.0.lock().unwrap().len();
+    let put = store.put_association(id, assoc("n", 1), w, ev(EventKind::VaultAssociated)).await.unwrap();
+    assert_eq!(put, Checked::Done(PutAssociation::Stored));
+    let seen = batches.0.lock().unwrap().clone();
+    assert!(seen.len() > before && seen[before..].iter().all(|n| *n >= 1), "the association's batch was reported: {seen:?}");
 }
 
 /// Writes that lock the same row from both sides of the event chain's head
