@@ -284,7 +284,8 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
     let (keys, _) =
         keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
     let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
-    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys) };
+    let admin =
+        Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys, &OsRandom) };
     match command {
         AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. } => {}
         AdminCommand::Users(UsersCommand::Create { name, master_admin }) => {
@@ -490,7 +491,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             let rows = named
                 .iter()
                 .map(|k| {
-                    let flags = [(k.default, "default"), (k.in_use, "in use"), (k.location.is_none(), "NOT CONFIGURED")]
+                    let flags = [(k.default, "default"), (k.entries > 0, "in use"), (k.location.is_none(), "NOT CONFIGURED")]
                         .iter()
                         .filter(|(on, _)| *on)
                         .map(|(_, f)| *f)
@@ -500,6 +501,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                     vec![
                         k.name.clone(),
                         flags,
+                        k.entries.to_string(),
                         if ids.is_empty() { "none".to_owned() } else { ids },
                         k.location.clone().unwrap_or_default(),
                     ]
@@ -509,12 +511,12 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             let list: Vec<_> = named
                 .iter()
                 .map(
-                    |k| json!({"name": k.name, "default": k.default, "in_use": k.in_use, "location": k.location, "data_keys": k.data_keys}),
+                    |k| json!({"name": k.name, "default": k.default, "in_use": k.entries > 0, "entries": k.entries, "location": k.location, "data_keys": k.data_keys}),
                 )
                 .collect();
             let data_list: Vec<_> =
                 data.iter().map(|(id, name, created)| json!({"id": id, "key_name": name, "created_at": time(*created)})).collect();
-            out.table(&["NAME", "FLAGS", "DATA KEYS", "LOCATION"], rows, json!({"named_keys": list, "data_keys": data_list}))?;
+            out.table(&["NAME", "FLAGS", "ENTRIES", "DATA KEYS", "LOCATION"], rows, json!({"named_keys": list, "data_keys": data_list}))?;
             if !out.json && !data.is_empty() {
                 writeln!(std::io::stdout())?;
                 let rows = data.iter().map(|(id, name, created)| vec![id.to_string(), name.clone(), time(*created)]).collect();

@@ -283,7 +283,8 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>>;
     /// Removes `owner` from entry `id` (or from every entry it owns); entries left without owner are deleted.
     fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>>;
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>>;
+    /// The key names entries are sealed under, each with its number of entries, by name.
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
     fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>>;
     /// One value per (entry, name): replaces a different one, reports an identical one; if `by` may write.
     fn put_association(

@@ -48,7 +48,7 @@ impl VaultError {
                 VaultError { code: ResultCode::InvalidKey, message: format!("No key named {name:?} is configured.") }
             }
             other => {
-                tracing::error!(error = %other, "vault key cannot be used");
+                log_key_failure(&other, "vault key cannot be used");
                 VaultError { code: ResultCode::InvalidKey, message: "That key cannot be used now.".into() }
             }
         }
@@ -62,12 +62,22 @@ impl From<StoreError> for VaultError {
     }
 }
 
+/// Logs a key ring failure: as an error, unless its driver logged the cause
+/// once already (a refused PIN), then at debug level.
+fn log_key_failure(e: &KeyRingError, what: &str) {
+    if matches!(e, KeyRingError::Driver { logged: true, .. }) {
+        tracing::debug!(error = %e, "{what}");
+    } else {
+        tracing::error!(error = %e, "{what}");
+    }
+}
+
 impl From<KeyRingError> for VaultError {
     fn from(e: KeyRingError) -> Self {
         match e {
             KeyRingError::Store(s) => s.into(),
             other => {
-                tracing::error!(error = %other, "vault key ring failed");
+                log_key_failure(&other, "vault key ring failed");
                 VaultError::crypto()
             }
         }
@@ -366,7 +376,7 @@ pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) ->
 }
 
 pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
-    Ok(app.store.key_names_in_use().await?)
+    Ok(app.store.key_names_in_use().await?.into_iter().map(|(name, _)| name).collect())
 }
 
 /// `RotateKey/{vaultid}?newkeyname=`: Write on an owner. Opens the entry's

@@ -254,10 +254,10 @@ impl VaultStore for PgStore {
         })
     }
 
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         on_client!(self, |c| {
-            let rows = query(&c, "SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name", &[]).await?;
-            rows.iter().map(|r| get(r, 0)).collect()
+            let rows = query(&c, "SELECT key_name, count(*) FROM vault_entries GROUP BY key_name ORDER BY key_name", &[]).await?;
+            rows.iter().map(|r| Ok((get(r, 0)?, get::<i64>(r, 1)?.unsigned_abs()))).collect()
         })
     }
 

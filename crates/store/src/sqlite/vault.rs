@@ -241,10 +241,11 @@ impl VaultStore for SqliteStore {
         }))
     }
 
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         Box::pin(self.read(|c| {
-            let mut st = c.prepare_cached("SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name").map_err(backend)?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(backend)?;
+            let mut st =
+                c.prepare_cached("SELECT key_name, count(*) FROM vault_entries GROUP BY key_name ORDER BY key_name").map_err(backend)?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.unsigned_abs()))).map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         }))
     }
