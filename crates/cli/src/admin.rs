@@ -105,6 +105,19 @@ pub(crate) enum KeysCommand {
     Create { name: String },
     /// Create a new data key and re-encrypt with it every value under the named key (every named key if none given).
     Rotate { name: Option<String> },
+    /// Move every entry under one named key to another: its data and associations are re-encrypted
+    /// under the other key's current data key, one entry per write (progress on stderr). Servers may
+    /// keep running. Entries that do not decrypt stay where they are and are counted.
+    ///
+    /// Example: strongroom admin keys move --from Software:Default --to PKCS11:vault
+    Move {
+        /// The named key the entries are under now.
+        #[arg(long)]
+        from: String,
+        /// The named key to put them under (configured, and usable now).
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -541,6 +554,27 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                 results.push(json!({"key_name": name, "current_key": id, "reencrypted": n}));
             }
             out.done(&human.join("\n"), json!(results))?;
+        }
+        AdminCommand::Keys(KeysCommand::Move { from, to }) => {
+            let shown = |n: &str| admin.keyring.resolve(n).unwrap_or(n).to_owned();
+            let (from, to) = (shown(&from), shown(&to));
+            let entries = |n: u64| format!("{n} {}", if n == 1 { "entry" } else { "entries" });
+            let mut progress = |n: u64| eprintln!("{from} -> {to}: moved {} so far", entries(n));
+            let m = admin.move_key(&from, &to, &mut progress).await?;
+            let (from, to) = (&m.from, &m.to);
+            let mut human = format!("moved {} from {from} to {to} (data key {})", entries(m.moved), m.data_key);
+            if m.unreadable > 0 {
+                human.push_str(&format!("; {} do not decrypt and stay under {from}", entries(m.unreadable)));
+            }
+            if m.changed > 0 {
+                human.push_str(&format!("; {} changed meanwhile: run it again", entries(m.changed)));
+            }
+            let value =
+                json!({"from": from, "to": to, "data_key": m.data_key, "moved": m.moved, "unreadable": m.unreadable, "changed": m.changed});
+            out.done(&human, value)?;
+            if m.unreadable > 0 || m.changed > 0 {
+                bail!("not every entry under {from} was moved");
+            }
         }
         AdminCommand::Events(EventsCommand::Verify) => match admin.verify_events().await {
             Ok(n) => out.done(&format!("event log intact: {n} events"), json!({"intact": true, "events": n}))?,

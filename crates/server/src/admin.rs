@@ -18,7 +18,7 @@ use strongroom_core::time::Clock;
 use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
 
 use crate::config::check_tokens;
-use crate::service::keyring::{KeyRing, KeyRingError, settings};
+use crate::service::keyring::{KeyRing, KeyRingError, Moved, settings};
 use strongroom_core::vault::{FolderPath, Permissions, Rights};
 
 #[derive(Debug, thiserror::Error)]
@@ -314,6 +314,12 @@ impl Admin {
     /// re-sealed with it; `progress` gets the running total.
     pub async fn rotate_key(&self, name: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<(i64, u64), AdminError> {
         Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin", name, progress).await?)
+    }
+
+    /// Every entry under named key `from` moved under `to` (re-sealed with
+    /// `to`'s current data key); `progress` gets the running count.
+    pub async fn move_key(&self, from: &str, to: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<Moved, AdminError> {
+        Ok(self.keyring.move_entries(&*self.store, &*self.rng, self.clock.now(), "admin", from, to, progress).await?)
     }
 
     /// Rotates every named key that has data keys: (newest data key, items re-sealed).

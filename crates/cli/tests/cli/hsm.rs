@@ -405,6 +405,25 @@ async fn entries_under_a_softhsm_key() {
     let errs: Vec<String> = server.output.lock().unwrap().lines().filter(|l| l.contains("ERROR")).map(str::to_owned).collect();
     assert_eq!(v["Base64Data"], STANDARD.encode("hsm secret"), "{errs:#?}");
 
+    // The administrator moves everything under the software key into the
+    // token, and then everything in the token back, while the server runs.
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "Software:Default", "--to", "PKCS11:hsm"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.starts_with("moved 2 entries from Software:Default to PKCS11:hsm (data key "), "{r:?}");
+    assert!(r.stderr.contains("Software:Default -> PKCS11:hsm: moved 2 entries so far"), "progress: {r:?}");
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:hsm", "PKCS11:two"]));
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.value(sw).await["Value"], "sw value");
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "pkcs11:HSM", "--to", "Software:Default"]);
+    assert!(r.code == 0 && r.stdout.starts_with("moved 3 entries from PKCS11:hsm to Software:Default"), "{r:?}");
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:two", "Software:Default"]));
+    for (id, data, value) in [(sw, "software secret", "sw value"), (hw, "hsm secret", "hsm value")] {
+        assert_eq!(api.retrieve(id).await["Base64Data"], STANDARD.encode(data));
+        assert_eq!(api.value(id).await["Value"], value);
+    }
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "PKCS11:two", "--to", "pkcs11:two"]);
+    assert!(r.code != 0 && r.stderr.contains("PKCS11:two is the key the entries are under already"), "{r:?}");
+
     let (output, kept) = server.stop_keeping_data();
     let data_dir = kept.path().to_owned();
     assert!(output.contains("TRACE"), "no trace lines captured");

@@ -326,6 +326,18 @@ impl VaultStore for PgStore {
         })
     }
 
+    fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        on_client!(self, |c| {
+            let rows = query(
+                &c,
+                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_name = $1 AND vault_id > $2 ORDER BY vault_id LIMIT $3",
+                &[&key_name, &after.0, &i64::from(limit)],
+            )
+            .await?;
+            rows.iter().map(|r| Ok(SealedItem::Data { vault_id: VaultId(get(r, 0)?), key_id: get(r, 1)?, sealed: get(r, 2)? })).collect()
+        })
+    }
+
     fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
         on_client!(self, |c| {
             let mut out = Vec::new();
@@ -400,12 +412,14 @@ impl VaultStore for PgStore {
         id: VaultId,
         key_name: String,
         items: Vec<(SealedItem, i64, Vec<u8>)>,
-        by: Writer,
+        by: Option<Writer>,
         event: Event,
     ) -> StoreFuture<'_, Checked<bool>> {
         in_tx!(self, |tx| {
             async {
-                if !may_write_entry(&tx, &by, id).await? {
+                if let Some(by) = &by
+                    && !may_write_entry(&tx, by, id).await?
+                {
                     return Ok(Checked::Denied);
                 }
                 let mut moved = false;

@@ -21,8 +21,9 @@ use std::sync::{Arc, RwLock};
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::random::{Random, bytes};
 use strongroom_core::time::UnixTime;
+use strongroom_core::vault::VaultId;
 use strongroom_core::vault::crypto::{self, Key, aad_wrapped_key};
-use strongroom_store::{DataKeyRecord, SealedItem, Store, StoreError};
+use strongroom_store::{Checked, DataKeyRecord, SealedItem, Store, StoreError};
 use zeroize::Zeroizing;
 
 use crate::keys::Keys;
@@ -46,8 +47,26 @@ pub enum KeyRingError {
     /// A new data key could not get an id: other data keys kept taking them.
     #[error("no free data key id for {0} after {1} tries")]
     NoFreeId(String, usize),
+    #[error("{0} is the key the entries are under already")]
+    SameKey(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What [`KeyRing::move_entries`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// The two keys' names as configured.
+    pub from: String,
+    pub to: String,
+    /// The data key of the target named key the entries are sealed under now.
+    pub data_key: i64,
+    /// Entries moved, with all their associations.
+    pub moved: u64,
+    /// Entries that did not open (tampered or damaged): left as they are.
+    pub unreadable: u64,
+    /// Entries that changed meanwhile (deleted, or re-sealed by someone else): left for another run.
+    pub changed: u64,
 }
 
 /// A driver's failure, safe to log: names and PKCS#11 return values only.
@@ -433,6 +452,86 @@ impl KeyRing {
             }
         }
         Ok((current, total))
+    }
+}
+
+impl KeyRing {
+    /// Entry `data`'s data and every association of it, opened and sealed
+    /// again under data key `new_id` (`new`), as `rekey_entry` takes them;
+    /// `None` if any of them does not open.
+    pub async fn reseal_entry(
+        &self,
+        store: &dyn Store,
+        rng: &dyn Random,
+        data: SealedItem,
+        new_id: i64,
+        new: &Key,
+    ) -> Result<Option<Vec<(SealedItem, i64, Vec<u8>)>>, KeyRingError> {
+        let SealedItem::Data { vault_id, .. } = &data else { return Ok(None) };
+        let mut items = vec![data.clone()];
+        for a in store.associations(*vault_id).await? {
+            items.push(SealedItem::Association {
+                vault_id: *vault_id,
+                name: a.name,
+                value_type: a.value_type,
+                key_id: a.key_id,
+                sealed: a.sealed,
+            });
+        }
+        let mut resealed = Vec::with_capacity(items.len());
+        for item in items {
+            let old = self.key(store, item_key(&item)).await?;
+            let Some(sealed) = reseal(&item, &old, new_id, new, rng) else { return Ok(None) };
+            resealed.push((item, new_id, sealed));
+        }
+        Ok(Some(resealed))
+    }
+
+    /// `admin keys move`: every entry under named key `from` (data and
+    /// associations) sealed again under `to`'s current data key and moved
+    /// under `to`, one entry per write, `progress` called with the running
+    /// count after each page. Both keys must be configured and usable.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn move_entries(
+        &self,
+        store: &dyn Store,
+        rng: &dyn Random,
+        now: UnixTime,
+        actor: &str,
+        from: &str,
+        to: &str,
+        progress: &mut (dyn FnMut(u64) + Send),
+    ) -> Result<Moved, KeyRingError> {
+        let (from, _) = self.driver(from)?;
+        if same_key(&from, to) {
+            return Err(KeyRingError::SameKey(from));
+        }
+        let (to, data_key, new) = self.current(store, rng, now, to, &[]).await?;
+        let mut done = Moved { from: from.clone(), to: to.clone(), data_key, ..Moved::default() };
+        let mut after = VaultId(0);
+        loop {
+            let page = store.entries_under_key(from.clone(), after, 100).await?;
+            if page.is_empty() {
+                return Ok(done);
+            }
+            for data in page {
+                let SealedItem::Data { vault_id: id, .. } = data else { continue };
+                after = id;
+                let Some(items) = self.reseal_entry(store, rng, data, data_key, &new).await? else {
+                    done.unreadable += 1;
+                    continue;
+                };
+                let event = Event::new(EventKind::VaultResealed, now)
+                    .identity(actor)
+                    .object(id.to_string())
+                    .detail(format!("key={to} data key {data_key}; moved from {from}"));
+                match store.rekey_entry(id, to.clone(), items, None, event).await? {
+                    Checked::Done(true) => done.moved += 1,
+                    _ => done.changed += 1,
+                }
+            }
+            progress(done.moved);
+        }
     }
 }
 
