@@ -105,6 +105,19 @@ pub(crate) enum KeysCommand {
     Create { name: String },
     /// Create a new data key and re-encrypt with it every value under the named key (every named key if none given).
     Rotate { name: Option<String> },
+    /// Move every entry under one named key to another: its data and associations are re-encrypted
+    /// under the other key's current data key, one entry per write (progress on stderr). Servers may
+    /// keep running. Entries that do not decrypt stay where they are and are counted.
+    ///
+    /// Example: strongroom admin keys move --from Software:Default --to PKCS11:vault
+    Move {
+        /// The named key the entries are under now.
+        #[arg(long)]
+        from: String,
+        /// The named key to put them under (configured, and usable now).
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -284,7 +297,8 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
     let (keys, _) =
         keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
     let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
-    let admin = Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys) };
+    let admin =
+        Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys, &OsRandom) };
     match command {
         AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. } => {}
         AdminCommand::Users(UsersCommand::Create { name, master_admin }) => {
@@ -490,7 +504,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             let rows = named
                 .iter()
                 .map(|k| {
-                    let flags = [(k.default, "default"), (k.in_use, "in use"), (k.location.is_none(), "NOT CONFIGURED")]
+                    let flags = [(k.default, "default"), (k.entries > 0, "in use"), (k.location.is_none(), "NOT CONFIGURED")]
                         .iter()
                         .filter(|(on, _)| *on)
                         .map(|(_, f)| *f)
@@ -500,6 +514,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                     vec![
                         k.name.clone(),
                         flags,
+                        k.entries.to_string(),
                         if ids.is_empty() { "none".to_owned() } else { ids },
                         k.location.clone().unwrap_or_default(),
                     ]
@@ -509,12 +524,12 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             let list: Vec<_> = named
                 .iter()
                 .map(
-                    |k| json!({"name": k.name, "default": k.default, "in_use": k.in_use, "location": k.location, "data_keys": k.data_keys}),
+                    |k| json!({"name": k.name, "default": k.default, "in_use": k.entries > 0, "entries": k.entries, "location": k.location, "data_keys": k.data_keys}),
                 )
                 .collect();
             let data_list: Vec<_> =
                 data.iter().map(|(id, name, created)| json!({"id": id, "key_name": name, "created_at": time(*created)})).collect();
-            out.table(&["NAME", "FLAGS", "DATA KEYS", "LOCATION"], rows, json!({"named_keys": list, "data_keys": data_list}))?;
+            out.table(&["NAME", "FLAGS", "ENTRIES", "DATA KEYS", "LOCATION"], rows, json!({"named_keys": list, "data_keys": data_list}))?;
             if !out.json && !data.is_empty() {
                 writeln!(std::io::stdout())?;
                 let rows = data.iter().map(|(id, name, created)| vec![id.to_string(), name.clone(), time(*created)]).collect();
@@ -539,6 +554,27 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                 results.push(json!({"key_name": name, "current_key": id, "reencrypted": n}));
             }
             out.done(&human.join("\n"), json!(results))?;
+        }
+        AdminCommand::Keys(KeysCommand::Move { from, to }) => {
+            let shown = |n: &str| admin.keyring.resolve(n).unwrap_or(n).to_owned();
+            let (from, to) = (shown(&from), shown(&to));
+            let entries = |n: u64| format!("{n} {}", if n == 1 { "entry" } else { "entries" });
+            let mut progress = |n: u64| eprintln!("{from} -> {to}: moved {} so far", entries(n));
+            let m = admin.move_key(&from, &to, &mut progress).await?;
+            let (from, to) = (&m.from, &m.to);
+            let mut human = format!("moved {} from {from} to {to} (data key {})", entries(m.moved), m.data_key);
+            if m.unreadable > 0 {
+                human.push_str(&format!("; {} do not decrypt and stay under {from}", entries(m.unreadable)));
+            }
+            if m.changed > 0 {
+                human.push_str(&format!("; {} changed meanwhile: run it again", entries(m.changed)));
+            }
+            let value =
+                json!({"from": from, "to": to, "data_key": m.data_key, "moved": m.moved, "unreadable": m.unreadable, "changed": m.changed});
+            out.done(&human, value)?;
+            if m.unreadable > 0 || m.changed > 0 {
+                bail!("not every entry under {from} was moved");
+            }
         }
         AdminCommand::Events(EventsCommand::Verify) => match admin.verify_events().await {
             Ok(n) => out.done(&format!("event log intact: {n} events"), json!({"intact": true, "events": n}))?,

@@ -18,7 +18,7 @@ use strongroom_core::time::Clock;
 use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
 
 use crate::config::check_tokens;
-use crate::service::keyring::{KeyRing, KeyRingError};
+use crate::service::keyring::{KeyRing, KeyRingError, Moved, settings};
 use strongroom_core::vault::{FolderPath, Permissions, Rights};
 
 #[derive(Debug, thiserror::Error)]
@@ -293,15 +293,18 @@ impl Admin {
             })
             .collect();
         for d in data {
-            if !out.iter().any(|k| k.name == d.key_name) {
+            if !out.iter().any(|k| settings::same_key(&k.name, &d.key_name)) {
                 out.push(NamedKey { name: d.key_name.clone(), ..Default::default() });
             }
-            if let Some(k) = out.iter_mut().find(|k| k.name == d.key_name) {
+            if let Some(k) = out.iter_mut().find(|k| settings::same_key(&k.name, &d.key_name)) {
                 k.data_keys.push(d.id);
             }
         }
-        for k in &mut out {
-            k.in_use = in_use.contains(&k.name);
+        for (name, entries) in in_use {
+            match out.iter_mut().find(|k| settings::same_key(&k.name, &name)) {
+                Some(k) => k.entries += entries,
+                None => out.push(NamedKey { name, entries, ..Default::default() }),
+            }
         }
         Ok(out)
     }
@@ -315,6 +318,12 @@ impl Admin {
     /// re-sealed with it; `progress` gets the running total.
     pub async fn rotate_key(&self, name: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<(i64, u64), AdminError> {
         Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin", name, progress).await?)
+    }
+
+    /// Every entry under named key `from` moved under `to` (re-sealed with
+    /// `to`'s current data key); `progress` gets the running count.
+    pub async fn move_key(&self, from: &str, to: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<Moved, AdminError> {
+        Ok(self.keyring.move_entries(&*self.store, &*self.rng, self.clock.now(), "admin", from, to, progress).await?)
     }
 
     /// Rotates every named key that has data keys: (newest data key, items re-sealed).
@@ -341,8 +350,8 @@ pub struct NamedKey {
     pub default: bool,
     /// Its data keys, oldest first; the last one seals new data.
     pub data_keys: Vec<i64>,
-    /// Whether entries are sealed under it.
-    pub in_use: bool,
+    /// How many entries are sealed under it (in use if any).
+    pub entries: u64,
 }
 
 fn parse_scope(s: &str) -> Result<Scope, AdminError> {

@@ -24,7 +24,7 @@ pub enum KeyError {
     Io(String),
     #[error("the master key must be 64 hexadecimal characters")]
     Format,
-    #[error("{path} is open to group or other users (mode {mode:o}); refusing to start: run `chmod 600 {path}`")]
+    #[error("{path} is open to group or other users (mode {mode:o}), so it is not used: run `chmod 600 {path}`")]
     TooOpen { path: String, mode: u32 },
 }
 
@@ -161,11 +161,13 @@ pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
-fn check_private(path: &Path) -> Result<(), KeyError> {
+/// Refuses a secret file (the master key, a PKCS#11 PIN file) that group or
+/// other users may read or write, naming it and the `chmod` that fixes it.
+pub fn check_private(path: &Path) -> Result<(), KeyError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(path).map_err(|e| KeyError::Io(e.to_string()))?.permissions().mode() & 0o777;
+        let mode = std::fs::metadata(path).map_err(|e| KeyError::Io(format!("{}: {e}", path.display())))?.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(KeyError::TooOpen { path: path.display().to_string(), mode });
         }

@@ -47,12 +47,13 @@ const CONCURRENT_HASHES: usize = 2;
 pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
     let metrics = Arc::new(Metrics::new());
     store.observe(Arc::new(Observer(metrics.clone())));
+    let keyring = KeyRing::open(&keys, &config.keys, &*rng);
     AppState {
         metrics,
         store,
         clock,
         rng,
-        keyring: KeyRing::open(&keys, &config.keys),
+        keyring,
         keys: Arc::new(keys),
         tokens: config.tokens,
         public_url: config.public_url.clone(),
@@ -149,6 +150,17 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     state.keyring.check(&*state.rng).await?;
     for (name, location) in state.keyring.configured() {
         tracing::info!(key = %name, location = %location, default = name == state.keyring.default_name(), "vault key ready");
+    }
+    // Entries under a key no longer configured cannot be read (Result 11);
+    // the rest of the vault can, so this warns rather than refusing to start.
+    let orphaned = state.keyring.unconfigured(&store.key_names_in_use().await?);
+    if !orphaned.is_empty() {
+        let named = orphaned
+            .iter()
+            .map(|(name, n)| format!("{name} ({n} {})", if *n == 1 { "entry" } else { "entries" }))
+            .collect::<Vec<_>>()
+            .join(", ");
+        tracing::warn!(keys = %named, "entries are sealed under keys that are not configured: they cannot be read until those keys are configured again");
     }
     let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
     // The metrics listener (plain HTTP, meant for a private address) first, so a bad address stops the start.

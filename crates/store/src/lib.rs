@@ -283,7 +283,8 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>>;
     /// Removes `owner` from entry `id` (or from every entry it owns); entries left without owner are deleted.
     fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>>;
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>>;
+    /// The key names entries are sealed under, each with its number of entries, by name.
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
     fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>>;
     /// One value per (entry, name): replaces a different one, reports an identical one; if `by` may write.
     fn put_association(
@@ -307,17 +308,21 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     /// Up to `limit` items of entries under named key `key_name` sealed under a data key other
     /// than `current`, for re-encryption.
     fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
+    /// The data of up to `limit` entries under named key `key_name` whose VaultID is above `after`,
+    /// by VaultID (one page of `admin keys move`).
+    fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
     /// Replaces each item's ciphertext if still under the key it was read with; items replaced.
     fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64>;
     /// Moves entry `id` under named key `key_name`: `items` are its data (first) and its associations,
-    /// re-sealed, each replaced only if still under the key it was read with, if `by` may write.
+    /// re-sealed, each replaced only if still under the key it was read with, if `by` may write
+    /// (`None`: the administrator on the server's machine, `admin keys move`: no rights to check).
     /// `Done(false)` (nothing written) if the entry is gone or its data changed key meanwhile.
     fn rekey_entry(
         &self,
         id: VaultId,
         key_name: String,
         items: Vec<(SealedItem, i64, Vec<u8>)>,
-        by: Writer,
+        by: Option<Writer>,
         event: Event,
     ) -> StoreFuture<'_, Checked<bool>>;
 }

@@ -1,25 +1,32 @@
-//! Named keys in a PKCS#11 token: SoftHSM2 with a token initialised here, in
+//! Named keys in a PKCS#11 token: SoftHSM2 with tokens initialised here, in
 //! a temporary directory, and the real `strongroom` binary. Skips loudly when
 //! SoftHSM2 is not installed (`scripts/test` installs `softhsm2` and
 //! `opensc`), and fails then under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
 //! Waiting on real processes takes real time: sleeping is allowed here.
 #![allow(clippy::disallowed_methods)]
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
 use crate::process::{BIN, Server, free_port, run};
 
 const PIN: &str = "hsm-pin-4711-never-logged";
+const NEW_PIN: &str = "hsm-pin-0042-changed-never-logged";
 const WRONG_PIN: &str = "wrong-pin-0815-never-logged";
+const PIN2: &str = "second-token-pin-never-logged";
 const TOKEN: &str = "strongroom-test";
+const TOKEN2: &str = "strongroom-two";
 const PASSWORD: &str = "a long passphrase for root";
 const FOLDER: &str = "\\VED\\Policy\\Keys";
+const SCOPE: &str = "restricted:manage;admin:rotate";
+/// The log line the driver writes each time it presents a PIN (C_Login).
+const PRESENTED: &str = "presenting the PIN to the token";
 
 fn softhsm_module() -> Option<PathBuf> {
     let candidates =
@@ -38,10 +45,17 @@ fn skip(what: &str) {
     eprintln!("\n!!! SKIPPED: {what} !!!\n");
 }
 
-/// A SoftHSM2 set-up of its own: configuration, token directory, PIN file.
+fn pkcs11_tool_present() -> bool {
+    Command::new("pkcs11-tool").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// A SoftHSM2 set-up of its own: configuration, token directory, PIN file,
+/// and two tokens (`TOKEN` with `PIN`, `TOKEN2` with `PIN2`).
 struct Hsm {
     dir: tempfile::TempDir,
     module: PathBuf,
+    /// Each token's own directory inside `tokens()`.
+    token_dirs: Vec<(&'static str, PathBuf)>,
 }
 
 impl Hsm {
@@ -53,45 +67,76 @@ impl Hsm {
         self.dir.path().join("tokens")
     }
 
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![("SOFTHSM2_CONF", self.conf())]
+    fn token_dir(&self, label: &str) -> PathBuf {
+        self.token_dirs.iter().find(|(l, _)| *l == label).unwrap().1.clone()
     }
 
     fn init(module: PathBuf) -> Hsm {
         let dir = tempfile::tempdir().unwrap();
-        let h = Hsm { dir, module };
+        let mut h = Hsm { dir, module, token_dirs: Vec::new() };
         std::fs::create_dir(h.tokens()).unwrap();
         std::fs::write(
             h.conf(),
             format!("directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n", h.tokens().display()),
         )
         .unwrap();
-        let out = Command::new("softhsm2-util")
-            .args(["--init-token", "--free", "--label", TOKEN, "--pin", PIN, "--so-pin", "so-pin-1234"])
-            .env("SOFTHSM2_CONF", h.conf())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "softhsm2-util: {}", String::from_utf8_lossy(&out.stderr));
-        std::fs::write(h.dir.path().join("pin"), format!("{PIN}\n")).unwrap();
+        for (label, pin) in [(TOKEN, PIN), (TOKEN2, PIN2)] {
+            let before: Vec<PathBuf> = std::fs::read_dir(h.tokens()).unwrap().map(|e| e.unwrap().path()).collect();
+            let out = Command::new("softhsm2-util")
+                .args(["--init-token", "--free", "--label", label, "--pin", pin, "--so-pin", "so-pin-1234"])
+                .env("SOFTHSM2_CONF", h.conf())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "softhsm2-util: {}", String::from_utf8_lossy(&out.stderr));
+            let made = std::fs::read_dir(h.tokens()).unwrap().map(|e| e.unwrap().path()).find(|p| !before.contains(p)).unwrap();
+            h.token_dirs.push((label, made));
+        }
+        h.write_pin(PIN);
         h
     }
 
-    /// A configuration file naming key `PKCS11:hsm` on token `token`, PIN from `pin` (a file or a variable).
-    fn config(&self, file: &str, token: &str, pin: &str) -> String {
-        let path = self.dir.path().join(file);
-        std::fs::write(
-            &path,
-            format!(
-                "[keys]\n[[keys.pkcs11]]\nname = \"hsm\"\nlibrary = \"{}\"\ntoken_label = \"{token}\"\nkey_label = \"strongroom-vault\"\n{pin}\n",
-                self.module.display()
-            ),
-        )
-        .unwrap();
-        path.display().to_string()
+    fn pin_path(&self) -> PathBuf {
+        self.dir.path().join("pin")
+    }
+
+    /// Replaces the PIN file at once (mode 0600, then renamed into place).
+    fn write_pin(&self, pin: &str) {
+        let next = self.dir.path().join("pin.next");
+        std::fs::write(&next, format!("{pin}\n")).unwrap();
+        std::fs::set_permissions(&next, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::rename(&next, self.pin_path()).unwrap();
     }
 
     fn pin_file(&self) -> String {
-        format!("pin_file = \"{}\"", self.dir.path().join("pin").display())
+        format!("pin_file = \"{}\"", self.pin_path().display())
+    }
+
+    /// A configuration file naming `keys`: (name, token, PIN line), each on this module.
+    fn config(&self, file: &str, keys: &[(&str, &str, String)]) -> String {
+        let path = self.dir.path().join(file);
+        let mut text = "[keys]\n".to_owned();
+        for (name, token, pin) in keys {
+            text.push_str(&format!(
+                "[[keys.pkcs11]]\nname = \"{name}\"\nlibrary = \"{}\"\ntoken_label = \"{token}\"\nkey_label = \"strongroom-vault\"\n{pin}\n",
+                self.module.display()
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    fn pkcs11_tool(&self, args: &[&str]) -> std::process::Output {
+        let module = self.module.display().to_string();
+        Command::new("pkcs11-tool").args(["--module", &module]).args(args).env("SOFTHSM2_CONF", self.conf()).output().unwrap()
+    }
+
+    /// The token's flags as `pkcs11-tool -L` shows them.
+    fn token_flags(&self, label: &str) -> String {
+        let out = self.pkcs11_tool(&["-L"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let block = text.split("\nSlot ").find(|b| b.lines().any(|l| l.trim() == format!("token label        : {label}")));
+        let block = block.unwrap_or_else(|| panic!("no token {label} in {text}"));
+        block.lines().find(|l| l.trim_start().starts_with("token flags")).unwrap_or_else(|| panic!("{block}")).to_owned()
     }
 }
 
@@ -100,9 +145,8 @@ fn admin(hsm: &Hsm, config: &str, dir: &Path, args: &[&str]) -> crate::process::
     let dir = dir.display().to_string();
     let mut full = vec!["admin", "--config", config, "--data-dir", &dir];
     full.extend_from_slice(args);
-    let env = hsm.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    run(&full, &env)
+    let conf = hsm.conf();
+    run(&full, &[("SOFTHSM2_CONF", conf.as_str()), ("TEST_HSM_PIN2", PIN2)])
 }
 
 /// Starts `serve` expecting it to refuse; returns everything it printed.
@@ -138,6 +182,115 @@ fn result(v: &Value) -> i64 {
     v["Result"].as_i64().unwrap_or_else(|| panic!("no Result in {v}"))
 }
 
+/// A signed-in client of the vault.
+#[derive(Clone)]
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    /// Makes the root user, the folder and an integration, and signs in.
+    async fn sign_in(server: &Server) -> Api {
+        server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
+        server.admin(&["folders", "create", FOLDER], "");
+        server.admin(&["integrations", "create", "app", "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"], "");
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let http = reqwest::Client::new();
+        let t: Value = http
+            .post(format!("{base}/vedauth/authorize/oauth"))
+            .json(&json!({"client_id": "app", "username": "root", "password": PASSWORD, "scope": SCOPE}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let token = t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned();
+        Api { http, base, token }
+    }
+
+    async fn sdk(&self, op: &str, body: Value) -> Value {
+        let r = self.http.post(format!("{}/vedsdk/SecretStore/{op}", self.base)).bearer_auth(&self.token).json(&body).send();
+        r.await.unwrap().json::<Value>().await.unwrap()
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.token).send();
+        r.await.unwrap().json::<Value>().await.unwrap()
+    }
+
+    async fn add(&self, key: &str, data: &str) -> Value {
+        let body = json!({"VaultType": 32, "Keyname": key, "Namespace": "config", "Owner": FOLDER, "Base64Data": STANDARD.encode(data)});
+        self.sdk("Add", body).await
+    }
+
+    /// Adds `data` under `key` with association `n` = `value`; the VaultID.
+    async fn add_with_value(&self, key: &str, data: &str, value: &str) -> i64 {
+        let v = self.add(key, data).await;
+        assert_eq!(result(&v), 0, "{key}: {v}");
+        let id = v["VaultID"].as_i64().unwrap();
+        assert_eq!(result(&self.sdk("Associate", json!({"VaultID": id, "Name": "n", "StringValue": value})).await), 0);
+        id
+    }
+
+    async fn retrieve(&self, id: i64) -> Value {
+        self.sdk("Retrieve", json!({"VaultID": id})).await
+    }
+
+    async fn value(&self, id: i64) -> Value {
+        self.sdk("LookupAssociationbyVaultID", json!({"VaultID": id, "Name": "n"})).await
+    }
+
+    async fn healthz(&self) -> reqwest::StatusCode {
+        self.http.get(format!("{}/healthz", self.base)).send().await.unwrap().status()
+    }
+}
+
+/// The forms bytes may take in a log line.
+fn byte_forms(bytes: &[u8]) -> Vec<String> {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    vec![hex.to_uppercase(), hex, STANDARD.encode(bytes), URL_SAFE_NO_PAD.encode(bytes), format!("{bytes:?}")]
+}
+
+/// Asserts that nothing secret is in `output`: the PINs, the plaintexts,
+/// the master key and every key derived from it, and every data key the
+/// master key wraps (unwrapped here from the server's database).
+fn assert_no_secrets(output: &str, data_dir: &Path, plaintexts: &[&str]) {
+    let hex = std::fs::read_to_string(data_dir.join("master.key")).unwrap();
+    let hex = hex.trim();
+    let master: [u8; 32] = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect::<Vec<_>>().try_into().unwrap();
+    let keys = strongroom_server::keys::Keys::from_master(&master);
+    let mut secret_bytes: Vec<Vec<u8>> = vec![master.to_vec(), keys.page.to_vec(), keys.vault_kek.to_vec(), keys.vault_lookup.to_vec()];
+    let db = rusqlite::Connection::open(data_dir.join("strongroom.db")).unwrap();
+    let mut st = db.prepare("SELECT id, key_name, wrapped FROM data_keys").unwrap();
+    let rows: Vec<(i64, String, Vec<u8>)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    let kek = strongroom_core::vault::crypto::Key::new(keys.vault_kek);
+    let mut software = 0;
+    for (id, name, wrapped) in rows {
+        if name == "Software:Default" {
+            let aad = strongroom_core::vault::crypto::aad_wrapped_key(id);
+            secret_bytes.push(strongroom_core::vault::crypto::open(&kek, &aad, &wrapped).unwrap());
+            software += 1;
+        }
+    }
+    assert!(software > 0, "the scan covers data keys");
+    let mut forms: Vec<String> = secret_bytes.iter().flat_map(|b| byte_forms(b)).collect();
+    for s in [PIN, NEW_PIN, WRONG_PIN, PIN2].iter().chain(plaintexts) {
+        forms.push((*s).to_owned());
+        forms.extend(byte_forms(s.as_bytes()));
+    }
+    for form in forms {
+        assert!(!output.contains(&form), "{form:?} appears in the log");
+    }
+}
+
+fn count(output: &str, all: &[&str]) -> usize {
+    output.lines().filter(|l| all.iter().all(|w| l.contains(w))).count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entries_under_a_softhsm_key() {
     let Some(module) = softhsm_module() else {
@@ -145,88 +298,62 @@ async fn entries_under_a_softhsm_key() {
         return;
     };
     let hsm = Hsm::init(module);
-    let config = hsm.config("config.toml", TOKEN, &hsm.pin_file());
+    // Two keys on one module, each in its own token.
+    let keys = [("hsm", TOKEN, hsm.pin_file()), ("two", TOKEN2, "pin_env = \"TEST_HSM_PIN2\"".to_owned())];
+    let config = hsm.config("config.toml", &keys);
 
-    // The key is made in the token by the server's own admin command, once.
+    // The keys are made in the tokens by the server's own admin command, once.
     let scratch = hsm.dir.path().join("scratch");
     let r = admin(&hsm, &config, &scratch, &["keys", "create", "PKCS11:hsm"]);
     assert_eq!((r.code, r.stdout.trim()), (0, "created PKCS11:hsm"), "{}", r.stderr);
     let r = admin(&hsm, &config, &scratch, &["keys", "create", "PKCS11:hsm"]);
     assert!(r.code != 0 && r.stderr.contains("already exists"), "{r:?}");
+    let r = admin(&hsm, &config, &scratch, &["keys", "create", "pkcs11:TWO"]);
+    assert_eq!((r.code, r.stdout.trim()), (0, "created PKCS11:two"), "{}", r.stderr);
     // OpenSC's view of it: AES-256, encrypt/decrypt only, sensitive, never extractable.
-    let module = hsm.module.display().to_string();
-    let listed = Command::new("pkcs11-tool")
-        .args(["--module", &module, "--token-label", TOKEN, "--login", "--pin", PIN, "--list-objects", "--type", "secrkey"])
-        .env("SOFTHSM2_CONF", hsm.conf())
-        .output();
-    match listed {
-        Ok(out) => {
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.contains("AES length 32") && text.contains("label:      strongroom-vault"), "{text}");
-            assert!(text.contains("Usage:      encrypt, decrypt\n"), "{text}");
-            assert!(text.contains("Access:     sensitive, always sensitive, never extractable"), "{text}");
-        }
-        Err(e) => skip(&format!("pkcs11-tool (opensc) cannot run ({e}): the key's attributes are not checked")),
+    if pkcs11_tool_present() {
+        let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", PIN, "--list-objects", "--type", "secrkey"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("AES length 32") && text.contains("label:      strongroom-vault"), "{text}");
+        assert!(text.contains("Usage:      encrypt, decrypt\n"), "{text}");
+        assert!(text.contains("Access:     sensitive, always sensitive, never extractable"), "{text}");
+    } else {
+        skip("pkcs11-tool (opensc) cannot run: the key's attributes are not checked");
     }
 
-    let env = hsm.env();
+    let conf = hsm.conf();
     let server = Server::start(
         &["--insecure-http", "--config", &config],
-        &[("SOFTHSM2_CONF", env[0].1.as_str()), ("STRONGROOM_LOG", "trace"), ("RUST_LOG", "trace")],
+        &[("SOFTHSM2_CONF", conf.as_str()), ("TEST_HSM_PIN2", PIN2), ("STRONGROOM_LOG", "trace"), ("RUST_LOG", "trace")],
     );
-    assert!(server.output.lock().unwrap().contains("vault key ready"));
-    server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
-    server.admin(&["folders", "create", FOLDER], "");
-    let scope = "restricted:manage;admin:rotate";
-    server.admin(&["integrations", "create", "app", "--scope", scope, "--allow-all-users", "--password-grant", "true"], "");
-    let base = format!("http://127.0.0.1:{}", server.port);
-    let http = reqwest::Client::new();
-    let t: Value = http
-        .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "app", "username": "root", "password": PASSWORD, "scope": scope}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned();
-    let sdk = |op: &str, body: Value| {
-        let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(&token).json(&body).send();
-        async move { r.await.unwrap().json::<Value>().await.unwrap() }
-    };
-    let get = |path: String| {
-        let r = http.get(format!("{base}{path}")).bearer_auth(&token).send();
-        async move { r.await.unwrap().json::<Value>().await.unwrap() }
-    };
-    let add = |key: &str, data: &str| {
-        sdk("Add", json!({"VaultType": 32, "Keyname": key, "Namespace": "config", "Owner": FOLDER, "Base64Data": STANDARD.encode(data)}))
-    };
-    let retrieve = |id: i64| sdk("Retrieve", json!({"VaultID": id}));
+    assert_eq!(count(&server.output.lock().unwrap(), &["vault key ready"]), 3, "Software:Default and both PKCS#11 keys");
+    let api = Api::sign_in(&server).await;
 
-    // One entry under the software key, one under the HSM key, each with an association.
-    let sw = add("Software:Default", "software secret").await["VaultID"].as_i64().unwrap();
-    let v = add("PKCS11:hsm", "hsm secret").await;
-    assert_eq!(result(&v), 0, "{v}");
-    let hw = v["VaultID"].as_i64().unwrap();
-    for (id, value) in [(sw, "sw value"), (hw, "hsm value")] {
-        assert_eq!(result(&sdk("Associate", json!({"VaultID": id, "Name": "n", "StringValue": value})).await), 0);
-    }
-    assert_eq!(retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
-    assert_eq!(get("/vedsdk/SecretStore/EncryptionKeysInUse".into()).await["EncryptionKeys"], json!(["PKCS11:hsm", "Software:Default"]));
-    assert_eq!(get("/vedsdk/Crypto/DefaultKey".into()).await["DefaultKey"], "Software:Default");
-    assert_eq!(result(&add("PKCS11:nope", "x").await), 21, "an unknown key");
+    // One entry under the software key, one under each HSM key, each with an association.
+    let sw = api.add_with_value("Software:Default", "software secret", "sw value").await;
+    let hw = api.add_with_value("PKCS11:hsm", "hsm secret", "hsm value").await;
+    let two = api.add_with_value("PKCS11:two", "second token secret", "two value").await;
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
+    assert_eq!(api.value(two).await["Value"], "two value");
+    let in_use = json!(["PKCS11:hsm", "PKCS11:two", "Software:Default"]);
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], in_use);
+    assert_eq!(api.get("/vedsdk/Crypto/DefaultKey").await["DefaultKey"], "Software:Default");
+    assert_eq!(result(&api.add("PKCS11:nope", "x").await), 21, "an unknown key");
 
     // RotateKey software → HSM → software, the value readable at every step.
-    let rotate = |id: i64, key: &str| get(format!("/vedsdk/SecretStore/RotateKey/{id}?newkeyname={key}"));
+    let rotate = |id: i64, key: &str| {
+        let path = format!("/vedsdk/SecretStore/RotateKey/{id}?newkeyname={key}");
+        let api = api.clone();
+        async move { api.get(&path).await }
+    };
     assert_eq!(result(&rotate(sw, "PKCS11:hsm").await), 0);
-    assert_eq!(get("/vedsdk/SecretStore/EncryptionKeysInUse".into()).await["EncryptionKeys"], json!(["PKCS11:hsm"]));
-    assert_eq!(retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(sdk("LookupAssociationbyVaultID", json!({"VaultID": sw, "Name": "n"})).await["Value"], "sw value");
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:hsm", "PKCS11:two"]));
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.value(sw).await["Value"], "sw value");
     assert_eq!(result(&rotate(sw, "Software:Default").await), 0);
-    assert_eq!(retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(sdk("LookupAssociationbyVaultID", json!({"VaultID": sw, "Name": "n"})).await["Value"], "sw value");
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.value(sw).await["Value"], "sw value");
 
     // The admin rotates the HSM key: a new data key, wrapped by the token.
     let r = admin(&hsm, &config, &server.dir, &["keys", "rotate", "PKCS11:hsm"]);
@@ -239,44 +366,175 @@ async fn entries_under_a_softhsm_key() {
         "{r:?}"
     );
 
+    // Two keys share the module: while the second token is away, every
+    // request for it makes the module look for it again (finalise and
+    // initialise), and the first key's requests, running at the same
+    // time, never fail.
+    let away2 = hsm.dir.path().join("token2-away");
+    std::fs::rename(hsm.token_dir(TOKEN2), &away2).unwrap();
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        let api = api.clone();
+        calls.push(tokio::spawn(async move { (i % 2, api.retrieve(if i % 2 == 0 { hw } else { two }).await) }));
+    }
+    for c in calls {
+        match c.await.unwrap() {
+            (0, v) => assert_eq!(v["Base64Data"], STANDARD.encode("hsm secret"), "the present token's key keeps working: {v}"),
+            (_, v) => assert_eq!(result(&v), 11, "{v}"),
+        }
+    }
+    std::fs::rename(&away2, hsm.token_dir(TOKEN2)).unwrap();
+    assert_eq!(api.value(two).await["Value"], "two value", "the second token is back");
+
     // Read once through the new data key, then the token goes away: nothing
     // a token wraps is kept in memory, so the HSM entry is Result 11 at once;
     // everything else works.
-    assert_eq!(retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
+    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
     let away = hsm.dir.path().join("tokens-away");
     std::fs::rename(hsm.tokens(), &away).unwrap();
-    assert_eq!(result(&retrieve(hw).await), 11);
-    assert_eq!(result(&sdk("LookupAssociationbyVaultID", json!({"VaultID": hw, "Name": "n"})).await), 11);
-    assert_eq!(result(&add("PKCS11:hsm", "x").await), 21, "a key that cannot be used now");
-    assert_eq!(retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(sdk("LookupAssociationbyVaultID", json!({"VaultID": sw, "Name": "n"})).await["Value"], "sw value");
-    assert_eq!(result(&add("Software:Default", "still works").await), 0);
-    assert_eq!(http.get(format!("{base}/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(result(&api.retrieve(hw).await), 11);
+    assert_eq!(result(&api.value(hw).await), 11);
+    assert_eq!(result(&api.add("PKCS11:hsm", "x").await), 21, "a key that cannot be used now");
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.value(sw).await["Value"], "sw value");
+    assert_eq!(result(&api.add("Software:Default", "still works").await), 0);
+    assert_eq!(api.healthz().await, 200);
     // It comes back: so do the entries.
     std::fs::rename(&away, hsm.tokens()).unwrap();
-    let v = retrieve(hw).await;
-    let o = server.output.lock().unwrap().clone();
-    let errs: Vec<&str> = o.lines().filter(|l| l.contains("ERROR")).collect();
+    let v = api.retrieve(hw).await;
+    let errs: Vec<String> = server.output.lock().unwrap().lines().filter(|l| l.contains("ERROR")).map(str::to_owned).collect();
     assert_eq!(v["Base64Data"], STANDARD.encode("hsm secret"), "{errs:#?}");
 
-    let output = server.stop();
+    // The administrator moves everything under the software key into the
+    // token, and then everything in the token back, while the server runs.
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "Software:Default", "--to", "PKCS11:hsm"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.starts_with("moved 2 entries from Software:Default to PKCS11:hsm (data key "), "{r:?}");
+    assert!(r.stderr.contains("Software:Default -> PKCS11:hsm: moved 2 entries so far"), "progress: {r:?}");
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:hsm", "PKCS11:two"]));
+    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+    assert_eq!(api.value(sw).await["Value"], "sw value");
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "pkcs11:HSM", "--to", "Software:Default"]);
+    assert!(r.code == 0 && r.stdout.starts_with("moved 3 entries from PKCS11:hsm to Software:Default"), "{r:?}");
+    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:two", "Software:Default"]));
+    for (id, data, value) in [(sw, "software secret", "sw value"), (hw, "hsm secret", "hsm value")] {
+        assert_eq!(api.retrieve(id).await["Base64Data"], STANDARD.encode(data));
+        assert_eq!(api.value(id).await["Value"], value);
+    }
+    let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "PKCS11:two", "--to", "pkcs11:two"]);
+    assert!(r.code != 0 && r.stderr.contains("PKCS11:two is the key the entries are under already"), "{r:?}");
+
+    let (output, kept) = server.stop_keeping_data();
+    let data_dir = kept.path().to_owned();
     assert!(output.contains("TRACE"), "no trace lines captured");
     assert!(output.contains("PKCS11:hsm"), "the failing key is named in the log");
-    for secret in [PIN, "hsm secret", "hsm value"] {
-        for form in [secret.to_owned(), STANDARD.encode(secret), secret.bytes().map(|b| format!("{b:02x}")).collect()] {
-            assert!(!output.contains(&form), "{form:?} appears in the log");
-        }
-    }
+    assert_no_secrets(&output, &data_dir, &["hsm secret", "hsm value", "software secret", "sw value", "second token secret", "two value"]);
 
-    // Start-up checks every configured key: a wrong PIN or a missing token stops it, naming the key.
-    let wrong = hsm.config("wrong-pin.toml", TOKEN, "pin_env = \"TEST_HSM_PIN\"");
+    // Entries under a key that is no longer configured: the server starts,
+    // and warns once, naming the key and its entries.
+    let only_hsm = hsm.config("only-hsm.toml", &keys[..1]);
+    let server = Server::start_on(data_dir.clone(), &["--insecure-http", "--config", &only_hsm], &[("SOFTHSM2_CONF", conf.as_str())]);
+    let out = server.output.lock().unwrap().clone();
+    assert_eq!(count(&out, &["WARN", "not configured", "PKCS11:two (1 entry)"]), 1, "{out}");
+    assert!(!out.contains("PKCS11:hsm ("), "{out}");
+    drop(server);
+
+    // Start-up checks every configured key: a wrong PIN, a missing token or
+    // a PIN file others may read stops it, naming the key.
+    let wrong = hsm.config("wrong-pin.toml", &[("hsm", TOKEN, "pin_env = \"TEST_HSM_PIN\"".to_owned())]);
     let out = serve_refuses(
         &wrong,
         &[("SOFTHSM2_CONF", hsm.conf()), ("TEST_HSM_PIN", WRONG_PIN.to_owned()), ("STRONGROOM_LOG", "trace".to_owned())],
     );
     assert!(out.contains("PKCS11:hsm") && out.contains("PinIncorrect"), "{out}");
     assert!(!out.contains(WRONG_PIN) && !out.contains(PIN), "a PIN in the output: {out}");
-    let missing = hsm.config("missing.toml", "no-such-token", &hsm.pin_file());
+    let missing = hsm.config("missing.toml", &[("hsm", "no-such-token", hsm.pin_file())]);
     let out = serve_refuses(&missing, &[("SOFTHSM2_CONF", hsm.conf())]);
     assert!(out.contains("PKCS11:hsm") && out.contains("no token labelled \"no-such-token\""), "{out}");
+    std::fs::set_permissions(hsm.pin_path(), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = serve_refuses(&only_hsm, &[("SOFTHSM2_CONF", hsm.conf())]);
+    let shown = hsm.pin_path().display().to_string();
+    assert!(out.contains("PKCS11:hsm") && out.contains(&format!("{shown} is open to group or other users")), "{out}");
+    assert!(out.contains(&format!("chmod 600 {shown}")), "{out}");
+    assert!(!out.contains(PIN), "{out}");
+}
+
+/// The token's PIN changes while the server runs: the live session keeps
+/// working; once it is gone the old PIN is refused once, never presented
+/// again (the token's own flag shows it), and the new PIN in the file brings
+/// the entries back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pin_the_token_refused_is_not_presented_again() {
+    let Some(module) = softhsm_module() else {
+        skip("SoftHSM2 (softhsm2-util and libsofthsm2.so) is not installed: the PKCS#11 test cannot run");
+        return;
+    };
+    if !pkcs11_tool_present() {
+        skip("pkcs11-tool (opensc) is not installed: the PIN cannot be changed from outside");
+        return;
+    }
+    let hsm = Hsm::init(module);
+    let config = hsm.config("config.toml", &[("hsm", TOKEN, hsm.pin_file())]);
+    let r = admin(&hsm, &config, &hsm.dir.path().join("scratch"), &["keys", "create", "PKCS11:hsm"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let conf = hsm.conf();
+    let server = Server::start(
+        &["--insecure-http", "--config", &config],
+        &[("SOFTHSM2_CONF", conf.as_str()), ("STRONGROOM_LOG", "trace"), ("RUST_LOG", "trace")],
+    );
+    let api = Api::sign_in(&server).await;
+    let sw = api.add_with_value("Software:Default", "software secret", "sw value").await;
+    let hw = api.add_with_value("PKCS11:hsm", "hsm secret", "hsm value").await;
+    let presented = || count(&server.output.lock().unwrap(), &[PRESENTED, "PKCS11:hsm"]);
+    let logged_in = presented();
+    assert!(logged_in >= 1, "the driver logs each time it presents the PIN");
+
+    // The PIN changes from outside. The server's session is logged in
+    // already, so its entries keep working.
+    let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", PIN, "--change-pin", "--new-pin", NEW_PIN]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"), "a live session outlives a PIN change");
+    assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "{}", hsm.token_flags(TOKEN));
+
+    // The session goes away (the token is taken away and comes back): the
+    // server must log in again, with the old PIN still in its file.
+    let away = hsm.dir.path().join("tokens-away");
+    std::fs::rename(hsm.tokens(), &away).unwrap();
+    assert_eq!(result(&api.retrieve(hw).await), 11);
+    std::fs::rename(&away, hsm.tokens()).unwrap();
+    assert_eq!(presented(), logged_in, "nothing is presented to a token that is away");
+    assert_eq!(result(&api.retrieve(hw).await), 11, "the old PIN is refused");
+    assert_eq!(presented(), logged_in + 1);
+    assert!(hsm.token_flags(TOKEN).contains("user PIN count low"), "SoftHSM counted the refusal: {}", hsm.token_flags(TOKEN));
+    // A good login from outside clears the token's flag; from here on any
+    // wrong PIN presented would set it again.
+    let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", NEW_PIN, "--list-objects", "--type", "secrkey"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "{}", hsm.token_flags(TOKEN));
+
+    // Clients keep asking: Result 11 (and 21 for Add), everything else works,
+    // and the refused PIN is never presented again.
+    for _ in 0..5 {
+        assert_eq!(result(&api.retrieve(hw).await), 11);
+        assert_eq!(result(&api.value(hw).await), 11);
+        assert_eq!(result(&api.add("PKCS11:hsm", "x").await), 21);
+        assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
+        assert_eq!(api.value(sw).await["Value"], "sw value");
+        assert_eq!(api.healthz().await, 200);
+    }
+    assert_eq!(presented(), logged_in + 1, "the refused PIN was presented again");
+    assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "a wrong PIN reached the token: {}", hsm.token_flags(TOKEN));
+    let out = server.output.lock().unwrap().clone();
+    assert_eq!(count(&out, &["ERROR", "PKCS11:hsm", "refused the PIN from the PIN file"]), 1, "one clear error: {out}");
+
+    // The new PIN in the file: the entries are back, and it is presented once.
+    hsm.write_pin(NEW_PIN);
+    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
+    assert_eq!(api.value(hw).await["Value"], "hsm value");
+    assert_eq!(result(&api.add("PKCS11:hsm", "third hsm secret").await), 0);
+    assert_eq!(presented(), logged_in + 2);
+    assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "{}", hsm.token_flags(TOKEN));
+
+    let (output, kept) = server.stop_keeping_data();
+    assert_no_secrets(&output, kept.path(), &["hsm secret", "hsm value", "software secret", "sw value", "third hsm secret"]);
 }

@@ -135,6 +135,14 @@ impl Server {
         text
     }
 
+    /// Like [`Server::stop`], keeping the data directory (made by
+    /// [`Server::start`]) for a later [`Server::start_on`].
+    #[allow(dead_code)]
+    pub fn stop_keeping_data(mut self) -> (String, tempfile::TempDir) {
+        let kept = std::mem::replace(&mut self.data_dir, tempfile::tempdir().unwrap());
+        (self.stop(), kept)
+    }
+
     /// Sends SIGTERM and waits for a clean exit; returns everything printed.
     pub fn stop(mut self) -> String {
         let pid = self.child.id().to_string();

@@ -14,7 +14,7 @@ use strongroom_store::{
 };
 
 use super::Origin;
-use super::keyring::{self, KeyRingError};
+use super::keyring::KeyRingError;
 use crate::state::AppState;
 
 /// Largest secret (decoded `Base64Data`), bytes.
@@ -48,7 +48,7 @@ impl VaultError {
                 VaultError { code: ResultCode::InvalidKey, message: format!("No key named {name:?} is configured.") }
             }
             other => {
-                tracing::error!(error = %other, "vault key cannot be used");
+                log_key_failure(&other, "vault key cannot be used");
                 VaultError { code: ResultCode::InvalidKey, message: "That key cannot be used now.".into() }
             }
         }
@@ -62,12 +62,22 @@ impl From<StoreError> for VaultError {
     }
 }
 
+/// Logs a key ring failure: as an error, unless its driver logged the cause
+/// once already (a refused PIN), then at debug level.
+fn log_key_failure(e: &KeyRingError, what: &str) {
+    if matches!(e, KeyRingError::Driver { logged: true, .. }) {
+        tracing::debug!(error = %e, "{what}");
+    } else {
+        tracing::error!(error = %e, "{what}");
+    }
+}
+
 impl From<KeyRingError> for VaultError {
     fn from(e: KeyRingError) -> Self {
         match e {
             KeyRingError::Store(s) => s.into(),
             other => {
-                tracing::error!(error = %other, "vault key ring failed");
+                log_key_failure(&other, "vault key ring failed");
                 VaultError::crypto()
             }
         }
@@ -366,7 +376,7 @@ pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) ->
 }
 
 pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
-    Ok(app.store.key_names_in_use().await?)
+    Ok(app.store.key_names_in_use().await?.into_iter().map(|(name, _)| name).collect())
 }
 
 /// `RotateKey/{vaultid}?newkeyname=`: Write on an owner. Opens the entry's
@@ -381,18 +391,10 @@ pub async fn rotate_entry(app: &AppState, c: &Caller, id: VaultId, new_name: &st
     let now = app.now();
     let (name, new_id, new_key) =
         app.keyring.current(&*app.store, &*app.rng, now, new_name, &c.current_keys).await.map_err(VaultError::invalid_key)?;
-    let mut items = vec![SealedItem::Data { vault_id: id, key_id: e.key_id, sealed: e.sealed.clone() }];
-    for a in app.store.associations(id).await? {
-        items.push(SealedItem::Association { vault_id: id, name: a.name, value_type: a.value_type, key_id: a.key_id, sealed: a.sealed });
-    }
-    let mut resealed = Vec::with_capacity(items.len());
-    for item in items {
-        let old = app.keyring.key(&*app.store, keyring::item_key(&item)).await?;
-        let sealed = keyring::reseal(&item, &old, new_id, &new_key, &*app.rng).ok_or_else(VaultError::crypto)?;
-        resealed.push((item, new_id, sealed));
-    }
+    let data = SealedItem::Data { vault_id: id, key_id: e.key_id, sealed: e.sealed.clone() };
+    let resealed = app.keyring.reseal_entry(&*app.store, &*app.rng, data, new_id, &new_key).await?.ok_or_else(VaultError::crypto)?;
     let event = c.event(app, EventKind::VaultResealed, Some(id)).detail(format!("key={name} data key {new_id}"));
-    if checked(app.store.rekey_entry(id, name.clone(), resealed, c.writer(), event).await?)? {
+    if checked(app.store.rekey_entry(id, name.clone(), resealed, Some(c.writer()), event).await?)? {
         Ok(name)
     } else {
         Err(VaultError { code: ResultCode::QueryError, message: "The entry changed meanwhile; nothing was changed. Try again.".into() })

@@ -89,4 +89,13 @@ async fn keyname_default_key_and_rotate_key_with_the_software_driver() {
     let (_, v) = s.sdk("LookupAssociationbyVaultID", &t, json!({"VaultID": one, "Name": "n"})).await;
     assert_eq!(v["Value"], "7");
     assert!(s.event_kinds().await.iter().filter(|k| *k == "vault.resealed").count() >= 2);
+
+    // `admin keys move` takes two different configured keys, however spelled.
+    let e = s.admin.move_key("Software:Default", " software:DEFAULT", &mut |_| {}).await.unwrap_err();
+    assert!(e.to_string().contains("Software:Default is the key the entries are under already"), "{e}");
+    let e = s.admin.move_key("PKCS11:nowhere", "Software:Default", &mut |_| {}).await.unwrap_err();
+    assert!(e.to_string().contains("\"PKCS11:nowhere\""), "{e}");
+    let e = s.admin.move_key("Software:Default", "PKCS11:nowhere", &mut |_| {}).await.unwrap_err();
+    assert!(e.to_string().contains("\"PKCS11:nowhere\""), "{e}");
+    assert_eq!(keys(one).0, "Software:Default", "nothing moved");
 }

@@ -254,10 +254,10 @@ impl VaultStore for PgStore {
         })
     }
 
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         on_client!(self, |c| {
-            let rows = query(&c, "SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name", &[]).await?;
-            rows.iter().map(|r| get(r, 0)).collect()
+            let rows = query(&c, "SELECT key_name, count(*) FROM vault_entries GROUP BY key_name ORDER BY key_name", &[]).await?;
+            rows.iter().map(|r| Ok((get(r, 0)?, get::<i64>(r, 1)?.unsigned_abs()))).collect()
         })
     }
 
@@ -323,6 +323,18 @@ impl VaultStore for PgStore {
             )
             .await?;
             group_owners(rows.iter().map(|r| Ok((VaultId(get(r, 0)?), get::<Option<String>>(r, 1)?))))
+        })
+    }
+
+    fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        on_client!(self, |c| {
+            let rows = query(
+                &c,
+                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_name = $1 AND vault_id > $2 ORDER BY vault_id LIMIT $3",
+                &[&key_name, &after.0, &i64::from(limit)],
+            )
+            .await?;
+            rows.iter().map(|r| Ok(SealedItem::Data { vault_id: VaultId(get(r, 0)?), key_id: get(r, 1)?, sealed: get(r, 2)? })).collect()
         })
     }
 
@@ -400,12 +412,14 @@ impl VaultStore for PgStore {
         id: VaultId,
         key_name: String,
         items: Vec<(SealedItem, i64, Vec<u8>)>,
-        by: Writer,
+        by: Option<Writer>,
         event: Event,
     ) -> StoreFuture<'_, Checked<bool>> {
         in_tx!(self, |tx| {
             async {
-                if !may_write_entry(&tx, &by, id).await? {
+                if let Some(by) = &by
+                    && !may_write_entry(&tx, by, id).await?
+                {
                     return Ok(Checked::Denied);
                 }
                 let mut moved = false;

@@ -241,10 +241,11 @@ impl VaultStore for SqliteStore {
         }))
     }
 
-    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<String>> {
+    fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         Box::pin(self.read(|c| {
-            let mut st = c.prepare_cached("SELECT DISTINCT key_name FROM vault_entries ORDER BY key_name").map_err(backend)?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(backend)?;
+            let mut st =
+                c.prepare_cached("SELECT key_name, count(*) FROM vault_entries GROUP BY key_name ORDER BY key_name").map_err(backend)?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.unsigned_abs()))).map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         }))
     }
@@ -378,6 +379,22 @@ impl VaultStore for SqliteStore {
         }))
     }
 
+    fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c
+                .prepare_cached(
+                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_name = ?1 AND vault_id > ?2 ORDER BY vault_id LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let rows = st
+                .query_map(params![key_name, after.0, limit], |r| {
+                    Ok(SealedItem::Data { vault_id: VaultId(r.get(0)?), key_id: r.get(1)?, sealed: r.get(2)? })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
+    }
+
     fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
         Box::pin(self.write(move |c| {
             let mut n = 0u64;
@@ -406,11 +423,13 @@ impl VaultStore for SqliteStore {
         id: VaultId,
         key_name: String,
         items: Vec<(SealedItem, i64, Vec<u8>)>,
-        by: Writer,
+        by: Option<Writer>,
         event: Event,
     ) -> StoreFuture<'_, Checked<bool>> {
         Box::pin(self.write(move |c| {
-            if !may_write_entry(c, &by, id)? {
+            if let Some(by) = &by
+                && !may_write_entry(c, by, id)?
+            {
                 return Ok(Checked::Denied);
             }
             let mut moved = false;

@@ -611,7 +611,9 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     };
     assert_eq!((r.removed, r.deleted), (1, vec![b]));
     assert!(entry_of(&*store, access, b).await.is_none());
-    assert_eq!(store.key_names_in_use().await.unwrap(), vec!["Software:Default".to_owned()]);
+    let entries = store.vault_ids(VaultFilter::default()).await.unwrap().len() as u64;
+    assert!(entries > 0);
+    assert_eq!(store.key_names_in_use().await.unwrap(), vec![("Software:Default".to_owned(), entries)], "every entry, counted");
     assert!(store.vault_ids(VaultFilter { orphans_only: true, ..Default::default() }).await.unwrap().is_empty());
 
     // Re-sealing is conditional on the key the item was read under.
@@ -639,22 +641,44 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         .await
         .unwrap();
     let data = SealedItem::Data { vault_id: a, key_id: 2, sealed: vec![5; 50] };
-    let moved =
-        store.rekey_entry(a, hsm.into(), vec![(data.clone(), 3, vec![4; 50])], w.clone(), ev(EventKind::VaultResealed)).await.unwrap();
+    let moved = store
+        .rekey_entry(a, hsm.into(), vec![(data.clone(), 3, vec![4; 50])], Some(w.clone()), ev(EventKind::VaultResealed))
+        .await
+        .unwrap();
     assert_eq!(moved, Checked::Done(true));
     let e = entry_of(&*store, access, a).await.unwrap();
     assert_eq!((e.key_name.as_str(), e.key_id, e.sealed), (hsm, 3, vec![4; 50]));
-    let again = store.rekey_entry(a, hsm.into(), vec![(data, 3, vec![3; 50])], w.clone(), ev(EventKind::VaultResealed)).await.unwrap();
+    let again =
+        store.rekey_entry(a, hsm.into(), vec![(data, 3, vec![3; 50])], Some(w.clone()), ev(EventKind::VaultResealed)).await.unwrap();
     assert_eq!(again, Checked::Done(false), "no longer under key 2: nothing written");
     assert!(store.sealed_on_old_keys(hsm.into(), 3, 100).await.unwrap().iter().all(|i| matches!(i, SealedItem::Association { .. })));
     assert!(store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap().is_empty());
+    // The entries under a named key, page by page (`admin keys move`).
+    let moved = SealedItem::Data { vault_id: a, key_id: 3, sealed: vec![4; 50] };
+    assert_eq!(store.entries_under_key(hsm.into(), VaultId(0), 10).await.unwrap(), vec![moved.clone()]);
+    assert!(store.entries_under_key(hsm.into(), a, 10).await.unwrap().is_empty(), "only VaultIDs above `after`");
+    let (mut paged, mut after) = (Vec::new(), VaultId(0));
+    loop {
+        let page = store.entries_under_key(SOFTWARE.into(), after, 1).await.unwrap();
+        let Some(SealedItem::Data { vault_id, .. }) = page.last() else { break };
+        assert_eq!(page.len(), 1);
+        after = *vault_id;
+        paged.push(after);
+    }
+    let mut software: Vec<VaultId> = store.vault_ids(VaultFilter::default()).await.unwrap().into_iter().filter(|v| *v != a).collect();
+    software.sort();
+    assert_eq!(paged, software);
+    // The administrator moves it back, without a grant to check.
+    let back = store.rekey_entry(a, SOFTWARE.into(), vec![(moved, 2, vec![5; 50])], None, ev(EventKind::VaultResealed)).await.unwrap();
+    assert_eq!(back, Checked::Done(true));
+    assert_eq!(entry_of(&*store, access, a).await.unwrap().key_name, SOFTWARE);
     let mut current = store.vault_context(access, None).await.unwrap().unwrap().current_keys;
     current.sort();
     assert_eq!(current, vec![(hsm.to_owned(), 3), (SOFTWARE.to_owned(), 2)]);
     // Every change wrote its event, and only changes did.
     let head = store.event_head().await.unwrap();
     let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(verify_chain(&events, head).unwrap(), 23, "18 vault changes, 3 folders, the writer and its grant");
+    assert_eq!(verify_chain(&events, head).unwrap(), 24, "19 vault changes, 3 folders, the writer and its grant");
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
 }

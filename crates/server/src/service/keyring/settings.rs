@@ -17,12 +17,71 @@ use std::path::PathBuf;
 
 /// The one key of the `Software` driver: the master key.
 pub const SOFTWARE_DEFAULT: &str = "Software:Default";
+pub const PKCS11_DRIVER: &str = "PKCS11";
 
 /// Whether `name` is the `Software` driver's key (wrapped by the master key).
 pub fn is_software(name: &str) -> bool {
-    name.eq_ignore_ascii_case(SOFTWARE_DEFAULT)
+    KeyName::parse(name).is_some_and(|k| k.driver == Driver::Software)
 }
-pub const PKCS11_DRIVER: &str = "PKCS11";
+
+/// Whether two spellings name the same key (see [`KeyName::parse`]).
+pub fn same_key(a: &str, b: &str) -> bool {
+    matches!((KeyName::parse(a), KeyName::parse(b)), (Some(a), Some(b)) if a.same(&b))
+}
+
+/// The drivers a key name can start with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    Software,
+    Pkcs11,
+}
+
+/// A key name `Driver:Name`, read by [`KeyName::parse`], the one function
+/// that reads key names (`Keyname`, `newkeyname`, `[keys]`, names stored
+/// with data keys and entries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyName {
+    pub driver: Driver,
+    /// As written (spaces around it removed).
+    pub name: String,
+}
+
+impl KeyName {
+    /// `Driver:Name` with spaces around the whole ignored; the driver
+    /// (`Software` or `PKCS11`) in any case; the name 1 to 64 letters,
+    /// digits, `-`, `_` or `.`. The `Software` driver has one key,
+    /// `Default`. `None` for anything else.
+    pub fn parse(s: &str) -> Option<KeyName> {
+        let (driver, name) = s.trim().split_once(':')?;
+        let driver = if driver.eq_ignore_ascii_case("Software") {
+            Driver::Software
+        } else if driver.eq_ignore_ascii_case(PKCS11_DRIVER) {
+            Driver::Pkcs11
+        } else {
+            return None;
+        };
+        if !valid_short_name(name) || (driver == Driver::Software && !name.eq_ignore_ascii_case("Default")) {
+            return None;
+        }
+        let name = if driver == Driver::Software { "Default".to_owned() } else { name.to_owned() };
+        Some(KeyName { driver, name })
+    }
+
+    /// The same key: the same driver, names equal but for ASCII case.
+    pub fn same(&self, other: &KeyName) -> bool {
+        self.driver == other.driver && self.name.eq_ignore_ascii_case(&other.name)
+    }
+}
+
+impl std::fmt::Display for KeyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let driver = match self.driver {
+            Driver::Software => "Software",
+            Driver::Pkcs11 => PKCS11_DRIVER,
+        };
+        write!(f, "{driver}:{}", self.name)
+    }
+}
 
 /// `[keys]` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -88,14 +147,16 @@ impl RawKeys {
     pub fn validate(self) -> Result<KeysConfig, (&'static str, String)> {
         let mut pkcs11: Vec<Pkcs11KeyConfig> = Vec::new();
         for k in self.pkcs11 {
-            let short = k.name.strip_prefix("PKCS11:").unwrap_or(&k.name).to_owned();
-            if !valid_short_name(&short) {
-                return Err(("keys.pkcs11.name", format!("{:?}: 1 to 64 letters, digits, '-', '_' or '.'", k.name)));
+            // `vault` and `PKCS11:vault` both name the key PKCS11:vault.
+            let written = if k.name.contains(':') { k.name.clone() } else { format!("{PKCS11_DRIVER}:{}", k.name.trim()) };
+            let parsed = match KeyName::parse(&written) {
+                Some(n) if n.driver == Driver::Pkcs11 => n,
+                _ => return Err(("keys.pkcs11.name", format!("{:?}: 1 to 64 letters, digits, '-', '_' or '.'", k.name))),
+            };
+            if pkcs11.iter().any(|p| same_key(&p.name, &written)) {
+                return Err(("keys.pkcs11.name", format!("{parsed} is configured twice")));
             }
-            let name = format!("{PKCS11_DRIVER}:{short}");
-            if pkcs11.iter().any(|p| p.name.eq_ignore_ascii_case(&name)) {
-                return Err(("keys.pkcs11.name", format!("{name} is configured twice")));
-            }
+            let (name, short) = (parsed.to_string(), parsed.name);
             let pin = match (k.pin_file, k.pin_env) {
                 (Some(f), None) => PinSource::File(f),
                 (None, Some(e)) if !e.is_empty() => PinSource::Env(e),
@@ -112,8 +173,8 @@ impl RawKeys {
         }
         let default = match self.default {
             None => SOFTWARE_DEFAULT.to_owned(),
-            Some(d) if d.eq_ignore_ascii_case(SOFTWARE_DEFAULT) => SOFTWARE_DEFAULT.to_owned(),
-            Some(d) => match pkcs11.iter().find(|p| p.name.eq_ignore_ascii_case(&d)) {
+            Some(d) if is_software(&d) => SOFTWARE_DEFAULT.to_owned(),
+            Some(d) => match pkcs11.iter().find(|p| same_key(&p.name, &d)) {
                 Some(p) => p.name.clone(),
                 None => {
                     return Err(("keys.default", format!("{d:?} is not a configured key (Software:Default or a [[keys.pkcs11]] name)")));
@@ -130,6 +191,20 @@ mod tests {
 
     fn raw(toml_text: &str) -> RawKeys {
         toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn key_names_are_read_by_one_function() {
+        let shown = |s: &str| KeyName::parse(s).map(|k| k.to_string());
+        assert_eq!(shown(" software:DEFAULT "), Some(SOFTWARE_DEFAULT.to_owned()));
+        assert_eq!(shown("pkcs11:Vault\t"), Some("PKCS11:Vault".to_owned()));
+        for bad in ["Software:Other", "Null:Null", "k", "PKCS11:", "PKCS11: vault", "PKCS11:a:b", "PKCS11:a b", ":x", ""] {
+            assert_eq!(shown(bad), None, "{bad:?}");
+        }
+        assert!(same_key(" PKCS11:vault", "pkcs11:VAULT"));
+        assert!(!same_key("PKCS11:vault", "PKCS11:vault2"));
+        assert!(!same_key("Software:Default", "PKCS11:Default"));
+        assert!(is_software("software:default ") && !is_software("PKCS11:x") && !is_software("Software:x"));
     }
 
     #[test]
