@@ -12,6 +12,7 @@ pub mod event;
 pub mod grant;
 pub mod identity;
 pub mod integration;
+pub mod mac;
 pub mod password;
 pub mod random;
 pub mod scope;

@@ -7,8 +7,6 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use std::fmt;
 
 use crate::random::{Random, bytes};
@@ -58,18 +56,8 @@ impl TokenKey {
 
     /// The keyed hash under which a token of `kind` is stored.
     pub fn hash(&self, kind: TokenKind, token: &str) -> TokenHash {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable_hmac());
-        mac.update(kind.label());
-        mac.update(&[0]);
-        mac.update(token.as_bytes());
-        TokenHash(mac.finalize().into_bytes().into())
+        TokenHash(crate::mac::hmac_sha256_of(&self.0, &[kind.label(), &[0], token.as_bytes()]))
     }
-}
-
-// HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
-#[allow(clippy::panic)]
-fn unreachable_hmac() -> Hmac<Sha256> {
-    panic!("HMAC-SHA256 accepts keys of every length")
 }
 
 impl fmt::Debug for TokenKey {

@@ -5,8 +5,6 @@
 //! `STRONGROOM_MASTER_KEY`. Replicas sharing a PostgreSQL database must share
 //! it. Each use gets its own key, derived with HMAC-SHA256 and a label.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use std::fmt;
 use std::io::Write as _;
 use std::path::Path;
@@ -47,14 +45,7 @@ impl fmt::Debug for Keys {
 }
 
 fn derive(master: &[u8; 32], label: &str) -> [u8; 32] {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(master).unwrap_or_else(|_| unreachable_hmac());
-    mac.update(label.as_bytes());
-    mac.finalize().into_bytes().into()
-}
-
-#[allow(clippy::panic)]
-fn unreachable_hmac() -> Hmac<Sha256> {
-    panic!("HMAC-SHA256 accepts keys of every length")
+    strongroom_core::mac::hmac_sha256_of(master, &[label.as_bytes()])
 }
 
 impl Keys {

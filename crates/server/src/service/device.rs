@@ -221,28 +221,25 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
     }
 }
 
-fn ticket_mac(key: &[u8; 32], payload: &str, csrf: &str) -> Result<Hmac<Sha256>, PageError> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| PageError::Internal("hmac key".into()))?;
+fn ticket_mac(key: &[u8; 32], payload: &str, csrf: &str) -> Hmac<Sha256> {
+    let mut mac = strongroom_core::mac::hmac_sha256(key);
     mac.update(b"strongroom/consent-ticket/v1\0");
     mac.update(payload.as_bytes());
     mac.update(b"\0");
     mac.update(csrf.as_bytes());
-    Ok(mac)
+    mac
 }
 
 fn sign_ticket(key: &[u8; 32], user: &UserId, code: &TokenHash, expires: UnixTime, csrf: &str) -> String {
     let code_hex: String = code.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
     let payload = format!("{user}.{code_hex}.{}", expires.millis());
-    match ticket_mac(key, &payload, csrf) {
-        Ok(mac) => format!("{payload}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())),
-        Err(_) => String::new(),
-    }
+    format!("{payload}.{}", URL_SAFE_NO_PAD.encode(ticket_mac(key, &payload, csrf).finalize().into_bytes()))
 }
 
 fn verify_ticket(key: &[u8; 32], ticket: &str, csrf: &str, now: UnixTime) -> Option<(UserId, TokenHash)> {
     let (payload, sig) = ticket.rsplit_once('.')?;
     let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
-    let expected = ticket_mac(key, payload, csrf).ok()?.finalize().into_bytes();
+    let expected = ticket_mac(key, payload, csrf).finalize().into_bytes();
     if !bool::from(expected.as_slice().ct_eq(&sig)) {
         return None;
     }

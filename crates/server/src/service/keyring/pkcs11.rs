@@ -40,8 +40,6 @@ use cryptoki::object::{Attribute, KeyType, ObjectClass, ObjectHandle};
 use cryptoki::session::{Session, SessionState, UserType};
 use cryptoki::slot::{Slot, TokenInfo};
 use cryptoki::types::AuthPin;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use strongroom_core::random::{Random, bytes};
@@ -186,9 +184,7 @@ impl Module {
     }
 
     fn digest(&self, pin: &str) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&*self.digest_key).unwrap_or_else(|_| unreachable_hmac());
-        mac.update(pin.as_bytes());
-        mac.finalize().into_bytes().into()
+        strongroom_core::mac::hmac_sha256_of(&self.digest_key, &[pin.as_bytes()])
     }
 
     fn was_refused(&self, token: &str, digest: &[u8; 32]) -> bool {
@@ -210,11 +206,6 @@ impl Module {
     fn accepted(&self, token: &str) {
         self.refused.lock().unwrap_or_else(PoisonError::into_inner).remove(token);
     }
-}
-
-#[allow(clippy::panic)]
-fn unreachable_hmac() -> Hmac<Sha256> {
-    panic!("HMAC-SHA256 accepts keys of every length")
 }
 
 /// Closes every session kept on the module.
