@@ -7,7 +7,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::fmt;
 
@@ -58,7 +58,7 @@ impl TokenKey {
 
     /// The keyed hash under which a token of `kind` is stored.
     pub fn hash(&self, kind: TokenKind, token: &str) -> TokenHash {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable_hmac());
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable_hmac());
         mac.update(kind.label());
         mac.update(&[0]);
         mac.update(token.as_bytes());
@@ -180,6 +180,15 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashSet;
     use std::sync::Mutex;
+
+    /// Stored hashes must not change with the HMAC crate's version: the
+    /// expected value is HMAC-SHA256 computed outside Rust (Python's `hmac`).
+    #[test]
+    fn stored_token_hashes_are_stable() {
+        let h = TokenKey::new([7; 32]).hash(TokenKind::Refresh, "a refresh token");
+        let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "0e7c9f59c004084edde66134bd912f5d53d5fa89fe8be807a8cfd6e17b742583");
+    }
 
     /// Deterministic test randomness (xorshift); not for production.
     #[derive(Debug)]

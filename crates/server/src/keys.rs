@@ -5,7 +5,7 @@
 //! `STRONGROOM_MASTER_KEY`. Replicas sharing a PostgreSQL database must share
 //! it. Each use gets its own key, derived with HMAC-SHA256 and a label.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::fmt;
 use std::io::Write as _;
@@ -47,7 +47,7 @@ impl fmt::Debug for Keys {
 }
 
 fn derive(master: &[u8; 32], label: &str) -> [u8; 32] {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(master).unwrap_or_else(|_| unreachable_hmac());
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(master).unwrap_or_else(|_| unreachable_hmac());
     mac.update(label.as_bytes());
     mac.finalize().into_bytes().into()
 }

@@ -9,7 +9,7 @@
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit as HmacKeyInit, Mac};
 use sha2::Sha256;
 use std::fmt;
 use zeroize::Zeroize;
@@ -108,7 +108,7 @@ pub fn aad_wrapped_key(key_id: i64) -> Vec<u8> {
 
 /// The keyed hash an association is found by in `LookupByAssociation`.
 pub fn lookup_hash(lookup_key: &Key, name: &str, t: ValueType, value: &[u8]) -> [u8; 32] {
-    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(&lookup_key.0) else { return [0; 32] };
+    let Ok(mut mac) = <Hmac<Sha256> as HmacKeyInit>::new_from_slice(&lookup_key.0) else { return [0; 32] };
     mac.update(b"strongroom/vault-lookup/v1");
     let mut buf = Vec::new();
     lp(&mut buf, name.as_bytes());

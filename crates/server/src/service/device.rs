@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq as _;
 
@@ -222,7 +222,7 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
 }
 
 fn ticket_mac(key: &[u8; 32], payload: &str, csrf: &str) -> Result<Hmac<Sha256>, PageError> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| PageError::Internal("hmac key".into()))?;
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).map_err(|_| PageError::Internal("hmac key".into()))?;
     mac.update(b"strongroom/consent-ticket/v1\0");
     mac.update(payload.as_bytes());
     mac.update(b"\0");
