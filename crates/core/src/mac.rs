@@ -1,8 +1,6 @@
 //! HMAC-SHA256 under the server's 32-byte keys.
 
-use hmac::digest::KeyInit;
-use hmac::digest::generic_array::GenericArray;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 /// HMAC-SHA256 keyed with `key`, ready for `update`.
@@ -11,7 +9,7 @@ use sha2::Sha256;
 /// padded block is the same key; built from it the construction cannot fail
 /// (`new_from_slice` returns a `Result` for lengths that cannot occur here).
 pub fn hmac_sha256(key: &[u8; 32]) -> Hmac<Sha256> {
-    let mut block = GenericArray::default();
+    let mut block = hmac::digest::Key::<Hmac<Sha256>>::default();
     for (b, k) in block.iter_mut().zip(key) {
         *b = *k;
     }
@@ -34,7 +32,7 @@ mod tests {
     #[test]
     fn the_padded_key_is_the_same_key() {
         for key in [[0u8; 32], [0xa5; 32], core::array::from_fn(|i| i as u8)] {
-            let mut reference = <Hmac<Sha256> as Mac>::new_from_slice(&key).unwrap();
+            let mut reference = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();
             reference.update(b"strongroom");
             assert_eq!(hmac_sha256_of(&key, &[b"strong", b"room"]), <[u8; 32]>::from(reference.finalize().into_bytes()));
         }

@@ -169,6 +169,15 @@ mod tests {
     use std::collections::HashSet;
     use std::sync::Mutex;
 
+    /// Stored hashes must not change with the HMAC crate's version: the
+    /// expected value is HMAC-SHA256 computed outside Rust (Python's `hmac`).
+    #[test]
+    fn stored_token_hashes_are_stable() {
+        let h = TokenKey::new([7; 32]).hash(TokenKind::Refresh, "a refresh token");
+        let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "0e7c9f59c004084edde66134bd912f5d53d5fa89fe8be807a8cfd6e17b742583");
+    }
+
     /// Deterministic test randomness (xorshift); not for production.
     #[derive(Debug)]
     struct XorShift(Mutex<u64>);

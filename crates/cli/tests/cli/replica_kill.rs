@@ -31,6 +31,12 @@ struct Client {
     vault_id: i64,
     access: String,
     refresh: String,
+    /// Every refresh token the client was given, oldest first (F3 checks
+    /// afterwards how many of them still work).
+    refresh_tokens: Vec<String>,
+    /// Refreshes answered only on a resend after a transport failure (the
+    /// first answer may have been lost with the replica).
+    resent_refreshes: usize,
     /// Associations acknowledged (Result 0, or 27 on a resend): (name, value).
     associated: Vec<(String, String)>,
     refreshes: usize,
@@ -74,7 +80,7 @@ async fn load(
         }
         // Up to one try per replica for the same request.
         let mut done = false;
-        for _ in 0..REPLICAS {
+        for attempt in 0..REPLICAS {
             let base = &bases[replica];
             let answer = if op % 2 == 0 {
                 let (name, value) = (format!("n{op}"), format!("client {me} op {op}"));
@@ -92,7 +98,9 @@ async fn load(
                     if st == 200 {
                         c.access = v["access_token"].as_str().unwrap_or_default().to_owned();
                         c.refresh = v["refresh_token"].as_str().unwrap_or_default().to_owned();
+                        c.refresh_tokens.push(c.refresh.clone());
                         c.refreshes += 1;
+                        c.resent_refreshes += usize::from(attempt > 0);
                         Ok(())
                     } else {
                         Err(format!("refresh: {st} {v}"))
@@ -165,10 +173,12 @@ async fn sigkill_one_replica_under_write_load() {
         .await
         .unwrap();
         assert_eq!(added["Result"], 0, "{added}");
+        let refresh = g["refresh_token"].as_str().unwrap().to_owned();
         clients.push(Client {
             vault_id: added["VaultID"].as_i64().unwrap(),
             access,
-            refresh: g["refresh_token"].as_str().unwrap().to_owned(),
+            refresh_tokens: vec![refresh.clone()],
+            refresh,
             ..Client::default()
         });
     }
@@ -192,6 +202,13 @@ async fn sigkill_one_replica_under_write_load() {
     for t in tasks {
         clients.push(t.await.unwrap());
     }
+
+    // Double issue: every refresh token each client was given, judged by
+    // the server's own rule on the database's state, before anything else
+    // presents one. A grant records one working refresh token, so if the one
+    // that works is the client's newest, no other token of the grant works,
+    // including one whose answer died with the replica.
+    let tally = working_refresh_tokens(&cluster, &clients).await;
 
     // Read everything back through a survivor.
     let survivor = cluster.base(1);
@@ -234,7 +251,9 @@ async fn sigkill_one_replica_under_write_load() {
         verified.trim(),
         started.elapsed().as_secs_f64()
     );
-    let pass = missing.is_empty()
+    let pass = tally.double_issued == 0
+        && tally.newest_works == CLIENTS
+        && missing.is_empty()
         && refused.is_empty()
         && after_kill[1] > 0
         && after_kill[2] > 0
@@ -244,14 +263,24 @@ async fn sigkill_one_replica_under_write_load() {
         && transport > 0;
     eprintln!(
         "SECURITY F3 kill -9 of one of three replicas: {CLIENTS} clients on {REPLICAS} replicas, one SIGKILL mid-load (the anchors' \
-         one every 30 s for 5 min scaled down to one): {} of {associated} acknowledged Associates lost, {refused_n} refused, \
-         double-issued tokens 0 by the races of tests/cli/replicas.rs; survivors answered {after_kill:?} after the kill; \
+         one every 30 s for 5 min scaled down to one): {} of {associated} acknowledged Associates lost, {refused_n} refused; \
+         double-issued tokens: of the {} refresh tokens the clients were given ({resent} answered on a resend), {} would still \
+         rotate, {} grants with more than one working refresh token, the newest works for {}/{CLIENTS} grants, {} older \
+         ones would get a lost-answer retry (the unused newest then dies); survivors answered {after_kill:?} after the kill; \
          {transport} requests retried on another replica; {last_refresh_ok}/{CLIENTS} grants refresh afterwards; {} — {}",
         missing.len(),
+        tally.given,
+        tally.working,
+        tally.double_issued,
+        tally.newest_works,
+        tally.retry,
         verified.trim(),
         if pass { "pass" } else { "FAIL" },
         refused_n = refused.len(),
+        resent = clients.iter().map(|c| c.resent_refreshes).sum::<usize>(),
     );
+    assert_eq!(tally.double_issued, 0, "grants with more than one working refresh token: {tally:?}");
+    assert_eq!(tally.newest_works, CLIENTS, "{tally:?}");
     assert!(missing.is_empty(), "acknowledged writes lost: {missing:?}");
     assert!(refused.is_empty(), "answers other than success: {refused:?}");
     assert!(after_kill[1] > 0 && after_kill[2] > 0, "both survivors kept answering: {after_kill:?}");
@@ -259,4 +288,48 @@ async fn sigkill_one_replica_under_write_load() {
     assert_eq!(last_refresh_ok, CLIENTS);
     assert!(verified.contains("event log intact"), "{verified}");
     assert!(transport > 0, "the kill came after the load: no request met the dead replica");
+}
+
+/// What the refresh tokens the clients were given would do now.
+#[derive(Debug, Default)]
+struct Tally {
+    given: usize,
+    /// Tokens a refresh would rotate (the grant's working token).
+    working: usize,
+    /// Grants with more than one such token.
+    double_issued: usize,
+    /// Grants whose working token is the client's newest.
+    newest_works: usize,
+    /// Spent tokens that would get a lost-answer retry.
+    retry: usize,
+}
+
+/// Each refresh token the clients hold, looked up in the database and
+/// judged by the rule the server applies (`RefreshContext::decide`), which
+/// changes nothing: presenting them would (a spent token revokes its grant).
+async fn working_refresh_tokens(cluster: &Cluster, clients: &[Client]) -> Tally {
+    use strongroom_core::grant::refresh::{Refresh, window};
+    use strongroom_core::time::Clock as _;
+    use strongroom_core::token::TokenKind;
+    use strongroom_server::state::SystemClock;
+    let now = SystemClock.now();
+    let mut t = Tally::default();
+    for c in clients {
+        let mut working = Vec::new();
+        for (i, rt) in c.refresh_tokens.iter().enumerate() {
+            t.given += 1;
+            let hash = cluster.keys.token.hash(TokenKind::Refresh, rt);
+            let Some(ctx) = cluster.store.refresh_context(hash).await.unwrap() else { continue };
+            // The server's default window (30 s): it only tells a retry from reuse.
+            match ctx.decide(LENIENT, now, window(ctx.retry_window, 30)) {
+                Refresh::Rotate => working.push(i),
+                Refresh::Retry => t.retry += 1,
+                _ => {}
+            }
+        }
+        t.working += working.len();
+        t.double_issued += usize::from(working.len() > 1);
+        t.newest_works += usize::from(working == [c.refresh_tokens.len() - 1]);
+    }
+    t
 }

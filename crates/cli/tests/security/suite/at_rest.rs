@@ -144,6 +144,92 @@ async fn exercise(fx: &Fx) -> (Vec<Vec<u8>>, BTreeMap<(i64, String), String>) {
     (secrets, values)
 }
 
+/// E3's forced errors, each carrying a secret the log must not show: bodies
+/// that do not parse, a refused refresh (wrong client, unknown token), a
+/// reuse revocation, a wrong password, unknown and revoked bearer tokens, a
+/// device code presented by another client. Returns the secrets and the
+/// answers ("what: status"); every answer must be a 4xx.
+async fn error_paths(fx: &Fx) -> (Vec<Vec<u8>>, Vec<(String, u16)>) {
+    fx.integration("other", &[]);
+    let mut secrets = Vec::new();
+    let mut answers = Vec::new();
+    let g = fx.grant("app").await;
+    let (at, rt) = (g["access_token"].as_str().unwrap().to_owned(), g["refresh_token"].as_str().unwrap().to_owned());
+    secrets.extend([at.as_bytes().to_vec(), rt.as_bytes().to_vec()]);
+    let raw = |path: &str, ct: &str, body: String, bearer: Option<&str>| {
+        let mut req = fx.http.post(format!("{}{path}", fx.base)).header("content-type", ct).body(body);
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    // Bodies that do not parse, with live secrets in them.
+    let canary_in_body = canary();
+    let wrong_password = format!("wrong-{}", canary());
+    secrets.extend([canary_in_body.as_bytes().to_vec(), wrong_password.as_bytes().to_vec()]);
+    let json = "application/json";
+    answers.push((
+        "truncated JSON refresh".into(),
+        raw("/vedauth/authorize/token", json, format!(r#"{{"client_id":"app","refresh_token":"{rt}""#), None).await,
+    ));
+    answers.push((
+        "refresh token in an array".into(),
+        raw("/vedauth/authorize/token", json, format!(r#"{{"client_id":"app","refresh_token":["{rt}"]}}"#), None).await,
+    ));
+    answers.push((
+        "form with a bad escape".into(),
+        raw("/vedauth/authorize/token", "application/x-www-form-urlencoded", format!("client_id=app&refresh_token={rt}%G1"), None).await,
+    ));
+    answers.push((
+        "password of the wrong type".into(),
+        raw(
+            "/vedauth/authorize/oauth",
+            json,
+            format!(r#"{{"client_id":"app","username":"alice","password":{{"p":"{wrong_password}"}}}}"#),
+            None,
+        )
+        .await,
+    ));
+    answers.push((
+        "truncated /vedsdk body".into(),
+        raw("/vedsdk/SecretStore/Associate", json, format!(r#"{{"VaultID":1,"Name":"x","StringValue":"{canary_in_body}""#), Some(&at))
+            .await,
+    ));
+    // A refused refresh: another client (not burned), an unknown token.
+    let (st, _) = fx.refresh("other", &rt).await;
+    answers.push(("refresh by another client".into(), st));
+    let mut unknown = [0u8; 34];
+    crate::support::getrandom(&mut unknown);
+    let unknown = STANDARD.encode(unknown);
+    secrets.push(unknown.as_bytes().to_vec());
+    let (st, _) = fx.refresh("app", &unknown).await;
+    answers.push(("unknown refresh token".into(), st));
+    // A reuse revocation: rotate, replay the spent token (the grant ends),
+    // then the revoked tokens.
+    let (_, t1) = fx.refresh("app", &rt).await;
+    let (at1, rt1) = (t1["access_token"].as_str().unwrap().to_owned(), t1["refresh_token"].as_str().unwrap().to_owned());
+    secrets.extend([at1.as_bytes().to_vec(), rt1.as_bytes().to_vec()]);
+    assert_eq!(fx.verify(&at1).await, 200);
+    let (st, _) = fx.refresh("app", &rt).await;
+    answers.push(("spent refresh token replayed (reuse: grant revoked)".into(), st));
+    let (st, _) = fx.refresh("app", &rt1).await;
+    answers.push(("refresh token of the revoked grant".into(), st));
+    answers.push(("revoked access token on Verify".into(), fx.verify(&at1).await));
+    let (st, _) = fx.sdk(&at1, "LookupByOwner", &json!({"Namespace": "config", "Owner": FOLDER})).await;
+    answers.push(("revoked access token on /vedsdk".into(), st));
+    let (st, _) = fx.sdk(&unknown, "LookupByOwner", &json!({"Namespace": "config", "Owner": FOLDER})).await;
+    answers.push(("unknown bearer on /vedsdk".into(), st));
+    // A wrong password, a device code presented by another client.
+    let (st, _) = fx.password("app", "alice", &wrong_password).await;
+    answers.push(("wrong password".into(), st));
+    let d = fx.device("app").await;
+    let code = d["device_code"].as_str().unwrap().to_owned();
+    secrets.extend([code.as_bytes().to_vec(), d["user_code"].as_str().unwrap().as_bytes().to_vec()]);
+    let (st, _) = fx.poll("other", &code).await;
+    answers.push(("device code by another client".into(), st));
+    (secrets, answers)
+}
+
 async fn read_value(fx: &Fx, at: &str, id: i64, name: &str) -> (i64, Option<String>) {
     let (_, r) = fx.sdk(at, "LookupAssociationbyVaultID", &json!({"VaultID": id, "Name": name})).await;
     (r["Result"].as_i64().unwrap_or(-1), r["Value"].as_str().map(str::to_owned))
@@ -152,8 +238,18 @@ async fn read_value(fx: &Fx, at: &str, id: i64, name: &str) -> (i64, Option<Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d1_d2_e3_sqlite_plaintext_scan_tampering_and_logs() {
     let mut fx = Fx::start(&[], &[("STRONGROOM_LOG", "trace"), ("RUST_LOG", "trace")]);
-    let (secrets, values) = exercise(&fx).await;
+    let (mut secrets, values) = exercise(&fx).await;
+    let (error_secrets, error_answers) = error_paths(&fx).await;
+    secrets.extend(error_secrets);
     let dir = fx.server.dir.clone();
+    // D1 also scans a backup (`admin backup`, an online snapshot, and its
+    // sidecar), taken while the server runs.
+    let backups = tempfile::tempdir().unwrap();
+    let backup = backups.path().join("strongroom-backup.db");
+    fx.server.admin(&["backup", backup.to_str().unwrap()], "");
+    let backup_bytes = std::fs::read(&backup).unwrap();
+    let sidecar = std::fs::read(backups.path().join("strongroom-backup.db.json")).unwrap();
+    let backup_hits = hits(&backup_bytes, &secrets) + hits(&sidecar, &secrets);
     let files = ["strongroom.db", "strongroom.db-wal", "strongroom.db-shm"];
     let scan = |label: &str| -> (usize, String) {
         let mut total = 0;
@@ -176,23 +272,27 @@ async fn d1_d2_e3_sqlite_plaintext_scan_tampering_and_logs() {
         "D1",
         "plaintext scan (SQLite)",
         &format!(
-            "{} secrets ({VALUES} canary values, vault data, password, device/user codes, access/refresh tokens) x 7 encodings in {live_files}; {dead_files}: {} hits",
+            "{} secrets ({VALUES} canary values, vault data, passwords, device/user codes, access/refresh tokens) x 7 encodings in {live_files}; {dead_files}; `admin backup` snapshot {} KiB and its sidecar: {} hits",
             secrets.len(),
-            live_hits + dead_hits
+            backup_bytes.len() / 1024,
+            live_hits + dead_hits + backup_hits
         ),
-        live_hits + dead_hits == 0,
+        live_hits + dead_hits + backup_hits == 0 && backup_bytes.len() > 10_000,
     );
     let e3_debug =
         format!("{:?} {:?}", strongroom_core::secret::Secret::new("s3cr3t-debug"), strongroom_proto::SecretString("s3cr3t-debug".into()));
+    let errors_4xx = error_answers.iter().filter(|(_, st)| (400..500).contains(st)).count();
+    let warnings = log.lines().filter(|l| l.contains("WARN")).count();
     let e3 = report(
         "E3",
         "secrets in logs at trace level",
         &format!(
-            "{} lines captured ({trace_lines} TRACE) over the D1 flows: {log_hits} of {} secrets found in any encoding; Debug of Secret/SecretString: {e3_debug}",
+            "{} lines captured ({trace_lines} TRACE, {warnings} WARN) over the D1 flows and {} forced errors ({errors_4xx} answered 4xx: {error_answers:?}): {log_hits} of {} secrets found in any encoding; Debug of Secret/SecretString: {e3_debug}",
             log.lines().count(),
+            error_answers.len(),
             secrets.len()
         ),
-        log_hits == 0 && trace_lines > 0 && !e3_debug.contains("s3cr3t"),
+        log_hits == 0 && trace_lines > 0 && errors_4xx == error_answers.len() && warnings > 0 && !e3_debug.contains("s3cr3t"),
     );
 
     // D2: flip a byte in some ciphertexts, swap others between entries and

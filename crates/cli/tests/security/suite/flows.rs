@@ -73,13 +73,18 @@ async fn a1_a5_a6_device_code_single_use_and_binding() {
             working_pairs_one += 1;
         }
     }
+    // The documented answer of a loser: the code is used, and a used code
+    // answers 400 invalid_grant (DECISIONS.md); `slow_down` cannot happen
+    // here, pacing applies to pending codes only.
+    let losers: usize = loser_errors.values().sum();
+    let documented = loser_errors.get("400 invalid_grant").copied().unwrap_or(0);
     let a1 = report(
         "A1",
         "concurrent device-code redemption",
         &format!(
-            "{TRIALS} trials x {RACERS} concurrent polls (retry window 0): exactly one success in {exactly_one}/{TRIALS}, exactly one working pair in {working_pairs_one}/{TRIALS}, {five_xx} 5xx; losers: {loser_errors:?}"
+            "{TRIALS} trials x {RACERS} concurrent polls (retry window 0): exactly one success in {exactly_one}/{TRIALS}, exactly one working pair in {working_pairs_one}/{TRIALS}, {five_xx} 5xx; losers answered 400 invalid_grant {documented}/{losers} (all answers of losers: {loser_errors:?})"
         ),
-        exactly_one == TRIALS && working_pairs_one == TRIALS && five_xx == 0,
+        exactly_one == TRIALS && working_pairs_one == TRIALS && five_xx == 0 && losers == TRIALS * (RACERS - 1) && documented == losers,
     );
 
     // A5: a redeemed code presented again after its grant was used.
@@ -229,9 +234,15 @@ async fn b1_b2_b3_device_flow_timing() {
     let fx = Fx::start(&[], &[]);
     fx.integration("fast", &["--poll-interval", "5", "--device-code-validity", "10"]);
     fx.integration("paced", &["--poll-interval", "5"]);
-    // B2's code to expire (validity 10 s, the shortest allowed), started first.
+    // B2's codes, started first (validity 10 s, the shortest allowed): one to
+    // let expire, one to deny and poll at once, again, and after its expiry.
+    // B1 below takes 15 s, so both have expired when it ends.
     let expired = fx.device("fast").await;
+    let denied = fx.device("fast").await;
     let expires_at = std::time::Instant::now() + Duration::from_millis(10_500);
+    let deny_page = fx.approve(&denied, "alice", PASSWORD, false).await;
+    let (deny_st, after_deny) = fx.poll("fast", &s(&denied, "device_code")).await;
+    let (again_st, after_deny_again) = fx.poll("fast", &s(&denied, "device_code")).await;
     // B1: a client polling at half the interval (2.5 s) and one at the
     // interval (5 s), side by side. A poll up to 1 s early counts as on time.
     const FAST: usize = 6;
@@ -265,25 +276,32 @@ async fn b1_b2_b3_device_flow_timing() {
     );
 
     // B2: expiry (validity 10 s), approval after expiry, deny then poll.
-    let denied = fx.device("fast").await;
-    let deny_page = fx.approve(&denied, "alice", PASSWORD, false).await;
-    let (_, after_deny) = fx.poll("fast", &s(&denied, "device_code")).await;
+    // The documented answers (DECISIONS.md): a denied code answers 400
+    // access_denied on every poll while it lives; an expired one, denied or
+    // not, 400 invalid_grant (the seed's choice for expired, unknown or used
+    // codes, where RFC 8628 says expired_token).
     tokio::time::sleep(expires_at.saturating_duration_since(std::time::Instant::now())).await;
-    let (_, after_expiry) = fx.poll("fast", &s(&expired, "device_code")).await;
+    let (expiry_st, after_expiry) = fx.poll("fast", &s(&expired, "device_code")).await;
     let late = fx.approve_attempt(&expired).await;
-    let (_, after_deny_again) = fx.poll("fast", &s(&denied, "device_code")).await;
+    let (denied_expired_st, denied_expired) = fx.poll("fast", &s(&denied, "device_code")).await;
+    let answer = |st: u16, v: &Value| format!("{st} {}", v["error"].as_str().unwrap_or("?"));
     let b2 = report(
         "B2",
         "expiry and denial",
         &format!(
-            "poll after expires_in: {} (DECISIONS.md: expired, unknown or used codes answer invalid_grant); approval after expiry: page {:?}; deny then poll: {} then {}",
-            after_expiry["error"], late, after_deny["error"], after_deny_again["error"]
+            "poll after expires_in: {}; approval after expiry: page {:?}; deny then poll: {}, again {}, after its expiry {} (documented: 400 access_denied while the code lives, 400 invalid_grant once expired)",
+            answer(expiry_st, &after_expiry),
+            late,
+            answer(deny_st, &after_deny),
+            answer(again_st, &after_deny_again),
+            answer(denied_expired_st, &denied_expired)
         ),
-        after_expiry["error"] == "invalid_grant"
-            && !late.contains("approved")
+        answer(expiry_st, &after_expiry) == "400 invalid_grant"
+            && late.contains("not recognised, or it has expired")
             && deny_page.contains("Access denied")
-            && after_deny["error"] == "access_denied"
-            && after_deny_again["error"] != Value::Null,
+            && answer(deny_st, &after_deny) == "400 access_denied"
+            && answer(again_st, &after_deny_again) == "400 access_denied"
+            && answer(denied_expired_st, &denied_expired) == "400 invalid_grant",
     );
 
     // B3: a flood of device starts from one address.
@@ -343,24 +361,80 @@ impl Fx {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i1_i2_i3_i4_revocation_and_scope() {
     let fx = Fx::start(&[], &[]);
-    // I1: revoke an access token (the grant goes), revoke garbage.
-    let g = fx.grant("app").await;
-    let at = s(&g, "access_token");
-    let r = fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth(&at).send().await.unwrap();
-    let revoke_status = r.status().as_u16();
-    let at_after = fx.verify(&at).await;
-    let (rt_after, _) = fx.refresh("app", &s(&g, "refresh_token")).await;
-    let r = fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth("garbage").send().await.unwrap();
-    let garbage = r.status().as_u16();
-    let other = fx.grant("app").await;
-    let other_alive = fx.verify(&s(&other, "access_token")).await;
+    // I1. Bystanders, all issued before any revocation: another grant of
+    // alice on the same integration, a grant of ANOTHER integration (the
+    // "another client's token" case), and bob's grant.
+    fx.integration("other", &[]);
+    fx.integration("rtcase", &[]);
+    fx.user("carol", PASSWORD);
+    let sibling = fx.grant("app").await;
+    let foreign = fx.grant("other").await;
+    let (_, carols) = fx.password("app", "carol", PASSWORD).await;
+    let revoke = |bearer: String| {
+        let req = fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth(bearer);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+
+    // (a) The access token: revoking the newest one ends the whole grant,
+    // the access token of before the rotation (still valid until then) too.
+    let g0 = fx.grant("app").await;
+    let (_, g1) = fx.refresh("app", &s(&g0, "refresh_token")).await;
+    let both_before = (fx.verify(&s(&g0, "access_token")).await, fx.verify(&s(&g1, "access_token")).await);
+    let at_revoke = revoke(s(&g1, "access_token")).await;
+    let ats_after = (fx.verify(&s(&g0, "access_token")).await, fx.verify(&s(&g1, "access_token")).await);
+    let (rt_after, rt_after_v) = fx.refresh("app", &s(&g1, "refresh_token")).await;
+
+    // (b) The refresh token. The product revokes by access token only
+    // (`Revoke/Token` reads the bearer header): a refresh token presented
+    // there is no access token, answers 202 "not found" and revokes nothing.
+    // A refresh token is revoked with its grant by the operator
+    // (`admin grants revoke`); then every access token of the grant is
+    // refused, here one of before and one of after a rotation.
+    let h0 = fx.grant("rtcase").await;
+    let rt_at_endpoint = revoke(s(&h0, "refresh_token")).await;
+    let h0_alive = fx.verify(&s(&h0, "access_token")).await;
+    let (_, h1) = fx.refresh("rtcase", &s(&h0, "refresh_token")).await;
+    let list = fx.server.admin(&["grants", "list", "--json"], "");
+    let list: Value = serde_json::from_str(list.lines().find(|l| l.starts_with('[')).unwrap()).unwrap();
+    let rtcase: Vec<&str> =
+        list.as_array().unwrap().iter().filter(|g| g["client_id"] == "rtcase").map(|g| g["id"].as_str().unwrap()).collect();
+    assert_eq!(rtcase.len(), 1, "{list}");
+    fx.server.admin(&["grants", "revoke", rtcase[0]], "");
+    let (h_rt_after, h_rt_after_v) = fx.refresh("rtcase", &s(&h1, "refresh_token")).await;
+    let h_ats_after = (fx.verify(&s(&h0, "access_token")).await, fx.verify(&s(&h1, "access_token")).await);
+
+    // (c) Garbage.
+    let garbage = revoke("garbage".into()).await;
+
+    // The bystanders: access tokens still accepted, refresh tokens still refresh.
+    let mut alive = Vec::new();
+    for (who, client, g) in [("sibling", "app", &sibling), ("other integration", "other", &foreign), ("carol", "app", &carols)] {
+        let at = fx.verify(&s(g, "access_token")).await;
+        let (rt, _) = fx.refresh(client, &s(g, "refresh_token")).await;
+        alive.push((who, at, rt));
+    }
+    let bystanders_ok = alive.iter().all(|(_, at, rt)| *at == 200 && *rt == 200);
     let i1 = report(
         "I1",
         "revocation",
         &format!(
-            "revoke: {revoke_status}; revoked access token then {at_after}, its refresh token {rt_after}; garbage token: {garbage} (the product's \"Token not found\", nothing revoked); another grant of the same user still {other_alive}"
+            "(a) access token: both access tokens of a rotated grant {both_before:?} before, revoke {at_revoke}, then {ats_after:?}, its refresh token {rt_after} {}; \
+             (b) refresh token: at Revoke/Token {rt_at_endpoint} (access tokens only; grant untouched: access {h0_alive}), revoked with its grant by `admin grants revoke`: refresh {h_rt_after} {}, access tokens of before and after a rotation {h_ats_after:?}; \
+             (c) garbage token: {garbage} (the product's \"Token not found\", nothing revoked); bystanders issued before, (access, refresh): {alive:?}",
+            rt_after_v["error"], h_rt_after_v["error"]
         ),
-        revoke_status == 200 && at_after == 401 && rt_after == 400 && garbage == 202 && other_alive == 200,
+        both_before == (200, 200)
+            && at_revoke == 200
+            && ats_after == (401, 401)
+            && rt_after == 400
+            && rt_after_v["error"] == "invalid_grant"
+            && rt_at_endpoint == 202
+            && h0_alive == 200
+            && h_rt_after == 400
+            && h_rt_after_v["error"] == "invalid_grant"
+            && h_ats_after == (401, 401)
+            && garbage == 202
+            && bystanders_ok,
     );
 
     // I2: disabled identity, disabled integration, reduced scope, and a

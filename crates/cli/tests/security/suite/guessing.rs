@@ -137,12 +137,20 @@ async fn c2_password_guessing_and_lockout_at_redemption() {
     assert!(ok, "C2");
 }
 
+/// C3's bars on the timing gap between an unknown user and a wrong password:
+/// the anchors' 5 ms on the median of the paired differences, and 10 ms on
+/// the difference of the two medians, which moves more with the machine's
+/// load (up to 5.1 ms with both cores busy elsewhere; SECURITY.md has the
+/// measured figures).
+const TIMING_BAR_MS: f64 = 5.0;
+const MEDIANS_BAR_MS: f64 = 10.0;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c3_oracles_and_timing() {
     // Trusted proxy: each attempt comes from its own forwarded address, so
     // the per-address limit does not end the measurement.
     let fx = Fx::start(&[], &[("STRONGROOM_TRUSTED_PROXIES", "127.0.0.1")]);
-    const USERS: usize = 10;
+    const USERS: usize = 20;
     const PER_USER: usize = 4; // below the per-user lockout (5)
     for i in 0..USERS {
         fx.user(&format!("t{i}"), PASSWORD);
@@ -181,11 +189,17 @@ async fn c3_oracles_and_timing() {
             bodies.insert(format!("{st} {body}"));
         }
     }
+    // Each wrong-password attempt is followed by an unknown-user one: the
+    // difference within a pair cancels the machine's load, which drifts
+    // over the run (other builds share the two cores).
+    let mut paired: Vec<f64> = wrong_ms.iter().zip(&unknown_ms).map(|(w, u)| w - u).collect();
+    paired.sort_by(f64::total_cmp);
     wrong_ms.sort_by(f64::total_cmp);
     unknown_ms.sort_by(f64::total_cmp);
     let (mw, mu) = (percentile(&wrong_ms, 0.5), percentile(&unknown_ms, 0.5));
     let gap = (mw - mu).abs();
-    let timing_ok = gap < (0.5 * mw.max(mu)).max(10.0);
+    let paired_gap = percentile(&paired, 0.5);
+    let timing_ok = paired_gap.abs() < TIMING_BAR_MS && gap < MEDIANS_BAR_MS;
 
     // Refresh tokens: unknown, rotated (reused), revoked, another client's.
     let shape = |st: u16, v: &Value| format!("{st} {} {}", v["error"], v["error_description"]);
@@ -218,7 +232,7 @@ async fn c3_oracles_and_timing() {
         "C3",
         "oracles (unknown user vs wrong password, refresh and user-code errors)",
         &format!(
-            "password grant, {} samples each: median wrong password {mw:.1} ms, unknown user {mu:.1} ms, gap {gap:.1} ms (bar: < max(10 ms, half the median)); distinct status+body {}; refresh token unknown/rotated/revoked: {} distinct answers; user code unknown/expired/decided for a signed-in user: {} distinct messages",
+            "password grant, {} samples each: median wrong password {mw:.1} ms, unknown user {mu:.1} ms, gap {gap:.1} ms, median of the paired differences {paired_gap:+.1} ms (bars: paired under {TIMING_BAR_MS} ms, medians under {MEDIANS_BAR_MS} ms); distinct status+body {}; refresh token unknown/rotated/revoked: {} distinct answers; user code unknown/expired/decided for a signed-in user: {} distinct messages",
             wrong_ms.len(),
             bodies.len(),
             distinct_rt.len(),
@@ -234,11 +248,28 @@ async fn d6_password_hashing_under_load() {
     use strongroom_core::password::{ITERATIONS, MEMORY_KIB, PARALLELISM};
     let fx = Fx::start(&[], &[]);
     let pid = fx.server.pid();
-    let rss = || {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
-            .unwrap_or(0)
+    // The server's resident set in KiB; a /proc that cannot be read fails
+    // the test rather than reading as 0.
+    let rss = || -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_else(|e| panic!("D6: /proc/{pid}/status: {e}"));
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("D6: no VmRSS in /proc/{pid}/status"))
+    };
+    let login = || {
+        let (http, base) = (fx.http.clone(), fx.base.clone());
+        async move {
+            let t = Instant::now();
+            let r = http
+                .post(format!("{base}/vedauth/authorize/oauth"))
+                .json(&json!({"client_id": "app", "username": "alice", "password": PASSWORD, "scope": "restricted:manage"}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), t.elapsed().as_secs_f64() * 1000.0)
+        }
     };
     let health = |n: usize| {
         let (http, base) = (fx.http.clone(), fx.base.clone());
@@ -257,30 +288,30 @@ async fn d6_password_hashing_under_load() {
     let idle = health(100).await;
     let rss_before = rss();
     const PARALLEL: usize = 50;
-    let logins: Vec<_> = (0..PARALLEL)
-        .map(|_| {
-            let (http, base) = (fx.http.clone(), fx.base.clone());
-            tokio::spawn(async move {
-                let t = Instant::now();
-                let r = http
-                    .post(format!("{base}/vedauth/authorize/oauth"))
-                    .json(&json!({"client_id": "app", "username": "alice", "password": PASSWORD, "scope": "restricted:manage"}))
-                    .send()
-                    .await
-                    .unwrap();
-                (r.status().as_u16(), t.elapsed().as_secs_f64())
-            })
-        })
-        .collect();
+    let logins: Vec<_> = (0..PARALLEL).map(|_| tokio::spawn(login())).collect();
     let loaded = health(100).await;
     let mut ok = 0;
-    let mut total = 0.0;
+    let mut latencies = Vec::new();
     for l in logins {
-        let (st, secs) = l.await.unwrap();
+        let (st, ms) = l.await.unwrap();
         ok += usize::from(st == 200);
-        total = f64::max(total, secs);
+        latencies.push(ms);
     }
+    latencies.sort_by(f64::total_cmp);
+    // All were sent at once: the last one's latency is the wall time of the lot.
+    let wall_ms = percentile(&latencies, 1.0);
     let rss_after = rss();
+    // One login at a time, after the load (the hashing threads have their
+    // buffers): the cost of one argon2id check, plus the request and the
+    // grant's write.
+    const ALONE: usize = 5;
+    let mut alone = Vec::new();
+    for _ in 0..ALONE {
+        let (st, ms) = login().await;
+        assert_eq!(st, 200, "D6: a single login");
+        alone.push(ms);
+    }
+    alone.sort_by(f64::total_cmp);
     let (p99_idle, p99_loaded) = (percentile(&idle, 0.99), percentile(&loaded, 0.99));
     let params_ok = MEMORY_KIB >= 19 * 1024 && ITERATIONS >= 2 && PARALLELISM >= 1;
     let growth_mib = (rss_after.saturating_sub(rss_before)) as f64 / 1024.0;
@@ -288,12 +319,14 @@ async fn d6_password_hashing_under_load() {
         "D6",
         "password hashing parameters and load",
         &format!(
-            "argon2id m={MEMORY_KIB} KiB t={ITERATIONS} p={PARALLELISM} (ASVS/OWASP floor m=19 MiB t=2 p=1); {PARALLEL} parallel logins: {ok} ok, {:.0} ms/login on average over 2 hashing threads; RSS {} -> {} KiB (+{growth_mib:.1} MiB, cap 2 x 19 MiB buffers + slack); /healthz p99 idle {p99_idle:.1} ms, during the logins {p99_loaded:.1} ms",
-            total * 1000.0 / PARALLEL as f64,
+            "argon2id m={MEMORY_KIB} KiB t={ITERATIONS} p={PARALLELISM} (ASVS/OWASP floor m=19 MiB t=2 p=1); one login alone ({ALONE} in a row, after the load): median {:.0} ms; {PARALLEL} parallel logins: {ok} ok, all answered within {wall_ms:.0} ms ({:.0} ms of wall time per login, the hashing threads working in parallel), latency of one login median {:.0} ms (queued behind the others); RSS {} -> {} KiB (+{growth_mib:.1} MiB, cap 2 x 19 MiB buffers + slack); /healthz p99 idle {p99_idle:.1} ms, during the logins {p99_loaded:.1} ms",
+            percentile(&alone, 0.5),
+            wall_ms / PARALLEL as f64,
+            percentile(&latencies, 0.5),
             rss_before,
             rss_after
         ),
-        params_ok && ok == PARALLEL && growth_mib < 64.0 && p99_loaded < 500.0,
+        params_ok && ok == PARALLEL && rss_before > 0 && growth_mib < 64.0 && p99_loaded < 500.0,
     );
     assert!(ok, "D6");
 }
