@@ -608,8 +608,16 @@ impl Db {
     }
 
     async fn postgres(url: &str) -> Db {
+        // The server's own parameters mean nothing to the driver.
+        let own = match url.split_once('?') {
+            Some((base, query)) => {
+                let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("pool_max_size=")).collect();
+                if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) }
+            }
+            None => url.to_owned(),
+        };
         let (client, conn) =
-            tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("connecting to PostgreSQL: {e}"));
+            tokio_postgres::connect(&own, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("connecting to PostgreSQL: {e}"));
         tokio::spawn(conn);
         let schema = format!("bench_{}_{}", std::process::id(), now_ms());
         client.batch_execute(&format!("CREATE SCHEMA {schema}; SET search_path = {schema}")).await.unwrap();
@@ -731,6 +739,16 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         access: logins[REFRESH_GRANTS..REFRESH_GRANTS + CONNECTIONS].iter().map(|(a, _)| a.clone()).collect(),
         entries,
     });
+    // Planner statistics for the freshly filled schema, as pgbench does
+    // after loading: without them PostgreSQL plans from empty tables' guesses
+    // (here it walked all of the one user's grants to find a token),
+    // something a running database's autovacuum corrects within a minute.
+    if let Some((client, schema)) = &db.pg {
+        let tables = client.query("SELECT tablename FROM pg_tables WHERE schemaname = $1", &[schema]).await.unwrap();
+        for t in tables {
+            client.batch_execute(&format!("ANALYZE {schema}.{}", t.get::<_, String>(0))).await.unwrap();
+        }
+    }
     println!("fixtures ready after {:.1} s ({codes} approved device codes)\n", run_start.elapsed().as_secs_f64());
 
     let mut small = Vec::new();

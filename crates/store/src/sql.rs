@@ -188,12 +188,15 @@ fn covers(key: &str) -> String {
     format!("({key} = r.path_key OR substr({key}, 1, length(r.path_key) + 1) = r.path_key || '\\')")
 }
 
+/// May user `user` (grant `grant`) write entry `entry` (parameters or
+/// columns): Write on one of its owners, which must exist. A condition.
+pub(crate) fn may_write_entry(grant: &str, user: &str, entry: &str) -> String {
+    may_write(grant, user, &format!("EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = {entry} AND {})", covers("o.owner_key")))
+}
+
 shared!(
     /// May user `?2` (grant `?1`) write entry `?3`: Write on one of its owners, which must exist.
-    MAY_WRITE_ENTRY = format!(
-        "SELECT {}",
-        may_write("?1", "?2", &format!("EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = ?3 AND {})", covers("o.owner_key")))
-    )
+    MAY_WRITE_ENTRY = format!("SELECT {}", may_write_entry("?1", "?2", "?3"))
 );
 
 shared!(

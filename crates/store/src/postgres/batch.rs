@@ -72,6 +72,36 @@ fn put_association_sql() -> String {
     )
 }
 
+/// A batch's associations in one statement: [`put_association_sql`] over
+/// the rows of `unnest`, one per job, so the executor starts once per batch
+/// rather than once per job. `$1` the jobs' indexes in the batch, `$2`-`$9`
+/// grant, user, entry, name, type, key id, sealed, lookup; `$10`-`$19` the
+/// events. Answers a row per job, in index order: index, entry exists, may
+/// write, stored. No two jobs may name the same (entry, name): one upsert
+/// cannot change a row twice ([`together`] sees to it).
+fn put_many_sql() -> String {
+    format!(
+        "WITH j AS (SELECT * FROM unnest($1::INT[], $2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], \
+                    $8::BYTEA[], $9::BYTEA[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::TEXT[], $14::TEXT[], $15::TEXT[], \
+                    $16::TEXT[], $17::TEXT[], $18::TEXT[], $19::BYTEA[]) \
+                    AS j(idx, grant_id, user_id, vault_id, name, value_type, key_id, sealed, lookup, \
+                         seq, at, kind, identity, client_id, source, request_id, object, detail, hash)), \
+         e AS (SELECT vault_id FROM vault_entries WHERE vault_id IN (SELECT vault_id FROM j) ORDER BY vault_id FOR UPDATE), \
+         w AS (SELECT j.*, EXISTS (SELECT 1 FROM e WHERE e.vault_id = j.vault_id) AS found, {} AS allowed FROM j), \
+         p AS (INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) \
+               SELECT vault_id, name, value_type, key_id, sealed, lookup FROM w WHERE found AND allowed \
+               ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
+               sealed = excluded.sealed, lookup = excluded.lookup WHERE associations.lookup IS DISTINCT FROM excluded.lookup \
+               RETURNING vault_id, name), \
+         ev AS (INSERT INTO events (seq, at, kind, identity, client_id, source, request_id, object, detail, hash) \
+                SELECT w.seq, w.at, w.kind, w.identity, w.client_id, w.source, w.request_id, w.object, w.detail, w.hash \
+                FROM w JOIN p ON p.vault_id = w.vault_id AND p.name = w.name) \
+         SELECT w.idx, w.found, w.allowed, EXISTS (SELECT 1 FROM p WHERE p.vault_id = w.vault_id AND p.name = w.name) \
+         FROM w ORDER BY w.idx",
+        sql::may_write_entry("j.grant_id", "j.user_id", "j.vault_id")
+    )
+}
+
 /// `ev AS (INSERT INTO events … SELECT … FROM {from})` with the event's ten
 /// values from parameter `$first` on.
 fn event_cte(first: usize, from: &str) -> String {
@@ -203,7 +233,8 @@ impl Batcher {
 async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot) {
     let advance = advance_pair_sql();
     let put = put_association_sql();
-    let sql = Statements { advance: &advance, put: &put };
+    let put_many = put_many_sql();
+    let sql = Statements { advance: &advance, put: &put, put_many: &put_many };
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     // The writer keeps its connection: a batch does not queue behind the
     // requests' reads for one.
@@ -243,6 +274,7 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
 struct Statements<'a> {
     advance: &'a str,
     put: &'a str,
+    put_many: &'a str,
 }
 
 const MOVE_HEAD: &str = "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1";
@@ -321,15 +353,20 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     // when it is first polled: in order, BEGIN before all.
     let lock = client.prepare_cached(HEAD_FOR_UPDATE).await.map_err(pg)?;
     let move_head = client.prepare_cached(MOVE_HEAD).await.map_err(pg)?;
-    for s in [sql.advance, sql.put] {
+    for s in [sql.advance, sql.put, sql.put_many] {
         client.prepare_cached(s).await.map_err(pg)?;
     }
     let end_hash = &end.hash[..];
     let move_to: [Param<'_>; 2] = [&end.seq, &end_hash];
-    let (begun, locked, ran, moved) = tokio::join!(
+    // The associations in one statement when they may be, every other job
+    // in one of its own.
+    let grouped = together(work);
+    let singles = work.iter().zip(&places).enumerate().filter(|(i, _)| !grouped.get(*i).copied().unwrap_or(false));
+    let (begun, locked, single, many, moved) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.query_one(&lock, &[]),
-        try_join_all(work.iter().zip(&places).map(|(w, at)| run(client, sql, w, at))),
+        try_join_all(singles.map(|(i, (w, at))| async move { run(client, sql, w, at).await.map(|d| (i, d)) })),
+        run_puts(client, sql.put_many, work, &places, &grouped),
         client.execute(&move_head, &move_to),
     );
     let outcome = async {
@@ -339,7 +376,7 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
             *known = Some(found);
             return Ok(Pipelined::HeadMoved);
         }
-        let ran = ran?;
+        let ran = in_order(work.len(), single?, many?)?;
         moved.map_err(pg)?;
         if !ran.iter().all(|(_, moved)| *moved) {
             return Ok(Pipelined::NotAllMoved);
@@ -456,17 +493,159 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
                 ],
             )
             .await?;
-            let (exists, allowed, stored): (bool, bool, bool) = (get(&row, 0)?, get(&row, 1)?, get(&row, 2)?);
-            let put = if !exists {
-                Checked::Done(PutAssociation::NoEntry)
-            } else if !allowed {
-                Checked::Denied
-            } else if stored {
-                Checked::Done(PutAssociation::Stored)
-            } else {
-                Checked::Done(PutAssociation::Identical)
-            };
-            Ok((Done::Put(put), stored))
+            Ok(put_outcome(get(&row, 0)?, get(&row, 1)?, get(&row, 2)?))
         }
     }
+}
+
+/// An association's answer from what its statement saw, and whether it
+/// moved the chain.
+fn put_outcome(exists: bool, allowed: bool, stored: bool) -> (Done, bool) {
+    let put = if !exists {
+        Checked::Done(PutAssociation::NoEntry)
+    } else if !allowed {
+        Checked::Denied
+    } else if stored {
+        Checked::Done(PutAssociation::Stored)
+    } else {
+        Checked::Done(PutAssociation::Identical)
+    };
+    (Done::Put(put), stored)
+}
+
+/// Which jobs of `work` go into the one statement of [`put_many_sql`]: its
+/// associations, when there are at least two and no two name the same
+/// (entry, name). Empty (nothing grouped) otherwise.
+fn together(work: &[&Work]) -> Vec<bool> {
+    let mut names = std::collections::HashSet::new();
+    let mut puts = 0;
+    for w in work {
+        if let Work::PutAssociation { id, a, .. } = w {
+            puts += 1;
+            if !names.insert((id.0, a.name.as_str())) {
+                return Vec::new();
+            }
+        }
+    }
+    if puts < 2 {
+        return Vec::new();
+    }
+    work.iter().map(|w| matches!(w, Work::PutAssociation { .. })).collect()
+}
+
+/// Runs the grouped associations (none when `grouped` marks none) as one
+/// statement, each with its event at its place; (index in `work`, answer,
+/// moved) per job.
+async fn run_puts(
+    c: &impl GenericClient,
+    sql: &str,
+    work: &[&Work],
+    places: &[Chain],
+    grouped: &[bool],
+) -> StoreResult<Vec<(usize, (Done, bool))>> {
+    let jobs: Vec<(usize, &Work, &Chain)> = work
+        .iter()
+        .zip(places)
+        .enumerate()
+        .filter(|(i, _)| grouped.get(*i).copied().unwrap_or(false))
+        .map(|(i, (w, at))| (i, *w, at))
+        .collect();
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = jobs.len();
+    let (mut idx, mut grant, mut user, mut entry, mut name, mut vtype, mut key_id, mut sealed, mut lookup) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut seq, mut at, mut kind, mut identity, mut client_id, mut source, mut request_id, mut object, mut detail, mut hash) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for (i, w, place) in &jobs {
+        let Work::PutAssociation { id, a, by, event: e } = w else {
+            return Err(StoreError::Corrupt("a grouped job is not an association".into()));
+        };
+        idx.push(i32::try_from(*i).map_err(|_| StoreError::Corrupt("batch index".into()))?);
+        grant.push(by.grant_id.as_str());
+        user.push(by.user_id.as_str());
+        entry.push(id.0);
+        name.push(a.name.as_str());
+        vtype.push(a.value_type.as_str());
+        key_id.push(a.key_id);
+        sealed.push(a.sealed.as_slice());
+        lookup.push(&a.lookup[..]);
+        seq.push(place.seq);
+        at.push(e.at.millis());
+        kind.push(e.kind.as_str());
+        identity.push(e.identity.as_str());
+        client_id.push(e.client_id.as_str());
+        source.push(e.source.as_str());
+        request_id.push(e.request_id.as_str());
+        object.push(e.object.as_str());
+        detail.push(e.detail.as_str());
+        hash.push(&place.hash[..]);
+    }
+    let rows = super::query(
+        c,
+        sql,
+        &[
+            &idx,
+            &grant,
+            &user,
+            &entry,
+            &name,
+            &vtype,
+            &key_id,
+            &sealed,
+            &lookup,
+            &seq,
+            &at,
+            &kind,
+            &identity,
+            &client_id,
+            &source,
+            &request_id,
+            &object,
+            &detail,
+            &hash,
+        ],
+    )
+    .await?;
+    if rows.len() != n {
+        return Err(StoreError::Corrupt(format!("{n} associations in one statement, {} answers", rows.len())));
+    }
+    rows.iter()
+        .map(|r| {
+            let i = usize::try_from(get::<i32>(r, 0)?).map_err(|_| StoreError::Corrupt("batch index".into()))?;
+            Ok((i, put_outcome(get(r, 1)?, get(r, 2)?, get(r, 3)?)))
+        })
+        .collect()
+}
+
+/// The answers of one batch, from its single and grouped jobs, in job order.
+fn in_order(n: usize, single: Vec<(usize, (Done, bool))>, many: Vec<(usize, (Done, bool))>) -> StoreResult<Vec<(Done, bool)>> {
+    let mut all: Vec<Option<(Done, bool)>> = std::iter::repeat_with(|| None).take(n).collect();
+    for (i, d) in single.into_iter().chain(many) {
+        match all.get_mut(i) {
+            Some(slot @ None) => *slot = Some(d),
+            _ => return Err(StoreError::Corrupt(format!("batch job {i} answered twice or out of range"))),
+        }
+    }
+    all.into_iter().map(|d| d.ok_or_else(|| StoreError::Corrupt("a batch job went unanswered".into()))).collect()
 }

@@ -41,13 +41,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
 ];
 
 /// Connections per replica unless the connection string sets
-/// `pool_max_size`: enough to keep the database busy while requests wait on
-/// the network, few enough to leave it room for other replicas
-/// (`max_connections`, 100 by default, is shared: replicas × pool size,
-/// plus one each for the batch writer's own, must stay under it).
+/// `pool_max_size`: two per core and one (the batch writer keeps one of
+/// them), at least 4 and at most 16. More connections than the database can
+/// run at once only make its backends take turns: on the 2-core benchmark
+/// machine a pool of 4-5 served `Associate` 15% faster than one of 16. All
+/// replicas' pools share the server's `max_connections` (100 by default).
 fn default_pool_size() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4) * 8
+    (2 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 1).clamp(4, 16)
 }
+
 /// An arbitrary constant naming the migration lock.
 const MIGRATION_LOCK: i64 = 0x5354_524f_4e47;
 
@@ -533,7 +535,8 @@ impl EventStore for PgStore {
     }
     fn ready(&self) -> StoreFuture<'_, ()> {
         on_client!(self, |c| {
-            let r = c.query_one("SELECT max(version) FROM schema_migrations", &[]).await.map_err(pg)?;
+            // Prepared once per connection: load balancers ask often.
+            let r = query_one(&c, "SELECT max(version) FROM schema_migrations", &[]).await?;
             crate::check_schema(get::<Option<i64>>(&r, 0)?)
         })
     }

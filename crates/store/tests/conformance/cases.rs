@@ -867,3 +867,93 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
     let events = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
     verify_chain(&events, store.event_head().await.unwrap()).unwrap();
 }
+
+/// Many associations at once, as group commits take them (on PostgreSQL
+/// several in one statement): every writer gets its own answer (stored, the
+/// same value again, no such entry, no right to write), exactly what was
+/// stored is there, one event per stored value, and the chain verifies.
+pub(crate) async fn simultaneous_associations_each_get_their_answer(store: Arc<dyn Store>) {
+    use strongroom_core::vault::{Rights, VaultId};
+    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
+    store
+        .insert_data_key(
+            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
+            ev(EventKind::VaultKeyCreated),
+        )
+        .await
+        .unwrap();
+    let (admin, _) = writer(&*store, true).await;
+    let (other, _) = writer(&*store, false).await;
+    for f in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
+        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    }
+    // `other` may write in A only.
+    store.set_rights(folder("\\VED\\Policy\\A"), other.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
+    let mut ids = Vec::new();
+    for owner in ["\\VED\\Policy\\A", "\\VED\\Policy\\B", "\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
+        let id = store.allocate_vault_id().await.unwrap();
+        store.insert_entry(entry(id, &[owner]), admin.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+        ids.push(id);
+    }
+    // One value that is there already (sent again below: Identical).
+    let already = store.put_association(ids[0], assoc("same", 7), admin.clone(), ev(EventKind::VaultAssociated)).await.unwrap();
+    assert_eq!(already, Checked::Done(PutAssociation::Stored));
+    let missing = VaultId(ids[3].0 + 1000);
+    let batches = Arc::new(Batches::default());
+    store.observe(batches.clone());
+    let mut expected = Vec::new();
+    // Rounds 0-2 mix every answer (a batch with one that writes nothing is
+    // rolled back and run again a job at a time); rounds 3-5 only store.
+    for round in 0..6u8 {
+        let mut tasks = Vec::new();
+        for k in 0..24u8 {
+            // One job a round sends the value already there: two in one
+            // batch would name the same (entry, name) and not be grouped.
+            let kind = if round >= 3 || (k % 6 == 5 && k != 5) { k % 3 } else { k % 6 };
+            let (entry_id, who, name, h, want) = match kind {
+                // Distinct names on every entry, by the administrator.
+                0..=2 => (ids[usize::from(k % 4)], admin.clone(), format!("r{round}-k{k}"), k + 1, Checked::Done(PutAssociation::Stored)),
+                // `other` on entries in A (allowed) and in B (denied).
+                3 => {
+                    let id = ids[usize::from(k % 4)];
+                    let allowed = id == ids[0] || id == ids[2];
+                    let want = if allowed { Checked::Done(PutAssociation::Stored) } else { Checked::Denied };
+                    (id, other.clone(), format!("o{round}-k{k}"), k + 1, want)
+                }
+                4 => (missing, admin.clone(), format!("m{round}-k{k}"), k + 1, Checked::Done(PutAssociation::NoEntry)),
+                _ => (ids[0], admin.clone(), "same".to_owned(), 7, Checked::Done(PutAssociation::Identical)),
+            };
+            if want == Checked::Done(PutAssociation::Stored) {
+                expected.push((entry_id, name.clone(), h));
+            }
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let got = store.put_association(entry_id, assoc(&name, h), who, ev(EventKind::VaultAssociated)).await.unwrap();
+                (name, got, want)
+            }));
+        }
+        for t in tasks {
+            let (name, got, want) = t.await.unwrap();
+            assert_eq!(got, want, "round {round}: {name}");
+        }
+    }
+    for id in &ids {
+        let stored = store.associations(*id).await.unwrap();
+        for (e, name, h) in expected.iter().filter(|(e, _, _)| e == id) {
+            let a = stored.iter().find(|a| &a.name == name).unwrap_or_else(|| panic!("{name} on {e:?} missing"));
+            assert_eq!(a.lookup, [*h; 32], "{name}");
+        }
+        let extra: Vec<_> = stored
+            .iter()
+            .filter(|a| a.name != "same" && !expected.iter().any(|(e, n, _)| e == id && n == &a.name))
+            .map(|a| &a.name)
+            .collect();
+        assert!(extra.is_empty(), "stored without being acknowledged: {extra:?}");
+    }
+    let sizes = batches.0.lock().unwrap().clone();
+    assert!(sizes.iter().any(|n| *n >= 4), "simultaneous writes were committed together: {sizes:?}");
+    let events = store.events(EventFilter { kind: Some("vault.associated".into()), limit: 10_000, ..Default::default() }).await.unwrap();
+    assert_eq!(events.len(), expected.len() + 1, "one event per stored value");
+    let all = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}

@@ -79,6 +79,7 @@ conformance!(
     vault_entries_owners_and_associations,
     readiness_and_pool,
     racing_writes_on_one_row_all_answer,
+    simultaneous_associations_each_get_their_answer,
 );
 
 #[test]
