@@ -211,6 +211,38 @@ shared!(
 );
 
 shared!(
+    /// Entry `?3`'s data sealed again (`?1` data key, `?2` sealed), if it is
+    /// still the ciphertext `?5` under data key `?4` that was read: a value
+    /// written meanwhile is never overwritten with an older one.
+    RESEAL_DATA = "UPDATE vault_entries SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND key_id = ?4 AND sealed = ?5"
+);
+
+shared!(
+    /// Association `?4` of entry `?3` sealed again, as [`RESEAL_DATA`] (`?5`
+    /// data key and `?6` ciphertext read).
+    RESEAL_ASSOCIATION =
+        "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5 AND sealed = ?6"
+);
+
+shared!(
+    /// Entry `?4` moved under named key `?1`, its data sealed again (`?2`
+    /// data key, `?3` sealed), if it is still `?6` under data key `?5`.
+    REKEY_DATA =
+        "UPDATE vault_entries SET key_name = ?1, key_id = ?2, sealed = ?3 WHERE vault_id = ?4 AND key_id = ?5 AND sealed = ?6"
+);
+
+shared!(
+    /// Whether association `?2` of entry `?1` is still ciphertext `?4` under data key `?3`.
+    ASSOCIATION_UNCHANGED =
+        "SELECT EXISTS (SELECT 1 FROM associations WHERE vault_id = ?1 AND name = ?2 AND key_id = ?3 AND sealed = ?4)"
+);
+
+shared!(
+    /// How many associations entry `?1` has.
+    ASSOCIATION_COUNT = "SELECT count(*) FROM associations WHERE vault_id = ?1"
+);
+
+shared!(
     /// Entry `?1`: type, key name, data key, sealed data, created at.
     ENTRY = "SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1"
 );

@@ -15,8 +15,9 @@ use super::auth::access_from_row;
 use super::{Param, PgStore, append_event, exec, get, pg, query, query_one, query_opt, time};
 use crate::sql;
 use crate::{
-    AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreFuture, StoreResult, StoredAssociation, VaultContext,
-    VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32, stored_value_type,
+    AddOwner, Checked, DataKeyRecord, OwnerRemoval, PutAssociation, SealedItem, StoreError, StoreFuture, StoreResult, StoredAssociation,
+    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer, deleted_event, group_owners, stored_folder, stored_hash32,
+    stored_value_type,
 };
 
 /// `$1` access-token hash, `$2` entry id (or NULL) → [`sql::access_cols`],
@@ -380,21 +381,11 @@ impl VaultStore for PgStore {
                 let mut n = 0u64;
                 for (item, new_key, new_sealed) in &items {
                     n += match item {
-                        SealedItem::Data { vault_id, key_id, .. } => {
-                            exec(
-                                &tx,
-                                "UPDATE vault_entries SET key_id = $1, sealed = $2 WHERE vault_id = $3 AND key_id = $4",
-                                &[new_key, new_sealed, &vault_id.0, key_id],
-                            )
-                            .await?
+                        SealedItem::Data { vault_id, key_id, sealed } => {
+                            exec(&tx, sql::RESEAL_DATA.postgres(), &[new_key, new_sealed, &vault_id.0, key_id, sealed]).await?
                         }
-                        SealedItem::Association { vault_id, name, key_id, .. } => {
-                            exec(
-                                &tx,
-                                "UPDATE associations SET key_id = $1, sealed = $2 WHERE vault_id = $3 AND name = $4 AND key_id = $5",
-                                &[new_key, new_sealed, &vault_id.0, name, key_id],
-                            )
-                            .await?
+                        SealedItem::Association { vault_id, name, key_id, sealed, .. } => {
+                            exec(&tx, sql::RESEAL_ASSOCIATION.postgres(), &[new_key, new_sealed, &vault_id.0, name, key_id, sealed]).await?
                         }
                     };
                 }
@@ -422,36 +413,40 @@ impl VaultStore for PgStore {
                 {
                     return Ok(Checked::Denied);
                 }
-                let mut moved = false;
+                // Everything read is checked before anything is written: the
+                // transaction holds the event head, which every writer of an
+                // entry or its associations takes first, so nothing changes
+                // between the check and the writes.
+                let (mut data, mut associations) = (None, 0i64);
                 for (item, new_key, new_sealed) in &items {
                     match item {
-                        SealedItem::Data { vault_id, key_id, .. } if *vault_id == id => {
-                            moved = exec(
-                                &tx,
-                                "UPDATE vault_entries SET key_name = $1, key_id = $2, sealed = $3 WHERE vault_id = $4 AND key_id = $5",
-                                &[&key_name, new_key, new_sealed, &id.0, key_id],
-                            )
-                            .await?
-                                == 1;
-                            if !moved {
+                        SealedItem::Data { vault_id, key_id, sealed } if *vault_id == id => {
+                            data = Some((key_id, sealed, new_key, new_sealed))
+                        }
+                        SealedItem::Association { vault_id, name, key_id, sealed, .. } if *vault_id == id => {
+                            let row = query_one(&tx, sql::ASSOCIATION_UNCHANGED.postgres(), &[&id.0, name, key_id, sealed]).await?;
+                            if !get::<bool>(&row, 0)? {
                                 return Ok(Checked::Done(false));
                             }
+                            associations += 1;
                         }
-                        SealedItem::Association { vault_id, name, key_id, .. } if moved && *vault_id == id => {
-                            exec(
-                                &tx,
-                                "UPDATE associations SET key_id = $1, sealed = $2 WHERE vault_id = $3 AND name = $4 AND key_id = $5",
-                                &[new_key, new_sealed, &id.0, name, key_id],
-                            )
-                            .await?;
-                        }
-                        _ => {}
+                        _ => return Err(StoreError::Corrupt("an item of another entry in a key move".into())),
                     }
                 }
-                if moved {
-                    append_event(&tx, &event).await?;
+                let Some((key_id, sealed, new_key, new_sealed)) = data else { return Ok(Checked::Done(false)) };
+                if get::<i64>(&query_one(&tx, sql::ASSOCIATION_COUNT.postgres(), &[&id.0]).await?, 0)? != associations {
+                    return Ok(Checked::Done(false));
                 }
-                Ok(Checked::Done(moved))
+                if exec(&tx, sql::REKEY_DATA.postgres(), &[&key_name, new_key, new_sealed, &id.0, key_id, sealed]).await? != 1 {
+                    return Ok(Checked::Done(false));
+                }
+                for (item, new_key, new_sealed) in &items {
+                    if let SealedItem::Association { name, key_id, sealed, .. } = item {
+                        exec(&tx, sql::RESEAL_ASSOCIATION.postgres(), &[new_key, new_sealed, &id.0, name, key_id, sealed]).await?;
+                    }
+                }
+                append_event(&tx, &event).await?;
+                Ok(Checked::Done(true))
             }
             .await
         })

@@ -400,16 +400,13 @@ impl VaultStore for SqliteStore {
             let mut n = 0u64;
             for (item, new_key, new_sealed) in &items {
                 n += match item {
-                    SealedItem::Data { vault_id, key_id, .. } => c.execute(
-                        "UPDATE vault_entries SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND key_id = ?4",
-                        params![new_key, new_sealed, vault_id.0, key_id],
-                    ),
-                    SealedItem::Association { vault_id, name, key_id, .. } => c.execute(
-                        "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5",
-                        params![new_key, new_sealed, vault_id.0, name, key_id],
-                    ),
-                }
-                .map_err(backend)? as u64;
+                    SealedItem::Data { vault_id, key_id, sealed } => {
+                        exec(c, sql::RESEAL_DATA.sqlite(), params![new_key, new_sealed, vault_id.0, key_id, sealed])?
+                    }
+                    SealedItem::Association { vault_id, name, key_id, sealed, .. } => {
+                        exec(c, sql::RESEAL_ASSOCIATION.sqlite(), params![new_key, new_sealed, vault_id.0, name, key_id, sealed])?
+                    }
+                } as u64;
             }
             if n > 0 {
                 append_event_tx(c, &event)?;
@@ -432,33 +429,36 @@ impl VaultStore for SqliteStore {
             {
                 return Ok(Checked::Denied);
             }
-            let mut moved = false;
+            // Everything read is checked before anything is written (the
+            // writer thread is the only writer), so a value written since it
+            // was read is never overwritten, nor one added left behind.
+            let (mut data, mut associations) = (None, 0i64);
             for (item, new_key, new_sealed) in &items {
                 match item {
-                    SealedItem::Data { vault_id, key_id, .. } if *vault_id == id => {
-                        moved = exec(
-                            c,
-                            "UPDATE vault_entries SET key_name = ?1, key_id = ?2, sealed = ?3 WHERE vault_id = ?4 AND key_id = ?5",
-                            params![key_name, new_key, new_sealed, id.0, key_id],
-                        )? == 1;
-                        if !moved {
+                    SealedItem::Data { vault_id, key_id, sealed } if *vault_id == id => data = Some((key_id, sealed, new_key, new_sealed)),
+                    SealedItem::Association { vault_id, name, key_id, sealed, .. } if *vault_id == id => {
+                        if !check(c, sql::ASSOCIATION_UNCHANGED.sqlite(), params![id.0, name, key_id, sealed])? {
                             return Ok(Checked::Done(false));
                         }
+                        associations += 1;
                     }
-                    SealedItem::Association { vault_id, name, key_id, .. } if moved && *vault_id == id => {
-                        exec(
-                            c,
-                            "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5",
-                            params![new_key, new_sealed, id.0, name, key_id],
-                        )?;
-                    }
-                    _ => {}
+                    _ => return Err(StoreError::Corrupt("an item of another entry in a key move".into())),
                 }
             }
-            if moved {
-                append_event_tx(c, &event)?;
+            let Some((key_id, sealed, new_key, new_sealed)) = data else { return Ok(Checked::Done(false)) };
+            let count: i64 = c.query_row(sql::ASSOCIATION_COUNT.sqlite(), params![id.0], |r| r.get(0)).map_err(backend)?;
+            if count != associations
+                || exec(c, sql::REKEY_DATA.sqlite(), params![key_name, new_key, new_sealed, id.0, key_id, sealed])? != 1
+            {
+                return Ok(Checked::Done(false));
             }
-            Ok(Checked::Done(moved))
+            for (item, new_key, new_sealed) in &items {
+                if let SealedItem::Association { name, key_id, sealed, .. } = item {
+                    exec(c, sql::RESEAL_ASSOCIATION.sqlite(), params![new_key, new_sealed, id.0, name, key_id, sealed])?;
+                }
+            }
+            append_event_tx(c, &event)?;
+            Ok(Checked::Done(true))
         }))
     }
 }

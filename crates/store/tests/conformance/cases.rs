@@ -627,7 +627,24 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     let old = store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap();
     assert_eq!(old.len(), 2, "{old:?}");
     let items: Vec<(SealedItem, i64, Vec<u8>)> = old.iter().cloned().map(|i| (i, 2, vec![5; 50])).collect();
-    assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 2);
+    // A value written after the items were read is not overwritten.
+    let changed = old.iter().find_map(|i| match i {
+        SealedItem::Association { vault_id, name, .. } => Some((*vault_id, name.clone())),
+        SealedItem::Data { .. } => None,
+    });
+    let (cv, cn) = changed.expect("an association on key 1");
+    let mut newer = assoc(&cn, 9);
+    newer.key_id = 1;
+    assert_eq!(
+        store.put_association(cv, newer, w.clone(), ev(EventKind::VaultAssociated)).await.unwrap(),
+        Checked::Done(PutAssociation::Stored)
+    );
+    assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 1, "the changed value is left alone");
+    let kept = store.associations(cv).await.unwrap().into_iter().find(|x| x.name == cn).unwrap();
+    assert_eq!((kept.key_id, kept.sealed), (1, vec![9; 40]), "the newer value survives the re-seal");
+    let old = store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap();
+    let items: Vec<(SealedItem, i64, Vec<u8>)> = old.iter().cloned().map(|i| (i, 2, vec![5; 50])).collect();
+    assert_eq!(store.reseal(items.clone(), ev(EventKind::VaultResealed)).await.unwrap(), 1, "read again, re-sealed");
     assert_eq!(store.reseal(items, ev(EventKind::VaultResealed)).await.unwrap(), 0, "already on key 2");
     assert!(store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap().is_empty());
     assert_eq!(entry_of(&*store, access, a).await.unwrap().key_id, 2);
@@ -641,17 +658,45 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         .await
         .unwrap();
     let data = SealedItem::Data { vault_id: a, key_id: 2, sealed: vec![5; 50] };
-    let moved = store
-        .rekey_entry(a, hsm.into(), vec![(data.clone(), 3, vec![4; 50])], Some(w.clone()), ev(EventKind::VaultResealed))
+    let of_a: Vec<(SealedItem, i64, Vec<u8>)> = store
+        .associations(a)
         .await
-        .unwrap();
-    assert_eq!(moved, Checked::Done(true));
+        .unwrap()
+        .into_iter()
+        .map(|x| {
+            let item = SealedItem::Association { vault_id: a, name: x.name, value_type: x.value_type, key_id: x.key_id, sealed: x.sealed };
+            (item, 3, vec![4; 40])
+        })
+        .collect();
+    assert!(!of_a.is_empty(), "entry a has associations to move with it");
+    let rekey = |items: Vec<(SealedItem, i64, Vec<u8>)>| {
+        let (store, w) = (store.clone(), w.clone());
+        async move { store.rekey_entry(a, hsm.into(), items, Some(w), ev(EventKind::VaultResealed)).await.unwrap() }
+    };
+    // Every association must come along, as read: one left out, or one
+    // changed since, and nothing is written.
+    let mut partial = vec![(data.clone(), 3, vec![4; 50])];
+    partial.extend(of_a.iter().skip(1).cloned());
+    assert_eq!(rekey(partial).await, Checked::Done(false), "an association left behind: nothing written");
+    let mut stale = vec![(data.clone(), 3, vec![4; 50])];
+    stale.extend(of_a.iter().cloned());
+    if let Some((SealedItem::Association { sealed, .. }, _, _)) = stale.get_mut(1) {
+        sealed[0] ^= 1;
+    }
+    assert_eq!(rekey(stale).await, Checked::Done(false), "an association changed since it was read: nothing written");
+    assert_eq!(entry_of(&*store, access, a).await.unwrap().key_name, SOFTWARE, "still under its key");
+    let mut whole = vec![(data.clone(), 3, vec![4; 50])];
+    whole.extend(of_a.iter().cloned());
+    assert_eq!(rekey(whole).await, Checked::Done(true));
     let e = entry_of(&*store, access, a).await.unwrap();
     assert_eq!((e.key_name.as_str(), e.key_id, e.sealed), (hsm, 3, vec![4; 50]));
-    let again =
-        store.rekey_entry(a, hsm.into(), vec![(data, 3, vec![3; 50])], Some(w.clone()), ev(EventKind::VaultResealed)).await.unwrap();
+    assert!(
+        store.associations(a).await.unwrap().iter().all(|x| (x.key_id, &x.sealed) == (3, &vec![4; 40])),
+        "its associations moved with it"
+    );
+    let again = rekey(vec![(data, 3, vec![3; 50])]).await;
     assert_eq!(again, Checked::Done(false), "no longer under key 2: nothing written");
-    assert!(store.sealed_on_old_keys(hsm.into(), 3, 100).await.unwrap().iter().all(|i| matches!(i, SealedItem::Association { .. })));
+    assert!(store.sealed_on_old_keys(hsm.into(), 3, 100).await.unwrap().is_empty());
     assert!(store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap().is_empty());
     // The entries under a named key, page by page (`admin keys move`).
     let moved = SealedItem::Data { vault_id: a, key_id: 3, sealed: vec![4; 50] };
@@ -669,7 +714,15 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     software.sort();
     assert_eq!(paged, software);
     // The administrator moves it back, without a grant to check.
-    let back = store.rekey_entry(a, SOFTWARE.into(), vec![(moved, 2, vec![5; 50])], None, ev(EventKind::VaultResealed)).await.unwrap();
+    let mut items = vec![(moved, 2, vec![5; 50])];
+    items.extend(store.associations(a).await.unwrap().into_iter().map(|x| {
+        (
+            SealedItem::Association { vault_id: a, name: x.name, value_type: x.value_type, key_id: x.key_id, sealed: x.sealed },
+            2,
+            vec![5; 40],
+        )
+    }));
+    let back = store.rekey_entry(a, SOFTWARE.into(), items, None, ev(EventKind::VaultResealed)).await.unwrap();
     assert_eq!(back, Checked::Done(true));
     assert_eq!(entry_of(&*store, access, a).await.unwrap().key_name, SOFTWARE);
     let mut current = store.vault_context(access, None).await.unwrap().unwrap().current_keys;
@@ -678,7 +731,7 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     // Every change wrote its event, and only changes did.
     let head = store.event_head().await.unwrap();
     let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(verify_chain(&events, head).unwrap(), 24, "19 vault changes, 3 folders, the writer and its grant");
+    assert_eq!(verify_chain(&events, head).unwrap(), 26, "21 vault changes, 3 folders, the writer and its grant");
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
 }
