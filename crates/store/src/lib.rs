@@ -430,6 +430,17 @@ pub async fn open(url: &str) -> StoreResult<Arc<dyn Store>> {
     }
 }
 
+/// What a database URL opens, without opening it and without any secret:
+/// `sqlite PATH`, or PostgreSQL's hosts, database, user, whether a password
+/// is set, TLS mode and pool, as the driver reads the string (a string it
+/// cannot read, or a CA file that cannot be loaded, is an error).
+pub fn describe_database(url: &str) -> StoreResult<String> {
+    match sqlite_path(url)? {
+        Some(path) => Ok(format!("sqlite {}", path.display())),
+        None => postgres::describe(url),
+    }
+}
+
 /// The SQLite file a database URL names, or `None` for PostgreSQL (see
 /// [`names_postgres`]).
 pub fn sqlite_path(url: &str) -> StoreResult<Option<&std::path::Path>> {
@@ -580,5 +591,25 @@ mod tests {
             assert_eq!(sqlite_path(url).unwrap(), Some(std::path::Path::new(path)), "{url}");
         }
         assert!(matches!(sqlite_path("sqlite://"), Err(StoreError::UnsupportedUrl)));
+    }
+
+    #[test]
+    fn a_description_shows_what_the_driver_reads_and_no_password() {
+        for (url, user) in [
+            // The driver ends the userinfo at the first `@`, wherever it stands.
+            ("postgres://sr:ab/cd@db:6432/vault?sslmode=disable", "sr"),
+            ("postgres://sr:s3cr%2Ft@db:6432/vault?sslmode=disable&password=other", "sr"),
+            ("host=db port=6432 dbname=vault user=sr password='s3 cr' sslmode=disable", "sr"),
+        ] {
+            let d = describe_database(url).unwrap();
+            assert!(d.contains("hosts=db:6432") && d.contains("dbname=vault") && d.contains(&format!("user={user}")), "{d}");
+            assert!(d.contains("password=(set)") && d.contains("sslmode=disable"), "{d}");
+            for secret in ["ab/cd", "cd", "s3cr", "other", "s3 cr", "sslpassword"] {
+                assert!(!d.contains(secret), "{url}: {secret:?} in {d}");
+            }
+        }
+        assert!(describe_database("postgres://sr@db/vault?sslmode=disable").unwrap().contains("password=(none)"));
+        assert_eq!(describe_database("/var/lib/strongroom/s.db").unwrap(), "sqlite /var/lib/strongroom/s.db");
+        assert!(describe_database("postgres://db/v?sslmode=sometimes").is_err(), "a string the driver cannot use is an error");
     }
 }

@@ -87,6 +87,41 @@ pub(crate) fn describe_error(e: &tokio_postgres::Error) -> String {
     out
 }
 
+/// What a connection string makes of the connection, without connecting
+/// and without its password: hosts, database, user, whether a password is
+/// set, TLS, `target_session_attrs`, the pool.
+pub(crate) fn describe(url: &str) -> StoreResult<String> {
+    let connect = tls::parse(url)?;
+    Ok(describe_connect(&connect, connect.pool_max_size.unwrap_or_else(default_pool_size)))
+}
+
+fn describe_connect(connect: &tls::Connect, pool: usize) -> String {
+    let config = &connect.config;
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match h {
+                tokio_postgres::config::Host::Tcp(s) => format!("{s}:{port}"),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            }
+        })
+        .collect();
+    format!(
+        "postgres hosts={} dbname={} user={} password={} sslmode={} target_session_attrs={:?} (pool max {pool})",
+        hosts.join(","),
+        config.get_dbname().unwrap_or(""),
+        config.get_user().unwrap_or(""),
+        if config.get_password().is_some() { "(set)" } else { "(none)" },
+        connect.mode.as_str(),
+        config.get_target_session_attrs(),
+    )
+}
+
 impl PgStore {
     /// Connects, and applies migrations under an advisory lock (replicas may
     /// start together).
@@ -95,30 +130,9 @@ impl PgStore {
     }
 
     async fn with_config(connect: tls::Connect) -> StoreResult<PgStore> {
-        let tls::Connect { config, tls, mode, pool_max_size } = connect;
-        let ports = config.get_ports();
-        let hosts: Vec<String> = config
-            .get_hosts()
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-                match h {
-                    tokio_postgres::config::Host::Tcp(s) => format!("{s}:{port}"),
-                    #[cfg(unix)]
-                    tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-                }
-            })
-            .collect();
-        let size = pool_max_size.unwrap_or_else(default_pool_size);
-        let describe = format!(
-            "postgres hosts={} dbname={} user={} sslmode={} target_session_attrs={:?} (pool max {size})",
-            hosts.join(","),
-            config.get_dbname().unwrap_or(""),
-            config.get_user().unwrap_or(""),
-            mode.as_str(),
-            config.get_target_session_attrs(),
-        );
+        let size = connect.pool_max_size.unwrap_or_else(default_pool_size);
+        let describe = describe_connect(&connect, size);
+        let tls::Connect { config, tls, .. } = connect;
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(size)
