@@ -22,7 +22,7 @@ use strongroom_core::grant::GrantId;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::VaultId;
 
-use super::{HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
+use super::{CONNECTING, HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
 use crate::sql;
 use crate::{Checked, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
 
@@ -150,6 +150,14 @@ enum Reply {
 }
 
 impl Reply {
+    /// Whether the caller went away (its request ended): its job need not run.
+    fn is_closed(&self) -> bool {
+        match self {
+            Reply::Moved(tx) => tx.is_closed(),
+            Reply::Put(tx) => tx.is_closed(),
+        }
+    }
+
     fn send(self, r: StoreResult<Done>) {
         // A caller that went away (its request was cancelled) needs no answer.
         match (self, r) {
@@ -241,6 +249,12 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
     let mut conn = None;
     let mut known = None;
     while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
+        // A caller that went away (its request timed out or was dropped)
+        // was answered nothing: its write is not made either.
+        jobs.retain(|j| !j.reply.is_closed());
+        if jobs.is_empty() {
+            continue;
+        }
         let work: Vec<&Work> = jobs.iter().map(|j| &j.work).collect();
         let started = std::time::Instant::now();
         let out = run_batch(&pool, &mut conn, &sql, &work, &mut known).await;
@@ -259,11 +273,27 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
                 }
             }
             Err(_) => {
-                // One job failed and took the batch with it: each on its own.
+                // One job failed and took the batch with it: each on its own,
+                // but for callers gone meanwhile. A database that cannot be
+                // reached fails them all alike: answered at once rather than
+                // each after its own wait for a connection.
+                let mut unreachable: Option<String> = None;
                 for job in jobs.drain(..) {
+                    if job.reply.is_closed() {
+                        continue;
+                    }
+                    if let Some(why) = &unreachable {
+                        job.reply.send(Err(StoreError::Backend(why.clone())));
+                        continue;
+                    }
                     let r = run_batch(&pool, &mut conn, &sql, &[&job.work], &mut known)
                         .await
                         .and_then(|mut d| d.pop().ok_or(StoreError::Closed));
+                    if let Err(StoreError::Backend(why)) = &r
+                        && why.starts_with(CONNECTING)
+                    {
+                        unreachable = Some(why.clone());
+                    }
                     job.reply.send(r);
                 }
             }

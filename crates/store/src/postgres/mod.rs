@@ -472,11 +472,14 @@ pub(super) fn event_from_row(row: &Row) -> StoreResult<StoredEvent> {
     })
 }
 
+/// How the error of a connection that could not be had begins.
+pub(crate) const CONNECTING: &str = "connecting: ";
+
 /// A pooled connection.
 pub(crate) async fn checkout(pool: &Pool) -> StoreResult<Object> {
     pool.get().await.map_err(|e| match e {
-        deadpool_postgres::PoolError::Backend(e) => StoreError::Backend(format!("connecting: {}", describe_error(&e))),
-        other => StoreError::Backend(format!("connecting: {other}")),
+        deadpool_postgres::PoolError::Backend(e) => StoreError::Backend(format!("{CONNECTING}{}", describe_error(&e))),
+        other => StoreError::Backend(format!("{CONNECTING}{other}")),
     })
 }
 
