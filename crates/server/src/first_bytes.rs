@@ -9,6 +9,15 @@
 //! connections still open after 30 s. [`FirstBytes`] wraps the acceptor so
 //! that a connection whose first read has not returned data within the
 //! deadline fails with `TimedOut` and is closed.
+//!
+//! It also keeps HTTP/2 out. The server speaks HTTP/1.1 (TLS's ALPN offers
+//! nothing else, and the clients it serves speak it), but axum-server
+//! serves HTTP/2 to a client that opens with its preface, and an HTTP/2
+//! connection has none of HTTP/1's read timeouts: one that sent the preface
+//! and then nothing stayed open for ever. So the deadline holds until the
+//! first bytes are known not to be the preface (a request line starting
+//! `PRI` is the only one that can be), and a connection that sends the
+//! preface is refused.
 
 use std::future::Future;
 use std::io;
@@ -52,16 +61,42 @@ where
         let limit = self.limit;
         Box::pin(async move {
             let (stream, service) = accepted.await?;
-            Ok((Deadline { inner: stream, first: Some(Box::pin(tokio::time::sleep(limit))) }, service))
+            Ok((Deadline { inner: stream, first: Some(Box::pin(tokio::time::sleep(limit))), preface: 0 }, service))
         })
     }
 }
 
-/// A stream whose first read must return data before `first` fires.
+/// The bytes an HTTP/2 connection opens with (RFC 9113 §3.4), up to where
+/// no HTTP/1 request line can match them.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// A stream whose first bytes must come before `first` fires, and must not
+/// be HTTP/2's preface.
 #[derive(Debug)]
 pub struct Deadline<S> {
     inner: S,
+    /// Armed until the first bytes are known not to be HTTP/2's preface.
     first: Option<Pin<Box<Sleep>>>,
+    /// How many of the preface's bytes the connection has sent so far.
+    preface: usize,
+}
+
+impl<S> Deadline<S> {
+    /// Follows `new` bytes through the preface: `Err` when the whole of it
+    /// came; the deadline goes once a byte differs from it.
+    fn follow(&mut self, new: &[u8]) -> io::Result<()> {
+        for b in new {
+            if H2_PREFACE.get(self.preface) != Some(b) {
+                self.first = None;
+                return Ok(());
+            }
+            self.preface += 1;
+            if self.preface == H2_PREFACE.len() {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "HTTP/2 is not served"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Deadline<S> {
@@ -70,7 +105,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for Deadline<S> {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         match polled {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
-                self.first = None;
+                if self.first.is_some() {
+                    let new = buf.filled().get(before..).unwrap_or_default().to_vec();
+                    if let Err(e) = self.follow(&new) {
+                        return Poll::Ready(Err(e));
+                    }
+                }
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => match self.first.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
@@ -101,5 +141,31 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Deadline<S> {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deadline() -> Deadline<()> {
+        Deadline { inner: (), first: Some(Box::pin(tokio::time::sleep(Duration::from_secs(10)))), preface: 0 }
+    }
+
+    #[tokio::test]
+    async fn http1_request_lines_decide_at_once_and_the_preface_is_refused_however_split() {
+        for line in [&b"POST /vedauth/authorize/token HTTP/1.1\r\n"[..], b"GET / HTTP/1.1\r\n", b"PRINT / HTTP/1.1\r\n", b"\r\n"] {
+            let mut d = deadline();
+            d.follow(line).unwrap();
+            assert!(d.first.is_none(), "{:?}: decided, the deadline gone", String::from_utf8_lossy(line));
+        }
+        let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        for split in 1..H2_PREFACE.len() {
+            let mut d = deadline();
+            d.follow(&preface[..split]).unwrap();
+            assert!(d.first.is_some(), "{split} bytes of the preface: not decided, the deadline holds");
+            assert_eq!(d.follow(&preface[split..]).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        }
+        assert!(deadline().follow(preface).is_err());
     }
 }

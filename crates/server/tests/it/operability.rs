@@ -255,3 +255,27 @@ async fn a_request_that_takes_too_long_is_answered_408() {
     assert_eq!(doc["paths"]["/vedauth/Authorize/Token"]["post"]["responses"]["408"]["$ref"], "#/components/responses/Timeout");
     s.stop().await;
 }
+
+/// The server speaks HTTP/1.1 only (ALPN offers nothing else): a client that
+/// opens with HTTP/2's preface and then says nothing more is not held open
+/// (HTTP/2 has none of the read timeouts HTTP/1 connections get).
+#[tokio::test]
+async fn an_http2_preface_is_not_served() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let s = TestServer::start().await;
+    let addr = s.url.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // The preface, then an empty SETTINGS frame, then silence.
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(3), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection was still open 3 s after an HTTP/2 preface");
+}
