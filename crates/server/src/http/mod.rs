@@ -236,7 +236,7 @@ async fn live() -> Response {
     path = "/health/ready",
     tag = "server",
     responses(
-        (status = 200, description = "The store takes a write and its schema is current.", body = openapi::HealthStatus),
+        (status = 200, description = "The store can take writes and its schema is current.", body = openapi::HealthStatus),
         (status = 503, description = "The store does not answer, or its schema is not this binary's.", body = openapi::HealthStatus),
         (status = 408, response = openapi::Timeout),
     ),

@@ -552,8 +552,13 @@ impl EventStore for PgStore {
     }
     fn ready(&self) -> StoreFuture<'_, ()> {
         on_client!(self, |c| {
-            // Prepared once per connection: load balancers ask often.
-            let r = query_one(&c, "SELECT max(version) FROM schema_migrations", &[]).await?;
+            // Prepared once per connection: load balancers ask often. A
+            // server in recovery (a standby, or a primary demoted under a
+            // connection the pool still holds) takes no writes: not ready.
+            let r = query_one(&c, "SELECT max(version), pg_is_in_recovery() FROM schema_migrations", &[]).await?;
+            if get::<bool>(&r, 1)? {
+                return Err(StoreError::Backend("the database is in recovery (a standby): it takes no writes".into()));
+            }
             crate::check_schema(get::<Option<i64>>(&r, 0)?)
         })
     }
