@@ -306,10 +306,11 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     /// Entries with an association `name` (of value hash `lookup`, if given), with their owners.
     fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>>;
     /// Up to `limit` items of entries under named key `key_name` sealed under a data key other
-    /// than `current`, for re-encryption.
+    /// than `current`, for re-encryption. Key names match in any ASCII case, as the key ring
+    /// compares them.
     fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
-    /// The data of up to `limit` entries under named key `key_name` whose VaultID is above `after`,
-    /// by VaultID (one page of `admin keys move`).
+    /// The data of up to `limit` entries under named key `key_name` (in any ASCII case) whose
+    /// VaultID is above `after`, by VaultID (one page of `admin keys move`).
     fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>>;
     /// Replaces each item's ciphertext if still under the key it was read with; items replaced.
     fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64>;

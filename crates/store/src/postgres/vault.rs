@@ -331,7 +331,7 @@ impl VaultStore for PgStore {
         on_client!(self, |c| {
             let rows = query(
                 &c,
-                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_name = $1 AND vault_id > $2 ORDER BY vault_id LIMIT $3",
+                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE lower(key_name) = lower($1) AND vault_id > $2 ORDER BY vault_id LIMIT $3",
                 &[&key_name, &after.0, &i64::from(limit)],
             )
             .await?;
@@ -344,7 +344,7 @@ impl VaultStore for PgStore {
             let mut out = Vec::new();
             let rows = query(
                 &c,
-                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> $1 AND key_name = $3 ORDER BY vault_id LIMIT $2",
+                "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> $1 AND lower(key_name) = lower($3) ORDER BY vault_id LIMIT $2",
                 &[&current, &i64::from(limit), &key_name],
             )
             .await?;
@@ -357,7 +357,7 @@ impl VaultStore for PgStore {
                     &c,
                     "SELECT a.vault_id, a.name, a.value_type, a.key_id, a.sealed FROM associations a \
                      JOIN vault_entries e ON e.vault_id = a.vault_id \
-                     WHERE a.key_id <> $1 AND e.key_name = $3 ORDER BY a.vault_id, a.name LIMIT $2",
+                     WHERE a.key_id <> $1 AND lower(e.key_name) = lower($3) ORDER BY a.vault_id, a.name LIMIT $2",
                     &[&current, &left, &key_name],
                 )
                 .await?;

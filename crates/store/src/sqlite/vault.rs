@@ -339,7 +339,7 @@ impl VaultStore for SqliteStore {
             let mut out = Vec::new();
             let mut st = c
                 .prepare(
-                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 AND key_name = ?3 ORDER BY vault_id LIMIT ?2",
+                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 AND lower(key_name) = lower(?3) ORDER BY vault_id LIMIT ?2",
                 )
                 .map_err(backend)?;
             let rows = st
@@ -356,7 +356,7 @@ impl VaultStore for SqliteStore {
                     .prepare(
                         "SELECT a.vault_id, a.name, a.value_type, a.key_id, a.sealed FROM associations a \
                          JOIN vault_entries e ON e.vault_id = a.vault_id \
-                         WHERE a.key_id <> ?1 AND e.key_name = ?3 ORDER BY a.vault_id, a.name LIMIT ?2",
+                         WHERE a.key_id <> ?1 AND lower(e.key_name) = lower(?3) ORDER BY a.vault_id, a.name LIMIT ?2",
                     )
                     .map_err(backend)?;
                 let rows = st
@@ -383,7 +383,7 @@ impl VaultStore for SqliteStore {
         Box::pin(self.read(move |c| {
             let mut st = c
                 .prepare_cached(
-                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_name = ?1 AND vault_id > ?2 ORDER BY vault_id LIMIT ?3",
+                    "SELECT vault_id, key_id, sealed FROM vault_entries WHERE lower(key_name) = lower(?1) AND vault_id > ?2 ORDER BY vault_id LIMIT ?3",
                 )
                 .map_err(backend)?;
             let rows = st

@@ -626,6 +626,7 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         .unwrap();
     let old = store.sealed_on_old_keys(SOFTWARE.into(), 2, 100).await.unwrap();
     assert_eq!(old.len(), 2, "{old:?}");
+    assert_eq!(store.sealed_on_old_keys(SOFTWARE.to_uppercase(), 2, 100).await.unwrap(), old, "key names match in any case");
     let items: Vec<(SealedItem, i64, Vec<u8>)> = old.iter().cloned().map(|i| (i, 2, vec![5; 50])).collect();
     // A value written after the items were read is not overwritten.
     let changed = old.iter().find_map(|i| match i {
@@ -702,6 +703,7 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     let moved = SealedItem::Data { vault_id: a, key_id: 3, sealed: vec![4; 50] };
     assert_eq!(store.entries_under_key(hsm.into(), VaultId(0), 10).await.unwrap(), vec![moved.clone()]);
     assert!(store.entries_under_key(hsm.into(), a, 10).await.unwrap().is_empty(), "only VaultIDs above `after`");
+    assert_eq!(store.entries_under_key("pkcs11:HSM".into(), VaultId(0), 10).await.unwrap().len(), 1, "key names match in any case");
     let (mut paged, mut after) = (Vec::new(), VaultId(0));
     loop {
         let page = store.entries_under_key(SOFTWARE.into(), after, 1).await.unwrap();
