@@ -541,18 +541,11 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
             out.done(&format!("created {name}"), json!({"created": name}))?;
         }
         AdminCommand::Keys(KeysCommand::Rotate { name }) => {
-            let names = match name {
-                Some(n) => vec![n],
-                None => admin.keyring.names_with_data_keys(&*admin.store).await?,
-            };
-            let mut results = Vec::new();
-            let mut human = Vec::new();
-            for name in names {
-                let mut progress = |n: u64| eprintln!("{name}: re-encrypted {n} values so far");
-                let (id, n) = admin.rotate_key(&name, &mut progress).await?;
-                human.push(format!("{name}: data key {id} is current; re-encrypted {n} values"));
-                results.push(json!({"key_name": name, "current_key": id, "reencrypted": n}));
-            }
+            let rotated = admin.rotate_keys(name.as_deref(), &mut |name, n| eprintln!("{name}: re-encrypted {n} values so far")).await?;
+            let human: Vec<String> =
+                rotated.iter().map(|(name, id, n)| format!("{name}: data key {id} is current; re-encrypted {n} values")).collect();
+            let results: Vec<_> =
+                rotated.iter().map(|(name, id, n)| json!({"key_name": name, "current_key": id, "reencrypted": n})).collect();
             out.done(&human.join("\n"), json!(results))?;
         }
         AdminCommand::Keys(KeysCommand::Move { from, to }) => {

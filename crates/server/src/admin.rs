@@ -326,18 +326,28 @@ impl Admin {
         Ok(self.keyring.move_entries(&*self.store, &*self.rng, self.clock.now(), "admin", from, to, progress).await?)
     }
 
-    /// Rotates every named key that has data keys: (newest data key, items re-sealed).
-    pub async fn rotate_keys(&self) -> Result<(i64, u64), AdminError> {
-        let mut names = self.keyring.names_with_data_keys(&*self.store).await?;
+    /// `admin keys rotate [NAME]`: named key `name`, or every named key that
+    /// has data keys (the default key when none has yet), rotated; per key
+    /// its name, its new current data key and the items re-sealed.
+    /// `progress` gets a key's name and its running count.
+    pub async fn rotate_keys(
+        &self,
+        name: Option<&str>,
+        progress: &mut (dyn FnMut(&str, u64) + Send),
+    ) -> Result<Vec<(String, i64, u64)>, AdminError> {
+        let mut names = match name {
+            Some(n) => vec![n.to_owned()],
+            None => self.keyring.names_with_data_keys(&*self.store).await?,
+        };
         if names.is_empty() {
             names.push(self.keyring.default_name().to_owned());
         }
-        let (mut last, mut total) = (0, 0);
+        let mut rotated = Vec::with_capacity(names.len());
         for name in names {
-            let (id, n) = self.rotate_key(&name, &mut |_| {}).await?;
-            (last, total) = (id, total + n);
+            let (id, n) = self.rotate_key(&name, &mut |n| progress(&name, n)).await?;
+            rotated.push((name, id, n));
         }
-        Ok((last, total))
+        Ok(rotated)
     }
 }
 

@@ -93,11 +93,15 @@ impl Metrics {
         let lockouts = Counter::default();
         r.register("lockouts", "Throttle keys (users, addresses) locked for too many failures", lockouts.clone());
         let batch_jobs = Histogram::new(exponential_buckets(1.0, 2.0, 8));
-        r.register("store_commit_batch_jobs", "Write transactions per SQLite group commit", batch_jobs.clone());
+        r.register(
+            "store_commit_batch_jobs",
+            "Writes per group commit (SQLite: every write; PostgreSQL: refreshes and Associate)",
+            batch_jobs.clone(),
+        );
         let batch_seconds = Histogram::new(exponential_buckets(0.000_1, 2.0, 16));
-        r.register_with_unit("store_commit_duration", "SQLite group commit time, BEGIN to COMMIT", Unit::Seconds, batch_seconds.clone());
+        r.register_with_unit("store_commit_duration", "Group commit time, BEGIN to COMMIT", Unit::Seconds, batch_seconds.clone());
         let batch_failed = Counter::default();
-        r.register("store_commit_failures", "SQLite group commits that failed", batch_failed.clone());
+        r.register("store_commit_failures", "Group commits that failed", batch_failed.clone());
         let pool_max = Gauge::default();
         r.register("store_connections_max", "Database connections the store may use", pool_max.clone());
         let pool_in_use = Gauge::default();
@@ -173,7 +177,7 @@ impl Metrics {
     }
 }
 
-/// Tells [`Metrics`] about the SQLite writer's batches.
+/// Tells [`Metrics`] about the store writer's batches (SQLite's writer thread, PostgreSQL's batch writer).
 #[derive(Debug)]
 pub struct Observer(pub Arc<Metrics>);
 

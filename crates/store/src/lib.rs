@@ -398,8 +398,6 @@ pub struct PoolStatus {
 pub trait EventStore: Send + Sync + fmt::Debug {
     /// A line for the start-up log: backend, location and settings.
     fn describe(&self) -> String;
-    /// Cheap liveness check.
-    fn ping(&self) -> StoreFuture<'_, ()>;
     /// Readiness: the database answers and its schema is at this binary's
     /// newest migration (`Backend` with the reason otherwise).
     fn ready(&self) -> StoreFuture<'_, ()>;

@@ -452,8 +452,8 @@ async fn sequential(client: &mut Object, sql: &Statements<'_>, work: &[&Work], k
 
 /// The event head row (`seq`, `hash`).
 fn head(row: &Row) -> StoreResult<Chain> {
-    let hash = get::<Vec<u8>>(row, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
-    Ok(Chain { seq: get(row, 0)?, hash })
+    let (seq, hash) = super::event_head(row)?;
+    Ok(Chain { seq, hash })
 }
 
 /// Runs one job with its event at `at`; its answer, and whether it moved

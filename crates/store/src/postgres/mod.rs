@@ -369,6 +369,11 @@ pub(super) fn device_from_row(row: &Row) -> StoreResult<DeviceAuthorization> {
     })
 }
 
+/// The event head row (`seq`, `hash`).
+pub(crate) fn event_head(row: &Row) -> StoreResult<(i64, [u8; 32])> {
+    Ok((get(row, 0)?, crate::stored_hash32(get(row, 1)?)?))
+}
+
 /// Locks the event chain's head row until the transaction ends: the first
 /// lock of every write transaction (see `in_tx!`).
 pub(crate) async fn lock_event_head(c: &impl GenericClient) -> StoreResult<()> {
@@ -381,9 +386,8 @@ pub(crate) const HEAD_FOR_UPDATE: &str = "SELECT seq, hash FROM event_head WHERE
 /// Appends `e` to the chained event log inside the caller's transaction
 /// (which holds the head's lock already, or takes it here).
 pub(crate) async fn append_event(c: &impl GenericClient, e: &Event) -> StoreResult<i64> {
-    let head = query_one(c, HEAD_FOR_UPDATE, &[]).await?;
-    let prev: [u8; 32] = get::<Vec<u8>>(&head, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
-    let seq = get::<i64>(&head, 0)? + 1;
+    let (seq, prev) = event_head(&query_one(c, HEAD_FOR_UPDATE, &[]).await?)?;
+    let seq = seq + 1;
     let h = chain_hash(&prev, seq, e);
     exec(
         c,
@@ -547,9 +551,6 @@ impl EventStore for PgStore {
     fn describe(&self) -> String {
         self.describe.clone()
     }
-    fn ping(&self) -> StoreFuture<'_, ()> {
-        on_client!(self, |c| { c.query_one("SELECT 1", &[]).await.map(drop).map_err(pg) })
-    }
     fn ready(&self) -> StoreFuture<'_, ()> {
         on_client!(self, |c| {
             // Prepared once per connection: load balancers ask often. A
@@ -596,10 +597,7 @@ impl EventStore for PgStore {
         })
     }
     fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])> {
-        on_client!(self, |c| {
-            let r = c.query_one("SELECT seq, hash FROM event_head WHERE id = 1", &[]).await.map_err(pg)?;
-            Ok((get(&r, 0)?, get::<Vec<u8>>(&r, 1)?.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?))
-        })
+        on_client!(self, |c| { event_head(&query_one(&c, "SELECT seq, hash FROM event_head WHERE id = 1", &[]).await?) })
     }
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64> {
         in_tx!(self, |tx| {

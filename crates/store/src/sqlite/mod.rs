@@ -574,9 +574,6 @@ impl EventStore for SqliteStore {
     fn describe(&self) -> String {
         self.inner.settings.clone()
     }
-    fn ping(&self) -> StoreFuture<'_, ()> {
-        Box::pin(self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(backend)))
-    }
     /// A job on the writer: ready means writes can take the database's
     /// write lock (one held elsewhere makes the request path fail too).
     fn ready(&self) -> StoreFuture<'_, ()> {
