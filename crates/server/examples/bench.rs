@@ -608,10 +608,11 @@ impl Db {
     }
 
     async fn postgres(url: &str) -> Db {
-        // The server's own parameters mean nothing to the driver.
+        // The server's own parameters mean nothing to the driver, and the
+        // benchmark's connection (fixtures, the schema) is plain.
         let own = match url.split_once('?') {
             Some((base, query)) => {
-                let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("pool_max_size=")).collect();
+                let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("pool_max_size=") && !p.starts_with("sslmode=")).collect();
                 if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) }
             }
             None => url.to_owned(),
