@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use strongroom_core::integration::{AllowedUsers, TokenOverrides};
 use strongroom_core::secret::Secret;
-use strongroom_core::time::UnixTime;
+use strongroom_core::time::{Clock as _, UnixTime};
 use strongroom_core::vault::Rights;
 use strongroom_server::admin::{Admin, IntegrationSpec};
 use strongroom_server::keys;
@@ -294,9 +294,11 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
         _ => {}
     }
     keys::create_private_dir(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
-    let (keys, _) =
+    let (keys, source) =
         keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &OsRandom).context("loading the master key")?;
     let store = strongroom_store::open(&config.database_url).await.context("opening the store")?;
+    // Like `serve`: a key other than the store's would write hashes and seals no server can use.
+    keys::bind(&*store, &keys, &source, SystemClock.now()).await.context("master key")?;
     let admin =
         Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys, &OsRandom) };
     match command {

@@ -45,6 +45,8 @@ pub enum EventKind {
     VaultOwnerRemoved,
     VaultDeleted,
     VaultMutated,
+    /// The store recorded the check value of the master key it was first opened with.
+    MasterKeyRecorded,
 }
 
 impl EventKind {
@@ -79,6 +81,7 @@ impl EventKind {
         EventKind::VaultOwnerRemoved,
         EventKind::VaultDeleted,
         EventKind::VaultMutated,
+        EventKind::MasterKeyRecorded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -113,6 +116,7 @@ impl EventKind {
             EventKind::VaultOwnerRemoved => "vault.owner_removed",
             EventKind::VaultDeleted => "vault.deleted",
             EventKind::VaultMutated => "vault.mutated",
+            EventKind::MasterKeyRecorded => "store.master_key_recorded",
         }
     }
 

@@ -10,8 +10,11 @@ use std::io::Write as _;
 use std::path::Path;
 use zeroize::Zeroizing;
 
+use strongroom_core::event::{Event, EventKind};
 use strongroom_core::random::{Random, bytes};
+use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenKey;
+use strongroom_store::{Store, StoreError};
 
 pub const MASTER_KEY_FILE: &str = "master.key";
 pub const MASTER_KEY_ENV: &str = "STRONGROOM_MASTER_KEY";
@@ -24,6 +27,13 @@ pub enum KeyError {
     Format,
     #[error("{path} is open to group or other users (mode {mode:o}), so it is not used: run `chmod 600 {path}`")]
     TooOpen { path: String, mode: u32 },
+    #[error(
+        "{from} is not the key this store was first opened with, so nothing is done with it{removed}: give the store's key \
+         (replicas share one key; after a restore, put back the key backed up with the store)"
+    )]
+    NotThisStore { from: String, removed: String },
+    #[error("checking it against the store: {0}")]
+    Check(#[from] StoreError),
 }
 
 /// Keys derived from the master key.
@@ -36,6 +46,9 @@ pub struct Keys {
     pub vault_kek: [u8; 32],
     /// Keys the hashes association values are looked up by.
     pub vault_lookup: [u8; 32],
+    /// Recorded by the store the first time it is opened, so that another
+    /// master key is refused ([`bind`]); says nothing of the key.
+    pub check: [u8; 32],
 }
 
 impl fmt::Debug for Keys {
@@ -55,6 +68,7 @@ impl Keys {
             page: derive(master, "strongroom/page/v1"),
             vault_kek: derive(master, "strongroom/vault-kek/v1"),
             vault_lookup: derive(master, "strongroom/vault-lookup/v1"),
+            check: derive(master, "strongroom/key-check/v1"),
         }
     }
 }
@@ -78,6 +92,17 @@ pub enum KeySource {
     Env,
     File(String),
     Created(String),
+}
+
+impl KeySource {
+    /// For the event that records the key: where it came from, without the path.
+    fn kind(&self) -> &'static str {
+        match self {
+            KeySource::Env => "source=environment",
+            KeySource::File(_) => "source=file",
+            KeySource::Created(_) => "source=created",
+        }
+    }
 }
 
 /// Loads the master key from the environment value, else from the data
@@ -104,6 +129,32 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
         }
         Err(e) => Err(KeyError::Io(format!("reading {shown}: {e}"))),
     }
+}
+
+/// Ties the master key to the store: the first opener records the key's
+/// check value, and every later one must bring the same key. A replica or an
+/// admin command given another key would otherwise hash tokens and
+/// association values under a key no one else uses (its tokens working only
+/// there, its associations never found elsewhere) and seal nothing anyone
+/// else can open. A key file `load_or_create` has just made for a store that
+/// already has its key is removed again. True when this call recorded the key.
+pub async fn bind(store: &dyn Store, keys: &Keys, source: &KeySource, now: UnixTime) -> Result<bool, KeyError> {
+    let event = Event::new(EventKind::MasterKeyRecorded, now).detail(source.kind());
+    let Some(recorded) = store.record_key_check(keys.check, event).await? else {
+        return Ok(true);
+    };
+    if recorded == keys.check {
+        return Ok(false);
+    }
+    let (from, removed) = match source {
+        KeySource::Env => (format!("the key in {MASTER_KEY_ENV}"), String::new()),
+        KeySource::File(p) => (p.clone(), String::new()),
+        KeySource::Created(p) => match std::fs::remove_file(p) {
+            Ok(()) => (format!("the key just created at {p}"), "; it was removed again".to_owned()),
+            Err(e) => (format!("the key just created at {p}"), format!("; it could not be removed ({e}): remove it")),
+        },
+    };
+    Err(KeyError::NotThisStore { from, removed })
 }
 
 /// Where the master key would come from, checked the way `serve` checks
@@ -211,6 +262,38 @@ mod tests {
             assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "{}", d.display());
         }
         assert_eq!(std::fs::metadata(data.join(MASTER_KEY_FILE)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn a_store_refuses_any_master_key_but_the_one_it_was_first_opened_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = strongroom_store::open(&dir.path().join("strongroom.db").to_string_lossy()).await.unwrap();
+        let now = UnixTime::from_secs(1_800_000_000);
+        let (keys, created) = load_or_create(dir.path(), None, &OsRandom).unwrap();
+        assert!(bind(&*store, &keys, &created, now).await.unwrap(), "the first opener records its key");
+        let (again, file) = load_or_create(dir.path(), None, &OsRandom).unwrap();
+        assert!(!bind(&*store, &again, &file, now).await.unwrap(), "the same key again: nothing recorded");
+
+        let other = "ab".repeat(32);
+        let (wrong, env) = load_or_create(dir.path(), Some(other.clone()), &OsRandom).unwrap();
+        let err = bind(&*store, &wrong, &env, now).await.unwrap_err();
+        assert!(matches!(err, KeyError::NotThisStore { .. }), "{err}");
+        assert!(err.to_string().contains(MASTER_KEY_ENV) && !err.to_string().contains(&other), "{err}");
+
+        // A key made by this very start for a store that has one is taken away again.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let (fresh, made) = load_or_create(elsewhere.path(), None, &OsRandom).unwrap();
+        assert!(matches!(made, KeySource::Created(_)));
+        let err = bind(&*store, &fresh, &made, now).await.unwrap_err();
+        assert!(err.to_string().contains("removed again"), "{err}");
+        assert!(!elsewhere.path().join(MASTER_KEY_FILE).exists());
+        // The store's own key file is never touched.
+        assert!(dir.path().join(MASTER_KEY_FILE).exists());
+        let events = store
+            .events(strongroom_store::EventFilter { kind: Some("store.master_key_recorded".into()), limit: 10, ..Default::default() })
+            .await
+            .unwrap();
+        assert_eq!(events.len(), 1);
     }
 
     #[test]

@@ -123,6 +123,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let (keys, source) = keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &*rng)?;
     let store = strongroom_store::open(&config.database_url).await?;
     tracing::info!(store = %store.describe(), "store opened");
+    if keys::bind(&*store, &keys, &source, SystemClock.now()).await? {
+        tracing::info!("master key recorded by the store: it refuses any other from now on");
+    }
     match source {
         KeySource::Env => tracing::info!("master key from {}", keys::MASTER_KEY_ENV),
         KeySource::File(p) => tracing::info!(path = %p, "master key loaded"),

@@ -354,6 +354,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>>;
     /// Every grant of rights: (folder, user name, rights).
     fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>>;
+    /// The check value of the master key the store was first opened with.
+    /// The first caller records its `check` (with `event`, in one
+    /// transaction) and gets `None`; every later one gets the recorded value.
+    fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>>;
 }
 
 /// Told about the store's work, for metrics. The store crate knows no

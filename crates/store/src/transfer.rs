@@ -168,6 +168,7 @@ pub const TABLES: &[Table] = &[
         columns: &[("vault_id", Int), ("name", Text), ("value_type", Text), ("key_id", Int), ("sealed", Bytes), ("lookup", Bytes)],
         key: 2,
     },
+    Table { name: "master_key_check", columns: &[("id", Int32), ("digest", Bytes), ("recorded_at", Int)], key: 1 },
 ];
 
 /// One stored value. `Debug` shows only its kind: cells hold password

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::process::{Server, run};
+use crate::process::{Server, run, run_bounded};
 
 #[cfg(unix)]
 fn mode(p: &std::path::Path) -> u32 {
@@ -142,6 +142,19 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     assert_eq!(restored["sidecar_checked"], true);
     assert!(!target.join("master.key").exists(), "restore makes no master key");
 
+    // Without its master key the restored store is refused, and the key a
+    // start would make is not left behind to be taken for the store's.
+    let listen = format!("127.0.0.1:{}", crate::process::free_port());
+    let keyless = run_bounded(&["serve", "--data-dir", t, "--insecure-http", "--listen", &listen], &[], Duration::from_secs(60));
+    let said = format!("{}{}", keyless.stdout, keyless.stderr);
+    assert!(keyless.code > 0, "a start without the store's key ends with an error (-1: still serving after 60 s): {said}");
+    assert!(said.contains("is not the key this store was first opened with") && said.contains("removed again"), "{said}");
+    assert!(!target.join("master.key").exists(), "the key made by the refused start is gone");
+    let other = "cd".repeat(32);
+    let wrong = run(&["admin", "--data-dir", t, "users", "list"], &[("STRONGROOM_MASTER_KEY", &other)]);
+    assert_ne!(wrong.code, 0, "an admin command with another key is refused: {}", wrong.stdout);
+    assert!(wrong.stderr.contains("STRONGROOM_MASTER_KEY is not the key") && !wrong.stderr.contains(&other), "{}", wrong.stderr);
+
     // The master key comes back separately.
     std::fs::copy(server.dir.join("master.key"), target.join("master.key")).unwrap();
     #[cfg(unix)]
@@ -231,6 +244,6 @@ fn a_failed_restore_leaves_the_target_as_it_was() {
     let good = snapshot("good.db");
     let r = restore(&empty, &good);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    // One event per folder created.
-    assert!(r.stdout.contains("event log intact: 2 events") && r.stdout.contains("(as recorded at backup)"), "{}", r.stdout);
+    // One event for the master key the store recorded, one per folder created.
+    assert!(r.stdout.contains("event log intact: 3 events") && r.stdout.contains("(as recorded at backup)"), "{}", r.stdout);
 }

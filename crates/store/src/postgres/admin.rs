@@ -12,12 +12,32 @@ use tokio_postgres::Row;
 
 use super::{
     INTEGRATION_COLS, PgStore, USER_COLS, append_event, exec, get, grant_from_row, integration_from_row, integration_values, load_allowed,
-    pg, placeholders, query, query_opt, save_allowed, user_from_row,
+    pg, placeholders, query, query_one, query_opt, save_allowed, user_from_row,
 };
 use crate::sql::{GRANT_COL_COUNT, GRANT_COLS};
-use crate::{AdminStore, GrantSummary, StoreFuture, StoreResult, stored_folder};
+use crate::{AdminStore, GrantSummary, StoreFuture, StoreResult, stored_folder, stored_hash32};
 
 impl AdminStore for PgStore {
+    fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
+        in_tx!(self, |tx| {
+            async {
+                let n = tx
+                    .execute(
+                        "INSERT INTO master_key_check (id, digest, recorded_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+                        &[&check.as_slice(), &event.at.millis()],
+                    )
+                    .await
+                    .map_err(pg)?;
+                if n == 1 {
+                    append_event(&tx, &event).await?;
+                    return Ok(None);
+                }
+                let row = query_one(&tx, "SELECT digest FROM master_key_check WHERE id = 1", &[]).await?;
+                stored_hash32(get(&row, 0)?).map(Some)
+            }
+            .await
+        })
+    }
     fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
         in_tx!(self, |tx| {
             async {

@@ -38,6 +38,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, name: "0002_vault", sql: include_str!("../../migrations/postgres/0002_vault.sql") },
     Migration { version: 3, name: "0003_pairs", sql: include_str!("../../migrations/postgres/0003_pairs.sql") },
     Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/postgres/0004_named_keys.sql") },
+    Migration { version: 5, name: "0005_master_key_check", sql: include_str!("../../migrations/postgres/0005_master_key_check.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

@@ -16,7 +16,7 @@ use super::{
     is_unique_violation, load_allowed, placeholders, save_allowed, user_from_row,
 };
 use crate::sql::GRANT_COLS;
-use crate::{AdminStore, GrantSummary, StoreError, StoreFuture, StoreResult, stored_folder};
+use crate::{AdminStore, GrantSummary, StoreError, StoreFuture, StoreResult, stored_folder, stored_hash32};
 
 fn rights_col(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
     Ok(Rights::from_bits(u32::try_from(r.get::<_, i64>(idx)?).unwrap_or(0)))
@@ -36,6 +36,22 @@ pub(super) fn folder_exists(c: &Connection, key: &str) -> StoreResult<bool> {
 }
 
 impl AdminStore for SqliteStore {
+    fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
+        Box::pin(self.write(move |c| {
+            let n = c
+                .execute(
+                    "INSERT INTO master_key_check (id, digest, recorded_at) VALUES (1, ?1, ?2) ON CONFLICT (id) DO NOTHING",
+                    params![check.as_slice(), event.at.millis()],
+                )
+                .map_err(backend)?;
+            if n == 1 {
+                append_event_tx(c, &event)?;
+                return Ok(None);
+            }
+            let digest: Vec<u8> = c.query_row("SELECT digest FROM master_key_check WHERE id = 1", [], |r| r.get(0)).map_err(backend)?;
+            stored_hash32(digest).map(Some)
+        }))
+    }
     fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
             let r = c.execute(

@@ -1012,3 +1012,33 @@ pub(crate) async fn simultaneous_associations_each_get_their_answer(store: Arc<d
     let all = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }
+
+/// The master key's check value is recorded once, by the first of any number
+/// of simultaneous openers, with one event; every other caller, then and
+/// later, gets the recorded value back whatever it offered.
+pub(crate) async fn the_master_key_check_is_recorded_once(store: Arc<dyn Store>) {
+    let recorded = ev(EventKind::MasterKeyRecorded);
+    let tasks: Vec<_> = (0..8_u8)
+        .map(|k| {
+            let (store, event) = (store.clone(), recorded.clone());
+            tokio::spawn(async move { (k, store.record_key_check([k; 32], event).await.unwrap()) })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    let firsts: Vec<u8> = answers.iter().filter(|(_, a)| a.is_none()).map(|(k, _)| *k).collect();
+    assert_eq!(firsts.len(), 1, "exactly one opener records its value: {answers:?}");
+    let first = [firsts[0]; 32];
+    assert!(answers.iter().all(|(_, a)| a.is_none_or(|v| v == first)), "the others see the recorded value: {answers:?}");
+    assert_eq!(store.record_key_check([0xee; 32], recorded.clone()).await.unwrap(), Some(first), "a later, other key is told the first");
+    assert_eq!(store.record_key_check(first, recorded).await.unwrap(), Some(first));
+    let events = store
+        .events(EventFilter { kind: Some(EventKind::MasterKeyRecorded.as_str().into()), limit: 100, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1, "one event, for the recording");
+    let all = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}

@@ -80,6 +80,7 @@ conformance!(
     readiness_and_pool,
     racing_writes_on_one_row_all_answer,
     simultaneous_associations_each_get_their_answer,
+    the_master_key_check_is_recorded_once,
 );
 
 #[test]
