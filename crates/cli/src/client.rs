@@ -183,8 +183,27 @@ impl From<ClientError> for Failure {
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
-        Failure { code: 1, message: format!("{e:#}") }
+        Failure { code: 1, message: chain_text(&e) }
     }
+}
+
+/// An error and its causes, outermost first, joined by ": ". A cause whose
+/// text is already there is left out: library errors say "opening the store:
+/// {source}" and also name that source as their cause, which `{e:#}` would
+/// print twice.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 impl From<std::io::Error> for Failure {
@@ -420,5 +439,41 @@ pub(crate) async fn vault(target: &Target, cmd: VaultCommand) -> Result<(), Fail
             let owners = v.owners(id).await?;
             print(j, &owners.join("\n"), json!({"Owners": owners}))
         }
+    }
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Broken;
+    impl std::fmt::Display for Broken {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("event 1: hash does not match")
+        }
+    }
+    impl std::error::Error for Broken {}
+
+    /// Like a `thiserror` variant `#[error("…: {0}")] Chain(#[from] Broken)`.
+    #[derive(Debug)]
+    struct Outer(Broken);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "the event log is broken: {}", self.0)
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_message_already_shows_is_said_once() {
+        let e = anyhow::Error::from(Outer(Broken)).context("restore failed");
+        assert_eq!(Failure::from(e).message, "restore failed: the event log is broken: event 1: hash does not match");
+        let plain = anyhow::Error::from(Broken).context("verifying");
+        assert_eq!(Failure::from(plain).message, "verifying: event 1: hash does not match");
     }
 }
