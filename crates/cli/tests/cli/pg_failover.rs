@@ -12,13 +12,17 @@
 //! new primary, and `admin events verify` must pass there. The tally and the recovery time are printed before any
 //! assertion.
 //!
+//! A server whose one database address comes to lead to a hot standby (a
+//! forwarder the test switches) reports not ready and refuses writes
+//! cleanly, and is ready and writing again once the standby is promoted.
+//!
 //! The same load meets a PostgreSQL crash and restart on one host in the
 //! security suite's F4 (`suite::`, run by `scripts/security`): clean
 //! failures while it is down, writes again within 10 s of its return, no
 //! acknowledged write lost.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -195,14 +199,17 @@ impl Outcome {
     }
 }
 
-/// Starts `strongroom serve` on `url`, makes its fixtures, runs the write
-/// load, calls `disrupt` (on a blocking thread) once the load is warm, waits
-/// until writes succeed again (bounded) and a little longer, then reads every
-/// acknowledged write back.
-async fn load_through<D>(url: &str, disrupt: impl FnOnce() -> D + Send + 'static) -> (Outcome, D)
-where
-    D: Send + 'static,
-{
+/// A server on `url` with a user who may write to [`FOLDER`], an access
+/// token of theirs, and one vault entry per writer.
+struct Prepared {
+    server: Server,
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    entries: Vec<i64>,
+}
+
+async fn prepare(url: &str) -> Prepared {
     let server = Server::start(&["--insecure-http", "--database-url", url], &[]);
     let admin = |args: &[&str], stdin: &str| {
         let mut all = vec!["--database-url", url];
@@ -239,6 +246,18 @@ where
         assert_eq!((status, v["Result"].as_i64()), (200, Some(0)), "{body}");
         entries.push(v["VaultID"].as_i64().unwrap());
     }
+    Prepared { server, http, base, token, entries }
+}
+
+/// Starts `strongroom serve` on `url`, makes its fixtures, runs the write
+/// load, calls `disrupt` (on a blocking thread) once the load is warm, waits
+/// until writes succeed again (bounded) and a little longer, then reads every
+/// acknowledged write back.
+async fn load_through<D>(url: &str, disrupt: impl FnOnce() -> D + Send + 'static) -> (Outcome, D)
+where
+    D: Send + 'static,
+{
+    let Prepared { server, http, base, token, entries } = prepare(url).await;
 
     let shared = Arc::new(Shared {
         epoch: Instant::now(),
@@ -290,7 +309,7 @@ where
     }
     // The event chain on the surviving database, every event of the
     // switch included.
-    let verified = admin(&["events", "verify"], "");
+    let verified = server.admin(&["--database-url", url, "events", "verify"], "");
     assert!(verified.contains("event log intact"), "events verify after the disruption: {verified}");
     let last_failure = tallies.iter().flat_map(|t| &t.failures).map(|f| f.sent).max().unwrap_or(disrupted_at);
     let recovery = tallies
@@ -339,6 +358,110 @@ async fn a_promoted_standby_takes_over_without_losing_acknowledged_writes() {
     outcome.print("failover");
     outcome.check();
     assert_eq!(standby.psql("SELECT pg_is_in_recovery()"), "f");
+}
+
+/// A TCP forwarder on 127.0.0.1 to the port in `target`, read at each new
+/// connection: one database address whose server the test can swap.
+fn forwarder(target: Arc<AtomicU16>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for inbound in listener.incoming().flatten() {
+            let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", target.load(Ordering::SeqCst))) else { continue };
+            let (Ok(a), Ok(b)) = (inbound.try_clone(), outbound.try_clone()) else { continue };
+            for (mut from, mut to) in [(inbound, b), (outbound, a)] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                    let _ = from.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    port
+}
+
+/// Polls `/health/ready` until it answers `want` (bounded); the time it took.
+async fn ready_becomes(http: &reqwest::Client, base: &str, want: u16) -> (Duration, String) {
+    let start = Instant::now();
+    loop {
+        let r = http.get(format!("{base}/health/ready")).send().await.unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        if status == want {
+            return (start.elapsed(), body);
+        }
+        assert!(start.elapsed() < RECOVERY_LIMIT, "/health/ready still {status} {body} after {RECOVERY_LIMIT:?}, waiting for {want}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Readiness follows the database into recovery and out of it: when the one
+/// address a server has comes to lead to a hot standby (as when a
+/// switchover demotes its primary), `/health/ready` answers 503 (a load
+/// balancer takes the replica out) and writes fail cleanly; once that
+/// standby is promoted the server is ready and writes again, no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_false_while_the_database_is_a_standby() {
+    let Some(bin) = server_binaries("readiness_is_false_while_the_database_is_a_standby") else { return };
+    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
+    let (primary, standby) = tokio::task::spawn_blocking(move || {
+        let mut primary = PgInstance::init(&bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
+        primary.start("");
+        let mut standby = PgInstance::standby_of(&primary, &[]);
+        standby.start("");
+        primary.wait_for("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", "1");
+        (primary, standby)
+    })
+    .await
+    .unwrap();
+    let target = Arc::new(AtomicU16::new(primary.port));
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", forwarder(target.clone()));
+    let Prepared { server, http, base, token, entries } = prepare(&url).await;
+    let associate = |name: &str| {
+        let (http, base, token) = (http.clone(), base.clone(), token.clone());
+        let body = json!({"VaultID": entries[0], "Name": name, "StringValue": "v"});
+        async move { sdk(&http, &base, &token, "Associate", body).await.unwrap() }
+    };
+    let r = http.get(format!("{base}/health/ready")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "ready on the primary");
+
+    // Everything the server wrote is on the standby; then its address leads there.
+    let (mut primary, standby) = tokio::task::spawn_blocking(move || {
+        let lsn = primary.psql("SELECT pg_current_wal_lsn()");
+        standby.wait_for(&format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"), "t");
+        (primary, standby)
+    })
+    .await
+    .unwrap();
+    target.store(standby.port, Ordering::SeqCst);
+    primary.stop("immediate");
+    let (took, body) = ready_becomes(&http, &base, 503).await;
+    eprintln!("readiness: 503 {took:?} after the address came to lead to a standby: {body}");
+    assert!(!INTERNALS.iter().any(|w| body.contains(w)), "the 503 names internals: {body}");
+    let live = http.get(format!("{base}/health/live")).send().await.unwrap();
+    assert_eq!(live.status(), 200, "the process itself is alive");
+    let (status, body) = associate("on-standby").await;
+    let result = serde_json::from_str::<Value>(&body).ok().and_then(|v| v["Result"].as_i64());
+    assert!(status == 503 || (status == 200 && result == Some(22)), "a write on a standby fails cleanly: {status} {body}");
+    assert!(!INTERNALS.iter().any(|w| body.contains(w)), "{body}");
+
+    // Promoted: ready again, writes again, on the same server process.
+    let standby = tokio::task::spawn_blocking(move || {
+        standby.promote();
+        standby
+    })
+    .await
+    .unwrap();
+    let (took, _) = ready_becomes(&http, &base, 200).await;
+    eprintln!("readiness: 200 again {took:?} after the promotion");
+    let (status, body) = associate("after-promotion").await;
+    assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()["Result"].as_i64()), (200, Some(0)), "{body}");
+    let stored = tokio::task::spawn_blocking(move || standby.psql("SELECT count(*) FROM associations WHERE name = 'after-promotion'"))
+        .await
+        .unwrap();
+    assert_eq!(stored, "1", "the write is on the promoted standby");
+    drop(server.stop());
 }
 
 /// Run by `scripts/security`, which reports their figures; the general test
