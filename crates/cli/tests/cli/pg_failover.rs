@@ -322,16 +322,23 @@ where
     (Outcome { tallies, before, disrupted_at, disruption, recovery, lost, log }, kept)
 }
 
+/// A primary and a hot standby streaming from it (`pg_basebackup -R`),
+/// both started, on 127.0.0.1 with trust authentication.
+fn primary_and_standby(bin: &std::path::Path) -> (PgInstance, PgInstance) {
+    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
+    let mut primary = PgInstance::init(bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
+    primary.start("");
+    let mut standby = PgInstance::standby_of(&primary, &[]);
+    standby.start("");
+    primary.wait_for("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", "1");
+    (primary, standby)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_promoted_standby_takes_over_without_losing_acknowledged_writes() {
     let Some(bin) = server_binaries("a_promoted_standby_takes_over_without_losing_acknowledged_writes") else { return };
-    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
     let (primary, standby) = tokio::task::spawn_blocking(move || {
-        let mut primary = PgInstance::init(&bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
-        primary.start("");
-        let mut standby = PgInstance::standby_of(&primary, &[]);
-        standby.start("");
-        primary.wait_for("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", "1");
+        let (primary, standby) = primary_and_standby(&bin);
         // Synchronous replication, on the primary only (after the copy): a
         // commit is acknowledged once the standby has it.
         primary.psql("ALTER SYSTEM SET synchronous_standby_names = '*'");
@@ -404,17 +411,7 @@ async fn ready_becomes(http: &reqwest::Client, base: &str, want: u16) -> (Durati
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_is_false_while_the_database_is_a_standby() {
     let Some(bin) = server_binaries("readiness_is_false_while_the_database_is_a_standby") else { return };
-    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
-    let (primary, standby) = tokio::task::spawn_blocking(move || {
-        let mut primary = PgInstance::init(&bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
-        primary.start("");
-        let mut standby = PgInstance::standby_of(&primary, &[]);
-        standby.start("");
-        primary.wait_for("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", "1");
-        (primary, standby)
-    })
-    .await
-    .unwrap();
+    let (primary, standby) = tokio::task::spawn_blocking(move || primary_and_standby(&bin)).await.unwrap();
     let target = Arc::new(AtomicU16::new(primary.port));
     let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", forwarder(target.clone()));
     let Prepared { server, http, base, token, entries } = prepare(&url).await;
