@@ -414,6 +414,7 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
     let (primary, standby) = tokio::task::spawn_blocking(move || primary_and_standby(&bin)).await.unwrap();
     let target = Arc::new(AtomicU16::new(primary.port));
     let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", forwarder(target.clone()));
+    // One address, no `target_session_attrs`: the server cannot tell where it leads.
     let Prepared { server, http, base, token, entries } = prepare(&url).await;
     let associate = |name: &str| {
         let (http, base, token) = (http.clone(), base.clone(), token.clone());
@@ -423,16 +424,18 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
     let r = http.get(format!("{base}/health/ready")).send().await.unwrap();
     assert_eq!(r.status(), 200, "ready on the primary");
 
-    // Everything the server wrote is on the standby; then its address leads there.
-    let (mut primary, standby) = tokio::task::spawn_blocking(move || {
+    // Everything the server wrote is on the standby; then its address leads
+    // there, and the primary's connections end.
+    let (_primary, standby) = tokio::task::spawn_blocking(move || {
+        let mut primary = primary;
         let lsn = primary.psql("SELECT pg_current_wal_lsn()");
         standby.wait_for(&format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"), "t");
+        target.store(standby.port, Ordering::SeqCst);
+        primary.stop("immediate");
         (primary, standby)
     })
     .await
     .unwrap();
-    target.store(standby.port, Ordering::SeqCst);
-    primary.stop("immediate");
     let (took, body) = ready_becomes(&http, &base, 503).await;
     eprintln!("readiness: 503 {took:?} after the address came to lead to a standby: {body}");
     assert!(!INTERNALS.iter().any(|w| body.contains(w)), "the 503 names internals: {body}");
