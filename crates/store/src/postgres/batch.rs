@@ -22,7 +22,7 @@ use strongroom_core::grant::GrantId;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::VaultId;
 
-use super::{CONNECTING, HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
+use super::{CONNECTING, EventRow, HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
 use crate::sql;
 use crate::{Checked, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
 
@@ -469,29 +469,23 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
                 c,
                 sql.advance,
                 &[
-                    &grant_id.as_str(),
-                    version,
-                    &p.refresh.as_ref().map(TokenHash::as_bytes),
-                    &p.access.as_ref().map(TokenHash::as_bytes),
-                    &p.used,
-                    &p.rotated_from.as_ref().map(|(h, _)| h.as_bytes()),
-                    &p.rotated_from.map(|(_, at)| at.millis()),
-                    &now,
-                    &change.retire_access.as_ref().map(TokenHash::as_bytes),
-                    &t.access_hash.as_bytes(),
-                    &t.access_expires.millis(),
-                    &t.refresh_hash.as_ref().map(TokenHash::as_bytes),
-                    &seq,
-                    &e.at.millis(),
-                    &e.kind.as_str(),
-                    &e.identity,
-                    &e.client_id,
-                    &e.source,
-                    &e.request_id,
-                    &e.object,
-                    &e.detail,
-                    &&hash[..],
-                ],
+                    &[
+                        &grant_id.as_str() as Param<'_>,
+                        version,
+                        &p.refresh.as_ref().map(TokenHash::as_bytes),
+                        &p.access.as_ref().map(TokenHash::as_bytes),
+                        &p.used,
+                        &p.rotated_from.as_ref().map(|(h, _)| h.as_bytes()),
+                        &p.rotated_from.map(|(_, at)| at.millis()),
+                        &now,
+                        &change.retire_access.as_ref().map(TokenHash::as_bytes),
+                        &t.access_hash.as_bytes(),
+                        &t.access_expires.millis(),
+                        &t.refresh_hash.as_ref().map(TokenHash::as_bytes),
+                    ][..],
+                    &EventRow::new(seq, e, &hash).params(),
+                ]
+                .concat(),
             )
             .await?;
             let moved = get::<i64>(&row, 0)? == 1;
@@ -502,25 +496,19 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
                 c,
                 sql.put,
                 &[
-                    &by.grant_id.as_str(),
-                    &by.user_id.as_str(),
-                    &id.0,
-                    &a.name,
-                    &a.value_type.as_str(),
-                    &a.key_id,
-                    &a.sealed,
-                    &&a.lookup[..],
-                    &seq,
-                    &e.at.millis(),
-                    &e.kind.as_str(),
-                    &e.identity,
-                    &e.client_id,
-                    &e.source,
-                    &e.request_id,
-                    &e.object,
-                    &e.detail,
-                    &&hash[..],
-                ],
+                    &[
+                        &by.grant_id.as_str() as Param<'_>,
+                        &by.user_id.as_str(),
+                        &id.0,
+                        &a.name,
+                        &a.value_type.as_str(),
+                        &a.key_id,
+                        &a.sealed,
+                        &&a.lookup[..],
+                    ][..],
+                    &EventRow::new(seq, e, &hash).params(),
+                ]
+                .concat(),
             )
             .await?;
             Ok(put_outcome(get(&row, 0)?, get(&row, 1)?, get(&row, 2)?))

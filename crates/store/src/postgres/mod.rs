@@ -394,11 +394,33 @@ pub(crate) async fn append_event(c: &impl GenericClient, e: &Event) -> StoreResu
         c,
         "INSERT INTO events (seq, at, kind, identity, client_id, source, request_id, object, detail, hash) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        &[&seq, &e.at.millis(), &e.kind.as_str(), &e.identity, &e.client_id, &e.source, &e.request_id, &e.object, &e.detail, &&h[..]],
+        &EventRow::new(seq, e, &h).params(),
     )
     .await?;
     exec(c, "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1", &[&seq, &&h[..]]).await?;
     Ok(seq)
+}
+
+/// The `events` row of `e` at `seq` with chain hash `hash`: the ten
+/// parameters, in column order (seq, at, kind, identity, client_id, source,
+/// request_id, object, detail, hash), of every statement that writes one.
+pub(crate) struct EventRow<'a> {
+    seq: i64,
+    at: i64,
+    kind: &'static str,
+    e: &'a Event,
+    hash: &'a [u8],
+}
+
+impl<'a> EventRow<'a> {
+    pub(crate) fn new(seq: i64, e: &'a Event, hash: &'a [u8; 32]) -> EventRow<'a> {
+        EventRow { seq, at: e.at.millis(), kind: e.kind.as_str(), e, hash }
+    }
+
+    pub(crate) fn params(&self) -> [Param<'_>; 10] {
+        let e = self.e;
+        [&self.seq, &self.at, &self.kind, &e.identity, &e.client_id, &e.source, &e.request_id, &e.object, &e.detail, &self.hash]
+    }
 }
 
 pub(super) async fn insert_tokens(c: &impl GenericClient, grant_id: &str, t: &NewTokens) -> StoreResult<()> {
