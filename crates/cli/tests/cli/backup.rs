@@ -33,16 +33,8 @@ const FOLDER: &str = "\\VED\\Policy\\Backups";
 const SECRET_B64: &str = "a2VwdCB0aHJvdWdoIGJhY2t1cCBhbmQgcmVzdG9yZQ==";
 
 /// An access token for `root` through the password grant.
-async fn password_grant(http: &reqwest::Client, base: &str) -> String {
-    let t: Value = http
-        .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "app", "username": "root", "password": PASSWORD, "scope": "restricted:manage"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn root_token(http: &reqwest::Client, base: &str) -> String {
+    let t = crate::process::password_grant(http, base, "app", "root", PASSWORD, "restricted:manage").await;
     t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned()
 }
 
@@ -67,7 +59,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
     server.admin(&["folders", "create", FOLDER], "");
     let http = reqwest::Client::new();
-    let token = password_grant(&http, &base).await;
+    let token = root_token(&http, &base).await;
     let added =
         sdk(&http, &base, &token, "Add", json!({"VaultType": 32, "Namespace": "config", "Owner": FOLDER, "Base64Data": SECRET_B64})).await;
     assert_eq!(added["Result"], 0, "{added}");
@@ -182,7 +174,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     // The secret written before the backup opens with the master key put
     // back: the data key wrapped by it came through the snapshot.
     let base = format!("http://127.0.0.1:{}", restored.port);
-    let token = password_grant(&http, &base).await;
+    let token = root_token(&http, &base).await;
     let got = sdk(&http, &base, &token, "Retrieve", json!({"VaultID": vault_id})).await;
     assert_eq!((got["Result"].as_i64(), got["Base64Data"].as_str()), (Some(0), Some(SECRET_B64)), "{got}");
     restored.stop();

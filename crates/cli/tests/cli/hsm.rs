@@ -198,15 +198,7 @@ impl Api {
         server.admin(&["integrations", "create", "app", "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"], "");
         let base = format!("http://127.0.0.1:{}", server.port);
         let http = reqwest::Client::new();
-        let t: Value = http
-            .post(format!("{base}/vedauth/authorize/oauth"))
-            .json(&json!({"client_id": "app", "username": "root", "password": PASSWORD, "scope": SCOPE}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let t = crate::process::password_grant(&http, &base, "app", "root", PASSWORD, SCOPE).await;
         let token = t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned();
         Api { http, base, token }
     }

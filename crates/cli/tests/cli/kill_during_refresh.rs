@@ -186,14 +186,7 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
         for i in 0..CLIENTS {
             let (http, base) = (http.clone(), base.clone());
             grants.push(tokio::spawn(async move {
-                let r = http
-                    .post(format!("{base}/vedauth/authorize/oauth"))
-                    .json(&json!({"client_id": client_id(i), "username": USER, "password": PASSWORD, "scope": SCOPE}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), 200, "password grant for {}", client_id(i));
-                held_from(&r.json().await.unwrap())
+                held_from(&crate::process::password_grant(&http, &base, &client_id(i), USER, PASSWORD, SCOPE).await)
             }));
         }
         let mut held = Vec::new();

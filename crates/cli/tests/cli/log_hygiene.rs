@@ -127,15 +127,7 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
         .await
         .unwrap();
     assert_eq!(reuse["error"], "invalid_grant");
-    let t3: Value = http
-        .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "app", "username": "alice", "password": PASSWORD, "scope": "restricted:manage"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let t3 = crate::process::password_grant(&http, &base, "app", "alice", PASSWORD, "restricted:manage").await;
     let access3 = t3["access_token"].as_str().unwrap_or_else(|| panic!("{t3}")).to_owned();
     secrets.extend([access3.clone(), t3["refresh_token"].as_str().unwrap().to_owned()]);
     // A vault value and secret data: never logged either.

@@ -140,14 +140,7 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     assert_eq!(st, 200, "{first}");
     let (st, rotated) = token(&http, &base, &refresh_body("moved", first["refresh_token"].as_str().unwrap())).await;
     assert_eq!(st, 200, "{rotated}");
-    let r = http
-        .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "moved", "username": USER, "password": PASSWORD, "scope": SCOPE}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let pw: Value = r.json().await.unwrap();
+    let pw = crate::process::password_grant(&http, &base, "moved", USER, PASSWORD, SCOPE).await;
     let access = rotated["access_token"].as_str().unwrap().to_owned();
     let added = sdk(
         &http,

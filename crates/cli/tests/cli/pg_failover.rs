@@ -223,14 +223,8 @@ async fn prepare(url: &str) -> Prepared {
 
     let base = format!("http://127.0.0.1:{}", server.port);
     let http = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
-    let r = http
-        .post(format!("{base}/vedauth/authorize/oauth"))
-        .json(&json!({"client_id": "failover", "username": USER, "password": PASSWORD, "scope": "restricted:manage"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let token = r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_owned();
+    let t = crate::process::password_grant(&http, &base, "failover", USER, PASSWORD, "restricted:manage").await;
+    let token = t["access_token"].as_str().unwrap().to_owned();
     let mut entries = Vec::new();
     for _ in 0..WRITERS {
         let (status, body) = sdk(

@@ -203,6 +203,29 @@ pub async fn approve(http: &reqwest::Client, base: &str, link: &str, user: &str,
         .unwrap()
 }
 
+/// The password grant (`/vedauth/authorize/oauth`) for `user` on
+/// `client_id`: its answer, which must be 200 (the access and refresh tokens).
+#[allow(dead_code)] // not every test binary that includes this file asks for one
+pub async fn password_grant(
+    http: &reqwest::Client,
+    base: &str,
+    client_id: &str,
+    user: &str,
+    password: &str,
+    scope: &str,
+) -> serde_json::Value {
+    let r = http
+        .post(format!("{base}/vedauth/authorize/oauth"))
+        .json(&serde_json::json!({"client_id": client_id, "username": user, "password": password, "scope": scope}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let t: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "password grant for {user} on {client_id}: {t}");
+    t
+}
+
 /// Output of a finished client command.
 #[derive(Debug)]
 pub struct Run {
