@@ -453,6 +453,12 @@ async fn entry_of(store: &dyn Store, access: TokenHash, id: strongroom_core::vau
     store.vault_context(access, Some(id)).await.unwrap().unwrap().entry
 }
 
+/// Data key 1 under `Software:Default`, which the vault cases seal under.
+async fn first_data_key(store: &dyn Store) {
+    let key = strongroom_store::DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 };
+    store.insert_data_key(key, ev(EventKind::VaultKeyCreated)).await.unwrap();
+}
+
 fn folder(p: &str) -> strongroom_core::vault::FolderPath {
     strongroom_core::vault::FolderPath::parse(p).unwrap()
 }
@@ -505,13 +511,7 @@ const SOFTWARE: &str = "Software:Default";
 pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>) {
     use strongroom_core::vault::VaultId;
     use strongroom_store::{AddOwner, Checked, DataKeyRecord, PutAssociation, SealedItem, VaultFilter};
-    store
-        .insert_data_key(
-            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
-            ev(EventKind::VaultKeyCreated),
-        )
-        .await
-        .unwrap();
+    first_data_key(&*store).await;
     assert!(matches!(
         store
             .insert_data_key(
@@ -765,14 +765,8 @@ pub(crate) async fn device_start_quota(store: Arc<dyn Store>) {
 /// removed (or a grant revoked) after the context read are never bypassed.
 pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     use strongroom_core::vault::Rights;
-    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
-    store
-        .insert_data_key(
-            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
-            ev(EventKind::VaultKeyCreated),
-        )
-        .await
-        .unwrap();
+    use strongroom_store::{Checked, PutAssociation};
+    first_data_key(&*store).await;
     let (admin, _) = writer(&*store, true).await;
     let (w, access) = writer(&*store, false).await;
     let team = folder("\\VED\\Policy\\Team");
@@ -846,14 +840,8 @@ pub(crate) async fn readiness_and_pool(store: Arc<dyn Store>) {
         assert!(seen.is_empty(), "{seen:?}");
     }
     // An association is group-committed on both.
-    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
-    store
-        .insert_data_key(
-            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
-            ev(EventKind::VaultKeyCreated),
-        )
-        .await
-        .unwrap();
+    use strongroom_store::{Checked, PutAssociation};
+    first_data_key(&*store).await;
     let (w, _) = writer(&*store, true).await;
     store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
     let id = store.allocate_vault_id().await.unwrap();
@@ -872,15 +860,9 @@ pub(crate) async fn readiness_and_pool(store: Arc<dyn Store>) {
 /// `deadlock_timeout`; every call here must answer.
 pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
     use strongroom_core::vault::VaultId;
-    use strongroom_store::{Checked, DataKeyRecord};
+    use strongroom_store::Checked;
     let rng = Arc::new(rng());
-    store
-        .insert_data_key(
-            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
-            ev(EventKind::VaultKeyCreated),
-        )
-        .await
-        .unwrap();
+    first_data_key(&*store).await;
     let (w, _) = writer(&*store, true).await;
     store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
     let alice = user(&*store, &rng, "alice").await;
@@ -929,14 +911,8 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
 /// stored is there, one event per stored value, and the chain verifies.
 pub(crate) async fn simultaneous_associations_each_get_their_answer(store: Arc<dyn Store>) {
     use strongroom_core::vault::{Rights, VaultId};
-    use strongroom_store::{Checked, DataKeyRecord, PutAssociation};
-    store
-        .insert_data_key(
-            DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 },
-            ev(EventKind::VaultKeyCreated),
-        )
-        .await
-        .unwrap();
+    use strongroom_store::{Checked, PutAssociation};
+    first_data_key(&*store).await;
     let (admin, _) = writer(&*store, true).await;
     let (other, _) = writer(&*store, false).await;
     for f in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
