@@ -116,23 +116,9 @@ impl Server {
     /// `strongroom admin ...` on this server's data directory, with the
     /// server's environment (its database URL, say) but not its log level.
     pub fn admin(&self, args: &[&str], stdin: &str) -> String {
-        let env = self.env.iter().filter(|(k, _)| k != "STRONGROOM_LOG" && k != "RUST_LOG");
-        let mut child = Command::new(BIN)
-            .arg("admin")
-            .arg("--data-dir")
-            .arg(&self.dir)
-            .args(args)
-            .envs(env.map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success(), "admin {args:?} failed: {text}");
-        text
+        let env: Vec<(&str, &str)> =
+            self.env.iter().filter(|(k, _)| k != "STRONGROOM_LOG" && k != "RUST_LOG").map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        admin(&self.dir, args, &env, stdin)
     }
 
     /// Like [`Server::stop`], keeping the data directory (made by
@@ -166,6 +152,27 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `strongroom admin --data-dir DIR ARGS` with `env`, `stdin` fed to it;
+/// its stdout and stderr. The command must succeed.
+pub fn admin(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> String {
+    let mut child = Command::new(BIN)
+        .arg("admin")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "admin {args:?} failed: {text}");
+    text
 }
 
 /// Approves (or denies) a device login through the page's form posts, as a

@@ -25,7 +25,7 @@ use strongroom_server::keys::Keys;
 use strongroom_server::state::OsRandom;
 use strongroom_store::Store;
 
-use crate::process::{BIN, Server};
+use crate::process::Server;
 
 pub const USER: &str = "rosa";
 pub const PASSWORD: &str = "a long passphrase";
@@ -162,26 +162,9 @@ impl Bases {
 
 /// `strongroom admin ARGS` against database `url` with master key `key_hex`.
 pub fn admin_on(url: &str, key_hex: &str, args: &[&str], stdin: &str) -> String {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .arg("admin")
-        .arg("--data-dir")
-        .arg(dir.path())
-        .arg("--database-url")
-        .arg(url)
-        .args(args)
-        .env("STRONGROOM_MASTER_KEY", key_hex)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "admin {args:?} failed: {text}");
-    text
+    let all: Vec<&str> = ["--database-url", url].iter().chain(args).copied().collect();
+    crate::process::admin(dir.path(), &all, &[("STRONGROOM_MASTER_KEY", key_hex)], stdin)
 }
 
 pub fn http() -> reqwest::Client {
