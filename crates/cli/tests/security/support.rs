@@ -112,9 +112,7 @@ impl Fx {
     }
 
     pub async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = self.http.post(format!("{}{path}", self.base)).json(body).send().await.unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        post_json(&self.http, &format!("{}{path}", self.base), body).await
     }
 
     pub async fn device(&self, client: &str) -> Value {
@@ -183,4 +181,12 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// POSTs `body` as JSON to `url`: the status and the JSON answer (`null` if
+/// it is not JSON). For tasks that hold their own client, not the fixture.
+pub async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let r = http.post(url).json(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
 }

@@ -44,14 +44,8 @@ async fn a1_a5_a6_device_code_single_use_and_binding() {
         let answers = concurrently(RACERS, move |_| {
             let (http, base, code) = (http.clone(), base.clone(), code.clone());
             async move {
-                let r = http
-                    .post(format!("{base}/vedauth/authorize/token"))
-                    .json(&json!({"client_id": "strict", "grant_type": crate::support::DEVICE_GRANT, "device_code": code}))
-                    .send()
-                    .await
-                    .unwrap();
-                let st = r.status().as_u16();
-                (st, r.json().await.unwrap_or(Value::Null))
+                let body = json!({"client_id": "strict", "grant_type": crate::support::DEVICE_GRANT, "device_code": code});
+                crate::support::post_json(&http, &format!("{base}/vedauth/authorize/token"), &body).await
             }
         })
         .await;
@@ -169,14 +163,8 @@ async fn a2_a3_refresh_races_and_reuse() {
             let answers = concurrently(RACERS, move |_| {
                 let (http, base, rt, client) = (http.clone(), base.clone(), rt.clone(), client.clone());
                 async move {
-                    let r = http
-                        .post(format!("{base}/vedauth/authorize/token"))
-                        .json(&json!({"client_id": client, "refresh_token": rt}))
-                        .send()
-                        .await
-                        .unwrap();
-                    let st = r.status().as_u16();
-                    (st, r.json().await.unwrap_or(Value::Null))
+                    let body = json!({"client_id": client, "refresh_token": rt});
+                    crate::support::post_json(&http, &format!("{base}/vedauth/authorize/token"), &body).await
                 }
             })
             .await;
