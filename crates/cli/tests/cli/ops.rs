@@ -126,9 +126,18 @@ fn completions_and_man_pages_come_from_the_cli_definition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_have_a_listener_of_their_own() {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let server = Server::start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", &listen)]);
+    // The metrics port is ours to choose, so a port taken meanwhile by
+    // another test is ours to replace.
+    let (server, listen) = (0..5)
+        .find_map(|_| {
+            let listen = format!("127.0.0.1:{}", free_port());
+            match Server::try_start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", &listen)]) {
+                Ok(server) => Some((server, listen)),
+                Err(out) if out.contains(&format!("listening on {listen}: Address already in use")) => None,
+                Err(out) => panic!("the server did not start; output:\n{out}"),
+            }
+        })
+        .expect("five metrics ports were taken before the server could bind them");
     let http = reqwest::Client::new();
     let main = format!("http://127.0.0.1:{}", server.port);
     assert_eq!(http.get(format!("{main}/health/ready")).send().await.unwrap().status(), 200);
