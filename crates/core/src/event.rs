@@ -17,6 +17,10 @@ pub enum EventKind {
     UserDisabled,
     UserEnabled,
     UserPasswordChanged,
+    /// An administrator cleared the user's guessing locks.
+    UserUnlocked,
+    /// Every live grant of a user was revoked at once (`admin grants revoke --user`).
+    UserGrantsRevoked,
     IntegrationCreated,
     IntegrationUpdated,
     DeviceAuthorizationStarted,
@@ -55,6 +59,8 @@ impl EventKind {
         EventKind::UserDisabled,
         EventKind::UserEnabled,
         EventKind::UserPasswordChanged,
+        EventKind::UserUnlocked,
+        EventKind::UserGrantsRevoked,
         EventKind::IntegrationCreated,
         EventKind::IntegrationUpdated,
         EventKind::DeviceAuthorizationStarted,
@@ -90,6 +96,8 @@ impl EventKind {
             EventKind::UserDisabled => "user.disabled",
             EventKind::UserEnabled => "user.enabled",
             EventKind::UserPasswordChanged => "user.password_changed",
+            EventKind::UserUnlocked => "user.unlocked",
+            EventKind::UserGrantsRevoked => "user.grants_revoked",
             EventKind::IntegrationCreated => "integration.created",
             EventKind::IntegrationUpdated => "integration.updated",
             EventKind::DeviceAuthorizationStarted => "device.started",

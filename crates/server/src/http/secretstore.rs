@@ -519,7 +519,7 @@ struct LogQuery {
     get,
     path = "/vedsdk/Log",
     tag = "vedsdk",
-    description = "The event log, oldest first, a page at a time. Parameter names match in any case. Scope `admin:viewlogs`.",
+    description = "The event log, oldest first, a page at a time. Parameter names match in any case. Scope `admin:viewlogs`. A Master Admin sees every event; anyone else only the events they acted in and those on vault entries they may read (Read on an owner).",
     security(("bearer" = [])),
     params(LogQuery),
     responses(
@@ -528,7 +528,7 @@ struct LogQuery {
     ),
 )]
 pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
-    let _ = begin(&app, origin, req, "admin:viewlogs").await?;
+    let (caller, _) = begin(&app, origin, req, "admin:viewlogs").await?;
     let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let time = |k: &str| -> Result<Option<UnixTime>, SdkFailure> {
         match q.get(k) {
@@ -550,6 +550,7 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
         object: int("vaultid")?.map(|v| v.to_string()),
         after_seq: int("after")?,
         limit: u32::try_from(limit + 1).unwrap_or(1001),
+        viewer: caller.viewer(),
     };
     let mut events = app.store.events(filter).await.map_err(VaultError::from)?;
     let next = if events.len() as i64 > limit {

@@ -59,7 +59,7 @@ fn refused(why: IssueRefused) -> AuthError {
     match why {
         IssueRefused::IntegrationDisabled => AuthError::InvalidClient("The API integration is disabled."),
         IssueRefused::UserGone => AuthError::InvalidGrant("The user no longer exists."),
-        IssueRefused::UserDisabledOrLocked => AuthError::InvalidGrant("The user's account is disabled or locked."),
+        IssueRefused::UserDisabled => AuthError::InvalidGrant("The user's account is disabled."),
         IssueRefused::UserNotAllowed => AuthError::UnauthorizedClient("The user is not allowed to use this API integration."),
         IssueRefused::ScopeTooWide => AuthError::InvalidScope("The scope exceeds the scope of the API integration."),
     }
@@ -99,7 +99,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
             }
             Poll::Redeemed => match &ctx.grant {
                 Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
-                    may_receive(&ctx.standing, &grant.scope, now).map_err(refused)?;
+                    may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
                     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
                     let change = PairChange::replacing(&grant.pair, &tokens);
                     let event = app
@@ -126,7 +126,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                 }
             },
             Poll::Issue { user_id } => {
-                may_receive(&ctx.standing, &device.scope, now).map_err(refused)?;
+                may_receive(&ctx.standing, &device.scope).map_err(refused)?;
                 let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
                 let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
                 grant.pair = Pair::first(&tokens);
@@ -227,7 +227,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();
-    // `authenticate` refused a locked or disabled account already.
+    // `authenticate` refused a disabled account already.
     let standing = Standing {
         integration_found: true,
         integration_disabled: integration.disabled,
@@ -235,9 +235,8 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         user_found: true,
         user_disabled: user.disabled,
         user_allowed: integration.allowed_users.permits(&user.id),
-        locked_until: None,
     };
-    may_receive(&standing, &scope, now).map_err(refused)?;
+    may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
     grant.pair = Pair::first(&tokens);
