@@ -100,6 +100,18 @@ pub fn code_slots(user_id: &str, name_key: &str, addr: &str) -> Vec<Slot> {
     ]
 }
 
+/// Whether an attempt may go ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// It took a slot in every counter.
+    Admitted,
+    /// A counter is locked.
+    Locked,
+    /// A counter's slots are all taken by attempts still being checked:
+    /// nothing is locked, the attempt may be tried again in a moment.
+    Busy,
+}
+
 /// One counter's stored state. `failures` counts the attempts of the
 /// window: failed ones and those still being checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,17 +130,22 @@ impl Counter {
         self.failures == 0 || now.millis_since(self.window_start) >= rule.window_secs.saturating_mul(1000)
     }
 
-    /// The counter after an attempt at `now` takes a slot, or `None` when
-    /// it may not: locked, or every slot of the window taken.
-    pub fn admit(self, rule: Rule, now: UnixTime) -> Option<Counter> {
+    /// The counter after an attempt at `now` takes a slot, or why it may
+    /// not: locked, or every slot of the window taken ([`Admission::Busy`]:
+    /// by attempts still being checked, or failures that will lock when the
+    /// last of them is recorded).
+    pub fn admit(self, rule: Rule, now: UnixTime) -> Result<Counter, Admission> {
         if self.is_locked(now) {
-            return None;
+            return Err(Admission::Locked);
         }
-        let locked_until = None;
         if self.window_over(rule, now) {
-            return Some(Counter { failures: 1, window_start: now, locked_until });
+            return Ok(Counter { failures: 1, window_start: now, locked_until: None });
         }
-        (self.failures < rule.limit).then(|| Counter { failures: self.failures + 1, window_start: self.window_start, locked_until })
+        if self.failures < rule.limit {
+            Ok(Counter { failures: self.failures + 1, window_start: self.window_start, locked_until: None })
+        } else {
+            Err(Admission::Busy)
+        }
     }
 
     /// The counter after an attempt that took a slot failed at `now`: the
@@ -170,7 +187,7 @@ mod tests {
         for _ in 0..3 {
             c = c.admit(RULE, t0).unwrap();
         }
-        assert_eq!(c.admit(RULE, t0), None, "a fourth attempt while three are being checked");
+        assert_eq!(c.admit(RULE, t0), Err(Admission::Busy), "a fourth attempt while three are being checked");
         assert!(!c.is_locked(t0), "nothing failed yet");
     }
 
@@ -184,7 +201,7 @@ mod tests {
         }
         c = c.admit(RULE, t0.plus_secs(2)).unwrap().failed(RULE, t0.plus_secs(2));
         assert!(c.is_locked(t0.plus_secs(2)), "three failures of a limit of three lock");
-        assert_eq!(c.admit(RULE, t0.plus_secs(3)), None);
+        assert_eq!(c.admit(RULE, t0.plus_secs(3)), Err(Admission::Locked));
         assert!(c.is_locked(t0.plus_secs(121)));
         assert!(!c.is_locked(t0.plus_secs(122)));
         // After the lock the window is over too: a fresh count.

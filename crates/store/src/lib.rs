@@ -29,7 +29,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
-use strongroom_core::throttle::{Rule, Slot};
+use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::value::ValueType;
@@ -281,8 +281,8 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     /// signed in as that name before: one read.
     fn login_context(&self, name_key: String, addr: String) -> StoreFuture<'_, LoginContext>;
     /// Takes a slot in every counter of `slots` at `now`, before the work they limit: one
-    /// transaction, all or none. False, and nothing written, if any is locked or full.
-    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, bool>;
+    /// transaction, all or none. Nothing is written unless it answers `Admitted`.
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission>;
     /// The attempt that took `slots` failed: its slots stay taken, a counter that is full locks
     /// (with a lockout event each), and `event` is written. Returns how many counters locked.
     fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize>;

@@ -12,7 +12,7 @@ use strongroom_core::grant::device::{Decide, DeviceAuthorization, DeviceState};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
-use strongroom_core::throttle::{self, Rule};
+use strongroom_core::throttle::{self, Admission, Rule};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKind, display_user_code, mint_device_code, mint_user_code, normalize_user_code};
 use strongroom_proto::vedauth::DeviceRequest;
@@ -92,6 +92,8 @@ pub enum PageError {
     UnknownCode,
     #[error("Too many wrong codes. Try again later.")]
     CodeLocked,
+    #[error("Too many sign-ins at this moment. Try again in a few seconds.")]
+    Busy,
     #[error("Your account may not use this application.")]
     NotAllowed,
     #[error("This request has already been answered.")]
@@ -140,13 +142,16 @@ pub async fn sign_in(
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),
+        Err(LoginError::Busy) => return Err(PageError::Busy),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     // The code is compared only after the attempt took its slots: parallel
     // guesses cannot outrun the count.
     let slots = throttle::code_slots(user.id.as_str(), &user.name.to_lowercase(), &origin.addr);
-    if !app.store.begin_attempt(slots.clone(), app.now()).await? {
-        return Err(PageError::CodeLocked);
+    match app.store.begin_attempt(slots.clone(), app.now()).await? {
+        Admission::Admitted => {}
+        Admission::Locked => return Err(PageError::CodeLocked),
+        Admission::Busy => return Err(PageError::Busy),
     }
     let now = app.now();
     let found = match normalize_user_code(user_code_input) {

@@ -13,7 +13,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::identity::{User, login_name};
 use strongroom_core::password;
 use strongroom_core::secret::Secret;
-use strongroom_core::throttle;
+use strongroom_core::throttle::{self, Admission};
 
 use super::Origin;
 use crate::state::AppState;
@@ -25,6 +25,10 @@ pub enum LoginError {
     Invalid,
     #[error("too many failed attempts")]
     Locked,
+    /// Too many sign-ins of this name from this address (or from this
+    /// address) are being checked at this moment; nothing is locked.
+    #[error("too many sign-ins at once")]
+    Busy,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -43,8 +47,10 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
     }
     let ctx = if name_key.is_empty() { Default::default() } else { app.store.login_context(name_key.clone(), origin.addr.clone()).await? };
     let slots = throttle::password_slots(&name_key, &origin.addr, ctx.known_origin);
-    if !app.store.begin_attempt(slots.clone(), app.now()).await? {
-        return Err(LoginError::Locked);
+    match app.store.begin_attempt(slots.clone(), app.now()).await? {
+        Admission::Admitted => {}
+        Admission::Locked => return Err(LoginError::Locked),
+        Admission::Busy => return Err(LoginError::Busy),
     }
     let phc = ctx.user.as_ref().map_or_else(|| password::dummy_hash().to_owned(), |(_, h)| h.clone());
     let ok = match app.hashing.verify(password.clone(), phc).await {

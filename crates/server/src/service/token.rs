@@ -88,14 +88,20 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
         match device.poll(client_id, now) {
             Poll::WrongClient | Poll::Expired => return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
             Poll::Denied => return Err(AuthError::AccessDenied),
+            // The poll is answered only once it is recorded: a poll that
+            // lost its conditional write to a simultaneous one reads again,
+            // and finds itself too fast. Parallel polls cannot all pass as
+            // paced.
             Poll::Pending { record } => {
-                tracing::trace!(client_id, "device code pending");
-                app.store.record_poll(code_hash, device.version, record).await?;
-                return Err(AuthError::AuthorizationPending);
+                if app.store.record_poll(code_hash, device.version, record).await? {
+                    tracing::trace!(client_id, "device code pending");
+                    return Err(AuthError::AuthorizationPending);
+                }
             }
             Poll::SlowDown { record } => {
-                app.store.record_poll(code_hash, device.version, record).await?;
-                return Err(AuthError::SlowDown);
+                if app.store.record_poll(code_hash, device.version, record).await? {
+                    return Err(AuthError::SlowDown);
+                }
             }
             Poll::Redeemed => match &ctx.grant {
                 Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
@@ -224,6 +230,9 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(AuthError::InvalidGrant("Username or password is invalid.")),
         Err(LoginError::Locked) => return Err(AuthError::InvalidGrant("Too many failed attempts; try again later.")),
+        Err(LoginError::Busy) => {
+            return Err(AuthError::TemporarilyUnavailable("Too many sign-ins of this user from this address at this moment; try again."));
+        }
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();

@@ -9,7 +9,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::User;
 use strongroom_core::integration::TokenOverrides;
-use strongroom_core::throttle::{Counter, Rule, Slot};
+use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
@@ -233,27 +233,24 @@ impl AuthStore for PgStore {
             Ok(LoginContext { user, known_origin: get(&r, 6)? })
         })
     }
-    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, bool> {
-        in_tx!(
-            self,
-            unchained | tx | {
-                async {
-                    let mut taken = Vec::with_capacity(slots.len());
-                    for slot in in_key_order(&slots) {
-                        match counter_for_update(&tx, &slot.key).await?.admit(slot.rule, now) {
-                            Some(after) => taken.push((slot, after)),
-                            // Nothing was changed: the rows made at zero are as good as absent.
-                            None => return Ok(false),
-                        }
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission> {
+        in_plain_tx!(self, |tx| {
+            async {
+                let mut taken = Vec::with_capacity(slots.len());
+                for slot in in_key_order(&slots) {
+                    match counter_for_update(&tx, &slot.key).await?.admit(slot.rule, now) {
+                        Ok(after) => taken.push((slot, after)),
+                        // Nothing was changed: the rows made at zero are as good as absent.
+                        Err(refused) => return Ok(refused),
                     }
-                    for (slot, after) in taken {
-                        put_counter(&tx, slot, &after).await?;
-                    }
-                    Ok(true)
                 }
-                .await
+                for (slot, after) in taken {
+                    put_counter(&tx, slot, &after).await?;
+                }
+                Ok(Admission::Admitted)
             }
-        )
+            .await
+        })
     }
     fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {
         in_tx!(self, |tx| {
@@ -275,29 +272,26 @@ impl AuthStore for PgStore {
         })
     }
     fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
-        in_tx!(
-            self,
-            unchained | tx | {
-                async {
-                    let mut after = Vec::with_capacity(slots.len());
-                    for slot in in_key_order(&slots) {
-                        let counter = counter_for_update(&tx, &slot.key).await?;
-                        if counter.is_locked(now) {
-                            return Ok(false);
-                        }
-                        after.push((slot, counter.succeeded(slot.reset_on_success)));
+        in_plain_tx!(self, |tx| {
+            async {
+                let mut after = Vec::with_capacity(slots.len());
+                for slot in in_key_order(&slots) {
+                    let counter = counter_for_update(&tx, &slot.key).await?;
+                    if counter.is_locked(now) {
+                        return Ok(false);
                     }
-                    for (slot, counter) in after {
-                        put_counter(&tx, slot, &counter).await?;
-                    }
-                    if let Some((name_key, addr)) = &origin {
-                        exec(&tx, sql::REMEMBER_ORIGIN.postgres(), &[name_key, addr, &now.millis()]).await?;
-                    }
-                    Ok(true)
+                    after.push((slot, counter.succeeded(slot.reset_on_success)));
                 }
-                .await
+                for (slot, counter) in after {
+                    put_counter(&tx, slot, &counter).await?;
+                }
+                if let Some((name_key, addr)) = &origin {
+                    exec(&tx, sql::REMEMBER_ORIGIN.postgres(), &[name_key, addr, &now.millis()]).await?;
+                }
+                Ok(true)
             }
-        )
+            .await
+        })
     }
 }
 

@@ -533,13 +533,12 @@ pub(crate) fn release<T>(client: Object, out: &StoreResult<T>) {
 /// deadlocking. The head is held until the commit in any case, so this
 /// costs no concurrency that the chain had not already taken.
 macro_rules! in_tx {
-    // A transaction that appends no event and so takes no chain lock:
-    // the throttle counters' slots, taken and given back around a check.
-    ($self:ident, unchained |$tx:ident| $body:block) => {
+    ($self:ident, |$tx:ident| $body:block) => {
         Box::pin(async move {
             let mut client = $self.client().await?;
             let out = async {
                 let $tx = client.transaction().await.map_err(pg)?;
+                $crate::postgres::lock_event_head(&$tx).await?;
                 let out = $body;
                 if out.is_ok() {
                     $tx.commit().await.map_err(pg)?;
@@ -551,12 +550,18 @@ macro_rules! in_tx {
             out
         })
     };
+}
+
+/// Runs `$body` in a transaction on a pooled client bound to `$tx`, and
+/// commits when it returns `Ok`; unlike [`in_tx`] it takes no chain lock, so
+/// it must append no event: the throttle counters' slots, taken and given
+/// back around a check.
+macro_rules! in_plain_tx {
     ($self:ident, |$tx:ident| $body:block) => {
         Box::pin(async move {
             let mut client = $self.client().await?;
             let out = async {
                 let $tx = client.transaction().await.map_err(pg)?;
-                $crate::postgres::lock_event_head(&$tx).await?;
                 let out = $body;
                 if out.is_ok() {
                     $tx.commit().await.map_err(pg)?;

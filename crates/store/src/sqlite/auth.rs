@@ -9,7 +9,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::User;
 use strongroom_core::integration::TokenOverrides;
-use strongroom_core::throttle::{Counter, Rule, Slot};
+use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
@@ -236,19 +236,19 @@ impl AuthStore for SqliteStore {
             .map_err(backend)
         }))
     }
-    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, bool> {
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission> {
         Box::pin(self.write(move |c| {
             let mut taken = Vec::with_capacity(slots.len());
             for slot in &slots {
                 match counter_of(c, &slot.key)?.admit(slot.rule, now) {
-                    Some(after) => taken.push(after),
-                    None => return Ok(false),
+                    Ok(after) => taken.push(after),
+                    Err(refused) => return Ok(refused),
                 }
             }
             for (slot, after) in slots.iter().zip(taken) {
                 put_counter(c, slot, &after)?;
             }
-            Ok(true)
+            Ok(Admission::Admitted)
         }))
     }
     fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {

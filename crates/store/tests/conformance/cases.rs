@@ -8,6 +8,7 @@ use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
+use strongroom_core::throttle::Admission::{Admitted, Busy, Locked};
 use strongroom_core::throttle::{Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
@@ -387,10 +388,10 @@ pub(crate) async fn throttle(store: Arc<dyn Store>) {
     let failed = |i: i64| Event::new(EventKind::LoginFailed, T0.plus_secs(i)).object("alice");
     // Two attempts fail; the second fills the pair counter and locks it (one lockout event).
     for i in 0..2 {
-        assert!(store.begin_attempt(slots.clone(), T0.plus_secs(i)).await.unwrap(), "attempt {i} is admitted");
+        assert_eq!(store.begin_attempt(slots.clone(), T0.plus_secs(i)).await.unwrap(), Admitted, "attempt {i}");
         assert_eq!(store.attempt_failed(slots.clone(), failed(i)).await.unwrap(), usize::from(i == 1));
     }
-    assert!(!store.begin_attempt(slots.clone(), T0.plus_secs(3)).await.unwrap(), "locked: refused before any work");
+    assert_eq!(store.begin_attempt(slots.clone(), T0.plus_secs(3)).await.unwrap(), Locked, "refused before any work");
     assert_eq!(store.locks(T0.plus_secs(3)).await.unwrap(), vec![("alice".to_owned(), T0.plus_secs(121))]);
     assert!(store.locks(T0.plus_secs(121)).await.unwrap().is_empty(), "a lock ends");
     let lockouts = store.events(EventFilter { kind: Some("login.lockout".into()), limit: 10, ..Default::default() }).await.unwrap();
@@ -400,23 +401,23 @@ pub(crate) async fn throttle(store: Arc<dyn Store>) {
     store.unlock("alice".into(), ev(EventKind::UserUnlocked)).await.unwrap();
     assert!(store.locks(T0.plus_secs(3)).await.unwrap().is_empty());
     let addr_only = vec![Slot { subject: None, ..slot("addr", 3, false) }];
-    assert!(store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), "the third of three");
-    assert!(!store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), "unlock clears only the user's counters");
+    assert_eq!(store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), Admitted, "the third of three");
+    assert_eq!(store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), Busy, "unlock clears only the user's counters");
 
     // A success gives its slot back, or resets; a lock set meanwhile refuses it.
     let s = vec![slot("b-pair", 3, true), Slot { subject: None, ..slot("b-addr", 3, false) }];
-    assert!(store.begin_attempt(s.clone(), T0).await.unwrap());
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
     store.attempt_failed(s.clone(), failed(0)).await.unwrap();
-    assert!(store.begin_attempt(s.clone(), T0).await.unwrap());
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
     assert!(!store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin);
     assert!(store.attempt_succeeded(s.clone(), Some(("bob".into(), "10.0.0.9".into())), T0).await.unwrap());
     assert!(store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin, "the origin is remembered");
     assert!(!store.login_context("bob".into(), "10.0.0.8".into()).await.unwrap().known_origin);
     // b-pair was reset, b-addr holds one failure: three more on b-pair fill it, b-addr fills at its third.
     for _ in 0..2 {
-        assert!(store.begin_attempt(s.clone(), T0).await.unwrap());
+        assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
     }
-    assert!(!store.begin_attempt(s.clone(), T0).await.unwrap(), "b-addr is full: 1 failure + 2 in flight");
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Busy, "b-addr is full: 1 failure + 2 in flight");
     store.attempt_failed(s.clone(), failed(0)).await.unwrap();
     assert!(!store.attempt_succeeded(s.clone(), None, T0).await.unwrap(), "b-addr locked while this one was checked");
 }
@@ -427,7 +428,7 @@ pub(crate) async fn throttle_holds_under_concurrency(store: Arc<dyn Store>) {
     let tasks: Vec<_> = (0..60)
         .map(|_| {
             let (store, slots) = (store.clone(), slots.clone());
-            tokio::spawn(async move { store.begin_attempt(slots, T0).await.unwrap() })
+            tokio::spawn(async move { store.begin_attempt(slots, T0).await.unwrap() == Admitted })
         })
         .collect();
     let mut admitted = 0;
@@ -447,7 +448,7 @@ pub(crate) async fn throttle_holds_under_concurrency(store: Arc<dyn Store>) {
         locked += f.await.unwrap();
     }
     assert_eq!(locked, 1, "the pair counter locks once");
-    assert!(!store.begin_attempt(slots, T0.plus_secs(6)).await.unwrap());
+    assert_eq!(store.begin_attempt(slots, T0.plus_secs(6)).await.unwrap(), Locked);
 }
 
 pub(crate) async fn user_changes_end_grants(store: Arc<dyn Store>) {
