@@ -8,11 +8,20 @@
 //! the methods return `false` to the loser.
 //!
 //! Two implementations: [`sqlite::SqliteStore`] (embedded, the default) and
-//! [`postgres::PgStore`] (shared by several replicas). One conformance suite
-//! (`tests/conformance.rs`) runs against both.
+//! [`postgres::PgStore`] (shared by several replicas). What a method does is
+//! written once ([`ops`], over a connection trait each backend implements),
+//! with its statements in [`sql`], every table's columns in [`schema`] and
+//! every row encoder and decoder in [`codec`]; the backends hold only their
+//! connections, transactions and threads (SQLite's writer and readers,
+//! PostgreSQL's pool and group commit). Errors carry an [`ErrorKind`],
+//! classified once where each driver hands them over. One conformance suite
+//! (`tests/conformance`) runs against both.
 #![forbid(unsafe_code)]
 
+mod codec;
+mod ops;
 pub mod postgres;
+mod schema;
 mod sql;
 pub mod sqlite;
 pub mod transfer;
@@ -35,28 +44,122 @@ use strongroom_core::token::TokenHash;
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
-/// Errors of the store. Messages never carry stored values or tokens.
-#[derive(Debug, thiserror::Error)]
+/// What kind of failure a [`StoreError`] is: what a caller may do about it.
+/// Each backend classifies its driver's errors into these once, where the
+/// driver hands them over (`sqlite::classify`, `postgres::classify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The database cannot be reached now: connection refused, lost or
+    /// closed, a server shutting down or starting up, the store closing.
+    Unavailable,
+    /// The database is there but could not do it now: a lock held too long
+    /// (`SQLITE_BUSY`), a serialization failure, a deadlock, no connection
+    /// free in time.
+    Busy,
+    /// A unique key already exists.
+    Conflict,
+    /// The database takes no writes: a standby, or a primary demoted under
+    /// the connection.
+    ReadOnly,
+    /// What is stored cannot be read back into a domain type.
+    Corrupt,
+    /// Anything else: a bug, a configuration the database refuses, a schema
+    /// this binary does not know.
+    Other,
+}
+
+impl ErrorKind {
+    /// A bounded label (metrics, logs).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// The same request may succeed in a moment, on this replica or another:
+    /// answered `503 temporarily_unavailable` with `Retry-After`.
+    pub fn is_transient(self) -> bool {
+        matches!(self, ErrorKind::Unavailable | ErrorKind::Busy | ErrorKind::ReadOnly)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors of the store. Messages never carry stored values, tokens or a
+/// database error's DETAIL (which can quote row values).
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// A unique key already exists (user name, client id, user code).
     #[error("already exists")]
     Conflict,
-    /// The database failed or is unreachable.
-    #[error("database error: {0}")]
-    Backend(String),
-    /// A stored row could not be read back into a domain type.
-    #[error("stored data is not valid: {0}")]
-    Corrupt(String),
-    /// The store is shutting down.
-    #[error("the store is closed")]
-    Closed,
     /// A per-key quota is used up for now.
     #[error("quota exceeded")]
     QuotaExceeded,
+    /// The store is shutting down.
+    #[error("the store is closed")]
+    Closed,
     /// The configuration names no store this build knows.
     #[error("unsupported database url (expected a path, sqlite://PATH or postgres://...)")]
     UnsupportedUrl,
+    /// The database failed, or what it holds could not be read.
+    #[error("database {kind}: {message}")]
+    Failed { kind: ErrorKind, message: String },
+}
+
+impl StoreError {
+    /// A failure of `kind`; a `Conflict` is [`StoreError::Conflict`].
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> StoreError {
+        match kind {
+            ErrorKind::Conflict => StoreError::Conflict,
+            kind => StoreError::Failed { kind, message: message.into() },
+        }
+    }
+
+    /// Stored data that cannot be read back.
+    pub fn corrupt(message: impl Into<String>) -> StoreError {
+        StoreError::new(ErrorKind::Corrupt, message)
+    }
+
+    /// A failure that is neither transient nor the data's.
+    pub fn other(message: impl Into<String>) -> StoreError {
+        StoreError::new(ErrorKind::Other, message)
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::Conflict => ErrorKind::Conflict,
+            StoreError::Closed => ErrorKind::Unavailable,
+            StoreError::QuotaExceeded | StoreError::UnsupportedUrl => ErrorKind::Other,
+            StoreError::Failed { kind, .. } => *kind,
+        }
+    }
+
+    /// See [`ErrorKind::is_transient`].
+    pub fn is_transient(&self) -> bool {
+        self.kind().is_transient()
+    }
+
+    /// Worth reading and trying again at once (the token service's loops):
+    /// `Busy` or `Unavailable`.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.kind(), ErrorKind::Busy | ErrorKind::Unavailable)
+    }
+
+    /// A failure of the database rather than an answer the caller expects
+    /// (`Conflict`, `QuotaExceeded`): what [`StoreObserver::failed`] counts.
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, StoreError::Conflict | StoreError::QuotaExceeded)
+    }
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -409,6 +512,11 @@ pub trait StoreObserver: Send + Sync + fmt::Debug {
     /// commit, one batch of `jobs` writes; `elapsed` runs from `BEGIN` to the
     /// end of `COMMIT`.
     fn batch(&self, jobs: usize, elapsed: Duration, committed: bool);
+    /// A store call failed with a [failure](StoreError::is_failure) of
+    /// `kind`, classified where the driver handed it over.
+    fn failed(&self, kind: ErrorKind) {
+        let _ = kind;
+    }
 }
 
 /// Where a store keeps its observer; a writer reads it once per batch.
@@ -424,6 +532,17 @@ impl ObserverSlot {
 
     pub(crate) fn get(&self) -> Option<Arc<dyn StoreObserver>> {
         self.0.read().ok().and_then(|o| o.clone())
+    }
+
+    /// Tells the observer about `out` if it is a failure; `out` unchanged.
+    pub(crate) fn seen<T>(&self, out: StoreResult<T>) -> StoreResult<T> {
+        if let Err(e) = &out
+            && e.is_failure()
+            && let Some(o) = self.get()
+        {
+            o.failed(e.kind());
+        }
+        out
     }
 }
 
@@ -514,82 +633,6 @@ pub fn names_postgres(url: &str) -> bool {
     url.contains('=') && !first.trim_end().is_empty() && first.trim_end().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// The lockout event that goes with a failure `event` when `key` locks.
-pub(crate) fn lockout_event(failure: &Event, key: &str) -> Event {
-    let mut e = failure.clone();
-    e.kind = strongroom_core::event::EventKind::Lockout;
-    e.object = key.to_owned();
-    e.detail = "too many failures: locked".to_owned();
-    e
-}
-
-/// `event` noting how many grants a change of a user ended.
-pub(crate) fn with_grants_ended(mut event: Event, ended: u64) -> Event {
-    if ended > 0 {
-        let note = format!("{ended} grant{} revoked", if ended == 1 { "" } else { "s" });
-        event.detail = if event.detail.is_empty() { note } else { format!("{}; {note}", event.detail) };
-    }
-    event
-}
-
-/// The `vault.deleted` event that goes with an owner removal `event` that
-/// left entry `id` with no owner.
-pub(crate) fn deleted_event(removal: &Event, id: VaultId) -> Event {
-    let mut e = removal.clone();
-    e.kind = strongroom_core::event::EventKind::VaultDeleted;
-    e.object = id.to_string();
-    e.detail = "last owner removed".to_owned();
-    e
-}
-
-/// Rows of (entry, owner) ordered by entry, grouped into each entry's owners.
-pub(crate) fn group_owners(
-    rows: impl IntoIterator<Item = StoreResult<(VaultId, Option<String>)>>,
-) -> StoreResult<Vec<(VaultId, Vec<FolderPath>)>> {
-    let mut out: Vec<(VaultId, Vec<FolderPath>)> = Vec::new();
-    for row in rows {
-        let (id, owner) = row?;
-        if out.last().is_none_or(|(last, _)| *last != id) {
-            out.push((id, Vec::new()));
-        }
-        if let (Some(o), Some((_, owners))) = (owner, out.last_mut()) {
-            owners.push(stored_folder(&o)?);
-        }
-    }
-    Ok(out)
-}
-
-/// A folder path read back from either backend.
-pub(crate) fn stored_folder(path: &str) -> StoreResult<FolderPath> {
-    FolderPath::parse(path).map_err(|e| StoreError::Corrupt(format!("stored folder path: {e}")))
-}
-
-/// A value type read back from either backend.
-pub(crate) fn stored_value_type(s: &str) -> StoreResult<ValueType> {
-    ValueType::parse(s).ok_or_else(|| StoreError::Corrupt(format!("stored value type {s:?}")))
-}
-
-/// A 32-byte hash read back from either backend.
-pub(crate) fn stored_hash32(v: Vec<u8>) -> StoreResult<[u8; 32]> {
-    v.try_into().map_err(|_| StoreError::Corrupt("stored hash is not 32 bytes".into()))
-}
-
-/// Device states as stored: (state name, user id).
-pub(crate) fn device_state_parts(s: &DeviceState) -> (&'static str, Option<&str>) {
-    (s.name(), s.user().map(UserId::as_str))
-}
-
-pub(crate) fn device_state_from_parts(state: &str, user: Option<String>) -> StoreResult<DeviceState> {
-    let user_id = |u: Option<String>| u.map(UserId::from_stored).ok_or_else(|| StoreError::Corrupt("device code without user".into()));
-    Ok(match state {
-        "pending" => DeviceState::Pending,
-        "approved" => DeviceState::Approved { user_id: user_id(user)? },
-        "denied" => DeviceState::Denied { user_id: user_id(user)? },
-        "redeemed" => DeviceState::Redeemed { user_id: user_id(user)? },
-        other => return Err(StoreError::Corrupt(format!("unknown device state {other:?}"))),
-    })
-}
-
 /// The migrations of each dialect, in order: (version, name, SQL).
 pub(crate) struct Migration {
     pub(crate) version: i64,
@@ -607,8 +650,8 @@ pub(crate) fn check_schema(found: Option<i64>) -> StoreResult<()> {
     let want = schema_version();
     match found {
         Some(v) if v == want => Ok(()),
-        Some(v) => Err(StoreError::Backend(format!("schema at migration {v}, this binary needs {want}"))),
-        None => Err(StoreError::Backend(format!("no migrations applied, this binary needs {want}"))),
+        Some(v) => Err(StoreError::other(format!("schema at migration {v}, this binary needs {want}"))),
+        None => Err(StoreError::other(format!("no migrations applied, this binary needs {want}"))),
     }
 }
 

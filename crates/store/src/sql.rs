@@ -1,23 +1,23 @@
-//! SQL that both dialects share, written once.
+//! Every statement of the store, written once for both dialects.
 //!
 //! Statements are written with SQLite's numbered parameters (`?1`); the
-//! PostgreSQL store reads them with `$1` (see [`Sql`]). Only constructs both
-//! dialects accept appear here: booleans are compared with `NOT x` / `x`
-//! (SQLite stores them as 0/1, PostgreSQL as `BOOLEAN`) and bound as Rust
-//! `bool`s, which both drivers map to their column type.
-//!
-//! These are the request path's statements: the context reads, the
-//! conditional writes of a grant's token pair, the rights check every
-//! vault write repeats, and the vault's plain reads and writes of entries,
-//! owners, associations and data keys. A statement that needs a dialect's own
-//! syntax (PostgreSQL's `$2::BYTEA IS NULL` casts, `FOR UPDATE`, sequences)
-//! stays in its backend.
+//! PostgreSQL text reads them as `$1` (see [`Sql`]). A parameter whose type
+//! PostgreSQL cannot infer (`?2 IS NULL OR …`) is written `?2::TEXT`: the
+//! cast stays in PostgreSQL's text and is dropped from SQLite's. Row locks
+//! (`FOR UPDATE`) are PostgreSQL's: SQLite's writer thread is the only
+//! writer, so they are dropped from its text. Booleans are compared with
+//! `NOT x` / `x` and bound as booleans, which SQLite stores as 0/1. The few
+//! statements that differ in more than that give both texts
+//! ([`ALLOCATE_VAULT_ID`], [`EVENTS`], the copier's sequence and column
+//! reads). Columns are named from [`crate::schema`], in the codec's order.
 
 use std::sync::LazyLock;
 
 use strongroom_core::vault::Rights;
 
-/// One statement in both dialects' parameter syntax.
+use crate::schema::{self, ACCESS_TOKENS, ASSOCIATIONS, DATA_KEYS, DEVICE_CODES, EVENTS as EVENT_ROWS, GRANTS, REFRESH_TOKENS, USERS};
+
+/// One statement in both dialects.
 #[derive(Debug)]
 pub(crate) struct Sql {
     sqlite: String,
@@ -25,19 +25,28 @@ pub(crate) struct Sql {
 }
 
 impl Sql {
-    fn new(text: String) -> Sql {
-        Sql { postgres: dollar(&text), sqlite: text }
+    /// A statement both dialects read alike (see the module's rules).
+    pub(crate) fn new(text: impl Into<String>) -> Sql {
+        let text = text.into();
+        Sql { sqlite: for_sqlite(&text), postgres: for_postgres(&text) }
     }
+
+    /// A statement with a text of each dialect's own, both written with `?N`.
+    pub(crate) fn dialects(sqlite: &str, postgres: &str) -> Sql {
+        Sql { sqlite: for_sqlite(sqlite), postgres: for_postgres(postgres) }
+    }
+
     pub(crate) fn sqlite(&self) -> &str {
         &self.sqlite
     }
+
     pub(crate) fn postgres(&self) -> &str {
         &self.postgres
     }
 }
 
 /// `?1` → `$1`. Statements hold no `?` inside string literals.
-fn dollar(sql: &str) -> String {
+fn for_postgres(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
@@ -50,17 +59,35 @@ fn dollar(sql: &str) -> String {
     out
 }
 
-macro_rules! shared {
+/// `?1::TYPE` → `?1`, and no `FOR UPDATE`.
+fn for_sqlite(sql: &str) -> String {
+    let sql = sql.replace(" FOR UPDATE", "");
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql.as_str();
+    while let Some(q) = rest.find('?') {
+        let (head, tail) = rest.split_at(q + 1);
+        out.push_str(head);
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&tail[..digits]);
+        rest = &tail[digits..];
+        if digits > 0
+            && let Some(cast) = rest.strip_prefix("::")
+        {
+            rest = cast.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+macro_rules! sql {
     ($(#[$doc:meta])* $name:ident = $text:expr) => {
         $(#[$doc])*
-        pub(crate) static $name: LazyLock<Sql> = LazyLock::new(|| Sql::new($text.into()));
+        pub(crate) static $name: LazyLock<Sql> = LazyLock::new(|| Sql::new($text));
     };
 }
 
-/// A grant's columns, in the order the row decoders read them (16).
-pub(crate) const GRANT_COLS: &str = "g.id, g.client_id, g.user_id, g.scope, g.created_at, g.refresh_until, g.refreshable, \
-     g.access_issued_at, g.access_validity, g.revoked_at, g.refresh_hash, g.access_hash, g.pair_used, g.rotated_from, g.rotated_at, g.version";
-pub(crate) const GRANT_COL_COUNT: usize = 16;
+// ------------------------------------------------------------------ pieces
 
 /// Whether user column `user` is allowed on integration `i` (whose client
 /// id column is `client`): everyone is, or the user is on its list.
@@ -68,10 +95,9 @@ fn allowed(client: &str, user: &str) -> String {
     format!("(i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user}))")
 }
 
-/// The standing of user `u` on integration `i` (6 columns), for
-/// `may_receive`. Needs `i` and `u` joined (see [`standing_joins`]);
-/// `client` and `user` name the columns the integration's user list is
-/// checked with.
+/// The standing of user `u` on integration `i` (6 columns, `codec::standing`).
+/// Needs `i` and `u` joined; `client` and `user` name the columns the
+/// integration's user list is checked with.
 fn standing_cols(client: &str, user: &str) -> String {
     format!(
         "i.client_id IS NOT NULL, i.client_id IS NOT NULL AND i.disabled, i.max_scope, u.id IS NOT NULL, \
@@ -79,95 +105,21 @@ fn standing_cols(client: &str, user: &str) -> String {
         allowed(client, user)
     )
 }
-pub(crate) const STANDING_COL_COUNT: usize = 6;
 
 /// Joins the integration `i` and user `u` of a client id and user id column.
 fn standing_joins(client: &str, user: &str) -> String {
     format!("LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user}")
 }
 
-/// The access context's columns (`GRANT_COL_COUNT` + [`ACCESS_EXTRA_COLS`]):
-/// grant, token times, user name, master admin, and the user's standing on
-/// the integration now. Over [`ACCESS_JOINS`].
+/// The access context's columns (`codec::access`): the grant, the token's
+/// times, user name, master admin, and the user's standing on the
+/// integration now. Over [`ACCESS_JOINS`].
 pub(crate) fn access_cols() -> String {
-    format!("{GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.master_admin, {}", standing_cols("g.client_id", "g.user_id"))
+    format!("{}, t.issued_at, t.expires_at, u.name, u.master_admin, {}", GRANTS.cols("g"), standing_cols("g.client_id", "g.user_id"))
 }
-pub(crate) const ACCESS_EXTRA_COLS: usize = 4 + STANDING_COL_COUNT;
 
 /// The access token `t`, its grant `g`, user `u` and integration `i`.
 pub(crate) const ACCESS_JOINS: &str = "access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
-
-shared!(
-    /// `?1` access-token hash → [`access_cols`].
-    ACCESS_CONTEXT = format!("SELECT {} FROM {ACCESS_JOINS} WHERE t.hash = ?1", access_cols())
-);
-
-shared!(
-    /// `?1` refresh-token hash → grant, standing, the integration's retry window.
-    REFRESH_CONTEXT = format!(
-        "SELECT {GRANT_COLS}, {}, i.retry_window FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id {} WHERE t.hash = ?1",
-        standing_cols("g.client_id", "g.user_id"),
-        standing_joins("g.client_id", "g.user_id")
-    )
-);
-
-/// A device code's columns (11), in the order the row decoders read them.
-pub(crate) const DEVICE_COLS: &str = "d.code_hash, d.user_code_hash, d.client_id, d.scope, d.state, d.user_id, d.created_at, d.expires_at, \
-     d.interval_secs, d.last_poll_at, d.version";
-pub(crate) const DEVICE_COL_COUNT: usize = 11;
-
-shared!(
-    /// `?1` device-code hash → device code, integration settings (7), standing of the deciding user, grant.
-    DEVICE_CONTEXT = format!(
-        "SELECT {DEVICE_COLS}, i.client_id IS NOT NULL AND i.allow_device AND NOT i.disabled, i.access_validity, i.grant_validity, \
-         i.refreshable, i.device_code_validity, i.poll_interval, i.retry_window, {}, {GRANT_COLS} \
-         FROM device_codes d {} LEFT JOIN grants g ON g.id = d.grant_id WHERE d.code_hash = ?1",
-        standing_cols("d.client_id", "d.user_id"),
-        standing_joins("d.client_id", "d.user_id")
-    )
-);
-
-shared!(
-    /// `?1` user-code hash → device code.
-    DEVICE_BY_USER_CODE = format!("SELECT {DEVICE_COLS} FROM device_codes d WHERE d.user_code_hash = ?1")
-);
-
-shared!(
-    /// Approved → redeemed, remembering the grant: `?1` code hash, `?2` version, `?3` grant id.
-    REDEEM_DEVICE = "UPDATE device_codes SET state = 'redeemed', grant_id = ?3, version = version + 1 \
-                     WHERE code_hash = ?1 AND version = ?2 AND state = 'approved'"
-);
-
-shared!(
-    /// A new grant with its first pair (16 values in `GRANT_COLS` order).
-    INSERT_GRANT = "INSERT INTO grants (id, client_id, user_id, scope, created_at, refresh_until, refreshable, access_issued_at, \
-                    access_validity, revoked_at, refresh_hash, access_hash, pair_used, rotated_from, rotated_at, version) \
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
-);
-
-shared!(
-    /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
-    /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now.
-    ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
-                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8 \
-                    WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
-);
-
-shared!(RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1");
-
-shared!(INSERT_ACCESS = "INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) VALUES (?1, ?2, ?3, ?4)");
-
-shared!(INSERT_REFRESH = "INSERT INTO refresh_tokens (hash, grant_id, issued_at, spent_at) VALUES (?1, ?2, ?3, NULL)");
-
-shared!(
-    /// The first use of grant `?1`'s newest access token `?2` (`?3` is true).
-    MARK_PAIR_USED = "UPDATE grants SET pair_used = ?3, version = version + 1 WHERE id = ?1 AND access_hash = ?2 AND NOT pair_used"
-);
-
-shared!(
-    /// Revokes grant `?2` at `?1` if live; its access tokens go in the same transaction.
-    REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
-);
 
 /// The grant `g` of user `u` still stands: not revoked, the user enabled,
 /// the integration `i` there, enabled and still admitting the user. (The
@@ -181,10 +133,10 @@ fn grant_stands(grant: &str, user: &str) -> String {
     )
 }
 
-/// Whether user `?U` may still write through grant `?G` where `rule` (an SQL
-/// condition on the right row `r`) holds: the grant stands ([`grant_stands`]),
-/// and the user is a Master Admin or holds Write on a matching folder or one
-/// above it.
+/// Whether user `user` may still write through grant `grant` where
+/// `folder_rule` (an SQL condition on the right row `r`) holds: the grant
+/// stands ([`grant_stands`]), and the user is a Master Admin or holds Write
+/// on a matching folder or one above it.
 fn may_write(grant: &str, user: &str, folder_rule: &str) -> String {
     format!(
         "EXISTS (SELECT 1 {} \
@@ -205,27 +157,12 @@ pub(crate) fn may_write_entry(grant: &str, user: &str, entry: &str) -> String {
     may_write(grant, user, &format!("EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = {entry} AND {})", covers("o.owner_key")))
 }
 
-shared!(
-    /// May user `?2` (grant `?1`) write entry `?3`: Write on one of its owners, which must exist.
-    MAY_WRITE_ENTRY = format!("SELECT {}", may_write_entry("?1", "?2", "?3"))
-);
-
-shared!(
-    /// May user `?2` (grant `?1`) write in folder key `?3`.
-    MAY_WRITE_FOLDER = format!("SELECT {}", may_write("?1", "?2", &covers("?3")))
-);
-
-shared!(
-    /// Is user `?2` (grant `?1`) still a Master Admin with a grant that stands.
-    IS_MASTER_ADMIN = format!("SELECT EXISTS (SELECT 1 {} AND u.master_admin)", grant_stands("?1", "?2"))
-);
-
 /// The events a reader may see, as a condition on `events`: all when
 /// `identity` (a parameter) is NULL; else those they acted in, and those on
 /// vault entries (`vault.*` events name the VaultID in `object`, which
 /// `object_id` reads as an integer in the dialect's safe way) on an owner of
 /// which user `user` holds Read, granted there or above.
-pub(crate) fn visible_to(identity: &str, user: &str, object_id: &str) -> String {
+fn visible_to(identity: &str, user: &str, object_id: &str) -> String {
     format!(
         "({identity} IS NULL OR events.identity = {identity} OR (events.kind LIKE 'vault.%' AND EXISTS (\
          SELECT 1 FROM vault_owners o JOIN folder_rights r ON r.user_id = {user} AND (r.rights & {read}) <> 0 AND {} \
@@ -235,138 +172,529 @@ pub(crate) fn visible_to(identity: &str, user: &str, object_id: &str) -> String 
     )
 }
 
-shared!(
-    /// `?1` user name (lower-cased), `?2` client address → the user's columns
-    /// and password hash (all NULL if no such user), and whether the address
-    /// has signed in as that name before. Always one row.
-    LOGIN_CONTEXT = "SELECT u.id, u.name, u.disabled, u.master_admin, u.created_at, u.password_hash, \
-                     EXISTS (SELECT 1 FROM sign_in_origins s WHERE s.name_key = ?1 AND s.addr = ?2) \
-                     FROM (SELECT 1 AS one) x LEFT JOIN users u ON u.name_key = ?1"
+// ------------------------------------------------------------------ the token service
+
+sql!(
+    /// `?1` access-token hash → [`access_cols`].
+    ACCESS_CONTEXT = format!("SELECT {} FROM {ACCESS_JOINS} WHERE t.hash = ?1", access_cols())
 );
 
-shared!(
-    /// Counter `?1`: failures, window start, locked until.
-    COUNTER = "SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1"
+sql!(
+    /// `?1` refresh-token hash → grant, standing, the integration's retry window.
+    REFRESH_CONTEXT = format!(
+        "SELECT {}, {}, i.retry_window FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id {} WHERE t.hash = ?1",
+        GRANTS.cols("g"),
+        standing_cols("g.client_id", "g.user_id"),
+        standing_joins("g.client_id", "g.user_id")
+    )
 );
 
-shared!(
-    /// Writes counter `?1` (`?2` failures, `?3` window start, `?4` locked until, `?5` subject).
-    PUT_COUNTER = "INSERT INTO throttle (key, failures, window_start, locked_until, subject) VALUES (?1, ?2, ?3, ?4, ?5) \
-                   ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start, \
-                   locked_until = excluded.locked_until, subject = excluded.subject"
+sql!(
+    /// `?1` device-code hash → device code, integration settings (7), standing of the deciding user, grant.
+    DEVICE_CONTEXT = format!(
+        "SELECT {}, i.client_id IS NOT NULL AND i.allow_device AND NOT i.disabled, i.access_validity, i.grant_validity, \
+         i.refreshable, i.device_code_validity, i.poll_interval, i.retry_window, {}, {} \
+         FROM device_codes d {} LEFT JOIN grants g ON g.id = d.grant_id WHERE d.code_hash = ?1",
+        DEVICE_CODES.cols("d"),
+        standing_cols("d.client_id", "d.user_id"),
+        GRANTS.cols("g"),
+        standing_joins("d.client_id", "d.user_id")
+    )
 );
 
-shared!(
+sql!(
+    /// `?1` user-code hash → device code.
+    DEVICE_BY_USER_CODE = format!("SELECT {} FROM device_codes d WHERE d.user_code_hash = ?1", DEVICE_CODES.cols("d"))
+);
+
+sql!(
+    /// A user code of a code that has expired (`?1` user-code hash, `?2` now) may be reused.
+    FREE_USER_CODE = "DELETE FROM device_codes WHERE user_code_hash = ?1 AND expires_at <= ?2"
+);
+
+sql!(INSERT_DEVICE = DEVICE_CODES.insert());
+
+sql!(
+    /// A poll of code `?3` still at version `?4` and pending: `?1` its time, `?2` the interval now.
+    RECORD_POLL = "UPDATE device_codes SET last_poll_at = ?1, interval_secs = ?2, version = version + 1 \
+                   WHERE code_hash = ?3 AND version = ?4 AND state = 'pending'"
+);
+
+sql!(
+    /// Pending code `?3` at version `?4` → state `?1` by user `?2`.
+    DECIDE_DEVICE = "UPDATE device_codes SET state = ?1, user_id = ?2, version = version + 1 \
+                     WHERE code_hash = ?3 AND version = ?4 AND state = 'pending'"
+);
+
+sql!(
+    /// Approved → redeemed, remembering the grant: `?1` code hash, `?2` version, `?3` grant id.
+    REDEEM_DEVICE = "UPDATE device_codes SET state = 'redeemed', grant_id = ?3, version = version + 1 \
+                     WHERE code_hash = ?1 AND version = ?2 AND state = 'approved'"
+);
+
+sql!(
+    /// A new grant with its first pair (`codec::grant_row`).
+    INSERT_GRANT = GRANTS.insert()
+);
+
+sql!(
+    /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
+    /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now.
+    ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
+                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8 \
+                    WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
+);
+
+sql!(RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1");
+
+sql!(INSERT_ACCESS = ACCESS_TOKENS.insert());
+
+sql!(INSERT_REFRESH = REFRESH_TOKENS.insert());
+
+sql!(
+    /// The first use of grant `?1`'s newest access token `?2` (`?3` is true).
+    MARK_PAIR_USED = "UPDATE grants SET pair_used = ?3, version = version + 1 WHERE id = ?1 AND access_hash = ?2 AND NOT pair_used"
+);
+
+sql!(
+    /// Revokes grant `?2` at `?1` if live; its access tokens go in the same transaction.
+    REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
+);
+
+sql!(
+    /// The access tokens of grant `?1` (refresh tokens stay as tombstones).
+    DELETE_GRANT_ACCESS = "DELETE FROM access_tokens WHERE grant_id = ?1"
+);
+
+sql!(
+    /// `?1` user name (lower-cased) → the user's row (`codec::user_and_hash`).
+    USER_BY_NAME = format!("SELECT {} FROM users u WHERE u.name_key = ?1", USERS.cols("u"))
+);
+
+sql!(
+    /// `?1` user name (lower-cased), `?2` client address → the user's row
+    /// (all NULL if no such user), and whether the address has signed in as
+    /// that name before. Always one row.
+    LOGIN_CONTEXT = format!(
+        "SELECT {}, EXISTS (SELECT 1 FROM sign_in_origins s WHERE s.name_key = ?1 AND s.addr = ?2) \
+         FROM (SELECT 1 AS one) x LEFT JOIN users u ON u.name_key = ?1",
+        USERS.cols("u")
+    )
+);
+
+sql!(
+    /// Counter `?1` at zero if it does not exist, so that it can be locked.
+    ZERO_COUNTER = "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES (?1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING"
+);
+
+sql!(
+    /// Counter `?1`, locked for the transaction (`codec::counter`).
+    COUNTER = format!("SELECT {} FROM throttle WHERE key = ?1 FOR UPDATE", schema::THROTTLE.column_list())
+);
+
+sql!(
+    /// Writes a counter (`codec::counter_row`).
+    PUT_COUNTER = format!(
+        "{} ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start, \
+         locked_until = excluded.locked_until, subject = excluded.subject",
+        schema::THROTTLE.insert()
+    )
+);
+
+sql!(
     /// Address `?2` signed in as user name `?1` at `?3`.
     REMEMBER_ORIGIN = "INSERT INTO sign_in_origins (name_key, addr, last_success) VALUES (?1, ?2, ?3) \
                        ON CONFLICT (name_key, addr) DO UPDATE SET last_success = excluded.last_success"
 );
 
-shared!(
-    /// Guessing locks in force at `?1`: (user name, until), by name.
-    LOCKS = "SELECT subject, max(locked_until) FROM throttle WHERE subject IS NOT NULL AND locked_until > ?1 \
-             GROUP BY subject ORDER BY subject"
+sql!(
+    /// The newest migration applied (readiness).
+    SCHEMA_VERSION = "SELECT max(version) FROM schema_migrations"
 );
 
-shared!(
-    /// Clears every counter limiting guesses against user name `?1`.
-    UNLOCK = "DELETE FROM throttle WHERE subject = ?1"
+// ------------------------------------------------------------------ the event log
+
+sql!(
+    /// The event chain's head, locked until the transaction ends.
+    EVENT_HEAD = "SELECT seq, hash FROM event_head WHERE id = 1 FOR UPDATE"
 );
 
-shared!(
-    /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
-    /// ([`DELETE_USER_ACCESS`]).
-    REVOKE_USER_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE user_id = ?2 AND revoked_at IS NULL"
+sql!(
+    /// The head, unlocked (readers).
+    READ_EVENT_HEAD = "SELECT seq, hash FROM event_head WHERE id = 1"
 );
 
-shared!(
-    /// The access tokens of user `?1`'s grants.
-    DELETE_USER_ACCESS = "DELETE FROM access_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = ?1)"
+sql!(INSERT_EVENT = EVENT_ROWS.insert());
+
+sql!(
+    /// The head moves to `?1`, `?2`.
+    MOVE_HEAD = "UPDATE event_head SET seq = ?1, hash = ?2 WHERE id = 1"
 );
 
-shared!(
-    /// Device codes user `?1` approved that were not redeemed become denied.
-    DENY_USER_APPROVALS = "UPDATE device_codes SET state = 'denied', version = version + 1 WHERE user_id = ?1 AND state = 'approved'"
+/// The filter of [`EVENTS`], with `object_id` the dialect's reading of
+/// `events.object` as a VaultID.
+fn events(object_id: &str) -> String {
+    format!(
+        "SELECT {} FROM events \
+         WHERE (?1::BIGINT IS NULL OR at >= ?1) AND (?2::BIGINT IS NULL OR at < ?2) AND (?3::TEXT IS NULL OR kind = ?3) \
+         AND (?4::TEXT IS NULL OR identity = ?4) AND (?5::TEXT IS NULL OR object = ?5) AND seq > coalesce(?6::BIGINT, 0) \
+         AND {} ORDER BY seq LIMIT ?7",
+        EVENT_ROWS.column_list(),
+        visible_to("?8::TEXT", "?9::TEXT", object_id)
+    )
+}
+
+/// `?1` since, `?2` until, `?3` kind, `?4` identity, `?5` object, `?6` after
+/// seq, `?7` limit, `?8` and `?9` the viewer's identity and user id.
+pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects(
+        &events("CAST(events.object AS INTEGER)"),
+        // A VaultID is at most 19 digits; anything else is no entry.
+        &events("(CASE WHEN events.object ~ '^[0-9]{1,18}$' THEN events.object::BIGINT END)"),
+    )
+});
+
+/// What `purge` deletes, each with `?1` the time before which things ended.
+pub(crate) static PURGE: LazyLock<[Sql; 4]> = LazyLock::new(|| {
+    [
+        Sql::new("DELETE FROM device_codes WHERE expires_at < ?1"),
+        Sql::new("DELETE FROM grants WHERE refresh_until < ?1"),
+        Sql::new("DELETE FROM access_tokens WHERE expires_at < ?1"),
+        Sql::new("DELETE FROM throttle WHERE window_start < ?1 AND (locked_until IS NULL OR locked_until < ?1)"),
+    ]
+});
+
+sql!(
+    /// Sign-in origins not seen since `?1`.
+    FORGET_ORIGINS = "DELETE FROM sign_in_origins WHERE last_success < ?1"
 );
 
-shared!(
+// ------------------------------------------------------------------ the vault
+
+sql!(
+    /// May user `?2` (grant `?1`) write entry `?3`: Write on one of its owners, which must exist.
+    MAY_WRITE_ENTRY = format!("SELECT {}", may_write_entry("?1", "?2", "?3"))
+);
+
+sql!(
+    /// May user `?2` (grant `?1`) write in folder key `?3`.
+    MAY_WRITE_FOLDER = format!("SELECT {}", may_write("?1", "?2", &covers("?3")))
+);
+
+sql!(
+    /// Is user `?2` (grant `?1`) still a Master Admin with a grant that stands.
+    IS_MASTER_ADMIN = format!("SELECT EXISTS (SELECT 1 {} AND u.master_admin)", grant_stands("?1", "?2"))
+);
+
+sql!(
+    /// The rights granted directly to user `?1`: folder key, rights.
+    RIGHTS_OF = "SELECT path_key, rights FROM folder_rights WHERE user_id = ?1 ORDER BY path_key"
+);
+
+sql!(
+    /// The newest data key of each named key.
+    CURRENT_KEYS = "SELECT key_name, max(id) FROM data_keys GROUP BY key_name ORDER BY key_name"
+);
+
+sql!(
+    /// Entry `?1` (`codec::entry`).
+    ENTRY = format!("SELECT {} FROM vault_entries WHERE vault_id = ?1", schema::VAULT_ENTRIES.column_list())
+);
+
+sql!(ENTRY_EXISTS = "SELECT 1 FROM vault_entries WHERE vault_id = ?1");
+
+sql!(
+    /// Entry `?1`'s owners, in key order.
+    OWNERS = "SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key"
+);
+
+sql!(FOLDER_EXISTS = "SELECT 1 FROM folders WHERE path_key = ?1");
+
+sql!(
+    /// Every data key, oldest first.
+    DATA_KEYS_ALL = format!("SELECT {} FROM data_keys ORDER BY id", DATA_KEYS.column_list())
+);
+
+sql!(INSERT_DATA_KEY = DATA_KEYS.insert());
+
+/// The next VaultID: SQLite counts in a table, PostgreSQL in a sequence.
+pub(crate) static ALLOCATE_VAULT_ID: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects("UPDATE vault_id_seq SET next = next + 1 WHERE id = 1 RETURNING next - 1", "SELECT nextval('vault_id_seq')")
+});
+
+sql!(INSERT_ENTRY = schema::VAULT_ENTRIES.insert());
+
+sql!(
+    /// An owner of an entry (`codec::owner_row`); no change if it already is one.
+    INSERT_OWNER = format!("{} ON CONFLICT DO NOTHING", schema::VAULT_OWNERS.insert())
+);
+
+sql!(
+    /// `?1` type, `?2` owner key, `?3` only entries without owners.
+    VAULT_IDS = "SELECT e.vault_id FROM vault_entries e \
+                 WHERE (?1::INTEGER IS NULL OR e.vault_type = ?1) \
+                 AND (?2::TEXT IS NULL OR EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id AND o.owner_key = ?2)) \
+                 AND (NOT ?3 OR NOT EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = e.vault_id)) \
+                 ORDER BY e.vault_id"
+);
+
+sql!(
+    /// Entry `?2` becomes type `?1`.
+    MUTATE_ENTRY = "UPDATE vault_entries SET vault_type = ?1 WHERE vault_id = ?2"
+);
+
+sql!(
+    /// The entries folder key `?1` owns (only entry `?2`, if given), locked.
+    OWNED_BY = "SELECT vault_id FROM vault_owners WHERE owner_key = ?1 AND (?2::BIGINT IS NULL OR vault_id = ?2) ORDER BY vault_id FOR UPDATE"
+);
+
+sql!(
+    /// Folder key `?2` no longer owns entry `?1`.
+    DELETE_OWNER = "DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2"
+);
+
+sql!(OWNER_COUNT = "SELECT count(*) FROM vault_owners WHERE vault_id = ?1");
+
+sql!(DELETE_ENTRY = "DELETE FROM vault_entries WHERE vault_id = ?1");
+
+sql!(KEY_NAMES_IN_USE = "SELECT key_name, count(*) FROM vault_entries GROUP BY key_name ORDER BY key_name");
+
+sql!(
+    /// Entry `?1`'s associations by name (`codec::association`).
+    ASSOCIATIONS_OF = format!("SELECT {} FROM associations WHERE vault_id = ?1 ORDER BY name", ASSOCIATIONS.column_list())
+);
+
+sql!(
+    /// The lookup hash of association `?2` of entry `?1`.
+    ASSOCIATION_LOOKUP = "SELECT lookup FROM associations WHERE vault_id = ?1 AND name = ?2"
+);
+
+sql!(
+    /// Stores an association (`codec::association_row`), replacing one of that name.
+    PUT_ASSOCIATION = format!(
+        "{} ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
+         sealed = excluded.sealed, lookup = excluded.lookup",
+        ASSOCIATIONS.insert()
+    )
+);
+
+sql!(
+    /// Entry `?1`'s associations: all, those named `?2`, or the one with hash `?3`.
+    DISSOCIATE = "DELETE FROM associations WHERE vault_id = ?1 AND (?2::TEXT IS NULL OR name = ?2) AND (?3::BYTEA IS NULL OR lookup = ?3)"
+);
+
+sql!(
+    /// Entries with association `?1` (of hash `?2`, if given), with their owners.
+    LOOKUP_BY_ASSOCIATION = "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+                             WHERE a.name = ?1 AND (?2::BYTEA IS NULL OR a.lookup = ?2) ORDER BY a.vault_id, o.owner_key"
+);
+
+sql!(
+    /// Up to `?2` entries under named key `?3` not under data key `?1` (`codec::sealed_data`).
+    DATA_ON_OLD_KEYS = "SELECT vault_id, key_id, sealed FROM vault_entries WHERE key_id <> ?1 AND lower(key_name) = lower(?3) \
+                        ORDER BY vault_id LIMIT ?2"
+);
+
+sql!(
+    /// Up to `?2` associations of entries under named key `?3` not under data key `?1`.
+    ASSOCIATIONS_ON_OLD_KEYS = format!(
+        "SELECT {} FROM associations a JOIN vault_entries e ON e.vault_id = a.vault_id \
+         WHERE a.key_id <> ?1 AND lower(e.key_name) = lower(?3) ORDER BY a.vault_id, a.name LIMIT ?2",
+        ASSOCIATIONS.cols("a")
+    )
+);
+
+sql!(
+    /// Up to `?3` entries under named key `?1` above VaultID `?2` (`codec::sealed_data`).
+    ENTRIES_UNDER_KEY = "SELECT vault_id, key_id, sealed FROM vault_entries WHERE lower(key_name) = lower(?1) AND vault_id > ?2 \
+                         ORDER BY vault_id LIMIT ?3"
+);
+
+sql!(
     /// Entry `?3`'s data sealed again (`?1` data key, `?2` sealed), if it is
     /// still the ciphertext `?5` under data key `?4` that was read: a value
     /// written meanwhile is never overwritten with an older one.
     RESEAL_DATA = "UPDATE vault_entries SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND key_id = ?4 AND sealed = ?5"
 );
 
-shared!(
+sql!(
     /// Association `?4` of entry `?3` sealed again, as [`RESEAL_DATA`] (`?5`
     /// data key and `?6` ciphertext read).
     RESEAL_ASSOCIATION =
         "UPDATE associations SET key_id = ?1, sealed = ?2 WHERE vault_id = ?3 AND name = ?4 AND key_id = ?5 AND sealed = ?6"
 );
 
-shared!(
+sql!(
     /// Entry `?4` moved under named key `?1`, its data sealed again (`?2`
     /// data key, `?3` sealed), if it is still `?6` under data key `?5`.
     REKEY_DATA =
         "UPDATE vault_entries SET key_name = ?1, key_id = ?2, sealed = ?3 WHERE vault_id = ?4 AND key_id = ?5 AND sealed = ?6"
 );
 
-shared!(
+sql!(
     /// Whether association `?2` of entry `?1` is still ciphertext `?4` under data key `?3`.
     ASSOCIATION_UNCHANGED =
         "SELECT EXISTS (SELECT 1 FROM associations WHERE vault_id = ?1 AND name = ?2 AND key_id = ?3 AND sealed = ?4)"
 );
 
-shared!(
+sql!(
     /// How many associations entry `?1` has.
     ASSOCIATION_COUNT = "SELECT count(*) FROM associations WHERE vault_id = ?1"
 );
 
-shared!(
-    /// Entry `?1`: type, key name, data key, sealed data, created at.
-    ENTRY = "SELECT vault_type, key_name, key_id, sealed, created_at FROM vault_entries WHERE vault_id = ?1"
+// ------------------------------------------------------------------ administration
+
+sql!(
+    /// The master key's check value `?1`, recorded at `?2` unless one is.
+    RECORD_KEY_CHECK = "INSERT INTO master_key_check (id, digest, recorded_at) VALUES (1, ?1, ?2) ON CONFLICT (id) DO NOTHING"
 );
 
-shared!(
-    /// Entry `?1`'s owners, in key order.
-    OWNERS = "SELECT owner FROM vault_owners WHERE vault_id = ?1 ORDER BY owner_key"
+sql!(KEY_CHECK = "SELECT digest FROM master_key_check WHERE id = 1");
+
+sql!(INSERT_USER = USERS.insert());
+
+sql!(USER_BY_ID = format!("SELECT {} FROM users u WHERE u.id = ?1", USERS.cols("u")));
+
+sql!(LIST_USERS = format!("SELECT {} FROM users u ORDER BY u.name_key", USERS.cols("u")));
+
+sql!(
+    /// The id of the user named `?1` (lower-cased), its row locked.
+    USER_ID_OF = "SELECT id FROM users WHERE name_key = ?1 FOR UPDATE"
 );
 
-shared!(
-    /// A new entry: `?1` id, `?2` type, `?3` key name, `?4` data key, `?5` sealed, `?6` created at.
-    INSERT_ENTRY = "INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+sql!(SET_USER_DISABLED = "UPDATE users SET disabled = ?1 WHERE id = ?2");
+
+sql!(SET_USER_PASSWORD = "UPDATE users SET password_hash = ?1 WHERE id = ?2");
+
+sql!(
+    /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
+    /// ([`DELETE_USER_ACCESS`]).
+    REVOKE_USER_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE user_id = ?2 AND revoked_at IS NULL"
 );
 
-shared!(
-    /// Folder `?3` (key `?2`) owns entry `?1`; no change if it already does.
-    INSERT_OWNER = "INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"
+sql!(
+    /// The access tokens of user `?1`'s grants.
+    DELETE_USER_ACCESS = "DELETE FROM access_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = ?1)"
 );
 
-shared!(
-    /// Folder key `?2` no longer owns entry `?1`.
-    DELETE_OWNER = "DELETE FROM vault_owners WHERE vault_id = ?1 AND owner_key = ?2"
+sql!(
+    /// Device codes user `?1` approved that were not redeemed become denied.
+    DENY_USER_APPROVALS = "UPDATE device_codes SET state = 'denied', version = version + 1 WHERE user_id = ?1 AND state = 'approved'"
 );
 
-shared!(
-    /// Stores association `?2` of entry `?1`, replacing one of that name.
-    PUT_ASSOCIATION = "INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                       ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
-                       sealed = excluded.sealed, lookup = excluded.lookup"
+sql!(
+    /// Guessing locks in force at `?1`: (user name, until), by name.
+    LOCKS = "SELECT subject, max(locked_until) FROM throttle WHERE subject IS NOT NULL AND locked_until > ?1 \
+             GROUP BY subject ORDER BY subject"
 );
 
-shared!(
-    /// Every data key, oldest first.
-    DATA_KEYS = "SELECT id, key_name, wrapped, created_at FROM data_keys ORDER BY id"
+sql!(
+    /// Clears every counter limiting guesses against user name `?1`.
+    UNLOCK = "DELETE FROM throttle WHERE subject = ?1"
 );
+
+sql!(INSERT_INTEGRATION = schema::INTEGRATIONS.insert());
+
+sql!(
+    /// Every field of integration `?1` from its row (`codec::integration_row`),
+    /// but its creation time, which stays (every parameter is used, so that
+    /// PostgreSQL knows each one's type).
+    UPDATE_INTEGRATION = {
+        let set: Vec<String> = schema::INTEGRATIONS
+            .columns
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(k, (c, _))| if *c == "created_at" { format!("{c} = coalesce({c}, ?{})", k + 1) } else { format!("{c} = ?{}", k + 1) })
+            .collect();
+        format!("UPDATE integrations SET {} WHERE client_id = ?1", set.join(", "))
+    }
+);
+
+sql!(INTEGRATION = format!("SELECT {} FROM integrations WHERE client_id = ?1", schema::INTEGRATIONS.column_list()));
+
+sql!(LIST_INTEGRATIONS = format!("SELECT {} FROM integrations ORDER BY client_id", schema::INTEGRATIONS.column_list()));
+
+sql!(ALLOWED_USERS = "SELECT user_id FROM integration_users WHERE client_id = ?1 ORDER BY user_id");
+
+sql!(CLEAR_ALLOWED_USERS = "DELETE FROM integration_users WHERE client_id = ?1");
+
+sql!(ALLOW_USER = schema::INTEGRATION_USERS.insert());
+
+sql!(
+    /// Every grant (`?1`) or only the live ones at `?2`, with its user's name.
+    LIST_GRANTS = format!(
+        "SELECT {}, coalesce(u.name, '') FROM grants g LEFT JOIN users u ON u.id = g.user_id \
+         WHERE ?1 OR (g.revoked_at IS NULL AND g.refresh_until > ?2) ORDER BY g.created_at, g.id",
+        GRANTS.cols("g")
+    )
+);
+
+sql!(
+    /// A folder (`codec::folder_row`), unless it exists.
+    CREATE_FOLDER = format!("{} ON CONFLICT (path_key) DO NOTHING", schema::FOLDERS.insert())
+);
+
+sql!(FOLDERS = "SELECT path FROM folders ORDER BY path_key");
+
+sql!(
+    /// User `?2`'s rights `?3` on folder key `?1`.
+    SET_RIGHTS = "INSERT INTO folder_rights (path_key, user_id, rights) VALUES (?1, ?2, ?3) \
+                  ON CONFLICT (path_key, user_id) DO UPDATE SET rights = excluded.rights"
+);
+
+sql!(DELETE_RIGHTS = "DELETE FROM folder_rights WHERE path_key = ?1 AND user_id = ?2");
+
+sql!(
+    ALL_RIGHTS = "SELECT f.path, u.name, r.rights FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
+                  JOIN users u ON u.id = r.user_id ORDER BY f.path_key, u.name_key"
+);
+
+// ------------------------------------------------------------------ the copier
+
+/// Table `?1`'s columns, as the database has them.
+pub(crate) static COLUMNS_OF: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects(
+        "SELECT name FROM pragma_table_info(?1)",
+        "SELECT column_name::TEXT FROM information_schema.columns WHERE table_schema = current_schema() AND table_name::TEXT = ?1::TEXT",
+    )
+});
+
+/// The VaultID the next allocation answers.
+pub(crate) static NEXT_VAULT_ID: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects(
+        "SELECT next FROM vault_id_seq WHERE id = 1",
+        "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM vault_id_seq",
+    )
+});
+
+/// The next allocation answers `?1`.
+pub(crate) static SET_NEXT_VAULT_ID: LazyLock<Sql> =
+    LazyLock::new(|| Sql::dialects("UPDATE vault_id_seq SET next = ?1 WHERE id = 1", "SELECT setval('vault_id_seq', ?1, false)"));
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn numbered_parameters_become_dollars() {
-        assert_eq!(dollar("SELECT ?1, ?12 FROM t WHERE a = ?2"), "SELECT $1, $12 FROM t WHERE a = $2");
+    fn each_dialect_gets_its_own_parameters_casts_and_locks() {
+        let s = Sql::new("SELECT a FROM t WHERE (?1::BIGINT IS NULL OR a = ?1) AND b = ?12 FOR UPDATE");
+        assert_eq!(s.postgres(), "SELECT a FROM t WHERE ($1::BIGINT IS NULL OR a = $1) AND b = $12 FOR UPDATE");
+        assert_eq!(s.sqlite(), "SELECT a FROM t WHERE (?1 IS NULL OR a = ?1) AND b = ?12");
         assert!(!ADVANCE_PAIR.postgres().contains('?'));
         assert!(!PUT_ASSOCIATION.postgres().contains('?'));
         assert!(MAY_WRITE_ENTRY.sqlite().contains("& 4"), "Write is bit 4");
+        assert!(!EVENTS.sqlite().contains("::") && EVENTS.postgres().contains("$9::TEXT"));
+        assert!(!COUNTER.sqlite().contains("FOR UPDATE") && COUNTER.postgres().ends_with("FOR UPDATE"));
+    }
+
+    #[test]
+    fn the_integration_update_sets_every_column_but_its_key_and_creation() {
+        assert_eq!(
+            UPDATE_INTEGRATION.sqlite(),
+            "UPDATE integrations SET name = ?2, max_scope = ?3, allow_all_users = ?4, allow_device = ?5, allow_password = ?6, \
+             access_validity = ?7, grant_validity = ?8, refreshable = ?9, device_code_validity = ?10, poll_interval = ?11, \
+             disabled = ?12, created_at = coalesce(created_at, ?13), retry_window = ?14 WHERE client_id = ?1"
+        );
     }
 }

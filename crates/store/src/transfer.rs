@@ -10,171 +10,14 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{Store, StoreError, StoreFuture, StoreResult};
+use strongroom_core::grant::Grant;
+use strongroom_core::vault::VaultId;
 
-/// How a column is stored: SQLite keeps booleans as integers, PostgreSQL as
-/// `BOOLEAN`; PostgreSQL's `INTEGER` columns are 32 bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Int,
-    Int32,
-    Bool,
-    Text,
-    Bytes,
-}
+use crate::codec::{self, Value};
+use crate::schema;
+use crate::{NewTokens, Store, StoreError, StoreFuture, StoreResult, StoredAssociation, VaultEntry};
 
-/// One table: its columns, the first `key` of which are its primary key.
-#[derive(Debug)]
-pub struct Table {
-    pub name: &'static str,
-    pub columns: &'static [(&'static str, Kind)],
-    pub key: usize,
-}
-
-impl Table {
-    pub(crate) fn column_list(&self) -> String {
-        self.columns.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
-    }
-
-    pub(crate) fn key_list(&self) -> String {
-        self.columns[..self.key].iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
-    }
-
-    /// `SELECT` of up to `limit` rows after the key given as parameters
-    /// `p(1)..p(key)` (or from the start), in key order.
-    pub(crate) fn page_sql(&self, after: bool, limit: u32, p: impl Fn(usize) -> String) -> String {
-        let keys = self.key_list();
-        let filter =
-            if after { format!(" WHERE ({keys}) > ({})", (1..=self.key).map(p).collect::<Vec<_>>().join(", ")) } else { String::new() };
-        format!("SELECT {} FROM {}{filter} ORDER BY {keys} LIMIT {limit}", self.column_list(), self.name)
-    }
-
-    pub(crate) fn insert_sql(&self, p: impl Fn(usize) -> String) -> String {
-        let values = (1..=self.columns.len()).map(p).collect::<Vec<_>>().join(", ");
-        format!("INSERT INTO {} ({}) VALUES ({values})", self.name, self.column_list())
-    }
-}
-
-use Kind::{Bool, Bytes, Int, Int32, Text};
-
-/// Every table a store holds, parents before children. `schema_migrations`
-/// is the target's own; `event_head` and the VaultID sequence are
-/// [`Counters`].
-pub const TABLES: &[Table] = &[
-    Table {
-        name: "users",
-        columns: &[
-            ("id", Text),
-            ("name", Text),
-            ("name_key", Text),
-            ("password_hash", Text),
-            ("disabled", Bool),
-            ("master_admin", Bool),
-            ("created_at", Int),
-        ],
-        key: 1,
-    },
-    Table {
-        name: "integrations",
-        columns: &[
-            ("client_id", Text),
-            ("name", Text),
-            ("max_scope", Text),
-            ("allow_all_users", Bool),
-            ("allow_device", Bool),
-            ("allow_password", Bool),
-            ("access_validity", Int),
-            ("grant_validity", Int),
-            ("refreshable", Bool),
-            ("device_code_validity", Int),
-            ("poll_interval", Int),
-            ("disabled", Bool),
-            ("created_at", Int),
-            ("retry_window", Int),
-        ],
-        key: 1,
-    },
-    Table { name: "integration_users", columns: &[("client_id", Text), ("user_id", Text)], key: 2 },
-    Table {
-        name: "device_codes",
-        columns: &[
-            ("code_hash", Bytes),
-            ("user_code_hash", Bytes),
-            ("client_id", Text),
-            ("scope", Text),
-            ("state", Text),
-            ("user_id", Text),
-            ("created_at", Int),
-            ("expires_at", Int),
-            ("interval_secs", Int),
-            ("last_poll_at", Int),
-            ("version", Int),
-            ("grant_id", Text),
-        ],
-        key: 1,
-    },
-    Table {
-        name: "grants",
-        columns: &[
-            ("id", Text),
-            ("client_id", Text),
-            ("user_id", Text),
-            ("scope", Text),
-            ("created_at", Int),
-            ("refresh_until", Int),
-            ("refreshable", Bool),
-            ("access_issued_at", Int),
-            ("access_validity", Int),
-            ("revoked_at", Int),
-            ("refresh_hash", Bytes),
-            ("access_hash", Bytes),
-            ("pair_used", Bool),
-            ("rotated_from", Bytes),
-            ("rotated_at", Int),
-            ("version", Int),
-        ],
-        key: 1,
-    },
-    Table { name: "access_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("expires_at", Int)], key: 1 },
-    Table { name: "refresh_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("spent_at", Int)], key: 1 },
-    Table {
-        name: "throttle",
-        columns: &[("key", Text), ("failures", Int), ("window_start", Int), ("locked_until", Int), ("subject", Text)],
-        key: 1,
-    },
-    Table { name: "sign_in_origins", columns: &[("name_key", Text), ("addr", Text), ("last_success", Int)], key: 2 },
-    Table {
-        name: "events",
-        columns: &[
-            ("seq", Int),
-            ("at", Int),
-            ("kind", Text),
-            ("identity", Text),
-            ("client_id", Text),
-            ("source", Text),
-            ("request_id", Text),
-            ("object", Text),
-            ("detail", Text),
-            ("hash", Bytes),
-        ],
-        key: 1,
-    },
-    Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int)], key: 1 },
-    Table { name: "folder_rights", columns: &[("path_key", Text), ("user_id", Text), ("rights", Int)], key: 2 },
-    Table { name: "data_keys", columns: &[("id", Int), ("wrapped", Bytes), ("created_at", Int), ("key_name", Text)], key: 1 },
-    Table {
-        name: "vault_entries",
-        columns: &[("vault_id", Int), ("vault_type", Int32), ("key_name", Text), ("key_id", Int), ("sealed", Bytes), ("created_at", Int)],
-        key: 1,
-    },
-    Table { name: "vault_owners", columns: &[("vault_id", Int), ("owner_key", Text), ("owner", Text)], key: 2 },
-    Table {
-        name: "associations",
-        columns: &[("vault_id", Int), ("name", Text), ("value_type", Text), ("key_id", Int), ("sealed", Bytes), ("lookup", Bytes)],
-        key: 2,
-    },
-    Table { name: "master_key_check", columns: &[("id", Int32), ("digest", Bytes), ("recorded_at", Int)], key: 1 },
-];
+pub use crate::schema::{Kind, TABLES, Table};
 
 /// One stored value. `Debug` shows only its kind: cells hold password
 /// hashes, token hashes and sealed values.
@@ -242,9 +85,50 @@ pub async fn open(url: &str) -> StoreResult<(Arc<dyn Store>, Arc<dyn Transfer>)>
     }
 }
 
+/// A value of the row codec as a cell.
+fn cell(v: &Value<'_>) -> Cell {
+    match v {
+        Value::Null => Cell::Null,
+        Value::Int(i) => Cell::Int(*i),
+        Value::Bool(b) => Cell::Bool(*b),
+        Value::Text(t) => Cell::Text(t.to_string()),
+        Value::Bytes(b) => Cell::Bytes(b.to_vec()),
+    }
+}
+
+fn row(values: &[Value<'_>]) -> Row {
+    values.iter().map(cell).collect()
+}
+
+/// The rows a new grant with its first pair is stored as, table by table,
+/// as the store itself writes them (for bulk loads with [`Transfer::load`]:
+/// the benchmark's large store).
+pub fn grant_rows(grant: &Grant, tokens: &NewTokens) -> Vec<(&'static Table, Row)> {
+    let mut out = vec![
+        (&schema::GRANTS, row(&codec::grant_row(grant, tokens))),
+        (&schema::ACCESS_TOKENS, row(&codec::access_token_row(grant.id.as_str(), tokens))),
+    ];
+    if let Some(r) = codec::refresh_token_row(grant.id.as_str(), tokens) {
+        out.push((&schema::REFRESH_TOKENS, row(&r)));
+    }
+    out
+}
+
+/// The rows a vault entry and its owners are stored as (see [`grant_rows`]).
+pub fn entry_rows(entry: &VaultEntry) -> Vec<(&'static Table, Row)> {
+    let mut out = vec![(&schema::VAULT_ENTRIES, row(&codec::entry_row(entry)))];
+    out.extend(entry.owners.iter().map(|o| (&schema::VAULT_OWNERS, row(&codec::owner_row(entry.vault_id, o)))));
+    out
+}
+
+/// The row an association of entry `id` is stored as (see [`grant_rows`]).
+pub fn association_row(id: VaultId, a: &StoredAssociation) -> (&'static Table, Row) {
+    (&schema::ASSOCIATIONS, row(&codec::association_row(id, a)))
+}
+
 /// A cell of the wrong kind for its column.
 pub(crate) fn mismatch(table: &Table, column: &str) -> StoreError {
-    StoreError::Corrupt(format!("{}.{column}: value of another type", table.name))
+    StoreError::corrupt(format!("{}.{column}: value of another type", table.name))
 }
 
 #[cfg(test)]
@@ -301,7 +185,7 @@ mod tests {
     fn page_sql_pages_by_the_whole_key() {
         let t = TABLES.iter().find(|t| t.name == "associations").unwrap();
         assert_eq!(
-            t.page_sql(true, 10, |k| format!("${k}")),
+            crate::sql::Sql::new(t.page_sql(true, 10)).postgres(),
             "SELECT vault_id, name, value_type, key_id, sealed, lookup FROM associations WHERE (vault_id, name) > ($1, $2) \
              ORDER BY vault_id, name LIMIT 10"
         );

@@ -15,16 +15,16 @@
 use deadpool_postgres::{GenericClient, Object, Pool};
 use futures_util::future::try_join_all;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::Row;
 
 use strongroom_core::event::{Event, chain_hash};
 use strongroom_core::grant::GrantId;
-use strongroom_core::token::TokenHash;
 use strongroom_core::vault::VaultId;
 
-use super::{CONNECTING, EventRow, HEAD_FOR_UPDATE, Param, checkout, exec, get, pg, query_one, release};
+use super::{Pg, checkout, classify, refs, release, spoiled};
+use crate::codec::{self, Cols, Value, values};
+use crate::ops::{Conn, auth::advance_pair_values};
 use crate::sql;
-use crate::{Checked, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
+use crate::{Checked, ErrorKind, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
 
 /// Jobs per transaction at most.
 const MAX_BATCH: usize = 64;
@@ -165,8 +165,8 @@ impl Reply {
             (Reply::Put(tx), Ok(Done::Put(p))) => drop(tx.send(Ok(p))),
             (Reply::Moved(tx), Err(e)) => drop(tx.send(Err(e))),
             (Reply::Put(tx), Err(e)) => drop(tx.send(Err(e))),
-            (Reply::Moved(tx), Ok(_)) => drop(tx.send(Err(StoreError::Corrupt("batch answered another job".into())))),
-            (Reply::Put(tx), Ok(_)) => drop(tx.send(Err(StoreError::Corrupt("batch answered another job".into())))),
+            (Reply::Moved(tx), Ok(_)) => drop(tx.send(Err(StoreError::other("batch answered another job")))),
+            (Reply::Put(tx), Ok(_)) => drop(tx.send(Err(StoreError::other("batch answered another job")))),
         }
     }
 }
@@ -196,8 +196,6 @@ impl Chain {
 #[derive(Clone)]
 pub(super) struct Batcher {
     jobs: mpsc::Sender<Job>,
-    /// Told each batch's size and time.
-    pub(super) observer: ObserverSlot,
 }
 
 impl std::fmt::Debug for Batcher {
@@ -207,12 +205,11 @@ impl std::fmt::Debug for Batcher {
 }
 
 impl Batcher {
-    /// Starts the writer task on the current tokio runtime.
-    pub(super) fn spawn(pool: Pool) -> Batcher {
+    /// Starts the writer task on the current tokio runtime; `observer` is told each batch's size and time.
+    pub(super) fn spawn(pool: Pool, observer: ObserverSlot) -> Batcher {
         let (jobs, rx) = mpsc::channel(QUEUE);
-        let observer = ObserverSlot::default();
-        tokio::spawn(writer(pool, rx, observer.clone()));
-        Batcher { jobs, observer }
+        tokio::spawn(writer(pool, rx, observer));
+        Batcher { jobs }
     }
 
     pub(super) async fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreResult<bool> {
@@ -277,22 +274,22 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
                 // but for callers gone meanwhile. A database that cannot be
                 // reached fails them all alike: answered at once rather than
                 // each after its own wait for a connection.
-                let mut unreachable: Option<String> = None;
+                let mut unreachable: Option<StoreError> = None;
                 for job in jobs.drain(..) {
                     if job.reply.is_closed() {
                         continue;
                     }
                     if let Some(why) = &unreachable {
-                        job.reply.send(Err(StoreError::Backend(why.clone())));
+                        job.reply.send(Err(why.clone()));
                         continue;
                     }
                     let r = run_batch(&pool, &mut conn, &sql, &[&job.work], &mut known)
                         .await
                         .and_then(|mut d| d.pop().ok_or(StoreError::Closed));
-                    if let Err(StoreError::Backend(why)) = &r
-                        && why.starts_with(CONNECTING)
+                    if let Err(e) = &r
+                        && e.kind() == ErrorKind::Unavailable
                     {
-                        unreachable = Some(why.clone());
+                        unreachable = Some(e.clone());
                     }
                     job.reply.send(r);
                 }
@@ -306,8 +303,6 @@ struct Statements<'a> {
     put: &'a str,
     put_many: &'a str,
 }
-
-const MOVE_HEAD: &str = "UPDATE event_head SET seq = $1, hash = $2 WHERE id = 1";
 
 /// Runs `work` in one transaction; every result, or the first failure.
 /// `known` is the event head as this writer last saw it.
@@ -350,7 +345,7 @@ async fn run_batch(
         // The head is uncertain after a failed commit: read it next time.
         *known = None;
     }
-    if matches!(out, Err(StoreError::Backend(_))) {
+    if spoiled(&out) {
         release(client, &out);
     } else {
         *conn = Some(client);
@@ -371,7 +366,7 @@ enum Pipelined {
 async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known: &mut Option<Chain>) -> StoreResult<Pipelined> {
     let start = match known {
         Some(k) => k.clone(),
-        None => head(&query_one(client, "SELECT seq, hash FROM event_head WHERE id = 1", &[]).await?)?,
+        None => head(&Pg(client)).await?,
     };
     let mut places = Vec::with_capacity(work.len());
     let mut end = start.clone();
@@ -381,13 +376,13 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     }
     // Every statement prepared first, so that each request below is sent
     // when it is first polled: in order, BEGIN before all.
-    let lock = client.prepare_cached(HEAD_FOR_UPDATE).await.map_err(pg)?;
-    let move_head = client.prepare_cached(MOVE_HEAD).await.map_err(pg)?;
+    let lock = client.prepare_cached(sql::EVENT_HEAD.postgres()).await.map_err(classify)?;
+    let move_head = client.prepare_cached(sql::MOVE_HEAD.postgres()).await.map_err(classify)?;
     for s in [sql.advance, sql.put, sql.put_many] {
-        client.prepare_cached(s).await.map_err(pg)?;
+        client.prepare_cached(s).await.map_err(classify)?;
     }
-    let end_hash = &end.hash[..];
-    let move_to: [Param<'_>; 2] = [&end.seq, &end_hash];
+    let move_to = values![end.seq, &end.hash];
+    let move_to = refs(&move_to);
     // The associations in one statement when they may be, every other job
     // in one of its own.
     let grouped = together(work);
@@ -400,14 +395,14 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
         client.execute(&move_head, &move_to),
     );
     let outcome = async {
-        begun.map_err(pg)?;
-        let found = head(&locked.map_err(pg)?)?;
+        begun.map_err(classify)?;
+        let found = chain(&mut Cols::new(&locked.map_err(classify)?))?;
         if found.seq != start.seq || found.hash != start.hash {
             *known = Some(found);
             return Ok(Pipelined::HeadMoved);
         }
         let ran = in_order(work.len(), single?, many?)?;
-        moved.map_err(pg)?;
+        moved.map_err(classify)?;
         if !ran.iter().all(|(_, moved)| *moved) {
             return Ok(Pipelined::NotAllMoved);
         }
@@ -416,12 +411,12 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     .await;
     match outcome {
         Ok(Pipelined::Committed(done)) => {
-            client.batch_execute("COMMIT").await.map_err(pg)?;
+            client.batch_execute("COMMIT").await.map_err(classify)?;
             *known = Some(end);
             Ok(Pipelined::Committed(done))
         }
         other => {
-            client.batch_execute("ROLLBACK").await.map_err(pg)?;
+            client.batch_execute("ROLLBACK").await.map_err(classify)?;
             other
         }
     }
@@ -430,8 +425,8 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
 /// The batch one job after the other in one transaction, each event placed
 /// on the one committed before it.
 async fn sequential(client: &mut Object, sql: &Statements<'_>, work: &[&Work], known: &mut Option<Chain>) -> StoreResult<Vec<Done>> {
-    let tx = client.transaction().await.map_err(pg)?;
-    let start = head(&query_one(&tx, HEAD_FOR_UPDATE, &[]).await?)?;
+    let tx = client.transaction().await.map_err(classify)?;
+    let start = crate::ops::query_one(&Pg(&tx), &sql::EVENT_HEAD, &[], chain).await?;
     let mut done = Vec::with_capacity(work.len());
     let mut chain = start.clone();
     for w in work {
@@ -443,75 +438,54 @@ async fn sequential(client: &mut Object, sql: &Statements<'_>, work: &[&Work], k
         done.push(d);
     }
     if chain.seq != start.seq {
-        exec(&tx, MOVE_HEAD, &[&chain.seq, &&chain.hash[..]]).await?;
+        Pg(&tx).execute(&sql::MOVE_HEAD, &values![chain.seq, &chain.hash]).await?;
     }
-    tx.commit().await.map_err(pg)?;
+    tx.commit().await.map_err(classify)?;
     *known = Some(chain);
     Ok(done)
 }
 
 /// The event head row (`seq`, `hash`).
-fn head(row: &Row) -> StoreResult<Chain> {
-    let (seq, hash) = super::event_head(row)?;
+fn chain(c: &mut Cols<'_>) -> StoreResult<Chain> {
+    let (seq, hash) = codec::head(c)?;
     Ok(Chain { seq, hash })
+}
+
+/// The event head as committed now, unlocked.
+async fn head<C: GenericClient>(c: &Pg<'_, C>) -> StoreResult<Chain> {
+    crate::ops::query_one(c, &sql::READ_EVENT_HEAD, &[], chain).await
+}
+
+/// The one row a statement of this module answers.
+async fn one<T>(
+    c: &impl GenericClient,
+    sql: &str,
+    params: &[Value<'_>],
+    f: impl FnOnce(&mut Cols<'_>) -> StoreResult<T>,
+) -> StoreResult<T> {
+    let st = c.prepare_cached(sql).await.map_err(classify)?;
+    let row = c.query_one(&st, &refs(params)).await.map_err(classify)?;
+    f(&mut Cols::new(&row))
 }
 
 /// Runs one job with its event at `at`; its answer, and whether it moved
 /// the chain (wrote its event).
 async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain) -> StoreResult<(Done, bool)> {
-    let (seq, hash) = (at.seq, at.hash);
     match w {
-        Work::AdvancePair { grant_id, version, change, event: e } => {
-            let p = &change.pair;
+        Work::AdvancePair { grant_id, version, change, event } => {
             let t = &change.tokens;
-            let now = t.issued_at.millis();
-            let row = query_one(
-                c,
-                sql.advance,
-                &[
-                    &[
-                        &grant_id.as_str() as Param<'_>,
-                        version,
-                        &p.refresh.as_ref().map(TokenHash::as_bytes),
-                        &p.access.as_ref().map(TokenHash::as_bytes),
-                        &p.used,
-                        &p.rotated_from.as_ref().map(|(h, _)| h.as_bytes()),
-                        &p.rotated_from.map(|(_, at)| at.millis()),
-                        &now,
-                        &change.retire_access.as_ref().map(TokenHash::as_bytes),
-                        &t.access_hash.as_bytes(),
-                        &t.access_expires.millis(),
-                        &t.refresh_hash.as_ref().map(TokenHash::as_bytes),
-                    ][..],
-                    &EventRow::new(seq, e, &hash).params(),
-                ]
-                .concat(),
-            )
-            .await?;
-            let moved = get::<i64>(&row, 0)? == 1;
+            let mut params = advance_pair_values(grant_id, *version, change).to_vec();
+            params.extend(values![change.retire_access.as_ref(), &t.access_hash, t.access_expires, t.refresh_hash.as_ref()]);
+            params.extend(codec::event_row(at.seq, event, &at.hash));
+            let moved = one(c, sql.advance, &params, |r| r.int()).await? == 1;
             Ok((Done::Moved(moved), moved))
         }
-        Work::PutAssociation { id, a, by, event: e } => {
-            let row = query_one(
-                c,
-                sql.put,
-                &[
-                    &[
-                        &by.grant_id.as_str() as Param<'_>,
-                        &by.user_id.as_str(),
-                        &id.0,
-                        &a.name,
-                        &a.value_type.as_str(),
-                        &a.key_id,
-                        &a.sealed,
-                        &&a.lookup[..],
-                    ][..],
-                    &EventRow::new(seq, e, &hash).params(),
-                ]
-                .concat(),
-            )
-            .await?;
-            Ok(put_outcome(get(&row, 0)?, get(&row, 1)?, get(&row, 2)?))
+        Work::PutAssociation { id, a, by, event } => {
+            let mut params = values![by.grant_id.as_str(), by.user_id.as_str(), *id].to_vec();
+            params.extend(codec::association_row(*id, a).into_iter().skip(1));
+            params.extend(codec::event_row(at.seq, event, &at.hash));
+            let (exists, allowed, stored) = one(c, sql.put, &params, |r| Ok((r.bool()?, r.bool()?, r.bool()?))).await?;
+            Ok(put_outcome(exists, allowed, stored))
         }
     }
 }
@@ -597,9 +571,9 @@ async fn run_puts(
     );
     for (i, w, place) in &jobs {
         let Work::PutAssociation { id, a, by, event: e } = w else {
-            return Err(StoreError::Corrupt("a grouped job is not an association".into()));
+            return Err(StoreError::other("a grouped job is not an association"));
         };
-        idx.push(i32::try_from(*i).map_err(|_| StoreError::Corrupt("batch index".into()))?);
+        idx.push(i32::try_from(*i).map_err(|_| StoreError::other("batch index"))?);
         grant.push(by.grant_id.as_str());
         user.push(by.user_id.as_str());
         entry.push(id.0);
@@ -619,39 +593,42 @@ async fn run_puts(
         detail.push(e.detail.as_str());
         hash.push(&place.hash[..]);
     }
-    let rows = super::query(
-        c,
-        sql,
-        &[
-            &idx,
-            &grant,
-            &user,
-            &entry,
-            &name,
-            &vtype,
-            &key_id,
-            &sealed,
-            &lookup,
-            &seq,
-            &at,
-            &kind,
-            &identity,
-            &client_id,
-            &source,
-            &request_id,
-            &object,
-            &detail,
-            &hash,
-        ],
-    )
-    .await?;
+    let st = c.prepare_cached(sql).await.map_err(classify)?;
+    let rows = c
+        .query(
+            &st,
+            &[
+                &idx,
+                &grant,
+                &user,
+                &entry,
+                &name,
+                &vtype,
+                &key_id,
+                &sealed,
+                &lookup,
+                &seq,
+                &at,
+                &kind,
+                &identity,
+                &client_id,
+                &source,
+                &request_id,
+                &object,
+                &detail,
+                &hash,
+            ],
+        )
+        .await
+        .map_err(classify)?;
     if rows.len() != n {
-        return Err(StoreError::Corrupt(format!("{n} associations in one statement, {} answers", rows.len())));
+        return Err(StoreError::other(format!("{n} associations in one statement, {} answers", rows.len())));
     }
     rows.iter()
         .map(|r| {
-            let i = usize::try_from(get::<i32>(r, 0)?).map_err(|_| StoreError::Corrupt("batch index".into()))?;
-            Ok((i, put_outcome(get(r, 1)?, get(r, 2)?, get(r, 3)?)))
+            let mut r = Cols::new(r);
+            let i = usize::try_from(r.int()?).map_err(|_| StoreError::other("batch index"))?;
+            Ok((i, put_outcome(r.bool()?, r.bool()?, r.bool()?)))
         })
         .collect()
 }
@@ -662,8 +639,8 @@ fn in_order(n: usize, single: Vec<(usize, (Done, bool))>, many: Vec<(usize, (Don
     for (i, d) in single.into_iter().chain(many) {
         match all.get_mut(i) {
             Some(slot @ None) => *slot = Some(d),
-            _ => return Err(StoreError::Corrupt(format!("batch job {i} answered twice or out of range"))),
+            _ => return Err(StoreError::other(format!("batch job {i} answered twice or out of range"))),
         }
     }
-    all.into_iter().map(|d| d.ok_or_else(|| StoreError::Corrupt("a batch job went unanswered".into()))).collect()
+    all.into_iter().map(|d| d.ok_or_else(|| StoreError::other("a batch job went unanswered"))).collect()
 }

@@ -50,7 +50,7 @@ impl Mode {
             "verify-ca" => Mode::VerifyCa,
             "verify-full" => Mode::VerifyFull,
             other => {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::other(format!(
                     "database url: sslmode {other:?} is not one of disable, prefer, require, verify-ca, verify-full"
                 )));
             }
@@ -93,7 +93,7 @@ pub(crate) struct Connect {
 /// Parses a `postgres://` URL or a `key=value` string.
 pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
     let (rest, settings) = take_settings(url)?;
-    let mut config = tokio_postgres::Config::from_str(&rest).map_err(|e| StoreError::Backend(format!("database url: {e}")))?;
+    let mut config = tokio_postgres::Config::from_str(&rest).map_err(|e| StoreError::other(format!("database url: {e}")))?;
     let mode = settings.mode.map(|m| Mode::parse(&m)).transpose()?.unwrap_or(Mode::Prefer);
     config.ssl_mode(match mode {
         Mode::Disable => SslMode::Disable,
@@ -111,7 +111,7 @@ pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
         .pool_max_size
         .map(|n| match n.parse::<usize>() {
             Ok(n @ 1..=1000) => Ok(n),
-            _ => Err(StoreError::Backend(format!("database url: pool_max_size {n:?} is not a number from 1 to 1000"))),
+            _ => Err(StoreError::other(format!("database url: pool_max_size {n:?} is not a number from 1 to 1000"))),
         })
         .transpose()?;
     Ok(Connect { config, tls, mode, pool_max_size })
@@ -166,7 +166,7 @@ fn take_settings(url: &str) -> StoreResult<(String, Settings)> {
 
 /// `%XX` → byte, as URLs carry them.
 fn percent_decode(s: &str) -> StoreResult<String> {
-    let bad = || StoreError::Backend("database url: bad percent-encoding".into());
+    let bad = || StoreError::other("database url: bad percent-encoding");
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -186,7 +186,7 @@ fn percent_decode(s: &str) -> StoreResult<String> {
 /// The pairs of a libpq `key=value` string (values bare or in single
 /// quotes, backslash escapes).
 fn key_values(s: &str) -> StoreResult<Vec<(String, String)>> {
-    let bad = |what: &str| StoreError::Backend(format!("database url: {what}"));
+    let bad = |what: &str| StoreError::other(format!("database url: {what}"));
     let mut out = Vec::new();
     let mut it = s.chars().peekable();
     loop {
@@ -238,14 +238,14 @@ impl MakeRustls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| StoreError::Backend(format!("database TLS: {e}")))?;
+            .map_err(|e| StoreError::other(format!("database TLS: {e}")))?;
         let verifier: Arc<dyn ServerCertVerifier> = match check {
             Check::Nothing => Arc::new(Unverified { provider }),
             Check::Chain | Check::Full => {
                 let roots = Arc::new(roots(root_cert)?);
                 let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
                     .build()
-                    .map_err(|e| StoreError::Backend(format!("database TLS roots: {e}")))?;
+                    .map_err(|e| StoreError::other(format!("database TLS roots: {e}")))?;
                 if check == Check::Full { webpki } else { Arc::new(ChainOnly { webpki }) }
             }
         };
@@ -260,13 +260,13 @@ fn roots(root_cert: Option<&str>) -> StoreResult<RootCertStore> {
         Some(path) => {
             let certs = CertificateDer::pem_file_iter(path)
                 .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| StoreError::Backend(format!("database TLS: reading sslrootcert {path}: {e}")))?;
+                .map_err(|e| StoreError::other(format!("database TLS: reading sslrootcert {path}: {e}")))?;
             if certs.is_empty() {
-                return Err(StoreError::Backend(format!("database TLS: sslrootcert {path} holds no certificate")));
+                return Err(StoreError::other(format!("database TLS: sslrootcert {path} holds no certificate")));
             }
             let mut store = RootCertStore::empty();
             for c in certs {
-                store.add(c).map_err(|e| StoreError::Backend(format!("database TLS: sslrootcert {path}: {e}")))?;
+                store.add(c).map_err(|e| StoreError::other(format!("database TLS: sslrootcert {path}: {e}")))?;
             }
             Ok(store)
         }

@@ -13,13 +13,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 use tokio::sync::oneshot;
 
-use super::writer::backend;
+use super::classify;
 use crate::{StoreError, StoreResult};
 
 type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
-
-/// Prepared statements kept per reader connection.
-const STATEMENT_CACHE: usize = 64;
 
 pub(super) struct Readers {
     jobs: mpsc::Sender<ReadJob>,
@@ -28,14 +25,14 @@ pub(super) struct Readers {
 impl Readers {
     /// Opens `n` connections and starts a thread for each. The threads end
     /// when the store is dropped.
-    pub(super) fn start(path: &Path, n: usize, busy_timeout_ms: u32) -> StoreResult<Readers> {
+    pub(super) fn start(path: &Path, n: usize, busy_timeout_ms: u32, statements: usize) -> StoreResult<Readers> {
         let (tx, rx) = mpsc::channel::<ReadJob>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..n.max(1) {
             let conn =
-                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
-            conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms))).map_err(backend)?;
-            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(classify)?;
+            conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms))).map_err(classify)?;
+            conn.set_prepared_statement_cache_capacity(statements);
             let rx = rx.clone();
             std::thread::Builder::new()
                 .name(format!("sqlite-reader-{i}"))
@@ -51,7 +48,7 @@ impl Readers {
                         }
                     }
                 })
-                .map_err(|e| StoreError::Backend(format!("starting a reader thread: {e}")))?;
+                .map_err(|e| StoreError::other(format!("starting a reader thread: {e}")))?;
         }
         Ok(Readers { jobs: tx })
     }
@@ -65,7 +62,7 @@ impl Readers {
         let (reply, rx) = oneshot::channel();
         let job: ReadJob = Box::new(move |conn| {
             let out = catch_unwind(AssertUnwindSafe(|| in_read_transaction(conn, f)))
-                .unwrap_or_else(|_| Err(StoreError::Backend("store read panicked".into())));
+                .unwrap_or_else(|_| Err(StoreError::other("store read panicked")));
             // The caller may have gone away (request cancelled).
             let _ = reply.send(out);
         });
@@ -80,7 +77,7 @@ fn in_read_transaction<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Stor
         // A transaction left open by a failed COMMIT would fail every later
         // read on this thread: end it and start again.
         let _ = conn.execute_batch("ROLLBACK");
-        begin(conn).map_err(backend)?;
+        begin(conn).map_err(classify)?;
     }
     let out = f(conn);
     // A read-only transaction: ending it cannot lose anything.

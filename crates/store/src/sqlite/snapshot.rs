@@ -8,9 +8,8 @@
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
-use super::writer::backend;
-use super::{BUSY_TIMEOUT_MS, create_private_dir};
-use crate::{StoreError, StoreResult};
+use super::{BUSY_TIMEOUT_MS, classify, create_private_dir, file_error};
+use crate::{ErrorKind, StoreError, StoreResult};
 
 /// What a snapshot holds: its event-chain head and schema version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,10 +24,10 @@ pub struct Snapshot {
 /// with mode 0600 (an existing `dest` is refused), synced to disk.
 pub fn snapshot(db: &Path, dest: &Path) -> StoreResult<Snapshot> {
     if !db.exists() {
-        return Err(StoreError::Backend(format!("{} does not exist", db.display())));
+        return Err(StoreError::new(ErrorKind::Unavailable, format!("{} does not exist", db.display())));
     }
     if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir(dir).map_err(|e| StoreError::Backend(format!("creating {}: {e}", dir.display())))?;
+        create_private_dir(dir).map_err(|e| file_error("creating", dir, &e))?;
     }
     create_empty_private(dest)?;
     let made = copy_into(db, dest).and_then(|()| read_snapshot(dest));
@@ -47,29 +46,29 @@ pub(crate) fn create_empty_private(path: &Path) -> StoreResult<()> {
         use std::os::unix::fs::OpenOptionsExt as _;
         opts.mode(0o600);
     }
-    opts.open(path).map(drop).map_err(|e| StoreError::Backend(format!("creating {}: {e}", path.display())))
+    opts.open(path).map(drop).map_err(|e| file_error("creating", path, &e))
 }
 
 fn copy_into(db: &Path, dest: &Path) -> StoreResult<()> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
-    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
-    let target = dest.to_str().ok_or_else(|| StoreError::Backend("the snapshot path is not UTF-8".into()))?;
-    conn.execute("VACUUM INTO ?1", [target]).map_err(backend)?;
-    std::fs::File::open(dest).and_then(|f| f.sync_all()).map_err(|e| StoreError::Backend(format!("syncing {}: {e}", dest.display())))
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(classify)?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(classify)?;
+    let target = dest.to_str().ok_or_else(|| StoreError::other("the snapshot path is not UTF-8"))?;
+    conn.execute("VACUUM INTO ?1", [target]).map_err(classify)?;
+    std::fs::File::open(dest).and_then(|f| f.sync_all()).map_err(|e| file_error("syncing", dest, &e))
 }
 
 /// Checks a snapshot file and reads its event-chain head and schema version.
 pub fn read_snapshot(path: &Path) -> StoreResult<Snapshot> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
-    let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(backend)?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(classify)?;
+    let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(classify)?;
     if check != "ok" {
-        return Err(StoreError::Corrupt(format!("{}: {check}", path.display())));
+        return Err(StoreError::corrupt(format!("{}: {check}", path.display())));
     }
     let (event_seq, hash): (i64, Vec<u8>) =
-        conn.query_row("SELECT seq, hash FROM event_head WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?))).map_err(backend)?;
-    let event_hash = hash.try_into().map_err(|_| StoreError::Corrupt("event head hash".into()))?;
+        conn.query_row("SELECT seq, hash FROM event_head WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?))).map_err(classify)?;
+    let event_hash = hash.try_into().map_err(|_| StoreError::corrupt("event head hash"))?;
     let schema_version: i64 =
-        conn.query_row("SELECT coalesce(max(version), 0) FROM schema_migrations", [], |r| r.get(0)).map_err(backend)?;
+        conn.query_row("SELECT coalesce(max(version), 0) FROM schema_migrations", [], |r| r.get(0)).map_err(classify)?;
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     Ok(Snapshot { event_seq, event_hash, schema_version, bytes })
 }
@@ -78,7 +77,7 @@ pub fn read_snapshot(path: &Path) -> StoreResult<Snapshot> {
 pub fn restore_file(file: &Path, db: &Path) -> StoreResult<Snapshot> {
     let snap = read_snapshot(file)?;
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir(dir).map_err(|e| StoreError::Backend(format!("creating {}: {e}", dir.display())))?;
+        create_private_dir(dir).map_err(|e| file_error("creating", dir, &e))?;
     }
     create_empty_private(db)?;
     let copy = || -> std::io::Result<()> {
@@ -87,7 +86,7 @@ pub fn restore_file(file: &Path, db: &Path) -> StoreResult<Snapshot> {
         std::io::copy(&mut from, &mut to)?;
         to.sync_all()
     };
-    let copied = copy().map_err(|e| StoreError::Backend(format!("copying {} to {}: {e}", file.display(), db.display())));
+    let copied = copy().map_err(|e| StoreError::other(format!("copying {} to {}: {e}", file.display(), db.display())));
     if copied.is_err() {
         let _ = std::fs::remove_file(db);
     }

@@ -14,6 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
+use super::classify;
 use crate::{ObserverSlot, StoreError, StoreResult};
 
 /// Most jobs committed together.
@@ -24,7 +25,7 @@ pub(crate) trait Job: Send {
     /// Runs inside the batch transaction.
     fn run(&mut self, conn: &Connection) -> Outcome;
     /// Delivers the result once the batch is committed (or not).
-    fn finish(self: Box<Self>, committed: &Result<(), String>);
+    fn finish(self: Box<Self>, committed: &StoreResult<()>);
 }
 
 pub(crate) enum Outcome {
@@ -54,10 +55,10 @@ where
     fn run(&mut self, conn: &Connection) -> Outcome {
         let Some(f) = self.f.take() else { return Outcome::Clean };
         if let Err(e) = run_cached(conn, "SAVEPOINT job") {
-            self.out = Some(Err(backend(e)));
+            self.out = Some(Err(classify(e)));
             return Outcome::Poisoned;
         }
-        let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| Err(StoreError::Backend("store job panicked".into())));
+        let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| Err(StoreError::other("store job panicked")));
         let end = if result.is_ok() {
             run_cached(conn, "RELEASE job")
         } else {
@@ -69,16 +70,20 @@ where
                 Outcome::Clean
             }
             Err(e) => {
-                self.out = Some(Err(backend(e)));
+                self.out = Some(Err(classify(e)));
                 Outcome::Poisoned
             }
         }
     }
 
-    fn finish(mut self: Box<Self>, committed: &Result<(), String>) {
+    fn finish(mut self: Box<Self>, committed: &StoreResult<()>) {
         let out = match committed {
             Ok(()) => self.out.take().unwrap_or(Err(StoreError::Closed)),
-            Err(e) => Err(StoreError::Backend(e.clone())),
+            // The job's own failure says more than the batch's (which it may have caused).
+            Err(e) => match self.out.take() {
+                Some(Err(own)) => Err(own),
+                _ => Err(e.clone()),
+            },
         };
         if let Some(reply) = self.reply.take() {
             // The caller may have gone away (request cancelled): nothing to do.
@@ -91,10 +96,6 @@ where
 /// every job and batch, and parsing them each time showed in the profile.
 fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
-}
-
-pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 /// The writer loop; returns when every sender is gone.
@@ -123,16 +124,16 @@ pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, observ
     }
 }
 
-fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), String> {
-    run_cached(conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> StoreResult<()> {
+    run_cached(conn, "BEGIN IMMEDIATE").map_err(classify)?;
     for job in batch.iter_mut() {
         if let Outcome::Poisoned = job.run(conn) {
             let _ = conn.execute_batch("ROLLBACK");
-            return Err("transaction rolled back".into());
+            return Err(StoreError::other("a job left the transaction unusable: the batch was rolled back"));
         }
     }
     run_cached(conn, "COMMIT").map_err(|e| {
         let _ = conn.execute_batch("ROLLBACK");
-        e.to_string()
+        classify(e)
     })
 }

@@ -1,0 +1,171 @@
+//! What administrators manage: users, integrations, grants, folders and rights.
+
+use strongroom_core::event::Event;
+use strongroom_core::identity::{User, UserId};
+use strongroom_core::integration::{AllowedUsers, Integration};
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::{FolderPath, Rights};
+
+use super::events::{append_event, with_grants_ended};
+use super::{Conn, query_one};
+use crate::codec::{self, values};
+use crate::sql;
+use crate::{GrantSummary, StoreResult};
+
+pub(crate) async fn record_key_check<C: Conn>(c: &C, check: &[u8; 32], event: &Event) -> StoreResult<Option<[u8; 32]>> {
+    if c.execute(&sql::RECORD_KEY_CHECK, &values![check, event.at]).await? == 1 {
+        append_event(c, event).await?;
+        return Ok(None);
+    }
+    query_one(c, &sql::KEY_CHECK, &[], |r| r.hash32()).await.map(Some)
+}
+
+pub(crate) async fn create_user<C: Conn>(c: &C, user: &User, password_hash: &str, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_USER, &codec::user_row(user, password_hash)).await?;
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn user_by_id<C: Conn>(c: &C, id: &UserId) -> StoreResult<Option<User>> {
+    c.query_opt(&sql::USER_BY_ID, &values![id.as_str()], codec::user).await
+}
+
+pub(crate) async fn list_users<C: Conn>(c: &C) -> StoreResult<Vec<User>> {
+    c.query(&sql::LIST_USERS, &[], codec::user).await
+}
+
+/// The id of the user named `name` (any case), its row locked for the transaction.
+async fn user_id_of<C: Conn>(c: &C, name: &str) -> StoreResult<Option<String>> {
+    c.query_opt(&sql::USER_ID_OF, &values![name.to_lowercase()], |r| r.text()).await
+}
+
+/// Revokes every live grant of `user_id` at `at` with their access tokens
+/// (refresh tokens stay as tombstones), and, when `approvals`, denies the
+/// device codes the user approved that were not redeemed. The grants revoked.
+async fn end_grants<C: Conn>(c: &C, user_id: &str, at: UnixTime, approvals: bool) -> StoreResult<u64> {
+    let n = c.execute(&sql::REVOKE_USER_GRANTS, &values![at, user_id]).await?;
+    c.execute(&sql::DELETE_USER_ACCESS, &values![user_id]).await?;
+    if approvals {
+        c.execute(&sql::DENY_USER_APPROVALS, &values![user_id]).await?;
+    }
+    Ok(n)
+}
+
+pub(crate) async fn set_user_disabled<C: Conn>(c: &C, name: &str, disabled: bool, event: &Event) -> StoreResult<Option<u64>> {
+    let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
+    c.execute(&sql::SET_USER_DISABLED, &values![disabled, user_id.as_str()]).await?;
+    let ended = if disabled { end_grants(c, &user_id, event.at, true).await? } else { 0 };
+    append_event(c, &with_grants_ended(event.clone(), ended)).await?;
+    Ok(Some(ended))
+}
+
+pub(crate) async fn set_user_password<C: Conn>(
+    c: &C,
+    name: &str,
+    password_hash: &str,
+    end: bool,
+    event: &Event,
+) -> StoreResult<Option<u64>> {
+    let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
+    c.execute(&sql::SET_USER_PASSWORD, &values![password_hash, user_id.as_str()]).await?;
+    let ended = if end { end_grants(c, &user_id, event.at, false).await? } else { 0 };
+    append_event(c, &with_grants_ended(event.clone(), ended)).await?;
+    Ok(Some(ended))
+}
+
+pub(crate) async fn revoke_user_grants<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<Option<u64>> {
+    let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
+    let ended = end_grants(c, &user_id, event.at, false).await?;
+    append_event(c, &with_grants_ended(event.clone(), ended)).await?;
+    Ok(Some(ended))
+}
+
+pub(crate) async fn locks<C: Conn>(c: &C, now: UnixTime) -> StoreResult<Vec<(String, UnixTime)>> {
+    c.query(&sql::LOCKS, &values![now], |r| Ok((r.text()?, r.time()?))).await
+}
+
+pub(crate) async fn unlock<C: Conn>(c: &C, name_key: &str, event: &Event) -> StoreResult<u64> {
+    let n = c.execute(&sql::UNLOCK, &values![name_key]).await?;
+    append_event(c, event).await?;
+    Ok(n)
+}
+
+/// Reads integration `i`'s user list, when it has one.
+async fn load_allowed<C: Conn>(c: &C, i: &mut Integration) -> StoreResult<()> {
+    if let AllowedUsers::Only(list) = &mut i.allowed_users {
+        *list = c.query(&sql::ALLOWED_USERS, &values![i.client_id.as_str()], |r| Ok(UserId::from_stored(r.text()?))).await?;
+    }
+    Ok(())
+}
+
+/// Writes integration `i`'s user list (none when everyone is allowed).
+async fn save_allowed<C: Conn>(c: &C, i: &Integration) -> StoreResult<()> {
+    c.execute(&sql::CLEAR_ALLOWED_USERS, &values![i.client_id.as_str()]).await?;
+    if let AllowedUsers::Only(list) = &i.allowed_users {
+        for u in list {
+            c.execute(&sql::ALLOW_USER, &values![i.client_id.as_str(), u.as_str()]).await?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) async fn create_integration<C: Conn>(c: &C, i: &Integration, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_INTEGRATION, &codec::integration_row(i, event.at)).await?;
+    save_allowed(c, i).await?;
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn update_integration<C: Conn>(c: &C, i: &Integration, event: &Event) -> StoreResult<bool> {
+    let n = c.execute(&sql::UPDATE_INTEGRATION, &codec::integration_row(i, event.at)).await?;
+    if n == 1 {
+        save_allowed(c, i).await?;
+        append_event(c, event).await?;
+    }
+    Ok(n == 1)
+}
+
+pub(crate) async fn integration<C: Conn>(c: &C, client_id: &str) -> StoreResult<Option<Integration>> {
+    let Some(mut i) = c.query_opt(&sql::INTEGRATION, &values![client_id], codec::integration).await? else { return Ok(None) };
+    load_allowed(c, &mut i).await?;
+    Ok(Some(i))
+}
+
+pub(crate) async fn list_integrations<C: Conn>(c: &C) -> StoreResult<Vec<Integration>> {
+    let mut list = c.query(&sql::LIST_INTEGRATIONS, &[], codec::integration).await?;
+    for i in &mut list {
+        load_allowed(c, i).await?;
+    }
+    Ok(list)
+}
+
+pub(crate) async fn list_grants<C: Conn>(c: &C, include_ended: bool, now: UnixTime) -> StoreResult<Vec<GrantSummary>> {
+    c.query(&sql::LIST_GRANTS, &values![include_ended, now], |r| Ok(GrantSummary { grant: codec::grant(r)?, user_name: r.text()? })).await
+}
+
+/// See [`crate::AdminStore::create_folders`].
+pub(crate) async fn create_folders<C: Conn>(c: &C, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
+    let mut last_new = false;
+    for f in lineage {
+        last_new = c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, event.at)).await? == 1;
+    }
+    if last_new {
+        append_event(c, event).await?;
+    }
+    Ok(last_new)
+}
+
+pub(crate) async fn folders<C: Conn>(c: &C) -> StoreResult<Vec<FolderPath>> {
+    c.query(&sql::FOLDERS, &[], |r| r.folder()).await
+}
+
+pub(crate) async fn set_rights<C: Conn>(c: &C, f: &FolderPath, user: &UserId, rights: Rights, event: &Event) -> StoreResult<()> {
+    if rights == Rights::NONE {
+        c.execute(&sql::DELETE_RIGHTS, &values![f.key(), user.as_str()]).await?;
+    } else {
+        c.execute(&sql::SET_RIGHTS, &values![f.key(), user.as_str(), rights.bits()]).await?;
+    }
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights)>> {
+    c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?))).await
+}

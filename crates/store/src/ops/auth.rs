@@ -1,0 +1,253 @@
+//! The token service's request path: the context reads and the conditional
+//! writes of device codes and grants, and the guessing limits' counters.
+
+use strongroom_core::event::Event;
+use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
+use strongroom_core::grant::refresh::RefreshContext;
+use strongroom_core::grant::{AccessContext, Grant, GrantId};
+use strongroom_core::identity::User;
+use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
+use strongroom_core::time::UnixTime;
+use strongroom_core::token::TokenHash;
+
+use super::events::{append_event, lockout_event};
+use super::{Conn, query_one};
+use crate::codec::{self, values};
+use crate::sql;
+use crate::{LoginContext, NewTokens, PairChange, StoreError, StoreResult};
+
+pub(crate) async fn access_context<C: Conn>(c: &C, access_hash: TokenHash) -> StoreResult<Option<AccessContext>> {
+    c.query_opt(&sql::ACCESS_CONTEXT, &values![&access_hash], |r| codec::access(r, access_hash)).await
+}
+
+pub(crate) async fn refresh_context<C: Conn>(c: &C, refresh_hash: TokenHash) -> StoreResult<Option<RefreshContext>> {
+    c.query_opt(&sql::REFRESH_CONTEXT, &values![&refresh_hash], |r| {
+        Ok(RefreshContext { presented: refresh_hash, grant: codec::grant(r)?, standing: codec::standing(r)?, retry_window: r.opt_int()? })
+    })
+    .await
+}
+
+pub(crate) async fn device_context<C: Conn>(c: &C, code_hash: TokenHash) -> StoreResult<Option<DeviceContext>> {
+    c.query_opt(&sql::DEVICE_CONTEXT, &values![&code_hash], codec::device_context).await
+}
+
+pub(crate) async fn device_by_user_code<C: Conn>(c: &C, user_code_hash: TokenHash) -> StoreResult<Option<DeviceAuthorization>> {
+    c.query_opt(&sql::DEVICE_BY_USER_CODE, &values![&user_code_hash], codec::device).await
+}
+
+/// See [`crate::AuthStore::insert_device`].
+pub(crate) async fn insert_device<C: Conn>(
+    c: &C,
+    d: &DeviceAuthorization,
+    event: &Event,
+    quota: Option<&(String, Rule)>,
+) -> StoreResult<()> {
+    if let Some((key, rule)) = quota {
+        let Some(after) = counter(c, key).await?.count(*rule, event.at) else {
+            return Err(StoreError::QuotaExceeded);
+        };
+        put_counter(c, &Slot { key: key.clone(), subject: None, rule: *rule, reset_on_success: false }, &after).await?;
+    }
+    c.execute(&sql::FREE_USER_CODE, &values![&d.user_code_hash, d.created_at]).await?;
+    c.execute(&sql::INSERT_DEVICE, &codec::device_row(d)).await?;
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn record_poll<C: Conn>(c: &C, code_hash: TokenHash, version: i64, record: PollRecord) -> StoreResult<bool> {
+    Ok(c.execute(&sql::RECORD_POLL, &values![record.last_poll_at, record.interval_secs, &code_hash, version]).await? == 1)
+}
+
+pub(crate) async fn decide_device<C: Conn>(
+    c: &C,
+    code_hash: TokenHash,
+    version: i64,
+    decision: &DeviceState,
+    event: &Event,
+) -> StoreResult<bool> {
+    let (state, user) = codec::device_state_parts(decision);
+    if !matches!(decision, DeviceState::Approved { .. } | DeviceState::Denied { .. }) {
+        return Err(StoreError::other(format!("a user cannot move a device code to {state}")));
+    }
+    let n = c.execute(&sql::DECIDE_DEVICE, &values![state, user, &code_hash, version]).await?;
+    if n == 1 {
+        append_event(c, event).await?;
+    }
+    Ok(n == 1)
+}
+
+pub(crate) async fn redeem_device<C: Conn>(
+    c: &C,
+    code_hash: TokenHash,
+    version: i64,
+    grant: &Grant,
+    tokens: &NewTokens,
+    event: &Event,
+) -> StoreResult<bool> {
+    if c.execute(&sql::REDEEM_DEVICE, &values![&code_hash, version, grant.id.as_str()]).await? != 1 {
+        return Ok(false);
+    }
+    insert_grant(c, grant, tokens, event).await?;
+    Ok(true)
+}
+
+/// A grant whose first pair is `t`, its tokens and its event.
+pub(crate) async fn insert_grant<C: Conn>(c: &C, g: &Grant, t: &NewTokens, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_GRANT, &codec::grant_row(g, t)).await?;
+    insert_tokens(c, g.id.as_str(), t).await?;
+    append_event(c, event).await.map(drop)
+}
+
+/// The token rows of a new pair of grant `grant_id`.
+pub(crate) async fn insert_tokens<C: Conn>(c: &C, grant_id: &str, t: &NewTokens) -> StoreResult<()> {
+    c.execute(&sql::INSERT_ACCESS, &codec::access_token_row(grant_id, t)).await?;
+    if let Some(row) = codec::refresh_token_row(grant_id, t) {
+        c.execute(&sql::INSERT_REFRESH, &row).await?;
+    }
+    Ok(())
+}
+
+/// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?8`).
+pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, change: &'a PairChange) -> [codec::Value<'a>; 8] {
+    let p = &change.pair;
+    values![
+        grant_id.as_str(),
+        version,
+        p.refresh.as_ref(),
+        p.access.as_ref(),
+        p.used,
+        p.rotated_from.as_ref().map(|(h, _)| h),
+        p.rotated_from.map(|(_, at)| at),
+        change.tokens.issued_at,
+    ]
+}
+
+/// See [`crate::AuthStore::advance_pair`] (PostgreSQL's is one statement in `postgres::batch`).
+pub(crate) async fn advance_pair<C: Conn>(
+    c: &C,
+    grant_id: &GrantId,
+    version: i64,
+    change: &PairChange,
+    event: &Event,
+) -> StoreResult<bool> {
+    if c.execute(&sql::ADVANCE_PAIR, &advance_pair_values(grant_id, version, change)).await? != 1 {
+        return Ok(false);
+    }
+    if let Some(retired) = &change.retire_access {
+        c.execute(&sql::RETIRE_ACCESS, &values![retired]).await?;
+    }
+    insert_tokens(c, grant_id.as_str(), &change.tokens).await?;
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn mark_pair_used<C: Conn>(c: &C, grant_id: &GrantId, access_hash: TokenHash) -> StoreResult<()> {
+    c.execute(&sql::MARK_PAIR_USED, &values![grant_id.as_str(), &access_hash, true]).await.map(drop)
+}
+
+pub(crate) async fn revoke_grant<C: Conn>(c: &C, grant_id: &GrantId, at: UnixTime, event: &Event) -> StoreResult<bool> {
+    if c.execute(&sql::REVOKE_GRANT, &values![at, grant_id.as_str()]).await? != 1 {
+        return Ok(false);
+    }
+    // The access tokens die with the grant; refresh tokens stay as
+    // tombstones so a late replay is still recognised.
+    c.execute(&sql::DELETE_GRANT_ACCESS, &values![grant_id.as_str()]).await?;
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn user_by_name<C: Conn>(c: &C, name: &str) -> StoreResult<Option<(User, String)>> {
+    c.query_opt(&sql::USER_BY_NAME, &values![name.to_lowercase()], codec::user_and_hash).await
+}
+
+pub(crate) async fn login_context<C: Conn>(c: &C, name_key: &str, addr: &str) -> StoreResult<LoginContext> {
+    query_one(c, &sql::LOGIN_CONTEXT, &values![name_key, addr], |r| {
+        let user = if r.next_is_null()? {
+            r.skip(crate::schema::USERS.columns.len());
+            None
+        } else {
+            Some(codec::user_and_hash(r)?)
+        };
+        Ok(LoginContext { user, known_origin: r.bool()? })
+    })
+    .await
+}
+
+/// Counter `key`, locked for this transaction (created at zero if absent,
+/// so that there is a row to lock).
+async fn counter<C: Conn>(c: &C, key: &str) -> StoreResult<Counter> {
+    c.execute(&sql::ZERO_COUNTER, &values![key]).await?;
+    query_one(c, &sql::COUNTER, &values![key], codec::counter).await
+}
+
+/// The counters of `slots`, in their order, locked in key order: two
+/// transactions that lock several never wait on each other.
+async fn counters<C: Conn>(c: &C, slots: &[Slot]) -> StoreResult<Vec<Counter>> {
+    let mut order: Vec<usize> = (0..slots.len()).collect();
+    order.sort_by(|&a, &b| slots[a].key.cmp(&slots[b].key));
+    let mut out = vec![Counter::default(); slots.len()];
+    for i in order {
+        if let (Some(slot), Some(place)) = (slots.get(i), out.get_mut(i)) {
+            *place = counter(c, &slot.key).await?;
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `slot`'s counter.
+async fn put_counter<C: Conn>(c: &C, slot: &Slot, counter: &Counter) -> StoreResult<()> {
+    c.execute(&sql::PUT_COUNTER, &codec::counter_row(slot, counter)).await.map(drop)
+}
+
+/// See [`crate::AuthStore::begin_attempt`].
+pub(crate) async fn begin_attempt<C: Conn>(c: &C, slots: &[Slot], now: UnixTime) -> StoreResult<Admission> {
+    let mut taken = Vec::with_capacity(slots.len());
+    for (slot, counter) in slots.iter().zip(counters(c, slots).await?) {
+        match counter.admit(slot.rule, now) {
+            Ok(after) => taken.push((slot, after)),
+            // Nothing was changed: counters made at zero are as good as absent.
+            Err(refused) => return Ok(refused),
+        }
+    }
+    for (slot, after) in taken {
+        put_counter(c, slot, &after).await?;
+    }
+    Ok(Admission::Admitted)
+}
+
+/// See [`crate::AuthStore::attempt_failed`].
+pub(crate) async fn attempt_failed<C: Conn>(c: &C, slots: &[Slot], event: &Event) -> StoreResult<usize> {
+    append_event(c, event).await?;
+    let mut locked = 0;
+    for (slot, before) in slots.iter().zip(counters(c, slots).await?) {
+        let after = before.failed(slot.rule, event.at);
+        if after != before {
+            put_counter(c, slot, &after).await?;
+            append_event(c, &lockout_event(event, &slot.key)).await?;
+            locked += 1;
+        }
+    }
+    Ok(locked)
+}
+
+/// See [`crate::AuthStore::attempt_succeeded`].
+pub(crate) async fn attempt_succeeded<C: Conn>(
+    c: &C,
+    slots: &[Slot],
+    origin: Option<&(String, String)>,
+    now: UnixTime,
+) -> StoreResult<bool> {
+    let mut after = Vec::with_capacity(slots.len());
+    for (slot, counter) in slots.iter().zip(counters(c, slots).await?) {
+        if counter.is_locked(now) {
+            return Ok(false);
+        }
+        after.push((slot, counter.succeeded(slot.reset_on_success)));
+    }
+    for (slot, counter) in after {
+        put_counter(c, slot, &counter).await?;
+    }
+    if let Some((name_key, addr)) = origin {
+        c.execute(&sql::REMEMBER_ORIGIN, &values![name_key.as_str(), addr.as_str(), now]).await?;
+    }
+    Ok(true)
+}

@@ -1,0 +1,79 @@
+//! The chained event log, and the store's upkeep.
+
+use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
+use strongroom_core::throttle::ORIGIN_RETENTION_DAYS;
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::VaultId;
+
+use super::{Conn, query_one};
+use crate::codec::{self, values};
+use crate::sql;
+use crate::{EventFilter, StoreResult};
+
+/// Appends `e` to the chain inside the caller's transaction (which holds the
+/// head's lock already, or takes it here); its sequence number.
+pub(crate) async fn append_event<C: Conn>(c: &C, e: &Event) -> StoreResult<i64> {
+    let (seq, prev) = query_one(c, &sql::EVENT_HEAD, &[], codec::head).await?;
+    let seq = seq + 1;
+    let hash = chain_hash(&prev, seq, e);
+    c.execute(&sql::INSERT_EVENT, &codec::event_row(seq, e, &hash)).await?;
+    c.execute(&sql::MOVE_HEAD, &values![seq, &hash]).await?;
+    Ok(seq)
+}
+
+pub(crate) async fn events<C: Conn>(c: &C, f: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
+    let params = values![
+        f.since,
+        f.until,
+        f.kind.as_deref(),
+        f.identity.as_deref(),
+        f.object.as_deref(),
+        f.after_seq,
+        i64::from(f.limit),
+        f.viewer.as_ref().map(|v| v.identity.as_str()),
+        f.viewer.as_ref().map(|v| v.user_id.as_str()),
+    ];
+    c.query(&sql::EVENTS, &params, codec::event).await
+}
+
+pub(crate) async fn event_head<C: Conn>(c: &C) -> StoreResult<(i64, [u8; 32])> {
+    query_one(c, &sql::READ_EVENT_HEAD, &[], codec::head).await
+}
+
+/// See [`crate::EventStore::purge`].
+pub(crate) async fn purge<C: Conn>(c: &C, before: UnixTime) -> StoreResult<u64> {
+    let mut n = 0;
+    for statement in sql::PURGE.iter() {
+        n += c.execute(statement, &values![before]).await?;
+    }
+    let forgotten = before.plus_secs(-ORIGIN_RETENTION_DAYS * 86_400);
+    Ok(n + c.execute(&sql::FORGET_ORIGINS, &values![forgotten]).await?)
+}
+
+/// The lockout event that goes with a failure `event` when `key` locks.
+pub(crate) fn lockout_event(failure: &Event, key: &str) -> Event {
+    let mut e = failure.clone();
+    e.kind = EventKind::Lockout;
+    e.object = key.to_owned();
+    e.detail = "too many failures: locked".to_owned();
+    e
+}
+
+/// `event` noting how many grants a change of a user ended.
+pub(crate) fn with_grants_ended(mut event: Event, ended: u64) -> Event {
+    if ended > 0 {
+        let note = format!("{ended} grant{} revoked", if ended == 1 { "" } else { "s" });
+        event.detail = if event.detail.is_empty() { note } else { format!("{}; {note}", event.detail) };
+    }
+    event
+}
+
+/// The `vault.deleted` event that goes with an owner removal `event` that
+/// left entry `id` with no owner.
+pub(crate) fn deleted_event(removal: &Event, id: VaultId) -> Event {
+    let mut e = removal.clone();
+    e.kind = EventKind::VaultDeleted;
+    e.object = id.to_string();
+    e.detail = "last owner removed".to_owned();
+    e
+}

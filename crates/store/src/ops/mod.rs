@@ -1,0 +1,74 @@
+//! What each store method does, written once for both backends.
+//!
+//! A method's body is an `async fn` over a [`Conn`]: the statements of
+//! [`crate::sql`], their values from the [`crate::codec`] encoders, their
+//! rows through its decoders. Each backend implements [`Conn`] for its
+//! connection and runs these bodies inside its own transactions: SQLite on
+//! its writer thread or a reader thread (where every call completes at once,
+//! [`at_once`]), PostgreSQL on a pooled connection. What differs between the
+//! backends is only their connections and transactions, PostgreSQL's group
+//! commit of the two hot writes (`postgres::batch`), its one-statement vault
+//! context, and the SQL texts `sql` gives per dialect.
+
+pub(crate) mod admin;
+pub(crate) mod auth;
+pub(crate) mod events;
+pub(crate) mod transfer;
+pub(crate) mod vault;
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+use crate::codec::{Cols, Value};
+use crate::sql::Sql;
+use crate::{StoreError, StoreResult};
+
+/// A connection (or transaction) that runs the store's statements; errors
+/// come back classified ([`crate::ErrorKind`]).
+pub(crate) trait Conn {
+    /// Runs a statement; the rows it changed.
+    async fn execute(&self, sql: &Sql, params: &[Value<'_>]) -> StoreResult<u64>;
+
+    /// Every row, each decoded by `f`.
+    async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Vec<T>>
+    where
+        F: FnMut(&mut Cols<'_>) -> StoreResult<T> + Send;
+
+    /// The first row, if any, decoded by `f`.
+    async fn query_opt<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Option<T>>
+    where
+        F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send;
+}
+
+/// The first row, which must exist.
+pub(crate) async fn query_one<C: Conn, T, F>(c: &C, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<T>
+where
+    F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send,
+{
+    c.query_opt(sql, params, f).await?.ok_or_else(|| StoreError::other("a statement that answers one row answered none"))
+}
+
+/// Whether the statement answers a row.
+pub(crate) async fn exists<C: Conn>(c: &C, sql: &Sql, params: &[Value<'_>]) -> StoreResult<bool> {
+    Ok(c.query_opt(sql, params, |_| Ok(())).await?.is_some())
+}
+
+/// The boolean a one-row statement answers (false for no row).
+pub(crate) async fn flag<C: Conn>(c: &C, sql: &Sql, params: &[Value<'_>]) -> StoreResult<bool> {
+    Ok(c.query_opt(sql, params, |r| r.bool()).await?.unwrap_or(false))
+}
+
+/// The integer a one-row statement answers.
+pub(crate) async fn int<C: Conn>(c: &C, sql: &Sql, params: &[Value<'_>]) -> StoreResult<i64> {
+    query_one(c, sql, params, |r| r.int()).await
+}
+
+/// Runs a body whose every await completes at once (SQLite's, on the thread
+/// that owns the connection) to its end.
+pub(crate) fn at_once<T>(body: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+    let mut body = std::pin::pin!(body);
+    match body.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => Err(StoreError::other("a store call waited where it cannot")),
+    }
+}
