@@ -3,8 +3,9 @@
 //! 127.0.0.1, prepares fixtures (`strongroom admin`, password-grant logins,
 //! approved device codes), drives 32 keep-alive HTTP/1.1 connections at each
 //! workload for a fixed time, then stops the server, stores a million grants
-//! and a hundred thousand vault entries directly in its SQLite file, restarts
-//! it and measures again.
+//! and a hundred thousand vault entries in its SQLite store through the
+//! store's own copier and row codec (so a migration can never leave the
+//! seeding behind), restarts it and measures again.
 //!
 //! Every figure is also printed as a ratio to `GET /healthz` measured in the
 //! same run (shared machines are noisy; ratios travel better than rates), and
@@ -31,7 +32,6 @@
     unreachable_pub
 )]
 
-use rusqlite::params;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::Write as _;
@@ -40,9 +40,18 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use strongroom_core::token::{TokenKind, mint_device_code, mint_user_code};
-use strongroom_server::keys::Keys;
+use strongroom_core::grant::Grant;
+use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
+use strongroom_core::integration::TokenSettings;
+use strongroom_core::scope::Scope;
+use strongroom_core::time::UnixTime;
+use strongroom_core::token::{TokenHash, TokenKind, mint_device_code, mint_user_code};
+use strongroom_core::vault::value::ValueType;
+use strongroom_core::vault::{FolderPath, VaultId};
+use strongroom_server::keys::{self, Keys};
 use strongroom_server::state::OsRandom;
+use strongroom_store::transfer::{self, Cell, Counters, Row, Table, Transfer};
+use strongroom_store::{NewTokens, Store, StoredAssociation, VaultEntry};
 
 const CONNECTIONS: usize = 32;
 const LOGINS: usize = 200;
@@ -461,47 +470,48 @@ async fn sdk(http: &reqwest::Client, base: &str, token: &str, call: &str, body: 
     v
 }
 
+/// The keys the server at `data` derived from its master key file.
 fn master_keys(data: &Path) -> Keys {
-    let hex = std::fs::read_to_string(data.join("master.key")).unwrap();
-    let hex = hex.trim();
-    let mut master = [0u8; 32];
-    for (i, b) in master.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
-    }
-    Keys::from_master(&master)
+    keys::load_or_create(data, None, &OsRandom).unwrap().0
 }
 
-fn open_db(data: &Path) -> rusqlite::Connection {
-    let db = rusqlite::Connection::open(data.join("strongroom.db")).unwrap();
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    db
+/// The store the server at `data` uses (`url`, or its SQLite file), opened
+/// as the server opens it, with its copier side.
+async fn open_store(data: &Path, url: Option<&str>) -> (Arc<dyn Store>, Arc<dyn Transfer>) {
+    let sqlite = data.join("strongroom.db");
+    let url = url.map_or_else(|| sqlite.to_str().unwrap().to_owned(), str::to_owned);
+    transfer::open(&url).await.unwrap_or_else(|e| panic!("opening the store: {e}"))
 }
 
-/// Approved device codes, stored as the approval page would leave them.
-fn approved_device_codes(data: &Path, n: usize) -> Vec<String> {
+/// Approved device codes, stored as the approval page would leave them,
+/// through the store's own row codec (one transaction; no events, as no
+/// one approved them on a page).
+async fn approved_device_codes(data: &Path, url: Option<&str>, n: usize) -> Vec<String> {
     let keys = master_keys(data);
-    let mut db = open_db(data);
-    let tx = db.transaction().unwrap();
-    let user_id: String = tx.query_row("SELECT id FROM users WHERE name_key = 'bench'", [], |r| r.get(0)).unwrap();
-    let now = now_ms();
+    let (store, copier) = open_store(data, url).await;
+    let (user, _) = store.user_by_name("bench".into()).await.unwrap().unwrap();
+    let now = UnixTime::from_millis(now_ms());
     let mut codes = Vec::with_capacity(n);
-    {
-        let mut st = tx
-            .prepare(
-                "INSERT INTO device_codes (code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs) \
-                 VALUES (?1, ?2, ?3, ?4, 'approved', ?5, ?6, ?7, 5)",
-            )
-            .unwrap();
-        for _ in 0..n {
-            let code = mint_device_code(&OsRandom);
-            let user_code = mint_user_code(&OsRandom);
-            let code_hash = keys.token.hash(TokenKind::DeviceCode, code.expose());
-            let user_hash = keys.token.hash(TokenKind::UserCode, user_code.expose());
-            st.execute(params![code_hash.as_bytes(), user_hash.as_bytes(), CLIENT, SCOPE, user_id, now, now + 3_600_000]).unwrap();
-            codes.push(code.expose().to_owned());
-        }
+    let mut rows = Vec::with_capacity(n);
+    for _ in 0..n {
+        let code = mint_device_code(&OsRandom);
+        let user_code = mint_user_code(&OsRandom);
+        let d = DeviceAuthorization {
+            code_hash: keys.token.hash(TokenKind::DeviceCode, code.expose()),
+            user_code_hash: keys.token.hash(TokenKind::UserCode, user_code.expose()),
+            client_id: CLIENT.into(),
+            scope: Scope::parse(SCOPE).unwrap(),
+            state: DeviceState::Approved { user_id: user.id.clone() },
+            created_at: now,
+            expires_at: now.plus_secs(3600),
+            interval_secs: 5,
+            last_poll_at: None,
+            version: 0,
+        };
+        rows.push(transfer::device_row(&d));
+        codes.push(code.expose().to_owned());
     }
-    tx.commit().unwrap();
+    load_pages(&*copier, rows).await;
     codes
 }
 
@@ -525,70 +535,93 @@ impl Noise {
         }
         out
     }
-    fn uuid(&mut self) -> String {
-        let b = self.bytes::<16>();
-        let h: String = b.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+    fn hash(&mut self) -> TokenHash {
+        TokenHash::from_slice(&self.bytes::<32>()).unwrap()
+    }
+}
+
+/// Rows per transaction of the large store's load.
+const SEED_PAGE: usize = 20_000;
+
+/// Loads `rows` (each a table's row, in dependency order) a page per table at a time.
+async fn load_pages(copier: &dyn Transfer, rows: Vec<(&'static Table, Row)>) {
+    let mut tables: Vec<(&'static Table, Vec<Row>)> = Vec::new();
+    for (table, row) in rows {
+        match tables.iter_mut().find(|(t, _)| t.name == table.name) {
+            Some((_, rows)) => rows.push(row),
+            None => tables.push((table, vec![row])),
+        }
+    }
+    for (table, mut rows) in tables {
+        // In key order: the B-trees fill far faster than from random keys.
+        rows.sort_by(|a, b| a[..table.key].iter().map(Cell::sort_key).cmp(b[..table.key].iter().map(Cell::sort_key)));
+        copier.load(table, rows).await.unwrap();
     }
 }
 
 /// Stores `grants` live grants (each with an access token and a refresh
-/// token) and `entries` vault entries (one owner, two associations each)
-/// directly in the stopped server's database. Names only today's columns, so
-/// later migrations' defaults fill the rest.
-fn seed(data: &Path, grants: usize, entries: usize) {
-    let mut db = open_db(data);
-    db.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -400000;").unwrap();
-    let user_id: String = db.query_row("SELECT id FROM users WHERE name_key = 'bench'", [], |r| r.get(0)).unwrap();
-    let key_id: i64 = db.query_row("SELECT max(id) FROM data_keys", [], |r| r.get(0)).unwrap();
+/// token) and `entries` vault entries (one owner, two associations each) in
+/// the stopped server's store, as rows of the store's own codec through its
+/// copier: every column the current schema has, written as the store writes
+/// it.
+async fn seed(data: &Path, grants: usize, entries: usize) {
+    let (store, copier) = open_store(data, None).await;
+    let (user, _) = store.user_by_name("bench".into()).await.unwrap().unwrap();
+    let key_id = store.data_keys().await.unwrap().iter().map(|k| k.id).max().unwrap();
     let mut seed = [0u8; 8];
     getrandom::getrandom(&mut seed).unwrap();
     let mut noise = Noise(u64::from_le_bytes(seed));
-    let now = now_ms();
-    const BATCH: usize = 200_000;
+    let now = UnixTime::from_millis(now_ms());
+    // An hour's access tokens, 90 days' grants.
+    let settings = TokenSettings::default();
+    let scope = Scope::parse(SCOPE).unwrap();
     let mut done = 0;
     while done < grants {
-        let tx = db.transaction().unwrap();
-        {
-            let mut g = tx
-                .prepare(
-                    "INSERT INTO grants (id, client_id, user_id, scope, created_at, refresh_until, refreshable, access_issued_at, access_validity) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?5, 3600)",
-                )
-                .unwrap();
-            let mut a = tx.prepare("INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) VALUES (?1, ?2, ?3, ?4)").unwrap();
-            let mut r = tx.prepare("INSERT INTO refresh_tokens (hash, grant_id, issued_at) VALUES (?1, ?2, ?3)").unwrap();
-            for _ in done..(done + BATCH).min(grants) {
-                let id = noise.uuid();
-                g.execute(params![id, CLIENT, user_id, SCOPE, now, now + 90 * 86_400_000]).unwrap();
-                a.execute(params![&noise.bytes::<32>()[..], id, now, now + 3_600_000]).unwrap();
-                r.execute(params![&noise.bytes::<32>()[..], id, now]).unwrap();
-            }
+        let mut rows = Vec::with_capacity(3 * SEED_PAGE);
+        for _ in done..(done + SEED_PAGE).min(grants) {
+            let grant = Grant::new(&OsRandom, CLIENT, user.id.clone(), scope.clone(), now, settings);
+            let tokens = NewTokens {
+                access_hash: noise.hash(),
+                access_expires: now.plus_secs(3600),
+                refresh_hash: Some(noise.hash()),
+                issued_at: now,
+            };
+            rows.extend(transfer::grant_rows(&grant, &tokens));
         }
-        tx.commit().unwrap();
-        done = (done + BATCH).min(grants);
+        load_pages(&*copier, rows).await;
+        done = (done + SEED_PAGE).min(grants);
     }
-    let tx = db.transaction().unwrap();
-    {
-        let first: i64 = tx.query_row("SELECT next FROM vault_id_seq WHERE id = 1", [], |r| r.get(0)).unwrap();
-        let mut e = tx
-            .prepare("INSERT INTO vault_entries (vault_id, vault_type, key_name, key_id, sealed, created_at) VALUES (?1, 32, 'Software:Default', ?2, ?3, ?4)")
-            .unwrap();
-        let mut o = tx.prepare("INSERT INTO vault_owners (vault_id, owner_key, owner) VALUES (?1, ?2, ?3)").unwrap();
-        let mut s = tx
-            .prepare("INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) VALUES (?1, ?2, 'string', ?3, ?4, ?5)")
-            .unwrap();
-        for id in first..first + entries as i64 {
-            e.execute(params![id, key_id, &noise.bytes::<64>()[..], now]).unwrap();
-            o.execute(params![id, FOLDER.to_lowercase(), FOLDER]).unwrap();
-            for name in ["Purpose", "Serial"] {
-                s.execute(params![id, name, key_id, &noise.bytes::<48>()[..], &noise.bytes::<32>()[..]]).unwrap();
-            }
+    let counters = copier.counters().await.unwrap();
+    let first = counters.next_vault_id;
+    let folder = FolderPath::parse(FOLDER).unwrap();
+    let mut rows = Vec::with_capacity(4 * SEED_PAGE);
+    for id in first..first + entries as i64 {
+        let entry = VaultEntry {
+            vault_id: VaultId(id),
+            vault_type: 32,
+            key_name: "Software:Default".into(),
+            key_id,
+            sealed: noise.bytes::<64>().to_vec(),
+            owners: vec![folder.clone()],
+            created_at: now,
+        };
+        rows.extend(transfer::entry_rows(&entry));
+        for name in ["Purpose", "Serial"] {
+            let a = StoredAssociation {
+                name: name.into(),
+                value_type: ValueType::String,
+                key_id,
+                sealed: noise.bytes::<48>().to_vec(),
+                lookup: noise.bytes::<32>(),
+            };
+            rows.push(transfer::association_row(entry.vault_id, &a));
         }
-        tx.execute("UPDATE vault_id_seq SET next = ?1 WHERE id = 1", params![first + entries as i64]).unwrap();
+        if rows.len() >= 4 * SEED_PAGE {
+            load_pages(&*copier, std::mem::take(&mut rows)).await;
+        }
     }
-    tx.commit().unwrap();
-    db.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+    load_pages(&*copier, rows).await;
+    copier.set_counters(Counters { next_vault_id: first + entries as i64, ..counters }).await.unwrap();
 }
 
 // ---------------------------------------------------------------- the run
@@ -635,35 +668,6 @@ impl Db {
             let _ = client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await;
         }
     }
-}
-
-/// Approved device codes in a PostgreSQL schema (see [`approved_device_codes`]).
-async fn approved_device_codes_pg(client: &tokio_postgres::Client, data: &Path, n: usize) -> Vec<String> {
-    let keys = master_keys(data);
-    let user_id: String = client.query_one("SELECT id FROM users WHERE name_key = 'bench'", &[]).await.unwrap().get(0);
-    let now = now_ms();
-    let st = client
-        .prepare(
-            "INSERT INTO device_codes (code_hash, user_code_hash, client_id, scope, state, user_id, created_at, expires_at, interval_secs) \
-             VALUES ($1, $2, $3, $4, 'approved', $5, $6, $7, 5)",
-        )
-        .await
-        .unwrap();
-    client.batch_execute("BEGIN").await.unwrap();
-    let mut codes = Vec::with_capacity(n);
-    for _ in 0..n {
-        let code = mint_device_code(&OsRandom);
-        let user_code = mint_user_code(&OsRandom);
-        let code_hash = keys.token.hash(TokenKind::DeviceCode, code.expose());
-        let user_hash = keys.token.hash(TokenKind::UserCode, user_code.expose());
-        client
-            .execute(&st, &[&code_hash.as_bytes(), &user_hash.as_bytes(), &CLIENT, &SCOPE, &user_id, &now, &(now + 3_600_000)])
-            .await
-            .unwrap();
-        codes.push(code.expose().to_owned());
-    }
-    client.batch_execute("COMMIT").await.unwrap();
-    codes
 }
 
 /// The small-store run on one database: fixtures, then every workload.
@@ -729,10 +733,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         entries.push(id);
     }
     let codes = ((o.secs * DEVICE_CODES_PER_SEC) as usize).min(MAX_DEVICE_CODES);
-    let device = match &db.pg {
-        Some((client, _)) => approved_device_codes_pg(client, &data, codes).await,
-        None => approved_device_codes(&data, codes),
-    };
+    let device = approved_device_codes(&data, url, codes).await;
     let ctx = Arc::new(Ctx {
         http: http.clone(),
         base: base.clone(),
@@ -800,7 +801,7 @@ async fn main() {
     let mut scale = Vec::new();
     if o.scale {
         let t = Instant::now();
-        seed(&data, o.grants, o.entries);
+        seed(&data, o.grants, o.entries).await;
         println!(
             "\nstored {} grants (each with an access and a refresh token) and {} vault entries in {:.1} s",
             o.grants,

@@ -388,7 +388,7 @@ sql!(
 
 sql!(
     /// The rights granted directly to user `?1`: folder key, rights.
-    RIGHTS_OF = "SELECT path_key, rights FROM folder_rights WHERE user_id = ?1 ORDER BY path_key"
+    RIGHTS_OF = "SELECT path_key, rights FROM folder_rights WHERE user_id = ?1"
 );
 
 sql!(

@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use strongroom_core::grant::Grant;
+use strongroom_core::grant::device::DeviceAuthorization;
 use strongroom_core::vault::VaultId;
 
 use crate::codec::{self, Value};
@@ -39,6 +40,19 @@ impl fmt::Debug for Cell {
             Cell::Text(_) => "Text(..)",
             Cell::Bytes(_) => "Bytes(..)",
         })
+    }
+}
+
+impl Cell {
+    /// An order over cells of one column (NULL first), for sorting rows by key.
+    pub fn sort_key(&self) -> (u8, i64, &[u8]) {
+        match self {
+            Cell::Null => (0, 0, &[]),
+            Cell::Bool(b) => (1, i64::from(*b), &[]),
+            Cell::Int(i) => (2, *i, &[]),
+            Cell::Text(t) => (3, 0, t.as_bytes()),
+            Cell::Bytes(b) => (4, 0, b),
+        }
     }
 }
 
@@ -112,6 +126,11 @@ pub fn grant_rows(grant: &Grant, tokens: &NewTokens) -> Vec<(&'static Table, Row
         out.push((&schema::REFRESH_TOKENS, row(&r)));
     }
     out
+}
+
+/// The row a device code is stored as, redeemed into no grant yet (see [`grant_rows`]).
+pub fn device_row(d: &DeviceAuthorization) -> (&'static Table, Row) {
+    (&schema::DEVICE_CODES, row(&codec::device_row(d)))
 }
 
 /// The rows a vault entry and its owners are stored as (see [`grant_rows`]).
