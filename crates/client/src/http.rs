@@ -43,8 +43,29 @@ impl Server {
     /// Sends and reads the whole answer. A failure before the whole answer
     /// arrived (refused, reset, timeout, body cut off) is
     /// [`ClientError::Unreachable`]: see [`ClientError::is_transport`].
-    async fn send(&self, req: reqwest::RequestBuilder) -> ClientResult<(u16, String, Vec<u8>)> {
-        let resp = req.send().await.map_err(classify)?;
+    ///
+    /// With `again`, a 503 (`temporarily_unavailable`: the server's database
+    /// busy or out of reach for a moment) is sent again after its
+    /// `Retry-After`, up to [`UNAVAILABLE_RETRIES`] times; the last answer
+    /// stands.
+    async fn send(&self, req: reqwest::RequestBuilder, again: bool) -> ClientResult<(u16, String, Vec<u8>)> {
+        let mut req = req;
+        let mut retries = 0;
+        let resp = loop {
+            let next = if again && retries < UNAVAILABLE_RETRIES { req.try_clone() } else { None };
+            let resp = req.send().await.map_err(classify)?;
+            match next {
+                Some(next) if resp.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE => {
+                    let wait = retry_after(resp.headers());
+                    tracing::debug!(wait_ms = wait.as_millis() as u64, "the server answered 503; sending again");
+                    drop(resp);
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                    req = next;
+                }
+                _ => break resp,
+            }
+        };
         let status = resp.status().as_u16();
         let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         // Nothing is decoded here: whatever breaks while reading the body is
@@ -59,7 +80,9 @@ impl Server {
 
     /// A `/vedauth/Authorize/*` call with a JSON body.
     pub(crate) async fn auth_post<B: Serialize + ?Sized, T: DeserializeOwned>(&self, path: &str, body: &B) -> ClientResult<T> {
-        let (status, ct, bytes) = self.send(self.http.post(self.url(path)).json(body)).await?;
+        // The token endpoints make a repeat safe: a refresh token or device
+        // code presented again is answered by the server's retry rules.
+        let (status, ct, bytes) = self.send(self.http.post(self.url(path)).json(body), true).await?;
         if status >= 500 {
             return Err(ClientError::ServerError { status });
         }
@@ -87,7 +110,9 @@ impl Server {
             Some(b) => self.http.post(self.url(path)).json(b),
             None => self.http.get(self.url(path)),
         };
-        let (status, _ct, bytes) = self.send(req.bearer_auth(token)).await?;
+        // Reads only: a vault write whose 503 came after its commit must
+        // not be made twice.
+        let (status, _ct, bytes) = self.send(req.bearer_auth(token), body.is_none()).await?;
         let json = || serde_json::from_slice::<Value>(&bytes).map_err(|_| ClientError::BadResponse(format!("HTTP {status}: not JSON")));
         match status {
             200 | 202 => Ok(SdkAnswer::Ok(json()?)),
@@ -103,18 +128,39 @@ impl Server {
     }
 }
 
-/// Connection failures: TLS problems are told apart from transport failures
-/// (DNS, refused, reset, timeout, an answer cut off), which are
-/// [`ClientError::Unreachable`]: no HTTP answer arrived whole.
+/// Times a 503 is sent again (see [`Server::send`]).
+const UNAVAILABLE_RETRIES: u32 = 2;
+
+/// How long to wait before sending a 503's request again: its
+/// `Retry-After` in seconds, 1 without one, at most 5.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> std::time::Duration {
+    let secs = headers.get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    std::time::Duration::from_secs(secs.unwrap_or(1).min(5))
+}
+
+/// `e` as a `T`, looking inside `io::Error`s: tokio-rustls hands rustls's
+/// error up inside one (or two), and an `io::Error`'s `source()` skips
+/// what it wraps.
+fn unwrapped<'a, T: std::error::Error + 'static>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
+    let mut e = e;
+    loop {
+        if let Some(t) = e.downcast_ref::<T>() {
+            return Some(t);
+        }
+        e = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// Connection failures, classified by the types in the error's chain of
+/// sources, never by its text: a `rustls::Error` is TLS (unknown CA, pin
+/// mismatch, wrong host name); what is not is a transport failure (DNS,
+/// refused, reset, timeout, an answer cut off), [`ClientError::Unreachable`]:
+/// no HTTP answer arrived whole.
 fn classify(e: reqwest::Error) -> ClientError {
     let mut src: Option<&(dyn std::error::Error + 'static)> = e.source();
     while let Some(s) = src {
-        if let Some(tls) = s.downcast_ref::<rustls::Error>() {
+        if let Some(tls) = unwrapped::<rustls::Error>(s) {
             return ClientError::Tls(tls.to_string());
-        }
-        let text = s.to_string();
-        if text.contains("certificate") || text.contains("InvalidCertificate") {
-            return ClientError::Tls(text);
         }
         src = s.source();
     }
@@ -126,4 +172,31 @@ fn classify(e: reqwest::Error) -> ClientError {
     }
     // reqwest's message names the URL, never a token.
     ClientError::Unreachable(e.without_url().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tls_failure_is_found_by_its_type_inside_io_errors() {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, tls));
+        assert!(matches!(unwrapped::<rustls::Error>(&wrapped), Some(rustls::Error::InvalidCertificate(_))));
+        // A message that merely mentions certificates is not a TLS failure.
+        let words = std::io::Error::other("certificate of deposit");
+        assert!(unwrapped::<rustls::Error>(&words).is_none());
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_bounded() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&h), std::time::Duration::from_secs(1));
+        h.insert(reqwest::header::RETRY_AFTER, "0".parse().unwrap());
+        assert_eq!(retry_after(&h), std::time::Duration::ZERO);
+        h.insert(reqwest::header::RETRY_AFTER, "3600".parse().unwrap());
+        assert_eq!(retry_after(&h), std::time::Duration::from_secs(5));
+        h.insert(reqwest::header::RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&h), std::time::Duration::from_secs(1));
+    }
 }

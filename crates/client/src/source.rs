@@ -11,7 +11,9 @@
 //! off) is sent once more with the same refresh token ([`retry_refresh`]):
 //! the server may have rotated the token and lost the answer, and its retry
 //! window answers a re-presented, just-rotated refresh token with a new
-//! pair. An HTTP answer (4xx or 5xx) is never retried.
+//! pair. An HTTP answer is final here; only a 503 (`temporarily_unavailable`)
+//! is sent again, a few times after its `Retry-After`, by the transport
+//! (`http`), the same refresh token each time.
 
 use serde::Serialize;
 use std::sync::Arc;
@@ -27,7 +29,8 @@ use crate::tokens::{Decision, Tokens, decide};
 
 /// Whether a refresh that failed with `error` on try number `attempt`
 /// (1-based) is sent again: only after the first try, and only when no HTTP
-/// answer arrived. Any status, 4xx or 5xx, is the server's word and final.
+/// answer arrived. Any status is the server's word and final (a 503 was
+/// already sent again by the transport).
 pub fn retry_refresh(error: &ClientError, attempt: u32) -> bool {
     attempt == 1 && error.is_transport()
 }
@@ -267,7 +270,7 @@ mod tests {
                     Reply::Answer(status, text) => (status, text),
                 };
                 let resp = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 0\r\nconnection: close\r\n\r\n{text}",
                     text.len()
                 );
                 let _ = s.write_all(resp.as_bytes()).await;
@@ -353,16 +356,35 @@ mod tests {
     #[tokio::test]
     async fn http_answers_are_not_retried() {
         let error = r#"{"error":"invalid_request","error_description":"bad"}"#.to_owned();
-        for (status, body) in [(400, error), (503, "{}".to_owned())] {
+        for (status, body) in [(400, error), (500, "{}".to_owned())] {
             let (base, seen) = fake_server(vec![Reply::Answer(status, body), Reply::Answer(200, token_json("AT2==", "RT2=="))]).await;
             let dir = tempfile::tempdir().unwrap();
             let src = source(&base, dir.path());
             let e = src.access_token().await.unwrap_err();
             match status {
                 400 => assert!(matches!(&e, ClientError::Auth { status: 400, error, .. } if error == "invalid_request"), "{e:?}"),
-                _ => assert!(matches!(e, ClientError::ServerError { status: 503 }), "{e:?}"),
+                _ => assert!(matches!(e, ClientError::ServerError { status: 500 }), "{e:?}"),
             }
             assert_eq!(seen.lock().unwrap().len(), 1, "HTTP {status} is final");
         }
+    }
+
+    #[tokio::test]
+    async fn a_503_is_sent_again_with_the_same_refresh_token_a_bounded_number_of_times() {
+        let unavailable = || Reply::Answer(503, r#"{"error":"temporarily_unavailable","error_description":"busy"}"#.to_owned());
+        let (base, seen) = fake_server(vec![unavailable(), unavailable(), Reply::Answer(200, token_json("AT2==", "RT2=="))]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let src = source(&base, dir.path());
+        assert_eq!(src.access_token().await.unwrap(), SecretString("AT2==".into()));
+        assert_eq!(refresh_tokens_sent(&seen), ["RT1==", "RT1==", "RT1=="], "the same refresh token, three times");
+
+        let (base, seen) =
+            fake_server(vec![unavailable(), unavailable(), unavailable(), Reply::Answer(200, token_json("AT2==", "RT2=="))]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let src = source(&base, dir.path());
+        let e = src.access_token().await.unwrap_err();
+        assert!(matches!(e, ClientError::ServerError { status: 503 }), "{e:?}");
+        assert_eq!(seen.lock().unwrap().len(), 3, "two retries, then the 503 stands");
+        assert_eq!(src.cache().load().unwrap().unwrap().refresh_token, Some(SecretString("RT1==".into())), "cache untouched");
     }
 }

@@ -31,6 +31,9 @@ pub enum AdminError {
     Exists(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Hashing a new password failed (not the store's failure, nor the input's).
+    #[error("password hashing failed: {0}")]
+    Hashing(String),
     #[error("the event log is broken: {0}")]
     Chain(#[from] ChainError),
     #[error(transparent)]
@@ -406,6 +409,6 @@ async fn hash(password: &Secret, rng: Arc<dyn Random>) -> Result<String, AdminEr
     let password = password.clone();
     tokio::task::spawn_blocking(move || password::hash(&password, &*rng))
         .await
-        .map_err(|_| AdminError::Invalid("password hashing failed".into()))?
-        .map_err(|e| AdminError::Invalid(e.to_string()))
+        .map_err(|_| AdminError::Hashing("the hashing task ended".into()))?
+        .map_err(|e| AdminError::Hashing(e.to_string()))
 }

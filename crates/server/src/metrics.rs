@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use strongroom_store::{PoolStatus, StoreObserver};
+use strongroom_store::{ErrorKind, PoolStatus, StoreObserver};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -28,6 +28,12 @@ struct RequestLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
     route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabels {
+    /// One of `ErrorKind::as_str`'s few values.
+    kind: String,
 }
 
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
@@ -51,6 +57,7 @@ pub struct Metrics {
     batch_jobs: Histogram,
     batch_seconds: Histogram,
     batch_failed: Counter,
+    store_failures: Family<FailureLabels, Counter>,
     pool_max: Gauge,
     pool_in_use: Gauge,
     pool_waiting: Gauge,
@@ -102,6 +109,12 @@ impl Metrics {
         r.register_with_unit("store_commit_duration", "Group commit time, BEGIN to COMMIT", Unit::Seconds, batch_seconds.clone());
         let batch_failed = Counter::default();
         r.register("store_commit_failures", "Group commits that failed", batch_failed.clone());
+        let store_failures = Family::<FailureLabels, Counter>::default();
+        r.register(
+            "store_failures",
+            "Store calls that failed, by kind: unavailable, busy, read_only, corrupt or other (conflict for an unexpected duplicate)",
+            store_failures.clone(),
+        );
         let pool_max = Gauge::default();
         r.register("store_connections_max", "Database connections the store may use", pool_max.clone());
         let pool_in_use = Gauge::default();
@@ -122,6 +135,7 @@ impl Metrics {
             batch_jobs,
             batch_seconds,
             batch_failed,
+            store_failures,
             pool_max,
             pool_in_use,
             pool_waiting,
@@ -189,6 +203,10 @@ impl StoreObserver for Observer {
             self.0.batch_failed.inc();
         }
     }
+
+    fn failed(&self, kind: ErrorKind) {
+        self.0.store_failures.get_or_create(&FailureLabels { kind: kind.as_str().to_owned() }).inc();
+    }
 }
 
 /// `VmRSS` of `/proc/self/status`, in bytes (Linux only).
@@ -214,6 +232,9 @@ mod tests {
         let observer = Observer(m.clone());
         observer.batch(3, Duration::from_micros(1500), true);
         observer.batch(5, Duration::from_millis(40), false);
+        observer.failed(ErrorKind::Unavailable);
+        observer.failed(ErrorKind::Unavailable);
+        observer.failed(ErrorKind::Busy);
         let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0 });
         for line in [
             "strongroom_store_commit_batch_jobs_count 2",
@@ -225,6 +246,8 @@ mod tests {
             "strongroom_store_commit_duration_seconds_count 2",
             "strongroom_store_commit_duration_seconds_sum 0.0415",
             "strongroom_store_commit_failures_total 1",
+            "strongroom_store_failures_total{kind=\"unavailable\"} 2",
+            "strongroom_store_failures_total{kind=\"busy\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
         }

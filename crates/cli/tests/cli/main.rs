@@ -12,6 +12,7 @@ mod openapi;
 mod ops;
 mod pg_failover;
 mod pg_instance;
+mod pg_outage;
 mod pg_tls;
 mod process;
 mod replica_kill;

@@ -115,7 +115,7 @@ pub(crate) const BEARER: &str = "bearer";
             DefaultKeyResponse,
             LogResponse,
         ),
-        responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
+        responses(AuthRefused, AuthTooLarge, AuthUnavailable, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
     ),
     modifiers(&Additions),
     tags(
@@ -229,9 +229,16 @@ shared_response!(
     AuthRefused,
     ErrorResponse,
     "Refused (RFC 6749 §5.2): `invalid_request` (also for a body that does not parse or a Content-Type other than \
-     JSON or form, and, as the interface requires, for an internal error such as a store that did not answer: a \
-     generic text, never a 5xx), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
+     JSON or form, and, as the interface requires, for an internal error other than a passing store failure: a \
+     generic text), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
      `authorization_pending`, `slow_down`, `access_denied`."
+);
+shared_response!(
+    AuthUnavailable,
+    ErrorResponse,
+    "`temporarily_unavailable` (RFC 6749 §5.2): the database is busy, out of reach or taking no writes for the moment \
+     (a failover, a lock held too long); the request was read again a few times first. Try again after `Retry-After` \
+     seconds: a refresh token or device code presented again is answered by its retry rules."
 );
 shared_response!(AuthTooLarge, ErrorResponse, "The body is larger than `max_body_bytes`.");
 shared_response!(
@@ -348,9 +355,9 @@ mod tests {
 
     /// 408 (the timeout layer wraps every route) is described wherever a
     /// handler waits for a body or the store; 503 wherever `respond` answers
-    /// `temporarily_unavailable` or the page's store failure, and not on
-    /// Device, Token and OAuth, where an internal error is a 400
-    /// `invalid_request` (the interface's rule).
+    /// `temporarily_unavailable` or the page's store failure: on Device,
+    /// Token and OAuth too, for a store that fails for a moment (any other
+    /// internal error there is a 400 `invalid_request`, the interface's rule).
     #[test]
     fn timeouts_and_unavailability_are_described_where_they_happen() {
         let doc = serde_json::to_value(document()).unwrap();
@@ -379,8 +386,9 @@ mod tests {
                 let bearer = op.get("security").is_some();
                 if token_endpoint {
                     assert!(has("400"), "{method} {path}: internal errors are 400 invalid_request");
-                    // Only the password grant answers 503: too many sign-ins at once (the guessing limits' slots).
-                    assert_eq!(has("503"), path == "/vedauth/Authorize/OAuth", "{method} {path}");
+                    // A store that fails for a moment is 503 temporarily_unavailable (and, on the password
+                    // grant, too many sign-ins at once: the guessing limits' slots).
+                    assert!(has("503"), "{method} {path} answers 503 when the store fails for a moment");
                 }
                 if bearer || path == "/vedauth/device" && method == "post" || path == "/vedauth/device/decision" {
                     assert!(has("503"), "{method} {path} answers 503 when the store fails");
@@ -390,6 +398,8 @@ mod tests {
         assert!(operations > 30, "{operations}");
         let refused = doc["components"]["responses"]["AuthRefused"]["description"].as_str().unwrap();
         assert!(refused.contains("internal error"), "{refused}");
+        let unavailable = doc["components"]["responses"]["AuthUnavailable"]["description"].as_str().unwrap();
+        assert!(unavailable.contains("temporarily_unavailable") && unavailable.contains("Retry-After"), "{unavailable}");
     }
 
     #[test]

@@ -11,7 +11,8 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
 use strongroom_proto::vedauth::{ErrorResponse, RevokeResponse};
-use strongroom_proto::vedsdk::{BearerErrorResponse, ErrorOnly, ResultResponse};
+use strongroom_proto::vedsdk::{BearerErrorResponse, ErrorOnly, ResultCode, ResultResponse};
+use strongroom_store::StoreError;
 
 use crate::service::AuthError;
 use crate::service::bearer::BearerError;
@@ -37,8 +38,18 @@ impl IntoResponse for AuthError {
             AuthError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             AuthError::TooManyStarts => StatusCode::TOO_MANY_REQUESTS,
             AuthError::TemporarilyUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            // A database busy, unreachable or read-only for now: RFC 6749's
+            // temporarily_unavailable, which tells the client to try again.
+            AuthError::Store(e) if e.is_transient() => {
+                tracing::warn!(kind = %e.kind(), error = %e, "token endpoint: the store is unavailable");
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             // The seed: every Authorize/Token failure is HTTP 400, and so are
             // internal errors (invalid_request with a generic text).
+            AuthError::Store(e) => {
+                tracing::error!(kind = %e.kind(), error = %e, "token endpoint failed");
+                StatusCode::BAD_REQUEST
+            }
             AuthError::Internal(detail) => {
                 tracing::error!(error = %detail, "token endpoint failed");
                 StatusCode::BAD_REQUEST
@@ -57,10 +68,29 @@ impl IntoResponse for AuthError {
         }
         let mut r = json(status, &ErrorResponse { error: self.code().to_owned(), error_description: Some(self.description().to_owned()) });
         if status == StatusCode::SERVICE_UNAVAILABLE {
-            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            retry_after(&mut r);
         }
         r
     }
+}
+
+/// Seconds a client is asked to wait before trying a 503 again.
+const RETRY_AFTER_SECS: &str = "1";
+
+fn retry_after(r: &mut Response) {
+    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+}
+
+/// `/vedsdk`'s 503: the store did not answer (`temporarily_unavailable`, the
+/// documented `Unavailable` response), with `Retry-After`.
+fn sdk_unavailable(e: &StoreError) -> Response {
+    tracing::warn!(kind = %e.kind(), error = %e, "the store is unavailable");
+    let mut r = json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &BearerErrorResponse { error: "temporarily_unavailable".to_owned(), error_description: "Try again later.".to_owned() },
+    );
+    retry_after(&mut r);
+    r
 }
 
 impl IntoResponse for BearerError {
@@ -75,10 +105,8 @@ impl IntoResponse for BearerError {
             BearerError::InsufficientScope(needed) => {
                 (StatusCode::FORBIDDEN, "insufficient_scope", format!("Grant rejected scope '{needed}'."))
             }
-            BearerError::Internal(detail) => {
-                tracing::error!(error = %detail, "bearer check failed");
-                (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "Try again later.".to_owned())
-            }
+            // Whatever the store's failure, the token could not be checked: never a 401.
+            BearerError::Store(e) => return sdk_unavailable(e),
         };
         tracing::info!(reason = %self, "bearer refused");
         let mut r = json(status, &BearerErrorResponse { error: error.to_owned(), error_description: description });
@@ -131,8 +159,8 @@ impl IntoResponse for Page {
                     PageError::NotAllowed => StatusCode::FORBIDDEN,
                     PageError::AlreadyDecided => StatusCode::CONFLICT,
                     PageError::BadForm => StatusCode::BAD_REQUEST,
-                    PageError::Internal(detail) => {
-                        tracing::error!(error = %detail, "approval page failed");
+                    PageError::Store(e) => {
+                        tracing::error!(kind = %e.kind(), error = %e, "approval page failed");
                         StatusCode::SERVICE_UNAVAILABLE
                     }
                 };
@@ -221,9 +249,19 @@ impl IntoResponse for SdkFailure {
             SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
             SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
             SdkFailure::Bearer(e) => e.into_response(),
-            SdkFailure::Vault(e) => {
-                tracing::info!(result = e.code.code(), "vault call refused");
-                json(StatusCode::OK, &ResultResponse { result: e.code.code(), error: Some(e.message) })
+            SdkFailure::Vault(VaultError::Refused { code, message }) => {
+                tracing::info!(result = code.code(), "vault call refused");
+                json(StatusCode::OK, &ResultResponse { result: code.code(), error: Some(message) })
+            }
+            SdkFailure::Vault(VaultError::Store(e)) if e.is_transient() => sdk_unavailable(&e),
+            // Any other store failure: Result 22 (QueryError), as the product answers.
+            SdkFailure::Vault(VaultError::Store(e)) => {
+                tracing::error!(kind = %e.kind(), error = %e, "vault store call failed");
+                let result = ResultCode::QueryError.code();
+                json(
+                    StatusCode::OK,
+                    &ResultResponse { result, error: Some("The vault could not complete the request; nothing was changed.".into()) },
+                )
             }
         }
     }

@@ -10,7 +10,7 @@ use strongroom_proto::vedauth::{
 };
 
 use super::extract::{FormOrJson, bearer_token};
-use super::openapi::{AuthRefused, AuthTooLarge, Timeout, Unauthorized, Unavailable};
+use super::openapi::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
 use crate::service::token::Issued;
@@ -45,6 +45,7 @@ fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
         (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
         (status = 429, description = "`slow_down`: more than 60 starts from this client address in ten minutes; nothing was stored.", body = ErrorResponse),
+        (status = 503, response = AuthUnavailable),
     ),
 )]
 pub(crate) async fn device(
@@ -71,13 +72,15 @@ pub(crate) async fn device(
     path = "/vedauth/Authorize/Token",
     tag = "vedauth",
     description = "Two shapes: refresh `{client_id, refresh_token}` (optionally `grant_type=refresh_token`), and the device-code \
-        exchange `{client_id, device_code, grant_type=urn:ietf:params:oauth:grant-type:device_code}`. Every failure is HTTP 400.",
+        exchange `{client_id, device_code, grant_type=urn:ietf:params:oauth:grant-type:device_code}`. Every refusal is HTTP 400; \
+        a database that is busy or out of reach for a moment gets 503 `temporarily_unavailable` with `Retry-After`.",
     request_body(content((TokenRequest = "application/json"), (TokenRequest = "application/x-www-form-urlencoded"))),
     responses(
         (status = 200, description = "A new token pair; the presented refresh token or device code is spent.", body = TokenResponse),
         (status = 400, response = AuthRefused),
         (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
+        (status = 503, response = AuthUnavailable),
     ),
 )]
 pub(crate) async fn token(
@@ -95,12 +98,14 @@ pub(crate) async fn token(
     path = "/vedauth/Authorize/OAuth",
     tag = "vedauth",
     description = "The password grant, for integrations that allow it. Every refusal is HTTP 400; more sign-ins of one user from one \
-        address at the same moment than its guessing limit has slots (5) get 503 `temporarily_unavailable` with `Retry-After`.",
+        address at the same moment than its guessing limit has slots (5), and a database that is busy or out of reach for a \
+        moment, get 503 `temporarily_unavailable` with `Retry-After`.",
     request_body(content((OAuthRequest = "application/json"), (OAuthRequest = "application/x-www-form-urlencoded"))),
     responses(
         (status = 200, description = "A new grant's token pair.", body = TokenResponse),
         (status = 400, response = AuthRefused),
-        (status = 503, description = "`temporarily_unavailable`: too many sign-ins at this moment; try again after `Retry-After` seconds.", body = ErrorResponse),
+        (status = 503, description = "`temporarily_unavailable`: too many sign-ins at this moment, or the database is busy or out of reach \
+            for a moment; try again after `Retry-After` seconds.", body = ErrorResponse),
         (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
     ),
@@ -167,7 +172,7 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
         Err(BearerError::Missing | BearerError::Unknown | BearerError::Refused(_) | BearerError::InsufficientScope(_)) => {
             return Revoked::NotFound.into_response();
         }
-        Err(e @ BearerError::Internal(_)) => return e.into_response(),
+        Err(e @ BearerError::Store(_)) => return e.into_response(),
     };
     let g = &ctx.grant;
     let event = app

@@ -17,14 +17,9 @@ pub enum BearerError {
     /// The scope the endpoint needs, as `category[:privilege]`.
     #[error("insufficient scope")]
     InsufficientScope(&'static str),
-    #[error("internal error: {0}")]
-    Internal(String),
-}
-
-impl From<StoreError> for BearerError {
-    fn from(e: StoreError) -> Self {
-        BearerError::Internal(e.to_string())
-    }
+    /// The store failed: the token could not be checked.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Finds the grant behind a presented token, if the token exists at all

@@ -78,7 +78,7 @@ pub async fn start(app: &AppState, req: DeviceRequest, origin: &Origin) -> Resul
             Err(e) => return Err(e.into()),
         }
     }
-    Err(AuthError::Internal("could not allocate a unique user code".into()))
+    Err(AuthError::Internal("could not allocate a unique user code"))
 }
 
 /// What can go wrong on the approval page, in words for the person there.
@@ -102,14 +102,9 @@ pub enum PageError {
     Expired,
     #[error("This page has expired. Start again.")]
     BadForm,
+    /// The store failed (logged with the request id).
     #[error("Something went wrong. Try again.")]
-    Internal(String),
-}
-
-impl From<StoreError> for PageError {
-    fn from(e: StoreError) -> Self {
-        PageError::Internal(e.to_string())
-    }
+    Store(#[from] StoreError),
 }
 
 /// What the signed-in user is asked to approve.

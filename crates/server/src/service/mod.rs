@@ -59,15 +59,23 @@ pub enum AuthError {
     /// `temporarily_unavailable`).
     #[error("temporarily_unavailable: {0}")]
     TemporarilyUnavailable(&'static str),
-    /// Logged with the request id; the client sees a generic text.
+    /// The store failed. A transient failure ([`StoreError::is_transient`]:
+    /// the database busy, unreachable or read-only for now) is
+    /// `temporarily_unavailable`; any other is logged with the request id
+    /// and the client sees `invalid_request` with a generic text.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Something that should not happen did; logged with the request id, and
+    /// the client sees a generic text.
     #[error("internal error: {0}")]
-    Internal(String),
+    Internal(&'static str),
 }
 
 impl AuthError {
     pub fn code(&self) -> &'static str {
         match self {
-            AuthError::InvalidRequest(_) | AuthError::BodyTooLarge | AuthError::Internal(_) => "invalid_request",
+            AuthError::Store(e) if e.is_transient() => "temporarily_unavailable",
+            AuthError::InvalidRequest(_) | AuthError::BodyTooLarge | AuthError::Store(_) | AuthError::Internal(_) => "invalid_request",
             AuthError::InvalidClient(_) => "invalid_client",
             AuthError::InvalidGrant(_) => "invalid_grant",
             AuthError::InvalidScope(_) => "invalid_scope",
@@ -92,16 +100,14 @@ impl AuthError {
             AuthError::AccessDenied => "The user denied the request.",
             AuthError::BodyTooLarge => "The request body is too large.",
             AuthError::TooManyStarts => "Too many device authorizations from this address; try again in a few minutes.",
-            AuthError::Internal(_) => "The request could not be processed; try again.",
+            AuthError::Store(e) if e.is_transient() => UNAVAILABLE,
+            AuthError::Store(_) | AuthError::Internal(_) => "The request could not be processed; try again.",
         }
     }
 }
 
-impl From<StoreError> for AuthError {
-    fn from(e: StoreError) -> Self {
-        AuthError::Internal(e.to_string())
-    }
-}
+/// What a client is told when the store failed for a moment.
+pub const UNAVAILABLE: &str = "The service cannot reach its database at this moment; try again shortly.";
 
 /// Descriptions shared by several paths. The product's own sentence for a bad
 /// refresh token (seen on real servers; VenafiPS matches on it).

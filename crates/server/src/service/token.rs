@@ -1,6 +1,9 @@
 //! `Authorize/Token` (device-code exchange and refresh) and `Authorize/OAuth`
 //! (password grant).
 
+use std::future::Future;
+use std::time::Duration;
+
 use strongroom_core::event::EventKind;
 use strongroom_core::grant::device::Poll;
 use strongroom_core::grant::refresh::{self, Refresh, RefreshRejected};
@@ -8,7 +11,7 @@ use strongroom_core::grant::{Grant, IssueRefused, IssuedTokens, Pair, Standing, 
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::{TokenKind, looks_like_device_code, looks_like_token};
+use strongroom_core::token::{TokenHash, TokenKind, looks_like_device_code, looks_like_token};
 use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, OAuthRequest, REFRESH_TOKEN_GRANT, TokenRequest};
 use strongroom_store::{NewTokens, PairChange};
 
@@ -54,6 +57,41 @@ pub async fn token(app: &AppState, req: TokenRequest, origin: &Origin) -> Result
 /// that; each lost attempt means another one won).
 const MAX_ATTEMPTS: usize = 64;
 
+/// Of those, the attempts that may follow a busy or unreachable database
+/// (`Busy`, `Unavailable`: a lock timeout, a serialization failure, a
+/// connection lost to a failover), each after a pause longer than the last.
+/// Reading again is safe after any failure, a write's included: its
+/// conditional write either happened (and the next read sees the grant or
+/// code moved on, which the retry rules answer with a working pair) or not.
+/// A database still failing after these is answered `503
+/// temporarily_unavailable`, and the client retries later.
+const TRANSIENT_ATTEMPTS: u32 = 3;
+const TRANSIENT_PAUSE: Duration = Duration::from_millis(50);
+
+/// Runs `attempt` until it is done (`Some`), reading again after a lost write (`None`)
+/// ([`MAX_ATTEMPTS`] in all) or a transient store failure
+/// ([`TRANSIENT_ATTEMPTS`] of them).
+async fn attempts<F, Fut>(mut attempt: F) -> Result<Issued, AuthError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<Issued>, AuthError>>,
+{
+    let mut transient = 0;
+    for _ in 0..MAX_ATTEMPTS {
+        match attempt().await {
+            Ok(Some(issued)) => return Ok(issued),
+            Ok(None) => {}
+            Err(AuthError::Store(e)) if e.is_retryable() && transient < TRANSIENT_ATTEMPTS => {
+                transient += 1;
+                tracing::debug!(kind = %e.kind(), error = %e, "store failed; reading again");
+                tokio::time::sleep(TRANSIENT_PAUSE * transient).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(contended())
+}
+
 /// The client's error for a refusal of `may_receive`.
 fn refused(why: IssueRefused) -> AuthError {
     match why {
@@ -66,7 +104,7 @@ fn refused(why: IssueRefused) -> AuthError {
 }
 
 fn contended() -> AuthError {
-    AuthError::Internal("the grant kept changing under the request".into())
+    AuthError::Internal("the grant kept changing under the request")
 }
 
 /// The device-code exchange: one context read, the pure poll decision,
@@ -77,81 +115,82 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
         return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
     }
     let code_hash = app.keys.token.hash(TokenKind::DeviceCode, code.expose());
-    for _ in 0..MAX_ATTEMPTS {
-        let ctx = app.store.device_context(code_hash).await?.ok_or(AuthError::InvalidGrant(DEVICE_CODE_INVALID))?;
-        let device = &ctx.device;
-        if device.client_id == client_id && !ctx.device_flow_enabled {
-            return Err(AuthError::InvalidClient("Browser-based authentication is disabled for this API integration."));
+    attempts(|| exchange_once(app, client_id, code_hash, origin)).await
+}
+
+/// One attempt of [`exchange_device_code`]: `None` when its conditional write lost.
+async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, origin: &Origin) -> Result<Option<Issued>, AuthError> {
+    let ctx = app.store.device_context(code_hash).await?.ok_or(AuthError::InvalidGrant(DEVICE_CODE_INVALID))?;
+    let device = &ctx.device;
+    if device.client_id == client_id && !ctx.device_flow_enabled {
+        return Err(AuthError::InvalidClient("Browser-based authentication is disabled for this API integration."));
+    }
+    let now = app.now();
+    let settings = ctx.overrides.apply(app.tokens);
+    match device.poll(client_id, now) {
+        Poll::WrongClient | Poll::Expired => return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
+        Poll::Denied => return Err(AuthError::AccessDenied),
+        // The poll is answered only once it is recorded: a poll that
+        // lost its conditional write to a simultaneous one reads again,
+        // and finds itself too fast. Parallel polls cannot all pass as
+        // paced.
+        Poll::Pending { record } => {
+            if app.store.record_poll(code_hash, device.version, record).await? {
+                tracing::trace!(client_id, "device code pending");
+                return Err(AuthError::AuthorizationPending);
+            }
         }
-        let now = app.now();
-        let settings = ctx.overrides.apply(app.tokens);
-        match device.poll(client_id, now) {
-            Poll::WrongClient | Poll::Expired => return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
-            Poll::Denied => return Err(AuthError::AccessDenied),
-            // The poll is answered only once it is recorded: a poll that
-            // lost its conditional write to a simultaneous one reads again,
-            // and finds itself too fast. Parallel polls cannot all pass as
-            // paced.
-            Poll::Pending { record } => {
-                if app.store.record_poll(code_hash, device.version, record).await? {
-                    tracing::trace!(client_id, "device code pending");
-                    return Err(AuthError::AuthorizationPending);
-                }
+        Poll::SlowDown { record } => {
+            if app.store.record_poll(code_hash, device.version, record).await? {
+                return Err(AuthError::SlowDown);
             }
-            Poll::SlowDown { record } => {
-                if app.store.record_poll(code_hash, device.version, record).await? {
-                    return Err(AuthError::SlowDown);
-                }
-            }
-            Poll::Redeemed => match &ctx.grant {
-                Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
-                    may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
-                    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
-                    let change = PairChange::replacing(&grant.pair, &tokens);
-                    let event = app
-                        .event(EventKind::DeviceCodeReissued, origin)
-                        .identity(grant.user_id.identity())
-                        .client_id(client_id)
-                        .object(grant.id.as_str())
-                        .detail("device code presented again: the unused pair was replaced");
-                    if app.store.advance_pair(grant.id.clone(), grant.version, change, event).await? {
-                        app.metrics.token_issued();
-                        tracing::debug!(grant = %grant.id, client_id, "device code exchanged again: pair replaced");
-                        let mut grant = grant.clone();
-                        grant.access_issued_at = now;
-                        return Ok(Issued { grant, tokens, state: None });
-                    }
-                }
-                _ => {
-                    let event = app
-                        .event(EventKind::DeviceCodeReplayed, origin)
-                        .client_id(client_id)
-                        .detail("redeemed device code presented again");
-                    app.store.append_event(event).await?;
-                    return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
-                }
-            },
-            Poll::Issue { user_id } => {
-                may_receive(&ctx.standing, &device.scope).map_err(refused)?;
-                let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
-                let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-                grant.pair = Pair::first(&tokens);
+        }
+        Poll::Redeemed => match &ctx.grant {
+            Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
+                may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
+                let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
+                let change = PairChange::replacing(&grant.pair, &tokens);
                 let event = app
-                    .event(EventKind::TokenIssued, origin)
+                    .event(EventKind::DeviceCodeReissued, origin)
                     .identity(grant.user_id.identity())
                     .client_id(client_id)
                     .object(grant.id.as_str())
-                    .detail("device code exchanged");
-                // One conditional write: of concurrent exchanges exactly one redeems.
-                if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+                    .detail("device code presented again: the unused pair was replaced");
+                if app.store.advance_pair(grant.id.clone(), grant.version, change, event).await? {
                     app.metrics.token_issued();
-                    tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
-                    return Ok(Issued { grant, tokens, state: None });
+                    tracing::debug!(grant = %grant.id, client_id, "device code exchanged again: pair replaced");
+                    let mut grant = grant.clone();
+                    grant.access_issued_at = now;
+                    return Ok(Some(Issued { grant, tokens, state: None }));
                 }
+            }
+            _ => {
+                let event =
+                    app.event(EventKind::DeviceCodeReplayed, origin).client_id(client_id).detail("redeemed device code presented again");
+                app.store.append_event(event).await?;
+                return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
+            }
+        },
+        Poll::Issue { user_id } => {
+            may_receive(&ctx.standing, &device.scope).map_err(refused)?;
+            let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
+            let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
+            grant.pair = Pair::first(&tokens);
+            let event = app
+                .event(EventKind::TokenIssued, origin)
+                .identity(grant.user_id.identity())
+                .client_id(client_id)
+                .object(grant.id.as_str())
+                .detail("device code exchanged");
+            // One conditional write: of concurrent exchanges exactly one redeems.
+            if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+                app.metrics.token_issued();
+                tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
+                return Ok(Some(Issued { grant, tokens, state: None }));
             }
         }
     }
-    Err(contended())
+    Ok(None)
 }
 
 /// A refresh: one context read, the pure decision, one write conditional on
@@ -164,32 +203,35 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
         return Err(AuthError::InvalidGrant(REFRESH_INVALID));
     }
     let hash = app.keys.token.hash(TokenKind::Refresh, presented.expose());
-    for _ in 0..MAX_ATTEMPTS {
-        let ctx = app.store.refresh_context(hash).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
-        let now = app.now();
-        let g = &ctx.grant;
-        let decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
-        let (kind, detail) = match decision {
-            Refresh::Reject(RefreshRejected::WrongClient) => return Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
-            Refresh::Reject(RefreshRejected::NotRefreshable) => return Err(AuthError::InvalidGrant("The grant is not refreshable.")),
-            Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => return Err(AuthError::InvalidGrant(REFRESH_INVALID)),
-            Refresh::Reject(RefreshRejected::Refused(why)) => return Err(refused(why)),
-            Refresh::Reuse => return Err(reuse_detected(app, g, client_id, origin, now).await?),
-            Refresh::Rotate => (EventKind::TokenRefreshed, ""),
-            Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
-        };
-        let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
-        let change = if decision == Refresh::Retry { PairChange::replacing(&g.pair, &tokens) } else { PairChange::rotation(hash, &tokens) };
-        let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
-        if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
-            app.metrics.token_refreshed();
-            tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
-            let mut grant = ctx.grant;
-            grant.access_issued_at = now;
-            return Ok(Issued { grant, tokens, state: None });
-        }
+    attempts(|| refresh_once(app, client_id, hash, origin)).await
+}
+
+/// One attempt of [`refresh`]: `None` when its conditional write lost.
+async fn refresh_once(app: &AppState, client_id: &str, hash: TokenHash, origin: &Origin) -> Result<Option<Issued>, AuthError> {
+    let ctx = app.store.refresh_context(hash).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
+    let now = app.now();
+    let g = &ctx.grant;
+    let decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
+    let (kind, detail) = match decision {
+        Refresh::Reject(RefreshRejected::WrongClient) => return Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
+        Refresh::Reject(RefreshRejected::NotRefreshable) => return Err(AuthError::InvalidGrant("The grant is not refreshable.")),
+        Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => return Err(AuthError::InvalidGrant(REFRESH_INVALID)),
+        Refresh::Reject(RefreshRejected::Refused(why)) => return Err(refused(why)),
+        Refresh::Reuse => return Err(reuse_detected(app, g, client_id, origin, now).await?),
+        Refresh::Rotate => (EventKind::TokenRefreshed, ""),
+        Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
+    };
+    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
+    let change = if decision == Refresh::Retry { PairChange::replacing(&g.pair, &tokens) } else { PairChange::rotation(hash, &tokens) };
+    let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
+    if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
+        app.metrics.token_refreshed();
+        tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
+        let mut grant = ctx.grant;
+        grant.access_issued_at = now;
+        return Ok(Some(Issued { grant, tokens, state: None }));
     }
-    Err(contended())
+    Ok(None)
 }
 
 /// A spent refresh token came back: revoke the whole grant (RFC 9700

@@ -20,45 +20,51 @@ use crate::state::AppState;
 /// Largest secret (decoded `Base64Data`), bytes.
 pub const MAX_DATA_BYTES: usize = 512 * 1024;
 
-/// A non-zero `Result` with its `Error` text (safe to show).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VaultError {
-    pub code: ResultCode,
-    pub message: String,
+/// Why a vault call did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum VaultError {
+    /// A non-zero `Result` with its `Error` text (safe to show).
+    #[error("Result {}: {message}", code.code())]
+    Refused { code: ResultCode, message: String },
+    /// The store failed: HTTP 503 `temporarily_unavailable` when the failure
+    /// is transient, else `Result` 22 (QueryError).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl VaultError {
+    /// The `Result` code answered (22, QueryError, for a store failure).
+    pub fn code(&self) -> ResultCode {
+        match self {
+            VaultError::Refused { code, .. } => *code,
+            VaultError::Store(_) => ResultCode::QueryError,
+        }
+    }
+
     pub fn params(message: impl Into<String>) -> Self {
-        VaultError { code: ResultCode::InvalidParams, message: message.into() }
+        VaultError::Refused { code: ResultCode::InvalidParams, message: message.into() }
     }
     fn no_entry(id: VaultId) -> Self {
-        VaultError { code: ResultCode::InvalidVaultId, message: format!("VaultID {id} does not exist.") }
+        VaultError::Refused { code: ResultCode::InvalidVaultId, message: format!("VaultID {id} does not exist.") }
     }
     fn denied() -> Self {
-        VaultError { code: ResultCode::InsufficientPermissions, message: "Insufficient permissions.".into() }
+        VaultError::Refused { code: ResultCode::InsufficientPermissions, message: "Insufficient permissions.".into() }
     }
     fn crypto() -> Self {
-        VaultError { code: ResultCode::CryptoFailure, message: "The stored data cannot be decrypted.".into() }
+        VaultError::Refused { code: ResultCode::CryptoFailure, message: "The stored data cannot be decrypted.".into() }
     }
     /// A `Keyname` that names no configured key, or one that cannot be used now (Result 21).
     fn invalid_key(e: KeyRingError) -> Self {
         match e {
             KeyRingError::Store(s) => s.into(),
             KeyRingError::Unknown(name) => {
-                VaultError { code: ResultCode::InvalidKey, message: format!("No key named {name:?} is configured.") }
+                VaultError::Refused { code: ResultCode::InvalidKey, message: format!("No key named {name:?} is configured.") }
             }
             other => {
                 log_key_failure(&other, "vault key cannot be used");
-                VaultError { code: ResultCode::InvalidKey, message: "That key cannot be used now.".into() }
+                VaultError::Refused { code: ResultCode::InvalidKey, message: "That key cannot be used now.".into() }
             }
         }
-    }
-}
-
-impl From<StoreError> for VaultError {
-    fn from(e: StoreError) -> Self {
-        tracing::error!(error = %e, "vault store call failed");
-        VaultError { code: ResultCode::QueryError, message: "The vault could not complete the request; nothing was changed.".into() }
     }
 }
 
@@ -244,9 +250,10 @@ pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, va
     let stored = StoredAssociation { name, value_type: t, key_id, sealed, lookup };
     match checked(app.store.put_association(id, stored, c.writer(), event).await?)? {
         PutAssociation::Stored => Ok(()),
-        PutAssociation::Identical => {
-            Err(VaultError { code: ResultCode::AssociationAlreadyExists, message: "An identical association already exists.".into() })
-        }
+        PutAssociation::Identical => Err(VaultError::Refused {
+            code: ResultCode::AssociationAlreadyExists,
+            message: "An identical association already exists.".into(),
+        }),
         PutAssociation::NoEntry => Err(VaultError::no_entry(id)),
     }
 }
@@ -267,7 +274,7 @@ pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<St
     };
     let event = c.event(app, EventKind::VaultDissociated, Some(id)).detail(detail);
     if checked(app.store.dissociate(id, name, lookup, c.writer(), event).await?)? == 0 {
-        return Err(VaultError { code: ResultCode::DisassociateFailed, message: "No matching association.".into() });
+        return Err(VaultError::Refused { code: ResultCode::DisassociateFailed, message: "No matching association.".into() });
     }
     Ok(())
 }
@@ -298,7 +305,7 @@ pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &
     if !c.perms.on_any(&e.owners, Rights::READ) {
         return Err(VaultError::denied());
     }
-    let a = app.store.associations(id).await?.into_iter().find(|a| a.name == name).ok_or_else(|| VaultError {
+    let a = app.store.associations(id).await?.into_iter().find(|a| a.name == name).ok_or_else(|| VaultError::Refused {
         code: ResultCode::AssociationLookupFailed,
         message: format!("VaultID {id} has no association named {name:?}."),
     })?;
@@ -410,6 +417,9 @@ pub async fn rotate_entry(app: &AppState, c: &Caller, id: VaultId, new_name: &st
     if checked(app.store.rekey_entry(id, name.clone(), resealed, Some(c.writer()), event).await?)? {
         Ok(name)
     } else {
-        Err(VaultError { code: ResultCode::QueryError, message: "The entry changed meanwhile; nothing was changed. Try again.".into() })
+        Err(VaultError::Refused {
+            code: ResultCode::QueryError,
+            message: "The entry changed meanwhile; nothing was changed. Try again.".into(),
+        })
     }
 }
