@@ -621,9 +621,7 @@ fn yes(b: bool) -> String {
     if b { "yes" } else { "no" }.to_owned()
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use strongroom_core::hex::encode as hex;
 
 /// Where admin commands print: aligned tables and sentences for people,
 /// one JSON document for scripts (`--json`).

@@ -42,18 +42,7 @@ fn sidecar_path(file: &Path) -> PathBuf {
 
 /// Writes `text` to a new file with mode 0600.
 fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path).with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    Ok(())
+    strongroom_proto::files::write_private(path, text.as_bytes()).with_context(|| format!("creating {}", path.display()))
 }
 
 fn head_json(s: &Snapshot) -> serde_json::Value {

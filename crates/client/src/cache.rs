@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use strongroom_proto::files::create_private_dir;
 
 use crate::error::{ClientError, ClientResult};
 use crate::tokens::Tokens;
@@ -47,7 +47,7 @@ impl TokenCache {
     /// The cache of `client_id` on `server`, under `dir`.
     pub fn new(dir: &Path, server: &str, client_id: &str) -> TokenCache {
         let digest = Sha256::digest(format!("{server}\0{client_id}").as_bytes());
-        let name: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let name = strongroom_proto::hex::encode(&digest[..12]);
         TokenCache { path: dir.join("tokens").join(format!("{name}.json")), server: server.to_owned(), client_id: client_id.to_owned() }
     }
 
@@ -132,30 +132,8 @@ impl TokenCache {
     }
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        b.mode(0o700);
-    }
-    b.create(dir)
-}
-
-/// Writes a new file readable by its owner only, and syncs it.
-pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path)?;
-    f.write_all(data)?;
-    f.sync_all()
-}
+/// Writes a file readable by its owner only, replacing what it held, and syncs it.
+pub use strongroom_proto::files::overwrite_private as write_private;
 
 #[cfg(test)]
 mod tests {

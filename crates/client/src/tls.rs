@@ -1,15 +1,16 @@
 //! Whom to trust: the public web PKI, a CA file (for example a server's own
 //! self-signed certificate), or one pinned certificate by SHA-256.
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::ServerCertVerified;
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, RootCertStore};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use strongroom_proto::tls::Verifier;
 
 use crate::error::{ClientError, ClientResult};
 
@@ -28,61 +29,20 @@ pub enum Trust {
 /// Parses `AB:CD:…` or `abcd…` into 32 bytes.
 pub fn parse_pin(s: &str) -> ClientResult<[u8; 32]> {
     let hex: String = s.chars().filter(|c| *c != ':').collect();
-    let bad = || ClientError::Config("a pin is the certificate's SHA-256: 64 hexadecimal characters".into());
-    if hex.len() != 64 {
-        return Err(bad());
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
-    }
-    Ok(out)
+    strongroom_proto::hex::decode(&hex)
+        .ok_or_else(|| ClientError::Config("a pin is the certificate's SHA-256: 64 hexadecimal characters".into()))
 }
 
-#[derive(Debug)]
-struct Pinned {
-    sha256: [u8; 32],
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
+/// Accepts exactly the certificate whose SHA-256 is `sha256`.
+fn pinned(sha256: [u8; 32], provider: Arc<CryptoProvider>) -> Arc<Verifier> {
+    Verifier::new("pinned certificate", provider, move |end_entity, _, _, _, _| {
         let got: [u8; 32] = Sha256::digest(end_entity.as_ref()).into();
-        if got == self.sha256 {
+        if got == sha256 {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::General("the server's certificate does not match the pinned fingerprint".into()))
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
+    })
 }
 
 /// An HTTP client that trusts what `trust` says.
@@ -108,7 +68,7 @@ pub fn http_client(trust: &Trust) -> ClientResult<reqwest::Client> {
         }
         Trust::Pin(pin) => {
             let sha256 = parse_pin(pin)?;
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(Pinned { sha256, provider })).with_no_client_auth()
+            builder.dangerous().with_custom_certificate_verifier(pinned(sha256, provider)).with_no_client_auth()
         }
     };
     reqwest::Client::builder()

@@ -41,13 +41,9 @@ impl fmt::Display for UserId {
     }
 }
 
-/// A random UUID in its usual text form.
+/// A random (version 4) UUID from `rng`, in its usual lower-case text form.
 pub fn uuid_v4(rng: &dyn Random) -> String {
-    let mut b: [u8; 16] = bytes(rng);
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    uuid::Builder::from_random_bytes(bytes(rng)).into_uuid().hyphenated().to_string()
 }
 
 /// A local user as the rules need it. The password hash stays in the store
@@ -86,6 +82,20 @@ mod tests {
         assert_eq!(login_name(" local:alice "), "alice");
         assert_eq!(login_name("loc"), "loc");
         assert_eq!(login_name("é"), "é");
+    }
+
+    #[test]
+    fn ids_are_version_4_uuids_in_lower_case_text() {
+        #[derive(Debug)]
+        struct Ones;
+        impl Random for Ones {
+            fn fill(&self, dest: &mut [u8]) {
+                dest.fill(0xff);
+            }
+        }
+        let id = uuid_v4(&Ones);
+        assert_eq!(id, "ffffffff-ffff-4fff-bfff-ffffffffffff", "version 4, RFC 4122 variant");
+        assert_eq!(UserId::generate(&Ones).identity(), format!("local:{{{id}}}"));
     }
 
     #[test]

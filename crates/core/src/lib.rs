@@ -21,3 +21,5 @@ pub mod throttle;
 pub mod time;
 pub mod token;
 pub mod vault;
+
+pub use strongroom_proto::hex;

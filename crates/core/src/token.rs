@@ -82,7 +82,7 @@ impl TokenHash {
 
     /// A short, non-secret handle for logs and admin listings.
     pub fn short(&self) -> String {
-        self.0.iter().take(4).map(|b| format!("{b:02x}")).collect()
+        crate::hex::encode(&self.0[..4])
     }
 }
 
@@ -174,8 +174,7 @@ mod tests {
     #[test]
     fn stored_token_hashes_are_stable() {
         let h = TokenKey::new([7; 32]).hash(TokenKind::Refresh, "a refresh token");
-        let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "0e7c9f59c004084edde66134bd912f5d53d5fa89fe8be807a8cfd6e17b742583");
+        assert_eq!(crate::hex::encode(&h.0), "0e7c9f59c004084edde66134bd912f5d53d5fa89fe8be807a8cfd6e17b742583");
     }
 
     /// Deterministic test randomness (xorshift); not for production.

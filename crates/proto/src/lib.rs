@@ -6,11 +6,21 @@
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
 //! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
 //!
+//! And, because the client library may depend on nothing else of ours, the
+//! few helpers every crate needs, each written once: [`hex`] (strict
+//! reading), [`files`] (files and directories only their owner may read),
+//! and with the `tls` feature [`tls::Verifier`], the one shape of the
+//! client's and the store's own certificate checks.
+//!
 //! Field names, integer types and casing here are compatibility facts; the
 //! comments cite the client or document that forces them.
 #![forbid(unsafe_code)]
 
+pub mod files;
+pub mod hex;
 pub mod time;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod vedauth;
 pub mod vedsdk;
 

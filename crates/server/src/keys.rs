@@ -6,11 +6,11 @@
 //! it. Each use gets its own key, derived with HMAC-SHA256 and a label.
 
 use std::fmt;
-use std::io::Write as _;
 use std::path::Path;
 use zeroize::Zeroizing;
 
 use strongroom_core::event::{Event, EventKind};
+use strongroom_core::hex;
 use strongroom_core::random::{Random, bytes};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenKey;
@@ -73,17 +73,11 @@ impl Keys {
     }
 }
 
+/// A master key as written: 64 hexadecimal digits (surrounding white space
+/// aside), nothing else: no sign, no prefix, no space inside.
 fn parse_hex(s: &str) -> Result<Zeroizing<[u8; 32]>, KeyError> {
-    let s = s.trim();
-    if s.len() != 64 {
-        return Err(KeyError::Format);
-    }
     let mut out = Zeroizing::new([0u8; 32]);
-    for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
-        let hex = std::str::from_utf8(chunk).map_err(|_| KeyError::Format)?;
-        out[i] = u8::from_str_radix(hex, 16).map_err(|_| KeyError::Format)?;
-    }
-    Ok(out)
+    if hex::decode_into(s.trim(), &mut *out) { Ok(out) } else { Err(KeyError::Format) }
 }
 
 /// Where the master key came from, for the start-up log.
@@ -123,8 +117,8 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             create_private_dir(data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", data_dir.display())))?;
             let master = Zeroizing::new(bytes::<32>(rng));
-            let hex: Zeroizing<String> = Zeroizing::new(master.iter().map(|b| format!("{b:02x}")).collect());
-            write_private(&path, hex.as_bytes()).map_err(|e| KeyError::Io(format!("writing {shown}: {e}")))?;
+            let text: Zeroizing<String> = Zeroizing::new(hex::encode(&*master));
+            write_private(&path, text.as_bytes()).map_err(|e| KeyError::Io(format!("writing {shown}: {e}")))?;
             Ok((Keys::from_master(&master), KeySource::Created(shown)))
         }
         Err(e) => Err(KeyError::Io(format!("reading {shown}: {e}"))),
@@ -176,40 +170,7 @@ pub fn describe_source(data_dir: &Path, env_value: Option<String>) -> Result<Str
     }
 }
 
-/// Creates `dir` and its missing parents with mode 0700 (the data
-/// directory). An existing directory is left as it is.
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        b.mode(0o700);
-    }
-    b.create(dir)
-}
-
-/// Creates `path` with mode 0600 and writes `data`; fails if it exists.
-pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    write_new(path, data, 0o600)
-}
-
-/// Creates `path` with `mode` (never more than it, whatever the umask) and
-/// writes `data`; fails if it exists.
-pub fn write_new(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(mode);
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut f = opts.open(path)?;
-    f.write_all(data)?;
-    f.sync_all()
-}
+pub use strongroom_proto::files::{create_private_dir, write_new, write_private};
 
 /// Refuses a secret file (the master key, a PKCS#11 PIN file) that group or
 /// other users may read or write, naming it and the `chmod` that fixes it.
@@ -312,5 +273,21 @@ mod tests {
         assert_eq!(src, KeySource::Env);
         assert!(!dir.path().join(MASTER_KEY_FILE).exists());
         assert!(!format!("{:?}", Keys::from_master(&[1; 32])).contains('1'));
+    }
+
+    /// 64 characters that `u8::from_str_radix` would read pair by pair
+    /// ("+a" is 10) are still not a key: only the text Strongroom writes is.
+    #[test]
+    fn a_master_key_in_any_but_canonical_text_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for bad in [format!("+a{}", "ab".repeat(31)), format!("{} ", "ab".repeat(31)) + "a", format!("0x{}", "ab".repeat(31))] {
+            assert_eq!(bad.len(), 64);
+            assert!(matches!(load_or_create(dir.path(), Some(bad.clone()), &OsRandom), Err(KeyError::Format)), "{bad:?}");
+        }
+        // Surrounding white space (a newline at the end of the file) is fine, and either case.
+        assert!(load_or_create(dir.path(), Some(format!(" {}\n", "AB".repeat(32))), &OsRandom).is_ok());
+        std::fs::write(dir.path().join(MASTER_KEY_FILE), format!("+a{}\n", "ab".repeat(31))).unwrap();
+        std::fs::set_permissions(dir.path().join(MASTER_KEY_FILE), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        assert!(matches!(load_or_create(dir.path(), None, &OsRandom), Err(KeyError::Format)));
     }
 }

@@ -195,7 +195,7 @@ struct MakeId(Arc<dyn Random>);
 
 impl MakeRequestId for MakeId {
     fn make_request_id<B>(&mut self, _req: &axum::http::Request<B>) -> Option<RequestId> {
-        let id: String = strongroom_core::random::bytes::<8>(&*self.0).iter().map(|b| format!("{b:02x}")).collect();
+        let id = strongroom_core::hex::encode(&strongroom_core::random::bytes::<8>(&*self.0));
         HeaderValue::from_str(&id).ok().map(RequestId::new)
     }
 }

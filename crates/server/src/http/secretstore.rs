@@ -577,7 +577,7 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
                 value_name: String::new(),
                 value_type: String::new(),
                 text: e.detail,
-                hash: se.hash.iter().map(|b| format!("{b:02x}")).collect(),
+                hash: strongroom_core::hex::encode(&se.hash),
             }
         })
         .collect();

@@ -9,6 +9,7 @@ use subtle::ConstantTimeEq as _;
 
 use strongroom_core::event::EventKind;
 use strongroom_core::grant::device::{Decide, DeviceAuthorization, DeviceState};
+use strongroom_core::hex;
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
@@ -230,7 +231,7 @@ fn ticket_mac(key: &[u8; 32], payload: &str, csrf: &str) -> Hmac<Sha256> {
 }
 
 fn sign_ticket(key: &[u8; 32], user: &UserId, code: &TokenHash, expires: UnixTime, csrf: &str) -> String {
-    let code_hex: String = code.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let code_hex = hex::encode(code.as_bytes());
     let payload = format!("{user}.{code_hex}.{}", expires.millis());
     format!("{payload}.{}", URL_SAFE_NO_PAD.encode(ticket_mac(key, &payload, csrf).finalize().into_bytes()))
 }
@@ -244,14 +245,11 @@ fn verify_ticket(key: &[u8; 32], ticket: &str, csrf: &str, now: UnixTime) -> Opt
     }
     let mut parts = payload.split('.');
     let (user, code_hex, expires) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || now >= UnixTime::from_millis(expires.parse().ok()?) || code_hex.len() != 64 {
+    if parts.next().is_some() || now >= UnixTime::from_millis(expires.parse().ok()?) {
         return None;
     }
-    let mut code = [0u8; 32];
-    for (i, c) in code.iter_mut().enumerate() {
-        *c = u8::from_str_radix(code_hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some((UserId::from_stored(user.to_owned()), TokenHash(code)))
+    let code = TokenHash::from_slice(&hex::decode::<32>(code_hex)?)?;
+    Some((UserId::from_stored(user.to_owned()), code))
 }
 
 #[cfg(test)]

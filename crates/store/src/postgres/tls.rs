@@ -11,23 +11,17 @@
 //! `tokio_postgres::Config` unchanged (multi-host lists,
 //! `target_session_attrs`, timeouts, …).
 
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::str::FromStr as _;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
+use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio_postgres::Socket;
+use rustls::{CertificateError, ClientConfig, RootCertStore};
+use strongroom_proto::tls::Verifier;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::{StoreError, StoreResult};
 
@@ -80,14 +74,26 @@ enum Check {
 }
 
 /// A parsed connection string: the driver's configuration and the TLS
-/// connector it connects with.
-#[derive(Debug)]
+/// connector it connects with (tokio-postgres-rustls over a rustls
+/// configuration of ours, so the checks below plug in).
 pub(crate) struct Connect {
     pub(crate) config: tokio_postgres::Config,
-    pub(crate) tls: MakeRustls,
+    pub(crate) tls: MakeRustlsConnect,
     pub(crate) mode: Mode,
+    check: Check,
     /// `pool_max_size`: connections per replica, when the string sets it.
     pub(crate) pool_max_size: Option<usize>,
+}
+
+impl std::fmt::Debug for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The configuration's Debug hides the password.
+        f.debug_struct("Connect")
+            .field("config", &self.config)
+            .field("mode", &self.mode)
+            .field("check", &self.check)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Parses a `postgres://` URL or a `key=value` string.
@@ -106,7 +112,7 @@ pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
         Mode::Require if settings.root_cert.is_some() => Check::Chain,
         Mode::Disable | Mode::Prefer | Mode::Require => Check::Nothing,
     };
-    let tls = MakeRustls::new(check, settings.root_cert.as_deref())?;
+    let tls = MakeRustlsConnect::new(tls_config(check, settings.root_cert.as_deref())?);
     let pool_max_size = settings
         .pool_max_size
         .map(|n| match n.parse::<usize>() {
@@ -114,7 +120,7 @@ pub(crate) fn parse(url: &str) -> StoreResult<Connect> {
             _ => Err(StoreError::other(format!("database url: pool_max_size {n:?} is not a number from 1 to 1000"))),
         })
         .transpose()?;
-    Ok(Connect { config, tls, mode, pool_max_size })
+    Ok(Connect { config, tls, mode, check, pool_max_size })
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -164,23 +170,13 @@ fn take_settings(url: &str) -> StoreResult<(String, Settings)> {
     Ok((kept.join(" "), s))
 }
 
-/// `%XX` → byte, as URLs carry them.
+/// `%XX` → byte, as URLs carry them (and as the driver reads its own
+/// parameters: a `%` not followed by two hexadecimal digits stays as it is).
 fn percent_decode(s: &str) -> StoreResult<String> {
-    let bad = || StoreError::other("database url: bad percent-encoding");
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| bad())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| StoreError::other("database url: a percent-encoded value is not UTF-8"))
 }
 
 /// The pairs of a libpq `key=value` string (values bare or in single
@@ -226,32 +222,38 @@ fn key_values(s: &str) -> StoreResult<Vec<(String, String)>> {
     }
 }
 
-/// Makes a rustls connection for each PostgreSQL connection.
-#[derive(Clone, Debug)]
-pub(crate) struct MakeRustls {
-    config: Arc<ClientConfig>,
-    check: Check,
-}
-
-impl MakeRustls {
-    fn new(check: Check, root_cert: Option<&str>) -> StoreResult<MakeRustls> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| StoreError::other(format!("database TLS: {e}")))?;
-        let verifier: Arc<dyn ServerCertVerifier> = match check {
-            Check::Nothing => Arc::new(Unverified { provider }),
-            Check::Chain | Check::Full => {
-                let roots = Arc::new(roots(root_cert)?);
-                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
-                    .build()
-                    .map_err(|e| StoreError::other(format!("database TLS roots: {e}")))?;
-                if check == Check::Full { webpki } else { Arc::new(ChainOnly { webpki }) }
+/// The rustls configuration for `check`: rustls's own verifier for
+/// `verify-full`; for `verify-ca` the same, with a name mismatch forgiven
+/// (the chain was verified before the name); for `prefer` and `require`
+/// any certificate (encryption against a passive listener, no
+/// authentication of the server, as libpq does).
+fn tls_config(check: Check, root_cert: Option<&str>) -> StoreResult<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StoreError::other(format!("database TLS: {e}")))?;
+    let verifier: Arc<dyn ServerCertVerifier> = match check {
+        Check::Nothing => Verifier::new("any certificate", provider, |_, _, _, _, _| Ok(ServerCertVerified::assertion())),
+        Check::Chain | Check::Full => {
+            let roots = Arc::new(roots(root_cert)?);
+            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .map_err(|e| StoreError::other(format!("database TLS roots: {e}")))?;
+            if check == Check::Full {
+                webpki
+            } else {
+                Verifier::new("the chain, any name", provider, move |end_entity, intermediates, name, ocsp, now| {
+                    match webpki.verify_server_cert(end_entity, intermediates, name, ocsp, now) {
+                        Err(rustls::Error::InvalidCertificate(
+                            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+                        )) => Ok(ServerCertVerified::assertion()),
+                        other => other,
+                    }
+                })
             }
-        };
-        let config = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
-        Ok(MakeRustls { config: Arc::new(config), check })
-    }
+        }
+    };
+    Ok(builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth())
 }
 
 fn roots(root_cert: Option<&str>) -> StoreResult<RootCertStore> {
@@ -270,150 +272,6 @@ fn roots(root_cert: Option<&str>) -> StoreResult<RootCertStore> {
             }
             Ok(store)
         }
-    }
-}
-
-/// Accepts any certificate (libpq's `require`): encryption against a
-/// passive listener, no authentication of the server.
-#[derive(Debug)]
-struct Unverified {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the web PKI check, with a name mismatch forgiven (the chain
-/// was verified before the name).
-#[derive(Debug)]
-struct ChainOnly {
-    webpki: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-            Err(rustls::Error::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => {
-                Ok(ServerCertVerified::assertion())
-            }
-            other => other,
-        }
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
-}
-
-impl MakeTlsConnect<Socket> for MakeRustls {
-    type Stream = RustlsStream;
-    type TlsConnect = RustlsConnect;
-    type Error = io::Error;
-
-    fn make_tls_connect(&mut self, domain: &str) -> io::Result<RustlsConnect> {
-        let name = match ServerName::try_from(domain.to_owned()) {
-            Ok(name) => name,
-            // Without verification the name is only SNI; a host given only
-            // as `hostaddr` has none.
-            Err(_) if self.check == Check::Nothing => ServerName::try_from("localhost").map_err(io::Error::other)?,
-            Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("TLS server name {domain:?}: {e}"))),
-        };
-        Ok(RustlsConnect { name, connector: tokio_rustls::TlsConnector::from(self.config.clone()) })
-    }
-}
-
-/// One connection's handshake.
-pub(crate) struct RustlsConnect {
-    name: ServerName<'static>,
-    connector: tokio_rustls::TlsConnector,
-}
-
-impl TlsConnect<Socket> for RustlsConnect {
-    type Stream = RustlsStream;
-    type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<RustlsStream>> + Send>>;
-
-    fn connect(self, stream: Socket) -> Self::Future {
-        Box::pin(async move { self.connector.connect(self.name, stream).await.map(|s| RustlsStream(Box::new(s))) })
-    }
-}
-
-/// An encrypted connection to PostgreSQL.
-pub(crate) struct RustlsStream(Box<tokio_rustls::client::TlsStream<Socket>>);
-
-impl tokio_postgres::tls::TlsStream for RustlsStream {
-    fn channel_binding(&self) -> ChannelBinding {
-        // SCRAM without channel binding (`channel_binding=prefer` falls back).
-        ChannelBinding::none()
-    }
-}
-
-impl AsyncRead for RustlsStream {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for RustlsStream {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.0).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_shutdown(cx)
     }
 }
 
@@ -453,11 +311,11 @@ mod tests {
     #[test]
     fn modes_map_to_the_driver_and_a_check() {
         let c = parse("postgres://h/db?sslmode=verify-full").unwrap();
-        assert_eq!((c.mode, c.tls.check, c.config.get_ssl_mode()), (Mode::VerifyFull, Check::Full, SslMode::Require));
+        assert_eq!((c.mode, c.check, c.config.get_ssl_mode()), (Mode::VerifyFull, Check::Full, SslMode::Require));
         let c = parse("postgres://h/db?sslmode=verify-ca").unwrap();
-        assert_eq!((c.tls.check, c.config.get_ssl_mode()), (Check::Chain, SslMode::Require));
+        assert_eq!((c.check, c.config.get_ssl_mode()), (Check::Chain, SslMode::Require));
         let c = parse("postgres://h/db?sslmode=require").unwrap();
-        assert_eq!((c.tls.check, c.config.get_ssl_mode()), (Check::Nothing, SslMode::Require));
+        assert_eq!((c.check, c.config.get_ssl_mode()), (Check::Nothing, SslMode::Require));
         let c = parse("host=h sslmode=disable").unwrap();
         assert_eq!(c.config.get_ssl_mode(), SslMode::Disable);
         let c = parse("postgres://h/db").unwrap();

@@ -127,34 +127,15 @@ fn migrate(conn: &Connection) -> StoreResult<()> {
     Ok(())
 }
 
-/// Creates `dir` and its missing parents with mode 0700. An existing
-/// directory is left as it is.
-pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        b.mode(0o700);
-    }
-    b.create(dir)
-}
+pub(crate) use strongroom_proto::files::create_private_dir;
 
 /// Makes the database file private before SQLite opens it: creates it empty
 /// with mode 0600 (an empty file is an empty database), or takes group and
 /// other permissions away from an existing one.
 fn make_private(path: &Path) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    match opts.open(path) {
-        Ok(_) => Ok(()),
+    match strongroom_proto::files::write_private(path, b"") {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => tighten(path),
-        Err(e) => Err(e),
+        other => other,
     }
 }
 

@@ -38,15 +38,8 @@ pub fn snapshot(db: &Path, dest: &Path) -> StoreResult<Snapshot> {
 }
 
 /// Creates `path` empty with mode 0600; an existing file is an error.
-pub(crate) fn create_empty_private(path: &Path) -> StoreResult<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    opts.open(path).map(drop).map_err(|e| file_error("creating", path, &e))
+fn create_empty_private(path: &Path) -> StoreResult<()> {
+    strongroom_proto::files::write_private(path, b"").map_err(|e| file_error("creating", path, &e))
 }
 
 fn copy_into(db: &Path, dest: &Path) -> StoreResult<()> {
