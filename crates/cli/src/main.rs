@@ -1,6 +1,11 @@
-//! `strongroom`: the server, its administration, and (later) the client verbs.
+//! `strongroom`: the server, its administration, and the client verbs.
 //!
 //! The one binary. `anyhow` lives here only; the libraries return typed errors.
+//! `serve` and the command line are here; `admin …` is `admin` (tables, or
+//! JSON with `--json`) and `backup` (`admin backup`, `admin restore`);
+//! `config check`, `completions` and `man` are `ops`; the client verbs
+//! (`login`, `logout`, `status`, `vault …`) are `client`, which owns the exit
+//! codes.
 #![forbid(unsafe_code)]
 
 mod admin;

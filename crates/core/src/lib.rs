@@ -6,6 +6,21 @@
 //!
 //! Architecture invariant: this crate depends on no async runtime, database,
 //! HTTP or TLS crate, and never reads the system clock.
+//!
+//! - [`grant`]: grants, token issue and access checks; [`grant::device`]
+//!   the device-code state machine and `slow_down`; [`grant::refresh`]
+//!   rotation, the retry of a lost answer, reuse.
+//! - [`token`] (minting, keyed hashes, user codes), [`scope`], [`identity`],
+//!   [`integration`] (settings and their overrides).
+//! - [`throttle`]: the guessing limits' counters and lockouts.
+//! - [`event`]: event kinds and the hash chain.
+//! - [`password`] (argon2id).
+//! - [`vault`]: `FolderPath`, `Rights`, `Permissions` with inheritance (and
+//!   proto's `ResultCode`); [`vault::value`] the values (and proto's date
+//!   format); [`vault::crypto`] XChaCha20-Poly1305 sealing with bound
+//!   associated data, and lookup hashes.
+//! - [`time`] (proto's `UnixTime`, `Clock`, `ManualClock`), [`random`]
+//!   (`Random`), [`secret`] (`Secret`), [`mac`], [`hex`] (proto's).
 #![forbid(unsafe_code)]
 
 pub mod event;

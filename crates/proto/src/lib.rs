@@ -12,6 +12,10 @@
 //! and with the `tls` feature [`tls::Verifier`], the one shape of the
 //! client's and the store's own certificate checks.
 //!
+//! With the `openapi` feature (the server turns it on, the client does not)
+//! every wire type derives utoipa's `ToSchema`. [`SecretString`] carries
+//! secret fields.
+//!
 //! Field names, integer types and casing here are compatibility facts; the
 //! comments cite the client or document that forces them.
 #![forbid(unsafe_code)]

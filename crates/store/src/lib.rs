@@ -1,21 +1,42 @@
 //! Persistence for Strongroom.
 //!
-//! [`Store`] has one method per domain action. Each method is one database
-//! transaction, and every method that changes state also writes its event in
-//! that transaction: if the event cannot be written, the change does not
-//! happen. Single-use transitions (redeeming a device code, spending a
-//! refresh token) are one conditional `UPDATE` whose row count says who won;
-//! the methods return `false` to the loser.
+//! [`Store`] has one method per domain action, in four parts, each a screen:
+//! [`AuthStore`] (the token service's request path: the context reads and
+//! the conditional writes, device codes, the guessing limits' counters),
+//! [`VaultStore`] (the vault context, and writes that re-check the writer's
+//! rights: [`Writer`] in, [`Checked`] out), [`AdminStore`] (users,
+//! integrations, grants, folders, rights) and [`EventStore`] (the chained
+//! log, readiness, purging, pool status, and the [`StoreObserver`] hook the
+//! server's metrics implement). Each method is one database transaction, and
+//! every method that changes state also writes its event in that
+//! transaction: if the event cannot be written, the change does not happen.
+//! Single-use transitions (redeeming a device code, spending a refresh
+//! token) are one conditional `UPDATE` whose row count says who won; the
+//! methods return `false` to the loser.
 //!
-//! Two implementations: [`sqlite::SqliteStore`] (embedded, the default) and
-//! [`postgres::PgStore`] (shared by several replicas). What a method does is
-//! written once ([`ops`], over a connection trait each backend implements),
-//! with its statements in [`sql`], every table's columns in [`schema`] and
-//! every row encoder and decoder in [`codec`]; the backends hold only their
-//! connections, transactions and threads (SQLite's writer and readers,
-//! PostgreSQL's pool and group commit). Errors carry an [`ErrorKind`],
-//! classified once where each driver hands them over. One conformance suite
-//! (`tests/conformance`) runs against both.
+//! What a method does is written once, for both backends:
+//!
+//! - `schema`: every table's columns, once, in migration order;
+//! - `codec`: every row encoder (a type's whole table row) and decoder;
+//! - `sql`: every statement, in both dialects' parameter syntax;
+//! - `ops`: every method's body, an `async fn` over a connection trait
+//!   (`ops::Conn`) that both backends implement.
+//!
+//! The backends hold only their connections, transactions and threads:
+//! [`sqlite::SqliteStore`] (embedded, the default: a writer thread with
+//! group commit, which reports each batch to the observer; reader threads
+//! with their own connections and statement caches; `VACUUM INTO`
+//! snapshots and their restore) and [`postgres::PgStore`] (shared by
+//! several replicas: a deadpool pool, statements prepared once per
+//! connection, TLS as `sslmode` says; the group commit of the two hot writes,
+//! `advance_pair` and `put_association`, one pipeline per batch; the vault
+//! context in one statement; a connection that saw a database failure leaves
+//! the pool). Migrations per dialect live in `migrations/{sqlite,postgres}`,
+//! same names. [`transfer`] copies a store to another backend (`admin
+//! migrate-store`). Errors carry an [`ErrorKind`], classified once where
+//! each driver hands them over; their messages never quote stored values
+//! (nor a PostgreSQL error's DETAIL). One conformance suite
+//! (`tests/conformance`) runs against both backends.
 #![forbid(unsafe_code)]
 
 mod codec;

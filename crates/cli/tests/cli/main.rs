@@ -1,4 +1,23 @@
 //! Tests of the `strongroom` binary as people and operators run it.
+//!
+//! Log hygiene at trace level; HTTPS with the generated certificate; SIGTERM;
+//! the client verbs end to end over HTTPS; a backup under write load,
+//! restored and served; `config check`; completions and man pages; the
+//! metrics listener. `hsm`: named keys in two SoftHSM2 tokens the test
+//! initialises (one token away while the other key's reads run, `admin keys
+//! move` both ways, a PIN changed under the running server and refused
+//! once, counted by log line and by SoftHSM's own flag, no PIN or key bytes
+//! in the trace log). `replicas` and `replica_kill`: three servers on one
+//! PostgreSQL database, simultaneous presentations spread over them, SIGKILL
+//! of one under write load (F3 in `scripts/security`). `migrate_store`:
+//! SQLite to PostgreSQL to SQLite. On PostgreSQL servers the tests make
+//! themselves (`pg_instance`): every `sslmode` against a TLS-only server
+//! (`pg_tls`); failover to a promoted standby under load, and readiness false
+//! while the server's one address leads to a hot standby and true again
+//! after its promotion (`pg_failover`); a database stopped and started again
+//! under a running server, answered 503 `temporarily_unavailable`
+//! (`pg_outage`); and, as the security suite's F4 (a `suite::` test), a
+//! PostgreSQL crash and restart under load.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 mod backup;

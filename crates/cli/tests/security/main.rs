@@ -6,6 +6,8 @@
 //! `--nocapture --test-threads=1` and collects the lines into a table.
 //! Trial counts are scaled down from the anchors' to keep the whole suite
 //! within a few minutes on two cores; every line names the counts used.
+//! `scripts/test` skips the `suite::` tests; `scripts/security` runs them
+//! once, one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 #[allow(dead_code)]

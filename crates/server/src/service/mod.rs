@@ -1,6 +1,6 @@
 //! The service layer: load from the store, ask `core` what to do, write the
 //! result back in one store call. Knows nothing of HTTP: handlers in
-//! [`crate::http`] call it and [`crate::http::error`] turns its errors into
+//! [`crate::http`] call it and [`crate::http::respond`] turns its errors into
 //! statuses and bodies.
 
 pub mod bearer;

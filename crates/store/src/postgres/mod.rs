@@ -11,8 +11,14 @@
 //! Connections use TLS as `sslmode` says ([`tls`]); a multi-host string with
 //! `target_session_attrs=read-write` connects to whichever host accepts
 //! writes, so after a failover new connections go to the promoted standby.
-//! A connection that saw a database error is not put back in the pool: it
+//! A connection that saw a database failure is not put back in the pool: it
 //! may be broken, or on a server that no longer takes writes.
+//!
+//! Here: the pool, migrations under an advisory lock, the connection trait
+//! of [`crate::ops`] over a pooled connection or transaction ([`Pg`]), the
+//! binding of the codec's values as the types the server inferred, and the
+//! classification of tokio-postgres's errors ([`classify`]); the store's
+//! four parts and the copier are `store.rs`, the group commit `batch.rs`.
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};

@@ -3,8 +3,11 @@
 //! a few reader threads, each with its own connection and statement cache
 //! ([`readers`]).
 //!
-//! The store's four parts are implemented in `auth.rs`, `vault.rs`,
-//! `admin.rs` and here (events and upkeep).
+//! Here: opening the file privately, migrations, the connection trait of
+//! [`crate::ops`] over a `rusqlite::Connection` ([`Lite`]) and the
+//! classification of rusqlite's errors ([`classify`]); the store's four
+//! parts and the copier are `store.rs`, each method a job on the writer or a
+//! reader running its shared body.
 
 mod readers;
 mod snapshot;
