@@ -5,6 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
+mod kinds;
+
+/// Every case that needs a store alone.
+mod all {
+    pub(crate) use super::cases::*;
+    pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
+}
 
 use std::sync::Arc;
 use strongroom_store::Store;
@@ -44,7 +51,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
                     let (store, _dir) = super::sqlite().await;
-                    super::cases::$case(store).await;
+                    super::all::$case(store).await;
                 }
             )*
         }
@@ -53,7 +60,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
                     if let Some(store) = super::postgres().await {
-                        super::cases::$case(store).await;
+                        super::all::$case(store).await;
                     }
                 }
             )*
@@ -85,7 +92,37 @@ conformance!(
     racing_writes_on_one_row_all_answer,
     simultaneous_associations_each_get_their_answer,
     the_master_key_check_is_recorded_once,
+    failures_are_counted_by_kind_and_expected_answers_are_not,
 );
+
+/// The same, for cases that need the store's copier too.
+macro_rules! conformance_with_copier {
+    ($($case:ident),* $(,)?) => {
+        mod copier_on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let (store, copier) = strongroom_store::transfer::open(dir.path().join("t.db").to_str().unwrap()).await.unwrap();
+                    super::kinds::$case(store, copier).await;
+                }
+            )*
+        }
+        mod copier_on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let Some(url) = super::pg_url() else { return };
+                    let url = strongroom_store::postgres::testing::fresh_schema_url(&url).await.unwrap();
+                    let (store, copier) = strongroom_store::transfer::open(&url).await.unwrap();
+                    super::kinds::$case(store, copier).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance_with_copier!(rows_made_by_the_codec_read_back_through_the_store, a_duplicate_key_and_a_broken_reference_are_told_apart);
 
 #[test]
 fn migrations_match_across_dialects() {
