@@ -476,14 +476,7 @@ mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn f4_postgres_restart_mid_load() {
         let Some(bin) = server_binaries("f4_postgres_restart_mid_load") else { return };
-        let mut pg = tokio::task::spawn_blocking(move || {
-            let mut pg = PgInstance::init(&bin, &[], &["host all all 127.0.0.1/32 trust"]);
-            pg.start("");
-            pg
-        })
-        .await
-        .unwrap();
-        let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", pg.port);
+        let (mut pg, url) = crate::pg_instance::trusting_local_tcp(bin).await;
         let (outcome, mut pg) = load_through(&url, move || {
             pg.stop("immediate");
             // A real outage of a real process: wall time, not a test clock.

@@ -209,6 +209,20 @@ impl PgInstance {
     }
 }
 
+/// A started instance that trusts TCP connections from 127.0.0.1, and the
+/// URL a server connects to it with.
+pub async fn trusting_local_tcp(bin: PathBuf) -> (PgInstance, String) {
+    let pg = tokio::task::spawn_blocking(move || {
+        let mut pg = PgInstance::init(&bin, &[], &["host all all 127.0.0.1/32 trust"]);
+        pg.start("");
+        pg
+    })
+    .await
+    .unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", pg.port);
+    (pg, url)
+}
+
 impl Drop for PgInstance {
     fn drop(&mut self) {
         self.stop("immediate");

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::pg_instance::{PgInstance, server_binaries};
+use crate::pg_instance::{server_binaries, trusting_local_tcp};
 use crate::process::{Server, password_grant};
 
 const USER: &str = "olga";
@@ -38,14 +38,7 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
     let Some(bin) = server_binaries("a_stopped_database_is_answered_503_temporarily_unavailable_and_served_again_when_back") else {
         return;
     };
-    let mut pg = tokio::task::spawn_blocking(move || {
-        let mut pg = PgInstance::init(&bin, &[], &["host all all 127.0.0.1/32 trust"]);
-        pg.start("");
-        pg
-    })
-    .await
-    .unwrap();
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", pg.port);
+    let (pg, url) = trusting_local_tcp(bin).await;
     let server = Server::start(&["--insecure-http", "--database-url", &url], &[]);
     let admin = |args: &[&str], stdin: &str| {
         let mut all = vec!["--database-url", url.as_str()];
@@ -64,6 +57,7 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
 
     // Down.
     let mut pg = tokio::task::spawn_blocking(move || {
+        let mut pg = pg;
         pg.stop("fast");
         pg
     })

@@ -13,6 +13,7 @@
 pub(crate) mod admin;
 pub(crate) mod auth;
 pub(crate) mod events;
+pub(crate) mod methods;
 pub(crate) mod transfer;
 pub(crate) mod vault;
 
@@ -29,20 +30,49 @@ pub(crate) trait Conn {
     /// Runs a statement; the rows it changed.
     async fn execute(&self, sql: &Sql, params: &[Value<'_>]) -> StoreResult<u64>;
 
-    /// Every row, each decoded by `f`.
-    async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Vec<T>>
+    /// Runs a query and hands `visit` its rows in order, until it answers
+    /// `false` or the rows end.
+    async fn rows<F>(&self, sql: &Sql, params: &[Value<'_>], visit: F) -> StoreResult<()>
     where
-        F: FnMut(&mut Cols<'_>) -> StoreResult<T> + Send;
+        F: FnMut(&mut Cols<'_>) -> StoreResult<bool> + Send;
+
+    /// Every row, each decoded by `f`.
+    async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], mut f: F) -> StoreResult<Vec<T>>
+    where
+        T: Send,
+        F: FnMut(&mut Cols<'_>) -> StoreResult<T> + Send,
+    {
+        let mut out = Vec::new();
+        self.rows(sql, params, |r| {
+            out.push(f(r)?);
+            Ok(true)
+        })
+        .await?;
+        Ok(out)
+    }
 
     /// The first row, if any, decoded by `f`.
     async fn query_opt<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Option<T>>
     where
-        F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send;
+        T: Send,
+        F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send,
+    {
+        let (mut f, mut out) = (Some(f), None);
+        self.rows(sql, params, |r| {
+            if let Some(f) = f.take() {
+                out = Some(f(r)?);
+            }
+            Ok(false)
+        })
+        .await?;
+        Ok(out)
+    }
 }
 
 /// The first row, which must exist.
 pub(crate) async fn query_one<C: Conn, T, F>(c: &C, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<T>
 where
+    T: Send,
     F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send,
 {
     c.query_opt(sql, params, f).await?.ok_or_else(|| StoreError::other("a statement that answers one row answered none"))

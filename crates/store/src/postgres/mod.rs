@@ -209,22 +209,17 @@ impl<C: GenericClient> Conn for Pg<'_, C> {
         self.0.execute(&st, &refs(params)).await.map_err(classify)
     }
 
-    async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], mut f: F) -> StoreResult<Vec<T>>
+    async fn rows<F>(&self, sql: &Sql, params: &[Value<'_>], mut visit: F) -> StoreResult<()>
     where
-        F: FnMut(&mut Cols<'_>) -> StoreResult<T> + Send,
+        F: FnMut(&mut Cols<'_>) -> StoreResult<bool> + Send,
     {
         let st = self.0.prepare_cached(sql.postgres()).await.map_err(classify)?;
-        let rows = self.0.query(&st, &refs(params)).await.map_err(classify)?;
-        rows.iter().map(|r| f(&mut Cols::new(r))).collect()
-    }
-
-    async fn query_opt<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Option<T>>
-    where
-        F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send,
-    {
-        let st = self.0.prepare_cached(sql.postgres()).await.map_err(classify)?;
-        let rows = self.0.query(&st, &refs(params)).await.map_err(classify)?;
-        rows.first().map(|r| f(&mut Cols::new(r))).transpose()
+        for r in self.0.query(&st, &refs(params)).await.map_err(classify)? {
+            if !visit(&mut Cols::new(&r))? {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -325,29 +325,18 @@ impl Conn for Lite<'_> {
         st.execute(params_from_iter(params)).map(|n| n as u64).map_err(classify)
     }
 
-    async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], mut f: F) -> StoreResult<Vec<T>>
+    async fn rows<F>(&self, sql: &Sql, params: &[Value<'_>], mut visit: F) -> StoreResult<()>
     where
-        F: FnMut(&mut Cols<'_>) -> StoreResult<T> + Send,
+        F: FnMut(&mut Cols<'_>) -> StoreResult<bool> + Send,
     {
         let mut st = self.0.prepare_cached(sql.sqlite()).map_err(classify)?;
         let mut rows = st.query(params_from_iter(params)).map_err(classify)?;
-        let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(classify)? {
-            out.push(f(&mut Cols::new(r))?);
+            if !visit(&mut Cols::new(r))? {
+                break;
+            }
         }
-        Ok(out)
-    }
-
-    async fn query_opt<T, F>(&self, sql: &Sql, params: &[Value<'_>], f: F) -> StoreResult<Option<T>>
-    where
-        F: FnOnce(&mut Cols<'_>) -> StoreResult<T> + Send,
-    {
-        let mut st = self.0.prepare_cached(sql.sqlite()).map_err(classify)?;
-        let mut rows = st.query(params_from_iter(params)).map_err(classify)?;
-        match rows.next().map_err(classify)? {
-            Some(r) => f(&mut Cols::new(r)).map(Some),
-            None => Ok(None),
-        }
+        Ok(())
     }
 }
 

@@ -15,7 +15,7 @@ use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
 use strongroom_store::{EventFilter, NewTokens, PairChange, Store, StoreError};
 
 #[derive(Debug)]
-struct Rng(Mutex<u64>);
+pub(crate) struct Rng(Mutex<u64>);
 impl Random for Rng {
     fn fill(&self, dest: &mut [u8]) {
         let mut s = self.0.lock().unwrap();
@@ -28,14 +28,14 @@ impl Random for Rng {
     }
 }
 
-fn rng() -> Rng {
+pub(crate) fn rng() -> Rng {
     Rng(Mutex::new(0x1234_5678_9abc_def1 ^ u64::from(std::process::id())))
 }
 
-const T0: UnixTime = UnixTime::from_secs(1_800_000_000);
+pub(crate) const T0: UnixTime = UnixTime::from_secs(1_800_000_000);
 const KEY: [u8; 32] = [7; 32];
 
-fn ev(kind: EventKind) -> Event {
+pub(crate) fn ev(kind: EventKind) -> Event {
     Event::new(kind, T0)
 }
 
@@ -61,7 +61,7 @@ fn integration(client_id: &str) -> Integration {
     }
 }
 
-fn device(rng: &Rng, n: u8) -> DeviceAuthorization {
+pub(crate) fn device(rng: &Rng, n: u8) -> DeviceAuthorization {
     let k = TokenKey::new(KEY);
     let _ = rng;
     DeviceAuthorization {

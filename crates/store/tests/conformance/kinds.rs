@@ -14,34 +14,13 @@ use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenO
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::throttle::Rule;
-use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, VaultId};
 use strongroom_store::transfer::{self, Cell, Row, Table, Transfer};
 use strongroom_store::{DataKeyRecord, ErrorKind, NewTokens, Store, StoreError, StoreObserver, StoredAssociation, VaultEntry};
 
-const T0: UnixTime = UnixTime::from_secs(1_800_000_000);
-
-#[derive(Debug)]
-struct Counting(Mutex<u64>);
-impl Random for Counting {
-    fn fill(&self, dest: &mut [u8]) {
-        let mut n = self.0.lock().unwrap();
-        for b in dest {
-            *n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            *b = (*n >> 56) as u8;
-        }
-    }
-}
-
-fn rng() -> Counting {
-    Counting(Mutex::new(u64::from(std::process::id())))
-}
-
-fn ev(kind: EventKind) -> Event {
-    Event::new(kind, T0)
-}
+use crate::cases::{T0, device, ev, rng};
 
 fn hash(n: u8) -> TokenHash {
     TokenKey::new([3; 32]).hash(TokenKind::Access, &format!("token {n}"))
@@ -189,18 +168,7 @@ pub(crate) async fn failures_are_counted_by_kind_and_expected_answers_are_not(st
     let u = user_and_app(&*store, &rng).await;
     let dup = User { id: UserId::generate(&rng), ..u.clone() };
     assert!(matches!(store.create_user(dup, "x".into(), ev(EventKind::UserCreated)).await, Err(StoreError::Conflict)));
-    let start = |n: u8| DeviceAuthorization {
-        code_hash: hash(10 + n),
-        user_code_hash: hash(100 + n),
-        client_id: "app".into(),
-        scope: Scope::parse("restricted").unwrap(),
-        state: DeviceState::Pending,
-        created_at: T0,
-        expires_at: T0.plus_secs(300),
-        interval_secs: 5,
-        last_poll_at: None,
-        version: 0,
-    };
+    let start = |n: u8| device(&rng, n);
     let one = Rule { limit: 1, window_secs: 600, lockout_secs: 0 };
     store.insert_device(start(1), ev(EventKind::DeviceAuthorizationStarted), Some(("q".into(), one))).await.unwrap();
     let over = store.insert_device(start(2), ev(EventKind::DeviceAuthorizationStarted), Some(("q".into(), one))).await;
@@ -208,7 +176,7 @@ pub(crate) async fn failures_are_counted_by_kind_and_expected_answers_are_not(st
     assert!(failures.0.lock().unwrap().is_empty(), "expected answers are not failures: {:?}", failures.0.lock().unwrap());
 
     // A code no one may move back to pending: refused by the store, counted.
-    let refused = store.decide_device(hash(11), 0, DeviceState::Pending, ev(EventKind::DeviceApproved)).await.unwrap_err();
+    let refused = store.decide_device(start(1).code_hash, 0, DeviceState::Pending, ev(EventKind::DeviceApproved)).await.unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::Other);
     assert!(!refused.is_transient() && !refused.is_retryable());
     assert_eq!(*failures.0.lock().unwrap(), vec![ErrorKind::Other]);

@@ -1,0 +1,260 @@
+//! Every store method whose body runs the same way on both backends, listed
+//! once, by how it runs. Each backend implements four macros and expands
+//! these lists inside its trait impls, writing by hand only the methods it
+//! runs its own way (PostgreSQL's group-committed writes and one-statement
+//! vault context, readiness, the pool's status):
+//!
+//! - `$read`: a read, in one snapshot (SQLite: a reader thread's
+//!   transaction; PostgreSQL: one statement on a pooled connection);
+//! - `$write`: a write transaction that may append events (SQLite: a job on
+//!   the writer; PostgreSQL: a transaction that takes the chain's head first);
+//! - `$single`: one statement that appends no event (PostgreSQL: no
+//!   transaction);
+//! - `$plain`: a write transaction that appends no event (PostgreSQL: one
+//!   that leaves the chain's head alone).
+//!
+//! Each macro is called as `$kind!(self, |c| body)`, `body` a future over
+//! the connection `c`. The names in the signatures and bodies resolve where
+//! the lists are expanded: each backend's `store.rs` imports them.
+
+/// The methods of [`crate::AuthStore`] that run alike on both backends.
+macro_rules! auth_methods {
+    ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>> {
+            $read!(self, |c| auth::access_context(c, access_hash))
+        }
+        fn refresh_context(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<RefreshContext>> {
+            $read!(self, |c| auth::refresh_context(c, refresh_hash))
+        }
+        fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>> {
+            $read!(self, |c| auth::device_context(c, code_hash))
+        }
+        fn device_by_user_code(&self, user_code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>> {
+            $read!(self, |c| auth::device_by_user_code(c, user_code_hash))
+        }
+        fn insert_device(&self, d: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()> {
+            $write!(self, |c| auth::insert_device(c, &d, &event, quota.as_ref()))
+        }
+        fn record_poll(&self, code_hash: TokenHash, version: i64, record: PollRecord) -> StoreFuture<'_, bool> {
+            $single!(self, |c| auth::record_poll(c, code_hash, version, record))
+        }
+        fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| auth::decide_device(c, code_hash, version, &decision, &event))
+        }
+        fn redeem_device(
+            &self,
+            code_hash: TokenHash,
+            version: i64,
+            grant: Grant,
+            tokens: NewTokens,
+            event: Event,
+        ) -> StoreFuture<'_, bool> {
+            $write!(self, |c| auth::redeem_device(c, code_hash, version, &grant, &tokens, &event))
+        }
+        fn insert_grant(&self, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| auth::insert_grant(c, &grant, &tokens, &event))
+        }
+        fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()> {
+            $single!(self, |c| auth::mark_pair_used(c, &grant_id, access_hash))
+        }
+        fn revoke_grant(&self, grant_id: GrantId, at: UnixTime, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| auth::revoke_grant(c, &grant_id, at, &event))
+        }
+        fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>> {
+            $read!(self, |c| auth::user_by_name(c, &name))
+        }
+        fn login_context(&self, name_key: String, addr: String) -> StoreFuture<'_, LoginContext> {
+            $read!(self, |c| auth::login_context(c, &name_key, &addr))
+        }
+        fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission> {
+            $plain!(self, |c| auth::begin_attempt(c, &slots, now))
+        }
+        fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {
+            $write!(self, |c| auth::attempt_failed(c, &slots, &event))
+        }
+        fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
+            $plain!(self, |c| auth::attempt_succeeded(c, &slots, origin.as_ref(), now))
+        }
+    };
+}
+pub(crate) use auth_methods;
+
+/// The methods of [`crate::VaultStore`] that run alike on both backends.
+macro_rules! vault_methods {
+    ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>> {
+            $read!(self, |c| vault::data_keys(c))
+        }
+        fn insert_data_key(&self, k: DataKeyRecord, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| vault::insert_data_key(c, &k, &event))
+        }
+        fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
+            $single!(self, |c| vault::allocate_vault_id(c))
+        }
+        fn insert_entry(&self, e: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| vault::insert_entry(c, &e, &by, &event))
+        }
+        fn vault_ids(&self, f: VaultFilter) -> StoreFuture<'_, Vec<VaultId>> {
+            $read!(self, |c| vault::vault_ids(c, &f))
+        }
+        fn owners_of(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+            $read!(self, |c| vault::owners_of(c, &ids))
+        }
+        fn mutate_entry(&self, id: VaultId, vault_type: i32, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| vault::mutate_entry(c, id, vault_type, &by, &event))
+        }
+        fn add_owner(&self, id: VaultId, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<AddOwner>> {
+            $write!(self, |c| vault::add_owner(c, id, &owner, &by, &event))
+        }
+        fn remove_owner(&self, id: Option<VaultId>, owner: FolderPath, by: Writer, event: Event) -> StoreFuture<'_, Checked<OwnerRemoval>> {
+            $write!(self, |c| vault::remove_owner(c, id, &owner, &by, &event))
+        }
+        fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+            $read!(self, |c| vault::key_names_in_use(c))
+        }
+        fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
+            $read!(self, |c| vault::associations(c, id))
+        }
+        fn dissociate(
+            &self,
+            id: VaultId,
+            name: Option<String>,
+            lookup: Option<[u8; 32]>,
+            by: Writer,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<u64>> {
+            $write!(self, |c| vault::dissociate(c, id, name.as_deref(), lookup.as_ref(), &by, &event))
+        }
+        fn lookup_by_association(&self, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Vec<(VaultId, Vec<FolderPath>)>> {
+            $read!(self, |c| vault::lookup_by_association(c, &name, lookup.as_ref()))
+        }
+        fn sealed_on_old_keys(&self, key_name: String, current: i64, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+            $read!(self, |c| vault::sealed_on_old_keys(c, &key_name, current, limit))
+        }
+        fn entries_under_key(&self, key_name: String, after: VaultId, limit: u32) -> StoreFuture<'_, Vec<SealedItem>> {
+            $read!(self, |c| vault::entries_under_key(c, &key_name, after, limit))
+        }
+        fn reseal(&self, items: Vec<(SealedItem, i64, Vec<u8>)>, event: Event) -> StoreFuture<'_, u64> {
+            $write!(self, |c| vault::reseal(c, &items, &event))
+        }
+        fn rekey_entry(
+            &self,
+            id: VaultId,
+            key_name: String,
+            items: Vec<(SealedItem, i64, Vec<u8>)>,
+            by: Option<Writer>,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| vault::rekey_entry(c, id, &key_name, &items, by.as_ref(), &event))
+        }
+    };
+}
+pub(crate) use vault_methods;
+
+/// The methods of [`crate::AdminStore`] that run alike on both backends.
+macro_rules! admin_methods {
+    ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| admin::create_user(c, &user, &password_hash, &event))
+        }
+        fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>> {
+            $read!(self, |c| admin::user_by_id(c, &id))
+        }
+        fn list_users(&self) -> StoreFuture<'_, Vec<User>> {
+            $read!(self, |c| admin::list_users(c))
+        }
+        fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
+            $write!(self, |c| admin::set_user_disabled(c, &name, disabled, &event))
+        }
+        fn set_user_password(&self, name: String, password_hash: String, end: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
+            $write!(self, |c| admin::set_user_password(c, &name, &password_hash, end, &event))
+        }
+        fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
+            $write!(self, |c| admin::revoke_user_grants(c, &name, &event))
+        }
+        fn locks(&self, now: UnixTime) -> StoreFuture<'_, Vec<(String, UnixTime)>> {
+            $read!(self, |c| admin::locks(c, now))
+        }
+        fn unlock(&self, name_key: String, event: Event) -> StoreFuture<'_, u64> {
+            $write!(self, |c| admin::unlock(c, &name_key, &event))
+        }
+        fn create_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| admin::create_integration(c, &i, &event))
+        }
+        fn update_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| admin::update_integration(c, &i, &event))
+        }
+        fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>> {
+            $read!(self, |c| admin::integration(c, &client_id))
+        }
+        fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>> {
+            $read!(self, |c| admin::list_integrations(c))
+        }
+        fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>> {
+            $read!(self, |c| admin::list_grants(c, include_ended, now))
+        }
+        fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| admin::create_folders(c, &lineage, &event))
+        }
+        fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {
+            $read!(self, |c| admin::folders(c))
+        }
+        fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
+            $read!(self, |c| vault::folder_exists(c, &key))
+        }
+        fn set_rights(&self, f: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| admin::set_rights(c, &f, &user, rights, &event))
+        }
+        fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
+            $read!(self, |c| vault::rights_of(c, &user))
+        }
+        fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
+            $read!(self, |c| admin::all_rights(c))
+        }
+        fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
+            $write!(self, |c| admin::record_key_check(c, &check, &event))
+        }
+    };
+}
+pub(crate) use admin_methods;
+
+/// The methods of [`crate::EventStore`] that run alike on both backends.
+macro_rules! event_methods {
+    ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        fn append_event(&self, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| async { events::append_event(c, &event).await.map(drop) })
+        }
+        fn events(&self, f: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>> {
+            $read!(self, |c| events::events(c, &f))
+        }
+        fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])> {
+            $read!(self, |c| events::event_head(c))
+        }
+        fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64> {
+            $write!(self, |c| events::purge(c, before))
+        }
+    };
+}
+pub(crate) use event_methods;
+
+/// The methods of [`crate::transfer::Transfer`] that run alike on both backends.
+macro_rules! transfer_methods {
+    ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        fn count(&self, table: &'static Table) -> StoreFuture<'_, u64> {
+            $read!(self, |c| copier::count(c, table))
+        }
+        fn dump(&self, table: &'static Table, after: Option<Row>, limit: u32) -> StoreFuture<'_, Vec<Row>> {
+            $read!(self, |c| copier::dump(c, table, after.as_deref(), limit))
+        }
+        fn load(&self, table: &'static Table, rows: Vec<Row>) -> StoreFuture<'_, ()> {
+            $write!(self, |c| copier::load(c, table, &rows))
+        }
+        fn counters(&self) -> StoreFuture<'_, Counters> {
+            $read!(self, |c| copier::counters(c))
+        }
+        fn set_counters(&self, counters: Counters) -> StoreFuture<'_, ()> {
+            $write!(self, |c| copier::set_counters(c, &counters))
+        }
+    };
+}
+pub(crate) use transfer_methods;
