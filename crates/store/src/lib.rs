@@ -20,7 +20,9 @@
 //! - `codec`: every row encoder (a type's whole table row) and decoder;
 //! - `sql`: every statement, in both dialects' parameter syntax;
 //! - `ops`: every method's body, an `async fn` over a connection trait
-//!   (`ops::Conn`) that both backends implement.
+//!   (`ops::Conn`) that both backends implement, and (`ops::methods`) the
+//!   trait methods themselves, listed once by how they run, which each
+//!   backend expands with its own way of running a read or a write.
 //!
 //! The backends hold only their connections, transactions and threads:
 //! [`sqlite::SqliteStore`] (embedded, the default: a writer thread with
