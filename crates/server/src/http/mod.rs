@@ -5,6 +5,7 @@ pub mod client_addr;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
 pub mod openapi;
 mod page;
 pub(crate) mod respond;
@@ -63,6 +64,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/device/style.css", get(page::style)),
         ("/vedsdk", get(vedsdk::ping)),
         ("/vedsdk/systemstatus/version", get(vedsdk::version)),
+        ("/vedsdk/identity/self", get(identity::self_)),
         ("/vedsdk/secretstore/add", post(secretstore::add)),
         ("/vedsdk/secretstore/retrieve", post(secretstore::retrieve)),
         ("/vedsdk/secretstore/associate", post(secretstore::associate)),
@@ -79,9 +81,10 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
         ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
         ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
+        ("/vedsdk/secretstore/availablenamespaces", get(secretstore::available_namespaces)),
         ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
         ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
-        ("/vedsdk/log", get(secretstore::log)),
+        ("/vedsdk/log", get(secretstore::log).post(identity::write_log)),
     ]
 }
 

@@ -20,9 +20,10 @@ use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
-    ErrorOnly, LogResponse, LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest,
-    MutateRequest, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
-    TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+    ErrorOnly, IdentitiesResponse, IdentityEntry, LogRequest, LogResponse, LogResultResponse, LookupAssociationRequest,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValueResponse,
+    VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -58,6 +59,8 @@ pub(crate) const BEARER: &str = "bearer";
         super::page::style,
         super::vedsdk::ping,
         super::vedsdk::version,
+        super::identity::self_,
+        super::identity::write_log,
         super::secretstore::add,
         super::secretstore::retrieve,
         super::secretstore::associate,
@@ -74,6 +77,7 @@ pub(crate) const BEARER: &str = "bearer";
         super::secretstore::mutate,
         super::secretstore::lookup,
         super::secretstore::encryption_keys_in_use,
+        super::secretstore::available_namespaces,
         super::secretstore::log,
         super::secretstore::rotate_key,
         super::secretstore::default_key,
@@ -114,6 +118,11 @@ pub(crate) const BEARER: &str = "bearer";
             EncryptionKeysResponse,
             DefaultKeyResponse,
             LogResponse,
+            NamespacesResponse,
+            IdentityEntry,
+            IdentitiesResponse,
+            LogRequest,
+            LogResultResponse,
         ),
         responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
     ),

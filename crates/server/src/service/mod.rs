@@ -6,6 +6,7 @@
 pub mod bearer;
 pub mod device;
 pub mod keyring;
+pub mod log;
 pub mod login;
 pub mod token;
 pub mod vault;
