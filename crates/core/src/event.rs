@@ -47,6 +47,12 @@ pub enum EventKind {
     VaultMutated,
     /// The store recorded the check value of the master key it was first opened with.
     MasterKeyRecorded,
+    /// A user was deleted (their grants ended, their rights removed).
+    UserDeleted,
+    /// An API integration was deleted (its grants ended).
+    IntegrationDeleted,
+    /// A folder was deleted (with the folders below it, when recursive).
+    FolderDeleted,
 }
 
 impl EventKind {
@@ -82,6 +88,9 @@ impl EventKind {
         EventKind::VaultDeleted,
         EventKind::VaultMutated,
         EventKind::MasterKeyRecorded,
+        EventKind::UserDeleted,
+        EventKind::IntegrationDeleted,
+        EventKind::FolderDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +126,9 @@ impl EventKind {
             EventKind::VaultDeleted => "vault.deleted",
             EventKind::VaultMutated => "vault.mutated",
             EventKind::MasterKeyRecorded => "store.master_key_recorded",
+            EventKind::UserDeleted => "user.deleted",
+            EventKind::IntegrationDeleted => "integration.deleted",
+            EventKind::FolderDeleted => "folder.deleted",
         }
     }
 

@@ -17,7 +17,7 @@ mod writer;
 pub use snapshot::{Snapshot, read_snapshot, restore_file, snapshot};
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -187,6 +187,30 @@ fn tighten(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether `conn`'s database has Strongroom's migrations table.
+fn has_store(conn: &Connection) -> StoreResult<bool> {
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", [], |r| r.get(0))
+        .map_err(backend)?;
+    Ok(n == 1)
+}
+
+/// What is at `path`, changing nothing: no file is [`crate::Probe::Absent`],
+/// a file without Strongroom's tables is an error, a store says its schema
+/// version.
+pub(crate) fn probe(path: &Path) -> StoreResult<crate::Probe> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(crate::Probe::Absent);
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
+    if !has_store(&conn)? {
+        return Err(StoreError::NoStore(format!("{} is not a Strongroom database (it has no schema_migrations table)", path.display())));
+    }
+    let version: Option<i64> = conn.query_row("SELECT max(version) FROM schema_migrations", [], |r| r.get(0)).map_err(backend)?;
+    Ok(crate::Probe::Present { version })
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
@@ -195,6 +219,31 @@ impl SqliteStore {
         }
         make_private(path).map_err(|e| StoreError::Backend(format!("securing {}: {e}", path.display())))?;
         let conn = Connection::open(path).map_err(backend)?;
+        Self::start(path, conn)
+    }
+
+    /// Opens a database file that holds a store already, applying newer
+    /// migrations; creates no file or directory. No file there, or a file
+    /// without Strongroom's tables: [`StoreError::NoStore`].
+    pub fn open_existing(path: &Path) -> StoreResult<SqliteStore> {
+        if std::fs::symlink_metadata(path).is_err() {
+            return Err(StoreError::NoStore(format!("no database at {}", path.display())));
+        }
+        tighten(path).map_err(|e| StoreError::Backend(format!("securing {}: {e}", path.display())))?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
+        conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
+        if !has_store(&conn)? {
+            return Err(StoreError::NoStore(format!(
+                "{} is not a Strongroom database (it has no schema_migrations table)",
+                path.display()
+            )));
+        }
+        Self::start(path, conn)
+    }
+
+    /// Configures and migrates the writer's connection, then starts the writer and the readers.
+    fn start(path: &Path, conn: Connection) -> StoreResult<SqliteStore> {
         configure(&conn).map_err(backend)?;
         migrate(&conn)?;
         // The journal files exist now (WAL mode, and migrations wrote).
@@ -598,12 +647,13 @@ impl EventStore for SqliteStore {
     fn events(&self, f: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>> {
         Box::pin(self.read(move |c| {
             let mut st = c
-                .prepare(
+                .prepare(&format!(
                     "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
                      WHERE (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2) AND (?3 IS NULL OR kind = ?3) \
                      AND (?4 IS NULL OR identity = ?4) AND (?5 IS NULL OR object = ?5) AND seq > coalesce(?6, 0) \
-                     ORDER BY seq LIMIT ?7",
-                )
+                     AND (?8 IS NULL OR seq < ?8) ORDER BY seq {} LIMIT ?7",
+                    if f.newest_first { "DESC" } else { "ASC" }
+                ))
                 .map_err(backend)?;
             let rows = st
                 .query_map(
@@ -614,7 +664,8 @@ impl EventStore for SqliteStore {
                         f.identity,
                         f.object,
                         f.after_seq,
-                        i64::from(f.limit)
+                        i64::from(f.limit),
+                        f.before_seq
                     ],
                     event_from_row,
                 )
