@@ -123,6 +123,11 @@ pub struct VerifyResponse {
     pub scope: String,
     /// Seconds the access token is valid for, from issue.
     pub valid_for: i64,
+    /// The user name behind `identity` (a Strongroom addition; the product
+    /// has no such field, and its clients read none): what `strongroom
+    /// login` shows beside the identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
 }
 
 /// `GET Revoke/Token` → 200 (revoked) or 202 (token not found).

@@ -67,6 +67,9 @@ pub enum StoreError {
     /// [`open_existing`] found no store where the URL points (nothing was created).
     #[error("{0}")]
     NoStore(String),
+    /// Another process holds what this one needs to itself (a SQLite store another `serve` serves).
+    #[error("{0}")]
+    InUse(String),
 }
 
 /// "did you mean" for a scheme one edit away from a known one.

@@ -142,6 +142,7 @@ pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> R
         identity: g.user_id.identity(),
         scope: g.scope.to_string(),
         valid_for: ctx.token_issued_at.secs_until(ctx.token_expires),
+        username: Some(ctx.user_name.clone()),
     }))
 }
 

@@ -187,6 +187,77 @@ fn tighten(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The file `strongroom serve` locks beside a SQLite database while it
+/// serves it: `<database>-serve.lock`, holding the server's process id.
+pub fn serve_lock_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-serve.lock");
+    p.into()
+}
+
+/// Held while a `strongroom serve` process serves a SQLite store: a second
+/// one is refused ([`lock_for_serving`]), and `admin migrate-store` sees
+/// that its source is being served ([`served_by`]). The lock is the
+/// operating system's (`flock`), so it ends with the process however that
+/// ends; the file stays.
+#[derive(Debug)]
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+/// Takes the serve lock of the database at `db` (creating its file, mode
+/// 0600). Held by another process: [`StoreError::InUse`] naming its
+/// process id.
+pub fn lock_for_serving(db: &Path) -> StoreResult<ServeLock> {
+    use std::io::Write as _;
+    let path = serve_lock_path(db);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    let mut file = opts.open(&path).map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            return Err(StoreError::InUse(in_use_message(db, holder.as_deref())));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::Backend(format!("locking {}: {e}", path.display()))),
+    }
+    let pid = std::process::id();
+    file.set_len(0)
+        .and_then(|()| file.write_all(format!("{pid}\n").as_bytes()))
+        .map_err(|e| StoreError::Backend(format!("writing {}: {e}", path.display())))?;
+    Ok(ServeLock { _file: file })
+}
+
+fn in_use_message(db: &Path, holder: Option<&str>) -> String {
+    let who = holder.map_or_else(|| "another process".to_owned(), |pid| format!("process {pid}"));
+    format!(
+        "{} is being served by {who} (strongroom serve): a SQLite store has one server; stop that one first \
+         (several servers share a PostgreSQL database instead)",
+        db.display()
+    )
+}
+
+/// Whether a `strongroom serve` holds the serve lock of the database at
+/// `db` now: what to tell people, or `None`. Creates nothing.
+pub fn served_by(db: &Path) -> Option<String> {
+    let path = serve_lock_path(db);
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).ok()?;
+    match file.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            Some(in_use_message(db, holder.as_deref()))
+        }
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
 /// Whether `conn`'s database has Strongroom's migrations table.
 fn has_store(conn: &Connection) -> StoreResult<bool> {
     let n: i64 = conn
@@ -730,6 +801,22 @@ mod tests {
             assert_eq!(mode(&p), 0o600, "{}", p.display());
         }
         drop(store);
+    }
+
+    #[test]
+    fn one_server_per_database() {
+        let root = tempfile::tempdir().unwrap();
+        let db = root.path().join("strongroom.db");
+        assert_eq!(served_by(&db), None);
+        assert!(!serve_lock_path(&db).exists(), "asking creates nothing");
+        let held = lock_for_serving(&db).unwrap();
+        assert_eq!(mode(&serve_lock_path(&db)), 0o600);
+        let err = lock_for_serving(&db).unwrap_err().to_string();
+        assert!(err.contains(&format!("process {}", std::process::id())) && err.contains("stop that one first"), "{err}");
+        assert!(served_by(&db).is_some_and(|m| m.contains("is being served")));
+        drop(held);
+        assert_eq!(served_by(&db), None);
+        drop(lock_for_serving(&db).unwrap());
     }
 
     #[test]
