@@ -85,7 +85,8 @@ pub(crate) fn backup(config: &strongroom_server::Config, file: &Path, force: boo
     // ones and moved over them only once both are complete: a failed
     // backup leaves the previous one as it was.
     let suffix = format!(".new-{}", std::process::id());
-    let (snap_file, side_file) = if force { (with_suffix(file, &suffix), with_suffix(&side, &suffix)) } else { (file.to_owned(), side.clone()) };
+    let (snap_file, side_file) =
+        if force { (with_suffix(file, &suffix), with_suffix(&side, &suffix)) } else { (file.to_owned(), side.clone()) };
     let snap = sqlite::snapshot(&db, &snap_file).with_context(|| format!("snapshot of {} into {}", db.display(), file.display()))?;
     let sidecar = Sidecar {
         format: FORMAT.to_owned(),

@@ -270,10 +270,7 @@ impl Target {
     /// Flags and variables first, then the saved profile.
     fn resolve(&self) -> Result<Profile, Failure> {
         let saved: Option<Profile> = match std::fs::read(profile_path()?) {
-            Ok(b) => Some(
-                serde_json::from_slice(&b)
-                    .map_err(|_| Failure::new(8, "the saved profile is corrupt; log in again"))?,
-            ),
+            Ok(b) => Some(serde_json::from_slice(&b).map_err(|_| Failure::new(8, "the saved profile is corrupt; log in again"))?),
             Err(_) => None,
         };
         let server = self.server.clone().or_else(|| saved.as_ref().map(|p| p.server.clone()));

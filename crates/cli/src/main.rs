@@ -170,11 +170,8 @@ impl FromArgMatches for ConfigArgs {
             self.config = Some(p.clone());
         }
         for s in SETTINGS.iter().filter(|s| s.flag.is_some()) {
-            let given = if s.kind == Kind::Bool {
-                m.get_flag(s.key).then(|| "true".to_owned())
-            } else {
-                m.get_one::<String>(s.key).cloned()
-            };
+            let given =
+                if s.kind == Kind::Bool { m.get_flag(s.key).then(|| "true".to_owned()) } else { m.get_one::<String>(s.key).cloned() };
             if let Some(v) = given {
                 self.flags.retain(|(k, _)| *k != s.key);
                 self.flags.push((s.key, v));
@@ -454,7 +451,8 @@ mod tests {
             assert_eq!(a.flags.len(), 1, "{long}");
         }
         // Global ones after an admin subcommand too.
-        let parsed = Cli::try_parse_from(["strongroom", "admin", "users", "list", "--data-dir", "/d", "--database-url", "/d/x.db"]).unwrap();
+        let parsed =
+            Cli::try_parse_from(["strongroom", "admin", "users", "list", "--data-dir", "/d", "--database-url", "/d/x.db"]).unwrap();
         let Command::Admin { config, .. } = parsed.command else { unreachable!() };
         let c = config.load_with(|_| None).unwrap();
         assert_eq!((c.data_dir, c.database_url), (PathBuf::from("/d"), "/d/x.db".to_owned()));

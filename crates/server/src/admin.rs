@@ -194,7 +194,10 @@ impl Admin {
     /// dropped, in one transaction with the `integration.deleted` event.
     pub async fn delete_integration(&self, client_id: &str) -> Result<Deletion, AdminError> {
         let event = self.event(EventKind::IntegrationDeleted).client_id(client_id);
-        self.store.delete_integration(client_id.to_owned(), event).await?.ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))
+        self.store
+            .delete_integration(client_id.to_owned(), event)
+            .await?
+            .ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))
     }
 
     pub async fn list_integrations(&self) -> Result<Vec<Integration>, AdminError> {

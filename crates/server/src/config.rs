@@ -190,7 +190,12 @@ pub const SETTINGS: &[Setting] = &[
         true,
         "DIR",
     ),
-    with_flag(setting("listen", "STRONGROOM_LISTEN", Kind::Text, DEFAULT_LISTEN, "Address and port to listen on."), "listen", false, "ADDR:PORT"),
+    with_flag(
+        setting("listen", "STRONGROOM_LISTEN", Kind::Text, DEFAULT_LISTEN, "Address and port to listen on."),
+        "listen",
+        false,
+        "ADDR:PORT",
+    ),
     with_flag(
         setting(
             "public_url",

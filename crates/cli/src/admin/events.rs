@@ -153,7 +153,8 @@ pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendere
                 })
                 .collect();
             let list: Vec<_> = events.iter().map(|e| json_of(e, &names)).collect();
-            let mut r = Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list));
+            let mut r =
+                Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list));
             // The footer (text only: --json stays one array; scripts page with --after until a page is short).
             if let Some(edge) = events.last().map(|e| e.seq) {
                 let (more, capped) = remaining(admin, &f, edge).await?;
@@ -272,9 +273,12 @@ mod tests {
     fn follow_lines_quote_their_values_and_name_the_user() {
         let mut e = StoredEvent {
             seq: 7,
-            event: strongroom_core::event::Event::new(strongroom_core::event::EventKind::TokenIssued, strongroom_core::time::UnixTime::from_secs(0))
-                .identity("local:{u1}")
-                .client_id("app"),
+            event: strongroom_core::event::Event::new(
+                strongroom_core::event::EventKind::TokenIssued,
+                strongroom_core::time::UnixTime::from_secs(0),
+            )
+            .identity("local:{u1}")
+            .client_id("app"),
             hash: [0; 32],
         };
         e.event.detail = "a \"quoted\" word".into();

@@ -104,7 +104,8 @@ pub(crate) async fn migrate_store(from: &str, to: &str, json: bool) -> Result<Re
             from.to_owned()
         }
     };
-    let done = strongroom_server::admin::migrate::migrate_store(&source, to, |table, rows| say(format!("copied {table}: {rows} rows"))).await;
+    let done =
+        strongroom_server::admin::migrate::migrate_store(&source, to, |table, rows| say(format!("copied {table}: {rows} rows"))).await;
     drop(snapshot);
     let done = done.context("migrate-store")?;
     let total: u64 = done.tables.iter().map(|(_, n)| n).sum();

@@ -7,6 +7,7 @@ pub mod bearer;
 pub mod device;
 pub mod keyring;
 pub mod login;
+pub mod revocation;
 pub mod token;
 pub mod vault;
 

@@ -388,7 +388,10 @@ impl Pkcs11Key {
     ) -> Result<T, DriverError> {
         let mut again = false;
         loop {
-            let state = self.module.ready().map_err(|e| DriverError { message: format!("{}{}", e.message, softhsm_hint(&self.config.library)), ..e })?;
+            let state = self
+                .module
+                .ready()
+                .map_err(|e| DriverError { message: format!("{}{}", e.message, softhsm_hint(&self.config.library)), ..e })?;
             let lib = state.lib.clone().ok_or_else(|| DriverError::new("the PKCS#11 module is not loaded"))?;
             if let Some((slot, info)) = self.find_token(&lib)? {
                 return f(&state, &lib, slot, &info);
