@@ -85,7 +85,7 @@ pub(crate) async fn migrate_store(from: &str, to: &str, json: bool) -> Result<Re
     let source = match strongroom_store::sqlite_path(from).context("--from")? {
         Some(db) => {
             if !db.exists() {
-                bail!("migrate-store: the source store {} does not exist (it is not created)", shown(db));
+                bail!("migrate-store: the source store {} not found (it is not created)", shown(db));
             }
             if let Some(served) = strongroom_store::sqlite::served_by(db) {
                 bail!("migrate-store: {served}; writes it accepts during the copy would be missing from the copy");
