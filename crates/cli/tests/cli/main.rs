@@ -7,6 +7,7 @@ mod client;
 mod config_check;
 mod discovery;
 mod file_modes;
+mod haproxy;
 mod hsm;
 mod kill_during_refresh;
 mod log_hygiene;
