@@ -53,6 +53,12 @@ pub enum EventKind {
     MasterKeyRecorded,
     /// A client wrote an event of its own (`POST /vedsdk/Log`).
     ClientLog,
+    /// A user was deleted (their grants ended, their rights removed).
+    UserDeleted,
+    /// An API integration was deleted (its grants ended).
+    IntegrationDeleted,
+    /// A folder was deleted (with the folders below it, when recursive).
+    FolderDeleted,
 }
 
 impl EventKind {
@@ -91,6 +97,9 @@ impl EventKind {
         EventKind::VaultMutated,
         EventKind::MasterKeyRecorded,
         EventKind::ClientLog,
+        EventKind::UserDeleted,
+        EventKind::IntegrationDeleted,
+        EventKind::FolderDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +138,9 @@ impl EventKind {
             EventKind::VaultMutated => "vault.mutated",
             EventKind::MasterKeyRecorded => "store.master_key_recorded",
             EventKind::ClientLog => "client.log",
+            EventKind::UserDeleted => "user.deleted",
+            EventKind::IntegrationDeleted => "integration.deleted",
+            EventKind::FolderDeleted => "folder.deleted",
         }
     }
 

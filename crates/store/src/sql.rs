@@ -274,6 +274,11 @@ shared!(
 );
 
 shared!(
+    /// Forgets the addresses user name `?1` signed in from.
+    FORGET_ORIGINS = "DELETE FROM sign_in_origins WHERE name_key = ?1"
+);
+
+shared!(
     /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
     /// ([`DELETE_USER_ACCESS`]).
     REVOKE_USER_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE user_id = ?2 AND revoked_at IS NULL"

@@ -188,6 +188,9 @@ fn a_failed_restore_leaves_the_target_as_it_was() {
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
     let s = src.to_str().unwrap();
+    // admin makes no store: `admin init` does.
+    let r = run(&["admin", "--data-dir", s, "init"], &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     for folder in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
         let r = run(&["admin", "--data-dir", s, "folders", "create", folder], &[]);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);

@@ -68,6 +68,11 @@ impl Setup {
 
     /// `strongroom login`, approved through the page by "a person".
     async fn login(&self) -> crate::process::Run {
+        self.login_in(&std::env::current_dir().unwrap(), &self.ca).await
+    }
+
+    /// [`Setup::login`] run in directory `cwd`, with `--ca ca` as given.
+    async fn login_in(&self, cwd: &std::path::Path, ca: &str) -> crate::process::Run {
         let mut child = Command::new(BIN)
             .args([
                 "login",
@@ -76,11 +81,12 @@ impl Setup {
                 "--client-id",
                 "cli-app",
                 "--ca",
-                &self.ca,
+                ca,
                 "--scope",
                 "restricted:manage,delete",
                 "--no-browser",
             ])
+            .current_dir(cwd)
             .envs(self.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -293,4 +299,27 @@ fn sha256_hex(der: &[u8]) -> String {
     drop(child.stdin.take());
     let o = child.wait_with_output().unwrap();
     String::from_utf8(o.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
+}
+
+/// `login --ca` with a relative path, then commands from another directory:
+/// the profile keeps the CA file's absolute path. `login` and `status` name
+/// the user beside the identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_ca_path_works_from_any_directory_later() {
+    let s = Setup::new("3600");
+    let data = s.server.data_dir.path();
+    let r = s.login_in(data, "tls/cert.pem").await;
+    assert!(ok(&r).contains("(alice)"), "{}", r.stdout);
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(s.config.path().join("profile.json")).unwrap()).unwrap();
+    let ca = profile["trust"]["ca_file"].as_str().unwrap_or_else(|| panic!("{profile}"));
+    assert!(std::path::Path::new(ca).is_absolute() && ca.ends_with("tls/cert.pem"), "{profile}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    for args in [&["status"][..], &["vault", "list"]] {
+        let out = Command::new(BIN).args(args).current_dir(elsewhere.path()).envs(s.env()).stdin(Stdio::null()).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{args:?} from another directory: {stdout}{stderr}");
+        if args == ["status"] {
+            assert!(stdout.contains("(alice)") && stdout.contains("local:{"), "{stdout}");
+        }
+    }
 }

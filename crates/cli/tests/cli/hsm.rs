@@ -20,7 +20,7 @@ const PIN: &str = "hsm-pin-4711-never-logged";
 const NEW_PIN: &str = "hsm-pin-0042-changed-never-logged";
 const WRONG_PIN: &str = "wrong-pin-0815-never-logged";
 const PIN2: &str = "second-token-pin-never-logged";
-const TOKEN: &str = "strongroom-test";
+pub(crate) const TOKEN: &str = "strongroom-test";
 const TOKEN2: &str = "strongroom-two";
 const PASSWORD: &str = "a long passphrase for root";
 const FOLDER: &str = "\\VED\\Policy\\Keys";
@@ -28,7 +28,7 @@ const SCOPE: &str = "restricted:manage;admin:rotate";
 /// The log line the driver writes each time it presents a PIN (C_Login).
 const PRESENTED: &str = "presenting the PIN to the token";
 
-fn softhsm_module() -> Option<PathBuf> {
+pub(crate) fn softhsm_module() -> Option<PathBuf> {
     let candidates =
         ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", "/usr/local/lib/softhsm/libsofthsm2.so"];
     let util = Command::new("softhsm2-util").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
@@ -38,7 +38,7 @@ fn softhsm_module() -> Option<PathBuf> {
     candidates.iter().map(PathBuf::from).find(|p| p.exists())
 }
 
-fn skip(what: &str) {
+pub(crate) fn skip(what: &str) {
     if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
         panic!("{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
     }
@@ -51,15 +51,15 @@ fn pkcs11_tool_present() -> bool {
 
 /// A SoftHSM2 set-up of its own: configuration, token directory, PIN file,
 /// and two tokens (`TOKEN` with `PIN`, `TOKEN2` with `PIN2`).
-struct Hsm {
-    dir: tempfile::TempDir,
+pub(crate) struct Hsm {
+    pub(crate) dir: tempfile::TempDir,
     module: PathBuf,
     /// Each token's own directory inside `tokens()`.
     token_dirs: Vec<(&'static str, PathBuf)>,
 }
 
 impl Hsm {
-    fn conf(&self) -> String {
+    pub(crate) fn conf(&self) -> String {
         self.dir.path().join("softhsm2.conf").display().to_string()
     }
 
@@ -71,7 +71,7 @@ impl Hsm {
         self.token_dirs.iter().find(|(l, _)| *l == label).unwrap().1.clone()
     }
 
-    fn init(module: PathBuf) -> Hsm {
+    pub(crate) fn init(module: PathBuf) -> Hsm {
         let dir = tempfile::tempdir().unwrap();
         let mut h = Hsm { dir, module, token_dirs: Vec::new() };
         std::fs::create_dir(h.tokens()).unwrap();
@@ -107,12 +107,12 @@ impl Hsm {
         std::fs::rename(&next, self.pin_path()).unwrap();
     }
 
-    fn pin_file(&self) -> String {
+    pub(crate) fn pin_file(&self) -> String {
         format!("pin_file = \"{}\"", self.pin_path().display())
     }
 
     /// A configuration file naming `keys`: (name, token, PIN line), each on this module.
-    fn config(&self, file: &str, keys: &[(&str, &str, String)]) -> String {
+    pub(crate) fn config(&self, file: &str, keys: &[(&str, &str, String)]) -> String {
         let path = self.dir.path().join(file);
         let mut text = "[keys]\n".to_owned();
         for (name, token, pin) in keys {

@@ -25,18 +25,27 @@ fn ca(name: &str) -> Ca {
     Ca { cert: params.self_signed(&key).unwrap(), key }
 }
 
-/// Runs `strongroom admin users list` against `url` on a fresh data directory.
+/// Runs `strongroom admin init` (the tables and a master key), then `admin
+/// users list`, against `url` on a fresh data directory; stops at the first
+/// that fails.
 fn admin_with(url: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["admin", "--data-dir"])
-        .arg(dir.path())
-        .args(["users", "list"])
-        .env("STRONGROOM_DATABASE_URL", url)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    let mut all = String::new();
+    for args in [&["init"][..], &["users", "list"]] {
+        let out = Command::new(BIN)
+            .args(["admin", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .env("STRONGROOM_DATABASE_URL", url)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        all.push_str(&format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        if !out.status.success() {
+            return (false, all);
+        }
+    }
+    (true, all)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

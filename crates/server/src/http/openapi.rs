@@ -17,7 +17,10 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 
-use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
+use strongroom_proto::vedauth::{
+    AuthorizationServerMetadata, DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, RevocationRequest, TokenRequest,
+    TokenResponse, VerifyResponse,
+};
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
     ErrorOnly, IdentitiesResponse, IdentityEntry, LogRequest, LogResponse, LogResultResponse, LookupAssociationRequest,
@@ -43,6 +46,8 @@ pub(crate) const BEARER: &str = "bearer";
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
+        super::landing::page,
+        super::vedauth::metadata,
         super::healthz,
         super::live,
         super::ready,
@@ -53,6 +58,7 @@ pub(crate) const BEARER: &str = "bearer";
         super::vedauth::oauth,
         super::vedauth::verify,
         super::vedauth::revoke,
+        super::vedauth::revoke_rfc7009,
         super::page::show,
         super::page::sign_in,
         super::page::decide,
@@ -95,6 +101,8 @@ pub(crate) const BEARER: &str = "bearer";
             TokenResponse,
             OAuthRequest,
             VerifyResponse,
+            RevocationRequest,
+            AuthorizationServerMetadata,
             VersionResponse,
             AddRequest,
             AddResponse,
@@ -365,6 +373,8 @@ mod tests {
         let doc = serde_json::to_value(document()).unwrap();
         // Answered from memory: nothing to wait for.
         let immediate = [
+            ("/", "get"),
+            ("/.well-known/oauth-authorization-server", "get"),
             ("/health/live", "get"),
             ("/metrics", "get"),
             ("/openapi.json", "get"),

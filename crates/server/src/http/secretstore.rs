@@ -571,6 +571,7 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
         after_seq: int("after")?,
         limit: u32::try_from(limit + 1).unwrap_or(1001),
         viewer: caller.viewer(),
+        ..Default::default()
     };
     let mut events = app.store.events(filter).await.map_err(VaultError::from)?;
     let next = if events.len() as i64 > limit {

@@ -8,6 +8,7 @@ pub mod device;
 pub mod keyring;
 pub mod log;
 pub mod login;
+pub mod revocation;
 pub mod token;
 pub mod vault;
 

@@ -81,7 +81,7 @@ async fn metrics_count_exactly_the_flows_made() {
     assert!(batches >= 5.0 && value(&m, "strongroom_store_commit_batch_jobs_sum") >= batches, "{batches}");
     assert!(value(&m, "strongroom_store_commit_duration_seconds_count") == batches);
     assert_eq!(value(&m, "strongroom_store_connections_max"), 3.0, "one writer and two readers");
-    assert!(value(&m, "strongroom_process_resident_memory_bytes") > 1_048_576.0);
+    assert!(value(&m, "process_resident_memory_bytes") > 1_048_576.0);
     // The scrape itself is counted, once it has been answered.
     let m = scrape(&s).await;
     assert_eq!(value(&m, "strongroom_http_requests_total{route=\"/metrics\",method=\"GET\",status=\"200\"}"), 1.0);

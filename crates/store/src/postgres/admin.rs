@@ -15,9 +15,129 @@ use super::{
     pg, placeholders, query, query_one, query_opt, save_allowed, time, user_from_row,
 };
 use crate::sql::{self, GRANT_COL_COUNT, GRANT_COLS};
-use crate::{AdminStore, GrantSummary, StoreFuture, StoreResult, stored_folder, stored_hash32};
+use crate::{AdminStore, Deletion, FolderDeletion, GrantSummary, StoreFuture, StoreResult, stored_folder, stored_hash32};
+use strongroom_core::vault::VaultId;
+
+/// Revokes every grant matching `column = value` that is not revoked yet (its
+/// access tokens deleted, its refresh tokens kept as tombstones), each with a
+/// `grant.revoked` event derived from `deletion`; how many.
+async fn end_grants_where(tx: &impl GenericClient, column: &str, value: &str, deletion: &Event) -> StoreResult<u64> {
+    let rows =
+        query(tx, &format!("SELECT id FROM grants WHERE {column} = $1 AND revoked_at IS NULL ORDER BY created_at, id"), &[&value]).await?;
+    for row in &rows {
+        let id: String = get(row, 0)?;
+        exec(tx, crate::sql::REVOKE_GRANT.postgres(), &[&deletion.at.millis(), &id.as_str()]).await?;
+        exec(tx, "DELETE FROM access_tokens WHERE grant_id = $1", &[&id.as_str()]).await?;
+        append_event(tx, &crate::ended_grant_event(deletion, &id)).await?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// `$1`'s folder and every folder below it (`$2` is the key with a trailing backslash).
+const SUBTREE: &str = "(path_key = $1 OR substr(path_key, 1, length($2)) = $2)";
+
+async fn count(tx: &impl GenericClient, sql: &str, params: &[super::Param<'_>]) -> StoreResult<u64> {
+    let n: i64 = get(&query_one(tx, sql, params).await?, 0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
 
 impl AdminStore for PgStore {
+    fn delete_user(&self, name: String, mut event: Event) -> StoreFuture<'_, Option<Deletion>> {
+        in_tx!(self, |tx| {
+            async {
+                let Some(row) = query_opt(&tx, "SELECT id FROM users WHERE name_key = $1", &[&name.to_lowercase()]).await? else {
+                    return Ok(None);
+                };
+                let id: String = get(&row, 0)?;
+                let grants_ended = end_grants_where(&tx, "user_id", &id, &event).await?;
+                let codes_dropped =
+                    exec(&tx, "DELETE FROM device_codes WHERE user_id = $1 AND state = 'approved'", &[&id.as_str()]).await?;
+                let rights_removed = count(&tx, "SELECT count(*) FROM folder_rights WHERE user_id = $1", &[&id.as_str()]).await?;
+                exec(&tx, "DELETE FROM users WHERE id = $1", &[&id.as_str()]).await?;
+                // A later user of the name inherits no lock and no known address.
+                exec(&tx, sql::UNLOCK.postgres(), &[&name.to_lowercase()]).await?;
+                exec(&tx, sql::FORGET_ORIGINS.postgres(), &[&name.to_lowercase()]).await?;
+                let d = Deletion { grants_ended, codes_dropped, rights_removed };
+                event.detail = d.detail();
+                append_event(&tx, &event).await?;
+                Ok(Some(d))
+            }
+            .await
+        })
+    }
+    fn delete_integration(&self, client_id: String, mut event: Event) -> StoreFuture<'_, Option<Deletion>> {
+        in_tx!(self, |tx| {
+            async {
+                if count(&tx, "SELECT count(*) FROM integrations WHERE client_id = $1", &[&client_id.as_str()]).await? == 0 {
+                    return Ok(None);
+                }
+                let grants_ended = end_grants_where(&tx, "client_id", &client_id, &event).await?;
+                let codes_dropped =
+                    exec(&tx, "DELETE FROM device_codes WHERE client_id = $1 AND state IN ('pending', 'approved')", &[&client_id.as_str()])
+                        .await?;
+                exec(&tx, "DELETE FROM integrations WHERE client_id = $1", &[&client_id.as_str()]).await?;
+                let d = Deletion { grants_ended, codes_dropped, rights_removed: 0 };
+                event.detail = d.detail();
+                append_event(&tx, &event).await?;
+                Ok(Some(d))
+            }
+            .await
+        })
+    }
+    fn delete_folder(&self, folder: FolderPath, recursive: bool, mut event: Event) -> StoreFuture<'_, FolderDeletion> {
+        in_tx!(self, |tx| {
+            async {
+                let key = folder.key().to_owned();
+                let below = format!("{key}\\");
+                let (k, b) = (key.as_str(), below.as_str());
+                if count(&tx, "SELECT count(*) FROM folders WHERE path_key = $1", &[&k]).await? == 0 {
+                    return Ok(FolderDeletion::NotFound);
+                }
+                let folders = count(&tx, &format!("SELECT count(*) FROM folders WHERE {SUBTREE}"), &[&k, &b]).await?;
+                let owned: Vec<i64> = query(
+                    &tx,
+                    &format!(
+                        "SELECT DISTINCT vault_id FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE}) ORDER BY vault_id"
+                    ),
+                    &[&k, &b],
+                )
+                .await?
+                .iter()
+                .map(|r| get(r, 0))
+                .collect::<StoreResult<_>>()?;
+                if !recursive && (folders > 1 || !owned.is_empty()) {
+                    return Ok(FolderDeletion::NotEmpty { subfolders: folders - 1, entries: owned.len() as u64 });
+                }
+                let owners_removed = exec(
+                    &tx,
+                    &format!("DELETE FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"),
+                    &[&k, &b],
+                )
+                .await?;
+                let mut entries_deleted = Vec::new();
+                for id in owned {
+                    if count(&tx, "SELECT count(*) FROM vault_owners WHERE vault_id = $1", &[&id]).await? == 0 {
+                        exec(&tx, "DELETE FROM vault_entries WHERE vault_id = $1", &[&id]).await?;
+                        append_event(&tx, &crate::orphaned_entry_event(&event, VaultId(id))).await?;
+                        entries_deleted.push(VaultId(id));
+                    }
+                }
+                let rights_removed = count(
+                    &tx,
+                    &format!("SELECT count(*) FROM folder_rights WHERE path_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"),
+                    &[&k, &b],
+                )
+                .await?;
+                exec(&tx, &format!("DELETE FROM folders WHERE {SUBTREE}"), &[&k, &b]).await?;
+                let done = FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed };
+                event.detail = crate::folder_deletion_detail(recursive, &done);
+                append_event(&tx, &event).await?;
+                Ok(done)
+            }
+            .await
+        })
+    }
+
     fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
         in_tx!(self, |tx| {
             async {

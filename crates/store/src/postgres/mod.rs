@@ -128,21 +128,23 @@ impl PgStore {
     /// Connects, and applies migrations under an advisory lock (replicas may
     /// start together).
     pub async fn connect(url: &str) -> StoreResult<PgStore> {
-        Self::with_config(tls::parse(url)?).await
+        Self::with_config(tls::parse(url)?, false).await
     }
 
-    async fn with_config(connect: tls::Connect) -> StoreResult<PgStore> {
+    /// Like [`PgStore::connect`], for a database that holds a store
+    /// already: one without Strongroom's tables is [`StoreError::NoStore`]
+    /// and gets none.
+    pub async fn connect_existing(url: &str) -> StoreResult<PgStore> {
+        Self::with_config(tls::parse(url)?, true).await
+    }
+
+    async fn with_config(connect: tls::Connect, existing: bool) -> StoreResult<PgStore> {
         let size = connect.pool_max_size.unwrap_or_else(default_pool_size);
         let describe = describe_connect(&connect, size);
-        let tls::Connect { config, tls, .. } = connect;
-        let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .max_size(size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| StoreError::Backend(format!("connection pool: {e}")))?;
+        let pool = pool_of(connect, size)?;
+        if existing && !has_store(&checkout(&pool).await?).await? {
+            return Err(StoreError::NoStore(format!("no Strongroom tables in the database ({describe})")));
+        }
         let store = PgStore { batch: batch::Batcher::spawn(pool.clone()), pool, describe };
         store.migrate().await?;
         Ok(store)
@@ -175,6 +177,36 @@ impl PgStore {
         }
         tx.commit().await.map_err(pg)
     }
+}
+
+/// A pool of at most `size` connections as `connect` says.
+fn pool_of(connect: tls::Connect, size: usize) -> StoreResult<Pool> {
+    let tls::Connect { config, tls, .. } = connect;
+    let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| StoreError::Backend(format!("connection pool: {e}")))
+}
+
+/// Whether the connection's database (on its `search_path`) has Strongroom's migrations table.
+async fn has_store(c: &deadpool_postgres::Client) -> StoreResult<bool> {
+    let row = c.query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[]).await.map_err(pg)?;
+    get(&row, 0)
+}
+
+/// What the database holds, changing nothing (`config check --online`).
+pub(crate) async fn probe(url: &str) -> StoreResult<crate::Probe> {
+    let pool = pool_of(tls::parse(url)?, 1)?;
+    let c = checkout(&pool).await?;
+    if !has_store(&c).await? {
+        return Ok(crate::Probe::Absent);
+    }
+    let row = c.query_one("SELECT max(version) FROM schema_migrations", &[]).await.map_err(pg)?;
+    Ok(crate::Probe::Present { version: get(&row, 0)? })
 }
 
 pub(super) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> StoreResult<T> {
@@ -629,13 +661,14 @@ impl EventStore for PgStore {
                         "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
                          WHERE ($1::BIGINT IS NULL OR at >= $1) AND ($2::BIGINT IS NULL OR at < $2) AND ($3::TEXT IS NULL OR kind = $3) \
                          AND ($4::TEXT IS NULL OR identity = $4) AND ($5::TEXT IS NULL OR object = $5) AND seq > coalesce($6::BIGINT, 0) \
-                         AND {} ORDER BY seq LIMIT $7",
+                         AND ($8::BIGINT IS NULL OR seq < $8) AND {} ORDER BY seq {} LIMIT $7",
                         // A VaultID is at most 19 digits; anything else is no entry.
                         sql::visible_to(
-                            "$8::TEXT",
                             "$9::TEXT",
+                            "$10::TEXT",
                             "(CASE WHEN events.object ~ '^[0-9]{1,18}$' THEN events.object::BIGINT END)"
-                        )
+                        ),
+                        if f.newest_first { "DESC" } else { "ASC" }
                     ),
                     &[
                         &f.since.map(UnixTime::millis),
@@ -645,6 +678,7 @@ impl EventStore for PgStore {
                         &f.object,
                         &f.after_seq,
                         &i64::from(f.limit),
+                        &f.before_seq,
                         &f.viewer.as_ref().map(|v| v.identity.as_str()),
                         &f.viewer.as_ref().map(|v| v.user_id.as_str()),
                     ],
@@ -706,7 +740,7 @@ pub mod testing {
         drop(client);
         let _ = driver.await;
         connect.config.options(format!("-c search_path={schema}"));
-        Ok((Arc::new(PgStore::with_config(connect).await?), schema))
+        Ok((Arc::new(PgStore::with_config(connect, false).await?), schema))
     }
 
     /// A new, empty schema on the server at `url`; the URL that selects it,

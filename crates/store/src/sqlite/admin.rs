@@ -16,7 +16,8 @@ use super::{
     is_unique_violation, load_allowed, placeholders, save_allowed, time_col, user_from_row,
 };
 use crate::sql::{self, GRANT_COLS};
-use crate::{AdminStore, GrantSummary, StoreError, StoreFuture, StoreResult, stored_folder, stored_hash32};
+use crate::{AdminStore, Deletion, FolderDeletion, GrantSummary, StoreError, StoreFuture, StoreResult, stored_folder, stored_hash32};
+use strongroom_core::vault::VaultId;
 
 fn rights_col(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
     Ok(Rights::from_bits(u32::try_from(r.get::<_, i64>(idx)?).unwrap_or(0)))
@@ -35,7 +36,112 @@ pub(super) fn folder_exists(c: &Connection, key: &str) -> StoreResult<bool> {
     Ok(st.query_row([key], |_| Ok(())).optional().map_err(backend)?.is_some())
 }
 
+/// Revokes every grant matching `column = value` that is not revoked yet (its
+/// access tokens deleted, its refresh tokens kept as tombstones), each with a
+/// `grant.revoked` event derived from `deletion`; how many.
+fn end_grants_where(c: &Connection, column: &str, value: &str, deletion: &Event) -> StoreResult<u64> {
+    let ids: Vec<String> = {
+        let mut st = c
+            .prepare(&format!("SELECT id FROM grants WHERE {column} = ?1 AND revoked_at IS NULL ORDER BY created_at, id"))
+            .map_err(backend)?;
+        let rows = st.query_map([value], |r| r.get(0)).map_err(backend)?;
+        rows.collect::<Result<_, _>>().map_err(backend)?
+    };
+    for id in &ids {
+        exec(c, crate::sql::REVOKE_GRANT.sqlite(), params![deletion.at.millis(), id])?;
+        exec(c, "DELETE FROM access_tokens WHERE grant_id = ?1", [id])?;
+        append_event_tx(c, &crate::ended_grant_event(deletion, id))?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// `?1`'s folder and every folder below it (`?2` is the key with a trailing `\`).
+const SUBTREE: &str = "(path_key = ?1 OR substr(path_key, 1, length(?2)) = ?2)";
+
+fn count(c: &Connection, sql: &str, p: impl rusqlite::Params) -> StoreResult<u64> {
+    c.query_row(sql, p, |r| r.get::<_, i64>(0)).map(|n| u64::try_from(n).unwrap_or(0)).map_err(backend)
+}
+
 impl AdminStore for SqliteStore {
+    fn delete_user(&self, name: String, mut event: Event) -> StoreFuture<'_, Option<Deletion>> {
+        Box::pin(self.write(move |c| {
+            let id: Option<String> =
+                c.query_row("SELECT id FROM users WHERE name_key = ?1", [name.to_lowercase()], |r| r.get(0)).optional().map_err(backend)?;
+            let Some(id) = id else { return Ok(None) };
+            let grants_ended = end_grants_where(c, "user_id", &id, &event)?;
+            let codes_dropped = exec(c, "DELETE FROM device_codes WHERE user_id = ?1 AND state = 'approved'", [&id])? as u64;
+            let rights_removed = count(c, "SELECT count(*) FROM folder_rights WHERE user_id = ?1", [&id])?;
+            exec(c, "DELETE FROM users WHERE id = ?1", [&id])?;
+            // A later user of the name inherits no lock and no known address.
+            exec(c, sql::UNLOCK.sqlite(), [name.to_lowercase()])?;
+            exec(c, sql::FORGET_ORIGINS.sqlite(), [name.to_lowercase()])?;
+            let d = Deletion { grants_ended, codes_dropped, rights_removed };
+            event.detail = d.detail();
+            append_event_tx(c, &event)?;
+            Ok(Some(d))
+        }))
+    }
+
+    fn delete_integration(&self, client_id: String, mut event: Event) -> StoreFuture<'_, Option<Deletion>> {
+        Box::pin(self.write(move |c| {
+            if count(c, "SELECT count(*) FROM integrations WHERE client_id = ?1", [&client_id])? == 0 {
+                return Ok(None);
+            }
+            let grants_ended = end_grants_where(c, "client_id", &client_id, &event)?;
+            let codes_dropped =
+                exec(c, "DELETE FROM device_codes WHERE client_id = ?1 AND state IN ('pending', 'approved')", [&client_id])? as u64;
+            exec(c, "DELETE FROM integrations WHERE client_id = ?1", [&client_id])?;
+            let d = Deletion { grants_ended, codes_dropped, rights_removed: 0 };
+            event.detail = d.detail();
+            append_event_tx(c, &event)?;
+            Ok(Some(d))
+        }))
+    }
+
+    fn delete_folder(&self, folder: FolderPath, recursive: bool, mut event: Event) -> StoreFuture<'_, FolderDeletion> {
+        Box::pin(self.write(move |c| {
+            let key = folder.key().to_owned();
+            if !folder_exists(c, &key)? {
+                return Ok(FolderDeletion::NotFound);
+            }
+            let below = format!("{key}\\");
+            let folders = count(c, &format!("SELECT count(*) FROM folders WHERE {SUBTREE}"), params![key, below])?;
+            let owned: Vec<i64> = {
+                let mut st = c
+                    .prepare(&format!(
+                        "SELECT DISTINCT vault_id FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE}) ORDER BY vault_id"
+                    ))
+                    .map_err(backend)?;
+                let rows = st.query_map(params![key, below], |r| r.get(0)).map_err(backend)?;
+                rows.collect::<Result<_, _>>().map_err(backend)?
+            };
+            if !recursive && (folders > 1 || !owned.is_empty()) {
+                return Ok(FolderDeletion::NotEmpty { subfolders: folders - 1, entries: owned.len() as u64 });
+            }
+            let owners_removed = exec(
+                c,
+                &format!("DELETE FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"),
+                params![key, below],
+            )? as u64;
+            let mut entries_deleted = Vec::new();
+            for id in owned {
+                if count(c, "SELECT count(*) FROM vault_owners WHERE vault_id = ?1", [id])? == 0 {
+                    exec(c, "DELETE FROM vault_entries WHERE vault_id = ?1", [id])?;
+                    let id = VaultId(id);
+                    append_event_tx(c, &crate::orphaned_entry_event(&event, id))?;
+                    entries_deleted.push(id);
+                }
+            }
+            let rights_removed =
+                count(c, &format!("SELECT count(*) FROM folder_rights WHERE path_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"), params![key, below])?;
+            exec(c, &format!("DELETE FROM folders WHERE {SUBTREE}"), params![key, below])?;
+            let done = FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed };
+            event.detail = crate::folder_deletion_detail(recursive, &done);
+            append_event_tx(c, &event)?;
+            Ok(done)
+        }))
+    }
+
     fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
         Box::pin(self.write(move |c| {
             let n = c

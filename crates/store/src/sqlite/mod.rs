@@ -17,7 +17,7 @@ mod writer;
 pub use snapshot::{Snapshot, read_snapshot, restore_file, snapshot};
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -188,6 +188,101 @@ fn tighten(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The file `strongroom serve` locks beside a SQLite database while it
+/// serves it: `<database>-serve.lock`, holding the server's process id.
+pub fn serve_lock_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-serve.lock");
+    p.into()
+}
+
+/// Held while a `strongroom serve` process serves a SQLite store: a second
+/// one is refused ([`lock_for_serving`]), and `admin migrate-store` sees
+/// that its source is being served ([`served_by`]). The lock is the
+/// operating system's (`flock`), so it ends with the process however that
+/// ends; the file stays.
+#[derive(Debug)]
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+/// Takes the serve lock of the database at `db` (creating its file, mode
+/// 0600). Held by another process: [`StoreError::InUse`] naming its
+/// process id.
+pub fn lock_for_serving(db: &Path) -> StoreResult<ServeLock> {
+    use std::io::Write as _;
+    let path = serve_lock_path(db);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    let mut file = opts.open(&path).map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            return Err(StoreError::InUse(in_use_message(db, holder.as_deref())));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::Backend(format!("locking {}: {e}", path.display()))),
+    }
+    let pid = std::process::id();
+    file.set_len(0)
+        .and_then(|()| file.write_all(format!("{pid}\n").as_bytes()))
+        .map_err(|e| StoreError::Backend(format!("writing {}: {e}", path.display())))?;
+    Ok(ServeLock { _file: file })
+}
+
+fn in_use_message(db: &Path, holder: Option<&str>) -> String {
+    let who = holder.map_or_else(|| "another process".to_owned(), |pid| format!("process {pid}"));
+    format!(
+        "{} is being served by {who} (strongroom serve): a SQLite store has one server; stop that one first \
+         (several servers share a PostgreSQL database instead)",
+        db.display()
+    )
+}
+
+/// Whether a `strongroom serve` holds the serve lock of the database at
+/// `db` now: what to tell people, or `None`. Creates nothing.
+pub fn served_by(db: &Path) -> Option<String> {
+    let path = serve_lock_path(db);
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).ok()?;
+    match file.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            Some(in_use_message(db, holder.as_deref()))
+        }
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
+/// Whether `conn`'s database has Strongroom's migrations table.
+fn has_store(conn: &Connection) -> StoreResult<bool> {
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", [], |r| r.get(0))
+        .map_err(backend)?;
+    Ok(n == 1)
+}
+
+/// What is at `path`, changing nothing: no file is [`crate::Probe::Absent`],
+/// a file without Strongroom's tables is an error, a store says its schema
+/// version.
+pub(crate) fn probe(path: &Path) -> StoreResult<crate::Probe> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(crate::Probe::Absent);
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
+    if !has_store(&conn)? {
+        return Err(StoreError::NoStore(format!("{} is not a Strongroom database (it has no schema_migrations table)", path.display())));
+    }
+    let version: Option<i64> = conn.query_row("SELECT max(version) FROM schema_migrations", [], |r| r.get(0)).map_err(backend)?;
+    Ok(crate::Probe::Present { version })
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
@@ -196,6 +291,31 @@ impl SqliteStore {
         }
         make_private(path).map_err(|e| StoreError::Backend(format!("securing {}: {e}", path.display())))?;
         let conn = Connection::open(path).map_err(backend)?;
+        Self::start(path, conn)
+    }
+
+    /// Opens a database file that holds a store already, applying newer
+    /// migrations; creates no file or directory. No file there, or a file
+    /// without Strongroom's tables: [`StoreError::NoStore`].
+    pub fn open_existing(path: &Path) -> StoreResult<SqliteStore> {
+        if std::fs::symlink_metadata(path).is_err() {
+            return Err(StoreError::NoStore(format!("no database at {}", path.display())));
+        }
+        tighten(path).map_err(|e| StoreError::Backend(format!("securing {}: {e}", path.display())))?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(backend)?;
+        conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(backend)?;
+        if !has_store(&conn)? {
+            return Err(StoreError::NoStore(format!(
+                "{} is not a Strongroom database (it has no schema_migrations table)",
+                path.display()
+            )));
+        }
+        Self::start(path, conn)
+    }
+
+    /// Configures and migrates the writer's connection, then starts the writer and the readers.
+    fn start(path: &Path, conn: Connection) -> StoreResult<SqliteStore> {
         configure(&conn).map_err(backend)?;
         migrate(&conn)?;
         // The journal files exist now (WAL mode, and migrations wrote).
@@ -599,8 +719,9 @@ impl EventStore for SqliteStore {
                     "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
                          WHERE (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2) AND (?3 IS NULL OR kind = ?3) \
                          AND (?4 IS NULL OR identity = ?4) AND (?5 IS NULL OR object = ?5) AND seq > coalesce(?6, 0) \
-                         AND {} ORDER BY seq LIMIT ?7",
-                    sql::visible_to("?8", "?9", "CAST(events.object AS INTEGER)")
+                         AND (?8 IS NULL OR seq < ?8) AND {} ORDER BY seq {} LIMIT ?7",
+                    sql::visible_to("?9", "?10", "CAST(events.object AS INTEGER)"),
+                    if f.newest_first { "DESC" } else { "ASC" }
                 ))
                 .map_err(backend)?;
             let rows = st
@@ -613,6 +734,7 @@ impl EventStore for SqliteStore {
                         f.object,
                         f.after_seq,
                         i64::from(f.limit),
+                        f.before_seq,
                         f.viewer.as_ref().map(|v| v.identity.as_str()),
                         f.viewer.as_ref().map(|v| v.user_id.as_str())
                     ],
@@ -681,6 +803,22 @@ mod tests {
             assert_eq!(mode(&p), 0o600, "{}", p.display());
         }
         drop(store);
+    }
+
+    #[test]
+    fn one_server_per_database() {
+        let root = tempfile::tempdir().unwrap();
+        let db = root.path().join("strongroom.db");
+        assert_eq!(served_by(&db), None);
+        assert!(!serve_lock_path(&db).exists(), "asking creates nothing");
+        let held = lock_for_serving(&db).unwrap();
+        assert_eq!(mode(&serve_lock_path(&db)), 0o600);
+        let err = lock_for_serving(&db).unwrap_err().to_string();
+        assert!(err.contains(&format!("process {}", std::process::id())) && err.contains("stop that one first"), "{err}");
+        assert!(served_by(&db).is_some_and(|m| m.contains("is being served")));
+        drop(held);
+        assert_eq!(served_by(&db), None);
+        drop(lock_for_serving(&db).unwrap());
     }
 
     #[test]

@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
+mod deletion;
+mod opening;
 
 use std::sync::Arc;
 use strongroom_store::Store;
@@ -85,6 +87,10 @@ conformance!(
     racing_writes_on_one_row_all_answer,
     simultaneous_associations_each_get_their_answer,
     the_master_key_check_is_recorded_once,
+    deleting_a_user_ends_their_grants_and_takes_their_rights,
+    deleting_an_integration_ends_its_grants_and_codes,
+    a_folder_is_deleted_when_empty_or_with_everything_below_it,
+    events_newest_first_and_before_a_sequence_number,
 );
 
 #[test]
