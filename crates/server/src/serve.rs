@@ -116,7 +116,7 @@ pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc
 
 /// `strongroom serve`: opens everything the configuration names, serves
 /// until `shutdown` completes, then drains requests in flight.
-pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
     keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
     // The key first: a master key file open to others stops us before anything is opened.
     let rng: Arc<dyn Random> = Arc::new(OsRandom);
@@ -148,6 +148,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     if let Some(t) = &tls {
         tracing::info!(cert = %t.cert_path.display(), sha256 = %t.fingerprint, created = t.created, "TLS certificate");
     }
+    let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
+    // `listen` on port 0 takes a port the system picks (tests start servers
+    // so, and read it from the "strongroom serving" line); a public URL
+    // derived from that address names the port bound.
+    if config.listen.port() == 0
+        && let Some(derived) = config.public_url.strip_suffix(":0")
+    {
+        config.public_url = format!("{derived}:{}", listener.local_addr()?.port());
+    }
     let state = state(store.clone(), Arc::new(SystemClock), rng, keys, &config);
     // Like the product: a configured key that cannot be loaded stops the start, naming the key.
     state.keyring.check(&*state.rng).await?;
@@ -165,7 +174,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             .join(", ");
         tracing::warn!(keys = %named, "entries are sealed under keys that are not configured: they cannot be read until those keys are configured again");
     }
-    let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
     // The metrics listener (plain HTTP, meant for a private address) first, so a bad address stops the start.
     let metrics = match config.metrics_listen {
         Some(addr) => {
