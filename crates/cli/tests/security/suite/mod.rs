@@ -8,4 +8,4 @@ mod flows;
 mod guessing;
 mod inputs;
 mod network;
-pub(crate) mod page;
+mod page;
