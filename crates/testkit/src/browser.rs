@@ -1,20 +1,23 @@
 //! A real browser for the approval page: Debian's ChromeDriver (on a port it
 //! picks itself and prints) driving headless Chromium, through the
-//! `thirtyfour` WebDriver client. Waiting on a real process takes real
-//! time: sleeping is allowed here.
+//! `fantoccini` WebDriver client over plain HTTP. Waiting on a real process
+//! takes real time: sleeping is allowed here.
 #![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use thirtyfour;
-use thirtyfour::prelude::*;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 
 use crate::env::skip;
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// How long an element may take to appear, or the page to show a title.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 /// A running ChromeDriver; killed when dropped.
 #[derive(Debug)]
@@ -34,7 +37,7 @@ impl Drop for ChromeDriver {
 /// One browser session (a fresh profile in a temporary directory).
 #[derive(Debug)]
 pub struct Session {
-    pub driver: WebDriver,
+    pub client: Client,
     profile: tempfile::TempDir,
 }
 
@@ -73,31 +76,34 @@ impl ChromeDriver {
     /// A headless Chromium session.
     pub async fn session(&self) -> Session {
         let profile = tempfile::tempdir().unwrap();
-        let mut caps = DesiredCapabilities::chrome();
-        caps.set_binary(CHROMIUM).unwrap();
-        for arg in [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            &format!("--user-data-dir={}", profile.path().display()),
-        ] {
-            caps.add_arg(arg).unwrap();
-        }
-        let driver = WebDriver::new(self.url.as_str(), caps).await.unwrap_or_else(|e| panic!("a browser session: {e}"));
-        Session { driver, profile }
+        let caps = serde_json::json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync", format!("--user-data-dir={}", profile.path().display())]
+            }
+        });
+        let serde_json::Value::Object(caps) = caps else { unreachable!("an object") };
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("a browser session: {e}"));
+        Session { client, profile }
     }
 }
 
 impl Session {
+    pub async fn goto(&self, url: &str) {
+        self.client.goto(url).await.unwrap_or_else(|e| panic!("opening {url}: {e}"));
+    }
+
     /// The element `css` selects, waiting (bounded) for the page to show it.
-    pub async fn element(&self, css: &str) -> WebElement {
-        self.driver.query(By::Css(css)).first().await.unwrap_or_else(|e| panic!("no element {css} appeared: {e}"))
+    pub async fn element(&self, css: &str) -> fantoccini::elements::Element {
+        let found = self.client.wait().at_most(PATIENCE).for_element(Locator::Css(css)).await;
+        found.unwrap_or_else(|e| panic!("no element {css} appeared: {e}"))
     }
 
     pub async fn type_into(&self, css: &str, text: &str) {
@@ -108,24 +114,23 @@ impl Session {
         self.element(css).await.click().await.unwrap();
     }
 
-    /// Waits (up to 10 s) until `title` (of the page's title) is `want`;
-    /// the page's title then.
+    /// Waits (bounded) until `title` of the page's title is `want`.
     pub async fn wait_title(&self, title: impl Fn(&str) -> String, want: &str) {
         let start = Instant::now();
         loop {
-            let now = title(&self.driver.title().await.unwrap_or_default());
+            let now = title(&self.client.title().await.unwrap_or_default());
             if now == want {
                 return;
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "the page never showed {want:?}; it shows {now:?}");
+            assert!(start.elapsed() < PATIENCE, "the page never showed {want:?}; it shows {now:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     /// Ends the session and closes the browser; then its profile goes.
     pub async fn close(self) {
-        let Session { driver, profile } = self;
-        let _ = driver.quit().await;
+        let Session { client, profile } = self;
+        let _ = client.close().await;
         drop(profile);
     }
 }

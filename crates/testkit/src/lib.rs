@@ -16,7 +16,7 @@
 //! - [`pg`]: PostgreSQL clusters a test makes itself (`initdb` in a temporary
 //!   directory), on a Unix socket in that directory unless the test needs TCP.
 //! - `browser` (feature `browser`): ChromeDriver on a port it picks itself,
-//!   driven through `thirtyfour`.
+//!   driven through `fantoccini`.
 //!
 //! It is test code: a set-up that fails panics, failing the test that asked
 //! for it, so the crate allows `unwrap`, `expect` and `panic`.

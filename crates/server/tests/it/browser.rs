@@ -1,5 +1,5 @@
 //! The approval page in a real browser: headless Chromium driven through
-//! ChromeDriver (the test kit's `browser`: `thirtyfour`, ChromeDriver on a
+//! ChromeDriver (the test kit's `browser`: `fantoccini`, ChromeDriver on a
 //! port it picks itself).
 
 use reqwest::StatusCode;
@@ -39,7 +39,7 @@ async fn approve_and_deny_in_a_real_browser() {
         let d = s.start_device("app", "restricted:manage").await;
         let code = d["device_code"].as_str().unwrap().to_owned();
         let page = driver.session().await;
-        page.driver.goto(d["verification_uri_complete"].as_str().unwrap()).await.unwrap();
+        page.goto(d["verification_uri_complete"].as_str().unwrap()).await;
         page.wait_title(heading, "Sign in to approve a device").await;
         page.type_into("#username", "alice").await;
         page.type_into("#password", PASSWORD).await;
