@@ -2,13 +2,11 @@
 //! a temporary directory, and the real `strongroom` binary. Skips loudly when
 //! SoftHSM2 is not installed (`scripts/test` installs `softhsm2` and
 //! `opensc`), and fails then under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
-//! Waiting on real processes takes real time: sleeping is allowed here.
-#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -16,7 +14,7 @@ use strongroom_proto::vedsdk::{DefaultKeyResponse, EncryptionKeysResponse, Resul
 use strongroom_testkit::api::{Fail, TokensExt as _, string};
 use strongroom_testkit::skip;
 
-use crate::process::{BIN, Server, run};
+use crate::process::{Server, run, run_bounded};
 
 const PIN: &str = "hsm-pin-4711-never-logged";
 const NEW_PIN: &str = "hsm-pin-0042-changed-never-logged";
@@ -147,30 +145,13 @@ fn admin(hsm: &Hsm, config: &str, dir: &Path, args: &[&str]) -> crate::process::
 /// Starts `serve` expecting it to refuse; returns everything it printed.
 fn serve_refuses(config: &str, env: &[(&str, String)]) -> String {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--insecure-http", "--config", config, "--listen", "127.0.0.1:0"])
-        .arg("--data-dir")
-        .arg(data.path())
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve did not stop on an unusable key");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success(), "serve must fail");
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    let data = data.path().display().to_string();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let args = ["serve", "--insecure-http", "--config", config, "--listen", "127.0.0.1:0", "--data-dir", &data];
+    let r = run_bounded(&args, &env, Duration::from_secs(30));
+    assert_ne!(r.code, -1, "serve did not stop on an unusable key");
+    assert_ne!(r.code, 0, "serve must fail");
+    format!("{}{}", r.stdout, r.stderr)
 }
 
 /// A signed-in client of the vault: the test kit's, with root's token.
