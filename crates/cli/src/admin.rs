@@ -132,14 +132,24 @@ pub(crate) enum UsersCommand {
         #[arg(long)]
         master_admin: bool,
     },
-    /// List users.
+    /// List users, with the guessing locks in force (`locked until …`).
     List,
-    /// Disable a user: their grants stop working at once.
+    /// Disable a user: every grant they hold is revoked at once, for good
+    /// (enabling them again revives none).
     Disable { name: String },
     /// Enable a disabled user.
     Enable { name: String },
-    /// Set a user's password (read like `create`).
-    SetPassword { name: String },
+    /// Set a user's password (read like `create`). Every grant the user holds
+    /// is revoked with it, unless --keep-grants.
+    SetPassword {
+        name: String,
+        /// Keep the user's grants working (only when the old password was not compromised).
+        #[arg(long)]
+        keep_grants: bool,
+    },
+    /// Clear the guessing locks and counts against a user name (wrong passwords from
+    /// any address, wrong user codes), so they can sign in again at once.
+    Unlock { name: String },
 }
 
 #[derive(Debug, Args)]
@@ -247,7 +257,16 @@ pub(crate) enum GrantsCommand {
         all: bool,
     },
     /// Revoke a grant: its access and refresh tokens stop working.
-    Revoke { id: String },
+    ///
+    /// Example: strongroom admin grants revoke --user alice   (every grant alice holds)
+    Revoke {
+        /// The grant's id (from `grants list`).
+        #[arg(required_unless_present = "user", conflicts_with = "user")]
+        id: Option<String>,
+        /// Revoke every grant this user holds instead.
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,39 +332,53 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
         }
         AdminCommand::Users(UsersCommand::List) => {
             let users = admin.list_users().await?;
+            let locks: std::collections::HashMap<String, _> = admin.locks().await?.into_iter().collect();
+            let locked = |u: &strongroom_core::identity::User| locks.get(&u.name.to_lowercase()).copied();
             let rows = users
                 .iter()
                 .map(|u| {
-                    let flags = [(u.disabled, "disabled"), (u.master_admin, "master-admin")]
+                    let mut flags: Vec<String> = [(u.disabled, "disabled"), (u.master_admin, "master-admin")]
                         .iter()
                         .filter(|(on, _)| *on)
-                        .map(|(_, f)| *f)
-                        .collect::<Vec<_>>()
-                        .join(",");
-                    vec![u.name.clone(), u.id.identity(), time(u.created_at), flags]
+                        .map(|(_, f)| (*f).to_owned())
+                        .collect();
+                    if let Some(until) = locked(u) {
+                        flags.push(format!("locked until {}", time(until)));
+                    }
+                    vec![u.name.clone(), u.id.identity(), time(u.created_at), flags.join(",")]
                 })
                 .collect();
             let list: Vec<_> = users
                 .iter()
                 .map(|u| {
                     json!({"name": u.name, "identity": u.id.identity(), "disabled": u.disabled, "master_admin": u.master_admin,
-                           "created_at": time(u.created_at)})
+                           "created_at": time(u.created_at), "locked_until": locked(u).map(time)})
                 })
                 .collect();
             out.table(&["NAME", "IDENTITY", "CREATED", "FLAGS"], rows, json!(list))?;
         }
         AdminCommand::Users(UsersCommand::Disable { name }) => {
-            admin.set_user_disabled(&name, true).await?;
-            out.done(&format!("disabled user {name}"), json!({"name": name, "disabled": true}))?;
+            let ended = admin.set_user_disabled(&name, true).await?;
+            out.done(
+                &format!("disabled user {name}; {ended} grant(s) revoked"),
+                json!({"name": name, "disabled": true, "grants_revoked": ended}),
+            )?;
         }
         AdminCommand::Users(UsersCommand::Enable { name }) => {
             admin.set_user_disabled(&name, false).await?;
             out.done(&format!("enabled user {name}"), json!({"name": name, "disabled": false}))?;
         }
-        AdminCommand::Users(UsersCommand::SetPassword { name }) => {
+        AdminCommand::Users(UsersCommand::SetPassword { name, keep_grants }) => {
             let password = read_password("New password: ")?;
-            admin.set_password(&name, &password).await?;
-            out.done(&format!("password changed for {name}"), json!({"name": name, "password_changed": true}))?;
+            let ended = admin.set_password(&name, &password, keep_grants).await?;
+            out.done(
+                &format!("password changed for {name}; {ended} grant(s) revoked"),
+                json!({"name": name, "password_changed": true, "grants_revoked": ended}),
+            )?;
+        }
+        AdminCommand::Users(UsersCommand::Unlock { name }) => {
+            let cleared = admin.unlock(&name).await?;
+            out.done(&format!("unlocked {name} ({cleared} counter(s) cleared)"), json!({"name": name, "counters_cleared": cleared}))?;
         }
         AdminCommand::Integrations(IntegrationsCommand::Create { client_id, args }) => {
             let i = admin.create_integration(&client_id, args.spec(None)).await?;
@@ -432,9 +465,14 @@ pub(crate) async fn run(config: &strongroom_server::Config, command: AdminComman
                 .collect();
             out.table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], rows, json!(list))?;
         }
-        AdminCommand::Grants(GrantsCommand::Revoke { id }) => {
+        AdminCommand::Grants(GrantsCommand::Revoke { id: Some(id), .. }) => {
             admin.revoke_grant(&id).await?;
             out.done(&format!("revoked grant {id}"), json!({"id": id, "revoked": true}))?;
+        }
+        AdminCommand::Grants(GrantsCommand::Revoke { id: None, user }) => {
+            let user = user.unwrap_or_default();
+            let ended = admin.revoke_user_grants(&user).await?;
+            out.done(&format!("revoked {ended} grant(s) of {user}"), json!({"user": user, "grants_revoked": ended}))?;
         }
         AdminCommand::Events(EventsCommand::List { kind, after, limit }) => {
             let filter = EventFilter { kind, after_seq: after, limit: limit.clamp(1, 10_000), ..Default::default() };

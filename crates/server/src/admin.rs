@@ -14,7 +14,7 @@ use strongroom_core::password::{self, MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
-use strongroom_core::time::Clock;
+use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
 
 use crate::config::check_tokens;
@@ -86,23 +86,45 @@ impl Admin {
         Ok(self.store.list_users().await?)
     }
 
-    pub async fn set_user_disabled(&self, name: &str, disabled: bool) -> Result<(), AdminError> {
+    /// Disables or enables a user. Disabling revokes every grant the user
+    /// holds, for good: enabling them again revives none. The grants revoked.
+    pub async fn set_user_disabled(&self, name: &str, disabled: bool) -> Result<u64, AdminError> {
         let kind = if disabled { EventKind::UserDisabled } else { EventKind::UserEnabled };
-        if self.store.set_user_disabled(name.to_owned(), disabled, self.event(kind).object(name)).await? {
-            Ok(())
-        } else {
-            Err(AdminError::NotFound(format!("user {name}")))
-        }
+        let ended = self.store.set_user_disabled(name.to_owned(), disabled, self.event(kind).object(name)).await?;
+        ended.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
     }
 
-    pub async fn set_password(&self, name: &str, password: &Secret) -> Result<(), AdminError> {
+    /// Sets a user's password. Unless `keep_grants`, every grant the user
+    /// holds is revoked with it: a reset after a compromise leaves the
+    /// attacker nothing. The grants revoked.
+    pub async fn set_password(&self, name: &str, password: &Secret, keep_grants: bool) -> Result<u64, AdminError> {
         check_password(password)?;
         let hash = hash(password, self.rng.clone()).await?;
-        if self.store.set_user_password(name.to_owned(), hash, self.event(EventKind::UserPasswordChanged).object(name)).await? {
-            Ok(())
-        } else {
-            Err(AdminError::NotFound(format!("user {name}")))
+        let event = self.event(EventKind::UserPasswordChanged).object(name);
+        let ended = self.store.set_user_password(name.to_owned(), hash, !keep_grants, event).await?;
+        ended.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
+    }
+
+    /// Revokes every grant user `name` holds. The grants revoked.
+    pub async fn revoke_user_grants(&self, name: &str) -> Result<u64, AdminError> {
+        let event = self.event(EventKind::UserGrantsRevoked).object(name).detail("revoked by an administrator");
+        let ended = self.store.revoke_user_grants(name.to_owned(), event).await?;
+        ended.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
+    }
+
+    /// Guessing locks in force now: (user name, lower-cased; until).
+    pub async fn locks(&self) -> Result<Vec<(String, UnixTime)>, AdminError> {
+        Ok(self.store.locks(self.clock.now()).await?)
+    }
+
+    /// Clears every guessing lock and count against user `name`. The
+    /// counters cleared (0 when nothing was locked or counted).
+    pub async fn unlock(&self, name: &str) -> Result<u64, AdminError> {
+        let key = name.to_lowercase();
+        if self.store.user_by_name(key.clone()).await?.is_none() {
+            return Err(AdminError::NotFound(format!("user {name}")));
         }
+        Ok(self.store.unlock(key, self.event(EventKind::UserUnlocked).object(name)).await?)
     }
 
     async fn allowed(&self, spec: &IntegrationSpec) -> Result<Option<AllowedUsers>, AdminError> {

@@ -191,13 +191,21 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Creates `path` with mode 0600 and writes `data`; fails if it exists.
 pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    write_new(path, data, 0o600)
+}
+
+/// Creates `path` with `mode` (never more than it, whatever the umask) and
+/// writes `data`; fails if it exists.
+pub fn write_new(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
+        opts.mode(mode);
     }
+    #[cfg(not(unix))]
+    let _ = mode;
     let mut f = opts.open(path)?;
     f.write_all(data)?;
     f.sync_all()

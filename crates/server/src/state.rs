@@ -24,8 +24,12 @@ pub struct AppState {
     pub tokens: TokenSettings,
     /// Absolute base URL, no trailing slash.
     pub public_url: String,
-    /// Whether the page is served over TLS (sets `Secure` on its cookie).
+    /// Whether browsers reach the page over HTTPS (TLS here, or a
+    /// `public_url` behind a TLS-terminating proxy): its cookie is then
+    /// `__Host-` and `Secure`, and answers carry HSTS.
     pub secure_cookies: bool,
+    /// Whether this process terminates TLS (the scheme requests arrive on).
+    pub tls_here: bool,
     /// Where passwords are checked (a few dedicated threads).
     pub hashing: HashPool,
     /// The vault's data keys.

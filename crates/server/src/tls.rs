@@ -53,9 +53,15 @@ pub fn ensure_self_signed(data_dir: &Path, hosts: &[String]) -> Result<(PathBuf,
         }
     }
     let generated = rcgen::generate_simple_self_signed(names).map_err(|e| TlsError::Generate(e.to_string()))?;
+    // Half a pair (a start stopped between the two writes) is of no use: both are made anew.
+    for half in [&cert, &key] {
+        let _ = std::fs::remove_file(half);
+    }
     write_private(&key, generated.key_pair.serialize_pem().as_bytes())
         .map_err(|e| TlsError::Io(format!("writing {}: {e}", key.display())))?;
-    std::fs::write(&cert, generated.cert.pem()).map_err(|e| TlsError::Io(format!("writing {}: {e}", cert.display())))?;
+    // Public, but never writable by others, whatever the umask.
+    crate::keys::write_new(&cert, generated.cert.pem().as_bytes(), 0o644)
+        .map_err(|e| TlsError::Io(format!("writing {}: {e}", cert.display())))?;
     Ok((cert, key, true))
 }
 
@@ -102,6 +108,7 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode(&k), 0o600, "the private key is private");
+            assert_eq!(mode(&c) & 0o022, 0, "the certificate is not writable by others");
             assert_eq!(mode(&dir.path().join("tls")), 0o700);
         }
     }

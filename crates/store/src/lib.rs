@@ -29,7 +29,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
-use strongroom_core::throttle::{Counter, Rule};
+use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 use strongroom_core::vault::value::ValueType;
@@ -139,6 +139,23 @@ pub struct GrantSummary {
     pub user_name: String,
 }
 
+/// What a sign-in needs to know, from one read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoginContext {
+    /// The user of that name and their password hash (PHC string), if any.
+    pub user: Option<(User, String)>,
+    /// Whether the client address has signed in as that name before.
+    pub known_origin: bool,
+}
+
+/// Whose events a reader may see: their own (acting as `identity`), and
+/// those on vault entries on whose owners `user_id` holds Read (inherited).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Viewer {
+    pub identity: String,
+    pub user_id: UserId,
+}
+
 /// Which events to read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventFilter {
@@ -150,6 +167,8 @@ pub struct EventFilter {
     /// Only events with a sequence number above this one.
     pub after_seq: Option<i64>,
     pub limit: u32,
+    /// Only what this reader may see; `None`: everything (a Master Admin, the admin CLI).
+    pub viewer: Option<Viewer>,
 }
 
 /// A vault entry as stored: its data sealed under data key `key_id`.
@@ -256,12 +275,21 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()>;
     /// Revokes a live grant and its tokens. False (and no event) if already revoked or unknown.
     fn revoke_grant(&self, grant_id: GrantId, at: UnixTime, event: Event) -> StoreFuture<'_, bool>;
-    /// The user and their password hash, for a login.
+    /// The user and their password hash.
     fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>>;
-    fn counters(&self, keys: Vec<String>) -> StoreFuture<'_, Vec<Counter>>;
-    /// Counts one failure per key, writes `event` and a lockout event per key it locks; the new counters.
-    fn record_failure(&self, keys: Vec<(String, Rule)>, event: Event) -> StoreFuture<'_, Vec<Counter>>;
-    fn clear_counters(&self, keys: Vec<String>) -> StoreFuture<'_, ()>;
+    /// The user named `name_key` (lower-cased) with their password hash, and whether `addr` has
+    /// signed in as that name before: one read.
+    fn login_context(&self, name_key: String, addr: String) -> StoreFuture<'_, LoginContext>;
+    /// Takes a slot in every counter of `slots` at `now`, before the work they limit: one
+    /// transaction, all or none. Nothing is written unless it answers `Admitted`.
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission>;
+    /// The attempt that took `slots` failed: its slots stay taken, a counter that is full locks
+    /// (with a lockout event each), and `event` is written. Returns how many counters locked.
+    fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize>;
+    /// The attempt that took `slots` succeeded at `now`: its slots are given back (a counter with
+    /// `reset_on_success` is reset), and `origin` (user name, address) is remembered as one that
+    /// signed in. False, and nothing written, if a counter locked meanwhile: the attempt is refused.
+    fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool>;
 }
 
 /// The vault's request path: one context read, then one write that checks
@@ -334,9 +362,21 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()>;
     fn user_by_id(&self, id: UserId) -> StoreFuture<'_, Option<User>>;
     fn list_users(&self) -> StoreFuture<'_, Vec<User>>;
-    /// False if no such user.
-    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool>;
-    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool>;
+    /// Disables or enables user `name`. Disabling revokes every live grant of the user at
+    /// `event.at` and denies the device codes they approved that were not redeemed, so enabling
+    /// the user again revives none of them. `None` if no such user, else the grants revoked.
+    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Replaces user `name`'s password hash; with `end_grants`, revokes their live grants as
+    /// disabling does. `None` if no such user, else the grants revoked.
+    fn set_user_password(&self, name: String, password_hash: String, end_grants: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Revokes every live grant of user `name` at `event.at`. `None` if no such user, else the
+    /// grants revoked (the event is written either way).
+    fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Guessing locks in force at `now`: (user name, lower-cased; until), by name.
+    fn locks(&self, now: UnixTime) -> StoreFuture<'_, Vec<(String, UnixTime)>>;
+    /// Clears every counter limiting guesses against user name `name_key` (lower-cased), with
+    /// `event`; the counters cleared.
+    fn unlock(&self, name_key: String, event: Event) -> StoreFuture<'_, u64>;
     /// `Conflict` if the client id is taken.
     fn create_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, ()>;
     /// Replaces every field but the client id. False if no such integration.
@@ -414,7 +454,8 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     fn events(&self, filter: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>>;
     /// The newest sequence number and hash: what `events verify` checks against.
     fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])>;
-    /// Deletes device codes, grants and tokens that ended before `before`, and idle throttle counters.
+    /// Deletes device codes, grants and tokens that ended before `before`, idle throttle counters,
+    /// and sign-in origins not seen for [`strongroom_core::throttle::ORIGIN_RETENTION_DAYS`] days.
     /// Events are kept. Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
 }
@@ -480,6 +521,15 @@ pub(crate) fn lockout_event(failure: &Event, key: &str) -> Event {
     e.object = key.to_owned();
     e.detail = "too many failures: locked".to_owned();
     e
+}
+
+/// `event` noting how many grants a change of a user ended.
+pub(crate) fn with_grants_ended(mut event: Event, ended: u64) -> Event {
+    if ended > 0 {
+        let note = format!("{ended} grant{} revoked", if ended == 1 { "" } else { "s" });
+        event.detail = if event.detail.is_empty() { note } else { format!("{}; {note}", event.detail) };
+    }
+    event
 }
 
 /// The `vault.deleted` event that goes with an owner removal `event` that

@@ -15,7 +15,6 @@
 
 use std::sync::LazyLock;
 
-use strongroom_core::throttle::USER_PASSWORD_PREFIX;
 use strongroom_core::vault::Rights;
 
 /// One statement in both dialects' parameter syntax.
@@ -63,37 +62,37 @@ pub(crate) const GRANT_COLS: &str = "g.id, g.client_id, g.user_id, g.scope, g.cr
      g.access_issued_at, g.access_validity, g.revoked_at, g.refresh_hash, g.access_hash, g.pair_used, g.rotated_from, g.rotated_at, g.version";
 pub(crate) const GRANT_COL_COUNT: usize = 16;
 
-/// The standing of user `u` on integration `i` (7 columns), for `may_receive`.
-/// Needs `i`, `u` and `th` (the user's password-lockout counter) joined;
+/// Whether user column `user` is allowed on integration `i` (whose client
+/// id column is `client`): everyone is, or the user is on its list.
+fn allowed(client: &str, user: &str) -> String {
+    format!("(i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user}))")
+}
+
+/// The standing of user `u` on integration `i` (6 columns), for
+/// `may_receive`. Needs `i` and `u` joined (see [`standing_joins`]);
 /// `client` and `user` name the columns the integration's user list is
 /// checked with.
 fn standing_cols(client: &str, user: &str) -> String {
     format!(
         "i.client_id IS NOT NULL, i.client_id IS NOT NULL AND i.disabled, i.max_scope, u.id IS NOT NULL, \
-         u.id IS NOT NULL AND u.disabled, \
-         (i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user})), \
-         th.locked_until"
+         u.id IS NOT NULL AND u.disabled, {}",
+        allowed(client, user)
     )
 }
-pub(crate) const STANDING_COL_COUNT: usize = 7;
+pub(crate) const STANDING_COL_COUNT: usize = 6;
 
-/// Joins the integration `i`, user `u` and lockout counter `th` of a client
-/// id and user id column. The counter key is the user's lower-cased name
-/// under [`USER_PASSWORD_PREFIX`], as the login counts it.
+/// Joins the integration `i` and user `u` of a client id and user id column.
 fn standing_joins(client: &str, user: &str) -> String {
-    format!(
-        "LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user} \
-         LEFT JOIN throttle th ON th.key = '{USER_PASSWORD_PREFIX}' || u.name_key"
-    )
+    format!("LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user}")
 }
 
 /// The access context's columns (`GRANT_COL_COUNT` + [`ACCESS_EXTRA_COLS`]):
-/// grant, token times, user name, disabled, master admin, integration
-/// disabled. Over [`ACCESS_JOINS`].
+/// grant, token times, user name, master admin, and the user's standing on
+/// the integration now. Over [`ACCESS_JOINS`].
 pub(crate) fn access_cols() -> String {
-    format!("{GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.disabled, u.master_admin, (i.client_id IS NULL OR i.disabled)")
+    format!("{GRANT_COLS}, t.issued_at, t.expires_at, u.name, u.master_admin, {}", standing_cols("g.client_id", "g.user_id"))
 }
-pub(crate) const ACCESS_EXTRA_COLS: usize = 6;
+pub(crate) const ACCESS_EXTRA_COLS: usize = 4 + STANDING_COL_COUNT;
 
 /// The access token `t`, its grant `g`, user `u` and integration `i`.
 pub(crate) const ACCESS_JOINS: &str = "access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
@@ -170,15 +169,27 @@ shared!(
     REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
 );
 
+/// The grant `g` of user `u` still stands: not revoked, the user enabled,
+/// the integration `i` there, enabled and still admitting the user. (The
+/// grant's scope against the integration's maximum is checked at the
+/// context read: scopes are parsed in Rust, not SQL.)
+fn grant_stands(grant: &str, user: &str) -> String {
+    format!(
+        "FROM grants g JOIN users u ON u.id = g.user_id JOIN integrations i ON i.client_id = g.client_id \
+         WHERE g.id = {grant} AND u.id = {user} AND g.revoked_at IS NULL AND NOT u.disabled AND NOT i.disabled AND {}",
+        allowed("g.client_id", "u.id")
+    )
+}
+
 /// Whether user `?U` may still write through grant `?G` where `rule` (an SQL
-/// condition on the right row `r`) holds: the grant is not revoked, the user
-/// exists and is enabled, and is a Master Admin or holds Write on a matching
-/// folder or one above it.
+/// condition on the right row `r`) holds: the grant stands ([`grant_stands`]),
+/// and the user is a Master Admin or holds Write on a matching folder or one
+/// above it.
 fn may_write(grant: &str, user: &str, folder_rule: &str) -> String {
     format!(
-        "EXISTS (SELECT 1 FROM grants g JOIN users u ON u.id = g.user_id \
-         WHERE g.id = {grant} AND u.id = {user} AND g.revoked_at IS NULL AND NOT u.disabled \
+        "EXISTS (SELECT 1 {} \
          AND (u.master_admin OR EXISTS (SELECT 1 FROM folder_rights r WHERE r.user_id = u.id AND (r.rights & {write}) <> 0 AND {folder_rule})))",
+        grant_stands(grant, user),
         write = Rights::WRITE.bits()
     )
 }
@@ -205,9 +216,77 @@ shared!(
 );
 
 shared!(
-    /// Is user `?2` (grant `?1`) still a Master Admin with a live grant.
-    IS_MASTER_ADMIN = "SELECT EXISTS (SELECT 1 FROM grants g JOIN users u ON u.id = g.user_id \
-                       WHERE g.id = ?1 AND u.id = ?2 AND g.revoked_at IS NULL AND NOT u.disabled AND u.master_admin)"
+    /// Is user `?2` (grant `?1`) still a Master Admin with a grant that stands.
+    IS_MASTER_ADMIN = format!("SELECT EXISTS (SELECT 1 {} AND u.master_admin)", grant_stands("?1", "?2"))
+);
+
+/// The events a reader may see, as a condition on `events`: all when
+/// `identity` (a parameter) is NULL; else those they acted in, and those on
+/// vault entries (`vault.*` events name the VaultID in `object`, which
+/// `object_id` reads as an integer in the dialect's safe way) on an owner of
+/// which user `user` holds Read, granted there or above.
+pub(crate) fn visible_to(identity: &str, user: &str, object_id: &str) -> String {
+    format!(
+        "({identity} IS NULL OR events.identity = {identity} OR (events.kind LIKE 'vault.%' AND EXISTS (\
+         SELECT 1 FROM vault_owners o JOIN folder_rights r ON r.user_id = {user} AND (r.rights & {read}) <> 0 AND {} \
+         WHERE o.vault_id = {object_id})))",
+        covers("o.owner_key"),
+        read = Rights::READ.bits()
+    )
+}
+
+shared!(
+    /// `?1` user name (lower-cased), `?2` client address → the user's columns
+    /// and password hash (all NULL if no such user), and whether the address
+    /// has signed in as that name before. Always one row.
+    LOGIN_CONTEXT = "SELECT u.id, u.name, u.disabled, u.master_admin, u.created_at, u.password_hash, \
+                     EXISTS (SELECT 1 FROM sign_in_origins s WHERE s.name_key = ?1 AND s.addr = ?2) \
+                     FROM (SELECT 1 AS one) x LEFT JOIN users u ON u.name_key = ?1"
+);
+
+shared!(
+    /// Counter `?1`: failures, window start, locked until.
+    COUNTER = "SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1"
+);
+
+shared!(
+    /// Writes counter `?1` (`?2` failures, `?3` window start, `?4` locked until, `?5` subject).
+    PUT_COUNTER = "INSERT INTO throttle (key, failures, window_start, locked_until, subject) VALUES (?1, ?2, ?3, ?4, ?5) \
+                   ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start, \
+                   locked_until = excluded.locked_until, subject = excluded.subject"
+);
+
+shared!(
+    /// Address `?2` signed in as user name `?1` at `?3`.
+    REMEMBER_ORIGIN = "INSERT INTO sign_in_origins (name_key, addr, last_success) VALUES (?1, ?2, ?3) \
+                       ON CONFLICT (name_key, addr) DO UPDATE SET last_success = excluded.last_success"
+);
+
+shared!(
+    /// Guessing locks in force at `?1`: (user name, until), by name.
+    LOCKS = "SELECT subject, max(locked_until) FROM throttle WHERE subject IS NOT NULL AND locked_until > ?1 \
+             GROUP BY subject ORDER BY subject"
+);
+
+shared!(
+    /// Clears every counter limiting guesses against user name `?1`.
+    UNLOCK = "DELETE FROM throttle WHERE subject = ?1"
+);
+
+shared!(
+    /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
+    /// ([`DELETE_USER_ACCESS`]).
+    REVOKE_USER_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE user_id = ?2 AND revoked_at IS NULL"
+);
+
+shared!(
+    /// The access tokens of user `?1`'s grants.
+    DELETE_USER_ACCESS = "DELETE FROM access_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = ?1)"
+);
+
+shared!(
+    /// Device codes user `?1` approved that were not redeemed become denied.
+    DENY_USER_APPROVALS = "UPDATE device_codes SET state = 'denied', version = version + 1 WHERE user_id = ?1 AND state = 'approved'"
 );
 
 shared!(

@@ -137,7 +137,12 @@ pub const TABLES: &[Table] = &[
     },
     Table { name: "access_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("expires_at", Int)], key: 1 },
     Table { name: "refresh_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("spent_at", Int)], key: 1 },
-    Table { name: "throttle", columns: &[("key", Text), ("failures", Int), ("window_start", Int), ("locked_until", Int)], key: 1 },
+    Table {
+        name: "throttle",
+        columns: &[("key", Text), ("failures", Int), ("window_start", Int), ("locked_until", Int), ("subject", Text)],
+        key: 1,
+    },
+    Table { name: "sign_in_origins", columns: &[("name_key", Text), ("addr", Text), ("last_success", Int)], key: 2 },
     Table {
         name: "events",
         columns: &[

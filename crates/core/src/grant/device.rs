@@ -233,7 +233,6 @@ mod tests {
             user_found: true,
             user_disabled: false,
             user_allowed: true,
-            locked_until: None,
         };
         let ctx =
             DeviceContext { device: d, device_flow_enabled: true, overrides: TokenOverrides::default(), standing, grant: Some(g.clone()) };

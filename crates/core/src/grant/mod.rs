@@ -148,8 +148,6 @@ pub struct Standing {
     pub user_disabled: bool,
     /// The integration admits this user (everyone, or the user is listed).
     pub user_allowed: bool,
-    /// The user's password lockout, if one was ever set.
-    pub locked_until: Option<UnixTime>,
 }
 
 /// Why a user may not receive tokens now. Nothing is burned by a refusal.
@@ -159,24 +157,27 @@ pub enum IssueRefused {
     IntegrationDisabled,
     #[error("the user no longer exists")]
     UserGone,
-    #[error("the user's account is disabled or locked")]
-    UserDisabledOrLocked,
+    #[error("the user's account is disabled")]
+    UserDisabled,
     #[error("the user is not allowed to use this API integration")]
     UserNotAllowed,
     #[error("the scope exceeds the scope of the API integration")]
     ScopeTooWide,
 }
 
-/// Checked at every issue, refresh and retry included: a user disabled or
-/// locked out, removed from the integration, or a scope no longer within the
-/// integration's maximum, gets nothing.
-pub fn may_receive(s: &Standing, scope: &Scope, now: UnixTime) -> Result<(), IssueRefused> {
+/// Checked at every issue, refresh and retry, and at every use of an access
+/// token: a user disabled, removed from the integration, or a scope no
+/// longer within the integration's maximum, gets nothing, and a grant in
+/// that state is not honoured. A password lockout is not part of it: it
+/// limits guessing, and a refresh or a token's use involves no password
+/// (SECURITY.md).
+pub fn may_receive(s: &Standing, scope: &Scope) -> Result<(), IssueRefused> {
     if !s.integration_found || s.integration_disabled {
         Err(IssueRefused::IntegrationDisabled)
     } else if !s.user_found {
         Err(IssueRefused::UserGone)
-    } else if s.user_disabled || s.locked_until.is_some_and(|t| now < t) {
-        Err(IssueRefused::UserDisabledOrLocked)
+    } else if s.user_disabled {
+        Err(IssueRefused::UserDisabled)
     } else if !s.user_allowed {
         Err(IssueRefused::UserNotAllowed)
     } else if !scope.is_subset_of(&s.max_scope) {
@@ -226,9 +227,10 @@ pub struct AccessContext {
     pub token_issued_at: UnixTime,
     pub token_expires: UnixTime,
     pub user_name: String,
-    pub user_disabled: bool,
     pub master_admin: bool,
-    pub integration_disabled: bool,
+    /// The user's standing on the grant's integration now: read with the
+    /// token, so a change of the integration or the user counts at once.
+    pub standing: Standing,
 }
 
 /// Why a bearer token is refused. All of them are a 401 on the wire; the
@@ -239,10 +241,10 @@ pub enum AccessRefused {
     Expired,
     #[error("grant revoked")]
     Revoked,
-    #[error("user disabled")]
-    UserDisabled,
-    #[error("integration disabled")]
-    IntegrationDisabled,
+    /// The grant no longer stands: the user or the integration changed
+    /// since it was issued (see [`may_receive`]).
+    #[error("{0}")]
+    NoLongerAllowed(IssueRefused),
 }
 
 impl AccessContext {
@@ -258,12 +260,8 @@ impl AccessContext {
             Err(AccessRefused::Revoked)
         } else if now >= self.token_expires || now >= self.grant.refresh_until {
             Err(AccessRefused::Expired)
-        } else if self.user_disabled {
-            Err(AccessRefused::UserDisabled)
-        } else if self.integration_disabled {
-            Err(AccessRefused::IntegrationDisabled)
         } else {
-            Ok(())
+            may_receive(&self.standing, &self.grant.scope).map_err(AccessRefused::NoLongerAllowed)
         }
     }
 }
@@ -284,7 +282,6 @@ pub(crate) mod testing {
             user_found: true,
             user_disabled: false,
             user_allowed: true,
-            locked_until: None,
         }
     }
 
@@ -348,9 +345,8 @@ mod tests {
             token_issued_at: now,
             token_expires: now.plus_secs(60),
             user_name: "u".into(),
-            user_disabled: false,
             master_admin: false,
-            integration_disabled: false,
+            standing: standing(),
         };
         assert_eq!(ctx.check(now), Ok(()));
         assert!(!ctx.first_use_of_pair());
@@ -359,32 +355,38 @@ mod tests {
         ctx.grant.pair.used = true;
         assert!(!ctx.first_use_of_pair());
         assert_eq!(ctx.check(now.plus_secs(60)), Err(AccessRefused::Expired));
-        ctx.user_disabled = true;
-        assert_eq!(ctx.check(now), Err(AccessRefused::UserDisabled));
+        let mut live = ctx.clone();
+        live.grant.pair.used = false;
+        live.standing.user_disabled = true;
+        assert_eq!(live.check(now), Err(AccessRefused::NoLongerAllowed(IssueRefused::UserDisabled)));
+        live.standing.user_disabled = false;
+        live.standing.user_allowed = false;
+        assert_eq!(live.check(now), Err(AccessRefused::NoLongerAllowed(IssueRefused::UserNotAllowed)), "taken off the allow-list");
+        live.standing.user_allowed = true;
+        live.standing.max_scope = Scope::default();
+        assert_eq!(live.check(now), Err(AccessRefused::NoLongerAllowed(IssueRefused::ScopeTooWide)), "maximum scope reduced");
+        live.standing = standing();
+        live.standing.integration_disabled = true;
+        assert_eq!(live.check(now), Err(AccessRefused::NoLongerAllowed(IssueRefused::IntegrationDisabled)));
+        ctx.standing.user_disabled = true;
         ctx.grant.revoked_at = Some(now);
         assert_eq!(ctx.check(now), Err(AccessRefused::Revoked));
     }
 
     #[test]
     fn who_may_receive_tokens() {
-        let now = UnixTime::from_secs(1000);
         let scope = Scope::parse("restricted").unwrap();
-        assert_eq!(may_receive(&standing(), &scope, now), Ok(()));
+        assert_eq!(may_receive(&standing(), &scope), Ok(()));
         let refused = |f: fn(&mut Standing)| {
             let mut s = standing();
             f(&mut s);
-            may_receive(&s, &scope, now).unwrap_err()
+            may_receive(&s, &scope).unwrap_err()
         };
         assert_eq!(refused(|s| s.integration_found = false), IssueRefused::IntegrationDisabled);
         assert_eq!(refused(|s| s.integration_disabled = true), IssueRefused::IntegrationDisabled);
         assert_eq!(refused(|s| s.user_found = false), IssueRefused::UserGone);
-        assert_eq!(refused(|s| s.user_disabled = true), IssueRefused::UserDisabledOrLocked);
-        assert_eq!(refused(|s| s.locked_until = Some(UnixTime::from_secs(1001))), IssueRefused::UserDisabledOrLocked);
+        assert_eq!(refused(|s| s.user_disabled = true), IssueRefused::UserDisabled);
         assert_eq!(refused(|s| s.user_allowed = false), IssueRefused::UserNotAllowed);
         assert_eq!(refused(|s| s.max_scope = Scope::parse("certificate").unwrap()), IssueRefused::ScopeTooWide);
-        // A lockout that has ended no longer counts.
-        let mut s = standing();
-        s.locked_until = Some(now);
-        assert_eq!(may_receive(&s, &scope, now), Ok(()));
     }
 }

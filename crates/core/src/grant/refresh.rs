@@ -88,7 +88,7 @@ impl RefreshContext {
         } else {
             return Refresh::Reuse;
         };
-        match may_receive(&self.standing, &g.scope, now) {
+        match may_receive(&self.standing, &g.scope) {
             Ok(()) => decision,
             Err(why) => Refresh::Reject(RefreshRejected::Refused(why)),
         }
@@ -185,9 +185,9 @@ mod tests {
         let clock = ManualClock::new(UnixTime::from_secs(5000));
         let mut ctx = rotated_at(clock.now());
         ctx.standing.user_disabled = true;
-        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabledOrLocked)));
+        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
         ctx.presented = B;
-        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabledOrLocked)));
+        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
         // A spent token still revokes, whatever the user's standing.
         ctx.presented = C;
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse);

@@ -5,6 +5,7 @@ pub mod client_addr;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
 pub mod openapi;
 mod page;
 pub(crate) mod respond;
@@ -63,6 +64,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/device/style.css", get(page::style)),
         ("/vedsdk", get(vedsdk::ping)),
         ("/vedsdk/systemstatus/version", get(vedsdk::version)),
+        ("/vedsdk/identity/self", get(identity::self_)),
         ("/vedsdk/secretstore/add", post(secretstore::add)),
         ("/vedsdk/secretstore/retrieve", post(secretstore::retrieve)),
         ("/vedsdk/secretstore/associate", post(secretstore::associate)),
@@ -79,9 +81,10 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
         ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
         ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
+        ("/vedsdk/secretstore/availablenamespaces", get(secretstore::available_namespaces)),
         ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
         ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
-        ("/vedsdk/log", get(secretstore::log)),
+        ("/vedsdk/log", get(secretstore::log).post(identity::write_log)),
     ]
 }
 
@@ -103,6 +106,11 @@ pub fn app(state: AppState, limits: Limits) -> Router {
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, limits.request_timeout))
         .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        // Browsers reach us over HTTPS: they keep to it for a year (RFC 6797).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::STRICT_TRANSPORT_SECURITY,
+            state.secure_cookies.then(|| HeaderValue::from_static("max-age=31536000")),
+        ))
         .layer(SetResponseHeaderLayer::overriding(
             header::SERVER,
             HeaderValue::from_static(concat!("strongroom/", env!("CARGO_PKG_VERSION"))),
@@ -162,14 +170,18 @@ fn x_request_id() -> HeaderName {
 /// Longest inbound `X-Request-Id` kept.
 const MAX_REQUEST_ID: usize = 64;
 
-/// Whether an inbound request id is kept: 1 to 64 visible ASCII characters.
+/// Whether an inbound request id is kept: 1 to 64 letters, digits and
+/// `-_.:/+=@` (UUIDs, trace ids, base64). Nothing that quotes, escapes or
+/// nests (`"`, `\`, `{`, `}`, spaces…), so a log line stays one unambiguous
+/// logfmt record and JSON string.
 fn acceptable_request_id(v: &HeaderValue) -> bool {
     let b = v.as_bytes();
-    (1..=MAX_REQUEST_ID).contains(&b.len()) && b.iter().all(|c| c.is_ascii_graphic())
+    (1..=MAX_REQUEST_ID).contains(&b.len()) && b.iter().all(|c| c.is_ascii_alphanumeric() || b"-_.:/+=@".contains(c))
 }
 
 /// Drops an inbound `X-Request-Id` that is too long, empty, repeated, or
-/// holds anything but visible ASCII; [`SetRequestIdLayer`] then makes one.
+/// holds anything else than [`acceptable_request_id`] allows;
+/// [`SetRequestIdLayer`] then makes one.
 async fn bound_request_id(mut req: Request) -> Request {
     let h = req.headers().get_all(x_request_id());
     let mut values = h.iter();
@@ -309,5 +321,16 @@ mod tests {
         }
         let distinct: std::collections::BTreeSet<_> = paths.iter().collect();
         assert_eq!(distinct.len(), paths.len());
+    }
+
+    #[test]
+    fn inbound_request_ids_keep_log_lines_unambiguous() {
+        let ok = |s: &str| acceptable_request_id(&HeaderValue::from_str(s).unwrap());
+        for good in ["0b8f7f8e-1111-4222-8333-444455556666", "Root=1-67891233-abcdef012345678912345678", "abc_DEF.1:2/3+4=@"] {
+            assert!(ok(good), "{good}");
+        }
+        for bad in ["", "a b", "x\"y", "{\"a\":1}", "a\\b", "k=v,w", "a;b", &"a".repeat(65)] {
+            assert!(!ok(bad), "{bad:?}");
+        }
     }
 }

@@ -20,9 +20,10 @@ use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
-    ErrorOnly, LogResponse, LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest,
-    MutateRequest, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
-    TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+    ErrorOnly, IdentitiesResponse, IdentityEntry, LogRequest, LogResponse, LogResultResponse, LookupAssociationRequest,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValueResponse,
+    VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -58,6 +59,8 @@ pub(crate) const BEARER: &str = "bearer";
         super::page::style,
         super::vedsdk::ping,
         super::vedsdk::version,
+        super::identity::self_,
+        super::identity::write_log,
         super::secretstore::add,
         super::secretstore::retrieve,
         super::secretstore::associate,
@@ -74,6 +77,7 @@ pub(crate) const BEARER: &str = "bearer";
         super::secretstore::mutate,
         super::secretstore::lookup,
         super::secretstore::encryption_keys_in_use,
+        super::secretstore::available_namespaces,
         super::secretstore::log,
         super::secretstore::rotate_key,
         super::secretstore::default_key,
@@ -114,6 +118,11 @@ pub(crate) const BEARER: &str = "bearer";
             EncryptionKeysResponse,
             DefaultKeyResponse,
             LogResponse,
+            NamespacesResponse,
+            IdentityEntry,
+            IdentitiesResponse,
+            LogRequest,
+            LogResultResponse,
         ),
         responses(AuthRefused, AuthTooLarge, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
     ),
@@ -378,7 +387,9 @@ mod tests {
                     ["/vedauth/Authorize/Device", "/vedauth/Authorize/Token", "/vedauth/Authorize/OAuth"].contains(&path.as_str());
                 let bearer = op.get("security").is_some();
                 if token_endpoint {
-                    assert!(!has("503") && has("400"), "{method} {path}: internal errors are 400 invalid_request");
+                    assert!(has("400"), "{method} {path}: internal errors are 400 invalid_request");
+                    // Only the password grant answers 503: too many sign-ins at once (the guessing limits' slots).
+                    assert_eq!(has("503"), path == "/vedauth/Authorize/OAuth", "{method} {path}");
                 }
                 if bearer || path == "/vedauth/device" && method == "post" || path == "/vedauth/device/decision" {
                     assert!(has("503"), "{method} {path} answers 503 when the store fails");

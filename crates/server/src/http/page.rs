@@ -8,9 +8,14 @@
 //!    and the requested scope in plain words, with Approve and Deny;
 //! 3. `POST /vedauth/device/decision`: records the answer.
 //!
-//! Anti-forgery: a random token in a `SameSite=Strict`, `HttpOnly` cookie must
-//! equal the form's hidden field, and a present `Origin` header must match
-//! the `Host`. The consent ticket of step 2 is signed and bound to that token.
+//! Anti-forgery: a token in a `SameSite=Strict`, `HttpOnly` cookie must equal
+//! the form's hidden field. The token is random and signed by the server,
+//! which adopts no token it did not issue (no cookie fixation); over HTTPS
+//! the cookie is `__Host-` prefixed (`Secure`, `Path=/`, no `Domain`), so no
+//! other origin, not even a sibling subdomain or plain HTTP, can plant one.
+//! A post's `Origin` (or, without one, its `Referer`) must be this server:
+//! scheme, host and port. The consent ticket of step 2 is signed and bound
+//! to that token.
 
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -31,7 +36,10 @@ use crate::service::Origin;
 use crate::service::device::{self, PageError};
 use crate::state::AppState;
 
-const COOKIE: &str = "sr_csrf";
+/// The anti-forgery cookie over HTTPS, and over plain HTTP (development and
+/// tests, where browsers refuse `__Host-` cookies, which must be `Secure`).
+const COOKIE_SECURE: &str = "__Host-sr_csrf";
+const COOKIE_PLAIN: &str = "sr_csrf";
 
 const STYLE: &str = "\
 body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1d2330;margin:0}\
@@ -94,23 +102,71 @@ fn message(title: &str, text: &str) -> Markup {
     layout(title, html! { p { (text) } })
 }
 
-/// The cookie's value if it looks like one of ours.
-fn cookie_csrf(headers: &HeaderMap) -> Option<String> {
+fn cookie_name(app: &AppState) -> &'static str {
+    if app.secure_cookies { COOKIE_SECURE } else { COOKIE_PLAIN }
+}
+
+/// The MAC of an anti-forgery token's random part.
+fn csrf_mac(app: &AppState, nonce: &str) -> String {
+    let mac = strongroom_core::mac::hmac_sha256_of(&app.keys.page, &[b"strongroom/csrf-token/v1", &[0], nonce.as_bytes()]);
+    URL_SAFE_NO_PAD.encode(&mac[..16])
+}
+
+/// A new anti-forgery token: 32 random bytes and the server's MAC of them.
+fn new_csrf(app: &AppState) -> String {
+    let nonce = URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng));
+    let mac = csrf_mac(app, &nonce);
+    format!("{nonce}.{mac}")
+}
+
+/// The cookie's token, if this server issued it.
+fn cookie_csrf(app: &AppState, headers: &HeaderMap) -> Option<String> {
+    let name = cookie_name(app);
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
-        (k == COOKIE && v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')).then(|| v.to_owned())
+        let (nonce, mac) = v.split_once('.')?;
+        let shaped = nonce.len() == 43 && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        (k == name && shaped && bool::from(mac.as_bytes().ct_eq(csrf_mac(app, nonce).as_bytes()))).then(|| v.to_owned())
     })
 }
 
 fn with_cookie(app: &AppState, page: Page, csrf: &str) -> Response {
     let mut r = page.into_response();
-    let secure = if app.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={csrf}; Path=/vedauth/device; HttpOnly; SameSite=Strict{secure}");
+    let cookie = if app.secure_cookies {
+        format!("{COOKIE_SECURE}={csrf}; Path=/; Secure; HttpOnly; SameSite=Strict")
+    } else {
+        format!("{COOKIE_PLAIN}={csrf}; Path=/vedauth/device; HttpOnly; SameSite=Strict")
+    };
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// `scheme://host[:port]` of a URL, in lower case (`None` if it has no scheme).
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    (!scheme.is_empty() && !host.is_empty()).then(|| format!("{scheme}://{host}").to_ascii_lowercase())
+}
+
+/// Whether a post comes from this server's own pages: its `Origin`, or
+/// without one its `Referer`, names this server: the configured
+/// `public_url`, or the `Host` it was sent to under the scheme it arrived
+/// on. A post with neither header (no browser sends such a post from
+/// another site) is left to the cookie check.
+fn same_origin(app: &AppState, headers: &HeaderMap) -> bool {
+    let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
+        (Some(o), _) => o.to_str().ok().and_then(origin_of),
+        (None, Some(r)) => r.to_str().ok().and_then(origin_of),
+        (None, None) => return true,
+    };
+    let Some(claimed) = claimed else { return false };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let scheme = if app.tls_here { "https" } else { "http" };
+    let here = format!("{scheme}://{host}").to_ascii_lowercase();
+    (!host.is_empty() && claimed == here) || origin_of(&app.public_url).is_some_and(|p| p == claimed)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -130,7 +186,7 @@ pub(crate) struct ShowQuery {
     responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
 )]
 pub(crate) async fn show(State(app): State<AppState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
-    let csrf = cookie_csrf(&headers).unwrap_or_else(|| URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng)));
+    let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
     let code: String = q.user_code.unwrap_or_default().chars().take(32).collect();
     with_cookie(&app, Page::Ok(sign_in_form(&csrf, &code, "", None)), &csrf)
 }
@@ -173,17 +229,13 @@ impl Posted for DecisionForm {
 
 /// Parses a form posted by our own page, after the anti-forgery checks.
 /// Returns the form and the browser's anti-forgery token.
-async fn posted<T: Posted>(req: Request) -> Result<(T, String), PageError> {
+async fn posted<T: Posted>(app: &AppState, req: Request) -> Result<(T, String), PageError> {
     let headers = req.headers();
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-        let origin_host = origin.to_str().unwrap_or("null").split_once("://").map_or("", |(_, h)| h);
-        if origin_host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
-            tracing::info!(origin = ?origin, host, "approval page: Origin does not match Host");
-            return Err(PageError::BadForm);
-        }
+    if !same_origin(app, headers) {
+        tracing::info!(origin = ?headers.get(header::ORIGIN), referer_sent = headers.contains_key(header::REFERER), "approval page: a post from another origin");
+        return Err(PageError::BadForm);
     }
-    let Some(cookie) = cookie_csrf(headers) else {
+    let Some(cookie) = cookie_csrf(app, headers) else {
         tracing::info!("approval page: no anti-forgery cookie");
         return Err(PageError::BadForm);
     };
@@ -215,7 +267,7 @@ async fn posted<T: Posted>(req: Request) -> Result<(T, String), PageError> {
     ),
 )]
 pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
-    let (form, csrf) = match posted::<SignInForm>(req).await {
+    let (form, csrf) = match posted::<SignInForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
     };
@@ -267,7 +319,7 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     ),
 )]
 pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
-    let (form, csrf) = match posted::<DecisionForm>(req).await {
+    let (form, csrf) = match posted::<DecisionForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
     };

@@ -36,6 +36,7 @@ impl IntoResponse for AuthError {
         let status = match &self {
             AuthError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             AuthError::TooManyStarts => StatusCode::TOO_MANY_REQUESTS,
+            AuthError::TemporarilyUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             // The seed: every Authorize/Token failure is HTTP 400, and so are
             // internal errors (invalid_request with a generic text).
             AuthError::Internal(detail) => {
@@ -54,7 +55,11 @@ impl IntoResponse for AuthError {
         if !matches!(self, AuthError::AuthorizationPending | AuthError::SlowDown) {
             tracing::info!(error = self.code(), description = self.description(), "token request refused");
         }
-        json(status, &ErrorResponse { error: self.code().to_owned(), error_description: Some(self.description().to_owned()) })
+        let mut r = json(status, &ErrorResponse { error: self.code().to_owned(), error_description: Some(self.description().to_owned()) });
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        r
     }
 }
 
@@ -121,7 +126,7 @@ impl IntoResponse for Page {
             Page::Problem(e, m) => {
                 let status = match &e {
                     PageError::WrongLogin => StatusCode::UNAUTHORIZED,
-                    PageError::Locked | PageError::CodeLocked => StatusCode::TOO_MANY_REQUESTS,
+                    PageError::Locked | PageError::CodeLocked | PageError::Busy => StatusCode::TOO_MANY_REQUESTS,
                     PageError::UnknownCode | PageError::Expired => StatusCode::NOT_FOUND,
                     PageError::NotAllowed => StatusCode::FORBIDDEN,
                     PageError::AlreadyDecided => StatusCode::CONFLICT,

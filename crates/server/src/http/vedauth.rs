@@ -94,11 +94,13 @@ pub(crate) async fn token(
     post,
     path = "/vedauth/Authorize/OAuth",
     tag = "vedauth",
-    description = "The password grant, for integrations that allow it. Every failure is HTTP 400.",
+    description = "The password grant, for integrations that allow it. Every refusal is HTTP 400; more sign-ins of one user from one \
+        address at the same moment than its guessing limit has slots (5) get 503 `temporarily_unavailable` with `Retry-After`.",
     request_body(content((OAuthRequest = "application/json"), (OAuthRequest = "application/x-www-form-urlencoded"))),
     responses(
         (status = 200, description = "A new grant's token pair.", body = TokenResponse),
         (status = 400, response = AuthRefused),
+        (status = 503, description = "`temporarily_unavailable`: too many sign-ins at this moment; try again after `Retry-After` seconds.", body = ErrorResponse),
         (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
     ),

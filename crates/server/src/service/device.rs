@@ -12,7 +12,7 @@ use strongroom_core::grant::device::{Decide, DeviceAuthorization, DeviceState};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
-use strongroom_core::throttle::Rule;
+use strongroom_core::throttle::{self, Admission, Rule};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKind, display_user_code, mint_device_code, mint_user_code, normalize_user_code};
 use strongroom_proto::vedauth::DeviceRequest;
@@ -92,6 +92,8 @@ pub enum PageError {
     UnknownCode,
     #[error("Too many wrong codes. Try again later.")]
     CodeLocked,
+    #[error("Too many sign-ins at this moment. Try again in a few seconds.")]
+    Busy,
     #[error("Your account may not use this application.")]
     NotAllowed,
     #[error("This request has already been answered.")]
@@ -127,10 +129,6 @@ pub struct Consent {
 /// Minutes a consent ticket stays valid.
 const TICKET_SECS: i64 = 300;
 
-fn code_keys(user: &UserId, origin: &Origin) -> (String, String) {
-    (format!("code:user:{user}"), format!("code:addr:{}", origin.addr))
-}
-
 /// Step one: check the password and the user code, and show the request.
 pub async fn sign_in(
     app: &AppState,
@@ -144,13 +142,18 @@ pub async fn sign_in(
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),
+        Err(LoginError::Busy) => return Err(PageError::Busy),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
-    let (user_key, addr_key) = code_keys(&user.id, origin);
-    let now = app.now();
-    if app.store.counters(vec![user_key.clone(), addr_key.clone()]).await?.iter().any(|c| c.is_locked(now)) {
-        return Err(PageError::CodeLocked);
+    // The code is compared only after the attempt took its slots: parallel
+    // guesses cannot outrun the count.
+    let slots = throttle::code_slots(user.id.as_str(), &user.name.to_lowercase(), &origin.addr);
+    match app.store.begin_attempt(slots.clone(), app.now()).await? {
+        Admission::Admitted => {}
+        Admission::Locked => return Err(PageError::CodeLocked),
+        Admission::Busy => return Err(PageError::Busy),
     }
+    let now = app.now();
     let found = match normalize_user_code(user_code_input) {
         Some(code) => app.store.device_by_user_code(app.keys.token.hash(TokenKind::UserCode, &code)).await?.map(|d| (d, code)),
         None => None,
@@ -160,13 +163,14 @@ pub async fn sign_in(
             .event(EventKind::UserCodeFailed, origin)
             .identity(user.id.identity())
             .detail("user code not recognised, expired or already answered");
-        let counters =
-            app.store.record_failure(vec![(user_key, Rule::USER_CODE_GUESS), (addr_key, Rule::ADDRESS_CODE_GUESS)], event).await?;
-        // No key was locked before (checked above): every locked one is a new lockout.
-        let locked = counters.iter().filter(|c| c.is_locked(now)).count();
-        app.metrics.lockouts(locked);
-        return Err(if locked > 0 { PageError::CodeLocked } else { PageError::UnknownCode });
+        // The failure that locks was checked like the others: it is answered
+        // as unknown; the attempts after it are refused unchecked.
+        app.metrics.lockouts(app.store.attempt_failed(slots, event).await?);
+        return Err(PageError::UnknownCode);
     };
+    if !app.store.attempt_succeeded(slots, None, app.now()).await? {
+        return Err(PageError::CodeLocked);
+    }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;
     if integration.disabled || !integration.allowed_users.permits(&user.id) {
         return Err(PageError::NotAllowed);
@@ -195,8 +199,8 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
     let now = app.now();
     let (user_id, code_hash) = verify_ticket(&app.keys.page, ticket, csrf, now).ok_or(PageError::BadForm)?;
     let user = app.store.user_by_id(user_id.clone()).await?.ok_or(PageError::BadForm)?;
-    if user.disabled || login::is_locked(app, &user.name).await? {
-        return Err(PageError::Locked);
+    if user.disabled {
+        return Err(PageError::NotAllowed);
     }
     let device = app.store.device_context(code_hash).await?.ok_or(PageError::Expired)?.device;
     match device.decide(now) {

@@ -6,6 +6,7 @@
 pub mod bearer;
 pub mod device;
 pub mod keyring;
+pub mod log;
 pub mod login;
 pub mod token;
 pub mod vault;
@@ -55,6 +56,10 @@ pub enum AuthError {
     /// Too many device authorizations started from one address.
     #[error("too many device authorizations")]
     TooManyStarts,
+    /// A passing condition: try again in a moment (RFC 6749 §4.1.2.1
+    /// `temporarily_unavailable`).
+    #[error("temporarily_unavailable: {0}")]
+    TemporarilyUnavailable(&'static str),
     /// Logged with the request id; the client sees a generic text.
     #[error("internal error: {0}")]
     Internal(String),
@@ -70,6 +75,7 @@ impl AuthError {
             AuthError::UnauthorizedClient(_) => "unauthorized_client",
             AuthError::AuthorizationPending => "authorization_pending",
             AuthError::SlowDown | AuthError::TooManyStarts => "slow_down",
+            AuthError::TemporarilyUnavailable(_) => "temporarily_unavailable",
             AuthError::AccessDenied => "access_denied",
         }
     }
@@ -80,7 +86,8 @@ impl AuthError {
             | AuthError::InvalidClient(d)
             | AuthError::InvalidGrant(d)
             | AuthError::InvalidScope(d)
-            | AuthError::UnauthorizedClient(d) => d,
+            | AuthError::UnauthorizedClient(d)
+            | AuthError::TemporarilyUnavailable(d) => d,
             AuthError::AuthorizationPending => "The user has not yet approved or denied the request in the browser.",
             AuthError::SlowDown => "Polling too fast: wait the interval, now five seconds longer, between polls.",
             AuthError::AccessDenied => "The user denied the request.",

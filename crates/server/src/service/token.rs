@@ -59,7 +59,7 @@ fn refused(why: IssueRefused) -> AuthError {
     match why {
         IssueRefused::IntegrationDisabled => AuthError::InvalidClient("The API integration is disabled."),
         IssueRefused::UserGone => AuthError::InvalidGrant("The user no longer exists."),
-        IssueRefused::UserDisabledOrLocked => AuthError::InvalidGrant("The user's account is disabled or locked."),
+        IssueRefused::UserDisabled => AuthError::InvalidGrant("The user's account is disabled."),
         IssueRefused::UserNotAllowed => AuthError::UnauthorizedClient("The user is not allowed to use this API integration."),
         IssueRefused::ScopeTooWide => AuthError::InvalidScope("The scope exceeds the scope of the API integration."),
     }
@@ -88,18 +88,24 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
         match device.poll(client_id, now) {
             Poll::WrongClient | Poll::Expired => return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID)),
             Poll::Denied => return Err(AuthError::AccessDenied),
+            // The poll is answered only once it is recorded: a poll that
+            // lost its conditional write to a simultaneous one reads again,
+            // and finds itself too fast. Parallel polls cannot all pass as
+            // paced.
             Poll::Pending { record } => {
-                tracing::trace!(client_id, "device code pending");
-                app.store.record_poll(code_hash, device.version, record).await?;
-                return Err(AuthError::AuthorizationPending);
+                if app.store.record_poll(code_hash, device.version, record).await? {
+                    tracing::trace!(client_id, "device code pending");
+                    return Err(AuthError::AuthorizationPending);
+                }
             }
             Poll::SlowDown { record } => {
-                app.store.record_poll(code_hash, device.version, record).await?;
-                return Err(AuthError::SlowDown);
+                if app.store.record_poll(code_hash, device.version, record).await? {
+                    return Err(AuthError::SlowDown);
+                }
             }
             Poll::Redeemed => match &ctx.grant {
                 Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
-                    may_receive(&ctx.standing, &grant.scope, now).map_err(refused)?;
+                    may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
                     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
                     let change = PairChange::replacing(&grant.pair, &tokens);
                     let event = app
@@ -126,7 +132,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
                 }
             },
             Poll::Issue { user_id } => {
-                may_receive(&ctx.standing, &device.scope, now).map_err(refused)?;
+                may_receive(&ctx.standing, &device.scope).map_err(refused)?;
                 let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
                 let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
                 grant.pair = Pair::first(&tokens);
@@ -224,10 +230,13 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(AuthError::InvalidGrant("Username or password is invalid.")),
         Err(LoginError::Locked) => return Err(AuthError::InvalidGrant("Too many failed attempts; try again later.")),
+        Err(LoginError::Busy) => {
+            return Err(AuthError::TemporarilyUnavailable("Too many sign-ins of this user from this address at this moment; try again."));
+        }
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();
-    // `authenticate` refused a locked or disabled account already.
+    // `authenticate` refused a disabled account already.
     let standing = Standing {
         integration_found: true,
         integration_disabled: integration.disabled,
@@ -235,9 +244,8 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         user_found: true,
         user_disabled: user.disabled,
         user_allowed: integration.allowed_users.permits(&user.id),
-        locked_until: None,
     };
-    may_receive(&standing, &scope, now).map_err(refused)?;
+    may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
     grant.pair = Pair::first(&tokens);

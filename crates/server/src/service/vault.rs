@@ -10,7 +10,7 @@ use strongroom_core::vault::crypto::{self, CryptoError};
 use strongroom_core::vault::value::{Value, ValueType};
 use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
 use strongroom_store::{
-    AddOwner, Checked, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Writer,
+    AddOwner, Checked, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Viewer, Writer,
 };
 
 use super::Origin;
@@ -138,9 +138,22 @@ impl Caller {
         if self.perms.master_admin { Ok(()) } else { Err(VaultError::denied()) }
     }
 
-    /// The entry the request names (the context read it).
+    /// The entry the request names (the context read it), if the caller may
+    /// know it exists: a Master Admin, or someone holding any right on one of
+    /// its owners. To anyone else an entry that exists answers as one that
+    /// does not (Result 8), so the Result tells nobody which VaultIDs exist.
     fn entry(&self, id: VaultId) -> VaultResult<&VaultEntry> {
-        self.entry.as_ref().filter(|e| e.vault_id == id).ok_or_else(|| VaultError::no_entry(id))
+        self.entry
+            .as_ref()
+            .filter(|e| e.vault_id == id)
+            .filter(|e| self.perms.master_admin || e.owners.iter().any(|o| self.perms.effective(o) != Rights::NONE))
+            .ok_or_else(|| VaultError::no_entry(id))
+    }
+
+    /// What of the event log this caller may read: everything for a Master
+    /// Admin; else the events they acted in and those on entries they may read.
+    pub fn viewer(&self) -> Option<Viewer> {
+        (!self.perms.master_admin).then(|| Viewer { identity: self.user_id.identity(), user_id: self.user_id.clone() })
     }
 }
 

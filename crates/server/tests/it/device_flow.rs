@@ -247,7 +247,7 @@ async fn the_page_refuses_forgery_wrong_passwords_and_guessing() {
     // Nothing was approved.
     assert_eq!(s.poll("app", d["device_code"].as_str().unwrap()).await.1["error"], "authorization_pending");
     let kinds = s.event_kinds().await;
-    assert!(kinds.iter().filter(|k| *k == "device.user_code_failed").count() >= 6);
+    assert_eq!(kinds.iter().filter(|k| *k == "device.user_code_failed").count(), 5, "five codes compared, none after the lock");
     assert!(kinds.iter().any(|k| k == "login.lockout"));
 }
 
@@ -278,11 +278,16 @@ async fn disabled_users_and_integrations_lose_access_at_once() {
     s.integration("app", "restricted", |_| {}).await;
     let t = s.tokens_for(&alice, "app", "restricted").await;
     let access = t["access_token"].as_str().unwrap();
-    s.admin.set_user_disabled("alice", true).await.unwrap();
+    assert_eq!(s.admin.set_user_disabled("alice", true).await.unwrap(), 1, "her one grant is revoked");
     assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(s.refresh("app", t["refresh_token"].as_str().unwrap()).await.1["error"], "invalid_grant");
+    // Enabling her again revives nothing: the grant ended with the disable.
     s.admin.set_user_disabled("alice", false).await.unwrap();
-    assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::OK);
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(s.refresh("app", t["refresh_token"].as_str().unwrap()).await.1["error"], "invalid_grant");
+    let t = s.tokens_for(&alice, "app", "restricted").await;
+    let access = t["access_token"].as_str().unwrap();
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::OK, "a new grant works");
     let spec = strongroom_server::admin::IntegrationSpec { disabled: Some(true), ..Default::default() };
     s.admin.update_integration("app", spec).await.unwrap();
     assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::UNAUTHORIZED);

@@ -16,3 +16,4 @@ mod password_grant;
 mod suite;
 mod support;
 mod vault;
+mod vcert;

@@ -179,11 +179,14 @@ async fn result_codes_permissions_and_bad_input() {
     let id = add(&s, &t, TEAM, b"x").await;
     let assoc = |name: &str| json!({"VaultID": id, "Name": name, "StringValue": "v"});
 
-    // Permission cases: none, inherited Write, owner Write.
-    assert_eq!(result(&s.sdk("Associate", &tb, assoc("n")).await.1), 10);
+    // Permission cases: none, inherited Write, owner Write. To a caller with no
+    // right on any owner the entry does not exist (Result 8, as for a VaultID
+    // that was never issued): the Result tells nobody which VaultIDs exist.
+    assert_eq!(result(&s.sdk("Associate", &tb, assoc("n")).await.1), 8);
+    assert_eq!(result(&s.sdk("Associate", &tb, json!({"VaultID": id + 1000, "Name": "n", "StringValue": "v"})).await.1), 8);
     assert_eq!(result(&s.sdk("Associate", &tc, assoc("n")).await.1), 0, "Write inherited from \\VED\\Policy");
     assert_eq!(result(&s.sdk("LookupAssociationbyVaultID", &tc, json!({"VaultID": id, "Name": "n"})).await.1), 10, "no Read");
-    assert_eq!(result(&s.sdk("LookupAssociationbyVaultID", &tb, json!({"VaultID": id, "Name": "n"})).await.1), 10);
+    assert_eq!(result(&s.sdk("LookupAssociationbyVaultID", &tb, json!({"VaultID": id, "Name": "n"})).await.1), 8);
     let (_, v) = s.sdk("LookupByAssociation", &tb, json!({"Name": "n"})).await;
     assert_eq!((result(&v), v["VaultIDs"].clone()), (0, json!([])), "silently left out");
     assert_eq!(
@@ -461,8 +464,11 @@ async fn the_log_filters_and_pages() {
     for i in 0..5 {
         assert_eq!(result(&s.sdk("Associate", &t, json!({"VaultID": id, "Name": format!("n{i}"), "IntValue": i})).await.1), 0);
     }
+    // A Master Admin reads every event.
+    let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(crate::support::PASSWORD), true).await.unwrap();
+    let rt = token(&s, &root, SCOPE).await;
     let log = |q: String| {
-        let r = s.http.get(s.at(&format!("/vedsdk/Log{q}"))).bearer_auth(&t).send();
+        let r = s.http.get(s.at(&format!("/vedsdk/Log{q}"))).bearer_auth(&rt).send();
         async move { r.await.unwrap().json::<Value>().await.unwrap() }
     };
     // Paging: Limit, then After=Next until there is no Next.
@@ -495,4 +501,14 @@ async fn the_log_filters_and_pages() {
     assert_eq!(log("?ToTime=2000-01-01T00:00:00Z".into()).await["LogEvents"], json!([]));
     assert_eq!(log("?FromTime=yesterday".into()).await["Result"], 9);
     assert_eq!(log("?VaultID=abc".into()).await["Result"], 9);
+    // Alice, no Master Admin: only what she did and what happened to entries she may read.
+    let bob = s.vault_user("bob", "\\VED\\Policy\\Elsewhere", "read,write").await;
+    let tb = token(&s, &bob, SCOPE).await;
+    add(&s, &tb, "\\VED\\Policy\\Elsewhere", b"bob's").await;
+    let hers = s.http.get(s.at("/vedsdk/Log?Limit=1000")).bearer_auth(&t).send().await.unwrap().json::<Value>().await.unwrap();
+    let hers = hers["LogEvents"].as_array().unwrap();
+    assert!(hers.len() >= 7, "{hers:?}");
+    for e in hers {
+        assert!(e["Identity"] == alice.id.identity() || e["VaultID"] == id, "alice sees only her own and her entry's events: {e}");
+    }
 }

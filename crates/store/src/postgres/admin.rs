@@ -12,9 +12,9 @@ use tokio_postgres::Row;
 
 use super::{
     INTEGRATION_COLS, PgStore, USER_COLS, append_event, exec, get, grant_from_row, integration_from_row, integration_values, load_allowed,
-    pg, placeholders, query, query_one, query_opt, save_allowed, user_from_row,
+    pg, placeholders, query, query_one, query_opt, save_allowed, time, user_from_row,
 };
-use crate::sql::{GRANT_COL_COUNT, GRANT_COLS};
+use crate::sql::{self, GRANT_COL_COUNT, GRANT_COLS};
 use crate::{AdminStore, GrantSummary, StoreFuture, StoreResult, stored_folder, stored_hash32};
 
 impl AdminStore for PgStore {
@@ -72,32 +72,53 @@ impl AdminStore for PgStore {
             rows.iter().map(user_from_row).collect()
         })
     }
-    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool> {
+    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
         in_tx!(self, |tx| {
             async {
-                let n = tx
-                    .execute("UPDATE users SET disabled = $1 WHERE name_key = $2", &[&disabled, &name.to_lowercase()])
-                    .await
-                    .map_err(pg)?;
-                if n == 1 {
-                    append_event(&tx, &event).await?;
-                }
-                Ok(n == 1)
+                let Some(user_id) = user_id_of(&tx, &name).await? else { return Ok(None) };
+                exec(&tx, "UPDATE users SET disabled = $1 WHERE id = $2", &[&disabled, &user_id]).await?;
+                let ended = if disabled { end_grants(&tx, &user_id, event.at, true).await? } else { 0 };
+                append_event(&tx, &crate::with_grants_ended(event, ended)).await?;
+                Ok(Some(ended))
             }
             .await
         })
     }
-    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool> {
+    fn set_user_password(&self, name: String, password_hash: String, end: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
         in_tx!(self, |tx| {
             async {
-                let n = tx
-                    .execute("UPDATE users SET password_hash = $1 WHERE name_key = $2", &[&password_hash, &name.to_lowercase()])
-                    .await
-                    .map_err(pg)?;
-                if n == 1 {
-                    append_event(&tx, &event).await?;
-                }
-                Ok(n == 1)
+                let Some(user_id) = user_id_of(&tx, &name).await? else { return Ok(None) };
+                exec(&tx, "UPDATE users SET password_hash = $1 WHERE id = $2", &[&password_hash, &user_id]).await?;
+                let ended = if end { end_grants(&tx, &user_id, event.at, false).await? } else { 0 };
+                append_event(&tx, &crate::with_grants_ended(event, ended)).await?;
+                Ok(Some(ended))
+            }
+            .await
+        })
+    }
+    fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
+        in_tx!(self, |tx| {
+            async {
+                let Some(user_id) = user_id_of(&tx, &name).await? else { return Ok(None) };
+                let ended = end_grants(&tx, &user_id, event.at, false).await?;
+                append_event(&tx, &crate::with_grants_ended(event, ended)).await?;
+                Ok(Some(ended))
+            }
+            .await
+        })
+    }
+    fn locks(&self, now: UnixTime) -> StoreFuture<'_, Vec<(String, UnixTime)>> {
+        on_client!(self, |c| {
+            let rows = query(&c, sql::LOCKS.postgres(), &[&now.millis()]).await?;
+            rows.iter().map(|r| Ok((get(r, 0)?, time(r, 1)?))).collect()
+        })
+    }
+    fn unlock(&self, name_key: String, event: Event) -> StoreFuture<'_, u64> {
+        in_tx!(self, |tx| {
+            async {
+                let n = exec(&tx, sql::UNLOCK.postgres(), &[&name_key]).await?;
+                append_event(&tx, &event).await?;
+                Ok(n)
             }
             .await
         })
@@ -263,4 +284,21 @@ pub(super) async fn rights_of(c: &impl GenericClient, user: &UserId) -> StoreRes
 /// Whether folder key `key` exists; also checked by the vault's writes.
 pub(super) async fn folder_exists(c: &impl GenericClient, key: &str) -> StoreResult<bool> {
     Ok(query_opt(c, "SELECT 1 FROM folders WHERE path_key = $1", &[&key]).await?.is_some())
+}
+
+/// The id of the user named `name` (any case), its row locked for the transaction.
+async fn user_id_of(c: &impl GenericClient, name: &str) -> StoreResult<Option<String>> {
+    query_opt(c, "SELECT id FROM users WHERE name_key = $1 FOR UPDATE", &[&name.to_lowercase()]).await?.map(|r| get(&r, 0)).transpose()
+}
+
+/// Revokes every live grant of `user_id` at `at` with their access tokens
+/// (refresh tokens stay as tombstones), and, when `approvals`, denies the
+/// device codes the user approved that were not redeemed. The grants revoked.
+async fn end_grants(c: &impl GenericClient, user_id: &str, at: UnixTime, approvals: bool) -> StoreResult<u64> {
+    let n = exec(c, sql::REVOKE_USER_GRANTS.postgres(), &[&at.millis(), &user_id]).await?;
+    exec(c, sql::DELETE_USER_ACCESS.postgres(), &[&user_id]).await?;
+    if approvals {
+        exec(c, sql::DENY_USER_APPROVALS.postgres(), &[&user_id]).await?;
+    }
+    Ok(n)
 }

@@ -9,16 +9,16 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::User;
 use strongroom_core::integration::TokenOverrides;
-use strongroom_core::throttle::{Counter, Rule};
+use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
 use super::{
-    PgStore, USER_COLS, append_event, counter_for_update, counter_from_row, device_from_row, exec, get, grant_from_row, insert_grant,
-    opt_grant_from_row, pg, query_opt, standing_from_row, time, user_from_row,
+    PgStore, USER_COLS, append_event, counter_for_update, device_from_row, exec, get, grant_from_row, insert_grant, opt_grant_from_row, pg,
+    query_one, query_opt, standing_from_row, time, user_from_row,
 };
 use crate::sql::{self, DEVICE_COL_COUNT, GRANT_COL_COUNT, STANDING_COL_COUNT};
-use crate::{AuthStore, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
+use crate::{AuthStore, LoginContext, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
 
 /// Decodes the [`sql::ACCESS_CONTEXT`] row.
 pub(super) fn access_from_row(r: &tokio_postgres::Row, access_hash: TokenHash) -> crate::StoreResult<AccessContext> {
@@ -29,9 +29,8 @@ pub(super) fn access_from_row(r: &tokio_postgres::Row, access_hash: TokenHash) -
         token_issued_at: time(r, o)?,
         token_expires: time(r, o + 1)?,
         user_name: get(r, o + 2)?,
-        user_disabled: get(r, o + 3)?,
-        master_admin: get(r, o + 4)?,
-        integration_disabled: get(r, o + 5)?,
+        master_admin: get(r, o + 3)?,
+        standing: standing_from_row(r, o + 4)?,
     })
 }
 
@@ -152,16 +151,10 @@ impl AuthStore for PgStore {
         in_tx!(self, |tx| {
             async {
                 if let Some((key, rule)) = &quota {
-                    let after = counter_for_update(&tx, key).await?.after_failure(*rule, event.at);
-                    if after.failures > rule.limit {
+                    let Some(after) = counter_for_update(&tx, key).await?.count(*rule, event.at) else {
                         return Err(StoreError::QuotaExceeded);
-                    }
-                    tx.execute(
-                        "UPDATE throttle SET failures = $2, window_start = $3 WHERE key = $1",
-                        &[key, &i64::from(after.failures), &after.window_start.millis()],
-                    )
-                    .await
-                    .map_err(pg)?;
+                    };
+                    put_counter(&tx, &Slot { key: key.clone(), subject: None, rule: *rule, reset_on_success: false }, &after).await?;
                 }
                 let (state, user) = device_state_parts(&d.state);
                 tx.execute(
@@ -230,47 +223,98 @@ impl AuthStore for PgStore {
             .await
         })
     }
-    fn counters(&self, keys: Vec<String>) -> StoreFuture<'_, Vec<Counter>> {
+    fn login_context(&self, name_key: String, addr: String) -> StoreFuture<'_, LoginContext> {
         on_client!(self, |c| {
-            let mut out = Vec::with_capacity(keys.len());
-            for k in &keys {
-                let row =
-                    c.query_opt("SELECT failures, window_start, locked_until FROM throttle WHERE key = $1", &[k]).await.map_err(pg)?;
-                out.push(row.map(|r| counter_from_row(&r)).transpose()?.unwrap_or_default());
-            }
-            Ok(out)
+            let r = query_one(&c, sql::LOGIN_CONTEXT.postgres(), &[&name_key, &addr]).await?;
+            let user = match get::<Option<String>>(&r, 0)? {
+                Some(_) => Some((user_from_row(&r)?, get::<String>(&r, 5)?)),
+                None => None,
+            };
+            Ok(LoginContext { user, known_origin: get(&r, 6)? })
         })
     }
-    fn record_failure(&self, keys: Vec<(String, Rule)>, event: Event) -> StoreFuture<'_, Vec<Counter>> {
-        in_tx!(self, |tx| {
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission> {
+        in_plain_tx!(self, |tx| {
             async {
-                let mut out = Vec::with_capacity(keys.len());
-                append_event(&tx, &event).await?;
-                for (key, rule) in &keys {
-                    let before = counter_for_update(&tx, key).await?;
-                    let after = before.after_failure(*rule, event.at);
-                    tx.execute(
-                        "UPDATE throttle SET failures = $2, window_start = $3, locked_until = $4 WHERE key = $1",
-                        &[key, &i64::from(after.failures), &after.window_start.millis(), &after.locked_until.map(UnixTime::millis)],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    if after.is_locked(event.at) && !before.is_locked(event.at) {
-                        append_event(&tx, &lockout_event(&event, key)).await?;
+                let mut taken = Vec::with_capacity(slots.len());
+                for slot in in_key_order(&slots) {
+                    match counter_for_update(&tx, &slot.key).await?.admit(slot.rule, now) {
+                        Ok(after) => taken.push((slot, after)),
+                        // Nothing was changed: the rows made at zero are as good as absent.
+                        Err(refused) => return Ok(refused),
                     }
-                    out.push(after);
                 }
-                Ok(out)
+                for (slot, after) in taken {
+                    put_counter(&tx, slot, &after).await?;
+                }
+                Ok(Admission::Admitted)
             }
             .await
         })
     }
-    fn clear_counters(&self, keys: Vec<String>) -> StoreFuture<'_, ()> {
-        on_client!(self, |c| {
-            for k in &keys {
-                c.execute("UPDATE throttle SET failures = 0 WHERE key = $1", &[k]).await.map_err(pg)?;
+    fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {
+        in_tx!(self, |tx| {
+            async {
+                append_event(&tx, &event).await?;
+                let mut locked = 0;
+                for slot in in_key_order(&slots) {
+                    let before = counter_for_update(&tx, &slot.key).await?;
+                    let after = before.failed(slot.rule, event.at);
+                    if after != before {
+                        put_counter(&tx, slot, &after).await?;
+                        append_event(&tx, &lockout_event(&event, &slot.key)).await?;
+                        locked += 1;
+                    }
+                }
+                Ok(locked)
             }
-            Ok(())
+            .await
         })
     }
+    fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
+        in_plain_tx!(self, |tx| {
+            async {
+                let mut after = Vec::with_capacity(slots.len());
+                for slot in in_key_order(&slots) {
+                    let counter = counter_for_update(&tx, &slot.key).await?;
+                    if counter.is_locked(now) {
+                        return Ok(false);
+                    }
+                    after.push((slot, counter.succeeded(slot.reset_on_success)));
+                }
+                for (slot, counter) in after {
+                    put_counter(&tx, slot, &counter).await?;
+                }
+                if let Some((name_key, addr)) = &origin {
+                    exec(&tx, sql::REMEMBER_ORIGIN.postgres(), &[name_key, addr, &now.millis()]).await?;
+                }
+                Ok(true)
+            }
+            .await
+        })
+    }
+}
+
+/// `slots` sorted by key: the order [`counter_for_update`] locks them in.
+fn in_key_order(slots: &[Slot]) -> Vec<&Slot> {
+    let mut v: Vec<&Slot> = slots.iter().collect();
+    v.sort_by(|a, b| a.key.cmp(&b.key));
+    v
+}
+
+/// Writes `slot`'s counter.
+async fn put_counter(c: &impl deadpool_postgres::GenericClient, slot: &Slot, counter: &Counter) -> crate::StoreResult<()> {
+    exec(
+        c,
+        sql::PUT_COUNTER.postgres(),
+        &[
+            &slot.key,
+            &i64::from(counter.failures),
+            &counter.window_start.millis(),
+            &counter.locked_until.map(UnixTime::millis),
+            &slot.subject,
+        ],
+    )
+    .await
+    .map(drop)
 }

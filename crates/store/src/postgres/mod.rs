@@ -26,7 +26,7 @@ use strongroom_core::grant::{Grant, GrantId, Pair, Standing};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides};
 use strongroom_core::scope::Scope;
-use strongroom_core::throttle::Counter;
+use strongroom_core::throttle::{Counter, ORIGIN_RETENTION_DAYS};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
@@ -39,6 +39,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "0003_pairs", sql: include_str!("../../migrations/postgres/0003_pairs.sql") },
     Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/postgres/0004_named_keys.sql") },
     Migration { version: 5, name: "0005_master_key_check", sql: include_str!("../../migrations/postgres/0005_master_key_check.sql") },
+    Migration { version: 6, name: "0006_sign_in_limits", sql: include_str!("../../migrations/postgres/0006_sign_in_limits.sql") },
 ];
 
 /// Connections per replica unless the connection string sets
@@ -255,7 +256,6 @@ pub(super) fn standing_from_row(row: &Row, o: usize) -> StoreResult<Standing> {
         user_found: get(row, o + 3)?,
         user_disabled: get::<Option<bool>>(row, o + 4)?.unwrap_or(false),
         user_allowed: get::<Option<bool>>(row, o + 5)?.unwrap_or(false),
-        locked_until: opt_time(row, o + 6)?,
     })
 }
 
@@ -468,7 +468,9 @@ pub(super) fn counter_from_row(row: &Row) -> StoreResult<Counter> {
     })
 }
 
-/// A throttle counter, locked for this transaction (created at zero if absent).
+/// A throttle counter, locked for this transaction (created at zero if
+/// absent). A transaction that locks several takes them in key order, so
+/// two never wait on each other.
 pub(super) async fn counter_for_update(c: &impl GenericClient, key: &str) -> StoreResult<Counter> {
     c.execute(
         "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES ($1, 0, 0, NULL) ON CONFLICT (key) DO NOTHING",
@@ -550,6 +552,29 @@ macro_rules! in_tx {
     };
 }
 
+/// Runs `$body` in a transaction on a pooled client bound to `$tx`, and
+/// commits when it returns `Ok`; unlike [`in_tx`] it takes no chain lock, so
+/// it must append no event: the throttle counters' slots, taken and given
+/// back around a check.
+macro_rules! in_plain_tx {
+    ($self:ident, |$tx:ident| $body:block) => {
+        Box::pin(async move {
+            let mut client = $self.client().await?;
+            let out = async {
+                let $tx = client.transaction().await.map_err(pg)?;
+                let out = $body;
+                if out.is_ok() {
+                    $tx.commit().await.map_err(pg)?;
+                }
+                out
+            }
+            .await;
+            $crate::postgres::release(client, &out);
+            out
+        })
+    };
+}
+
 /// Runs `$body` on a pooled client bound to `$c`.
 macro_rules! on_client {
     ($self:ident, |$c:ident| $body:block) => {
@@ -600,10 +625,18 @@ impl EventStore for PgStore {
         on_client!(self, |c| {
             let rows = c
                 .query(
-                    "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
-                     WHERE ($1::BIGINT IS NULL OR at >= $1) AND ($2::BIGINT IS NULL OR at < $2) AND ($3::TEXT IS NULL OR kind = $3) \
-                     AND ($4::TEXT IS NULL OR identity = $4) AND ($5::TEXT IS NULL OR object = $5) AND seq > coalesce($6::BIGINT, 0) \
-                     ORDER BY seq LIMIT $7",
+                    &format!(
+                        "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
+                         WHERE ($1::BIGINT IS NULL OR at >= $1) AND ($2::BIGINT IS NULL OR at < $2) AND ($3::TEXT IS NULL OR kind = $3) \
+                         AND ($4::TEXT IS NULL OR identity = $4) AND ($5::TEXT IS NULL OR object = $5) AND seq > coalesce($6::BIGINT, 0) \
+                         AND {} ORDER BY seq LIMIT $7",
+                        // A VaultID is at most 19 digits; anything else is no entry.
+                        sql::visible_to(
+                            "$8::TEXT",
+                            "$9::TEXT",
+                            "(CASE WHEN events.object ~ '^[0-9]{1,18}$' THEN events.object::BIGINT END)"
+                        )
+                    ),
                     &[
                         &f.since.map(UnixTime::millis),
                         &f.until.map(UnixTime::millis),
@@ -612,6 +645,8 @@ impl EventStore for PgStore {
                         &f.object,
                         &f.after_seq,
                         &i64::from(f.limit),
+                        &f.viewer.as_ref().map(|v| v.identity.as_str()),
+                        &f.viewer.as_ref().map(|v| v.user_id.as_str()),
                     ],
                 )
                 .await
@@ -635,6 +670,8 @@ impl EventStore for PgStore {
                 ] {
                     n += tx.execute(sql, &[&t]).await.map_err(pg)?;
                 }
+                let forgotten = before.plus_secs(-ORIGIN_RETENTION_DAYS * 86_400).millis();
+                n += tx.execute("DELETE FROM sign_in_origins WHERE last_success < $1", &[&forgotten]).await.map_err(pg)?;
                 Ok(n)
             }
             .await

@@ -13,9 +13,9 @@ use strongroom_core::vault::{FolderPath, Rights};
 use super::writer::backend;
 use super::{
     INTEGRATION_COLS, SqliteStore, USER_COLS, append_event_tx, b, exec, grant_from_row, integration_from_row, integration_values,
-    is_unique_violation, load_allowed, placeholders, save_allowed, user_from_row,
+    is_unique_violation, load_allowed, placeholders, save_allowed, time_col, user_from_row,
 };
-use crate::sql::GRANT_COLS;
+use crate::sql::{self, GRANT_COLS};
 use crate::{AdminStore, GrantSummary, StoreError, StoreFuture, StoreResult, stored_folder, stored_hash32};
 
 fn rights_col(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Rights> {
@@ -85,26 +85,44 @@ impl AdminStore for SqliteStore {
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         }))
     }
-    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, bool> {
+    fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
         Box::pin(self.write(move |c| {
-            let n = c
-                .execute("UPDATE users SET disabled = ?1 WHERE name_key = ?2", params![b(disabled), name.to_lowercase()])
-                .map_err(backend)?;
-            if n == 1 {
-                append_event_tx(c, &event)?;
-            }
-            Ok(n == 1)
+            let Some(user_id) = user_id_of(c, &name)? else { return Ok(None) };
+            exec(c, "UPDATE users SET disabled = ?1 WHERE id = ?2", params![b(disabled), user_id])?;
+            let ended = if disabled { end_grants(c, &user_id, event.at, true)? } else { 0 };
+            append_event_tx(c, &crate::with_grants_ended(event, ended))?;
+            Ok(Some(ended))
         }))
     }
-    fn set_user_password(&self, name: String, password_hash: String, event: Event) -> StoreFuture<'_, bool> {
+    fn set_user_password(&self, name: String, password_hash: String, end: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
         Box::pin(self.write(move |c| {
-            let n = c
-                .execute("UPDATE users SET password_hash = ?1 WHERE name_key = ?2", params![password_hash, name.to_lowercase()])
-                .map_err(backend)?;
-            if n == 1 {
-                append_event_tx(c, &event)?;
-            }
-            Ok(n == 1)
+            let Some(user_id) = user_id_of(c, &name)? else { return Ok(None) };
+            exec(c, "UPDATE users SET password_hash = ?1 WHERE id = ?2", params![password_hash, user_id])?;
+            let ended = if end { end_grants(c, &user_id, event.at, false)? } else { 0 };
+            append_event_tx(c, &crate::with_grants_ended(event, ended))?;
+            Ok(Some(ended))
+        }))
+    }
+    fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
+        Box::pin(self.write(move |c| {
+            let Some(user_id) = user_id_of(c, &name)? else { return Ok(None) };
+            let ended = end_grants(c, &user_id, event.at, false)?;
+            append_event_tx(c, &crate::with_grants_ended(event, ended))?;
+            Ok(Some(ended))
+        }))
+    }
+    fn locks(&self, now: UnixTime) -> StoreFuture<'_, Vec<(String, UnixTime)>> {
+        Box::pin(self.read(move |c| {
+            let mut st = c.prepare_cached(sql::LOCKS.sqlite()).map_err(backend)?;
+            let rows = st.query_map([now.millis()], |r| Ok((r.get(0)?, time_col(r, 1)?))).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        }))
+    }
+    fn unlock(&self, name_key: String, event: Event) -> StoreFuture<'_, u64> {
+        Box::pin(self.write(move |c| {
+            let n = exec(c, sql::UNLOCK.sqlite(), [&name_key])?;
+            append_event_tx(c, &event)?;
+            Ok(n as u64)
         }))
     }
     fn create_integration(&self, i: Integration, event: Event) -> StoreFuture<'_, ()> {
@@ -250,4 +268,21 @@ impl AdminStore for SqliteStore {
             .collect()
         }))
     }
+}
+
+/// The id of the user named `name` (any case).
+fn user_id_of(c: &Connection, name: &str) -> StoreResult<Option<String>> {
+    c.query_row("SELECT id FROM users WHERE name_key = ?1", [name.to_lowercase()], |r| r.get(0)).optional().map_err(backend)
+}
+
+/// Revokes every live grant of `user_id` at `at` with their access tokens
+/// (refresh tokens stay as tombstones), and, when `approvals`, denies the
+/// device codes the user approved that were not redeemed. The grants revoked.
+fn end_grants(c: &Connection, user_id: &str, at: UnixTime, approvals: bool) -> StoreResult<u64> {
+    let n = exec(c, sql::REVOKE_USER_GRANTS.sqlite(), params![at.millis(), user_id])?;
+    exec(c, sql::DELETE_USER_ACCESS.sqlite(), [user_id])?;
+    if approvals {
+        exec(c, sql::DENY_USER_APPROVALS.sqlite(), [user_id])?;
+    }
+    Ok(n as u64)
 }

@@ -9,17 +9,17 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::User;
 use strongroom_core::integration::TokenOverrides;
-use strongroom_core::throttle::{Counter, Rule};
+use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
 use super::writer::backend;
 use super::{
-    SqliteStore, USER_COLS, access_from_row, append_event_tx, counter_from_row, counter_of, device_from_row, exec, grant_from_row,
-    insert_grant_tx, insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, user_from_row,
+    SqliteStore, USER_COLS, access_from_row, append_event_tx, counter_of, device_from_row, exec, grant_from_row, insert_grant_tx,
+    insert_tokens, is_unique_violation, opt_grant_from_row, standing_from_row, user_from_row,
 };
 use crate::sql::{self, DEVICE_COL_COUNT, GRANT_COL_COUNT, STANDING_COL_COUNT};
-use crate::{AuthStore, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
+use crate::{AuthStore, LoginContext, NewTokens, PairChange, StoreError, StoreFuture, device_state_parts, lockout_event};
 
 impl AuthStore for SqliteStore {
     fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>> {
@@ -155,17 +155,11 @@ impl AuthStore for SqliteStore {
     fn insert_device(&self, d: DeviceAuthorization, event: Event, quota: Option<(String, Rule)>) -> StoreFuture<'_, ()> {
         Box::pin(self.write(move |c| {
             if let Some((key, rule)) = &quota {
-                let before = counter_of(c, key)?;
-                let after = before.after_failure(*rule, event.at);
-                if after.failures > rule.limit {
+                let Some(after) = counter_of(c, key)?.count(*rule, event.at) else {
                     return Err(StoreError::QuotaExceeded);
-                }
-                c.execute(
-                    "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES (?1, ?2, ?3, NULL) \
-                     ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start",
-                    params![key, i64::from(after.failures), after.window_start.millis()],
-                )
-                .map_err(backend)?;
+                };
+                let slot = Slot { key: key.clone(), subject: None, rule: *rule, reset_on_success: false };
+                put_counter(c, &slot, &after)?;
             }
             let (state, user) = device_state_parts(&d.state);
             // A user code of a code that has expired may be reused.
@@ -229,44 +223,83 @@ impl AuthStore for SqliteStore {
             Ok(n == 1)
         }))
     }
-    fn counters(&self, keys: Vec<String>) -> StoreFuture<'_, Vec<Counter>> {
+    fn login_context(&self, name_key: String, addr: String) -> StoreFuture<'_, LoginContext> {
         Box::pin(self.read(move |c| {
-            let mut out = Vec::with_capacity(keys.len());
-            let mut st = c.prepare_cached("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1").map_err(backend)?;
-            for k in &keys {
-                out.push(st.query_row([k], counter_from_row).optional().map_err(backend)?.unwrap_or_default());
-            }
-            Ok(out)
+            let mut st = c.prepare_cached(sql::LOGIN_CONTEXT.sqlite()).map_err(backend)?;
+            st.query_row(params![name_key, addr], |r| {
+                let user = match r.get::<_, Option<String>>(0)? {
+                    Some(_) => Some((user_from_row(r)?, r.get::<_, String>(5)?)),
+                    None => None,
+                };
+                Ok(LoginContext { user, known_origin: r.get(6)? })
+            })
+            .map_err(backend)
         }))
     }
-    fn record_failure(&self, keys: Vec<(String, Rule)>, event: Event) -> StoreFuture<'_, Vec<Counter>> {
+    fn begin_attempt(&self, slots: Vec<Slot>, now: UnixTime) -> StoreFuture<'_, Admission> {
         Box::pin(self.write(move |c| {
-            let mut out = Vec::with_capacity(keys.len());
-            append_event_tx(c, &event)?;
-            for (key, rule) in &keys {
-                let before = counter_of(c, key)?;
-                let after = before.after_failure(*rule, event.at);
-                c.execute(
-                    "INSERT INTO throttle (key, failures, window_start, locked_until) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_start = excluded.window_start, locked_until = excluded.locked_until",
-                    params![key, i64::from(after.failures), after.window_start.millis(), after.locked_until.map(UnixTime::millis)],
-                )
-                .map_err(backend)?;
-                if after.is_locked(event.at) && !before.is_locked(event.at) {
-                    append_event_tx(c, &lockout_event(&event, key))?;
+            let mut taken = Vec::with_capacity(slots.len());
+            for slot in &slots {
+                match counter_of(c, &slot.key)?.admit(slot.rule, now) {
+                    Ok(after) => taken.push(after),
+                    Err(refused) => return Ok(refused),
                 }
-                out.push(after);
             }
-            Ok(out)
+            for (slot, after) in slots.iter().zip(taken) {
+                put_counter(c, slot, &after)?;
+            }
+            Ok(Admission::Admitted)
         }))
     }
-    fn clear_counters(&self, keys: Vec<String>) -> StoreFuture<'_, ()> {
+    fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {
         Box::pin(self.write(move |c| {
-            for k in &keys {
-                // A lockout in force stays until it ends.
-                c.execute("UPDATE throttle SET failures = 0 WHERE key = ?1", [k]).map_err(backend)?;
+            append_event_tx(c, &event)?;
+            let mut locked = 0;
+            for slot in &slots {
+                let before = counter_of(c, &slot.key)?;
+                let after = before.failed(slot.rule, event.at);
+                if after != before {
+                    put_counter(c, slot, &after)?;
+                    append_event_tx(c, &lockout_event(&event, &slot.key))?;
+                    locked += 1;
+                }
             }
-            Ok(())
+            Ok(locked)
         }))
     }
+    fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
+        Box::pin(self.write(move |c| {
+            let mut after = Vec::with_capacity(slots.len());
+            for slot in &slots {
+                let counter = counter_of(c, &slot.key)?;
+                if counter.is_locked(now) {
+                    return Ok(false);
+                }
+                after.push(counter.succeeded(slot.reset_on_success));
+            }
+            for (slot, counter) in slots.iter().zip(after) {
+                put_counter(c, slot, &counter)?;
+            }
+            if let Some((name_key, addr)) = &origin {
+                exec(c, sql::REMEMBER_ORIGIN.sqlite(), params![name_key, addr, now.millis()])?;
+            }
+            Ok(true)
+        }))
+    }
+}
+
+/// Writes `slot`'s counter.
+fn put_counter(c: &rusqlite::Connection, slot: &Slot, counter: &Counter) -> crate::StoreResult<()> {
+    exec(
+        c,
+        sql::PUT_COUNTER.sqlite(),
+        params![
+            slot.key,
+            i64::from(counter.failures),
+            counter.window_start.millis(),
+            counter.locked_until.map(UnixTime::millis),
+            slot.subject
+        ],
+    )
+    .map(drop)
 }

@@ -29,7 +29,7 @@ use strongroom_core::grant::{AccessContext, Grant, GrantId, Pair, Standing};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides};
 use strongroom_core::scope::Scope;
-use strongroom_core::throttle::Counter;
+use strongroom_core::throttle::{Counter, ORIGIN_RETENTION_DAYS};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
 
@@ -45,6 +45,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "0003_pairs", sql: include_str!("../../migrations/sqlite/0003_pairs.sql") },
     Migration { version: 4, name: "0004_named_keys", sql: include_str!("../../migrations/sqlite/0004_named_keys.sql") },
     Migration { version: 5, name: "0005_master_key_check", sql: include_str!("../../migrations/sqlite/0005_master_key_check.sql") },
+    Migration { version: 6, name: "0006_sign_in_limits", sql: include_str!("../../migrations/sqlite/0006_sign_in_limits.sql") },
 ];
 
 /// Milliseconds a connection waits for another process's lock (the admin
@@ -346,9 +347,8 @@ pub(super) fn access_from_row(r: &Row<'_>, access_hash: TokenHash) -> rusqlite::
         token_issued_at: time_col(r, o)?,
         token_expires: time_col(r, o + 1)?,
         user_name: r.get(o + 2)?,
-        user_disabled: r.get(o + 3)?,
-        master_admin: r.get(o + 4)?,
-        integration_disabled: r.get(o + 5)?,
+        master_admin: r.get(o + 3)?,
+        standing: standing_from_row(r, o + 4)?,
     })
 }
 
@@ -372,7 +372,6 @@ pub(super) fn standing_from_row(row: &Row<'_>, o: usize) -> rusqlite::Result<Sta
         user_found: row.get(o + 3)?,
         user_disabled: row.get::<_, Option<bool>>(o + 4)?.unwrap_or(false),
         user_allowed: row.get::<_, Option<bool>>(o + 5)?.unwrap_or(false),
-        locked_until: opt_time_col(row, o + 6)?,
     })
 }
 
@@ -546,10 +545,8 @@ pub(super) fn counter_from_row(row: &Row<'_>) -> rusqlite::Result<Counter> {
 
 /// A throttle counter inside the current transaction (zero if absent).
 pub(super) fn counter_of(c: &Connection, key: &str) -> StoreResult<Counter> {
-    Ok(c.query_row("SELECT failures, window_start, locked_until FROM throttle WHERE key = ?1", [key], counter_from_row)
-        .optional()
-        .map_err(backend)?
-        .unwrap_or_default())
+    let mut st = c.prepare_cached(sql::COUNTER.sqlite()).map_err(backend)?;
+    Ok(st.query_row([key], counter_from_row).optional().map_err(backend)?.unwrap_or_default())
 }
 
 pub(super) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<StoredEvent> {
@@ -598,12 +595,13 @@ impl EventStore for SqliteStore {
     fn events(&self, f: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>> {
         Box::pin(self.read(move |c| {
             let mut st = c
-                .prepare(
+                .prepare(&format!(
                     "SELECT seq, at, kind, identity, client_id, source, request_id, object, detail, hash FROM events \
-                     WHERE (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2) AND (?3 IS NULL OR kind = ?3) \
-                     AND (?4 IS NULL OR identity = ?4) AND (?5 IS NULL OR object = ?5) AND seq > coalesce(?6, 0) \
-                     ORDER BY seq LIMIT ?7",
-                )
+                         WHERE (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2) AND (?3 IS NULL OR kind = ?3) \
+                         AND (?4 IS NULL OR identity = ?4) AND (?5 IS NULL OR object = ?5) AND seq > coalesce(?6, 0) \
+                         AND {} ORDER BY seq LIMIT ?7",
+                    sql::visible_to("?8", "?9", "CAST(events.object AS INTEGER)")
+                ))
                 .map_err(backend)?;
             let rows = st
                 .query_map(
@@ -614,7 +612,9 @@ impl EventStore for SqliteStore {
                         f.identity,
                         f.object,
                         f.after_seq,
-                        i64::from(f.limit)
+                        i64::from(f.limit),
+                        f.viewer.as_ref().map(|v| v.identity.as_str()),
+                        f.viewer.as_ref().map(|v| v.user_id.as_str())
                     ],
                     event_from_row,
                 )
@@ -641,6 +641,8 @@ impl EventStore for SqliteStore {
             ] {
                 n += c.execute(sql, [t]).map_err(backend)? as u64;
             }
+            let forgotten = before.plus_secs(-ORIGIN_RETENTION_DAYS * 86_400).millis();
+            n += c.execute("DELETE FROM sign_in_origins WHERE last_success < ?1", [forgotten]).map_err(backend)? as u64;
             Ok(n)
         }))
     }

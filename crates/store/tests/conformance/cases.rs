@@ -8,7 +8,8 @@ use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
-use strongroom_core::throttle::Rule;
+use strongroom_core::throttle::Admission::{Admitted, Busy, Locked};
+use strongroom_core::throttle::{Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
 use strongroom_store::{EventFilter, NewTokens, PairChange, Store, StoreError};
@@ -87,10 +88,10 @@ pub(crate) async fn users(store: Arc<dyn Store>) {
     assert_eq!(hash, "$argon2id$fake");
     assert_eq!(store.user_by_id(alice.id.clone()).await.unwrap(), Some(alice.clone()));
     assert!(store.user_by_name("bob".into()).await.unwrap().is_none());
-    assert!(store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap());
-    assert!(!store.set_user_disabled("nobody".into(), true, ev(EventKind::UserDisabled)).await.unwrap());
+    assert_eq!(store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap(), Some(0));
+    assert_eq!(store.set_user_disabled("nobody".into(), true, ev(EventKind::UserDisabled)).await.unwrap(), None);
     assert!(store.user_by_id(alice.id.clone()).await.unwrap().unwrap().disabled);
-    assert!(store.set_user_password("alice".into(), "new".into(), ev(EventKind::UserPasswordChanged)).await.unwrap());
+    assert_eq!(store.set_user_password("alice".into(), "new".into(), true, ev(EventKind::UserPasswordChanged)).await.unwrap(), Some(0));
     assert_eq!(store.user_by_name("alice".into()).await.unwrap().unwrap().1, "new");
     user(&*store, &rng, "bob").await;
     let names: Vec<String> = store.list_users().await.unwrap().into_iter().map(|u| u.name).collect();
@@ -160,7 +161,8 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     assert_eq!(ctx.grant, born);
     assert_eq!(ctx.user_name, "alice");
     assert_eq!(ctx.token_expires, tokens.access_expires);
-    assert!(!ctx.user_disabled && !ctx.integration_disabled && !ctx.master_admin);
+    assert!(!ctx.standing.user_disabled && !ctx.standing.integration_disabled && !ctx.master_admin);
+    assert!(ctx.standing.integration_found && ctx.standing.user_allowed && ctx.check(T0).is_ok());
     assert!(ctx.first_use_of_pair());
     let rc = store.refresh_context(tokens.refresh_hash().unwrap()).await.unwrap().unwrap();
     assert_eq!(rc.grant, born);
@@ -369,11 +371,6 @@ pub(crate) async fn standing_follows_the_user_and_integration(store: Arc<dyn Sto
     assert!(!standing(ctxs[1]).await.user_allowed, "bob is not on the integration's list");
     store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap();
     assert!(standing(ctxs[0]).await.user_disabled);
-    store
-        .record_failure(vec![("pw:user:bob".into(), Rule { limit: 0, window_secs: 60, lockout_secs: 600 })], ev(EventKind::LoginFailed))
-        .await
-        .unwrap();
-    assert_eq!(standing(ctxs[1]).await.locked_until, Some(T0.plus_secs(600)), "the lockout counter is joined by user name");
     i.disabled = true;
     i.overrides.retry_window = Some(7);
     store.update_integration(i, ev(EventKind::IntegrationUpdated)).await.unwrap();
@@ -382,24 +379,214 @@ pub(crate) async fn standing_follows_the_user_and_integration(store: Arc<dyn Sto
     assert_eq!(ctx.retry_window, Some(7));
 }
 
+fn slot(key: &str, limit: u32, reset_on_success: bool) -> Slot {
+    Slot { key: key.into(), subject: Some("alice".into()), rule: Rule { limit, window_secs: 60, lockout_secs: 120 }, reset_on_success }
+}
+
 pub(crate) async fn throttle(store: Arc<dyn Store>) {
-    let rule = Rule { limit: 2, window_secs: 60, lockout_secs: 120 };
-    let keys = vec![("user:a".to_owned(), rule), ("addr:x".to_owned(), Rule { limit: 10, ..rule })];
-    for i in 0..3 {
-        let out = store.record_failure(keys.clone(), Event::new(EventKind::LoginFailed, T0.plus_secs(i))).await.unwrap();
-        assert_eq!(out[0].failures, (i + 1) as u32);
-        assert_eq!(out[0].is_locked(T0.plus_secs(i)), i == 2);
-        assert!(!out[1].is_locked(T0.plus_secs(i)));
+    let slots = vec![slot("pair", 2, true), Slot { subject: None, ..slot("addr", 10, false) }];
+    let failed = |i: i64| Event::new(EventKind::LoginFailed, T0.plus_secs(i)).object("alice");
+    // Two attempts fail; the second fills the pair counter and locks it (one lockout event).
+    for i in 0..2 {
+        assert_eq!(store.begin_attempt(slots.clone(), T0.plus_secs(i)).await.unwrap(), Admitted, "attempt {i}");
+        assert_eq!(store.attempt_failed(slots.clone(), failed(i)).await.unwrap(), usize::from(i == 1));
     }
-    let c = store.counters(vec!["user:a".into(), "addr:x".into(), "none".into()]).await.unwrap();
-    assert!(c[0].is_locked(T0.plus_secs(3)));
-    assert_eq!(c[1].failures, 3);
-    assert_eq!(c[2].failures, 0);
+    assert_eq!(store.begin_attempt(slots.clone(), T0.plus_secs(3)).await.unwrap(), Locked, "refused before any work");
+    assert_eq!(store.locks(T0.plus_secs(3)).await.unwrap(), vec![("alice".to_owned(), T0.plus_secs(121))]);
+    assert!(store.locks(T0.plus_secs(121)).await.unwrap().is_empty(), "a lock ends");
     let lockouts = store.events(EventFilter { kind: Some("login.lockout".into()), limit: 10, ..Default::default() }).await.unwrap();
     assert_eq!(lockouts.len(), 1);
-    assert_eq!(lockouts[0].event.object, "user:a");
-    store.clear_counters(vec!["addr:x".into()]).await.unwrap();
-    assert_eq!(store.counters(vec!["addr:x".into()]).await.unwrap()[0].failures, 0);
+    assert_eq!(lockouts[0].event.object, "pair");
+    // A refused attempt took nothing: the address counter still holds two.
+    store.unlock("alice".into(), ev(EventKind::UserUnlocked)).await.unwrap();
+    assert!(store.locks(T0.plus_secs(3)).await.unwrap().is_empty());
+    let addr_only = vec![Slot { subject: None, ..slot("addr", 3, false) }];
+    assert_eq!(store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), Admitted, "the third of three");
+    assert_eq!(store.begin_attempt(addr_only.clone(), T0.plus_secs(4)).await.unwrap(), Busy, "unlock clears only the user's counters");
+
+    // A success gives its slot back, or resets; a lock set meanwhile refuses it.
+    let s = vec![slot("b-pair", 3, true), Slot { subject: None, ..slot("b-addr", 3, false) }];
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
+    store.attempt_failed(s.clone(), failed(0)).await.unwrap();
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
+    assert!(!store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin);
+    assert!(store.attempt_succeeded(s.clone(), Some(("bob".into(), "10.0.0.9".into())), T0).await.unwrap());
+    assert!(store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin, "the origin is remembered");
+    assert!(!store.login_context("bob".into(), "10.0.0.8".into()).await.unwrap().known_origin);
+    // b-pair was reset, b-addr holds one failure: three more on b-pair fill it, b-addr fills at its third.
+    for _ in 0..2 {
+        assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
+    }
+    assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Busy, "b-addr is full: 1 failure + 2 in flight");
+    store.attempt_failed(s.clone(), failed(0)).await.unwrap();
+    assert!(!store.attempt_succeeded(s.clone(), None, T0).await.unwrap(), "b-addr locked while this one was checked");
+}
+
+pub(crate) async fn throttle_holds_under_concurrency(store: Arc<dyn Store>) {
+    // 60 attempts at once against a limit of 5: exactly 5 are admitted.
+    let slots = vec![slot("pw:pair:10.0.0.1 alice", 5, true), Slot { subject: None, ..slot("pw:addr:10.0.0.1", 20, false) }];
+    let tasks: Vec<_> = (0..60)
+        .map(|_| {
+            let (store, slots) = (store.clone(), slots.clone());
+            tokio::spawn(async move { store.begin_attempt(slots, T0).await.unwrap() == Admitted })
+        })
+        .collect();
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 5, "slots are taken in one conditional write each");
+    // They all fail at once: exactly one lockout, and nothing more is admitted.
+    let fails: Vec<_> = (0..5)
+        .map(|i| {
+            let (store, slots) = (store.clone(), slots.clone());
+            tokio::spawn(async move { store.attempt_failed(slots, Event::new(EventKind::LoginFailed, T0.plus_secs(i))).await.unwrap() })
+        })
+        .collect();
+    let mut locked = 0;
+    for f in fails {
+        locked += f.await.unwrap();
+    }
+    assert_eq!(locked, 1, "the pair counter locks once");
+    assert_eq!(store.begin_attempt(slots, T0.plus_secs(6)).await.unwrap(), Locked);
+}
+
+pub(crate) async fn user_changes_end_grants(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let grant = |store: Arc<dyn Store>| {
+        let id = alice.id.clone();
+        let rng = rng.clone();
+        async move {
+            let g = Grant::new(&*rng, "app", id, Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+            let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0);
+            store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+            t
+        }
+    };
+    let works = |t: IssuedTokens| {
+        let store = store.clone();
+        async move {
+            let access = store.access_context(t.access_hash).await.unwrap().is_some_and(|c| c.check(T0.plus_secs(1)).is_ok());
+            let refresh = store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().unwrap();
+            access && refresh.grant.revoked_at.is_none()
+        }
+    };
+    // A password reset ends the grants unless they are kept.
+    let t1 = grant(store.clone()).await;
+    let kept = store.set_user_password("alice".into(), "h2".into(), false, ev(EventKind::UserPasswordChanged)).await.unwrap();
+    assert_eq!(kept, Some(0));
+    assert!(works(clone_tokens(&t1)).await, "--keep-grants keeps them");
+    let ended = store.set_user_password("alice".into(), "h3".into(), true, ev(EventKind::UserPasswordChanged)).await.unwrap();
+    assert_eq!(ended, Some(1));
+    assert!(!works(clone_tokens(&t1)).await);
+    // Disabling ends them for good, and denies approved codes not yet redeemed.
+    let t2 = grant(store.clone()).await;
+    let d = device(&rng, 1);
+    store.insert_device(d.clone(), ev(EventKind::DeviceAuthorizationStarted), None).await.unwrap();
+    let approved = DeviceState::Approved { user_id: alice.id.clone() };
+    assert!(store.decide_device(d.code_hash, 0, approved, ev(EventKind::DeviceApproved)).await.unwrap());
+    assert_eq!(store.set_user_disabled("alice".into(), true, ev(EventKind::UserDisabled)).await.unwrap(), Some(1));
+    assert_eq!(store.set_user_disabled("alice".into(), false, ev(EventKind::UserEnabled)).await.unwrap(), Some(0));
+    assert!(!works(clone_tokens(&t2)).await, "enabling the user again revives nothing");
+    assert!(matches!(device_of(&*store, d.code_hash).await.unwrap().state, DeviceState::Denied { .. }));
+    // Revoking every grant of a user.
+    let t3 = grant(store.clone()).await;
+    let t4 = grant(store.clone()).await;
+    assert_eq!(store.revoke_user_grants("ALICE".into(), ev(EventKind::UserGrantsRevoked)).await.unwrap(), Some(2));
+    assert!(!works(clone_tokens(&t3)).await && !works(clone_tokens(&t4)).await);
+    assert_eq!(store.revoke_user_grants("nobody".into(), ev(EventKind::UserGrantsRevoked)).await.unwrap(), None);
+    let kinds: Vec<String> = store
+        .events(EventFilter { limit: 100, ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event.detail.contains("revoked"))
+        .map(|e| format!("{} {}", e.event.kind, e.event.detail))
+        .collect();
+    assert_eq!(kinds, ["user.password_changed 1 grant revoked", "user.disabled 1 grant revoked", "user.grants_revoked 2 grants revoked"]);
+}
+
+/// The hashes of issued tokens, for a second look (the secrets are not needed).
+fn clone_tokens(t: &IssuedTokens) -> IssuedTokens {
+    IssuedTokens {
+        access: strongroom_core::secret::Secret::new(String::new()),
+        access_hash: t.access_hash,
+        access_expires: t.access_expires,
+        refresh: t.refresh.as_ref().map(|(_, h)| (strongroom_core::secret::Secret::new(String::new()), *h)),
+        issued_at: t.issued_at,
+    }
+}
+
+pub(crate) async fn access_follows_the_integration_and_user(store: Arc<dyn Store>) {
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    let mut i = integration("app");
+    i.max_scope = Scope::parse("restricted:manage,delete").unwrap();
+    i.allowed_users = AllowedUsers::Only(vec![alice.id.clone()]);
+    store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let g = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted:manage,delete").unwrap(), T0, TokenSettings::default());
+    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
+    store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    let check = || {
+        let store = store.clone();
+        async move { store.access_context(t.access_hash).await.unwrap().unwrap().check(T0.plus_secs(1)) }
+    };
+    assert!(check().await.is_ok());
+    // The maximum scope reduced: the token's grant no longer stands.
+    i.max_scope = Scope::parse("restricted:manage").unwrap();
+    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(check().await.is_err(), "a scope reduction reaches the live token");
+    i.max_scope = Scope::parse("restricted:manage,delete").unwrap();
+    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(check().await.is_ok());
+    // Taken off the allow-list.
+    i.allowed_users = AllowedUsers::Only(vec![]);
+    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(check().await.is_err(), "an allow-list removal reaches the live token");
+    // The vault context sees the same standing.
+    let ctx = store.vault_context(t.access_hash, None).await.unwrap().unwrap();
+    assert!(!ctx.access.standing.user_allowed);
+}
+
+pub(crate) async fn events_follow_rights(store: Arc<dyn Store>) {
+    use strongroom_core::vault::Rights;
+    use strongroom_store::Viewer;
+    first_data_key(&*store).await;
+    let (w, _) = writer(&*store, true).await;
+    let rng = rng();
+    let reader = user(&*store, &rng, "reader").await;
+    for f in ["\\VED\\Policy\\Mine\\App", "\\VED\\Policy\\Theirs"] {
+        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    }
+    store.set_rights(folder("\\VED\\Policy\\Mine"), reader.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
+    let mine = store.allocate_vault_id().await.unwrap();
+    let theirs = store.allocate_vault_id().await.unwrap();
+    store
+        .insert_entry(entry(mine, &["\\VED\\Policy\\Mine\\App"]), w.clone(), ev(EventKind::VaultAdded).object(mine.to_string()))
+        .await
+        .unwrap();
+    store
+        .insert_entry(entry(theirs, &["\\VED\\Policy\\Theirs"]), w.clone(), ev(EventKind::VaultAdded).object(theirs.to_string()))
+        .await
+        .unwrap();
+    store.append_event(ev(EventKind::TokenIssued).identity(reader.id.identity())).await.unwrap();
+    store.append_event(ev(EventKind::TokenIssued).identity("local:{someone-else}")).await.unwrap();
+    store.append_event(ev(EventKind::LoginFailed).object("reader")).await.unwrap();
+    let seen = |viewer: Option<Viewer>| {
+        let store = store.clone();
+        async move {
+            let f = EventFilter { limit: 100, viewer, ..Default::default() };
+            store.events(f).await.unwrap().into_iter().map(|e| format!("{} {}", e.event.kind, e.event.object)).collect::<Vec<_>>()
+        }
+    };
+    let all = seen(None).await;
+    assert!(all.len() >= 7, "{all:?}");
+    let visible = seen(Some(Viewer { identity: reader.id.identity(), user_id: reader.id.clone() })).await;
+    assert_eq!(visible, [format!("vault.added {mine}"), "token.issued ".to_owned()], "their own events and those on entries they may read");
+    let stranger = user(&*store, &rng, "stranger").await;
+    assert!(seen(Some(Viewer { identity: stranger.id.identity(), user_id: stranger.id })).await.is_empty());
 }
 
 pub(crate) async fn event_chain(store: Arc<dyn Store>) {
@@ -439,6 +626,11 @@ pub(crate) async fn purge(store: Arc<dyn Store>) {
 /// A user (Master Admin or not) with a live grant: who vault writes name.
 async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, TokenHash) {
     let rng = Rng(Mutex::new(if master_admin { 0x1111_2222_3333_4445 } else { 0x5555_6666_7777_8889 }));
+    // The integration the grants are on (a grant stands only while its integration admits the user).
+    match store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await {
+        Ok(()) | Err(StoreError::Conflict) => {}
+        Err(e) => panic!("{e}"),
+    }
     let name = if master_admin { "admin" } else { "writer" };
     let u = User { id: UserId::generate(&rng), name: name.into(), disabled: false, master_admin, created_at: T0 };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
@@ -733,7 +925,7 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     // Every change wrote its event, and only changes did.
     let head = store.event_head().await.unwrap();
     let events = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(verify_chain(&events, head).unwrap(), 26, "21 vault changes, 3 folders, the writer and its grant");
+    assert_eq!(verify_chain(&events, head).unwrap(), 27, "21 vault changes, 3 folders, the integration, the writer and its grant");
     let deleted = events.iter().filter(|e| e.event.kind == EventKind::VaultDeleted).count();
     assert_eq!(deleted, 1);
 }
@@ -866,7 +1058,6 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
     let (w, _) = writer(&*store, true).await;
     store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
     let alice = user(&*store, &rng, "alice").await;
-    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
     for trial in 0..20_i64 {
         let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
         let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);

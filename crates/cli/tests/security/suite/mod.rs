@@ -3,9 +3,12 @@
 
 mod at_rest;
 mod audit;
+mod authz;
 mod crash;
 mod flows;
 mod guessing;
+mod hygiene;
 mod inputs;
+mod limits;
 mod network;
-mod page;
+pub(crate) mod page;

@@ -12,12 +12,15 @@
 //! ends); a refresh rotates, a spent refresh token revokes the grant except
 //! the retry of a lost answer (30 s, successor unused); a redeemed code is
 //! reissued on the same terms (never refreshed or used, 30 s from the
-//! exchange); a disabled user gets no tokens and no use of them, and signs
-//! in to the page as if the password were wrong; a user locked out by wrong
-//! passwords gets no tokens (those issued still work); the page's fixed-window
-//! counters lock after 5 wrong passwords per user (20 per address) in 15
-//! minutes, and 5 unknown, expired or decided codes per user (10 per
-//! address) in 10 minutes. Verify answers 401 for a token retired, revoked,
+//! exchange); disabling a user revokes their grants for good and denies the
+//! codes they approved, and a disabled user signs in to the page as if the
+//! password were wrong; a lock earned by wrong passwords stops sign-ins, not
+//! grants or approved codes; the page's fixed-window counters take a slot
+//! before each check and lock when a failure fills the last one: 5 wrong
+//! passwords per user and address (reset by a success), 20 per address,
+//! 10 per user from addresses that never signed in as it, in 15 minutes;
+//! and 5 unknown, expired or decided codes per user (10 per address) in 10
+//! minutes. Verify answers 401 for a token retired, revoked,
 //! expired or of a disabled user, and its first use of a grant's newest
 //! access token makes that pair used; Revoke answers 200 for any stored
 //! access token (expired or not) of a grant not yet revoked, even one past
@@ -130,8 +133,9 @@ fn sequence() -> impl Strategy<Value = Vec<Action>> {
 
 // ---------------------------------------------------------------- the model
 
-/// A fixed-window failure counter with a lockout (SECURITY.md, "Limits an
-/// attacker meets").
+/// A fixed-window counter with a lockout (SECURITY.md, "Limits an
+/// attacker meets"): an attempt takes a slot before it is checked; a failure
+/// that leaves every slot taken locks it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counter {
     failures: u32,
@@ -145,7 +149,8 @@ struct Limit {
     lockout_ms: i64,
 }
 
-const USER_PASSWORD: Limit = Limit { failures: 5, window_ms: 900_000, lockout_ms: 900_000 };
+const PAIR_PASSWORD: Limit = Limit { failures: 5, window_ms: 900_000, lockout_ms: 900_000 };
+const ACCOUNT_PASSWORD: Limit = Limit { failures: 10, window_ms: 900_000, lockout_ms: 900_000 };
 const ADDRESS_PASSWORD: Limit = Limit { failures: 20, window_ms: 900_000, lockout_ms: 900_000 };
 const USER_CODE: Limit = Limit { failures: 5, window_ms: 600_000, lockout_ms: 600_000 };
 const ADDRESS_CODE: Limit = Limit { failures: 10, window_ms: 600_000, lockout_ms: 600_000 };
@@ -155,17 +160,30 @@ impl Counter {
         now < self.locked_until
     }
 
-    /// Counts a failure; whether it locks.
-    fn fail(&mut self, limit: &Limit, now: i64) -> bool {
+    /// Whether an attempt at `now` may take a slot.
+    fn open(&self, limit: &Limit, now: i64) -> bool {
+        !self.locked(now) && (self.failures == 0 || now - self.window_start >= limit.window_ms || self.failures < limit.failures)
+    }
+
+    /// Takes a slot (after [`Counter::open`] said it may).
+    fn take(&mut self, limit: &Limit, now: i64) {
         if self.failures == 0 || now - self.window_start >= limit.window_ms {
             self.failures = 0;
             self.window_start = now;
         }
         self.failures += 1;
-        if self.failures > limit.failures {
+    }
+
+    /// The attempt that took a slot failed.
+    fn fail(&mut self, limit: &Limit, now: i64) {
+        if self.failures >= limit.failures && !self.locked(now) {
             self.locked_until = now + limit.lockout_ms;
         }
-        self.locked(now)
+    }
+
+    /// The attempt that took a slot succeeded.
+    fn succeed(&mut self, reset: bool) {
+        self.failures = if reset { 0 } else { self.failures.saturating_sub(1) };
     }
 }
 
@@ -234,7 +252,11 @@ struct Model {
     disabled: bool,
     codes: Vec<Code>,
     grants: Vec<Grant>,
-    pw_user: Counter,
+    /// The user has signed in from the test's address (127.0.0.1): the
+    /// per-user counter for unknown addresses no longer applies.
+    known: bool,
+    pw_pair: Counter,
+    pw_account: Counter,
     pw_addr: Counter,
     code_user: Counter,
     code_addr: Counter,
@@ -251,10 +273,10 @@ enum Expect {
 }
 
 impl Model {
-    /// Tokens go only to a user who is enabled and not locked out by wrong
-    /// passwords (using tokens already issued needs only the former).
+    /// Tokens go only to a user who is enabled. A lock earned by wrong
+    /// passwords limits sign-ins only.
     fn may_receive(&self) -> bool {
-        !self.disabled && !self.pw_user.locked(self.now)
+        !self.disabled
     }
 
     fn poll(&mut self, c: usize) -> Expect {
@@ -276,7 +298,7 @@ impl Model {
                 }
             }
             CodeState::Denied => Expect::Error("access_denied", "denied"),
-            CodeState::Approved if !may_receive => Expect::Error("invalid_grant", "user disabled or locked"),
+            CodeState::Approved if !may_receive => Expect::Error("invalid_grant", "user disabled"),
             CodeState::Approved => Expect::NewGrant(c),
             CodeState::Redeemed(g) => {
                 let grant = &self.grants[g];
@@ -287,7 +309,7 @@ impl Model {
                     && now < grant.created_at + self.retry_ms;
                 match (reissue, may_receive) {
                     (true, true) => Expect::NewPair { grant: g, retire: true, rotated_from: None },
-                    (true, false) => Expect::Error("invalid_grant", "user disabled or locked"),
+                    (true, false) => Expect::Error("invalid_grant", "user disabled"),
                     (false, _) => Expect::Error("invalid_grant", "code spent"),
                 }
             }
@@ -313,7 +335,7 @@ impl Model {
             return Expect::Error("invalid_grant", "reuse, grant revoked now");
         }
         if !may_receive {
-            return Expect::Error("invalid_grant", "user disabled or locked");
+            return Expect::Error("invalid_grant", "user disabled");
         }
         if rotate {
             Expect::NewPair { grant: g, retire: false, rotated_from: Some((k, now)) }
@@ -351,14 +373,33 @@ impl Model {
     /// A disabled user's right password fails like a wrong one.
     fn password(&mut self, right: bool) -> Option<Answer> {
         let now = self.now;
-        if self.pw_user.locked(now) || self.pw_addr.locked(now) {
+        let account = !self.known;
+        let open = self.pw_pair.open(&PAIR_PASSWORD, now)
+            && self.pw_addr.open(&ADDRESS_PASSWORD, now)
+            && (!account || self.pw_account.open(&ACCOUNT_PASSWORD, now));
+        if !open {
             return Some("sign-in 429".into());
         }
-        if self.disabled || !right {
-            let user = self.pw_user.fail(&USER_PASSWORD, now);
-            let addr = self.pw_addr.fail(&ADDRESS_PASSWORD, now);
-            return Some(if user || addr { "sign-in 429" } else { "sign-in 401" }.into());
+        self.pw_pair.take(&PAIR_PASSWORD, now);
+        self.pw_addr.take(&ADDRESS_PASSWORD, now);
+        if account {
+            self.pw_account.take(&ACCOUNT_PASSWORD, now);
         }
+        if self.disabled || !right {
+            // The failure that locks was checked: answered as wrong.
+            self.pw_pair.fail(&PAIR_PASSWORD, now);
+            self.pw_addr.fail(&ADDRESS_PASSWORD, now);
+            if account {
+                self.pw_account.fail(&ACCOUNT_PASSWORD, now);
+            }
+            return Some("sign-in 401".into());
+        }
+        self.pw_pair.succeed(true);
+        self.pw_addr.succeed(false);
+        if account {
+            self.pw_account.succeed(false);
+        }
+        self.known = true;
         None
     }
 
@@ -368,18 +409,35 @@ impl Model {
             return stop;
         }
         let now = self.now;
-        self.pw_user = Counter::default();
-        if self.code_user.locked(now) || self.code_addr.locked(now) {
+        if !(self.code_user.open(&USER_CODE, now) && self.code_addr.open(&ADDRESS_CODE, now)) {
             return "sign-in 429".into();
         }
+        self.code_user.take(&USER_CODE, now);
+        self.code_addr.take(&ADDRESS_CODE, now);
         let code = &mut self.codes[c];
         if now >= code.expires_at || code.state != CodeState::Pending {
-            let user = self.code_user.fail(&USER_CODE, now);
-            let addr = self.code_addr.fail(&ADDRESS_CODE, now);
-            return if user || addr { "sign-in 429" } else { "sign-in 404" }.into();
+            self.code_user.fail(&USER_CODE, now);
+            self.code_addr.fail(&ADDRESS_CODE, now);
+            return "sign-in 404".into();
         }
+        self.code_user.succeed(false);
+        self.code_addr.succeed(false);
         code.state = if approve { CodeState::Approved } else { CodeState::Denied };
         "sign-in 200, decision 200".into()
+    }
+
+    /// An administrator disables the user: every grant is revoked for good,
+    /// and the codes they approved but were not exchanged are denied.
+    fn disable(&mut self) {
+        self.disabled = true;
+        for g in &mut self.grants {
+            g.revoke();
+        }
+        for c in &mut self.codes {
+            if c.state == CodeState::Approved {
+                c.state = CodeState::Denied;
+            }
+        }
     }
 }
 
@@ -574,7 +632,7 @@ impl Case<'_> {
             }
             Action::Disable => {
                 s.admin.set_user_disabled(&self.user, true).await.unwrap();
-                self.m.disabled = true;
+                self.m.disable();
                 Ok(None)
             }
         }
