@@ -161,7 +161,7 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
 
 /// `strongroom serve`: opens everything the configuration names, serves
 /// until `shutdown` completes, then drains requests in flight.
-pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
     // SIGHUP would end the process until it has a handler: take it first.
     #[cfg(unix)]
     let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
@@ -213,6 +213,14 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     };
     if let Some(t) = &tls {
         tracing::info!(cert = %t.cert_path.display(), sha256 = %t.fingerprint, created = t.created, "TLS certificate");
+    }
+    // `listen` on port 0 takes a port the system picks (tests start servers
+    // so, and read it from the "strongroom serving" line); a public URL
+    // derived from that address names the port bound.
+    if config.listen.port() == 0
+        && let Some(derived) = config.public_url.strip_suffix(":0")
+    {
+        config.public_url = format!("{derived}:{}", listener.local_addr()?.port());
     }
     let state = state(store.clone(), Arc::new(SystemClock), rng, keys, &config);
     // Like the product: a configured key that cannot be loaded stops the start, naming the key.

@@ -104,8 +104,8 @@ async fn with_a_grant(server: &Server, user: &str, client: &str) -> String {
     server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     server.admin(&["integrations", "create", client, "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"], "");
     let base = format!("http://127.0.0.1:{}", server.port);
-    let t = crate::process::password_grant(&reqwest::Client::new(), &base, client, user, PASSWORD, SCOPE).await;
-    t["access_token"].as_str().unwrap().to_owned()
+    let t = crate::process::Api::new(base).password_grant(client, user, PASSWORD, SCOPE).await;
+    crate::process::TokensExt::access(&t).to_owned()
 }
 
 async fn verify_status(server: &Server, token: &str) -> u16 {

@@ -12,7 +12,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::process::{BIN, Server, approve, run};
+use crate::process::{Api, BIN, ClosedPort, Server, approve, run};
 
 const PASSWORD: &str = "a long passphrase";
 const TEAM: &str = "\\VED\\Policy\\Team A";
@@ -23,6 +23,8 @@ struct Setup {
     ca: String,
     config: tempfile::TempDir,
     http: reqwest::Client,
+    /// The test kit's client, trusting the server's certificate.
+    api: Api,
 }
 
 impl Setup {
@@ -55,7 +57,8 @@ impl Setup {
             .build()
             .unwrap();
         let base = format!("https://localhost:{}", server.port);
-        Setup { ca: ca_path.display().to_string(), server, base, config: tempfile::tempdir().unwrap(), http }
+        let api = Api::with(http.clone(), base.clone());
+        Setup { ca: ca_path.display().to_string(), server, base, config: tempfile::tempdir().unwrap(), http, api }
     }
 
     fn env(&self) -> Vec<(&str, &str)> {
@@ -100,7 +103,7 @@ impl Setup {
         let mut second = String::new();
         stderr.read_line(&mut second).unwrap();
         assert!(second.contains("the code"), "{second}");
-        let page = approve(&self.http, &self.base, &link, "alice", PASSWORD, true).await;
+        let page = approve(&self.http, &link, "alice", PASSWORD, true).await;
         assert!(page.contains("Access approved"), "{page}");
         let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
         let mut rest = String::new();
@@ -170,8 +173,7 @@ async fn login_vault_round_trip_status_and_logout() {
 
     // Logout revokes the grant: the old token is dead, and commands say "log in".
     assert!(ok(&s.sr(&["logout"])).contains("revoked"));
-    let r = s.http.get(format!("{}/vedauth/authorize/verify", s.base)).bearer_auth(&access).send().await.unwrap();
-    assert_eq!(r.status(), 401);
+    assert_eq!(s.api.verify(&access).await, 401);
     let after = s.sr(&["vault", "list"]);
     assert_eq!(after.code, 3, "{after:?}");
     assert!(after.stderr.contains("strongroom login"));
@@ -180,12 +182,14 @@ async fn login_vault_round_trip_status_and_logout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_refresh_by_themselves_even_with_two_processes_sharing_the_cache() {
-    let s = Setup::new("2");
+    // Access tokens valid for 1 s (the shortest allowed): a round waits
+    // 1.1 s, and every command then finds its token expired.
+    let s = Setup::new("1");
     ok(&s.login().await);
     let id = ok(&s.sr(&["vault", "add", "--owner", TEAM, "--data", "x"])).trim_start_matches("VaultID ").to_owned();
     let first = s.cached()["refresh_token"].as_str().unwrap().to_owned();
     for round in 0..3 {
-        std::thread::sleep(Duration::from_millis(2100));
+        std::thread::sleep(Duration::from_millis(1100));
         // Two processes at once, both finding the access token expired.
         let a = {
             let env: Vec<(String, String)> = s.env().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -204,8 +208,7 @@ async fn tokens_refresh_by_themselves_even_with_two_processes_sharing_the_cache(
     assert_ne!(first, last, "the refresh token rotated");
     // The grant survived the races (no reuse detected).
     let access = s.cached()["access_token"].as_str().unwrap().to_owned();
-    let r = s.http.get(format!("{}/vedauth/authorize/verify", s.base)).bearer_auth(&access).send().await.unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(s.api.verify(&access).await, 200);
     let events = s.server.admin(&["events", "list", "--kind", "token.refresh_reuse"], "");
     assert!(events.trim().is_empty(), "{events}");
 }
@@ -217,7 +220,8 @@ async fn failures_have_clear_messages_and_distinct_exit_codes() {
     let r = s.sr(&["vault", "list"]);
     assert_eq!(r.code, 3, "{r:?}");
     // Unreachable server.
-    let dead = format!("https://127.0.0.1:{}", crate::process::free_port());
+    let closed = ClosedPort::new();
+    let dead = format!("https://127.0.0.1:{}", closed.port);
     let r = s.sr(&["vault", "list", "--server", &dead, "--client-id", "x"]);
     assert_eq!(r.code, 3, "no tokens for that server: {r:?}");
     let r = run(&["login", "--server", &dead, "--client-id", "x", "--no-browser"], &s.env());

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::hsm::{Hsm, TOKEN, skip, softhsm_module};
+use crate::hsm::{Hsm, TOKEN, softhsm_module};
 use crate::process::{BIN, Run, run, run_bounded};
+use strongroom_testkit::skip;
 
 /// `config check --config FILE --data-dir DIR/data ARGS` with `env`, the file holding `toml`.
 fn check(dir: &Path, toml: &str, args: &[&str], env: &[(&str, &str)]) -> Run {

@@ -51,7 +51,7 @@ async fn a_standards_client_discovers_the_endpoints_logs_in_and_revokes() {
         client.exchange_device_code().add_scope(Scope::new("restricted:manage".into())).request_async(&http).await.unwrap();
     let link = details.verification_uri_complete().unwrap().secret().to_owned();
     assert!(link.starts_with(&base), "{link}");
-    let page = approve(&http, &base, &link, "alice", PASSWORD, true).await;
+    let page = approve(&http, &link, "alice", PASSWORD, true).await;
     assert!(page.contains("Access approved"), "{page}");
     let token = client.exchange_device_access_token(&details).request_async(&http, tokio::time::sleep, None).await.unwrap();
     let access = token.access_token().secret().to_owned();

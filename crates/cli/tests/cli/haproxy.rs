@@ -18,9 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::hsm::skip;
-use crate::process::free_port;
 use crate::replicas::{Cluster, LENIENT, PASSWORD, SCOPE, USER, pg_url};
+use strongroom_testkit::skip;
 
 /// Clients sending requests at once.
 const CLIENTS: usize = 6;
@@ -185,8 +184,8 @@ async fn the_readme_haproxy_recipe_loses_only_what_the_killed_replica_was_answer
     for path in ["/metrics", "//Metrics", "/METRICS/"] {
         assert_eq!(http.get(format!("{base}{path}")).send().await.unwrap().status(), 404, "{path}");
     }
-    let t = crate::process::password_grant(&http, &base, LENIENT, USER, PASSWORD, SCOPE).await;
-    let access = t["access_token"].as_str().unwrap().to_owned();
+    let t = crate::process::Api::with(http.clone(), base.clone()).password_grant(LENIENT, USER, PASSWORD, SCOPE).await;
+    let access = crate::process::TokensExt::access(&t).to_owned();
 
     // The load: clients verifying the token through the balancer, without pause.
     let sent = Arc::new(Mutex::new(Vec::<Sent>::new()));
@@ -281,4 +280,11 @@ async fn the_readme_haproxy_recipe_loses_only_what_the_killed_replica_was_answer
     let unlogged = sent.iter().filter(|s| !logged.contains_key(&s.id)).count();
     eprintln!("haproxy: its log holds {} of {total} requests", total - unlogged);
     drop(cluster);
+}
+
+/// A port for HAProxy to bind: HAProxy is another program and takes a port
+/// number, so one found free is named; the caller tries another when HAProxy
+/// could not bind it (another test took it meanwhile).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }

@@ -1,7 +1,7 @@
 //! Operator commands: `config check`, `completions`, `man`, and the
 //! metrics listener of a real server.
 
-use crate::process::{Server, free_port, run};
+use crate::process::{Server, run};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -136,18 +136,9 @@ fn completions_and_man_pages_come_from_the_cli_definition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_have_a_listener_of_their_own() {
-    // The metrics port is ours to choose, so a port taken meanwhile by
-    // another test is ours to replace.
-    let (server, listen) = (0..5)
-        .find_map(|_| {
-            let listen = format!("127.0.0.1:{}", free_port());
-            match Server::try_start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", &listen)]) {
-                Ok(server) => Some((server, listen)),
-                Err(out) if out.contains(&format!("listening on {listen}: Address already in use")) => None,
-                Err(out) => panic!("the server did not start; output:\n{out}"),
-            }
-        })
-        .expect("five metrics ports were taken before the server could bind them");
+    // Port 0: the system picks the metrics port; the server logs it.
+    let server = Server::start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", "127.0.0.1:0")]);
+    let listen = server.logged_addr("metrics served").expect("the metrics listener's address is logged");
     let http = reqwest::Client::new();
     let main = format!("http://127.0.0.1:{}", server.port);
     assert_eq!(http.get(format!("{main}/health/ready")).send().await.unwrap().status(), 200);

@@ -58,7 +58,8 @@ async fn sslmodes_against_a_server_that_requires_tls() {
     params.distinguished_name.push(DnType::CommonName, "localhost");
     let server_cert = params.signed_by(&server_key, &good.cert, &good.key).unwrap();
 
-    let mut pg = PgInstance::init(
+    // TCP (hostssl rules): the one cluster of the tests that needs a port.
+    let mut pg = PgInstance::init_tcp(
         &bin,
         &["ssl = on", "ssl_cert_file = 'server.crt'", "ssl_key_file = 'server.key'"],
         &["hostssl all all 127.0.0.1/32 trust", "hostnossl all all 127.0.0.1/32 reject"],

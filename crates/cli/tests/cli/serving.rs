@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::process::{Server, free_port, run, run_bounded};
+use crate::process::{ClosedPort, Server, run, run_bounded};
 
 #[test]
 fn a_port_in_use_stops_serve_before_it_makes_anything() {
@@ -23,7 +23,7 @@ fn a_port_in_use_stops_serve_before_it_makes_anything() {
     assert!(!data.exists(), "a start that could not listen made {}", data.display());
     // The metrics listener's port too.
     let r = run_bounded(
-        &["serve", "--data-dir", data.to_str().unwrap(), "--listen", &format!("127.0.0.1:{}", free_port())],
+        &["serve", "--data-dir", data.to_str().unwrap(), "--listen", "127.0.0.1:0"],
         &[("STRONGROOM_METRICS_LISTEN", &format!("127.0.0.1:{port}"))],
         Duration::from_secs(20),
     );
@@ -37,11 +37,7 @@ fn a_port_in_use_stops_serve_before_it_makes_anything() {
 fn a_second_serve_on_one_sqlite_store_is_refused() {
     let first = Server::start(&["--insecure-http"], &[]);
     let dir = first.dir.to_str().unwrap().to_owned();
-    let r = run_bounded(
-        &["serve", "--insecure-http", "--data-dir", &dir, "--listen", &format!("127.0.0.1:{}", free_port())],
-        &[],
-        Duration::from_secs(20),
-    );
+    let r = run_bounded(&["serve", "--insecure-http", "--data-dir", &dir, "--listen", "127.0.0.1:0"], &[], Duration::from_secs(20));
     assert!(r.code > 0, "{r:?}");
     assert!(r.stderr.contains(&format!("is being served by process {}", first.pid())) && r.stderr.contains("stop that one first"), "{r:?}");
     // The first one serves on, and its admin commands still work.
@@ -67,7 +63,8 @@ async fn health_probes_the_configured_listener() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains(&format!("http://127.0.0.1:{}/health/ready", plain.port)), "{r:?}");
     // Nothing listening: not ready, saying why.
-    let r = run(&["health", "--insecure-http", "--listen", &format!("127.0.0.1:{}", free_port()), "--timeout", "3"], &[]);
+    let closed = ClosedPort::new();
+    let r = run(&["health", "--insecure-http", "--listen", &closed.addr().to_string(), "--timeout", "3"], &[]);
     assert!(r.code == 1 && r.stderr.contains("not ready") && r.stderr.to_lowercase().contains("refused"), "{r:?}");
     drop((tls, plain));
 }

@@ -8,7 +8,7 @@
 //! within a few minutes on two cores; every line names the counts used.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../cli/process.rs"]
 mod process;
 

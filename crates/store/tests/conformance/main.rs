@@ -1,7 +1,8 @@
 //! One behaviour suite for every store backend. Each case gets a fresh,
-//! empty store. PostgreSQL runs when a server is reachable (see
-//! `pg_url`); with `STRONGROOM_REQUIRE_ALL_TESTS=1` an unreachable server
-//! fails the run instead of skipping.
+//! empty store. PostgreSQL runs when the server `STRONGROOM_TEST_POSTGRES_URL`
+//! names is reachable (`strongroom_testkit::pg_url_or_skip`); with
+//! `STRONGROOM_REQUIRE_ALL_TESTS=1` an unreachable server fails the run
+//! instead of skipping.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
@@ -17,25 +18,9 @@ async fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
     (store, dir)
 }
 
-/// The PostgreSQL URL for tests, or `None` (after a loud message) when no
-/// server is reachable and skipping is allowed.
-fn pg_url() -> Option<String> {
-    let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
-        || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
-    if reachable {
-        return Some(url);
-    }
-    if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
-        panic!("PostgreSQL is required (STRONGROOM_REQUIRE_ALL_TESTS=1) but not reachable at {url}");
-    }
-    eprintln!("\n!!! SKIPPING PostgreSQL conformance: no server at {url} (set STRONGROOM_TEST_POSTGRES_URL) !!!\n");
-    None
-}
-
 /// A fresh, empty schema on the test server.
 async fn postgres() -> Option<Arc<dyn Store>> {
-    let url = pg_url()?;
+    let url = strongroom_testkit::pg_url_or_skip("PostgreSQL conformance")?;
     Some(strongroom_store::postgres::testing::fresh_schema(&url).await.unwrap())
 }
 

@@ -29,7 +29,7 @@ async fn sqlite_open_existing_creates_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_open_existing_creates_no_table() {
-    let Some(root) = crate::pg_url() else { return };
+    let Some(root) = strongroom_testkit::pg_url_or_skip("PostgreSQL open_existing") else { return };
     let url = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
     assert_eq!(strongroom_store::probe(&url).await.unwrap(), Probe::Absent);
     let err = strongroom_store::open_existing(&url).await.unwrap_err();
