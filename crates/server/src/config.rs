@@ -508,8 +508,10 @@ impl RawConfig {
 /// Whether two listeners would take the same port: the same port on the
 /// same address, or on any address when one of them is unspecified
 /// (`0.0.0.0`, `::`).
+/// Whether two listen addresses would be the same socket. Port 0 is a port
+/// the system picks for each listener: never the same.
 fn same_listener(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 /// Bounds on token lifetimes, shared with `admin integrations` overrides.
