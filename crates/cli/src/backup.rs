@@ -11,7 +11,7 @@ use strongroom_core::time::Clock as _;
 use strongroom_server::state::SystemClock;
 use strongroom_store::sqlite::{self, Snapshot};
 
-use crate::admin::{Output, hex};
+use crate::admin::{Rendered, hex};
 
 /// The sidecar `FILE.json` written beside every snapshot.
 #[derive(Debug, Serialize, Deserialize)]
@@ -49,13 +49,34 @@ fn head_json(s: &Snapshot) -> serde_json::Value {
     json!({"event_seq": s.event_seq, "event_hash": hex(&s.event_hash), "schema_version": s.schema_version, "bytes": s.bytes})
 }
 
-pub(crate) fn backup(config: &strongroom_server::Config, file: &Path, out: &mut Output) -> Result<()> {
+/// `FILE` with a suffix: `FILE.json`, `FILE.new-PID`.
+fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
+    let mut p = file.as_os_str().to_owned();
+    p.push(suffix);
+    p.into()
+}
+
+pub(crate) fn backup(config: &strongroom_server::Config, file: &Path, force: bool) -> Result<Rendered> {
     let db = sqlite_path(config)?;
     let side = sidecar_path(file);
-    if side.exists() {
-        bail!("{} already exists", side.display());
+    let exists = |p: &Path| p.symlink_metadata().is_ok();
+    if !force {
+        for p in [file, side.as_path()] {
+            if exists(p) {
+                bail!("{} already exists: give --force to replace it (and its sidecar), or another name", p.display());
+            }
+        }
     }
-    let snap = sqlite::snapshot(&db, file).with_context(|| format!("snapshot of {} into {}", db.display(), file.display()))?;
+    if !exists(&db) {
+        bail!("no SQLite store at {}: give the server's --data-dir or --config (nothing was created)", crate::admin::shown(&db));
+    }
+    // With --force the new snapshot and sidecar are made beside the old
+    // ones and moved over them only once both are complete: a failed
+    // backup leaves the previous one as it was.
+    let suffix = format!(".new-{}", std::process::id());
+    let (snap_file, side_file) =
+        if force { (with_suffix(file, &suffix), with_suffix(&side, &suffix)) } else { (file.to_owned(), side.clone()) };
+    let snap = sqlite::snapshot(&db, &snap_file).with_context(|| format!("snapshot of {} into {}", db.display(), file.display()))?;
     let sidecar = Sidecar {
         format: FORMAT.to_owned(),
         created_at: SystemClock.now().iso8601(),
@@ -65,12 +86,26 @@ pub(crate) fn backup(config: &strongroom_server::Config, file: &Path, out: &mut 
         event_hash: hex(&snap.event_hash),
         bytes: snap.bytes,
     };
-    write_private(&side, &serde_json::to_string_pretty(&sidecar)?)?;
+    let written = write_private(&side_file, &serde_json::to_string_pretty(&sidecar)?);
+    let moved = written.and_then(|()| {
+        if force {
+            std::fs::rename(&snap_file, file).with_context(|| format!("replacing {}", file.display()))?;
+            std::fs::rename(&side_file, &side).with_context(|| format!("replacing {}", side.display()))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = moved {
+        if force {
+            let _ = std::fs::remove_file(&snap_file);
+            let _ = std::fs::remove_file(&side_file);
+        }
+        return Err(e);
+    }
     let mut v = head_json(&snap);
     v["file"] = json!(file.display().to_string());
     v["sidecar"] = json!(side.display().to_string());
-    out.done(
-        &format!(
+    Ok(Rendered::done(
+        format!(
             "backup {} ({} bytes): event chain head {} {}; recorded in {}\nthe master key is not in the backup: keep a copy of it elsewhere",
             file.display(),
             snap.bytes,
@@ -79,7 +114,7 @@ pub(crate) fn backup(config: &strongroom_server::Config, file: &Path, out: &mut 
             side.display()
         ),
         v,
-    )
+    ))
 }
 
 /// The highest of `path` and its ancestors that does not exist yet: what
@@ -162,7 +197,7 @@ impl Undo {
     }
 }
 
-pub(crate) async fn restore(config: &strongroom_server::Config, file: &Path, out: &mut Output) -> Result<()> {
+pub(crate) async fn restore(config: &strongroom_server::Config, file: &Path) -> Result<Rendered> {
     let db = sqlite_path(config)?;
     let dir = &config.data_dir;
     if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
@@ -199,8 +234,8 @@ pub(crate) async fn restore(config: &strongroom_server::Config, file: &Path, out
     v["events_verified"] = json!(n);
     v["database"] = json!(db.display().to_string());
     v["sidecar_checked"] = json!(recorded.is_some());
-    out.done(
-        &format!(
+    Ok(Rendered::done(
+        format!(
             "restored {} into {}: event log intact: {n} events, head {} {}{}\nbefore serving, put the master key back: {} (mode 0600) or STRONGROOM_MASTER_KEY",
             file.display(),
             db.display(),
@@ -210,7 +245,7 @@ pub(crate) async fn restore(config: &strongroom_server::Config, file: &Path, out
             config.data_dir.join("master.key").display()
         ),
         v,
-    )
+    ))
 }
 
 /// Copies the snapshot into place, checks it against its sidecar, opens it

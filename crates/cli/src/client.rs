@@ -26,7 +26,8 @@ Exit codes:
   1  other error
   2  bad command line
   3  not logged in, or the grant ended or was revoked: run `strongroom login`
-  4  the server cannot be reached, or its answer was cut off
+  4  the server cannot be reached, its answer was cut off, or it speaks
+     another protocol (an http:// URL for a TLS port, or https:// for plain HTTP)
   5  TLS failed (use --ca or --pin for a self-signed server)
   6  the server failed or answered something unexpected
   7  the vault refused the call (the message gives the Result code)
@@ -138,13 +139,33 @@ impl ValueArgs {
     }
 }
 
-/// The profile `login` saves: where to connect next time. Not secret.
+/// The profile `login` saves: where to connect next time, and who logged
+/// in. Not secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Profile {
     server: String,
     client_id: String,
+    /// A CA file is kept as an absolute path.
     #[serde(default)]
     trust: Trust,
+    /// The identity of the last login and its user name, as the server's
+    /// `Authorize/Verify` said (servers before the name was added say none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<LoggedIn>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct LoggedIn {
+    identity: String,
+    name: String,
+}
+
+/// `local:{…} (alice)`, or the identity alone when the name is unknown.
+fn who(identity: &str, name: Option<&str>) -> String {
+    match name {
+        Some(n) => format!("{identity} ({n})"),
+        None => identity.to_owned(),
+    }
 }
 
 /// A failure with its exit code.
@@ -152,19 +173,38 @@ struct Profile {
 pub(crate) struct Failure {
     pub(crate) code: u8,
     pub(crate) message: String,
+    /// Standard output was closed by its reader (`… | head`): not a failure
+    /// of the command, which exits quietly with 0.
+    pub(crate) broken_pipe: bool,
 }
 
 impl Failure {
-    fn usage(m: &str) -> Failure {
-        Failure { code: 2, message: m.to_owned() }
+    pub(crate) fn new(code: u8, message: impl Into<String>) -> Failure {
+        Failure { code, message: message.into(), broken_pipe: false }
     }
+
+    fn usage(m: &str) -> Failure {
+        Failure::new(2, m)
+    }
+}
+
+/// Whether `e` or one of its causes is a write to a closed pipe.
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The exit code for a client error.
 pub(crate) fn exit_code(e: &ClientError) -> u8 {
     match e {
         ClientError::LoginRequired(_) | ClientError::Unauthorized => 3,
-        ClientError::Unreachable(_) => 4,
+        ClientError::Unreachable(_) | ClientError::WrongProtocol(_) => 4,
         ClientError::Tls(_) => 5,
         ClientError::ServerError { .. } | ClientError::BadResponse(_) => 6,
         ClientError::Vault { .. } => 7,
@@ -177,13 +217,14 @@ pub(crate) fn exit_code(e: &ClientError) -> u8 {
 
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Self {
-        Failure { code: exit_code(&e), message: e.to_string() }
+        Failure::new(exit_code(&e), e.to_string())
     }
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
-        Failure { code: 1, message: chain_text(&e) }
+        let broken_pipe = e.chain().any(is_broken_pipe);
+        Failure { broken_pipe, ..Failure::new(1, chain_text(&e)) }
     }
 }
 
@@ -208,7 +249,7 @@ fn chain_text(e: &anyhow::Error) -> String {
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
-        Failure { code: 1, message: e.to_string() }
+        Failure { broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe, ..Failure::new(1, e.to_string()) }
     }
 }
 
@@ -219,7 +260,8 @@ fn profile_path() -> Result<PathBuf, Failure> {
 impl Target {
     fn trust(&self) -> Option<Trust> {
         match (&self.ca, &self.pin) {
-            (Some(ca), _) => Some(Trust::CaFile(ca.clone())),
+            // Absolute, so that the saved profile works from any directory.
+            (Some(ca), _) => Some(Trust::CaFile(std::path::absolute(ca).unwrap_or_else(|_| ca.clone()))),
             (None, Some(pin)) => Some(Trust::Pin(pin.clone())),
             (None, None) => None,
         }
@@ -228,20 +270,19 @@ impl Target {
     /// Flags and variables first, then the saved profile.
     fn resolve(&self) -> Result<Profile, Failure> {
         let saved: Option<Profile> = match std::fs::read(profile_path()?) {
-            Ok(b) => Some(
-                serde_json::from_slice(&b)
-                    .map_err(|_| Failure { code: 8, message: "the saved profile is corrupt; log in again".into() })?,
-            ),
+            Ok(b) => Some(serde_json::from_slice(&b).map_err(|_| Failure::new(8, "the saved profile is corrupt; log in again"))?),
             Err(_) => None,
         };
         let server = self.server.clone().or_else(|| saved.as_ref().map(|p| p.server.clone()));
         let client_id = self.client_id.clone().or_else(|| saved.as_ref().map(|p| p.client_id.clone()));
         match (server, client_id) {
             (Some(server), Some(client_id)) => {
-                let trust = self.trust().or_else(|| saved.filter(|p| p.server == server).map(|p| p.trust)).unwrap_or_default();
-                Ok(Profile { server, client_id, trust })
+                let same = saved.filter(|p| p.server == server);
+                let trust = self.trust().or_else(|| same.as_ref().map(|p| p.trust.clone())).unwrap_or_default();
+                let user = same.filter(|p| p.client_id == client_id).and_then(|p| p.user);
+                Ok(Profile { server, client_id, trust, user })
             }
-            _ => Err(Failure { code: 3, message: "no server: run `strongroom login --server URL --client-id ID`".into() }),
+            _ => Err(Failure::new(3, "no server: run `strongroom login --server URL --client-id ID`")),
         }
     }
 }
@@ -285,7 +326,7 @@ fn open_browser(url: &str) -> bool {
 pub(crate) async fn login(target: &Target, scope: &str, no_browser: bool) -> Result<(), Failure> {
     let profile = match (&target.server, &target.client_id) {
         (Some(server), Some(client_id)) => {
-            Profile { server: server.clone(), client_id: client_id.clone(), trust: target.trust().unwrap_or_default() }
+            Profile { server: server.clone(), client_id: client_id.clone(), trust: target.trust().unwrap_or_default(), user: None }
         }
         _ => target.resolve()?,
     };
@@ -305,9 +346,17 @@ pub(crate) async fn login(target: &Target, scope: &str, no_browser: bool) -> Res
     };
     let tokens = login.wait(&SystemClock, &TokioSleeper, cancel).await?;
     src.save_login(tokens.clone()).await?;
+    // The user name behind the identity: Verify says it (a server that
+    // does not, or a failure here, leaves the identity alone shown).
+    let name = match src.verify().await {
+        Ok(v) => v["username"].as_str().filter(|_| v["identity"] == tokens.identity.as_str()).map(str::to_owned),
+        Err(_) => None,
+    };
+    let mut profile = profile;
+    profile.user = name.clone().map(|name| LoggedIn { identity: tokens.identity.clone(), name });
     let dir = config_dir()?;
     std::fs::create_dir_all(&dir)?;
-    let bytes = serde_json::to_vec_pretty(&profile).map_err(|e| Failure { code: 1, message: e.to_string() })?;
+    let bytes = serde_json::to_vec_pretty(&profile).map_err(|e| Failure::new(1, e.to_string()))?;
     let tmp = dir.join("profile.json.tmp");
     write_private(&tmp, &bytes)?;
     std::fs::rename(&tmp, dir.join("profile.json"))?;
@@ -316,12 +365,12 @@ pub(crate) async fn login(target: &Target, scope: &str, no_browser: bool) -> Res
         &format!(
             "Logged in to {} as {} with scope {}; the grant lasts until {}.",
             profile.server,
-            tokens.identity,
+            who(&tokens.identity, name.as_deref()),
             tokens.scope,
             when(tokens.refresh_until)
         ),
-        json!({"server": profile.server, "client_id": profile.client_id, "identity": tokens.identity, "scope": tokens.scope,
-               "expires": tokens.expires, "refresh_until": tokens.refresh_until}),
+        json!({"server": profile.server, "client_id": profile.client_id, "identity": tokens.identity, "user": name,
+               "scope": tokens.scope, "expires": tokens.expires, "refresh_until": tokens.refresh_until}),
     )
 }
 
@@ -349,19 +398,20 @@ pub(crate) async fn status(target: &Target) -> Result<(), Failure> {
     if t.grant_ended(now) {
         return Err(ClientError::LoginRequired("the grant has ended".into()).into());
     }
+    let name = profile.user.as_ref().filter(|u| u.identity == t.identity).map(|u| u.name.clone());
     print(
         target.json,
         &format!(
             "Server:   {}\nClient:   {}\nIdentity: {}\nScope:    {}\nAccess token expires: {}{}\nGrant ends:           {}",
             profile.server,
             profile.client_id,
-            t.identity,
+            who(&t.identity, name.as_deref()),
             t.scope,
             when(t.expires),
             if t.needs_refresh(now) { " (will be refreshed on next use)" } else { "" },
             when(t.refresh_until)
         ),
-        json!({"server": profile.server, "client_id": profile.client_id, "identity": t.identity, "scope": t.scope,
+        json!({"server": profile.server, "client_id": profile.client_id, "identity": t.identity, "user": name, "scope": t.scope,
                "expires": t.expires, "refresh_until": t.refresh_until, "cache": src.cache().path()}),
     )
 }

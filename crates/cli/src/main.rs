@@ -1,9 +1,11 @@
 //! `strongroom`: the server, its administration, and the client verbs.
 //!
 //! The one binary. `anyhow` lives here only; the libraries return typed errors.
-//! `serve` and the command line are here; `admin …` is `admin` (tables, or
-//! JSON with `--json`) and `backup` (`admin backup`, `admin restore`);
-//! `config check`, `completions` and `man` are `ops`; the client verbs
+//! `serve` and the command line are here (its settings layered by the
+//! server's `config::SETTINGS`); `admin …` is `admin`, one handler per
+//! command group (tables, or JSON with `--json`), and `backup` (`admin
+//! backup`, `admin restore`); `config check`, `health`, `completions` and
+//! `man` are `ops`; the client verbs
 //! (`login`, `logout`, `status`, `vault …`) are `client`, which owns the exit
 //! codes.
 #![forbid(unsafe_code)]
@@ -14,10 +16,10 @@ mod client;
 mod ops;
 
 use anyhow::{Context as _, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
-use strongroom_server::config::RawConfig;
+use strongroom_server::config::{Kind, RawConfig, SETTINGS};
 
 /// A self-hosted token authority and secret vault.
 #[derive(Debug, Parser)]
@@ -33,9 +35,15 @@ enum Command {
     ///
     /// With no options: data in ./strongroom-data (created on first start),
     /// HTTPS on 127.0.0.1:8443 with a self-signed certificate made on first start.
+    /// SIGHUP reloads the TLS certificate and key; SIGTERM or Ctrl-C stops it.
     Serve(ConfigArgs),
     /// Administer users, API integrations, grants and the event log, directly
     /// on the store (also while the server runs).
+    ///
+    /// Every command but `init`, `restore` and `migrate-store` works on a store
+    /// that exists already: one `strongroom serve` or `admin init` made. On a
+    /// data directory without one it stops, naming where it looked, and
+    /// creates nothing.
     Admin {
         #[command(flatten)]
         config: ConfigArgs,
@@ -50,6 +58,19 @@ enum Command {
     /// Example: strongroom config check --config /etc/strongroom/strongroom.toml
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Probe the configured listener's GET /health/ready: exit 0 when the server is ready.
+    ///
+    /// For container health checks and scripts. TLS certificates are not
+    /// checked (the probe sends nothing secret).
+    ///
+    /// Example: strongroom health --config /etc/strongroom/strongroom.toml
+    Health {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+        timeout: u64,
+    },
     /// Print a shell completion script.
     ///
     /// Example: strongroom completions bash > /etc/bash_completion.d/strongroom
@@ -57,13 +78,19 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), or write one page per command into a directory.
+    /// Print the man page (roff), or write every page into a directory.
+    ///
+    /// With --out-dir: strongroom.1, one page per command (strongroom-admin.1,
+    /// …) and strongroom.toml.5, the configuration file.
     ///
     /// Example: strongroom man | man -l -
     Man {
-        /// Write strongroom.1, strongroom-admin.1, ... into this directory.
+        /// Write strongroom.1, strongroom-admin.1, ..., strongroom.toml.5 into this directory.
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
+        /// Print strongroom.toml(5), the configuration file's page, instead of strongroom(1).
+        #[arg(long, conflicts_with = "out_dir")]
+        config: bool,
     },
     /// Log in through the device flow: approve in a browser, tokens are cached.
     ///
@@ -109,38 +136,84 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
-    /// Validate the configuration (file, STRONGROOM_* variables, flags) and print the effective settings.
+    /// Validate the configuration (file, STRONGROOM_* variables, flags) and
+    /// check what `serve` checks at start: the master key, the TLS files,
+    /// every configured vault key (PKCS#11 modules, tokens, key labels,
+    /// PINs), the log settings; with --online the database too. Prints the
+    /// effective settings, then every problem; exits non-zero if there is one.
     Check {
         #[command(flatten)]
         config: ConfigArgs,
         /// Print JSON instead of a list.
         #[arg(long)]
         json: bool,
+        /// Also connect to the database and say what is there (nothing is changed).
+        #[arg(long)]
+        online: bool,
     },
 }
 
-/// Where the configuration comes from. Flags override environment variables
-/// (`STRONGROOM_*`), which override the file.
-#[derive(Debug, Args)]
-struct ConfigArgs {
-    /// TOML configuration file.
-    #[arg(long, env = "STRONGROOM_CONFIG", global = true)]
-    config: Option<PathBuf>,
-    /// Data directory: SQLite database, master key, TLS certificate.
-    #[arg(long, global = true)]
-    data_dir: Option<PathBuf>,
-    /// Address and port to listen on.
-    #[arg(long)]
-    listen: Option<String>,
-    /// Base URL that clients and browsers use to reach the server.
-    #[arg(long)]
-    public_url: Option<String>,
-    /// SQLite path or postgres:// URL (default: <data-dir>/strongroom.db).
-    #[arg(long, global = true)]
-    database_url: Option<String>,
-    /// Serve plain HTTP (behind a TLS-terminating proxy, or for tests).
-    #[arg(long)]
-    insecure_http: bool,
+/// Where the configuration comes from: the TOML file (`--config FILE` or
+/// `STRONGROOM_CONFIG`), the `STRONGROOM_*` variables and the flags, each
+/// overriding the one before. The flags are those rows of
+/// [`strongroom_server::config::SETTINGS`] that have one: a new setting is
+/// added there, not here.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigArgs {
+    pub(crate) config: Option<PathBuf>,
+    /// (TOML key, text) of every setting flag given.
+    flags: Vec<(&'static str, String)>,
+}
+
+impl FromArgMatches for ConfigArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = ConfigArgs::default();
+        args.update_from_arg_matches(m)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        if let Some(p) = m.get_one::<PathBuf>("config") {
+            self.config = Some(p.clone());
+        }
+        for s in SETTINGS.iter().filter(|s| s.flag.is_some()) {
+            let given =
+                if s.kind == Kind::Bool { m.get_flag(s.key).then(|| "true".to_owned()) } else { m.get_one::<String>(s.key).cloned() };
+            if let Some(v) = given {
+                self.flags.retain(|(k, _)| *k != s.key);
+                self.flags.push((s.key, v));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Args for ConfigArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let mut cmd = cmd.arg(
+            Arg::new("config")
+                .long("config")
+                .env("STRONGROOM_CONFIG")
+                .global(true)
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("TOML configuration file (see strongroom.toml(5): `strongroom man --config`)."),
+        );
+        for s in SETTINGS {
+            let Some(flag) = s.flag else { continue };
+            let help = match s.env {
+                Some(var) => format!("{} [env: {var}] [default: {}]", s.help, s.default),
+                None => s.help.to_owned(),
+            };
+            let arg = Arg::new(s.key).long(flag.long).global(flag.global).help(help);
+            cmd = cmd.arg(if s.kind == Kind::Bool { arg.action(ArgAction::SetTrue) } else { arg.value_name(flag.value_name) });
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 impl ConfigArgs {
@@ -150,34 +223,36 @@ impl ConfigArgs {
 
     /// [`ConfigArgs::load`] with the environment as a lookup function.
     fn load_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<strongroom_server::Config> {
-        let raw = match &self.config {
-            Some(p) => RawConfig::from_file(p)?,
-            None => RawConfig::default(),
-        };
-        let mut raw = raw.with_env(env)?;
-        if let Some(d) = &self.data_dir {
-            raw.data_dir = Some(d.clone());
+        Ok(RawConfig::layered(self.config.as_deref(), env, &self.flags)?.validate()?)
+    }
+
+    /// Where `key`'s value came from, for messages: its flag, its variable,
+    /// the file, or the default.
+    pub(crate) fn source_of(&self, key: &str) -> String {
+        let setting = strongroom_server::config::setting_named(key);
+        if let Some(f) = setting.and_then(|s| s.flag).filter(|_| self.flags.iter().any(|(k, _)| *k == key)) {
+            return format!("--{}", f.long);
         }
-        if let Some(l) = &self.listen {
-            raw.listen = Some(l.clone());
+        if let Some(var) = setting.and_then(|s| s.env).filter(|v| std::env::var_os(v).is_some()) {
+            return var.to_owned();
         }
-        if let Some(u) = &self.public_url {
-            raw.public_url = Some(u.clone());
+        if let Some(file) = &self.config
+            && RawConfig::layered(Some(file), |_| None, &[]).is_ok_and(|raw| match key {
+                "data_dir" => raw.data_dir.is_some(),
+                "database_url" => raw.database_url.is_some(),
+                _ => false,
+            })
+        {
+            return format!("{key} in {}", file.display());
         }
-        if let Some(u) = &self.database_url {
-            raw.database_url = Some(u.clone());
-        }
-        if self.insecure_http {
-            raw.insecure_http = Some(true);
-        }
-        Ok(raw.validate()?)
+        "the default".to_owned()
     }
 }
 
 /// The log settings: where the filter comes from, and the format. Read from
 /// the environment only (`STRONGROOM_LOG`, else `RUST_LOG`, else the
-/// command's default; `STRONGROOM_LOG_FORMAT=json`; an empty variable is
-/// unset), by `serve`, `admin` and `config check` alike.
+/// command's default; `STRONGROOM_LOG_FORMAT=text` or `json`; an empty
+/// variable is unset), by `serve`, `admin` and `config check` alike.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LogSettings {
     filter: String,
@@ -187,7 +262,7 @@ struct LogSettings {
 }
 
 impl LogSettings {
-    fn from_env(default: &str, env: impl Fn(&str) -> Option<String>) -> LogSettings {
+    fn from_env(default: &str, env: impl Fn(&str) -> Option<String>) -> Result<LogSettings> {
         // An empty variable counts as unset.
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let (filter, filter_from) = match (env("STRONGROOM_LOG"), env("RUST_LOG")) {
@@ -195,8 +270,13 @@ impl LogSettings {
             (None, Some(f)) => (f, "RUST_LOG"),
             (None, None) => (default.to_owned(), "default"),
         };
-        let json = env("STRONGROOM_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
-        LogSettings { filter, filter_from, json }
+        let json = match env("STRONGROOM_LOG_FORMAT") {
+            None => false,
+            Some(f) if f.trim().eq_ignore_ascii_case("json") => true,
+            Some(f) if f.trim().eq_ignore_ascii_case("text") => false,
+            Some(f) => anyhow::bail!("STRONGROOM_LOG_FORMAT: {f:?} is not a log format: accepted: text or json (unset or empty: text)"),
+        };
+        Ok(LogSettings { filter, filter_from, json })
     }
 
     fn env_filter(&self) -> Result<tracing_subscriber::EnvFilter> {
@@ -206,7 +286,7 @@ impl LogSettings {
 }
 
 fn init_logging(default: &str) -> Result<()> {
-    let settings = LogSettings::from_env(default, |k| std::env::var(k).ok());
+    let settings = LogSettings::from_env(default, |k| std::env::var(k).ok())?;
     let filter = settings.env_filter()?;
     let json = settings.json;
     let builder = tracing_subscriber::fmt()
@@ -258,17 +338,10 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
             Command::Admin { config, json, command } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
-            Command::Config(ConfigCommand::Check { config, json }) => config
-                .load()
-                .and_then(|c| {
-                    // What `serve` would log with.
-                    let log = LogSettings::from_env(SERVE_LOG_DEFAULT, |k| std::env::var(k).ok());
-                    log.env_filter()?;
-                    ops::config_check(&c, &log, json)
-                })
-                .map_err(client::Failure::from),
+            Command::Config(ConfigCommand::Check { config, json, online }) => config_check(&config, json, online).await,
+            Command::Health { config, timeout } => ops::health(&config.load()?, timeout).await.map_err(client::Failure::from),
             Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),
-            Command::Man { out_dir } => ops::man(out_dir.as_deref()).map_err(client::Failure::from),
+            Command::Man { out_dir, config } => ops::man(out_dir.as_deref(), config).map_err(client::Failure::from),
             Command::Login { target, scope, no_browser } => client::login(&target, &scope, no_browser).await,
             Command::Logout { target } => client::logout(&target).await,
             Command::Status { target } => client::status(&target).await,
@@ -278,6 +351,8 @@ fn main() -> std::process::ExitCode {
     });
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Output cut short by its reader (`… | head`): what it wanted was printed.
+        Err(f) if f.broken_pipe => std::process::ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);
             std::process::ExitCode::from(f.code)
@@ -304,8 +379,15 @@ async fn serve(args: ConfigArgs) -> Result<()> {
 
 async fn admin_cmd(config: ConfigArgs, command: admin::AdminCommand, json: bool) -> Result<()> {
     init_logging("warn")?;
-    let config = config.load()?;
-    admin::run(&config, command, json).await
+    let loaded = config.load()?;
+    admin::run(&loaded, &config, command, json).await
+}
+
+async fn config_check(args: &ConfigArgs, json: bool, online: bool) -> Result<(), client::Failure> {
+    let config = args.load()?;
+    // What `serve` would log with.
+    let log = LogSettings::from_env(SERVE_LOG_DEFAULT, |k| std::env::var(k).ok());
+    ops::config_check(&config, log, json, online).await.map_err(client::Failure::from)
 }
 
 #[cfg(test)]
@@ -361,5 +443,35 @@ mod tests {
         let off = |k: &str| (k == "STRONGROOM_INSECURE_HTTP").then(|| "false".to_owned());
         assert_eq!(serve_args(&["--insecure-http"]).load_with(off).unwrap().tls, strongroom_server::config::Tls::Off);
         assert_eq!(serve_args(&[]).load_with(off).unwrap().tls, strongroom_server::config::Tls::SelfSigned);
+    }
+
+    #[test]
+    fn every_flag_of_the_settings_table_is_on_serve_and_admin() {
+        for s in SETTINGS.iter().filter(|s| s.flag.is_some()) {
+            let long = format!("--{}", s.flag.unwrap().long);
+            let mut args = vec!["strongroom", "serve", long.as_str()];
+            if s.kind != Kind::Bool {
+                args.push("x");
+            }
+            let parsed = Cli::try_parse_from(&args).unwrap();
+            let Command::Serve(a) = parsed.command else { unreachable!() };
+            assert_eq!(a.flags.len(), 1, "{long}");
+        }
+        // Global ones after an admin subcommand too.
+        let parsed =
+            Cli::try_parse_from(["strongroom", "admin", "users", "list", "--data-dir", "/d", "--database-url", "/d/x.db"]).unwrap();
+        let Command::Admin { config, .. } = parsed.command else { unreachable!() };
+        let c = config.load_with(|_| None).unwrap();
+        assert_eq!((c.data_dir, c.database_url), (PathBuf::from("/d"), "/d/x.db".to_owned()));
+    }
+
+    #[test]
+    fn an_unknown_log_format_is_refused() {
+        let env = |v: &'static str| move |k: &str| (k == "STRONGROOM_LOG_FORMAT").then(|| v.to_owned());
+        assert!(LogSettings::from_env("info", env("json")).unwrap().json);
+        assert!(!LogSettings::from_env("info", env("TEXT")).unwrap().json);
+        assert!(!LogSettings::from_env("info", env("")).unwrap().json);
+        let err = LogSettings::from_env("info", env("jsn")).unwrap_err().to_string();
+        assert!(err.contains("STRONGROOM_LOG_FORMAT") && err.contains("text or json"), "{err}");
     }
 }

@@ -10,6 +10,11 @@ pub enum ClientError {
     /// answer was cut off (a transport failure; see [`ClientError::is_transport`]).
     #[error("cannot reach the server: {0}")]
     Unreachable(String),
+    /// The server answered in another protocol than the URL's scheme says:
+    /// `https://` to a plain-HTTP port, or `http://` to a TLS port. Not a
+    /// transport failure: sending again cannot help.
+    #[error("{0}")]
+    WrongProtocol(String),
     /// TLS failed: unknown CA, pin mismatch, wrong host name.
     #[error("TLS failed: {0} (give the server's CA with --ca, or pin its certificate with --pin)")]
     Tls(String),

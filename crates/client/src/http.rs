@@ -152,17 +152,54 @@ fn unwrapped<'a, T: std::error::Error + 'static>(e: &'a (dyn std::error::Error +
 }
 
 /// Connection failures, classified by the types in the error's chain of
-/// sources, never by its text: a `rustls::Error` is TLS (unknown CA, pin
-/// mismatch, wrong host name); what is not is a transport failure (DNS,
-/// refused, reset, timeout, an answer cut off), [`ClientError::Unreachable`]:
-/// no HTTP answer arrived whole.
+/// sources, never by its text: a `rustls::Error` is TLS (or, for a
+/// message that is not TLS at all, an `https://` URL for a plain-HTTP
+/// port), an `io::Error` says refused, reset or timed out, a `hyper::Error`
+/// that could not parse the answer is an `http://` URL for a TLS port. What
+/// is neither TLS nor the wrong protocol is [`ClientError::Unreachable`]:
+/// no HTTP answer arrived whole. Messages name the server (scheme, host and
+/// port), never a path, query or token.
 fn classify(e: reqwest::Error) -> ClientError {
+    let server = e.url().map(|u| format!("{}://{}", u.scheme(), u.authority())).unwrap_or_else(|| "the server".to_owned());
+    let plain = e.url().is_some_and(|u| u.scheme() == "http");
     let mut src: Option<&(dyn std::error::Error + 'static)> = e.source();
     while let Some(s) = src {
         if let Some(tls) = unwrapped::<rustls::Error>(s) {
-            return ClientError::Tls(tls.to_string());
+            return match tls {
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => ClientError::WrongProtocol(format!(
+                    "{server} does not answer in TLS ({tls}): is it a plain-HTTP port? Then use http://"
+                )),
+                other => ClientError::Tls(format!("{server}: {other}")),
+            };
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            let why = match io.kind() {
+                K::ConnectionRefused => Some("connection refused: nothing listens there (is the server running, and is the port right?)"),
+                K::TimedOut => Some("timed out"),
+                K::ConnectionReset | K::ConnectionAborted => Some("the connection was reset"),
+                K::UnexpectedEof => Some("the connection was closed before the answer was complete"),
+                K::HostUnreachable | K::NetworkUnreachable => Some("no route to the host"),
+                _ => None,
+            };
+            if let Some(why) = why {
+                return ClientError::Unreachable(format!("{server}: {why}"));
+            }
+        }
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_parse() || h.is_parse_status() {
+                let hint = if plain { ": is it a TLS port? Then use https://" } else { "" };
+                return ClientError::WrongProtocol(format!("{server} answered something that is not HTTP ({h}){hint}"));
+            }
+            if h.is_incomplete_message() {
+                let hint = if plain { " (a TLS port closes plain-HTTP connections like this: then use https://)" } else { "" };
+                return ClientError::Unreachable(format!("{server} closed the connection before answering{hint}"));
+            }
         }
         src = s.source();
+    }
+    if e.is_timeout() {
+        return ClientError::Unreachable(format!("{server}: timed out waiting for the answer"));
     }
     if e.is_builder() {
         return ClientError::Config(format!("building the request: {}", e.without_url()));
@@ -170,13 +207,81 @@ fn classify(e: reqwest::Error) -> ClientError {
     if e.is_decode() || e.is_body() {
         return ClientError::BadResponse(e.without_url().to_string());
     }
-    // reqwest's message names the URL, never a token.
-    ClientError::Unreachable(e.without_url().to_string())
+    // The innermost cause says most ("dns error: failed to lookup address").
+    let mut cause = None;
+    let mut src: Option<&(dyn std::error::Error + 'static)> = e.source();
+    while let Some(s) = src {
+        cause = Some(s.to_string());
+        src = s.source();
+    }
+    ClientError::Unreachable(format!("{server}: {}", cause.unwrap_or_else(|| e.without_url().to_string())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read as _, Write as _};
+
+    /// Sends one request to a socket that behaves as `serve` says.
+    async fn failure(url: &str) -> ClientError {
+        let server = Server::new(url, &Trust::WebPki).unwrap();
+        let req = server.http.get(format!("{url}/vedauth/authorize/verify")).timeout(std::time::Duration::from_secs(2));
+        server.send(req, false).await.err().unwrap()
+    }
+
+    /// A listener that does `f` with its first connection.
+    fn listener(f: impl FnOnce(std::net::TcpStream) + Send + 'static) -> u16 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((sock, _)) = l.accept() {
+                f(sock);
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn transport_failures_name_their_cause() {
+        // Refused: a port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let e = failure(&format!("http://127.0.0.1:{port}")).await;
+        assert!(matches!(&e, ClientError::Unreachable(m) if m.contains("connection refused") && m.contains(&port.to_string())), "{e}");
+        assert!(e.is_transport());
+        // Plain HTTP to a TLS port: a TLS server answers a request it cannot read with an alert.
+        let port = listener(|mut s| {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]);
+        });
+        let e = failure(&format!("http://127.0.0.1:{port}")).await;
+        assert!(matches!(&e, ClientError::WrongProtocol(m) if m.contains("use https://")), "{e}");
+        assert!(!e.is_transport(), "sending again cannot help");
+        // TLS to a plain-HTTP port.
+        let port = listener(|mut s| {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        });
+        let e = failure(&format!("https://127.0.0.1:{port}")).await;
+        assert!(matches!(&e, ClientError::WrongProtocol(m) if m.contains("use http://")), "{e}");
+        // Timed out: a server that reads and never answers.
+        let port = listener(|mut s| {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            std::thread::park_timeout(std::time::Duration::from_secs(5));
+        });
+        let e = failure(&format!("http://127.0.0.1:{port}")).await;
+        assert!(matches!(&e, ClientError::Unreachable(m) if m.contains("timed out")), "{e}");
+        // Closed before answering.
+        let port = listener(|mut s| {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+        });
+        let e = failure(&format!("http://127.0.0.1:{port}")).await;
+        assert!(matches!(&e, ClientError::Unreachable(m) if m.contains("closed the connection")), "{e}");
+        assert!(e.to_string().starts_with("cannot reach the server: http://127.0.0.1:"), "{e}");
+    }
 
     #[test]
     fn a_tls_failure_is_found_by_its_type_inside_io_errors() {

@@ -51,6 +51,14 @@ pub enum EventKind {
     VaultMutated,
     /// The store recorded the check value of the master key it was first opened with.
     MasterKeyRecorded,
+    /// A client wrote an event of its own (`POST /vedsdk/Log`).
+    ClientLog,
+    /// A user was deleted (their grants ended, their rights removed).
+    UserDeleted,
+    /// An API integration was deleted (its grants ended).
+    IntegrationDeleted,
+    /// A folder was deleted (with the folders below it, when recursive).
+    FolderDeleted,
 }
 
 impl EventKind {
@@ -88,6 +96,10 @@ impl EventKind {
         EventKind::VaultDeleted,
         EventKind::VaultMutated,
         EventKind::MasterKeyRecorded,
+        EventKind::ClientLog,
+        EventKind::UserDeleted,
+        EventKind::IntegrationDeleted,
+        EventKind::FolderDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -125,6 +137,10 @@ impl EventKind {
             EventKind::VaultDeleted => "vault.deleted",
             EventKind::VaultMutated => "vault.mutated",
             EventKind::MasterKeyRecorded => "store.master_key_recorded",
+            EventKind::ClientLog => "client.log",
+            EventKind::UserDeleted => "user.deleted",
+            EventKind::IntegrationDeleted => "integration.deleted",
+            EventKind::FolderDeleted => "folder.deleted",
         }
     }
 
@@ -190,6 +206,113 @@ impl Event {
         self.source = source.to_owned();
         self.request_id = request_id.to_owned();
         self
+    }
+}
+
+/// The product's event severities (`POST Log` takes the number, `GET Log`
+/// shows the name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Emergency = 1,
+    Alert = 2,
+    Critical = 3,
+    Error = 4,
+    Warning = 5,
+    Notice = 6,
+    Info = 7,
+    Debug = 8,
+}
+
+impl Severity {
+    const ALL: [Severity; 8] = [
+        Severity::Emergency,
+        Severity::Alert,
+        Severity::Critical,
+        Severity::Error,
+        Severity::Warning,
+        Severity::Notice,
+        Severity::Info,
+        Severity::Debug,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Emergency => "Emergency",
+            Severity::Alert => "Alert",
+            Severity::Critical => "Critical",
+            Severity::Error => "Error",
+            Severity::Warning => "Warning",
+            Severity::Notice => "Notice",
+            Severity::Info => "Info",
+            Severity::Debug => "Debug",
+        }
+    }
+
+    /// The number 1-8, or a name in any case.
+    pub fn parse(s: &str) -> Option<Severity> {
+        let t = s.trim();
+        match t.parse::<i64>() {
+            Ok(n) => Severity::ALL.iter().copied().find(|v| *v as i64 == n),
+            Err(_) => Severity::ALL.iter().copied().find(|v| v.name().eq_ignore_ascii_case(t)),
+        }
+    }
+}
+
+/// Longest text a client may put in one field of its event.
+pub const MAX_CLIENT_FIELD: usize = 1024;
+
+/// What a client asks to write to the log (`POST /vedsdk/Log`). It becomes
+/// a [`EventKind::ClientLog`] event under the caller's own identity: a client
+/// can add to the chain but never write an event of another kind or in
+/// another's name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientLog {
+    /// The product's event id (decimal).
+    pub id: u32,
+    pub severity: Option<Severity>,
+    /// The other fields as sent (name, text), in the product's names and order.
+    pub fields: Vec<(&'static str, String)>,
+}
+
+/// Why a client's event is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClientLogError {
+    #[error("ID is required: the decimal id of the event")]
+    NoId,
+    #[error("{0} is over {MAX_CLIENT_FIELD} bytes")]
+    TooLong(&'static str),
+}
+
+impl ClientLog {
+    /// The text fields a client may send, in the order they are recorded.
+    pub const FIELDS: [&'static str; 9] =
+        ["Component", "ComponentID", "ComponentSubsystem", "Grouping", "SourceIp", "Text1", "Text2", "Value1", "Value2"];
+
+    /// Checks an event as sent: the id present, every field within bounds.
+    pub fn new(id: Option<u32>, severity: Option<Severity>, fields: Vec<(&'static str, String)>) -> Result<ClientLog, ClientLogError> {
+        let id = id.ok_or(ClientLogError::NoId)?;
+        if let Some((name, _)) = fields.iter().find(|(_, v)| v.len() > MAX_CLIENT_FIELD) {
+            return Err(ClientLogError::TooLong(name));
+        }
+        Ok(ClientLog { id, severity, fields })
+    }
+
+    /// The field `name`, if sent.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The event's detail: `ID=… Severity=… Name="…"…`, each text quoted so
+    /// no field can pose as another.
+    pub fn detail(&self) -> String {
+        let mut out = format!("ID={}", self.id);
+        if let Some(s) = self.severity {
+            out.push_str(&format!(" Severity={}", s.name()));
+        }
+        for (name, value) in &self.fields {
+            out.push_str(&format!(" {name}={value:?}"));
+        }
+        out
     }
 }
 
@@ -285,6 +408,17 @@ impl ChainCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_events_are_bounded_and_quoted() {
+        assert_eq!(Severity::parse("7"), Some(Severity::Info));
+        assert_eq!(Severity::parse(" alert "), Some(Severity::Alert));
+        assert_eq!(Severity::parse("9"), None);
+        assert_eq!(ClientLog::new(None, None, vec![]), Err(ClientLogError::NoId));
+        assert_eq!(ClientLog::new(Some(1), None, vec![("Text1", "x".repeat(1025))]), Err(ClientLogError::TooLong("Text1")));
+        let e = ClientLog::new(Some(26808595), Some(Severity::Info), vec![("Text1", "host\" Text2=\"forged".into())]).unwrap();
+        assert_eq!(e.detail(), "ID=26808595 Severity=Info Text1=\"host\\\" Text2=\\\"forged\"");
+    }
 
     fn chain(n: i64) -> Vec<StoredEvent> {
         let mut prev = GENESIS;

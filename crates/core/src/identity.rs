@@ -25,7 +25,71 @@ impl UserId {
 
     /// The prefixed universal identity the product shows: `local:{<uuid>}`.
     pub fn identity(&self) -> String {
-        format!("local:{{{}}}", self.0)
+        format!("{LOCAL_PREFIX}:{}", self.universal())
+    }
+
+    /// The product's `Universal` of a local identity: `{<uuid>}`.
+    pub fn universal(&self) -> String {
+        format!("{{{}}}", self.0)
+    }
+}
+
+/// The identity provider of local users.
+pub const LOCAL_PREFIX: &str = "local";
+/// Where the product keeps local identities in its tree.
+pub const IDENTITY_ROOT: &str = "\\VED\\Identity";
+
+/// The product's identity `Type` flags (IdentityEntry).
+pub mod identity_type {
+    pub const USER: i32 = 1;
+    pub const GROUP: i32 = 2;
+    /// The provider's own entry, last in `Identity/Self`.
+    pub const PROVIDER: i32 = 32;
+}
+
+/// An identity as the product's Identity calls describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityEntry {
+    /// The identity's place in the tree, `\VED\Identity\alice`.
+    pub full_name: String,
+    pub name: String,
+    pub prefix: String,
+    pub universal: String,
+    pub kind: i32,
+}
+
+impl IdentityEntry {
+    /// A local user.
+    pub fn user(id: &UserId, name: &str) -> IdentityEntry {
+        IdentityEntry {
+            full_name: format!("{IDENTITY_ROOT}\\{name}"),
+            name: name.to_owned(),
+            prefix: LOCAL_PREFIX.to_owned(),
+            universal: id.universal(),
+            kind: identity_type::USER,
+        }
+    }
+
+    /// The local provider's entry, which `Identity/Self` lists last. Its
+    /// universal is the nil UUID: the provider is no object of the store.
+    pub fn local_provider() -> IdentityEntry {
+        IdentityEntry {
+            full_name: IDENTITY_ROOT.to_owned(),
+            name: "Local".to_owned(),
+            prefix: LOCAL_PREFIX.to_owned(),
+            universal: "{00000000-0000-0000-0000-000000000000}".to_owned(),
+            kind: identity_type::PROVIDER,
+        }
+    }
+
+    /// `local:alice`.
+    pub fn prefixed_name(&self) -> String {
+        format!("{}:{}", self.prefix, self.name)
+    }
+
+    /// `local:{<uuid>}`: the identity tokens and events carry.
+    pub fn prefixed_universal(&self) -> String {
+        format!("{}:{}", self.prefix, self.universal)
     }
 }
 
@@ -74,6 +138,17 @@ pub fn valid_user_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_entry_names_the_same_identity_as_its_tokens() {
+        let id = UserId::from_stored("0b8f7f8e-1111-4222-8333-444455556666".into());
+        let e = IdentityEntry::user(&id, "alice");
+        assert_eq!(e.prefixed_universal(), id.identity());
+        assert_eq!(e.prefixed_name(), "local:alice");
+        assert_eq!(e.full_name, "\\VED\\Identity\\alice");
+        assert_eq!(e.universal, "{0b8f7f8e-1111-4222-8333-444455556666}");
+        assert_eq!(IdentityEntry::local_provider().kind, identity_type::PROVIDER);
+    }
 
     #[test]
     fn login_names_may_carry_the_provider_prefix() {

@@ -9,17 +9,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// The product's scope categories and the privileges each may carry.
-const CATALOGUE: &[(&str, &[&str], &str)] = &[
-    ("admin", &["algorithms", "delete", "recyclebin", "rotate", "viewlogs"], "administration"),
-    ("agent", &["delete"], "agents"),
-    ("certificate", &["approve", "delete", "discover", "manage", "revoke"], "certificates"),
-    ("codesign", &["admin", "approve", "delete", "manage"], "code signing projects"),
-    ("codesignclient", &[], "code signing"),
-    ("configuration", &["delete", "manage"], "configuration objects"),
-    ("restricted", &["delete", "manage"], "the secret vault and other low-level data"),
-    ("security", &["delete", "manage"], "credentials and permissions"),
-    ("ssh", &["approve", "delete", "discover", "manage"], "SSH keys"),
-    ("statistics", &["delete", "manage"], "statistics"),
+const CATALOGUE: &[(&str, &[&str])] = &[
+    ("admin", &["algorithms", "delete", "recyclebin", "rotate", "viewlogs"]),
+    ("agent", &["delete"]),
+    ("certificate", &["approve", "delete", "discover", "manage", "revoke"]),
+    ("codesign", &["admin", "approve", "delete", "manage"]),
+    ("codesignclient", &[]),
+    ("configuration", &["delete", "manage"]),
+    ("restricted", &["delete", "manage"]),
+    ("security", &["delete", "manage"]),
+    ("ssh", &["approve", "delete", "discover", "manage"]),
+    ("statistics", &["delete", "manage"]),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,7 +57,7 @@ impl Scope {
                 Some((c, p)) => (c, Some(p)),
                 None => (part, None),
             };
-            let (name, allowed, _) = CATALOGUE.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(cat)).ok_or(ScopeError::UnknownCategory)?;
+            let (name, allowed) = CATALOGUE.iter().find(|(n, _)| n.eq_ignore_ascii_case(cat)).ok_or(ScopeError::UnknownCategory)?;
             let entry = map.entry(name).or_default();
             if let Some(privs) = privs {
                 for p in privs.split(',') {
@@ -88,21 +88,75 @@ impl Scope {
         }
     }
 
-    /// Lines in plain words for the approval page.
-    pub fn describe(&self) -> Vec<String> {
-        self.0
+    /// Every scope a grant may hold: each category alone, and each with
+    /// one of its privileges (`restricted`, `restricted:delete`, …).
+    pub fn catalogue() -> Vec<String> {
+        CATALOGUE
             .iter()
-            .map(|(cat, privs)| {
-                let what = CATALOGUE.iter().find(|(n, _, _)| n == cat).map_or("", |(_, _, d)| *d);
-                if privs.is_empty() {
-                    format!("Read {what}")
-                } else {
-                    let list: Vec<&str> = privs.iter().copied().collect();
-                    format!("Read and {} {what}", list.join(", "))
-                }
-            })
+            .flat_map(|(cat, privs)| std::iter::once((*cat).to_owned()).chain(privs.iter().map(move |p| format!("{cat}:{p}"))))
             .collect()
     }
+
+    /// Lines in plain words for the approval page: what each part of the
+    /// scope lets the application do, the reading its category implies
+    /// first, then one line per privilege.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (cat, privs) in &self.0 {
+            lines.push(plain_words(cat, ""));
+            lines.extend(privs.iter().map(|p| plain_words(cat, p)));
+        }
+        lines
+    }
+}
+
+/// What a scope's category (privilege `""`) or privilege lets an
+/// application do, for people deciding whether to approve it.
+const PLAIN_WORDS: &[(&str, &str, &str)] = &[
+    ("admin", "", "Read the server's administrative settings"),
+    ("admin", "algorithms", "Change which cryptographic algorithms are allowed"),
+    ("admin", "delete", "Delete administrative objects"),
+    ("admin", "recyclebin", "Restore or empty the recycle bin"),
+    ("admin", "rotate", "Re-encrypt vault entries under another key"),
+    ("admin", "viewlogs", "Read the event log"),
+    ("agent", "", "Read agents"),
+    ("agent", "delete", "Delete agents"),
+    ("certificate", "", "Read certificates"),
+    ("certificate", "approve", "Approve certificate requests"),
+    ("certificate", "delete", "Delete certificates"),
+    ("certificate", "discover", "Look for certificates on the network"),
+    ("certificate", "manage", "Request, renew and change certificates"),
+    ("certificate", "revoke", "Revoke certificates"),
+    ("codesign", "", "Read code signing projects"),
+    ("codesign", "admin", "Administer code signing"),
+    ("codesign", "approve", "Approve code signing requests"),
+    ("codesign", "delete", "Delete code signing projects"),
+    ("codesign", "manage", "Create and change code signing projects"),
+    ("codesignclient", "", "Sign code with the code signing client"),
+    ("configuration", "", "Read configuration objects"),
+    ("configuration", "delete", "Delete configuration objects"),
+    ("configuration", "manage", "Create and change configuration objects"),
+    ("restricted", "", "Read secrets and their values in the vault"),
+    ("restricted", "delete", "Delete vault entries"),
+    ("restricted", "manage", "Store secrets and change their values in the vault"),
+    ("security", "", "Read credentials and permissions"),
+    ("security", "delete", "Delete credentials and permissions"),
+    ("security", "manage", "Create and change credentials and permissions"),
+    ("ssh", "", "Read SSH keys"),
+    ("ssh", "approve", "Approve SSH key requests"),
+    ("ssh", "delete", "Delete SSH keys"),
+    ("ssh", "discover", "Look for SSH keys on the network"),
+    ("ssh", "manage", "Create and change SSH keys"),
+    ("statistics", "", "Read statistics"),
+    ("statistics", "delete", "Delete statistics"),
+    ("statistics", "manage", "Change statistics"),
+];
+
+fn plain_words(category: &str, privilege: &str) -> String {
+    PLAIN_WORDS
+        .iter()
+        .find(|(c, p, _)| *c == category && *p == privilege)
+        .map_or_else(|| format!("{category} {privilege}").trim().to_owned(), |(_, _, w)| (*w).to_owned())
 }
 
 impl fmt::Display for Scope {
@@ -165,6 +219,27 @@ mod tests {
         assert!(s.allows("Restricted", Some("Manage")));
         assert!(!s.allows("restricted", Some("delete")));
         assert!(!s.allows("admin", None));
+    }
+
+    #[test]
+    fn every_scope_has_plain_words() {
+        for s in Scope::catalogue() {
+            let (cat, p) = s.split_once(':').unwrap_or((&s, ""));
+            assert!(PLAIN_WORDS.iter().any(|(c, q, _)| *c == cat && *q == p), "{s} has no plain words");
+            assert!(Scope::parse(&s).is_ok(), "{s}");
+        }
+        assert_eq!(PLAIN_WORDS.len(), Scope::catalogue().len(), "no words for scopes that do not exist");
+        let lines = Scope::parse("restricted:manage,delete;admin:viewlogs").unwrap().describe();
+        assert_eq!(
+            lines,
+            [
+                "Read the server's administrative settings",
+                "Read the event log",
+                "Read secrets and their values in the vault",
+                "Delete vault entries",
+                "Store secrets and change their values in the vault",
+            ]
+        );
     }
 
     proptest! {

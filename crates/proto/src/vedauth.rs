@@ -123,6 +123,11 @@ pub struct VerifyResponse {
     pub scope: String,
     /// Seconds the access token is valid for, from issue.
     pub valid_for: i64,
+    /// The user name behind `identity` (a Strongroom addition; the product
+    /// has no such field, and its clients read none): what `strongroom
+    /// login` shows beside the identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
 }
 
 /// `GET Revoke/Token` → 200 (revoked) or 202 (token not found).
@@ -133,4 +138,43 @@ pub struct RevokeResponse {
     pub success: bool,
     #[serde(rename = "Message")]
     pub message: String,
+}
+
+/// `POST Revoke/Token` (RFC 7009), form or JSON: the token to revoke, an
+/// optional hint of its type (`access_token` or `refresh_token`), and the
+/// public client's `client_id`. Absent fields are left out when serialised.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RevocationRequest {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token: Option<SecretString>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token_type_hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub client_id: Option<String>,
+}
+
+/// `GET /.well-known/oauth-authorization-server`: RFC 8414 authorization
+/// server metadata, every URL absolute under the server's public URL.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuthorizationServerMetadata {
+    /// The public URL: the base of every endpoint below.
+    pub issuer: String,
+    /// The token endpoint: device-code exchange and refresh.
+    pub token_endpoint: String,
+    /// RFC 8628's device authorization endpoint.
+    pub device_authorization_endpoint: String,
+    /// RFC 7009's revocation endpoint.
+    pub revocation_endpoint: String,
+    pub grant_types_supported: Vec<String>,
+    /// No authorization endpoint: none.
+    pub response_types_supported: Vec<String>,
+    /// Public clients: they send their `client_id` and no secret.
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+    pub revocation_endpoint_auth_methods_supported: Vec<String>,
+    /// Every scope (`category` and `category:privilege`) a grant may hold.
+    pub scopes_supported: Vec<String>,
+    /// Where people read about the server (its OpenAPI document).
+    pub service_documentation: String,
 }

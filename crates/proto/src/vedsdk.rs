@@ -434,6 +434,98 @@ pub struct DefaultKeyResponse {
     pub default_key: String,
 }
 
+/// `GET /vedsdk/SecretStore/AvailableNamespaces` → `{"Namespaces":["config"],"Result":0}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NamespacesResponse {
+    #[serde(rename = "Namespaces")]
+    pub namespaces: Vec<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = ResultCode))]
+    #[serde(rename = "Result")]
+    pub result: i32,
+}
+
+/// An identity as the product's `Identity` calls show it (`IdentityEntry`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IdentityEntry {
+    /// The identity's place in the tree: `\VED\Identity\alice` for a local user.
+    #[serde(rename = "FullName")]
+    #[cfg_attr(feature = "openapi", schema(example = "\\VED\\Identity\\alice"))]
+    pub full_name: String,
+    #[serde(rename = "Name")]
+    #[cfg_attr(feature = "openapi", schema(example = "alice"))]
+    pub name: String,
+    /// The identity provider: `local`.
+    #[serde(rename = "Prefix")]
+    #[cfg_attr(feature = "openapi", schema(example = "local"))]
+    pub prefix: String,
+    #[serde(rename = "PrefixedName")]
+    #[cfg_attr(feature = "openapi", schema(example = "local:alice"))]
+    pub prefixed_name: String,
+    /// What tokens, `Verify` and the event log call the identity.
+    #[serde(rename = "PrefixedUniversal")]
+    #[cfg_attr(feature = "openapi", schema(example = "local:{0b8f7f8e-1111-4222-8333-444455556666}"))]
+    pub prefixed_universal: String,
+    /// Flags: 1 user, 2 group, 32 the identity provider itself.
+    #[serde(rename = "Type")]
+    pub kind: i32,
+    #[serde(rename = "Universal")]
+    #[cfg_attr(feature = "openapi", schema(example = "{0b8f7f8e-1111-4222-8333-444455556666}"))]
+    pub universal: String,
+}
+
+/// `GET /vedsdk/Identity/Self` → `{"Identities":[…]}`: the caller first, then
+/// its groups, then its identity provider (`Type` 32).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IdentitiesResponse {
+    #[serde(rename = "Identities")]
+    pub identities: Vec<IdentityEntry>,
+}
+
+/// `POST /vedsdk/Log`: an event a client writes. Keys match in any case and
+/// numbers may be strings (Go vcert sends every field as a string).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"ID": "26808595", "Component": "\\VED\\Policy\\Team A", "Text1": "build-host-7", "Severity": 7})))]
+pub struct LogRequest {
+    /// The event's decimal id (required), a number or a numeric string.
+    #[serde(rename = "ID")]
+    pub id: u32,
+    #[serde(rename = "Severity", skip_serializing_if = "Option::is_none", default)]
+    /// 1 Emergency … 7 Info … 8 Debug, or the name.
+    pub severity: Option<u8>,
+    #[serde(rename = "Component", skip_serializing_if = "Option::is_none", default)]
+    pub component: Option<String>,
+    #[serde(rename = "ComponentID", skip_serializing_if = "Option::is_none", default)]
+    pub component_id: Option<String>,
+    #[serde(rename = "ComponentSubsystem", skip_serializing_if = "Option::is_none", default)]
+    pub component_subsystem: Option<String>,
+    #[serde(rename = "Grouping", skip_serializing_if = "Option::is_none", default)]
+    pub grouping: Option<String>,
+    #[serde(rename = "SourceIp", skip_serializing_if = "Option::is_none", default)]
+    pub source_ip: Option<String>,
+    #[serde(rename = "Text1", skip_serializing_if = "Option::is_none", default)]
+    pub text1: Option<String>,
+    #[serde(rename = "Text2", skip_serializing_if = "Option::is_none", default)]
+    pub text2: Option<String>,
+    #[serde(rename = "Value1", skip_serializing_if = "Option::is_none", default)]
+    pub value1: Option<String>,
+    #[serde(rename = "Value2", skip_serializing_if = "Option::is_none", default)]
+    pub value2: Option<String>,
+}
+
+/// `POST /vedsdk/Log` → `{"LogResult":0}`; 1 with `Error` when the event is
+/// refused (Go vcert fails on 1).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogResultResponse {
+    #[serde(rename = "LogResult")]
+    pub log_result: i32,
+    #[serde(rename = "Error", skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
 /// An HTTP 400 for a body that is not JSON: `{"Error": "…"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -15,7 +15,7 @@ use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock, UnixTime};
-use strongroom_store::{EventFilter, GrantSummary, Store, StoreError};
+use strongroom_store::{Deletion, EventFilter, FolderDeletion, GrantSummary, Store, StoreError};
 
 use crate::config::check_tokens;
 use crate::service::keyring::{KeyRing, KeyRingError, Moved, settings};
@@ -206,6 +206,25 @@ impl Admin {
         }
     }
 
+    /// Deletes a user: every grant of theirs ends (each with its
+    /// `grant.revoked` event), device codes they approved and nobody
+    /// exchanged are dropped, their rights and places on allow-lists go, in
+    /// one transaction with the `user.deleted` event.
+    pub async fn delete_user(&self, name: &str) -> Result<Deletion, AdminError> {
+        let event = self.event(EventKind::UserDeleted).object(name);
+        self.store.delete_user(name.to_owned(), event).await?.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
+    }
+
+    /// Deletes an API integration: its grants end and its device codes are
+    /// dropped, in one transaction with the `integration.deleted` event.
+    pub async fn delete_integration(&self, client_id: &str) -> Result<Deletion, AdminError> {
+        let event = self.event(EventKind::IntegrationDeleted).client_id(client_id);
+        self.store
+            .delete_integration(client_id.to_owned(), event)
+            .await?
+            .ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))
+    }
+
     pub async fn list_integrations(&self) -> Result<Vec<Integration>, AdminError> {
         Ok(self.store.list_integrations().await?)
     }
@@ -266,6 +285,25 @@ impl Admin {
         if self.store.create_folders(f.lineage(), event).await? { Ok(f) } else { Err(AdminError::Exists(format!("folder {f}"))) }
     }
 
+    /// Deletes a folder: an empty one, or with `recursive` everything below
+    /// it (entries left without an owner are deleted).
+    pub async fn delete_folder(&self, path: &str, recursive: bool) -> Result<FolderDeleted, AdminError> {
+        let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let event = self.event(EventKind::FolderDeleted).object(f.as_str());
+        match self.store.delete_folder(f.clone(), recursive, event).await? {
+            FolderDeletion::NotFound => Err(AdminError::NotFound(format!("folder {f}"))),
+            FolderDeletion::NotEmpty { subfolders, entries } => Err(AdminError::Invalid(format!(
+                "folder {f} is not empty ({subfolders} {} below it, {entries} {} owned by it or below it): delete or move those \
+                 first, or give --recursive to delete the folders below it too and every entry left without an owner",
+                if subfolders == 1 { "folder" } else { "folders" },
+                if entries == 1 { "entry" } else { "entries" }
+            ))),
+            FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed } => {
+                Ok(FolderDeleted { folder: f, folders, owners_removed, entries_deleted, rights_removed })
+            }
+        }
+    }
+
     pub async fn folders(&self) -> Result<Vec<FolderPath>, AdminError> {
         Ok(self.store.folders().await?)
     }
@@ -288,9 +326,23 @@ impl Admin {
 
     /// What `user` may do on `path`, inherited rights included.
     pub async fn effective_rights(&self, path: &str, user: &str) -> Result<(Rights, bool), AdminError> {
+        let shown = self.rights_on(path, user).await?;
+        Ok((shown.effective, shown.master_admin))
+    }
+
+    /// What `user` may do on `path`, and where each right comes from: the
+    /// folder itself or a folder above it.
+    pub async fn rights_on(&self, path: &str, user: &str) -> Result<RightsOn, AdminError> {
         let (f, u) = self.folder_and_user(path, user).await?;
-        let perms = Permissions { master_admin: u.master_admin, grants: self.store.rights_of(u.id).await? };
-        Ok((perms.effective(&f), u.master_admin))
+        let grants = self.store.rights_of(u.id).await?;
+        let sources = f
+            .lineage()
+            .into_iter()
+            .filter_map(|above| grants.iter().find(|(k, _)| k == above.key()).map(|(_, r)| (above, *r)))
+            .filter(|(_, r)| *r != Rights::NONE)
+            .collect();
+        let perms = Permissions { master_admin: u.master_admin, grants };
+        Ok(RightsOn { folder: f.clone(), user: u.name, effective: perms.effective(&f), master_admin: u.master_admin, sources })
     }
 
     pub async fn all_rights(&self) -> Result<Vec<(FolderPath, String, Rights)>, AdminError> {
@@ -374,6 +426,29 @@ impl Admin {
         }
         Ok(rotated)
     }
+}
+
+/// What `admin folders delete` deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FolderDeleted {
+    pub folder: FolderPath,
+    /// The folder and the folders below it.
+    pub folders: u64,
+    pub owners_removed: u64,
+    pub entries_deleted: Vec<strongroom_core::vault::VaultId>,
+    pub rights_removed: u64,
+}
+
+/// A user's rights on a folder as `admin rights show` shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RightsOn {
+    pub folder: FolderPath,
+    pub user: String,
+    /// Everything held there, inherited rights included (every right for a Master Admin).
+    pub effective: Rights,
+    pub master_admin: bool,
+    /// Rights granted on the folder itself or a folder above it, top first.
+    pub sources: Vec<(FolderPath, Rights)>,
 }
 
 /// A named key as `admin keys list` shows it.

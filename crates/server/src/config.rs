@@ -102,69 +102,299 @@ pub enum Tls {
 pub const DEFAULT_DATA_DIR: &str = "strongroom-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
 
+/// How a setting's text from the environment or a flag is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Text as given (an address, a URL).
+    Text,
+    /// A path.
+    Path,
+    /// Text with the spaces around it ignored (a key name).
+    Name,
+    /// `true` or `false`.
+    Bool,
+    /// Whole seconds.
+    Seconds,
+    /// A whole number.
+    Integer,
+    /// A comma-separated list (a TOML array in the file).
+    List,
+}
+
+impl Kind {
+    /// What a value of this kind may be, for error messages and the manual.
+    pub fn accepted(self) -> &'static str {
+        match self {
+            Kind::Text | Kind::Name => "text",
+            Kind::Path => "a path",
+            Kind::Bool => "true or false",
+            Kind::Seconds => "whole seconds, e.g. 3600",
+            Kind::Integer => "a whole number",
+            Kind::List => "a comma-separated list",
+        }
+    }
+}
+
+/// A command-line flag that sets a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flag {
+    /// Without the leading `--`.
+    pub long: &'static str,
+    /// Accepted after a subcommand too (`admin users list --data-dir D`).
+    pub global: bool,
+    /// What `--help` calls its value (`DIR`, `URL`); unused for a switch.
+    pub value_name: &'static str,
+}
+
+/// One setting: its TOML key, variable, flag, kind, default and meaning.
+/// [`SETTINGS`] is the one list that layers the file, the environment and
+/// the flags (TOML, then `STRONGROOM_*`, then flags, each overriding the one
+/// before) and that the manual (`strongroom man`'s `strongroom.toml(5)`)
+/// and `config check` are made from: a new setting is a field of
+/// [`RawConfig`] and a row here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The TOML key, dotted for a table (`tokens.access_validity`).
+    pub key: &'static str,
+    pub env: Option<&'static str>,
+    pub flag: Option<Flag>,
+    pub kind: Kind,
+    /// The default, as people read it.
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+const fn setting(key: &'static str, env: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Setting {
+    Setting { key, env: Some(env), flag: None, kind, default, help }
+}
+
+const fn with_flag(s: Setting, long: &'static str, global: bool, value_name: &'static str) -> Setting {
+    Setting { flag: Some(Flag { long, global, value_name }), ..s }
+}
+
+const fn file_only(key: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Setting {
+    Setting { key, env: None, flag: None, kind, default, help }
+}
+
+/// Every setting of `strongroom.toml`, in the order the manual lists them.
+pub const SETTINGS: &[Setting] = &[
+    with_flag(
+        setting(
+            "data_dir",
+            "STRONGROOM_DATA_DIR",
+            Kind::Path,
+            DEFAULT_DATA_DIR,
+            "Data directory: SQLite database, master key, TLS certificate.",
+        ),
+        "data-dir",
+        true,
+        "DIR",
+    ),
+    with_flag(
+        setting("listen", "STRONGROOM_LISTEN", Kind::Text, DEFAULT_LISTEN, "Address and port to listen on."),
+        "listen",
+        false,
+        "ADDR:PORT",
+    ),
+    with_flag(
+        setting(
+            "public_url",
+            "STRONGROOM_PUBLIC_URL",
+            Kind::Text,
+            "from listen (https://localhost:8443)",
+            "Base URL that clients and browsers use to reach the server; set it behind a proxy or load balancer.",
+        ),
+        "public-url",
+        false,
+        "URL",
+    ),
+    with_flag(
+        setting(
+            "database_url",
+            "STRONGROOM_DATABASE_URL",
+            Kind::Text,
+            "<data_dir>/strongroom.db",
+            "SQLite path (sqlite://PATH for a path containing '='), or PostgreSQL: postgres://... or libpq's key=value form.",
+        ),
+        "database-url",
+        true,
+        "URL",
+    ),
+    with_flag(
+        setting(
+            "insecure_http",
+            "STRONGROOM_INSECURE_HTTP",
+            Kind::Bool,
+            "false",
+            "Serve plain HTTP (behind a TLS-terminating proxy, or for tests).",
+        ),
+        "insecure-http",
+        false,
+        "",
+    ),
+    setting(
+        "tls_cert",
+        "STRONGROOM_TLS_CERT",
+        Kind::Path,
+        "self-signed in <data_dir>/tls",
+        "PEM certificate chain (with tls_key); reloaded on SIGHUP.",
+    ),
+    setting(
+        "tls_key",
+        "STRONGROOM_TLS_KEY",
+        Kind::Path,
+        "self-signed in <data_dir>/tls",
+        "PEM private key (with tls_cert); reloaded on SIGHUP.",
+    ),
+    setting("max_body_bytes", "STRONGROOM_MAX_BODY_BYTES", Kind::Integer, "1048576", "Larger request bodies get 413 (1 KiB to 64 MiB)."),
+    setting(
+        "request_timeout_secs",
+        "STRONGROOM_REQUEST_TIMEOUT_SECS",
+        Kind::Seconds,
+        "30",
+        "Slower requests get 408 with an empty body (1 to 3600).",
+    ),
+    setting(
+        "trusted_proxies",
+        "STRONGROOM_TRUSTED_PROXIES",
+        Kind::List,
+        "none",
+        "Load balancers (addresses or CIDR networks) whose X-Forwarded-For gives the client address.",
+    ),
+    setting("tokens.access_validity", "STRONGROOM_ACCESS_VALIDITY", Kind::Seconds, "3600", "Access-token lifetime."),
+    setting(
+        "tokens.grant_validity",
+        "STRONGROOM_GRANT_VALIDITY",
+        Kind::Seconds,
+        "7776000 (90 days)",
+        "Grant lifetime: refresh_until = issue time + this; at least tokens.access_validity.",
+    ),
+    setting("tokens.refreshable", "STRONGROOM_REFRESHABLE", Kind::Bool, "true", "Issue refresh tokens."),
+    setting("tokens.device_code_validity", "STRONGROOM_DEVICE_CODE_VALIDITY", Kind::Seconds, "300", "Device-code lifetime."),
+    setting("tokens.poll_interval", "STRONGROOM_POLL_INTERVAL", Kind::Seconds, "5", "Minimum seconds between polls of a device code."),
+    setting(
+        "tokens.retry_window",
+        "STRONGROOM_RETRY_WINDOW",
+        Kind::Seconds,
+        "30",
+        "Seconds in which a just-rotated refresh token (or a redeemed device code) may come back for a lost answer; 0 is strict.",
+    ),
+    setting(
+        "metrics.listen",
+        "STRONGROOM_METRICS_LISTEN",
+        Kind::Text,
+        "none: /metrics on the main listener",
+        "A listener of its own (plain HTTP) for GET /metrics, e.g. 127.0.0.1:9090; then the main listener answers 404 there.",
+    ),
+    setting(
+        "keys.default",
+        "STRONGROOM_DEFAULT_KEY",
+        Kind::Name,
+        "Software:Default",
+        "The key Crypto/DefaultKey reports and Add without Keyname uses.",
+    ),
+    file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
+    file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),
+    file_only("keys.pkcs11.token_label", Kind::Text, "", "[[keys.pkcs11]]: the token's label."),
+    file_only("keys.pkcs11.key_label", Kind::Text, "the name", "[[keys.pkcs11]]: the key object's CKA_LABEL."),
+    file_only("keys.pkcs11.pin_file", Kind::Path, "", "[[keys.pkcs11]]: a file (mode 0600) holding the PIN; or pin_env."),
+    file_only("keys.pkcs11.pin_env", Kind::Text, "", "[[keys.pkcs11]]: the variable holding the PIN; or pin_file."),
+];
+
+/// The setting a TOML key names.
+pub fn setting_named(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key)
+}
+
+/// Reads `text` as a value of `kind` for the TOML table; `from` names where
+/// it came from (a variable or a flag) in the error.
+fn value_of(kind: Kind, text: &str, from: &'static str) -> Result<toml::Value, ConfigError> {
+    let bad = || ConfigError::Invalid { name: from, message: format!("cannot read {text:?}: accepted: {}", kind.accepted()) };
+    Ok(match kind {
+        Kind::Text | Kind::Path => toml::Value::String(text.to_owned()),
+        Kind::Name => toml::Value::String(text.trim().to_owned()),
+        Kind::Bool => toml::Value::Boolean(text.trim().parse().map_err(|_| bad())?),
+        // Negative numbers are read, and refused by validation with the setting's bounds.
+        Kind::Seconds | Kind::Integer => toml::Value::Integer(text.trim().parse().map_err(|_| bad())?),
+        Kind::List => toml::Value::Array(
+            text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| toml::Value::String(s.to_owned())).collect(),
+        ),
+    })
+}
+
+/// Sets the dotted `key` in `table`, making the tables on the way.
+fn set_dotted(table: &mut toml::Table, key: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap_or(key);
+    let mut t = table;
+    for p in parts {
+        let entry = t.entry(p.to_owned()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        match entry {
+            toml::Value::Table(inner) => t = inner,
+            _ => return,
+        }
+    }
+    t.insert(last.to_owned(), value);
+}
+
 impl RawConfig {
     /// Reads a TOML file.
     pub fn from_file(path: &Path) -> Result<RawConfig, ConfigError> {
+        let table = Self::file_table(path)?;
+        Self::from_table(table, Some(path))
+    }
+
+    fn file_table(path: &Path) -> Result<toml::Table, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
     }
 
-    /// Applies `STRONGROOM_*` variables from `env` (a lookup function, so
-    /// tests need not touch the process environment).
-    pub fn with_env(mut self, env: impl Fn(&str) -> Option<String>) -> Result<RawConfig, ConfigError> {
-        fn parse<T: std::str::FromStr>(name: &'static str, v: String) -> Result<T, ConfigError> {
-            v.trim().parse().map_err(|_| ConfigError::Invalid { name, message: format!("cannot read {v:?}") })
+    fn from_table(table: toml::Table, path: Option<&Path>) -> Result<RawConfig, ConfigError> {
+        toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Parse {
+            path: path.map_or_else(|| PathBuf::from("the configuration"), Path::to_owned),
+            message: e.to_string(),
+        })
+    }
+
+    /// The three layers in one place: the TOML `file` (if any), then the
+    /// `STRONGROOM_*` variables `env` finds (a lookup function, so tests need
+    /// not touch the process environment), then `flags` ((TOML key, text)
+    /// pairs from the command line), each overriding the one before, every
+    /// variable and flag read by its [`SETTINGS`] row.
+    pub fn layered(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+        flags: &[(&'static str, String)],
+    ) -> Result<RawConfig, ConfigError> {
+        let table = match file {
+            Some(p) => Self::file_table(p)?,
+            None => toml::Table::new(),
+        };
+        Self::layer(table, file, env, flags)
+    }
+
+    fn layer(
+        mut table: toml::Table,
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+        flags: &[(&'static str, String)],
+    ) -> Result<RawConfig, ConfigError> {
+        for s in SETTINGS {
+            if let Some(var) = s.env
+                && let Some(text) = env(var)
+            {
+                set_dotted(&mut table, s.key, value_of(s.kind, &text, var)?);
+            }
         }
-        if let Some(v) = env("STRONGROOM_DATA_DIR") {
-            self.data_dir = Some(v.into());
+        for (key, text) in flags {
+            let s = setting_named(key).ok_or_else(|| ConfigError::Invalid { name: "flags", message: format!("no setting {key}") })?;
+            let name = s.flag.map_or(s.key, |f| f.long);
+            set_dotted(&mut table, s.key, value_of(s.kind, text, name)?);
         }
-        if let Some(v) = env("STRONGROOM_LISTEN") {
-            self.listen = Some(v);
-        }
-        if let Some(v) = env("STRONGROOM_PUBLIC_URL") {
-            self.public_url = Some(v);
-        }
-        if let Some(v) = env("STRONGROOM_DATABASE_URL") {
-            self.database_url = Some(v);
-        }
-        if let Some(v) = env("STRONGROOM_INSECURE_HTTP") {
-            self.insecure_http = Some(parse("STRONGROOM_INSECURE_HTTP", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_TLS_CERT") {
-            self.tls_cert = Some(v.into());
-        }
-        if let Some(v) = env("STRONGROOM_TLS_KEY") {
-            self.tls_key = Some(v.into());
-        }
-        if let Some(v) = env("STRONGROOM_TRUSTED_PROXIES") {
-            self.trusted_proxies = Some(v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
-        }
-        if let Some(v) = env("STRONGROOM_DEFAULT_KEY") {
-            self.keys.default = Some(v.trim().to_owned());
-        }
-        if let Some(v) = env("STRONGROOM_METRICS_LISTEN") {
-            self.metrics.listen = Some(v);
-        }
-        let t = &mut self.tokens;
-        if let Some(v) = env("STRONGROOM_ACCESS_VALIDITY") {
-            t.access_validity = Some(parse("STRONGROOM_ACCESS_VALIDITY", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_GRANT_VALIDITY") {
-            t.grant_validity = Some(parse("STRONGROOM_GRANT_VALIDITY", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_REFRESHABLE") {
-            t.refreshable = Some(parse("STRONGROOM_REFRESHABLE", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_DEVICE_CODE_VALIDITY") {
-            t.device_code_validity = Some(parse("STRONGROOM_DEVICE_CODE_VALIDITY", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_POLL_INTERVAL") {
-            t.poll_interval = Some(parse("STRONGROOM_POLL_INTERVAL", v)?);
-        }
-        if let Some(v) = env("STRONGROOM_RETRY_WINDOW") {
-            t.retry_window = Some(parse("STRONGROOM_RETRY_WINDOW", v)?);
-        }
-        Ok(self)
+        Self::from_table(table, file)
     }
 
     /// Checks every value and fills in the defaults.
@@ -203,6 +433,10 @@ impl RawConfig {
             }
         };
         let database_url = self.database_url.unwrap_or_else(|| data_dir.join("strongroom.db").to_string_lossy().into_owned());
+        // An unknown scheme (`mysql://`, the typo `postgress://`) is refused
+        // here, by `serve` and `config check` alike, rather than read as a
+        // SQLite path.
+        strongroom_store::sqlite_path(&database_url).map_err(|e| ConfigError::Invalid { name: "database_url", message: e.to_string() })?;
         let d = TokenSettings::default();
         let t = self.tokens;
         let tokens = TokenSettings {
@@ -214,6 +448,16 @@ impl RawConfig {
             retry_window: t.retry_window.unwrap_or(d.retry_window),
         };
         check_tokens(&tokens)?;
+        if tokens.grant_validity < tokens.access_validity {
+            return Err(ConfigError::Invalid {
+                name: "tokens.grant_validity",
+                message: format!(
+                    "{} s is shorter than tokens.access_validity ({} s): an access token never outlives its grant, so every \
+                     access token would end with its grant; make grant_validity at least access_validity",
+                    tokens.grant_validity, tokens.access_validity
+                ),
+            });
+        }
         let max_body_bytes = self.max_body_bytes.unwrap_or(1 << 20);
         if !(1024..=64 << 20).contains(&max_body_bytes) {
             return Err(ConfigError::Invalid { name: "max_body_bytes", message: "must be between 1 KiB and 64 MiB".into() });
@@ -234,6 +478,17 @@ impl RawConfig {
             ),
             None => None,
         };
+        if let Some(m) = metrics_listen
+            && same_listener(m, listen)
+        {
+            return Err(ConfigError::Invalid {
+                name: "metrics.listen",
+                message: format!(
+                    "{m} is the main listener's address ({listen}): give metrics an address of their own (e.g. 127.0.0.1:9090), \
+                     or leave metrics.listen unset to serve /metrics on the main listener"
+                ),
+            });
+        }
         Ok(Config {
             keys,
             metrics_listen,
@@ -248,6 +503,15 @@ impl RawConfig {
             tokens,
         })
     }
+}
+
+/// Whether two listeners would take the same port: the same port on the
+/// same address, or on any address when one of them is unspecified
+/// (`0.0.0.0`, `::`).
+/// Whether two listen addresses would be the same socket. Port 0 is a port
+/// the system picks for each listener: never the same.
+fn same_listener(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 /// Bounds on token lifetimes, shared with `admin integrations` overrides.
@@ -270,6 +534,15 @@ pub fn check_tokens(t: &TokenSettings) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
 
+    /// The file's text, the environment and flags, layered.
+    fn layered(text: &str, env: impl Fn(&str) -> Option<String>, flags: &[(&'static str, String)]) -> Result<RawConfig, ConfigError> {
+        RawConfig::layer(toml::from_str(text).unwrap(), None, env, flags)
+    }
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    }
+
     #[test]
     fn defaults_work_out_of_the_box() {
         let c = RawConfig::default().validate().unwrap();
@@ -282,39 +555,95 @@ mod tests {
 
     #[test]
     fn env_overrides_file_and_bad_values_are_named() {
-        let raw: RawConfig = toml::from_str("listen = \"0.0.0.0:9000\"\n[tokens]\naccess_validity = 60\n").unwrap();
-        let env = |k: &str| match k {
-            "STRONGROOM_INSECURE_HTTP" => Some("true".to_owned()),
-            "STRONGROOM_POLL_INTERVAL" => Some("2".to_owned()),
-            _ => None,
-        };
-        let c = raw.with_env(env).unwrap().validate().unwrap();
+        let env = env_of(&[("STRONGROOM_INSECURE_HTTP", "true"), ("STRONGROOM_POLL_INTERVAL", "2")]);
+        let c = layered("listen = \"0.0.0.0:9000\"\n[tokens]\naccess_validity = 60\n", env, &[]).unwrap().validate().unwrap();
         assert_eq!(c.public_url, "http://localhost:9000");
         assert_eq!(c.tokens.access_validity, 60);
         assert_eq!(c.tokens.poll_interval, 2);
         // One key in both the file and the environment: the environment wins,
         // for a top-level key and a [tokens] key alike.
-        let env = |k: &str| match k {
-            "STRONGROOM_LISTEN" => Some("127.0.0.1:9001".to_owned()),
-            "STRONGROOM_ACCESS_VALIDITY" => Some("120".to_owned()),
-            "STRONGROOM_INSECURE_HTTP" => Some("false".to_owned()),
-            _ => None,
-        };
-        let raw: RawConfig =
-            toml::from_str("listen = \"0.0.0.0:9000\"\ninsecure_http = true\n[tokens]\naccess_validity = 60\npoll_interval = 7\n").unwrap();
-        let c = raw.with_env(env).unwrap().validate().unwrap();
+        let env = env_of(&[
+            ("STRONGROOM_LISTEN", "127.0.0.1:9001"),
+            ("STRONGROOM_ACCESS_VALIDITY", "120"),
+            ("STRONGROOM_INSECURE_HTTP", "false"),
+        ]);
+        let file = "listen = \"0.0.0.0:9000\"\ninsecure_http = true\n[tokens]\naccess_validity = 60\npoll_interval = 7\n";
+        let c = layered(file, env, &[]).unwrap().validate().unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:9001");
         assert_eq!(c.tokens.access_validity, 120);
         assert_eq!(c.tls, Tls::SelfSigned, "STRONGROOM_INSECURE_HTTP=false overrides insecure_http = true");
         assert_eq!(c.tokens.poll_interval, 7, "a key the environment leaves alone keeps the file's value");
-        let c = RawConfig::default().with_env(|k| (k == "STRONGROOM_TRUSTED_PROXIES").then(|| "10.0.0.0/8, ::1".to_owned())).unwrap();
+        // A flag wins over both.
+        let flags = [("listen", "127.0.0.1:9002".to_owned()), ("insecure_http", "true".to_owned())];
+        let c = layered(file, env_of(&[("STRONGROOM_LISTEN", "127.0.0.1:9001")]), &flags).unwrap().validate().unwrap();
+        assert_eq!((c.listen.to_string(), c.tls), ("127.0.0.1:9002".to_owned(), Tls::Off));
+        let c = layered("", env_of(&[("STRONGROOM_TRUSTED_PROXIES", "10.0.0.0/8, ::1")]), &[]).unwrap();
         assert_eq!(c.validate().unwrap().trusted_proxies.len(), 2);
+        let c = layered("", env_of(&[("STRONGROOM_DEFAULT_KEY", " software:default ")]), &[]).unwrap();
+        assert_eq!(c.keys.default.as_deref(), Some("software:default"));
         let c = RawConfig { trusted_proxies: Some(vec!["10.0.0.0/99".into()]), ..Default::default() };
         assert!(c.validate().unwrap_err().to_string().starts_with("trusted_proxies"));
-        let bad = RawConfig::default().with_env(|k| (k == "STRONGROOM_POLL_INTERVAL").then(|| "fast".to_owned()));
-        assert!(bad.unwrap_err().to_string().contains("STRONGROOM_POLL_INTERVAL"));
         assert!(toml::from_str::<RawConfig>("lisen = \"x\"").is_err(), "unknown keys are refused");
         let raw = RawConfig { listen: Some("nope".into()), ..Default::default() };
         assert!(raw.validate().unwrap_err().to_string().starts_with("listen"));
+    }
+
+    #[test]
+    fn unreadable_variables_say_what_is_accepted() {
+        for (var, value, accepted) in [
+            ("STRONGROOM_POLL_INTERVAL", "fast", "accepted: whole seconds"),
+            ("STRONGROOM_ACCESS_VALIDITY", "1h", "accepted: whole seconds"),
+            ("STRONGROOM_REFRESHABLE", "yes", "accepted: true or false"),
+            ("STRONGROOM_INSECURE_HTTP", "1", "accepted: true or false"),
+            ("STRONGROOM_MAX_BODY_BYTES", "1M", "accepted: a whole number"),
+        ] {
+            let err = layered("", |k: &str| (k == var).then(|| value.to_owned()), &[]).unwrap_err().to_string();
+            assert!(err.starts_with(var) && err.contains(&format!("{value:?}")) && err.contains(accepted), "{var}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_setting_is_a_key_of_the_file_and_has_a_distinct_variable() {
+        let mut table = toml::Table::new();
+        for s in SETTINGS.iter().filter(|s| !s.key.starts_with("keys.pkcs11.")) {
+            let v = match s.kind {
+                Kind::Bool => toml::Value::Boolean(true),
+                Kind::Seconds | Kind::Integer => toml::Value::Integer(2048),
+                Kind::List => toml::Value::Array(vec![]),
+                _ => toml::Value::String("x".into()),
+            };
+            set_dotted(&mut table, s.key, v);
+        }
+        // deny_unknown_fields: a row naming no field of RawConfig fails here.
+        RawConfig::from_table(table, None).unwrap();
+        let vars: Vec<&str> = SETTINGS.iter().filter_map(|s| s.env).collect();
+        let distinct: std::collections::BTreeSet<&&str> = vars.iter().collect();
+        assert_eq!(distinct.len(), vars.len());
+        assert!(vars.iter().all(|v| v.starts_with("STRONGROOM_")));
+    }
+
+    #[test]
+    fn start_up_refuses_what_would_go_wrong_later() {
+        // An unknown scheme is not a SQLite path.
+        for url in ["mysql://x@127.0.0.1/db", "postgress://postgres@127.0.0.1/strongroom", "file:///var/lib/x.db"] {
+            let raw = RawConfig { database_url: Some(url.into()), ..Default::default() };
+            let err = raw.validate().unwrap_err().to_string();
+            assert!(err.starts_with("database_url") && err.contains("unknown"), "{url}: {err}");
+        }
+        for url in ["postgres://u@h/db", "sqlite:///tmp/x.db", "relative/x.db", "host=db dbname=x"] {
+            assert!(RawConfig { database_url: Some(url.into()), ..Default::default() }.validate().is_ok(), "{url}");
+        }
+        // Metrics on the main listener's port.
+        for (main, metrics) in [("127.0.0.1:8443", "127.0.0.1:8443"), ("0.0.0.0:8443", "127.0.0.1:8443"), ("127.0.0.1:8443", "[::]:8443")] {
+            let raw = RawConfig { listen: Some(main.into()), metrics: RawMetrics { listen: Some(metrics.into()) }, ..Default::default() };
+            let err = raw.validate().unwrap_err().to_string();
+            assert!(err.starts_with("metrics.listen") && err.contains("main listener"), "{main} {metrics}: {err}");
+        }
+        let raw = RawConfig { metrics: RawMetrics { listen: Some("127.0.0.1:9090".into()) }, ..Default::default() };
+        assert!(raw.validate().is_ok());
+        // A grant shorter than its access tokens.
+        let raw = layered("[tokens]\naccess_validity = 7200\ngrant_validity = 3600\n", |_| None, &[]).unwrap();
+        let err = raw.validate().unwrap_err().to_string();
+        assert!(err.starts_with("tokens.grant_validity") && err.contains("access_validity"), "{err}");
     }
 }

@@ -34,6 +34,9 @@ pub enum KeyError {
     NotThisStore { from: String, removed: String },
     #[error("checking it against the store: {0}")]
     Check(#[from] StoreError),
+    /// [`load_existing`]: neither the variable nor the file.
+    #[error("no master key: {path} does not exist and {MASTER_KEY_ENV} is not set")]
+    Missing { path: String },
 }
 
 /// Keys derived from the master key.
@@ -121,6 +124,26 @@ pub fn load_or_create(data_dir: &Path, env_value: Option<String>, rng: &dyn Rand
             write_private(&path, text.as_bytes()).map_err(|e| KeyError::Io(format!("writing {shown}: {e}")))?;
             Ok((Keys::from_master(&master), KeySource::Created(shown)))
         }
+        Err(e) => Err(KeyError::Io(format!("reading {shown}: {e}"))),
+    }
+}
+
+/// Like [`load_or_create`], for a store that exists already: a missing key
+/// file is [`KeyError::Missing`], never created (`admin` commands).
+pub fn load_existing(data_dir: &Path, env_value: Option<String>) -> Result<(Keys, KeySource), KeyError> {
+    if let Some(v) = env_value {
+        let master = parse_hex(&v)?;
+        return Ok((Keys::from_master(&master), KeySource::Env));
+    }
+    let path = data_dir.join(MASTER_KEY_FILE);
+    let shown = path.display().to_string();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            check_private(&path)?;
+            let master = parse_hex(&text)?;
+            Ok((Keys::from_master(&master), KeySource::File(shown)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(KeyError::Missing { path: shown }),
         Err(e) => Err(KeyError::Io(format!("reading {shown}: {e}"))),
     }
 }
@@ -263,6 +286,19 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn an_existing_key_is_loaded_and_a_missing_one_never_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = load_existing(dir.path(), None).unwrap_err();
+        assert!(matches!(err, KeyError::Missing { .. }) && err.to_string().contains(MASTER_KEY_ENV), "{err}");
+        assert!(!dir.path().join(MASTER_KEY_FILE).exists());
+        let (made, _) = load_or_create(dir.path(), None, &OsRandom).unwrap();
+        let (loaded, source) = load_existing(dir.path(), None).unwrap();
+        assert!(matches!(source, KeySource::File(_)));
+        assert_eq!(made.page, loaded.page);
+        assert_eq!(load_existing(dir.path(), Some("ab".repeat(32))).unwrap().1, KeySource::Env);
     }
 
     #[test]

@@ -4,16 +4,20 @@
 //! the label families' read lock. Labels are bounded: the route is the
 //! router's path template (`unmatched` for anything else), the method one
 //! of a fixed few, the status a number. No token, user name or address is
-//! ever a label. Process memory and pool usage are read when scraped.
+//! ever a label. Pool usage and the process's own metrics (the standard
+//! `process_*` names dashboards expect, from `/proc`) are read when scraped;
+//! `strongroom_build_info` carries the version.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric as _};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 use strongroom_store::{ErrorKind, PoolStatus, StoreObserver};
@@ -61,7 +65,6 @@ pub struct Metrics {
     pool_max: Gauge,
     pool_in_use: Gauge,
     pool_waiting: Gauge,
-    resident_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -72,7 +75,10 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut r = Registry::with_prefix("strongroom");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(ProcessCollector));
+        let r = root.sub_registry_with_prefix("strongroom");
+        r.register("build", "The version of strongroom serving", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
         let requests = Family::<RequestLabels, Counter>::default();
         r.register("http_requests", "HTTP requests answered, by route template, method and status", requests.clone());
         let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
@@ -121,10 +127,8 @@ impl Metrics {
         r.register("store_connections_in_use", "Database connections working on a request", pool_in_use.clone());
         let pool_waiting = Gauge::default();
         r.register("store_waiting", "Store operations waiting for a connection", pool_waiting.clone());
-        let resident_bytes = Gauge::default();
-        r.register_with_unit("process_resident_memory", "Resident memory of the server process", Unit::Bytes, resident_bytes.clone());
         Metrics {
-            registry: r,
+            registry: root,
             requests,
             latency,
             tokens_issued,
@@ -139,7 +143,6 @@ impl Metrics {
             pool_max,
             pool_in_use,
             pool_waiting,
-            resident_bytes,
         }
     }
 
@@ -180,9 +183,6 @@ impl Metrics {
         self.pool_max.set(gauge(pool.max));
         self.pool_in_use.set(gauge(pool.in_use));
         self.pool_waiting.set(gauge(pool.waiting));
-        if let Some(rss) = resident_bytes() {
-            self.resident_bytes.set(i64::try_from(rss).unwrap_or(i64::MAX));
-        }
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "encoding metrics failed");
@@ -209,17 +209,115 @@ impl StoreObserver for Observer {
     }
 }
 
-/// `VmRSS` of `/proc/self/status`, in bytes (Linux only).
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
+/// The process's own metrics under the names every Prometheus client
+/// library exports (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+/// …), read from `/proc` at each scrape (Linux; elsewhere none).
+#[derive(Debug)]
+struct ProcessCollector;
+
+/// `/proc` counts CPU time in clock ticks of `USER_HZ`, which Linux fixes at
+/// 100 for every architecture it exports `/proc` times on.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// What one scrape reads of the process.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct ProcessStats {
+    cpu_seconds: Option<f64>,
+    resident_bytes: Option<i64>,
+    virtual_bytes: Option<i64>,
+    open_fds: Option<i64>,
+    max_fds: Option<i64>,
+    start_time_seconds: Option<f64>,
+}
+
+impl ProcessStats {
+    fn read() -> ProcessStats {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok();
+        let boot = std::fs::read_to_string("/proc/stat").ok();
+        let status = std::fs::read_to_string("/proc/self/status").ok();
+        let limits = std::fs::read_to_string("/proc/self/limits").ok();
+        let open_fds = std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as i64);
+        ProcessStats { open_fds, ..ProcessStats::parse(stat.as_deref(), boot.as_deref(), status.as_deref(), limits.as_deref()) }
+    }
+
+    /// From the texts of `/proc/self/stat`, `/proc/stat`, `/proc/self/status` and `/proc/self/limits`.
+    fn parse(stat: Option<&str>, boot: Option<&str>, status: Option<&str>, limits: Option<&str>) -> ProcessStats {
+        // stat(5): the fields after the command name's closing parenthesis, the first being field 3.
+        let fields: Vec<&str> =
+            stat.and_then(|s| s.rsplit_once(')')).map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        let cpu_seconds = field(14).zip(field(15)).map(|(u, s)| (u + s) as f64 / TICKS_PER_SECOND);
+        let virtual_bytes = field(23).and_then(|v| i64::try_from(v).ok());
+        let btime = boot.and_then(|b| b.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse::<u64>().ok()));
+        let start_time_seconds = btime.zip(field(22)).map(|(b, ticks)| b as f64 + ticks as f64 / TICKS_PER_SECOND);
+        let resident_bytes = status
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().trim_end_matches("kB").trim().parse::<i64>().ok()))
+            .map(|kib| kib * 1024);
+        let max_fds = limits.and_then(|l| {
+            let line = l.lines().find(|l| l.starts_with("Max open files"))?;
+            line.trim_start_matches("Max open files").split_whitespace().next()?.parse::<i64>().ok()
+        });
+        ProcessStats { cpu_seconds, resident_bytes, virtual_bytes, open_fds: None, max_fds, start_time_seconds }
+    }
+}
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let p = ProcessStats::read();
+        if let Some(v) = p.cpu_seconds {
+            let m = ConstCounter::new(v);
+            m.encode(encoder.encode_descriptor(
+                "process_cpu",
+                "Total user and system CPU time spent",
+                Some(&Unit::Seconds),
+                m.metric_type(),
+            )?)?;
+        }
+        let gauges: [(&str, &str, Option<Unit>, Option<i64>); 4] = [
+            ("process_resident_memory", "Resident memory size", Some(Unit::Bytes), p.resident_bytes),
+            ("process_virtual_memory", "Virtual memory size", Some(Unit::Bytes), p.virtual_bytes),
+            ("process_open_fds", "Open file descriptors", None, p.open_fds),
+            ("process_max_fds", "The most file descriptors the process may open", None, p.max_fds),
+        ];
+        for (name, help, unit, value) in gauges {
+            if let Some(v) = value {
+                let m = ConstGauge::new(v);
+                m.encode(encoder.encode_descriptor(name, help, unit.as_ref(), m.metric_type())?)?;
+            }
+        }
+        if let Some(v) = p.start_time_seconds {
+            let m = ConstGauge::new(v);
+            m.encode(encoder.encode_descriptor(
+                "process_start_time",
+                "Start time of the process since the Unix epoch",
+                Some(&Unit::Seconds),
+                m.metric_type(),
+            )?)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_figures_are_read_from_proc_texts() {
+        // A command name with a space and a parenthesis, as stat(5) allows.
+        let stat =
+            "4242 (strong room) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0 12345 1000000000 5000 18446744073709551615";
+        let boot = "cpu  1 2 3\nbtime 1700000000\nprocesses 99\n";
+        let status = "Name:\tstrongroom\nVmRSS:\t   51200 kB\n";
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\nMax open files            65536                65536                files\n";
+        let p = ProcessStats::parse(Some(stat), Some(boot), Some(status), Some(limits));
+        assert_eq!(p.cpu_seconds, Some(3.0), "250 + 50 ticks at 100 a second");
+        assert_eq!(p.start_time_seconds, Some(1_700_000_123.45));
+        assert_eq!(p.virtual_bytes, Some(1_000_000_000));
+        assert_eq!(p.resident_bytes, Some(51_200 * 1024));
+        assert_eq!(p.max_fds, Some(65536));
+        assert_eq!(ProcessStats::parse(None, None, None, None), ProcessStats::default());
+    }
 
     #[test]
     fn renders_counters_histograms_and_memory() {
@@ -258,8 +356,17 @@ mod tests {
         assert!(text.contains("strongroom_store_connections_max 3"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
         if cfg!(target_os = "linux") {
-            let rss = text.lines().find(|l| l.starts_with("strongroom_process_resident_memory_bytes ")).unwrap();
-            assert!(rss.split(' ').nth(1).unwrap().parse::<u64>().unwrap() > 1 << 20, "{rss}");
+            let value = |name: &str| -> f64 {
+                let line =
+                    text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name} missing from\n{text}"));
+                line.split(' ').nth(1).unwrap().parse().unwrap()
+            };
+            assert!(value("process_resident_memory_bytes") > f64::from(1 << 20));
+            assert!(value("process_open_fds") >= 3.0);
+            assert!(value("process_cpu_seconds_total") >= 0.0);
+            assert!(value("process_start_time_seconds") > 1.6e9, "{}", value("process_start_time_seconds"));
+            assert!(value("process_max_fds") >= value("process_open_fds"));
         }
+        assert!(text.contains(&format!("strongroom_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"))), "{text}");
     }
 }

@@ -28,6 +28,8 @@ use crate::tls::{self, TlsError};
 pub enum ServeError {
     #[error("opening the store: {0}")]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    AlreadyServed(String),
     #[error("master key: {0}")]
     Keys(#[from] KeyError),
     #[error("TLS: {0}")]
@@ -78,6 +80,8 @@ pub struct Running {
     pub addr: SocketAddr,
     pub handle: Handle,
     pub task: JoinHandle<std::io::Result<()>>,
+    /// The TLS configuration in use, which [`reload_tls`] replaces (None: plain HTTP).
+    pub tls: Option<RustlsConfig>,
 }
 
 impl Running {
@@ -98,11 +102,11 @@ pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc
     // (after the TLS handshake, itself limited to 10 s) within the read
     // timeout, and each request head within it too.
     let read_timeout = Duration::from_secs(10);
-    let task = match tls {
+    let rustls = tls.map(RustlsConfig::from_config);
+    let task = match rustls.clone() {
         Some(cfg) => {
-            let mut server = axum_server::from_tcp_rustls(listener, RustlsConfig::from_config(cfg))
-                .handle(handle.clone())
-                .map(|tls| FirstBytes::new(tls, read_timeout));
+            let mut server =
+                axum_server::from_tcp_rustls(listener, cfg).handle(handle.clone()).map(|tls| FirstBytes::new(tls, read_timeout));
             server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
             tokio::spawn(server.serve(make))
         }
@@ -112,13 +116,74 @@ pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc
             tokio::spawn(server.serve(make))
         }
     };
-    Ok(Running { addr, handle, task })
+    Ok(Running { addr, handle, task, tls: rustls })
+}
+
+/// Where `serve` reads its certificate and key, again on SIGHUP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+}
+
+/// Reads the certificate and key again into `running`: the new pair serves
+/// new connections (those open keep theirs), or, if it cannot be loaded
+/// (missing, unreadable, not PEM, a key that does not fit), the pair in use
+/// stays and the error says why. The fingerprint of what serves afterwards.
+pub fn reload_tls(running: &RustlsConfig, files: &TlsFiles) -> Result<String, TlsError> {
+    let loaded = tls::load(&files.cert, &files.key)?;
+    running.reload_from_config(loaded.config);
+    Ok(loaded.fingerprint)
+}
+
+/// Answers SIGHUP by reloading the TLS certificate and key, logging what
+/// happened either way, until the task is aborted.
+#[cfg(unix)]
+async fn reload_on_hangup(mut hangup: tokio::signal::unix::Signal, tls: Option<(RustlsConfig, TlsFiles)>) {
+    while hangup.recv().await.is_some() {
+        match &tls {
+            None => tracing::info!("SIGHUP: TLS is off (--insecure-http): nothing to reload"),
+            Some((running, files)) => match reload_tls(running, files) {
+                Ok(sha256) => tracing::info!(cert = %files.cert.display(), %sha256, "SIGHUP: TLS certificate reloaded"),
+                Err(e) => tracing::error!(
+                    cert = %files.cert.display(),
+                    error = %e,
+                    "SIGHUP: the TLS certificate was not reloaded; the one in use stays"
+                ),
+            },
+        }
+    }
+}
+
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
+    std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })
 }
 
 /// `strongroom serve`: opens everything the configuration names, serves
 /// until `shutdown` completes, then drains requests in flight.
-pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+    // SIGHUP would end the process until it has a handler: take it first.
+    #[cfg(unix)]
+    let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    // The listeners before anything is created: a port in use stops the
+    // start with nothing made (no data directory, key or certificate).
+    let listener = bind(config.listen)?;
+    let metrics_listener = config.metrics_listen.map(bind).transpose()?;
     keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
+    // One server per SQLite store: a second one (another unit, a second
+    // shell) is refused while the first runs. PostgreSQL takes several.
+    let _serving = match strongroom_store::sqlite_path(&config.database_url)? {
+        Some(db) => {
+            if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+                keys::create_private_dir(dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", dir.display())))?;
+            }
+            Some(strongroom_store::sqlite::lock_for_serving(db).map_err(|e| match e {
+                StoreError::InUse(m) => ServeError::AlreadyServed(m),
+                other => ServeError::Store(other),
+            })?)
+        }
+        None => None,
+    };
     // The key first: a master key file open to others stops us before anything is opened.
     let rng: Arc<dyn Random> = Arc::new(OsRandom);
     let (keys, source) = keys::load_or_create(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok(), &*rng)?;
@@ -132,22 +197,30 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         KeySource::File(p) => tracing::info!(path = %p, "master key loaded"),
         KeySource::Created(p) => tracing::warn!(path = %p, "master key created: back it up; replicas must share it"),
     }
-    let tls = match &config.tls {
+    let (tls, tls_files) = match &config.tls {
         Tls::Off => {
             tracing::warn!("TLS is off (--insecure-http): serve behind a TLS-terminating proxy only");
-            None
+            (None, None)
         }
-        Tls::Files { cert, key } => Some(tls::load(cert, key)?),
+        Tls::Files { cert, key } => (Some(tls::load(cert, key)?), Some(TlsFiles { cert: cert.clone(), key: key.clone() })),
         Tls::SelfSigned => {
             let host = config.public_url.split("://").nth(1).unwrap_or("").split(['/', ':']).next().unwrap_or("").to_owned();
             let (cert, key, created) = tls::ensure_self_signed(&config.data_dir, &[host])?;
             let mut loaded = tls::load(&cert, &key)?;
             loaded.created = created;
-            Some(loaded)
+            (Some(loaded), Some(TlsFiles { cert, key }))
         }
     };
     if let Some(t) = &tls {
         tracing::info!(cert = %t.cert_path.display(), sha256 = %t.fingerprint, created = t.created, "TLS certificate");
+    }
+    // `listen` on port 0 takes a port the system picks (tests start servers
+    // so, and read it from the "strongroom serving" line); a public URL
+    // derived from that address names the port bound.
+    if config.listen.port() == 0
+        && let Some(derived) = config.public_url.strip_suffix(":0")
+    {
+        config.public_url = format!("{derived}:{}", listener.local_addr()?.port());
     }
     let state = state(store.clone(), Arc::new(SystemClock), rng, keys, &config);
     // Like the product: a configured key that cannot be loaded stops the start, naming the key.
@@ -166,11 +239,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             .join(", ");
         tracing::warn!(keys = %named, "entries are sealed under keys that are not configured: they cannot be read until those keys are configured again");
     }
-    let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Bind { addr: config.listen, source })?;
-    // The metrics listener (plain HTTP, meant for a private address) first, so a bad address stops the start.
-    let metrics = match config.metrics_listen {
-        Some(addr) => {
-            let l = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })?;
+    // The metrics listener (plain HTTP, meant for a private address) first.
+    let metrics = match metrics_listener {
+        Some(l) => {
             let m = spawn(l, http::metrics_app(state.clone()), None)?;
             tracing::info!(listen = %m.addr, "metrics served");
             Some(m)
@@ -180,9 +251,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
     let janitor = tokio::spawn(janitor(state));
+    #[cfg(unix)]
+    let reloader = tokio::spawn(reload_on_hangup(hangup, running.tls.clone().zip(tls_files)));
+    #[cfg(not(unix))]
+    let _ = tls_files;
     shutdown.await;
     tracing::info!("shutting down: finishing requests in flight");
     janitor.abort();
+    #[cfg(unix)]
+    reloader.abort();
     if let Some(m) = metrics {
         m.shutdown(Duration::from_secs(1)).await?;
     }

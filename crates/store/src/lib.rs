@@ -5,9 +5,11 @@
 //! the conditional writes, device codes, the guessing limits' counters),
 //! [`VaultStore`] (the vault context, and writes that re-check the writer's
 //! rights: [`Writer`] in, [`Checked`] out), [`AdminStore`] (users,
-//! integrations, grants, folders, rights) and [`EventStore`] (the chained
-//! log, readiness, purging, pool status, and the [`StoreObserver`] hook the
-//! server's metrics implement). Each method is one database transaction, and
+//! integrations, grants, folders, rights; deleting a user, an integration
+//! or a folder ends what hangs on it, each grant with its own event) and
+//! [`EventStore`] (the chained log, read oldest or newest first, readiness,
+//! purging, pool status, and the [`StoreObserver`] hook the server's
+//! metrics implement). Each method is one database transaction, and
 //! every method that changes state also writes its event in that
 //! transaction: if the event cannot be written, the change does not happen.
 //! Single-use transitions (redeeming a device code, spending a refresh
@@ -34,7 +36,10 @@
 //! `advance_pair` and `put_association`, one pipeline per batch; the vault
 //! context in one statement; a connection that saw a database failure leaves
 //! the pool). Migrations per dialect live in `migrations/{sqlite,postgres}`,
-//! same names. [`transfer`] copies a store to another backend (`admin
+//! same names. [`open`] makes a store where there is none (`serve`, `admin
+//! init`); [`open_existing`] and [`probe`] create nothing (every other admin
+//! command, `config check --online`); [`sqlite::lock_for_serving`] keeps a
+//! SQLite store to one server. [`transfer`] copies a store to another backend (`admin
 //! migrate-store`). Errors carry an [`ErrorKind`], classified once where
 //! each driver hands them over; their messages never quote stored values
 //! (nor a PostgreSQL error's DETAIL). One conformance suite
@@ -137,6 +142,19 @@ pub enum StoreError {
     /// The database failed, or what it holds could not be read.
     #[error("database {kind}: {message}")]
     Failed { kind: ErrorKind, message: String },
+    /// A URL with a scheme no store has (`mysql://`, a typo such as `postgress://`).
+    #[error(
+        "unknown scheme {0:?} in the database URL: expected a SQLite path, sqlite://PATH, postgres://… (or postgresql://…), \
+         or libpq's key=value form{hint}",
+        hint = scheme_hint(.0)
+    )]
+    UnknownScheme(String),
+    /// [`open_existing`] found no store where the URL points (nothing was created).
+    #[error("{0}")]
+    NoStore(String),
+    /// Another process holds what this one needs to itself (a SQLite store another `serve` serves).
+    #[error("{0}")]
+    InUse(String),
 }
 
 impl StoreError {
@@ -162,7 +180,11 @@ impl StoreError {
         match self {
             StoreError::Conflict => ErrorKind::Conflict,
             StoreError::Closed => ErrorKind::Unavailable,
-            StoreError::QuotaExceeded | StoreError::UnsupportedUrl => ErrorKind::Other,
+            StoreError::QuotaExceeded
+            | StoreError::UnsupportedUrl
+            | StoreError::UnknownScheme(_)
+            | StoreError::NoStore(_)
+            | StoreError::InUse(_) => ErrorKind::Other,
             StoreError::Failed { kind, .. } => *kind,
         }
     }
@@ -183,6 +205,31 @@ impl StoreError {
     pub fn is_failure(&self) -> bool {
         !matches!(self, StoreError::Conflict | StoreError::QuotaExceeded)
     }
+}
+
+/// "did you mean" for a scheme one edit away from a known one.
+fn scheme_hint(scheme: &str) -> String {
+    let s = scheme.trim_end_matches("://").to_ascii_lowercase();
+    ["postgres", "postgresql", "sqlite"]
+        .iter()
+        .find(|k| s != **k && edit_distance(&s, k) <= 2)
+        .map_or_else(String::new, |k| format!(" (did you mean {k}://?)"))
+}
+
+/// Levenshtein distance of two short ASCII strings.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -292,6 +339,10 @@ pub struct EventFilter {
     pub object: Option<String>,
     /// Only events with a sequence number above this one.
     pub after_seq: Option<i64>,
+    /// Only events with a sequence number below this one.
+    pub before_seq: Option<i64>,
+    /// The newest `limit` events, newest first (default: the oldest, oldest first).
+    pub newest_first: bool,
     pub limit: u32,
     /// Only what this reader may see; `None`: everything (a Master Admin, the admin CLI).
     pub viewer: Option<Viewer>,
@@ -372,6 +423,39 @@ pub struct VaultFilter {
 pub enum SealedItem {
     Data { vault_id: VaultId, key_id: i64, sealed: Vec<u8> },
     Association { vault_id: VaultId, name: String, value_type: ValueType, key_id: i64, sealed: Vec<u8> },
+}
+
+/// What deleting a user or an integration ended and removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deletion {
+    /// Grants that were not revoked yet: revoked now, each with its `grant.revoked` event.
+    pub grants_ended: u64,
+    /// Device codes approved but not yet exchanged (or, for an integration, still pending) that were dropped.
+    pub codes_dropped: u64,
+    /// Rights the user held on folders (a user's deletion only).
+    pub rights_removed: u64,
+}
+
+/// What `delete_folder` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FolderDeletion {
+    NotFound,
+    /// The folder has folders below it or owns entries, and the deletion was
+    /// not recursive: nothing was deleted.
+    NotEmpty {
+        subfolders: u64,
+        entries: u64,
+    },
+    Deleted {
+        /// The folder and, when recursive, every folder below it.
+        folders: u64,
+        /// Owner links of entries to the deleted folders, removed.
+        owners_removed: u64,
+        /// Entries left without any owner, deleted (each with its `vault.deleted` event).
+        entries_deleted: Vec<VaultId>,
+        /// Rights granted on the deleted folders, removed with them.
+        rights_removed: u64,
+    },
 }
 
 /// The request path of the token service: one context read per request,
@@ -520,6 +604,20 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>>;
     /// Every grant of rights: (folder, user name, rights).
     fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>>;
+    /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
+    /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
+    /// and that were not exchanged are dropped, their rights and integration allow-list entries go
+    /// with them, and `event` (its detail completed with the counts) is written. `None`: no such user.
+    fn delete_user(&self, name: String, event: Event) -> StoreFuture<'_, Option<Deletion>>;
+    /// Deletes integration `client_id` in one transaction: its grants not yet revoked are revoked
+    /// (one `grant.revoked` event each), its pending and approved device codes dropped, and `event`
+    /// written. `None`: no such integration.
+    fn delete_integration(&self, client_id: String, event: Event) -> StoreFuture<'_, Option<Deletion>>;
+    /// Deletes a folder in one transaction: only an empty one (no folder below it, owning no entry)
+    /// unless `recursive`, which deletes every folder below it too, removes those folders from the
+    /// owners of entries and deletes the entries left without an owner (one `vault.deleted` event
+    /// each). Rights granted on deleted folders go with them. `event` gets the counts in its detail.
+    fn delete_folder(&self, folder: FolderPath, recursive: bool, event: Event) -> StoreFuture<'_, FolderDeletion>;
     /// The check value of the master key the store was first opened with.
     /// The first caller records its `check` (with `event`, in one
     /// transaction) and gets `None`; every later one gets the recorded value.
@@ -616,6 +714,36 @@ pub async fn open(url: &str) -> StoreResult<Arc<dyn Store>> {
     }
 }
 
+/// Like [`open`], for a store that must exist already: creates no file,
+/// directory or table. A SQLite file that does not exist, or holds no
+/// Strongroom tables, and a PostgreSQL database without them are
+/// [`StoreError::NoStore`]. An existing store gets the migrations it lacks.
+pub async fn open_existing(url: &str) -> StoreResult<Arc<dyn Store>> {
+    match sqlite_path(url)? {
+        None => Ok(Arc::new(postgres::PgStore::connect_existing(url).await?)),
+        Some(path) => Ok(Arc::new(sqlite::SqliteStore::open_existing(path)?)),
+    }
+}
+
+/// What [`probe`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// No store there yet (`serve` or `admin init` creates it).
+    Absent,
+    /// A store at schema version `version` (this binary's is [`schema_version`]).
+    Present { version: Option<i64> },
+}
+
+/// Reaches the database a URL names, changing nothing: whether it answers,
+/// and whether a store is there at which schema version. For `config check
+/// --online`.
+pub async fn probe(url: &str) -> StoreResult<Probe> {
+    match sqlite_path(url)? {
+        None => postgres::probe(url).await,
+        Some(path) => sqlite::probe(path),
+    }
+}
+
 /// What a database URL opens, without opening it and without any secret:
 /// `sqlite PATH`, or PostgreSQL's hosts, database, user, whether a password
 /// is set, TLS mode and pool, as the driver reads the string (a string it
@@ -632,6 +760,11 @@ pub fn describe_database(url: &str) -> StoreResult<String> {
 pub fn sqlite_path(url: &str) -> StoreResult<Option<&std::path::Path>> {
     if names_postgres(url) {
         return Ok(None);
+    }
+    if let Some(at) = url.find("://")
+        && !url.starts_with("sqlite://")
+    {
+        return Err(StoreError::UnknownScheme(url[..at + 3].to_owned()));
     }
     let path = url.strip_prefix("sqlite://").unwrap_or(url);
     if path.is_empty() {
@@ -710,6 +843,18 @@ mod tests {
             assert_eq!(sqlite_path(url).unwrap(), Some(std::path::Path::new(path)), "{url}");
         }
         assert!(matches!(sqlite_path("sqlite://"), Err(StoreError::UnsupportedUrl)));
+        for (url, hint) in [
+            ("mysql://x@127.0.0.1/db", ""),
+            ("postgress://postgres@127.0.0.1/strongroom", "did you mean postgres://?"),
+            ("sqlit:///tmp/x.db", "did you mean sqlite://?"),
+            ("file:///var/x.db", ""),
+        ] {
+            let err = sqlite_path(url).unwrap_err();
+            assert!(matches!(err, StoreError::UnknownScheme(_)), "{url}");
+            let text = err.to_string();
+            assert!(text.contains("unknown scheme") && text.contains(hint) && !text.contains("@127"), "{url}: {text}");
+            assert_eq!(hint.is_empty(), !text.contains("did you mean"), "{url}: {text}");
+        }
     }
 
     #[test]

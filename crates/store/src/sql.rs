@@ -308,9 +308,18 @@ sql!(
 );
 
 sql!(
-    /// The newest migration applied (readiness).
+    /// The newest migration applied (readiness, `config check --online`).
     SCHEMA_VERSION = "SELECT max(version) FROM schema_migrations"
 );
+
+/// Whether the database (on PostgreSQL, its `search_path`) has Strongroom's
+/// migrations table: a store is there.
+pub(crate) static HAS_STORE: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects(
+        "SELECT count(*) = 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+        "SELECT to_regclass('schema_migrations') IS NOT NULL",
+    )
+});
 
 // ------------------------------------------------------------------ the event log
 
@@ -331,28 +340,35 @@ sql!(
     MOVE_HEAD = "UPDATE event_head SET seq = ?1, hash = ?2 WHERE id = 1"
 );
 
-/// The filter of [`EVENTS`], with `object_id` the dialect's reading of
-/// `events.object` as a VaultID.
-fn events(object_id: &str) -> String {
+/// The events [`EVENTS`] selects, in `order` of their sequence numbers,
+/// with `object_id` the dialect's reading of `events.object` as a VaultID.
+fn events(object_id: &str, order: &str) -> String {
     format!(
         "SELECT {} FROM events \
          WHERE (?1::BIGINT IS NULL OR at >= ?1) AND (?2::BIGINT IS NULL OR at < ?2) AND (?3::TEXT IS NULL OR kind = ?3) \
          AND (?4::TEXT IS NULL OR identity = ?4) AND (?5::TEXT IS NULL OR object = ?5) AND seq > coalesce(?6::BIGINT, 0) \
-         AND {} ORDER BY seq LIMIT ?7",
+         AND (?8::BIGINT IS NULL OR seq < ?8) AND {} ORDER BY seq {order} LIMIT ?7",
         EVENT_ROWS.column_list(),
-        visible_to("?8::TEXT", "?9::TEXT", object_id)
+        visible_to("?9::TEXT", "?10::TEXT", object_id)
+    )
+}
+
+/// [`EVENTS`] or [`EVENTS_NEWEST_FIRST`] in both dialects.
+fn events_in(order: &str) -> Sql {
+    Sql::dialects(
+        &events("CAST(events.object AS INTEGER)", order),
+        // A VaultID is at most 19 digits; anything else is no entry.
+        &events("(CASE WHEN events.object ~ '^[0-9]{1,18}$' THEN events.object::BIGINT END)", order),
     )
 }
 
 /// `?1` since, `?2` until, `?3` kind, `?4` identity, `?5` object, `?6` after
-/// seq, `?7` limit, `?8` and `?9` the viewer's identity and user id.
-pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| {
-    Sql::dialects(
-        &events("CAST(events.object AS INTEGER)"),
-        // A VaultID is at most 19 digits; anything else is no entry.
-        &events("(CASE WHEN events.object ~ '^[0-9]{1,18}$' THEN events.object::BIGINT END)"),
-    )
-});
+/// seq, `?7` limit, `?8` before seq, `?9` and `?10` the viewer's identity
+/// and user id: the oldest first.
+pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| events_in("ASC"));
+
+/// [`EVENTS`], the newest first.
+pub(crate) static EVENTS_NEWEST_FIRST: LazyLock<Sql> = LazyLock::new(|| events_in("DESC"));
 
 /// What `purge` deletes, each with `?1` the time before which things ended.
 pub(crate) static PURGE: LazyLock<[Sql; 4]> = LazyLock::new(|| {
@@ -593,6 +609,38 @@ sql!(
     UNLOCK = "DELETE FROM throttle WHERE subject = ?1"
 );
 
+sql!(
+    /// Forgets the addresses user name `?1` signed in from.
+    FORGET_NAME_ORIGINS = "DELETE FROM sign_in_origins WHERE name_key = ?1"
+);
+
+/// The grants not revoked yet whose `column` is `?1`, oldest first.
+fn live_grants(column: &str) -> String {
+    format!("SELECT id FROM grants WHERE {column} = ?1 AND revoked_at IS NULL ORDER BY created_at, id")
+}
+
+sql!(USER_LIVE_GRANTS = live_grants("user_id"));
+
+sql!(CLIENT_LIVE_GRANTS = live_grants("client_id"));
+
+sql!(
+    /// Device codes user `?1` approved that were not exchanged.
+    DROP_USER_APPROVALS = "DELETE FROM device_codes WHERE user_id = ?1 AND state = 'approved'"
+);
+
+sql!(
+    /// Device codes of integration `?1` still pending or approved.
+    DROP_CLIENT_CODES = "DELETE FROM device_codes WHERE client_id = ?1 AND state IN ('pending', 'approved')"
+);
+
+sql!(USER_RIGHTS_COUNT = "SELECT count(*) FROM folder_rights WHERE user_id = ?1");
+
+sql!(
+    /// Deletes user `?1`; their grants, tokens, rights and places on
+    /// integrations' lists go with them (`ON DELETE CASCADE`).
+    DELETE_USER = "DELETE FROM users WHERE id = ?1"
+);
+
 sql!(INSERT_INTEGRATION = schema::INTEGRATIONS.insert());
 
 sql!(
@@ -622,6 +670,12 @@ sql!(CLEAR_ALLOWED_USERS = "DELETE FROM integration_users WHERE client_id = ?1")
 sql!(ALLOW_USER = schema::INTEGRATION_USERS.insert());
 
 sql!(
+    /// Deletes integration `?1`; its grants, their tokens and its device
+    /// codes go with it (`ON DELETE CASCADE`).
+    DELETE_INTEGRATION = "DELETE FROM integrations WHERE client_id = ?1"
+);
+
+sql!(
     /// Every grant (`?1`) or only the live ones at `?2`, with its user's name.
     LIST_GRANTS = format!(
         "SELECT {}, coalesce(u.name, '') FROM grants g LEFT JOIN users u ON u.id = g.user_id \
@@ -644,6 +698,27 @@ sql!(
 );
 
 sql!(DELETE_RIGHTS = "DELETE FROM folder_rights WHERE path_key = ?1 AND user_id = ?2");
+
+/// Folder key `?1` and every folder below it (`?2`: the key and a backslash).
+const SUBTREE: &str = "(path_key = ?1 OR substr(path_key, 1, length(?2::TEXT)) = ?2::TEXT)";
+
+sql!(SUBTREE_FOLDERS = format!("SELECT count(*) FROM folders WHERE {SUBTREE}"));
+
+sql!(
+    /// The entries a folder of the subtree owns.
+    SUBTREE_ENTRIES = format!(
+        "SELECT DISTINCT vault_id FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE}) ORDER BY vault_id"
+    )
+);
+
+sql!(DELETE_SUBTREE_OWNERS = format!("DELETE FROM vault_owners WHERE owner_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"));
+
+sql!(SUBTREE_RIGHTS_COUNT = format!("SELECT count(*) FROM folder_rights WHERE path_key IN (SELECT path_key FROM folders WHERE {SUBTREE})"));
+
+sql!(
+    /// Deletes the subtree's folders; the rights on them go with them (`ON DELETE CASCADE`).
+    DELETE_SUBTREE = format!("DELETE FROM folders WHERE {SUBTREE}")
+);
 
 sql!(
     ALL_RIGHTS = "SELECT f.path, u.name, r.rights FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
@@ -684,7 +759,7 @@ mod tests {
         assert!(!ADVANCE_PAIR.postgres().contains('?'));
         assert!(!PUT_ASSOCIATION.postgres().contains('?'));
         assert!(MAY_WRITE_ENTRY.sqlite().contains("& 4"), "Write is bit 4");
-        assert!(!EVENTS.sqlite().contains("::") && EVENTS.postgres().contains("$9::TEXT"));
+        assert!(!EVENTS.sqlite().contains("::") && EVENTS.postgres().contains("$10::TEXT"));
         assert!(!COUNTER.sqlite().contains("FOR UPDATE") && COUNTER.postgres().ends_with("FOR UPDATE"));
     }
 

@@ -2,13 +2,13 @@
 //! directory, and a server on the restored directory.
 #![allow(clippy::disallowed_methods)] // waits on real processes
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::process::{Server, run, run_bounded};
+use crate::process::{Api, Server, TokensExt as _, run, run_bounded};
 
 #[cfg(unix)]
 fn mode(p: &std::path::Path) -> u32 {
@@ -29,19 +29,13 @@ async fn until_acked(acked: &Mutex<Vec<String>>, n: usize) {
 
 const PASSWORD: &str = "backup-test-password-1";
 const FOLDER: &str = "\\VED\\Policy\\Backups";
-/// "kept through backup and restore", base64.
+const SECRET: &[u8] = b"kept through backup and restore";
+/// [`SECRET`], base64.
 const SECRET_B64: &str = "a2VwdCB0aHJvdWdoIGJhY2t1cCBhbmQgcmVzdG9yZQ==";
 
 /// An access token for `root` through the password grant.
-async fn root_token(http: &reqwest::Client, base: &str) -> String {
-    let t = crate::process::password_grant(http, base, "app", "root", PASSWORD, "restricted:manage").await;
-    t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned()
-}
-
-async fn sdk(http: &reqwest::Client, base: &str, token: &str, op: &str, body: Value) -> Value {
-    let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(token).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
+async fn root_token(api: &Api) -> String {
+    api.password_grant("app", "root", PASSWORD, "restricted:manage").await.access().to_owned()
 }
 
 fn json_of(r: &crate::process::Run) -> Value {
@@ -58,12 +52,9 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     // A vault secret written before the backup, to be read back after the restore.
     server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
     server.admin(&["folders", "create", FOLDER], "");
-    let http = reqwest::Client::new();
-    let token = root_token(&http, &base).await;
-    let added =
-        sdk(&http, &base, &token, "Add", json!({"VaultType": 32, "Namespace": "config", "Owner": FOLDER, "Base64Data": SECRET_B64})).await;
-    assert_eq!(added["Result"], 0, "{added}");
-    let vault_id = added["VaultID"].as_i64().unwrap();
+    let api = Api::new(base.clone());
+    let token = root_token(&api).await;
+    let vault_id = api.add(&token, FOLDER, "Software:Default", SECRET).await.unwrap().vault_id;
 
     // The load: device authorizations (each one write: rows and an event),
     // every request with its own request id and, through the trusted proxy,
@@ -136,8 +127,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
 
     // Without its master key the restored store is refused, and the key a
     // start would make is not left behind to be taken for the store's.
-    let listen = format!("127.0.0.1:{}", crate::process::free_port());
-    let keyless = run_bounded(&["serve", "--data-dir", t, "--insecure-http", "--listen", &listen], &[], Duration::from_secs(60));
+    let keyless = run_bounded(&["serve", "--data-dir", t, "--insecure-http", "--listen", "127.0.0.1:0"], &[], Duration::from_secs(60));
     let said = format!("{}{}", keyless.stdout, keyless.stderr);
     assert!(keyless.code > 0, "a start without the store's key ends with an error (-1: still serving after 60 s): {said}");
     assert!(said.contains("is not the key this store was first opened with") && said.contains("removed again"), "{said}");
@@ -165,7 +155,8 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
 
     // A server on the restored directory is ready, its data and chain intact.
     let restored = Server::start_on(target.clone(), &["--insecure-http"], &[]);
-    let r = http.get(format!("http://127.0.0.1:{}/health/ready", restored.port)).send().await.unwrap();
+    let api = Api::new(restored.http_base());
+    let r = api.http.get(api.url("/health/ready")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(restored.admin(&["events", "verify"], "").contains("event log intact"));
     let integrations = restored.admin(&["integrations", "list", "--json"], "");
@@ -173,10 +164,9 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write() {
     assert_eq!(integrations[0]["client_id"], "app");
     // The secret written before the backup opens with the master key put
     // back: the data key wrapped by it came through the snapshot.
-    let base = format!("http://127.0.0.1:{}", restored.port);
-    let token = root_token(&http, &base).await;
-    let got = sdk(&http, &base, &token, "Retrieve", json!({"VaultID": vault_id})).await;
-    assert_eq!((got["Result"].as_i64(), got["Base64Data"].as_str()), (Some(0), Some(SECRET_B64)), "{got}");
+    let token = root_token(&api).await;
+    let got = api.retrieve(&token, vault_id).await.unwrap();
+    assert_eq!(got.base64_data.expose(), SECRET_B64);
     restored.stop();
 }
 
@@ -188,6 +178,9 @@ fn a_failed_restore_leaves_the_target_as_it_was() {
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
     let s = src.to_str().unwrap();
+    // admin makes no store: `admin init` does.
+    let r = run(&["admin", "--data-dir", s, "init"], &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     for folder in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
         let r = run(&["admin", "--data-dir", s, "folders", "create", folder], &[]);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);

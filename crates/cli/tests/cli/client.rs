@@ -12,7 +12,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::process::{BIN, Server, approve, run};
+use crate::process::{Api, BIN, ClosedPort, Server, approve, run};
 
 const PASSWORD: &str = "a long passphrase";
 const TEAM: &str = "\\VED\\Policy\\Team A";
@@ -23,6 +23,8 @@ struct Setup {
     ca: String,
     config: tempfile::TempDir,
     http: reqwest::Client,
+    /// The test kit's client, trusting the server's certificate.
+    api: Api,
 }
 
 impl Setup {
@@ -55,7 +57,8 @@ impl Setup {
             .build()
             .unwrap();
         let base = format!("https://localhost:{}", server.port);
-        Setup { ca: ca_path.display().to_string(), server, base, config: tempfile::tempdir().unwrap(), http }
+        let api = Api::with(http.clone(), base.clone());
+        Setup { ca: ca_path.display().to_string(), server, base, config: tempfile::tempdir().unwrap(), http, api }
     }
 
     fn env(&self) -> Vec<(&str, &str)> {
@@ -68,6 +71,11 @@ impl Setup {
 
     /// `strongroom login`, approved through the page by "a person".
     async fn login(&self) -> crate::process::Run {
+        self.login_in(&std::env::current_dir().unwrap(), &self.ca).await
+    }
+
+    /// [`Setup::login`] run in directory `cwd`, with `--ca ca` as given.
+    async fn login_in(&self, cwd: &std::path::Path, ca: &str) -> crate::process::Run {
         let mut child = Command::new(BIN)
             .args([
                 "login",
@@ -76,11 +84,12 @@ impl Setup {
                 "--client-id",
                 "cli-app",
                 "--ca",
-                &self.ca,
+                ca,
                 "--scope",
                 "restricted:manage,delete",
                 "--no-browser",
             ])
+            .current_dir(cwd)
             .envs(self.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -94,7 +103,7 @@ impl Setup {
         let mut second = String::new();
         stderr.read_line(&mut second).unwrap();
         assert!(second.contains("the code"), "{second}");
-        let page = approve(&self.http, &self.base, &link, "alice", PASSWORD, true).await;
+        let page = approve(&self.http, &link, "alice", PASSWORD, true).await;
         assert!(page.contains("Access approved"), "{page}");
         let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
         let mut rest = String::new();
@@ -164,8 +173,7 @@ async fn login_vault_round_trip_status_and_logout() {
 
     // Logout revokes the grant: the old token is dead, and commands say "log in".
     assert!(ok(&s.sr(&["logout"])).contains("revoked"));
-    let r = s.http.get(format!("{}/vedauth/authorize/verify", s.base)).bearer_auth(&access).send().await.unwrap();
-    assert_eq!(r.status(), 401);
+    assert_eq!(s.api.verify(&access).await, 401);
     let after = s.sr(&["vault", "list"]);
     assert_eq!(after.code, 3, "{after:?}");
     assert!(after.stderr.contains("strongroom login"));
@@ -174,12 +182,14 @@ async fn login_vault_round_trip_status_and_logout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_refresh_by_themselves_even_with_two_processes_sharing_the_cache() {
-    let s = Setup::new("2");
+    // Access tokens valid for 1 s (the shortest allowed): a round waits
+    // 1.1 s, and every command then finds its token expired.
+    let s = Setup::new("1");
     ok(&s.login().await);
     let id = ok(&s.sr(&["vault", "add", "--owner", TEAM, "--data", "x"])).trim_start_matches("VaultID ").to_owned();
     let first = s.cached()["refresh_token"].as_str().unwrap().to_owned();
     for round in 0..3 {
-        std::thread::sleep(Duration::from_millis(2100));
+        std::thread::sleep(Duration::from_millis(1100));
         // Two processes at once, both finding the access token expired.
         let a = {
             let env: Vec<(String, String)> = s.env().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -198,8 +208,7 @@ async fn tokens_refresh_by_themselves_even_with_two_processes_sharing_the_cache(
     assert_ne!(first, last, "the refresh token rotated");
     // The grant survived the races (no reuse detected).
     let access = s.cached()["access_token"].as_str().unwrap().to_owned();
-    let r = s.http.get(format!("{}/vedauth/authorize/verify", s.base)).bearer_auth(&access).send().await.unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(s.api.verify(&access).await, 200);
     let events = s.server.admin(&["events", "list", "--kind", "token.refresh_reuse"], "");
     assert!(events.trim().is_empty(), "{events}");
 }
@@ -211,7 +220,8 @@ async fn failures_have_clear_messages_and_distinct_exit_codes() {
     let r = s.sr(&["vault", "list"]);
     assert_eq!(r.code, 3, "{r:?}");
     // Unreachable server.
-    let dead = format!("https://127.0.0.1:{}", crate::process::free_port());
+    let closed = ClosedPort::new();
+    let dead = format!("https://127.0.0.1:{}", closed.port);
     let r = s.sr(&["vault", "list", "--server", &dead, "--client-id", "x"]);
     assert_eq!(r.code, 3, "no tokens for that server: {r:?}");
     let r = run(&["login", "--server", &dead, "--client-id", "x", "--no-browser"], &s.env());
@@ -293,4 +303,27 @@ fn sha256_hex(der: &[u8]) -> String {
     drop(child.stdin.take());
     let o = child.wait_with_output().unwrap();
     String::from_utf8(o.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
+}
+
+/// `login --ca` with a relative path, then commands from another directory:
+/// the profile keeps the CA file's absolute path. `login` and `status` name
+/// the user beside the identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_ca_path_works_from_any_directory_later() {
+    let s = Setup::new("3600");
+    let data = s.server.data_dir.path();
+    let r = s.login_in(data, "tls/cert.pem").await;
+    assert!(ok(&r).contains("(alice)"), "{}", r.stdout);
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(s.config.path().join("profile.json")).unwrap()).unwrap();
+    let ca = profile["trust"]["ca_file"].as_str().unwrap_or_else(|| panic!("{profile}"));
+    assert!(std::path::Path::new(ca).is_absolute() && ca.ends_with("tls/cert.pem"), "{profile}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    for args in [&["status"][..], &["vault", "list"]] {
+        let out = Command::new(BIN).args(args).current_dir(elsewhere.path()).envs(s.env()).stdin(Stdio::null()).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{args:?} from another directory: {stdout}{stderr}");
+        if args == ["status"] {
+            assert!(stdout.contains("(alice)") && stdout.contains("local:{"), "{stdout}");
+        }
+    }
 }

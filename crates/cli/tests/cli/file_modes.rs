@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::process::{BIN, Server, free_port};
+use crate::process::{BIN, Server};
 
 const PASSWORD: &str = "correct horse battery staple";
 
@@ -41,8 +41,7 @@ fn files_are_private_and_an_open_master_key_stops_serve() {
         .arg("serve")
         .arg("--data-dir")
         .arg(&dir)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .args(["--listen", "127.0.0.1:0"])
         .env_remove("STRONGROOM_MASTER_KEY")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -2,25 +2,25 @@
 //! a temporary directory, and the real `strongroom` binary. Skips loudly when
 //! SoftHSM2 is not installed (`scripts/test` installs `softhsm2` and
 //! `opensc`), and fails then under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
-//! Waiting on real processes takes real time: sleeping is allowed here.
-#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use serde_json::{Value, json};
+use strongroom_proto::vedsdk::{DefaultKeyResponse, EncryptionKeysResponse, ResultResponse};
+use strongroom_testkit::api::{Fail, TokensExt as _, string};
+use strongroom_testkit::skip;
 
-use crate::process::{BIN, Server, free_port, run};
+use crate::process::{Server, run, run_bounded};
 
 const PIN: &str = "hsm-pin-4711-never-logged";
 const NEW_PIN: &str = "hsm-pin-0042-changed-never-logged";
 const WRONG_PIN: &str = "wrong-pin-0815-never-logged";
 const PIN2: &str = "second-token-pin-never-logged";
-const TOKEN: &str = "strongroom-test";
+pub(crate) const TOKEN: &str = "strongroom-test";
 const TOKEN2: &str = "strongroom-two";
 const PASSWORD: &str = "a long passphrase for root";
 const FOLDER: &str = "\\VED\\Policy\\Keys";
@@ -28,7 +28,7 @@ const SCOPE: &str = "restricted:manage;admin:rotate";
 /// The log line the driver writes each time it presents a PIN (C_Login).
 const PRESENTED: &str = "presenting the PIN to the token";
 
-fn softhsm_module() -> Option<PathBuf> {
+pub(crate) fn softhsm_module() -> Option<PathBuf> {
     let candidates =
         ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", "/usr/local/lib/softhsm/libsofthsm2.so"];
     let util = Command::new("softhsm2-util").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
@@ -38,28 +38,21 @@ fn softhsm_module() -> Option<PathBuf> {
     candidates.iter().map(PathBuf::from).find(|p| p.exists())
 }
 
-fn skip(what: &str) {
-    if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
-        panic!("{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
-    }
-    eprintln!("\n!!! SKIPPED: {what} !!!\n");
-}
-
 fn pkcs11_tool_present() -> bool {
     Command::new("pkcs11-tool").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
 }
 
 /// A SoftHSM2 set-up of its own: configuration, token directory, PIN file,
 /// and two tokens (`TOKEN` with `PIN`, `TOKEN2` with `PIN2`).
-struct Hsm {
-    dir: tempfile::TempDir,
+pub(crate) struct Hsm {
+    pub(crate) dir: tempfile::TempDir,
     module: PathBuf,
     /// Each token's own directory inside `tokens()`.
     token_dirs: Vec<(&'static str, PathBuf)>,
 }
 
 impl Hsm {
-    fn conf(&self) -> String {
+    pub(crate) fn conf(&self) -> String {
         self.dir.path().join("softhsm2.conf").display().to_string()
     }
 
@@ -71,7 +64,7 @@ impl Hsm {
         self.token_dirs.iter().find(|(l, _)| *l == label).unwrap().1.clone()
     }
 
-    fn init(module: PathBuf) -> Hsm {
+    pub(crate) fn init(module: PathBuf) -> Hsm {
         let dir = tempfile::tempdir().unwrap();
         let mut h = Hsm { dir, module, token_dirs: Vec::new() };
         std::fs::create_dir(h.tokens()).unwrap();
@@ -107,12 +100,12 @@ impl Hsm {
         std::fs::rename(&next, self.pin_path()).unwrap();
     }
 
-    fn pin_file(&self) -> String {
+    pub(crate) fn pin_file(&self) -> String {
         format!("pin_file = \"{}\"", self.pin_path().display())
     }
 
     /// A configuration file naming `keys`: (name, token, PIN line), each on this module.
-    fn config(&self, file: &str, keys: &[(&str, &str, String)]) -> String {
+    pub(crate) fn config(&self, file: &str, keys: &[(&str, &str, String)]) -> String {
         let path = self.dir.path().join(file);
         let mut text = "[keys]\n".to_owned();
         for (name, token, pin) in keys {
@@ -152,42 +145,25 @@ fn admin(hsm: &Hsm, config: &str, dir: &Path, args: &[&str]) -> crate::process::
 /// Starts `serve` expecting it to refuse; returns everything it printed.
 fn serve_refuses(config: &str, env: &[(&str, String)]) -> String {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--insecure-http", "--config", config, "--listen", &format!("127.0.0.1:{}", free_port())])
-        .arg("--data-dir")
-        .arg(data.path())
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve did not stop on an unusable key");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success(), "serve must fail");
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    let data = data.path().display().to_string();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let args = ["serve", "--insecure-http", "--config", config, "--listen", "127.0.0.1:0", "--data-dir", &data];
+    let r = run_bounded(&args, &env, Duration::from_secs(30));
+    assert_ne!(r.code, -1, "serve did not stop on an unusable key");
+    assert_ne!(r.code, 0, "serve must fail");
+    format!("{}{}", r.stdout, r.stderr)
 }
 
-fn result(v: &Value) -> i64 {
-    v["Result"].as_i64().unwrap_or_else(|| panic!("no Result in {v}"))
-}
-
-/// A signed-in client of the vault.
+/// A signed-in client of the vault: the test kit's, with root's token.
 #[derive(Clone)]
 struct Api {
-    http: reqwest::Client,
-    base: String,
+    api: strongroom_testkit::Api,
     token: String,
+}
+
+/// A refusal's `Result` code (the call must have been answered).
+fn code(f: Fail) -> i64 {
+    f.code().unwrap_or_else(|| panic!("no Result in {f}"))
 }
 
 impl Api {
@@ -196,47 +172,51 @@ impl Api {
         server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
         server.admin(&["folders", "create", FOLDER], "");
         server.admin(&["integrations", "create", "app", "--scope", SCOPE, "--allow-all-users", "--password-grant", "true"], "");
-        let base = format!("http://127.0.0.1:{}", server.port);
-        let http = reqwest::Client::new();
-        let t = crate::process::password_grant(&http, &base, "app", "root", PASSWORD, SCOPE).await;
-        let token = t["access_token"].as_str().unwrap_or_else(|| panic!("{t}")).to_owned();
-        Api { http, base, token }
+        let api = strongroom_testkit::Api::new(server.http_base());
+        let token = api.password_grant("app", "root", PASSWORD, SCOPE).await.access().to_owned();
+        Api { api, token }
     }
 
-    async fn sdk(&self, op: &str, body: Value) -> Value {
-        let r = self.http.post(format!("{}/vedsdk/SecretStore/{op}", self.base)).bearer_auth(&self.token).json(&body).send();
-        r.await.unwrap().json::<Value>().await.unwrap()
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.token).send();
-        r.await.unwrap().json::<Value>().await.unwrap()
-    }
-
-    async fn add(&self, key: &str, data: &str) -> Value {
-        let body = json!({"VaultType": 32, "Keyname": key, "Namespace": "config", "Owner": FOLDER, "Base64Data": STANDARD.encode(data)});
-        self.sdk("Add", body).await
+    /// `Add` of `data` under `key`: the VaultID, or the refusal's `Result`.
+    async fn add(&self, key: &str, data: &str) -> Result<i64, i64> {
+        self.api.add(&self.token, FOLDER, key, data.as_bytes()).await.map(|a| a.vault_id).map_err(code)
     }
 
     /// Adds `data` under `key` with association `n` = `value`; the VaultID.
     async fn add_with_value(&self, key: &str, data: &str, value: &str) -> i64 {
-        let v = self.add(key, data).await;
-        assert_eq!(result(&v), 0, "{key}: {v}");
-        let id = v["VaultID"].as_i64().unwrap();
-        assert_eq!(result(&self.sdk("Associate", json!({"VaultID": id, "Name": "n", "StringValue": value})).await), 0);
+        let id = self.add(key, data).await.unwrap_or_else(|c| panic!("{key}: Result {c}"));
+        self.api.associate(&self.token, id, "n", &string(value)).await.unwrap();
         id
     }
 
-    async fn retrieve(&self, id: i64) -> Value {
-        self.sdk("Retrieve", json!({"VaultID": id})).await
+    /// `Retrieve`: the entry's `Base64Data`, or the refusal's `Result`.
+    async fn retrieve(&self, id: i64) -> Result<String, i64> {
+        self.api.retrieve(&self.token, id).await.map(|r| r.base64_data.0).map_err(code)
     }
 
-    async fn value(&self, id: i64) -> Value {
-        self.sdk("LookupAssociationbyVaultID", json!({"VaultID": id, "Name": "n"})).await
+    /// The value of association `n`, or the refusal's `Result`.
+    async fn value(&self, id: i64) -> Result<String, i64> {
+        self.api.lookup_association(&self.token, id, "n").await.map(|r| r.value.0).map_err(code)
+    }
+
+    async fn keys_in_use(&self) -> Vec<String> {
+        let keys: EncryptionKeysResponse = self.api.sdk_get(&self.token, "/vedsdk/SecretStore/EncryptionKeysInUse").await.unwrap();
+        keys.encryption_keys
+    }
+
+    async fn default_key(&self) -> String {
+        let key: DefaultKeyResponse = self.api.sdk_get(&self.token, "/vedsdk/Crypto/DefaultKey").await.unwrap();
+        key.default_key
+    }
+
+    /// `RotateKey` of entry `id` to `key`: the refusal's `Result`, if any.
+    async fn rotate(&self, id: i64, key: &str) -> Result<(), i64> {
+        let path = format!("/vedsdk/SecretStore/RotateKey/{id}?newkeyname={key}");
+        self.api.sdk_get::<ResultResponse>(&self.token, &path).await.map(drop).map_err(code)
     }
 
     async fn healthz(&self) -> reqwest::StatusCode {
-        self.http.get(format!("{}/healthz", self.base)).send().await.unwrap().status()
+        self.api.http.get(self.api.url("/healthz")).send().await.unwrap().status()
     }
 }
 
@@ -325,27 +305,21 @@ async fn entries_under_a_softhsm_key() {
     let sw = api.add_with_value("Software:Default", "software secret", "sw value").await;
     let hw = api.add_with_value("PKCS11:hsm", "hsm secret", "hsm value").await;
     let two = api.add_with_value("PKCS11:two", "second token secret", "two value").await;
-    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
-    assert_eq!(api.value(two).await["Value"], "two value");
-    let in_use = json!(["PKCS11:hsm", "PKCS11:two", "Software:Default"]);
-    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], in_use);
-    assert_eq!(api.get("/vedsdk/Crypto/DefaultKey").await["DefaultKey"], "Software:Default");
-    assert_eq!(result(&api.add("PKCS11:nope", "x").await), 21, "an unknown key");
+    assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+    assert_eq!(api.retrieve(hw).await, Ok(STANDARD.encode("hsm secret")));
+    assert_eq!(api.value(two).await, Ok("two value".into()));
+    assert_eq!(api.keys_in_use().await, ["PKCS11:hsm", "PKCS11:two", "Software:Default"]);
+    assert_eq!(api.default_key().await, "Software:Default");
+    assert_eq!(api.add("PKCS11:nope", "x").await, Err(21), "an unknown key");
 
     // RotateKey software → HSM → software, the value readable at every step.
-    let rotate = |id: i64, key: &str| {
-        let path = format!("/vedsdk/SecretStore/RotateKey/{id}?newkeyname={key}");
-        let api = api.clone();
-        async move { api.get(&path).await }
-    };
-    assert_eq!(result(&rotate(sw, "PKCS11:hsm").await), 0);
-    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:hsm", "PKCS11:two"]));
-    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(api.value(sw).await["Value"], "sw value");
-    assert_eq!(result(&rotate(sw, "Software:Default").await), 0);
-    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(api.value(sw).await["Value"], "sw value");
+    assert_eq!(api.rotate(sw, "PKCS11:hsm").await, Ok(()));
+    assert_eq!(api.keys_in_use().await, ["PKCS11:hsm", "PKCS11:two"]);
+    assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+    assert_eq!(api.value(sw).await, Ok("sw value".into()));
+    assert_eq!(api.rotate(sw, "Software:Default").await, Ok(()));
+    assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+    assert_eq!(api.value(sw).await, Ok("sw value".into()));
 
     // The admin rotates the HSM key: a new data key, wrapped by the token.
     let r = admin(&hsm, &config, &server.dir, &["keys", "rotate", "PKCS11:hsm"]);
@@ -371,31 +345,31 @@ async fn entries_under_a_softhsm_key() {
     }
     for c in calls {
         match c.await.unwrap() {
-            (0, v) => assert_eq!(v["Base64Data"], STANDARD.encode("hsm secret"), "the present token's key keeps working: {v}"),
-            (_, v) => assert_eq!(result(&v), 11, "{v}"),
+            (0, v) => assert_eq!(v, Ok(STANDARD.encode("hsm secret")), "the present token's key keeps working: {v:?}"),
+            (_, v) => assert_eq!(v, Err(11), "{v:?}"),
         }
     }
     std::fs::rename(&away2, hsm.token_dir(TOKEN2)).unwrap();
-    assert_eq!(api.value(two).await["Value"], "two value", "the second token is back");
+    assert_eq!(api.value(two).await, Ok("two value".into()), "the second token is back");
 
     // Read once through the new data key, then the token goes away: nothing
     // a token wraps is kept in memory, so the HSM entry is Result 11 at once;
     // everything else works.
-    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
+    assert_eq!(api.retrieve(hw).await, Ok(STANDARD.encode("hsm secret")));
     let away = hsm.dir.path().join("tokens-away");
     std::fs::rename(hsm.tokens(), &away).unwrap();
-    assert_eq!(result(&api.retrieve(hw).await), 11);
-    assert_eq!(result(&api.value(hw).await), 11);
-    assert_eq!(result(&api.add("PKCS11:hsm", "x").await), 21, "a key that cannot be used now");
-    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(api.value(sw).await["Value"], "sw value");
-    assert_eq!(result(&api.add("Software:Default", "still works").await), 0);
+    assert_eq!(api.retrieve(hw).await, Err(11));
+    assert_eq!(api.value(hw).await, Err(11));
+    assert_eq!(api.add("PKCS11:hsm", "x").await, Err(21), "a key that cannot be used now");
+    assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+    assert_eq!(api.value(sw).await, Ok("sw value".into()));
+    assert!(api.add("Software:Default", "still works").await.is_ok());
     assert_eq!(api.healthz().await, 200);
     // It comes back: so do the entries.
     std::fs::rename(&away, hsm.tokens()).unwrap();
     let v = api.retrieve(hw).await;
     let errs: Vec<String> = server.output.lock().unwrap().lines().filter(|l| l.contains("ERROR")).map(str::to_owned).collect();
-    assert_eq!(v["Base64Data"], STANDARD.encode("hsm secret"), "{errs:#?}");
+    assert_eq!(v, Ok(STANDARD.encode("hsm secret")), "{errs:#?}");
 
     // The administrator moves everything under the software key into the
     // token, and then everything in the token back, while the server runs.
@@ -403,15 +377,15 @@ async fn entries_under_a_softhsm_key() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with("moved 2 entries from Software:Default to PKCS11:hsm (data key "), "{r:?}");
     assert!(r.stderr.contains("Software:Default -> PKCS11:hsm: moved 2 entries so far"), "progress: {r:?}");
-    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:hsm", "PKCS11:two"]));
-    assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-    assert_eq!(api.value(sw).await["Value"], "sw value");
+    assert_eq!(api.keys_in_use().await, ["PKCS11:hsm", "PKCS11:two"]);
+    assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+    assert_eq!(api.value(sw).await, Ok("sw value".into()));
     let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "pkcs11:HSM", "--to", "Software:Default"]);
     assert!(r.code == 0 && r.stdout.starts_with("moved 3 entries from PKCS11:hsm to Software:Default"), "{r:?}");
-    assert_eq!(api.get("/vedsdk/SecretStore/EncryptionKeysInUse").await["EncryptionKeys"], json!(["PKCS11:two", "Software:Default"]));
+    assert_eq!(api.keys_in_use().await, ["PKCS11:two", "Software:Default"]);
     for (id, data, value) in [(sw, "software secret", "sw value"), (hw, "hsm secret", "hsm value")] {
-        assert_eq!(api.retrieve(id).await["Base64Data"], STANDARD.encode(data));
-        assert_eq!(api.value(id).await["Value"], value);
+        assert_eq!(api.retrieve(id).await, Ok(STANDARD.encode(data)));
+        assert_eq!(api.value(id).await, Ok(value.into()));
     }
     let r = admin(&hsm, &config, &server.dir, &["keys", "move", "--from", "PKCS11:two", "--to", "pkcs11:two"]);
     assert!(r.code != 0 && r.stderr.contains("PKCS11:two is the key the entries are under already"), "{r:?}");
@@ -485,17 +459,17 @@ async fn a_pin_the_token_refused_is_not_presented_again() {
     // already, so its entries keep working.
     let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", PIN, "--change-pin", "--new-pin", NEW_PIN]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"), "a live session outlives a PIN change");
+    assert_eq!(api.retrieve(hw).await, Ok(STANDARD.encode("hsm secret")), "a live session outlives a PIN change");
     assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "{}", hsm.token_flags(TOKEN));
 
     // The session goes away (the token is taken away and comes back): the
     // server must log in again, with the old PIN still in its file.
     let away = hsm.dir.path().join("tokens-away");
     std::fs::rename(hsm.tokens(), &away).unwrap();
-    assert_eq!(result(&api.retrieve(hw).await), 11);
+    assert_eq!(api.retrieve(hw).await, Err(11));
     std::fs::rename(&away, hsm.tokens()).unwrap();
     assert_eq!(presented(), logged_in, "nothing is presented to a token that is away");
-    assert_eq!(result(&api.retrieve(hw).await), 11, "the old PIN is refused");
+    assert_eq!(api.retrieve(hw).await, Err(11), "the old PIN is refused");
     assert_eq!(presented(), logged_in + 1);
     assert!(hsm.token_flags(TOKEN).contains("user PIN count low"), "SoftHSM counted the refusal: {}", hsm.token_flags(TOKEN));
     // A good login from outside clears the token's flag; from here on any
@@ -507,11 +481,11 @@ async fn a_pin_the_token_refused_is_not_presented_again() {
     // Clients keep asking: Result 11 (and 21 for Add), everything else works,
     // and the refused PIN is never presented again.
     for _ in 0..5 {
-        assert_eq!(result(&api.retrieve(hw).await), 11);
-        assert_eq!(result(&api.value(hw).await), 11);
-        assert_eq!(result(&api.add("PKCS11:hsm", "x").await), 21);
-        assert_eq!(api.retrieve(sw).await["Base64Data"], STANDARD.encode("software secret"));
-        assert_eq!(api.value(sw).await["Value"], "sw value");
+        assert_eq!(api.retrieve(hw).await, Err(11));
+        assert_eq!(api.value(hw).await, Err(11));
+        assert_eq!(api.add("PKCS11:hsm", "x").await, Err(21));
+        assert_eq!(api.retrieve(sw).await, Ok(STANDARD.encode("software secret")));
+        assert_eq!(api.value(sw).await, Ok("sw value".into()));
         assert_eq!(api.healthz().await, 200);
     }
     assert_eq!(presented(), logged_in + 1, "the refused PIN was presented again");
@@ -521,9 +495,9 @@ async fn a_pin_the_token_refused_is_not_presented_again() {
 
     // The new PIN in the file: the entries are back, and it is presented once.
     hsm.write_pin(NEW_PIN);
-    assert_eq!(api.retrieve(hw).await["Base64Data"], STANDARD.encode("hsm secret"));
-    assert_eq!(api.value(hw).await["Value"], "hsm value");
-    assert_eq!(result(&api.add("PKCS11:hsm", "third hsm secret").await), 0);
+    assert_eq!(api.retrieve(hw).await, Ok(STANDARD.encode("hsm secret")));
+    assert_eq!(api.value(hw).await, Ok("hsm value".into()));
+    assert!(api.add("PKCS11:hsm", "third hsm secret").await.is_ok());
     assert_eq!(presented(), logged_in + 2);
     assert!(!hsm.token_flags(TOKEN).contains("user PIN count low"), "{}", hsm.token_flags(TOKEN));
 

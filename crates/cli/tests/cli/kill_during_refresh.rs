@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use strongroom_proto::vedauth::TokenResponse;
+use strongroom_testkit::Fail;
 
-use crate::process::Server;
+use crate::process::{Api, Server, TokensExt as _};
 
 const CLIENTS: usize = 8;
 const TRIALS: u64 = 10;
@@ -63,40 +64,26 @@ struct Held {
     stop: Option<Stop>,
 }
 
-fn held_from(v: &Value) -> Held {
-    Held {
-        refresh: v["refresh_token"].as_str().unwrap_or_else(|| panic!("no refresh token in {v}")).to_owned(),
-        access: v["access_token"].as_str().unwrap_or_else(|| panic!("no access token in {v}")).to_owned(),
-        acked: 0,
-        stop: None,
-    }
+fn held_from(t: &TokenResponse) -> Held {
+    Held { refresh: t.refresh().to_owned(), access: t.access().to_owned(), acked: 0, stop: None }
 }
 
-/// `POST /vedauth/authorize/token` with `{client_id, refresh_token}`:
-/// `Err` is a transport failure, `Ok` the status and body.
-async fn refresh(http: &reqwest::Client, base: &str, client_id: &str, token: &str) -> Result<(u16, String), String> {
-    let r = http
-        .post(format!("{base}/vedauth/authorize/token"))
-        .json(&json!({"client_id": client_id, "refresh_token": token}))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = r.status().as_u16();
-    let body = r.text().await.map_err(|e| e.to_string())?;
-    Ok((status, body))
+/// A client with a bound on each request.
+fn api(base: &str) -> Api {
+    Api::with(reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap(), base)
 }
 
 /// One client: refreshes until the server goes away (or a bound is hit).
-async fn stream(http: reqwest::Client, base: String, client_id: String, mut held: Held, warm: Arc<AtomicUsize>) -> Held {
+async fn stream(api: Api, client_id: String, mut held: Held, warm: Arc<AtomicUsize>) -> Held {
     let start = Instant::now();
     while held.acked < MAX_REFRESHES && start.elapsed() < STREAM_LIMIT {
-        match refresh(&http, &base, &client_id, &held.refresh).await {
-            Err(_) => {
+        match api.refresh(&client_id, &held.refresh).await {
+            Err(Fail::Transport(_)) => {
                 held.stop = Some(Stop::Transport);
                 return held;
             }
-            Ok((200, body)) => {
-                let next = held_from(&serde_json::from_str(&body).unwrap());
+            Ok(t) => {
+                let next = held_from(&t);
                 held.refresh = next.refresh;
                 held.access = next.access;
                 held.acked += 1;
@@ -104,8 +91,8 @@ async fn stream(http: reqwest::Client, base: String, client_id: String, mut held
                     warm.fetch_add(1, Ordering::SeqCst);
                 }
             }
-            Ok((status, body)) => {
-                held.stop = Some(Stop::Refused(format!("{status} {body}")));
+            Err(refused) => {
+                held.stop = Some(Stop::Refused(refused.to_string()));
                 return held;
             }
         }
@@ -177,20 +164,18 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
     let started = Instant::now();
     let mut t = Tally::default();
     for trial in 0..TRIALS {
-        let base = format!("http://127.0.0.1:{}", server.port);
+        let base = server.http_base();
         let from = last_seq(&server);
 
         // A fresh grant per client, through the password grant: four at a
         // time (one user may sign in at most five times at once from one address).
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+        let shared = api(&base);
         let mut held = Vec::new();
         for first in (0..CLIENTS).step_by(4) {
             let grants: Vec<_> = (first..(first + 4).min(CLIENTS))
                 .map(|i| {
-                    let (http, base) = (http.clone(), base.clone());
-                    tokio::spawn(async move {
-                        held_from(&crate::process::password_grant(&http, &base, &client_id(i), USER, PASSWORD, SCOPE).await)
-                    })
+                    let api = shared.clone();
+                    tokio::spawn(async move { held_from(&api.password_grant(&client_id(i), USER, PASSWORD, SCOPE).await) })
                 })
                 .collect();
             for g in grants {
@@ -200,14 +185,8 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
 
         // The stream: each client on its own connection pool.
         let warm = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<_> = held
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-                tokio::spawn(stream(http, base.clone(), client_id(i), h, warm.clone()))
-            })
-            .collect();
+        let tasks: Vec<_> =
+            held.into_iter().enumerate().map(|(i, h)| tokio::spawn(stream(api(&base), client_id(i), h, warm.clone()))).collect();
         let warm_start = Instant::now();
         while warm.load(Ordering::SeqCst) < CLIENTS && warm_start.elapsed() < WARM_UP_LIMIT {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -219,8 +198,7 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
             held.push(task.await.unwrap());
         }
         server.restart();
-        let base = format!("http://127.0.0.1:{}", server.port);
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+        let api = api(&server.http_base());
 
         // Nothing acknowledged is lost: the last acknowledged access token
         // is still known, and each acknowledged refresh has its event.
@@ -235,10 +213,10 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
                 }
                 Some(Stop::Bound) | None => t.bounded += 1,
             }
-            let r = http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(&h.access).send().await.unwrap();
-            if r.status() != 200 {
+            let status = api.verify(&h.access).await;
+            if status != 200 {
                 t.acked_missing += 1;
-                t.notes.push(format!("trial {trial}: {}'s last acknowledged access token answers {}", client_id(i), r.status()));
+                t.notes.push(format!("trial {trial}: {}'s last acknowledged access token answers {status}", client_id(i)));
             }
             let events = refreshed.iter().filter(|e| e.client == client_id(i)).count();
             if events < h.acked {
@@ -250,25 +228,21 @@ async fn kill_during_refresh_stream_keeps_every_grant() {
         // Every client carries on with the refresh token it holds, twice.
         let mut lost_here = 0;
         for (i, h) in held.iter().enumerate() {
-            let first = refresh(&http, &base, &client_id(i), &h.refresh).await.unwrap();
-            let second = match &first {
-                (200, body) => {
-                    let next = held_from(&serde_json::from_str(body).unwrap());
-                    refresh(&http, &base, &client_id(i), &next.refresh).await.unwrap()
-                }
-                other => other.clone(),
+            let second = match api.refresh(&client_id(i), &h.refresh).await {
+                Ok(next) => api.refresh(&client_id(i), next.refresh()).await,
+                refused => refused,
             };
-            if second.0 == 200 {
-                t.kept += 1;
-            } else {
-                lost_here += 1;
-                t.notes.push(format!(
-                    "trial {trial}: {} lost its grant after {} acknowledged refreshes: {} {}",
-                    client_id(i),
-                    h.acked,
-                    second.0,
-                    second.1
-                ));
+            match second {
+                Ok(_) => t.kept += 1,
+                Err(Fail::Transport(e)) => panic!("trial {trial}: the restarted server did not answer: {e}"),
+                Err(refused) => {
+                    lost_here += 1;
+                    t.notes.push(format!(
+                        "trial {trial}: {} lost its grant after {} acknowledged refreshes: {refused}",
+                        client_id(i),
+                        h.acked
+                    ));
+                }
             }
         }
         t.lost += lost_here;

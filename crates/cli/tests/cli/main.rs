@@ -20,9 +20,13 @@
 //! PostgreSQL crash and restart under load.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
+mod admin_store;
 mod backup;
 mod client;
+mod config_check;
+mod discovery;
 mod file_modes;
+mod haproxy;
 mod hsm;
 mod kill_during_refresh;
 mod log_hygiene;
@@ -36,4 +40,6 @@ mod pg_tls;
 mod process;
 mod replica_kill;
 mod replicas;
+mod serving;
 mod tls;
+mod tls_reload;

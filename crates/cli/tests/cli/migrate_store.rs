@@ -7,20 +7,20 @@
 //! read back, new VaultIDs continue after the copied ones, and the event
 //! chain verifies. A target that holds anything is refused.
 
-use serde_json::{Value, json};
+use strongroom_proto::vedsdk::{
+    AssociationValue, DissociateRequest, LookupByAssociationRequest, ResultResponse, ValueFields, VaultIdsResponse,
+};
+use strongroom_testkit::api::string;
+use strongroom_testkit::{Api, TokensExt as _};
 
 use crate::process::{Server, approve, run};
-use crate::replicas::{SCOPE, USER, admin_on, exchange_body, http, pg_url, refresh_body, token, verify};
+use crate::replicas::{SCOPE, USER, admin_on, http, pg_url};
 
 const PASSWORD: &str = "a long passphrase";
 const FOLDER: &str = "\\VED\\Policy\\Moved";
-const DATA: &str = "c2VjcmV0IGRhdGE="; // "secret data"
-
-async fn sdk(http: &reqwest::Client, base: &str, access: &str, call: &str, body: Value) -> Value {
-    let r = http.post(format!("{base}/vedsdk/SecretStore/{call}")).bearer_auth(access).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 200, "{call}");
-    r.json().await.unwrap()
-}
+const SECRET: &[u8] = b"secret data";
+/// [`SECRET`], base64.
+const DATA: &str = "c2VjcmV0IGRhdGE=";
 
 /// What a client holds across the migrations.
 struct Held {
@@ -32,36 +32,23 @@ struct Held {
 
 /// Everything `held` names works on the server at `base`; a new entry gets
 /// VaultID `next_id`. The device grant is refreshed (its new pair is kept).
-async fn check(http: &reqwest::Client, base: &str, held: &mut Held, next_id: i64, where_: &str) {
-    assert_eq!(verify(http, base, &held.device_access).await, 200, "{where_}: device-login access token");
-    assert_eq!(verify(http, base, &held.password_access).await, 200, "{where_}: password-grant access token");
-    let (st, next) = token(http, base, &refresh_body("moved", &held.device_refresh)).await;
-    assert_eq!(st, 200, "{where_}: refresh: {next}");
-    held.device_access = next["access_token"].as_str().unwrap().to_owned();
-    held.device_refresh = next["refresh_token"].as_str().unwrap().to_owned();
+async fn check(api: &Api, held: &mut Held, next_id: i64, where_: &str) {
+    assert_eq!(api.verify(&held.device_access).await, 200, "{where_}: device-login access token");
+    assert_eq!(api.verify(&held.password_access).await, 200, "{where_}: password-grant access token");
+    let next = api.refresh("moved", &held.device_refresh).await.unwrap_or_else(|f| panic!("{where_}: refresh: {f}"));
+    held.device_access = next.access().to_owned();
+    held.device_refresh = next.refresh().to_owned();
     let a = &held.device_access;
-    let got = sdk(http, base, a, "Retrieve", json!({"VaultID": held.vault_id})).await;
-    assert_eq!((got["Result"].as_i64(), got["Base64Data"].as_str()), (Some(0), Some(DATA)), "{where_}: {got}");
-    let all = sdk(http, base, a, "LookupAllAssociationsbyVaultid", json!({"VaultID": held.vault_id})).await;
-    let mut pairs: Vec<(String, String)> = all["TypedNameValues"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{where_}: {all}"))
-        .iter()
-        .map(|v| (v["Name"].as_str().unwrap().to_owned(), v["Value"].as_str().unwrap().to_owned()))
-        .collect();
+    let got = api.retrieve(a, held.vault_id).await.unwrap_or_else(|f| panic!("{where_}: {f}"));
+    assert_eq!(got.base64_data.expose(), DATA, "{where_}");
+    let mut pairs = api.associations(a, held.vault_id).await.unwrap_or_else(|f| panic!("{where_}: {f}"));
     pairs.sort();
     assert_eq!(pairs, vec![("Key Size".to_owned(), "2048".to_owned()), ("Purpose".to_owned(), "moving".to_owned())], "{where_}");
-    let found = sdk(http, base, a, "LookupByAssociation", json!({"Name": "Purpose", "StringValue": "moving"})).await;
-    assert_eq!(found["VaultIDs"], json!([held.vault_id]), "{where_}: lookup hashes survive");
-    let added = sdk(
-        http,
-        base,
-        a,
-        "Add",
-        json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": DATA}),
-    )
-    .await;
-    assert_eq!(added["VaultID"].as_i64(), Some(next_id), "{where_}: the VaultID sequence continues: {added}");
+    let by_value = LookupByAssociationRequest { name: "Purpose".into(), value: ValueFields::from(&string("moving")) };
+    let found: VaultIdsResponse = api.sdk(a, "LookupByAssociation", &by_value).await.unwrap_or_else(|f| panic!("{where_}: {f}"));
+    assert_eq!(found.vault_ids, [held.vault_id], "{where_}: lookup hashes survive");
+    let added = api.add(a, FOLDER, "Software:Default", SECRET).await.unwrap_or_else(|f| panic!("{where_}: {f}"));
+    assert_eq!(added.vault_id, next_id, "{where_}: the VaultID sequence continues");
 }
 
 /// Every row of every table, read through the copier's own interface.
@@ -114,7 +101,7 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
 
     // A SQLite store, filled through the real server.
     let mut sqlite = Server::start(&["--insecure-http"], &[]);
-    let base = format!("http://127.0.0.1:{}", sqlite.port);
+    let api = Api::with(http.clone(), sqlite.http_base());
     sqlite.admin(&["users", "create", USER, "--master-admin"], &format!("{PASSWORD}\n"));
     sqlite.admin(&["users", "create", "other"], &format!("{PASSWORD}\n"));
     sqlite.admin(
@@ -125,47 +112,22 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     sqlite.admin(&["rights", "grant", FOLDER, USER, "--rights", "read,write"], "");
     sqlite.admin(&["rights", "grant", FOLDER, "other", "--rights", "view"], "");
 
-    let d: Value = http
-        .post(format!("{base}/vedauth/authorize/device"))
-        .json(&json!({"client_id": "moved", "scope": SCOPE}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let page = approve(&http, &base, d["verification_uri_complete"].as_str().unwrap(), USER, PASSWORD, true).await;
+    let d = api.device("moved", SCOPE).await;
+    let page = approve(&http, &d.verification_uri_complete, USER, PASSWORD, true).await;
     assert!(page.contains("Access approved"), "{page}");
-    let (st, first) = token(&http, &base, &exchange_body("moved", d["device_code"].as_str().unwrap())).await;
-    assert_eq!(st, 200, "{first}");
-    let (st, rotated) = token(&http, &base, &refresh_body("moved", first["refresh_token"].as_str().unwrap())).await;
-    assert_eq!(st, 200, "{rotated}");
-    let pw = crate::process::password_grant(&http, &base, "moved", USER, PASSWORD, SCOPE).await;
-    let access = rotated["access_token"].as_str().unwrap().to_owned();
-    let added = sdk(
-        &http,
-        &base,
-        &access,
-        "Add",
-        json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": DATA}),
-    )
-    .await;
-    let vault_id = added["VaultID"].as_i64().unwrap_or_else(|| panic!("{added}"));
-    for body in [
-        json!({"VaultID": vault_id, "Name": "Purpose", "StringValue": "moving"}),
-        json!({"VaultID": vault_id, "Name": "Key Size", "IntValue": 2048}),
-        json!({"VaultID": vault_id, "Name": "Gone", "StringValue": "soon"}),
-    ] {
-        assert_eq!(sdk(&http, &base, &access, "Associate", body).await["Result"], 0);
+    let first = api.poll("moved", d.device_code.expose()).await.unwrap();
+    let rotated = api.refresh("moved", first.refresh()).await.unwrap();
+    let pw = api.password_grant("moved", USER, PASSWORD, SCOPE).await;
+    let access = rotated.access().to_owned();
+    let vault_id = api.add(&access, FOLDER, "Software:Default", SECRET).await.unwrap().vault_id;
+    for (name, value) in [("Purpose", string("moving")), ("Key Size", AssociationValue::Int(2048)), ("Gone", string("soon"))] {
+        api.associate(&access, vault_id, name, &value).await.unwrap();
     }
-    assert_eq!(sdk(&http, &base, &access, "Dissociate", json!({"VaultID": vault_id, "Name": "Gone"})).await["Result"], 0);
+    let gone = DissociateRequest { vault_id, name: Some("Gone".into()), value: ValueFields::default() };
+    api.sdk::<ResultResponse>(&access, "Dissociate", &gone).await.unwrap();
     sqlite.admin(&["keys", "rotate"], "");
-    let mut held = Held {
-        device_access: access,
-        device_refresh: rotated["refresh_token"].as_str().unwrap().to_owned(),
-        password_access: pw["access_token"].as_str().unwrap().to_owned(),
-        vault_id,
-    };
+    let mut held =
+        Held { device_access: access, device_refresh: rotated.refresh().to_owned(), password_access: pw.access().to_owned(), vault_id };
     let key = std::fs::read_to_string(sqlite.dir.join("master.key")).unwrap().trim().to_owned();
     let sqlite_db = sqlite.dir.join("strongroom.db").to_str().unwrap().to_owned();
     sqlite.kill();
@@ -192,8 +154,7 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     assert!(again.stderr.contains("the target store is not empty"), "{}", again.stderr);
 
     let mut on_pg = Server::start(&["--insecure-http", "--database-url", &pg], &[("STRONGROOM_MASTER_KEY", &key)]);
-    let base = format!("http://127.0.0.1:{}", on_pg.port);
-    check(&http, &base, &mut held, vault_id + 1, "on PostgreSQL").await;
+    check(&Api::with(http.clone(), on_pg.http_base()), &mut held, vault_id + 1, "on PostgreSQL").await;
     let verified = admin_on(&pg, &key, &["events", "verify"], "");
     assert!(verified.contains("event log intact"), "{verified}");
     on_pg.kill();
@@ -210,8 +171,7 @@ async fn migrate_store_round_trip_sqlite_postgres_sqlite_keeps_tokens_values_and
     assert!(refused.code != 0 && refused.stderr.contains("the target store is not empty"), "{}", refused.stderr);
 
     let on_sqlite = Server::start(&["--insecure-http", "--database-url", &back], &[("STRONGROOM_MASTER_KEY", &key)]);
-    let base = format!("http://127.0.0.1:{}", on_sqlite.port);
-    check(&http, &base, &mut held, vault_id + 2, "back on SQLite").await;
+    check(&Api::with(http.clone(), on_sqlite.http_base()), &mut held, vault_id + 2, "back on SQLite").await;
     let verified = admin_on(&back, &key, &["events", "verify"], "");
     assert!(verified.contains("event log intact"), "{verified}");
     eprintln!("migrate-store: SQLite -> PostgreSQL:\n{}PostgreSQL -> SQLite:\n{}{}", to_pg.stdout, to_sqlite.stdout, verified);

@@ -1,7 +1,7 @@
 //! Operator commands: `config check`, `completions`, `man`, and the
 //! metrics listener of a real server.
 
-use crate::process::{Server, free_port, run};
+use crate::process::{Server, run};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -30,8 +30,14 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
         ("STRONGROOM_LOG", "warn,strongroom_server=debug"),
         ("STRONGROOM_LOG_FORMAT", "json"),
     ];
+    // Neither PKCS#11 module exists here: start-up would stop on them, so
+    // config check lists every setting, then both problems, and fails.
     let r = run(&["config", "check", "--config", f, "--listen", "127.0.0.1:9443"], &env);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for key in ["PKCS11:hsm", "PKCS11:spare"] {
+        assert!(r.stderr.contains(&format!("vault key {key} cannot be used")), "{key}: {}", r.stderr);
+    }
+    assert!(r.stderr.contains("2 problems"), "{}", r.stderr);
     for secret in ["hunter2", "secret@", "param-secret", KEY, PIN] {
         assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "a secret was printed: {}", r.stdout);
     }
@@ -48,7 +54,6 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
         "library /usr/lib/softhsm/libsofthsm2.so, token \"strongroom\", key \"strongroom-vault\", PIN from $STRONGROOM_HSM_PIN",
         "library /opt/hsm/libpkcs11.so, token \"spare-token\", key \"spare\", PIN from file /etc/strongroom/spare.pin",
         "warn,strongroom_server=debug (from STRONGROOM_LOG)",
-        "configuration OK",
     ] {
         assert!(r.stdout.contains(shown), "{shown:?} missing from:\n{}", r.stdout);
     }
@@ -56,7 +61,7 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
     assert_eq!(line("keys.default").as_deref().map(str::split_whitespace).and_then(|mut w| w.nth(1)), Some("PKCS11:hsm"));
     assert_eq!(line("log.format").as_deref().map(str::split_whitespace).and_then(|mut w| w.nth(1)), Some("json"));
     let r = run(&["config", "check", "--config", f, "--json"], &env);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
     for secret in ["hunter2", "secret@", "param-secret", KEY, PIN] {
         assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "a secret was printed: {}", r.stdout);
     }
@@ -74,11 +79,16 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
         ])
     );
     assert_eq!(v["log"], serde_json::json!({"filter": "warn,strongroom_server=debug", "filter_from": "STRONGROOM_LOG", "format": "json"}));
+    assert_eq!((v["ok"].as_bool(), v["problems"].as_array().map(Vec::len)), (Some(false), Some(2)), "{v}");
     // Without [keys] and log variables: the software key and serve's defaults.
     std::fs::write(&file, "").unwrap();
     let plain = [("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_LOG", ""), ("RUST_LOG", ""), ("STRONGROOM_LOG_FORMAT", "")];
     let v: serde_json::Value = serde_json::from_str(run(&["config", "check", "--config", f, "--json"], &plain).stdout.trim()).unwrap();
     assert_eq!(v["keys"], serde_json::json!({"default": "Software:Default", "pkcs11": []}));
+    assert_eq!(v["ok"], true, "{v}");
+    let r = run(&["config", "check", "--config", f], &plain);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.trim_end().ends_with("configuration OK"), "{}", r.stdout);
     assert_eq!(v["log"], serde_json::json!({"filter": "info", "filter_from": "default", "format": "text"}));
     // A log filter serve would refuse is refused here too, naming its variable.
     let r = run(&["config", "check", "--config", f], &[("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_LOG", "[[[")]);
@@ -126,18 +136,9 @@ fn completions_and_man_pages_come_from_the_cli_definition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_have_a_listener_of_their_own() {
-    // The metrics port is ours to choose, so a port taken meanwhile by
-    // another test is ours to replace.
-    let (server, listen) = (0..5)
-        .find_map(|_| {
-            let listen = format!("127.0.0.1:{}", free_port());
-            match Server::try_start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", &listen)]) {
-                Ok(server) => Some((server, listen)),
-                Err(out) if out.contains(&format!("listening on {listen}: Address already in use")) => None,
-                Err(out) => panic!("the server did not start; output:\n{out}"),
-            }
-        })
-        .expect("five metrics ports were taken before the server could bind them");
+    // Port 0: the system picks the metrics port; the server logs it.
+    let server = Server::start(&["--insecure-http"], &[("STRONGROOM_METRICS_LISTEN", "127.0.0.1:0")]);
+    let listen = server.logged_addr("metrics served").expect("the metrics listener's address is logged");
     let http = reqwest::Client::new();
     let main = format!("http://127.0.0.1:{}", server.port);
     assert_eq!(http.get(format!("{main}/health/ready")).send().await.unwrap().status(), 200);
@@ -145,4 +146,20 @@ async fn metrics_can_have_a_listener_of_their_own() {
     let text = http.get(format!("http://{listen}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("strongroom_http_requests_total{route=\"/health/ready\",method=\"GET\",status=\"200\"} 1"), "{text}");
     server.stop();
+}
+
+/// The README's configuration table names every setting and its variable,
+/// so that a setting added to `config::SETTINGS` is documented there too.
+#[test]
+fn the_readme_names_every_setting_and_variable() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let table = &readme[readme.find("| setting (TOML / env) |").unwrap()..];
+    let table = &table[..table.find("\n\n").unwrap()];
+    for s in strongroom_server::config::SETTINGS {
+        let key = s.key.rsplit('.').next().unwrap();
+        assert!(table.contains(&format!("`{key}`")) || table.contains(&format!(" {key}`")), "{} is not in the README's table", s.key);
+        if let Some(var) = s.env {
+            assert!(table.contains(var), "{var} is not in the README's table");
+        }
+    }
 }

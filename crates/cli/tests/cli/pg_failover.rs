@@ -23,11 +23,13 @@
 //! acknowledged write lost.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use strongroom_testkit::api::string;
+use strongroom_testkit::{Api, Fail, TokensExt as _};
 
 use crate::pg_instance::{PgInstance, server_binaries};
 use crate::process::Server;
@@ -82,13 +84,7 @@ struct Shared {
     acked: std::sync::atomic::AtomicUsize,
 }
 
-async fn sdk(http: &reqwest::Client, base: &str, token: &str, op: &str, body: Value) -> Result<(u16, String), String> {
-    let r = http.post(format!("{base}/vedsdk/SecretStore/{op}")).bearer_auth(token).json(&body).send().await.map_err(|e| e.to_string())?;
-    let status = r.status().as_u16();
-    Ok((status, r.text().await.map_err(|e| e.to_string())?))
-}
-
-async fn writer(http: reqwest::Client, base: String, token: String, vault_id: i64, w: usize, shared: Arc<Shared>) -> Tally {
+async fn writer(api: Api, token: String, vault_id: i64, w: usize, shared: Arc<Shared>) -> Tally {
     let mut t = Tally::default();
     for n in 0..MAX_WRITES {
         if shared.stop.load(Ordering::SeqCst) || shared.epoch.elapsed() > LOAD_LIMIT {
@@ -97,23 +93,20 @@ async fn writer(http: reqwest::Client, base: String, token: String, vault_id: i6
         let name = format!("w{w}-{n}");
         let sent = shared.epoch.elapsed();
         let settled = *shared.settled.lock().unwrap();
-        match sdk(&http, &base, &token, "Associate", json!({"VaultID": vault_id, "Name": name, "StringValue": format!("value {name}")}))
-            .await
-        {
-            Err(e) => t.transport.push(e),
-            Ok((status, body)) => {
-                let result = serde_json::from_str::<Value>(&body).ok().and_then(|v| v["Result"].as_i64());
-                if status == 200 && result == Some(0) {
-                    let done = shared.epoch.elapsed();
-                    t.acked.push(name);
-                    t.acked_at.push((sent, done));
-                    shared.acked.fetch_add(1, Ordering::SeqCst);
-                    if settled.is_some_and(|s| sent > s) {
-                        shared.recovered.lock().unwrap().get_or_insert(done);
-                    }
-                } else {
-                    t.failures.push(Failure { sent, answered: shared.epoch.elapsed(), status, body });
+        match api.associate(&token, vault_id, &name, &string(&format!("value {name}"))).await {
+            Err(Fail::Transport(e)) => t.transport.push(e),
+            Ok(_) => {
+                let done = shared.epoch.elapsed();
+                t.acked.push(name);
+                t.acked_at.push((sent, done));
+                shared.acked.fetch_add(1, Ordering::SeqCst);
+                if settled.is_some_and(|s| sent > s) {
+                    shared.recovered.lock().unwrap().get_or_insert(done);
                 }
+            }
+            Err(f) => {
+                let status = f.status().unwrap_or_default();
+                t.failures.push(Failure { sent, answered: shared.epoch.elapsed(), status, body: f.body().to_owned() });
             }
         }
     }
@@ -204,8 +197,7 @@ impl Outcome {
 /// token of theirs, and one vault entry per writer.
 struct Prepared {
     server: Server,
-    http: reqwest::Client,
-    base: String,
+    api: Api,
     token: String,
     entries: Vec<i64>,
 }
@@ -222,26 +214,13 @@ async fn prepare(url: &str) -> Prepared {
     admin(&["folders", "create", FOLDER], "");
     admin(&["rights", "grant", FOLDER, USER, "--rights", "read,write"], "");
 
-    let base = format!("http://127.0.0.1:{}", server.port);
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
-    let t = crate::process::password_grant(&http, &base, "failover", USER, PASSWORD, "restricted:manage").await;
-    let token = t["access_token"].as_str().unwrap().to_owned();
+    let api = Api::with(reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap(), server.http_base());
+    let token = api.password_grant("failover", USER, PASSWORD, "restricted:manage").await.access().to_owned();
     let mut entries = Vec::new();
     for _ in 0..WRITERS {
-        let (status, body) = sdk(
-            &http,
-            &base,
-            &token,
-            "Add",
-            json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": "c2VjcmV0"}),
-        )
-        .await
-        .unwrap();
-        let v: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!((status, v["Result"].as_i64()), (200, Some(0)), "{body}");
-        entries.push(v["VaultID"].as_i64().unwrap());
+        entries.push(api.add(&token, FOLDER, "Software:Default", b"secret").await.unwrap().vault_id);
     }
-    Prepared { server, http, base, token, entries }
+    Prepared { server, api, token, entries }
 }
 
 /// Starts `strongroom serve` on `url`, makes its fixtures, runs the write
@@ -252,7 +231,7 @@ async fn load_through<D>(url: &str, disrupt: impl FnOnce() -> D + Send + 'static
 where
     D: Send + 'static,
 {
-    let Prepared { server, http, base, token, entries } = prepare(url).await;
+    let Prepared { server, api, token, entries } = prepare(url).await;
 
     let shared = Arc::new(Shared {
         epoch: Instant::now(),
@@ -261,11 +240,8 @@ where
         recovered: Mutex::new(None),
         acked: std::sync::atomic::AtomicUsize::new(0),
     });
-    let writers: Vec<_> = entries
-        .iter()
-        .enumerate()
-        .map(|(w, &id)| tokio::spawn(writer(http.clone(), base.clone(), token.clone(), id, w, shared.clone())))
-        .collect();
+    let writers: Vec<_> =
+        entries.iter().enumerate().map(|(w, &id)| tokio::spawn(writer(api.clone(), token.clone(), id, w, shared.clone()))).collect();
 
     // Load, then the disruption.
     let warm_start = Instant::now();
@@ -296,10 +272,8 @@ where
     // Every acknowledged write, read back through the API.
     let mut lost = Vec::new();
     for (t, &id) in tallies.iter().zip(&entries) {
-        let (status, body) = sdk(&http, &base, &token, "LookupAllAssociationsbyVaultid", json!({"VaultID": id})).await.unwrap();
-        let v: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!((status, v["Result"].as_i64()), (200, Some(0)), "{body}");
-        let stored: Vec<&str> = v["TypedNameValues"].as_array().unwrap().iter().map(|a| a["Name"].as_str().unwrap()).collect();
+        let stored = api.associations(&token, id).await.unwrap();
+        let stored: Vec<&str> = stored.iter().map(|(name, _)| name.as_str()).collect();
         lost.extend(t.acked.iter().filter(|n| !stored.contains(&n.as_str())).map(|n| format!("entry {id}: {n}")));
     }
     // The event chain on the surviving database, every event of the
@@ -318,10 +292,10 @@ where
 }
 
 /// A primary and a hot standby streaming from it (`pg_basebackup -R`),
-/// both started, on 127.0.0.1 with trust authentication.
+/// both started, each on a Unix socket in its own directory, with trust
+/// authentication.
 fn primary_and_standby(bin: &std::path::Path) -> (PgInstance, PgInstance) {
-    let hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"];
-    let mut primary = PgInstance::init(bin, &["wal_level = replica", "max_wal_senders = 4"], &hba);
+    let mut primary = PgInstance::init(bin, &["wal_level = replica", "max_wal_senders = 4"], &[]);
     primary.start("");
     let mut standby = PgInstance::standby_of(&primary, &[]);
     standby.start("");
@@ -345,9 +319,13 @@ async fn a_promoted_standby_takes_over_without_losing_acknowledged_writes() {
     .unwrap();
     assert_eq!(standby.psql("SELECT pg_is_in_recovery()"), "t");
 
+    // Two hosts (the servers' sockets), in libpq's key=value form.
     let url = format!(
-        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write&connect_timeout=5",
-        primary.port, standby.port
+        "host={},{} port={},{} user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=5",
+        primary.socket_dir(),
+        standby.socket_dir(),
+        primary.socket_port(),
+        standby.socket_port()
     );
     // The primary crashes (`immediate`) and the standby is promoted.
     let (outcome, (_primary, standby)) = load_through(&url, move || {
@@ -362,22 +340,28 @@ async fn a_promoted_standby_takes_over_without_losing_acknowledged_writes() {
     assert_eq!(standby.psql("SELECT pg_is_in_recovery()"), "f");
 }
 
-/// A TCP forwarder on 127.0.0.1 to the port in `target`, read at each new
-/// connection: one database address whose server the test can swap.
-fn forwarder(target: Arc<AtomicU16>) -> u16 {
+/// A TCP forwarder on 127.0.0.1 (on a port it holds from the start) to the
+/// Unix socket in `target`, read at each new connection: one database
+/// address whose server the test can swap.
+fn forwarder(target: Arc<Mutex<PathBuf>>) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for inbound in listener.incoming().flatten() {
-            let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", target.load(Ordering::SeqCst))) else { continue };
-            let (Ok(a), Ok(b)) = (inbound.try_clone(), outbound.try_clone()) else { continue };
-            for (mut from, mut to) in [(inbound, b), (outbound, a)] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(std::net::Shutdown::Both);
-                    let _ = from.shutdown(std::net::Shutdown::Both);
-                });
-            }
+            let socket = target.lock().unwrap().clone();
+            let Ok(outbound) = std::os::unix::net::UnixStream::connect(socket) else { continue };
+            let (Ok(mut a), Ok(mut b)) = (inbound.try_clone(), outbound.try_clone()) else { continue };
+            let (mut inbound, mut outbound) = (inbound, outbound);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut inbound, &mut b);
+                let _ = b.shutdown(std::net::Shutdown::Both);
+                let _ = inbound.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut outbound, &mut a);
+                let _ = a.shutdown(std::net::Shutdown::Both);
+                let _ = outbound.shutdown(std::net::Shutdown::Both);
+            });
         }
     });
     port
@@ -407,15 +391,16 @@ async fn ready_becomes(http: &reqwest::Client, base: &str, want: u16) -> (Durati
 async fn readiness_is_false_while_the_database_is_a_standby() {
     let Some(bin) = server_binaries("readiness_is_false_while_the_database_is_a_standby") else { return };
     let (primary, standby) = tokio::task::spawn_blocking(move || primary_and_standby(&bin)).await.unwrap();
-    let target = Arc::new(AtomicU16::new(primary.port));
+    let target = Arc::new(Mutex::new(primary.socket_path()));
     let url = format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=5", forwarder(target.clone()));
     // One address, no `target_session_attrs`: the server cannot tell where it leads.
-    let Prepared { server, http, base, token, entries } = prepare(&url).await;
+    let Prepared { server, api, token, entries } = prepare(&url).await;
+    let entry = entries[0];
     let associate = |name: &str| {
-        let (http, base, token) = (http.clone(), base.clone(), token.clone());
-        let body = json!({"VaultID": entries[0], "Name": name, "StringValue": "v"});
-        async move { sdk(&http, &base, &token, "Associate", body).await.unwrap() }
+        let (api, token, name) = (api.clone(), token.clone(), name.to_owned());
+        async move { api.associate(&token, entry, &name, &string("v")).await }
     };
+    let (http, base) = (api.http.clone(), api.base.clone());
     let r = http.get(format!("{base}/health/ready")).send().await.unwrap();
     assert_eq!(r.status(), 200, "ready on the primary");
 
@@ -425,7 +410,7 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
         let mut primary = primary;
         let lsn = primary.psql("SELECT pg_current_wal_lsn()");
         standby.wait_for(&format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"), "t");
-        target.store(standby.port, Ordering::SeqCst);
+        *target.lock().unwrap() = standby.socket_path();
         primary.stop("immediate");
         (primary, standby)
     })
@@ -436,11 +421,12 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
     assert!(!INTERNALS.iter().any(|w| body.contains(w)), "the 503 names internals: {body}");
     let live = http.get(format!("{base}/health/live")).send().await.unwrap();
     assert_eq!(live.status(), 200, "the process itself is alive");
-    let (status, body) = associate("on-standby").await;
-    let error = serde_json::from_str::<Value>(&body).ok().map(|v| v["error"].clone());
+    let answer = associate("on-standby").await;
     // A database taking no writes is a passing condition (`read_only_sql_transaction`):
     // 503 `temporarily_unavailable`, where the vault answered Result 22 before.
-    assert_eq!((status, error), (503, Some(json!("temporarily_unavailable"))), "a write on a standby fails cleanly: {body}");
+    let unavailable = matches!(&answer, Err(f) if f.status() == Some(503) && f.error().as_deref() == Some("temporarily_unavailable"));
+    assert!(unavailable, "a write on a standby fails cleanly: {answer:?}");
+    let body = answer.err().map(|f| f.body().to_owned()).unwrap_or_default();
     assert!(!INTERNALS.iter().any(|w| body.contains(w)), "{body}");
 
     // Promoted: ready again, writes again, on the same server process.
@@ -452,8 +438,7 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
     .unwrap();
     let (took, _) = ready_becomes(&http, &base, 200).await;
     eprintln!("readiness: 200 again {took:?} after the promotion");
-    let (status, body) = associate("after-promotion").await;
-    assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()["Result"].as_i64()), (200, Some(0)), "{body}");
+    associate("after-promotion").await.unwrap();
     let stored = tokio::task::spawn_blocking(move || standby.psql("SELECT count(*) FROM associations WHERE name = 'after-promotion'"))
         .await
         .unwrap();
@@ -476,7 +461,14 @@ mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn f4_postgres_restart_mid_load() {
         let Some(bin) = server_binaries("f4_postgres_restart_mid_load") else { return };
-        let (mut pg, url) = crate::pg_instance::trusting_local_tcp(bin).await;
+        let mut pg = tokio::task::spawn_blocking(move || {
+            let mut pg = PgInstance::init(&bin, &[], &[]);
+            pg.start("");
+            pg
+        })
+        .await
+        .unwrap();
+        let url = pg.socket_url("connect_timeout=5");
         let (outcome, mut pg) = load_through(&url, move || {
             pg.stop("immediate");
             // A real outage of a real process: wall time, not a test clock.

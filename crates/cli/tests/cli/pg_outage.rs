@@ -13,19 +13,22 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use strongroom_testkit::{Api, TokensExt as _};
 
-use crate::pg_instance::{server_binaries, trusting_local_tcp};
-use crate::process::{Server, password_grant};
+use crate::pg_instance::{PgInstance, server_binaries};
+use crate::process::Server;
 
 const USER: &str = "olga";
 const PASSWORD: &str = "a long passphrase";
 const CLIENT: &str = "outage";
 /// Words no error body may hold.
-const INTERNALS: &[&str] = &["db error", "postgres", "tokio", "SqlState", "connection", "127.0.0.1", "panicked", "pool"];
+const INTERNALS: &[&str] = &["db error", "postgres", "tokio", "SqlState", "connection", "strongroom-pg", "panicked", "pool"];
 
-/// `POST {base}{path}` with a JSON body: status, `Retry-After`, body.
-async fn post(http: &reqwest::Client, base: &str, path: &str, body: &Value) -> (u16, Option<String>, Value) {
-    let r = http.post(format!("{base}{path}")).json(body).send().await.unwrap();
+/// `POST {path}` with a JSON body: status, `Retry-After`, body. Raw, not
+/// the kit's typed calls: the subject is the wire (the status and its
+/// `Retry-After`).
+async fn post(api: &Api, path: &str, body: &Value) -> (u16, Option<String>, Value) {
+    let r = api.http.post(api.url(path)).json(body).send().await.unwrap();
     let status = r.status().as_u16();
     let retry_after = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
     let text = r.text().await.unwrap();
@@ -38,7 +41,14 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
     let Some(bin) = server_binaries("a_stopped_database_is_answered_503_temporarily_unavailable_and_served_again_when_back") else {
         return;
     };
-    let (pg, url) = trusting_local_tcp(bin).await;
+    let pg = tokio::task::spawn_blocking(move || {
+        let mut pg = PgInstance::init(&bin, &[], &[]);
+        pg.start("");
+        pg
+    })
+    .await
+    .unwrap();
+    let url = pg.socket_url("connect_timeout=5");
     let server = Server::start(&["--insecure-http", "--database-url", &url], &[]);
     let admin = |args: &[&str], stdin: &str| {
         let mut all = vec!["--database-url", url.as_str()];
@@ -47,13 +57,11 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
     };
     admin(&["users", "create", USER], &format!("{PASSWORD}\n"));
     admin(&["integrations", "create", CLIENT, "--scope", "restricted", "--allow-all-users", "--password-grant", "true"], "");
-    let base = format!("http://127.0.0.1:{}", server.port);
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-    let t = password_grant(&http, &base, CLIENT, USER, PASSWORD, "restricted").await;
-    let (access, refresh) = (t["access_token"].as_str().unwrap().to_owned(), t["refresh_token"].as_str().unwrap().to_owned());
+    let api = Api::with(reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap(), server.http_base());
+    let t = api.password_grant(CLIENT, USER, PASSWORD, "restricted").await;
+    let (access, refresh) = (t.access().to_owned(), t.refresh().to_owned());
+    api.try_device(CLIENT, "restricted").await.expect("a device start while the database is up");
     let device = json!({"client_id": CLIENT, "scope": "restricted"});
-    let (status, _, _) = post(&http, &base, "/vedauth/authorize/device", &device).await;
-    assert_eq!(status, 200, "a device start while the database is up");
 
     // Down.
     let mut pg = tokio::task::spawn_blocking(move || {
@@ -68,16 +76,16 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
         [("device start", "/vedauth/authorize/device", &device), ("refresh", "/vedauth/authorize/token", &refresh_body)]
     {
         let started = Instant::now();
-        let (status, retry_after, v) = post(&http, &base, path, body).await;
+        let (status, retry_after, v) = post(&api, path, body).await;
         eprintln!("{what} with the database down: {status} after {:?}: {v}", started.elapsed());
         assert_eq!(status, 503, "{what}: {v}");
         assert_eq!(v["error"], "temporarily_unavailable", "{what}: {v}");
         assert_eq!(retry_after.as_deref(), Some("1"), "{what}");
     }
-    let r = http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(&access).send().await.unwrap();
+    let r = api.http.get(api.url("/vedauth/authorize/verify")).bearer_auth(&access).send().await.unwrap();
     assert_eq!(r.status(), 503, "the bearer check, never a 401 the client would answer by refreshing");
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "temporarily_unavailable");
-    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = api.http.get(api.url("/metrics")).send().await.unwrap().text().await.unwrap();
     let unavailable = metrics
         .lines()
         .find_map(|l| l.strip_prefix("strongroom_store_failures_total{kind=\"unavailable\"} "))
@@ -94,16 +102,16 @@ async fn a_stopped_database_is_answered_503_temporarily_unavailable_and_served_a
     .await
     .unwrap();
     let back = Instant::now();
-    let (status, v) = loop {
-        let (status, _, v) = post(&http, &base, "/vedauth/authorize/token", &refresh_body).await;
-        if status != 503 || back.elapsed() > Duration::from_secs(10) {
-            break (status, v);
+    let answer = loop {
+        let answer = api.refresh(CLIENT, &refresh).await;
+        if !matches!(&answer, Err(f) if f.status() == Some(503)) || back.elapsed() > Duration::from_secs(10) {
+            break answer;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    eprintln!("refresh {status} {:?} after the database came back", back.elapsed());
-    assert_eq!(status, 200, "the refresh token presented during the outage still works: {v}");
-    assert!(v["refresh_token"].as_str().is_some_and(|t| t != refresh), "{v}");
+    eprintln!("refresh after the database came back ({:?}): {answer:?}", back.elapsed());
+    let renewed = answer.expect("the refresh token presented during the outage still works");
+    assert_ne!(renewed.refresh(), refresh, "a new refresh token");
     drop(server);
     drop(pg);
 }

@@ -25,18 +25,27 @@ fn ca(name: &str) -> Ca {
     Ca { cert: params.self_signed(&key).unwrap(), key }
 }
 
-/// Runs `strongroom admin users list` against `url` on a fresh data directory.
+/// Runs `strongroom admin init` (the tables and a master key), then `admin
+/// users list`, against `url` on a fresh data directory; stops at the first
+/// that fails.
 fn admin_with(url: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["admin", "--data-dir"])
-        .arg(dir.path())
-        .args(["users", "list"])
-        .env("STRONGROOM_DATABASE_URL", url)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    let mut all = String::new();
+    for args in [&["init"][..], &["users", "list"]] {
+        let out = Command::new(BIN)
+            .args(["admin", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .env("STRONGROOM_DATABASE_URL", url)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        all.push_str(&format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        if !out.status.success() {
+            return (false, all);
+        }
+    }
+    (true, all)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,7 +58,8 @@ async fn sslmodes_against_a_server_that_requires_tls() {
     params.distinguished_name.push(DnType::CommonName, "localhost");
     let server_cert = params.signed_by(&server_key, &good.cert, &good.key).unwrap();
 
-    let mut pg = PgInstance::init(
+    // TCP (hostssl rules): the one cluster of the tests that needs a port.
+    let mut pg = PgInstance::init_tcp(
         &bin,
         &["ssl = on", "ssl_cert_file = 'server.crt'", "ssl_key_file = 'server.key'"],
         &["hostssl all all 127.0.0.1/32 trust", "hostnossl all all 127.0.0.1/32 reject"],

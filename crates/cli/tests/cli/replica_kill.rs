@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use strongroom_testkit::api::string;
+use strongroom_testkit::{Api, Fail, TokensExt as _};
 
-use crate::replicas::{Cluster, LENIENT, USER, exchange_body, http, pg_url, refresh_body, token, verify};
+use crate::replicas::{Cluster, LENIENT, USER, pg_url};
 
 const CLIENTS: usize = 6;
 const REPLICAS: usize = 3;
@@ -47,30 +48,9 @@ struct Client {
     refused: Vec<String>,
 }
 
-async fn sdk(http: &reqwest::Client, base: &str, access: &str, call: &str, body: &Value) -> Result<Value, String> {
-    let r =
-        http.post(format!("{base}/vedsdk/SecretStore/{call}")).bearer_auth(access).json(body).send().await.map_err(|e| e.to_string())?;
-    let status = r.status().as_u16();
-    let v: Value = r.json().await.map_err(|e| e.to_string())?;
-    if status == 200 { Ok(v) } else { Ok(json!({"Result": -i64::from(status), "Body": v})) }
-}
-
-async fn raw_token(http: &reqwest::Client, base: &str, body: &Value) -> Result<(u16, Value), String> {
-    let r = http.post(format!("{base}/vedauth/authorize/token")).json(body).send().await.map_err(|e| e.to_string())?;
-    let status = r.status().as_u16();
-    Ok((status, r.json().await.map_err(|e| e.to_string())?))
-}
-
 /// Alternates Associate and refresh, round-robin over the replicas; a
 /// transport failure sends the same request to the next replica.
-async fn load(
-    http: reqwest::Client,
-    bases: Vec<String>,
-    me: usize,
-    mut c: Client,
-    warm: Arc<AtomicUsize>,
-    killed: Arc<AtomicBool>,
-) -> Client {
+async fn load(replicas: Vec<Api>, me: usize, mut c: Client, warm: Arc<AtomicUsize>, killed: Arc<AtomicBool>) -> Client {
     let start = Instant::now();
     let mut replica = me % REPLICAS;
     let mut acked = 0;
@@ -81,31 +61,31 @@ async fn load(
         // Up to one try per replica for the same request.
         let mut done = false;
         for attempt in 0..REPLICAS {
-            let base = &bases[replica];
+            let api = &replicas[replica];
             let answer = if op % 2 == 0 {
                 let (name, value) = (format!("n{op}"), format!("client {me} op {op}"));
-                sdk(&http, base, &c.access, "Associate", &json!({"VaultID": c.vault_id, "Name": name, "StringValue": value})).await.map(
-                    |v| match v["Result"].as_i64() {
-                        Some(0 | 27) => {
-                            c.associated.push((name, value));
-                            Ok(())
-                        }
-                        _ => Err(format!("Associate: {v}")),
-                    },
-                )
+                match api.associate(&c.access, c.vault_id, &name, &string(&value)).await {
+                    // 27: identical value, on a resend of an Associate already committed.
+                    Ok(_) | Err(Fail::Result { code: 27, .. }) => {
+                        c.associated.push((name, value));
+                        Ok(Ok(()))
+                    }
+                    Err(Fail::Transport(e)) => Err(e),
+                    Err(f) => Ok(Err(format!("Associate: {f}"))),
+                }
             } else {
-                raw_token(&http, base, &refresh_body(LENIENT, &c.refresh)).await.map(|(st, v)| {
-                    if st == 200 {
-                        c.access = v["access_token"].as_str().unwrap_or_default().to_owned();
-                        c.refresh = v["refresh_token"].as_str().unwrap_or_default().to_owned();
+                match api.refresh(LENIENT, &c.refresh).await {
+                    Ok(t) => {
+                        c.access = t.access().to_owned();
+                        c.refresh = t.refresh().to_owned();
                         c.refresh_tokens.push(c.refresh.clone());
                         c.refreshes += 1;
                         c.resent_refreshes += usize::from(attempt > 0);
-                        Ok(())
-                    } else {
-                        Err(format!("refresh: {st} {v}"))
+                        Ok(Ok(()))
                     }
-                })
+                    Err(Fail::Transport(e)) => Err(e),
+                    Err(f) => Ok(Err(format!("refresh: {f}"))),
+                }
             };
             match answer {
                 Err(_transport) => {
@@ -156,41 +136,25 @@ async fn sigkill_one_replica_under_write_load() {
     cluster.fixtures();
     cluster.admin(&["folders", "create", FOLDER], "");
     cluster.admin(&["rights", "grant", FOLDER, USER, "--rights", "read,write"], "");
-    let http = http();
     let codes = cluster.approved_codes(LENIENT, CLIENTS).await;
     let mut clients = Vec::new();
     for (i, code) in codes.iter().enumerate() {
-        let (st, g) = token(&http, &cluster.base(i), &exchange_body(LENIENT, code)).await;
-        assert_eq!(st, 200, "{g}");
-        let access = g["access_token"].as_str().unwrap().to_owned();
-        let added = sdk(
-            &http,
-            &cluster.base(i),
-            &access,
-            "Add",
-            &json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": FOLDER, "Base64Data": "c2VjcmV0"}),
-        )
-        .await
-        .unwrap();
-        assert_eq!(added["Result"], 0, "{added}");
-        let refresh = g["refresh_token"].as_str().unwrap().to_owned();
+        let g = cluster.api(i).poll(LENIENT, code).await.unwrap();
+        let added = cluster.api(i).add(g.access(), FOLDER, "Software:Default", b"secret").await.unwrap();
         clients.push(Client {
-            vault_id: added["VaultID"].as_i64().unwrap(),
-            access,
-            refresh_tokens: vec![refresh.clone()],
-            refresh,
+            vault_id: added.vault_id,
+            access: g.access().to_owned(),
+            refresh_tokens: vec![g.refresh().to_owned()],
+            refresh: g.refresh().to_owned(),
             ..Client::default()
         });
     }
 
-    let bases: Vec<String> = (0..REPLICAS).map(|r| cluster.base(r)).collect();
+    let replicas: Vec<Api> = (0..REPLICAS).map(|r| cluster.api(r)).collect();
     let warm = Arc::new(AtomicUsize::new(0));
     let killed = Arc::new(AtomicBool::new(false));
-    let tasks: Vec<_> = clients
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| tokio::spawn(load(http.clone(), bases.clone(), i, c, warm.clone(), killed.clone())))
-        .collect();
+    let tasks: Vec<_> =
+        clients.into_iter().enumerate().map(|(i, c)| tokio::spawn(load(replicas.clone(), i, c, warm.clone(), killed.clone()))).collect();
     let warm_start = Instant::now();
     while warm.load(Ordering::SeqCst) < CLIENTS && warm_start.elapsed() < LOAD_LIMIT {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -211,27 +175,25 @@ async fn sigkill_one_replica_under_write_load() {
     let tally = working_refresh_tokens(&cluster, &clients).await;
 
     // Read everything back through a survivor.
-    let survivor = cluster.base(1);
+    let survivor = cluster.api(1);
     let mut missing = Vec::new();
     let mut last_access_ok = 0;
     let mut last_refresh_ok = 0;
     for (i, c) in clients.iter().enumerate() {
-        if verify(&http, &survivor, &c.access).await == 200 {
+        if survivor.verify(&c.access).await == 200 {
             last_access_ok += 1;
         }
-        let all = sdk(&http, &survivor, &c.access, "LookupAllAssociationsbyVaultid", &json!({"VaultID": c.vault_id})).await.unwrap();
-        let stored: Vec<(String, String)> = all["TypedNameValues"]
-            .as_array()
-            .map(|a| {
-                a.iter().map(|v| (v["Name"].as_str().unwrap_or("").to_owned(), v["Value"].as_str().unwrap_or("").to_owned())).collect()
-            })
-            .unwrap_or_default();
+        let stored = match survivor.associations(&c.access, c.vault_id).await {
+            Ok(stored) => stored,
+            Err(Fail::Transport(e)) => panic!("the survivor did not answer: {e}"),
+            Err(_) => Vec::new(),
+        };
         for a in &c.associated {
             if !stored.contains(a) {
                 missing.push(format!("client {i}: {} = {}", a.0, a.1));
             }
         }
-        if token(&http, &cluster.base(2), &refresh_body(LENIENT, &c.refresh)).await.0 == 200 {
+        if cluster.api(2).refresh(LENIENT, &c.refresh).await.is_ok() {
             last_refresh_ok += 1;
         }
     }

@@ -7,25 +7,28 @@
 //!
 //! Needs PostgreSQL at `STRONGROOM_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`); skips loudly without it and
-//! fails under `STRONGROOM_REQUIRE_ALL_TESTS=1`. Each cluster gets a fresh
+//! fails under `STRONGROOM_REQUIRE_ALL_TESTS=1` (`pg_url_or_skip`). Each cluster gets a fresh
 //! schema. The tally is printed before any assertion.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
 use strongroom_core::random::Random as _;
 use strongroom_core::scope::Scope;
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenKind, mint_device_code, mint_user_code};
+use strongroom_proto::vedauth::{TokenRequest, TokenResponse};
 use strongroom_server::keys::Keys;
 use strongroom_server::state::OsRandom;
 use strongroom_store::Store;
+pub use strongroom_testkit::api::{exchange, refresh};
+use strongroom_testkit::{Api, Fail, TokensExt as _};
 
 use crate::process::Server;
+pub use strongroom_testkit::pg_url_or_skip as pg_url;
 
 pub const USER: &str = "rosa";
 pub const PASSWORD: &str = "a long passphrase";
@@ -44,28 +47,6 @@ const WINDOW_TRIALS: usize = 2;
 /// Trials run at once.
 const PARALLEL: usize = 4;
 
-/// The PostgreSQL server for tests, or `None` (skip) when it is not reachable.
-pub fn pg_url(test: &str) -> Option<String> {
-    let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let reachable = std::net::TcpStream::connect_timeout(&pg_addr(&url), Duration::from_secs(2)).is_ok();
-    if reachable {
-        return Some(url);
-    }
-    if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
-        panic!("PostgreSQL is required (STRONGROOM_REQUIRE_ALL_TESTS=1) but not reachable at {url}");
-    }
-    eprintln!("\n!!! SKIPPED {test}: no PostgreSQL at {url} (set STRONGROOM_TEST_POSTGRES_URL) !!!\n");
-    None
-}
-
-fn pg_addr(url: &str) -> std::net::SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let hostport = rest.split(['/', '?']).next().unwrap_or(rest);
-    let hostport = hostport.rsplit_once('@').map_or(hostport, |(_, h)| h);
-    let hostport = if hostport.contains(':') { hostport.to_owned() } else { format!("{hostport}:5432") };
-    std::net::ToSocketAddrs::to_socket_addrs(&hostport).unwrap().next().unwrap()
-}
-
 /// A master key for a test cluster (hex), fresh per cluster.
 fn master_key_hex() -> String {
     let mut k = [0u8; 32];
@@ -81,6 +62,8 @@ pub struct Cluster {
     /// The test's own handle on the same database (fixtures, checks).
     pub store: Arc<dyn Store>,
     pub keys: Keys,
+    /// The client every replica is reached through ([`http`]).
+    pub http: reqwest::Client,
 }
 
 impl Cluster {
@@ -97,15 +80,20 @@ impl Cluster {
         for (i, b) in master.iter_mut().enumerate() {
             *b = u8::from_str_radix(&key_hex[2 * i..2 * i + 2], 16).unwrap();
         }
-        Cluster { url, key_hex: key_hex.clone(), replicas, store, keys: Keys::from_master(&master) }
+        Cluster { url, key_hex: key_hex.clone(), replicas, store, keys: Keys::from_master(&master), http: http() }
     }
 
     pub fn base(&self, i: usize) -> String {
-        format!("http://127.0.0.1:{}", self.replicas[i % self.replicas.len()].port)
+        self.replicas[i % self.replicas.len()].http_base()
+    }
+
+    /// A client of replica `i`, counting round the ring.
+    pub fn api(&self, i: usize) -> Api {
+        Api::with(self.http.clone(), self.base(i))
     }
 
     pub fn bases(&self) -> Bases {
-        Bases((0..self.replicas.len()).map(|i| self.base(i)).collect())
+        Bases((0..self.replicas.len()).map(|i| self.api(i)).collect())
     }
 
     /// `strongroom admin ARGS` on the cluster's database.
@@ -149,14 +137,14 @@ impl Cluster {
     }
 }
 
-/// The replicas' base URLs.
+/// The replicas' clients.
 #[derive(Clone, Debug)]
-pub struct Bases(Vec<String>);
+pub struct Bases(Vec<Api>);
 
 impl Bases {
     /// Replica `i`, counting round the ring.
-    pub fn base(&self, i: usize) -> String {
-        self.0[i % self.0.len()].clone()
+    pub fn api(&self, i: usize) -> &Api {
+        &self.0[i % self.0.len()]
     }
 }
 
@@ -178,40 +166,40 @@ pub fn http() -> reqwest::Client {
         .unwrap()
 }
 
-/// `POST /vedauth/authorize/token` with a JSON body: status and body.
-pub async fn token(http: &reqwest::Client, base: &str, body: &Value) -> (u16, Value) {
-    let r = http.post(format!("{base}/vedauth/authorize/token")).json(body).send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+/// A token endpoint's answer.
+pub type Answer = Result<TokenResponse, Fail>;
+
+/// The answer's HTTP status (0 when none arrived).
+pub fn status(a: &Answer) -> u16 {
+    match a {
+        Ok(_) => 200,
+        Err(f) => f.status().unwrap_or(0),
+    }
 }
 
-pub fn exchange_body(client_id: &str, code: &str) -> Value {
-    json!({"client_id": client_id, "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": code})
+/// Whether the answer is 400 `invalid_grant`.
+pub fn invalid_grant(a: &Answer) -> bool {
+    matches!(a, Err(f) if f.status() == Some(400) && f.error().as_deref() == Some("invalid_grant"))
 }
 
-pub fn refresh_body(client_id: &str, refresh: &str) -> Value {
-    json!({"client_id": client_id, "refresh_token": refresh})
-}
-
-/// `GET /vedauth/authorize/verify` with the access token: the status.
-pub async fn verify(http: &reqwest::Client, base: &str, access: &str) -> u16 {
-    http.get(format!("{base}/vedauth/authorize/verify")).bearer_auth(access).send().await.unwrap().status().as_u16()
-}
-
-fn s(v: &Value, k: &str) -> String {
-    v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_owned()
+/// `"200"`, or the status and `error` of a refusal (`"400 invalid_grant"`).
+fn label(a: &Answer) -> String {
+    match a {
+        Ok(_) => "200".to_owned(),
+        Err(f) => format!("{} {}", status(a), f.error().as_deref().unwrap_or("?")),
+    }
 }
 
 /// `RACERS` simultaneous requests with `body`, round-robin over the
 /// replicas, released together.
-async fn race(c: &Bases, http: &reqwest::Client, body: &Value) -> Vec<(u16, Value)> {
+async fn race(c: &Bases, body: &TokenRequest) -> Vec<Answer> {
     let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
     let tasks: Vec<_> = (0..RACERS)
         .map(|i| {
-            let (http, base, body, barrier) = (http.clone(), c.base(i), body.clone(), barrier.clone());
+            let (api, body, barrier) = (c.api(i).clone(), body.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                token(&http, &base, &body).await
+                api.token(&body).await
             })
         })
         .collect();
@@ -223,24 +211,23 @@ async fn race(c: &Bases, http: &reqwest::Client, body: &Value) -> Vec<(u16, Valu
 }
 
 /// How the answers of one race fell: `"200"` or `"400 invalid_grant"` and so on, counted.
-fn outcome(answers: &[(u16, Value)]) -> BTreeMap<String, usize> {
+fn outcome(answers: &[Answer]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
-    for (st, body) in answers {
-        let key = if *st == 200 { "200".to_owned() } else { format!("{st} {}", body["error"].as_str().unwrap_or("?")) };
-        *m.entry(key).or_insert(0) += 1;
+    for a in answers {
+        *m.entry(label(a)).or_insert(0) += 1;
     }
     m
 }
 
 /// Of the pairs answered, how many access tokens verify (on rotating replicas),
 /// and the refresh token of the one that does.
-async fn working(c: &Bases, http: &reqwest::Client, answers: &[(u16, Value)]) -> (usize, Option<String>) {
+async fn working(c: &Bases, answers: &[Answer]) -> (usize, Option<String>) {
     let mut n = 0;
     let mut refresh = None;
-    for (i, (_, body)) in answers.iter().enumerate().filter(|(_, (st, _))| *st == 200) {
-        if verify(http, &c.base(i), &s(body, "access_token")).await == 200 {
+    for (i, t) in answers.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref().ok()?))) {
+        if c.api(i).verify(t.access()).await == 200 {
             n += 1;
-            refresh = Some(s(body, "refresh_token"));
+            refresh = Some(t.refresh().to_owned());
         }
     }
     (n, refresh)
@@ -256,7 +243,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn record(&mut self, trial: usize, ok: bool, answers: &[(u16, Value)], what: impl FnOnce() -> String) {
+    fn record(&mut self, trial: usize, ok: bool, answers: &[Answer], what: impl FnOnce() -> String) {
         self.trials += 1;
         for (k, v) in outcome(answers) {
             *self.outcomes.entry(k).or_insert(0) += v;
@@ -278,14 +265,14 @@ struct TrialCodes {
 }
 
 /// One trial of every race: (race, held, answers, what went wrong).
-async fn trial(b: Bases, http: reqwest::Client, trial: usize, codes: TrialCodes) -> Vec<(&'static str, bool, Vec<(u16, Value)>, String)> {
+async fn trial(b: Bases, trial: usize, codes: TrialCodes) -> Vec<(&'static str, bool, Vec<Answer>, String)> {
     let mut out = Vec::new();
     // Device code, window 0: exactly one 200, the rest invalid_grant,
     // and the winner's grant lives (a replayed code does not revoke).
-    let answers = race(&b, &http, &exchange_body(STRICT, &codes.strict.0)).await;
-    let ok_count = answers.iter().filter(|(st, _)| *st == 200).count();
-    let refused = answers.iter().filter(|(st, b)| *st == 400 && b["error"] == "invalid_grant").count();
-    let (works, _) = working(&b, &http, &answers).await;
+    let answers = race(&b, &exchange(STRICT, &codes.strict.0)).await;
+    let ok_count = answers.iter().filter(|a| a.is_ok()).count();
+    let refused = answers.iter().filter(|a| invalid_grant(a)).count();
+    let (works, _) = working(&b, &answers).await;
     out.push((
         "device code, retry window 0",
         ok_count == 1 && refused == RACERS - 1 && works == 1,
@@ -294,17 +281,16 @@ async fn trial(b: Bases, http: reqwest::Client, trial: usize, codes: TrialCodes)
     ));
 
     // Refresh, window 0: exactly one 200; the losers' reuse revokes the grant.
-    let (st, first) = token(&http, &b.base(trial), &exchange_body(STRICT, &codes.strict.1)).await;
-    assert_eq!(st, 200, "{first}");
-    let answers = race(&b, &http, &refresh_body(STRICT, &s(&first, "refresh_token"))).await;
-    let winners: Vec<&Value> = answers.iter().filter(|(st, _)| *st == 200).map(|(_, b)| b).collect();
-    let refused = answers.iter().filter(|(st, b)| *st == 400 && b["error"] == "invalid_grant").count();
+    let first = b.api(trial).token(&exchange(STRICT, &codes.strict.1)).await.unwrap();
+    let answers = race(&b, &refresh(STRICT, first.refresh())).await;
+    let winners: Vec<&TokenResponse> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+    let refused = answers.iter().filter(|a| invalid_grant(a)).count();
     let mut revoked_everywhere = true;
     if let Some(w) = winners.first() {
         for r in 0..3 {
-            revoked_everywhere &= verify(&http, &b.base(r), &s(w, "access_token")).await == 401;
+            revoked_everywhere &= b.api(r).verify(w.access()).await == 401;
         }
-        revoked_everywhere &= token(&http, &b.base(trial + 1), &refresh_body(STRICT, &s(w, "refresh_token"))).await.0 == 400;
+        revoked_everywhere &= status(&b.api(trial + 1).token(&refresh(STRICT, w.refresh())).await) == 400;
     }
     out.push((
         "refresh, retry window 0",
@@ -315,11 +301,11 @@ async fn trial(b: Bases, http: reqwest::Client, trial: usize, codes: TrialCodes)
 
     let Some(lenient) = &codes.lenient else { return out };
     // Device code, default window: every presentation answered, exactly one pair works.
-    let answers = race(&b, &http, &exchange_body(LENIENT, &lenient.0)).await;
-    let all_ok = answers.iter().all(|(st, _)| *st == 200);
-    let (works, refresh) = working(&b, &http, &answers).await;
-    let lives = match &refresh {
-        Some(r) => token(&http, &b.base(trial + 2), &refresh_body(LENIENT, r)).await.0 == 200,
+    let answers = race(&b, &exchange(LENIENT, &lenient.0)).await;
+    let all_ok = answers.iter().all(Result::is_ok);
+    let (works, working_refresh) = working(&b, &answers).await;
+    let lives = match &working_refresh {
+        Some(r) => b.api(trial + 2).token(&refresh(LENIENT, r)).await.is_ok(),
         None => false,
     };
     out.push((
@@ -330,13 +316,12 @@ async fn trial(b: Bases, http: reqwest::Client, trial: usize, codes: TrialCodes)
     ));
 
     // Refresh, default window: every presentation answered, exactly one pair works.
-    let (st, first) = token(&http, &b.base(trial), &exchange_body(LENIENT, &lenient.1)).await;
-    assert_eq!(st, 200, "{first}");
-    let answers = race(&b, &http, &refresh_body(LENIENT, &s(&first, "refresh_token"))).await;
-    let all_ok = answers.iter().all(|(st, _)| *st == 200);
-    let (works, refresh) = working(&b, &http, &answers).await;
-    let lives = match &refresh {
-        Some(r) => token(&http, &b.base(trial + 1), &refresh_body(LENIENT, r)).await.0 == 200,
+    let first = b.api(trial).token(&exchange(LENIENT, &lenient.1)).await.unwrap();
+    let answers = race(&b, &refresh(LENIENT, first.refresh())).await;
+    let all_ok = answers.iter().all(Result::is_ok);
+    let (works, working_refresh) = working(&b, &answers).await;
+    let lives = match &working_refresh {
+        Some(r) => b.api(trial + 1).token(&refresh(LENIENT, r)).await.is_ok(),
         None => false,
     };
     out.push((
@@ -356,7 +341,6 @@ async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
     let started = Instant::now();
     let c = Cluster::start(3).await;
     c.fixtures();
-    let http = http();
     let strict_codes = c.approved_codes(STRICT, 2 * TRIALS).await;
     let lenient_codes = c.approved_codes(LENIENT, 2 * WINDOW_TRIALS).await;
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
@@ -370,7 +354,7 @@ async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
                     strict: (strict_codes[2 * t].clone(), strict_codes[2 * t + 1].clone()),
                     lenient: (t < WINDOW_TRIALS).then(|| (lenient_codes[2 * t].clone(), lenient_codes[2 * t + 1].clone())),
                 };
-                (t, tokio::spawn(trial(c.bases(), http.clone(), t, codes)))
+                (t, tokio::spawn(trial(c.bases(), t, codes)))
             })
             .collect();
         for (t, task) in tasks {
@@ -383,40 +367,31 @@ async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
 
     // A spent refresh token replayed on another replica revokes the grant everywhere.
     let code = c.approved_codes(LENIENT, 1).await.remove(0);
-    let (_, g) = token(&http, &c.base(0), &exchange_body(LENIENT, &code)).await;
-    let (st, next) = token(&http, &c.base(0), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
-    assert_eq!(st, 200, "{next}");
+    let g = c.api(0).token(&exchange(LENIENT, &code)).await.unwrap();
+    let next = c.api(0).token(&refresh(LENIENT, g.refresh())).await.unwrap();
     // The new pair is used, so the spent token is no retry of a lost answer.
-    assert_eq!(verify(&http, &c.base(0), &s(&next, "access_token")).await, 200);
-    let (st, replay) = token(&http, &c.base(1), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
-    assert_eq!((st, replay["error"].as_str()), (400, Some("invalid_grant")), "{replay}");
-    let after_replay: Vec<u16> = futures_verify(&c, &http, &s(&next, "access_token")).await;
-    let (st_next, _) = token(&http, &c.base(2), &refresh_body(LENIENT, &s(&next, "refresh_token"))).await;
+    assert_eq!(c.api(0).verify(next.access()).await, 200);
+    let replay = c.api(1).token(&refresh(LENIENT, g.refresh())).await;
+    assert!(invalid_grant(&replay), "{replay:?}");
+    let after_replay: Vec<u16> = futures_verify(&c, next.access()).await;
+    let st_next = status(&c.api(2).token(&refresh(LENIENT, next.refresh())).await);
 
     // Polling too fast while switching replicas still gets slow_down.
-    let r = http
-        .post(format!("{}/vedauth/authorize/device", c.base(0)))
-        .json(&json!({"client_id": LENIENT, "scope": SCOPE}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let started_code = s(&r.json().await.unwrap(), "device_code");
+    let started_code = c.api(0).device(LENIENT, SCOPE).await.device_code.0;
     let mut polls = Vec::new();
     for i in 0..3 {
-        let (st, body) = token(&http, &c.base(i), &exchange_body(LENIENT, &started_code)).await;
-        polls.push(format!("{st} {}", body["error"].as_str().unwrap_or("?")));
+        let answer = c.api(i).token(&exchange(LENIENT, &started_code)).await;
+        polls.push(label(&answer));
     }
 
     // A revoke on replica 1 is refused on replicas 2 and 3 at once.
     let code = c.approved_codes(LENIENT, 1).await.remove(0);
-    let (_, g) = token(&http, &c.base(0), &exchange_body(LENIENT, &code)).await;
-    let access = s(&g, "access_token");
-    let before_revoke = futures_verify(&c, &http, &access).await;
-    let r = http.get(format!("{}/vedauth/revoke/token", c.base(0))).bearer_auth(&access).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    let after_revoke = vec![verify(&http, &c.base(1), &access).await, verify(&http, &c.base(2), &access).await];
-    let (st_revoked_refresh, _) = token(&http, &c.base(2), &refresh_body(LENIENT, &s(&g, "refresh_token"))).await;
+    let g = c.api(0).token(&exchange(LENIENT, &code)).await.unwrap();
+    let access = g.access();
+    let before_revoke = futures_verify(&c, access).await;
+    assert_eq!(c.api(0).revoke(access).await, 200);
+    let after_revoke = vec![c.api(1).verify(access).await, c.api(2).verify(access).await];
+    let st_revoked_refresh = status(&c.api(2).token(&refresh(LENIENT, g.refresh())).await);
 
     let verified = c.admin(&["events", "verify"], "");
     eprintln!(
@@ -430,7 +405,8 @@ async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
         }
     }
     eprintln!(
-        "replicas: replay on replica 2 -> {st} {replay}; the new access token on replicas 1-3 -> {after_replay:?}; its refresh token on replica 3 -> {st_next}"
+        "replicas: replay on replica 2 -> {}; the new access token on replicas 1-3 -> {after_replay:?}; its refresh token on replica 3 -> {st_next}",
+        label(&replay)
     );
     eprintln!("replicas: poll on replica 1, 2, 3 at once -> {polls:?}");
     eprintln!(
@@ -453,10 +429,10 @@ async fn three_replicas_on_one_database_keep_single_use_and_share_revocation() {
 }
 
 /// Verify on every replica in turn.
-async fn futures_verify(c: &Cluster, http: &reqwest::Client, access: &str) -> Vec<u16> {
+async fn futures_verify(c: &Cluster, access: &str) -> Vec<u16> {
     let mut out = Vec::new();
     for r in 0..c.replicas.len() {
-        out.push(verify(http, &c.base(r), access).await);
+        out.push(c.api(r).verify(access).await);
     }
     out
 }

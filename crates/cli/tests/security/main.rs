@@ -10,7 +10,7 @@
 //! once, one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../cli/process.rs"]
 mod process;
 

@@ -1,12 +1,13 @@
-//! Shared fixtures: a server with a user and integrations, the token calls,
-//! and the report line.
-#![allow(clippy::disallowed_methods)] // waits on real processes
-
-use std::time::Duration;
+//! Shared fixtures: a server with a user and integrations, the token calls
+//! (the test kit's, answering the raw status and JSON these tests report
+//! on), and the report line.
 
 use serde_json::{Value, json};
 
 pub use crate::process::Server;
+use strongroom_testkit::Api;
+pub use strongroom_testkit::api::post_json;
+pub use strongroom_testkit::{postgres_url, skip};
 
 pub const PASSWORD: &str = "a long passphrase";
 pub const SCOPE: &str = "restricted:manage";
@@ -22,20 +23,6 @@ pub fn not_applicable(id: &str, name: &str, reason: &str) {
     eprintln!("SECURITY {id} {name}: n/a: {reason}");
 }
 
-pub fn require_all() -> bool {
-    std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1")
-}
-
-/// Skips loudly, or fails under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
-pub fn skip(what: &str) {
-    assert!(!require_all(), "{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
-    eprintln!("\n!!! SKIPPED: {what} !!!\n");
-}
-
-pub fn postgres_url() -> String {
-    std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
 /// `psql` on the test database; `None` when PostgreSQL or psql is missing.
 pub fn psql(sql: &str) -> Option<String> {
     let out = std::process::Command::new("psql").args([&postgres_url(), "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql]).output().ok()?;
@@ -45,12 +32,12 @@ pub fn psql(sql: &str) -> Option<String> {
 /// A new schema on the test PostgreSQL server and a database URL that uses
 /// it, or `None` (after a loud skip) when there is none.
 pub fn postgres_schema(tag: &str) -> Option<(String, String)> {
+    let base = strongroom_testkit::pg_url_or_skip(&format!("security {tag}"))?;
     let schema = format!("sec_{tag}_{}_{}", std::process::id(), rand_hex(4));
     if psql(&format!("CREATE SCHEMA {schema}")).is_none() {
-        skip(&format!("no PostgreSQL (or psql) at {}", postgres_url()));
+        skip(&format!("psql cannot reach {base} (apt-get install postgresql-client)"));
         return None;
     }
-    let base = postgres_url();
     let sep = if base.contains('?') { '&' } else { '?' };
     Some((schema.clone(), format!("{base}{sep}options=-csearch_path%3D{schema}")))
 }
@@ -88,14 +75,17 @@ impl Fx {
     }
 
     pub fn around(server: Server) -> Fx {
-        let base = format!("http://127.0.0.1:{}", server.port);
-        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(30)).build().unwrap();
-        Fx { server, base, http }
+        Fx { base: server.http_base(), server, http: strongroom_testkit::api::client() }
     }
 
     /// After a restart the port changes.
     pub fn rebase(&mut self) {
-        self.base = format!("http://127.0.0.1:{}", self.server.port);
+        self.base = self.server.http_base();
+    }
+
+    /// The test kit's client of this server.
+    pub fn api(&self) -> Api {
+        Api::with(self.http.clone(), self.base.clone())
     }
 
     pub fn user(&self, name: &str, password: &str) {
@@ -142,12 +132,12 @@ impl Fx {
     }
 
     pub async fn verify(&self, at: &str) -> u16 {
-        self.http.get(format!("{}/vedauth/authorize/verify", self.base)).bearer_auth(at).send().await.unwrap().status().as_u16()
+        self.api().verify(at).await
     }
 
     /// Approves `d` (a device start's answer) as `user` through the page.
     pub async fn approve(&self, d: &Value, user: &str, password: &str, yes: bool) -> String {
-        crate::process::approve(&self.http, &self.base, d["verification_uri_complete"].as_str().unwrap(), user, password, yes).await
+        strongroom_testkit::page::approve(&self.http, d["verification_uri_complete"].as_str().unwrap(), user, password, yes).await
     }
 
     /// A `/vedsdk/SecretStore` call.
@@ -181,12 +171,4 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
-}
-
-/// POSTs `body` as JSON to `url`: the status and the JSON answer (`null` if
-/// it is not JSON). For tasks that hold their own client, not the fixture.
-pub async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
-    let r = http.post(url).json(body).send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
 }

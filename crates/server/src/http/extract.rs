@@ -88,6 +88,23 @@ impl FromRequestParts<AppState> for Origin {
 /// The bearer token of a request: `Authorization: Bearer <t>`, or the legacy
 /// `X-Venafi-API-Key: Bearer <t>` that pyvenafi falls back to. Never a query
 /// parameter (RFC 6750 §5.3).
+/// The client id of a `Basic` `Authorization` header (RFC 6749 §2.3.1:
+/// `client_id:client_secret`, each form-encoded, in base64), as standard
+/// clients send it.
+pub(crate) fn basic_client_id(headers: &HeaderMap) -> Option<String> {
+    use base64::Engine as _;
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, encoded) = v.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let user = text.split(':').next()?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(&format!("id={user}")).ok()?;
+    pairs.into_iter().next().map(|(_, id)| id).filter(|id| !id.is_empty())
+}
+
 pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<String> {
     [header::AUTHORIZATION.as_str(), "x-venafi-api-key"].iter().find_map(|name| {
         let v = headers.get(*name)?.to_str().ok()?.trim();
@@ -100,6 +117,21 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<String> {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    #[test]
+    fn a_basic_header_names_its_client() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            basic_client_id(&h)
+        };
+        // "my%20app:" and "app:secret"
+        assert_eq!(with("Basic bXklMjBhcHA6").as_deref(), Some("my app"));
+        assert_eq!(with("basic YXBwOnNlY3JldA==").as_deref(), Some("app"));
+        assert_eq!(with("Bearer YXBwOnNlY3JldA=="), None);
+        assert_eq!(with("Basic !!!"), None);
+        assert_eq!(with("Basic Og=="), None, "an empty client id is none");
+    }
 
     #[test]
     fn bearer_forms() {

@@ -5,6 +5,8 @@ pub mod client_addr;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
+mod landing;
 pub mod openapi;
 mod page;
 pub(crate) mod respond;
@@ -48,6 +50,8 @@ pub struct Limits {
 /// exactly these; [`route_paths`] lists them for tests.
 fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
     vec![
+        ("/", get(landing::page)),
+        ("/.well-known/oauth-authorization-server", get(vedauth::metadata)),
         ("/healthz", get(healthz)),
         ("/health/live", get(live)),
         ("/health/ready", get(ready)),
@@ -57,12 +61,13 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/authorize/token", post(vedauth::token)),
         ("/vedauth/authorize/oauth", post(vedauth::oauth)),
         ("/vedauth/authorize/verify", get(vedauth::verify)),
-        ("/vedauth/revoke/token", get(vedauth::revoke)),
+        ("/vedauth/revoke/token", get(vedauth::revoke).post(vedauth::revoke_rfc7009)),
         ("/vedauth/device", get(page::show).post(page::sign_in)),
         ("/vedauth/device/decision", post(page::decide)),
         ("/vedauth/device/style.css", get(page::style)),
         ("/vedsdk", get(vedsdk::ping)),
         ("/vedsdk/systemstatus/version", get(vedsdk::version)),
+        ("/vedsdk/identity/self", get(identity::self_)),
         ("/vedsdk/secretstore/add", post(secretstore::add)),
         ("/vedsdk/secretstore/retrieve", post(secretstore::retrieve)),
         ("/vedsdk/secretstore/associate", post(secretstore::associate)),
@@ -79,9 +84,10 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
         ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
         ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
+        ("/vedsdk/secretstore/availablenamespaces", get(secretstore::available_namespaces)),
         ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
         ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
-        ("/vedsdk/log", get(secretstore::log)),
+        ("/vedsdk/log", get(secretstore::log).post(identity::write_log)),
     ]
 }
 
@@ -212,9 +218,16 @@ fn request_span(req: &Request) -> tracing::Span {
     tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
 }
 
-/// One access-log line per request, in the request's span.
+/// One access-log line per request, in the request's span: at DEBUG for a
+/// health check answered 200 (a load balancer asks every few seconds), at
+/// INFO for everything else.
 fn access_log(res: &Response, latency: Duration, _span: &tracing::Span) {
-    tracing::info!(status = res.status().as_u16(), elapsed_ms = latency.as_millis() as u64, "request");
+    let (status, elapsed_ms) = (res.status().as_u16(), latency.as_millis() as u64);
+    if res.extensions().get::<respond::QuietAccessLog>().is_some() {
+        tracing::debug!(status, elapsed_ms, "request");
+    } else {
+        tracing::info!(status, elapsed_ms, "request");
+    }
 }
 
 /// Counts the request by route template (never the raw path) and status.

@@ -17,12 +17,16 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 
-use strongroom_proto::vedauth::{DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, TokenRequest, TokenResponse, VerifyResponse};
+use strongroom_proto::vedauth::{
+    AuthorizationServerMetadata, DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, RevocationRequest, TokenRequest,
+    TokenResponse, VerifyResponse,
+};
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
-    ErrorOnly, LogResponse, LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest,
-    MutateRequest, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
-    TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+    ErrorOnly, IdentitiesResponse, IdentityEntry, LogRequest, LogResponse, LogResultResponse, LookupAssociationRequest,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValueResponse,
+    VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -42,6 +46,8 @@ pub(crate) const BEARER: &str = "bearer";
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
+        super::landing::page,
+        super::vedauth::metadata,
         super::healthz,
         super::live,
         super::ready,
@@ -52,12 +58,15 @@ pub(crate) const BEARER: &str = "bearer";
         super::vedauth::oauth,
         super::vedauth::verify,
         super::vedauth::revoke,
+        super::vedauth::revoke_rfc7009,
         super::page::show,
         super::page::sign_in,
         super::page::decide,
         super::page::style,
         super::vedsdk::ping,
         super::vedsdk::version,
+        super::identity::self_,
+        super::identity::write_log,
         super::secretstore::add,
         super::secretstore::retrieve,
         super::secretstore::associate,
@@ -74,6 +83,7 @@ pub(crate) const BEARER: &str = "bearer";
         super::secretstore::mutate,
         super::secretstore::lookup,
         super::secretstore::encryption_keys_in_use,
+        super::secretstore::available_namespaces,
         super::secretstore::log,
         super::secretstore::rotate_key,
         super::secretstore::default_key,
@@ -91,6 +101,8 @@ pub(crate) const BEARER: &str = "bearer";
             TokenResponse,
             OAuthRequest,
             VerifyResponse,
+            RevocationRequest,
+            AuthorizationServerMetadata,
             VersionResponse,
             AddRequest,
             AddResponse,
@@ -114,6 +126,11 @@ pub(crate) const BEARER: &str = "bearer";
             EncryptionKeysResponse,
             DefaultKeyResponse,
             LogResponse,
+            NamespacesResponse,
+            IdentityEntry,
+            IdentitiesResponse,
+            LogRequest,
+            LogResultResponse,
         ),
         responses(AuthRefused, AuthTooLarge, AuthUnavailable, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
     ),
@@ -363,6 +380,8 @@ mod tests {
         let doc = serde_json::to_value(document()).unwrap();
         // Answered from memory: nothing to wait for.
         let immediate = [
+            ("/", "get"),
+            ("/.well-known/oauth-authorization-server", "get"),
             ("/health/live", "get"),
             ("/metrics", "get"),
             ("/openapi.json", "get"),

@@ -140,6 +140,16 @@ impl IntoResponse for Revoked {
     }
 }
 
+/// RFC 7009's answer: 200, whether anything was revoked or not; no body.
+pub(crate) fn revoked_rfc7009() -> Response {
+    StatusCode::OK.into_response()
+}
+
+/// Marks a response whose access-log line is written at DEBUG: a health
+/// check answered 200 (load balancers ask every few seconds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QuietAccessLog;
+
 /// A page of HTML for the approval flow, with the status its outcome needs.
 #[derive(Debug)]
 pub(crate) enum Page {
@@ -203,7 +213,9 @@ pub(crate) fn panicked() -> Response {
 
 pub(crate) fn healthy(ok: bool) -> Response {
     if ok {
-        json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+        let mut r = json(StatusCode::OK, &serde_json::json!({"status": "ok"}));
+        r.extensions_mut().insert(QuietAccessLog);
+        r
     } else {
         json(StatusCode::SERVICE_UNAVAILABLE, &serde_json::json!({"status": "unavailable"}))
     }

@@ -49,6 +49,17 @@ impl SdkBody {
         }
     }
 
+    /// A field read as text: a string as it is, a number in its decimal form
+    /// (clients send `Value1` and the like either way).
+    pub(crate) fn text(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(FieldError(format!("{} must be a string or a number.", names[0]))),
+        }
+    }
+
     /// A 64-bit integer field: a JSON integer or a string of one.
     pub(crate) fn int64(&self, names: &[&str]) -> Result<Option<i64>, FieldError> {
         let wrong = || FieldError(format!("{} must be a 64-bit integer.", names[0]));

@@ -15,8 +15,8 @@ use strongroom_proto::SecretString;
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse, LogEvent, LogResponse,
     LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest,
-    OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse, RetrieveResponse,
-    TypedNameValue, TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
+    NamespacesResponse, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse,
+    RetrieveResponse, TypedNameValue, TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
 };
 use strongroom_store::EventFilter;
 
@@ -439,6 +439,26 @@ pub(crate) async fn encryption_keys_in_use(State(app): State<AppState>, origin: 
 
 #[utoipa::path(
     get,
+    path = "/vedsdk/SecretStore/AvailableNamespaces",
+    tag = "vedsdk",
+    description = "The namespaces entries may live in: only `config`. Scope `restricted:manage`.",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"Namespaces\":[\"config\"],\"Result\":0}`.", body = NamespacesResponse),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 503, response = Unavailable),
+    ),
+)]
+/// `GET /vedsdk/SecretStore/AvailableNamespaces`.
+pub(crate) async fn available_namespaces(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+    let _ = begin(&app, origin, req, "restricted:manage").await?;
+    Ok(ok(&NamespacesResponse { namespaces: vec![strongroom_core::vault::NAMESPACE.to_owned()], result: 0 }))
+}
+
+#[utoipa::path(
+    get,
     path = "/vedsdk/SecretStore/RotateKey/{vaultid}",
     tag = "vedsdk",
     description = "Moves one entry (its data and associations) under another named key. Needs Write on an owner. Scope `admin:rotate`. An unknown or unusable key is `Result` 21.",
@@ -551,6 +571,7 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
         after_seq: int("after")?,
         limit: u32::try_from(limit + 1).unwrap_or(1001),
         viewer: caller.viewer(),
+        ..Default::default()
     };
     let mut events = app.store.events(filter).await.map_err(VaultError::from)?;
     let next = if events.len() as i64 > limit {

@@ -6,15 +6,16 @@ use axum::response::{IntoResponse, Response};
 
 use strongroom_proto::SecretString;
 use strongroom_proto::vedauth::{
-    DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, RevokeResponse, TokenRequest, TokenResponse, VerifyResponse,
+    AuthorizationServerMetadata, DEVICE_CODE_GRANT, DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, REFRESH_TOKEN_GRANT,
+    RevocationRequest, RevokeResponse, TokenRequest, TokenResponse, VerifyResponse,
 };
 
-use super::extract::{FormOrJson, bearer_token};
+use super::extract::{FormOrJson, basic_client_id, bearer_token};
 use super::openapi::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
 use crate::service::token::Issued;
-use crate::service::{AuthError, Origin, device, token};
+use crate::service::{AuthError, Origin, device, revocation, token};
 use crate::state::AppState;
 use strongroom_core::event::EventKind;
 
@@ -149,6 +150,7 @@ pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> R
         identity: g.user_id.identity(),
         scope: g.scope.to_string(),
         valid_for: ctx.token_issued_at.secs_until(ctx.token_expires),
+        username: Some(ctx.user_name.clone()),
     }))
 }
 
@@ -189,4 +191,60 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
         Ok(false) => Revoked::NotFound.into_response(),
         Err(e) => BearerError::from(e).into_response(),
     }
+}
+
+/// `POST Revoke/Token`: RFC 7009 revocation, beside the product's `GET`.
+/// The token (access or refresh) names its grant, which is revoked with
+/// every token of it, as `GET Revoke/Token` does.
+#[utoipa::path(
+    post,
+    path = "/vedauth/Revoke/Token",
+    tag = "vedauth",
+    description = "RFC 7009 token revocation for public clients: `token` (an access or a refresh token), the optional \
+        `token_type_hint` (`access_token` or `refresh_token`; where to look first) and the client's `client_id` (or a \
+        `Basic` `Authorization` header naming it). The token's whole grant is revoked. An unknown, expired or already \
+        revoked token is not an error (§2.2): 200 all the same.",
+    request_body(content((RevocationRequest = "application/x-www-form-urlencoded"), (RevocationRequest = "application/json"))),
+    responses(
+        (status = 200, description = "The token's grant is revoked, or there was nothing to revoke. Empty body."),
+        (status = 400, description = "`invalid_request` (no `token`, no `client_id`, a body that does not parse), or \
+            `unauthorized_client` (the token belongs to another client; nothing changed).", body = ErrorResponse),
+        (status = 408, response = Timeout),
+        (status = 413, response = AuthTooLarge),
+    ),
+)]
+pub(crate) async fn revoke_rfc7009(
+    State(app): State<AppState>,
+    origin: Origin,
+    headers: HeaderMap,
+    FormOrJson(req): FormOrJson<RevocationRequest>,
+) -> Result<Response, AuthError> {
+    revocation::revoke(&app, req, basic_client_id(&headers), &origin).await?;
+    Ok(super::respond::revoked_rfc7009())
+}
+
+/// `GET /.well-known/oauth-authorization-server`: RFC 8414 metadata.
+#[utoipa::path(
+    get,
+    path = "/.well-known/oauth-authorization-server",
+    tag = "vedauth",
+    description = "RFC 8414 authorization server metadata, every URL under the configured `public_url`: standards clients \
+        find the token, device authorization and revocation endpoints here.",
+    responses((status = 200, description = "The metadata.", body = AuthorizationServerMetadata)),
+)]
+pub(crate) async fn metadata(State(app): State<AppState>) -> Response {
+    let base = &app.public_url;
+    let none = vec!["none".to_owned()];
+    ok(&AuthorizationServerMetadata {
+        issuer: base.clone(),
+        token_endpoint: format!("{base}/vedauth/authorize/token"),
+        device_authorization_endpoint: format!("{base}/vedauth/authorize/device"),
+        revocation_endpoint: format!("{base}/vedauth/revoke/token"),
+        grant_types_supported: vec![DEVICE_CODE_GRANT.to_owned(), REFRESH_TOKEN_GRANT.to_owned()],
+        response_types_supported: Vec::new(),
+        token_endpoint_auth_methods_supported: none.clone(),
+        revocation_endpoint_auth_methods_supported: none,
+        scopes_supported: strongroom_core::scope::Scope::catalogue(),
+        service_documentation: format!("{base}/"),
+    })
 }

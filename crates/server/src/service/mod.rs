@@ -6,7 +6,9 @@
 pub mod bearer;
 pub mod device;
 pub mod keyring;
+pub mod log;
 pub mod login;
+pub mod revocation;
 pub mod token;
 pub mod vault;
 

@@ -25,3 +25,4 @@ mod password_grant;
 mod suite;
 mod support;
 mod vault;
+mod vcert;

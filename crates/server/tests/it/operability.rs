@@ -81,7 +81,7 @@ async fn metrics_count_exactly_the_flows_made() {
     assert!(batches >= 5.0 && value(&m, "strongroom_store_commit_batch_jobs_sum") >= batches, "{batches}");
     assert!(value(&m, "strongroom_store_commit_duration_seconds_count") == batches);
     assert_eq!(value(&m, "strongroom_store_connections_max"), 3.0, "one writer and two readers");
-    assert!(value(&m, "strongroom_process_resident_memory_bytes") > 1_048_576.0);
+    assert!(value(&m, "process_resident_memory_bytes") > 1_048_576.0);
     // The scrape itself is counted, once it has been answered.
     let m = scrape(&s).await;
     assert_eq!(value(&m, "strongroom_http_requests_total{route=\"/metrics\",method=\"GET\",status=\"200\"}"), 1.0);
@@ -157,13 +157,7 @@ async fn readiness_follows_a_locked_database_and_the_schema() {
 
 #[tokio::test]
 async fn readiness_follows_a_blocked_postgresql() {
-    let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
-        || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
-    if !reachable {
-        crate::support::skip(&format!("no PostgreSQL at {url}"));
-        return;
-    }
+    let Some(url) = crate::support::pg_url_or_skip("readiness_follows_a_blocked_postgresql") else { return };
     let (store, schema) = strongroom_store::postgres::testing::fresh_schema_named(&url).await.unwrap();
     let s = TestServer::start_on_store(store).await;
     assert_eq!(status(&s, "/health/ready").await, StatusCode::OK);

@@ -1,5 +1,8 @@
-//! The test kit: a server with a manual clock, an admin handle, and helpers
-//! that speak the wire protocol as clients do.
+//! The in-process server: a server with a manual clock, an admin handle,
+//! and helpers that speak the wire protocol as clients do (raw JSON on
+//! purpose: these tests check the wire's exact shapes). The approval page,
+//! the skip rule and the PostgreSQL probe are the test kit's
+//! (`strongroom_testkit`).
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -17,6 +20,7 @@ use strongroom_server::serve::{self, Running};
 use strongroom_server::state::OsRandom;
 use strongroom_server::{AppState, http};
 use strongroom_store::Store;
+use strongroom_testkit::page::Page;
 
 pub const PASSWORD: &str = "correct horse battery";
 pub const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
@@ -32,19 +36,8 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
 }
 
-/// Whether a test that needs something from outside (a browser, PostgreSQL)
-/// must fail rather than skip when it is missing.
-pub fn require_all() -> bool {
-    std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1")
-}
-
-/// Skips loudly, or fails under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
-pub fn skip(what: &str) {
-    if require_all() {
-        panic!("{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
-    }
-    eprintln!("\n!!! SKIPPED: {what} !!!\n");
-}
+pub use strongroom_testkit::page::hidden_field;
+pub use strongroom_testkit::pg_url_or_skip;
 
 impl TestServer {
     pub async fn start() -> TestServer {
@@ -54,13 +47,7 @@ impl TestServer {
     /// A server on a fresh schema of the test PostgreSQL server, or `None`
     /// (after a loud message) when none is reachable and skipping is allowed.
     pub async fn start_on_postgres() -> Option<TestServer> {
-        let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
-            || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
-        if !reachable {
-            skip(&format!("no PostgreSQL at {url}"));
-            return None;
-        }
+        let url = pg_url_or_skip("the in-process server on PostgreSQL")?;
         let store = strongroom_store::postgres::testing::fresh_schema(&url).await.unwrap();
         Some(Self::start_with_store(store, |_| {}).await)
     }
@@ -85,6 +72,7 @@ impl TestServer {
         // Server logs for failing tests: RUST_LOG=info cargo test ...
         let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let dir = tempfile::tempdir().unwrap();
+        // Bound here and handed to the server as it is: the port stays ours.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://127.0.0.1:{}", addr.port());
@@ -197,56 +185,31 @@ impl TestServer {
     }
 }
 
-/// A browser without JavaScript, as far as the approval page cares: keeps
-/// the anti-forgery cookie and posts the page's forms.
+/// A browser without JavaScript, as far as the approval page cares: the
+/// test kit's page session, sending `Origin` as a browser does.
 pub struct PageClient<'a> {
-    server: &'a TestServer,
-    cookie: String,
-    csrf: String,
-}
-
-pub fn hidden_field(html: &str, name: &str) -> Option<String> {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker)? + marker.len();
-    let end = html[start..].find('"')? + start;
-    Some(html[start..end].replace("&amp;", "&"))
+    _server: &'a TestServer,
+    page: Page,
 }
 
 impl<'a> PageClient<'a> {
     /// Opens `verification_uri_complete` (or any page URL).
     pub async fn open(server: &'a TestServer, url: &str) -> PageClient<'a> {
-        let r = server.http.get(url).send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        let set = r.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
-        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
-        let cookie = set.split(';').next().unwrap().to_owned();
-        let html = r.text().await.unwrap();
-        let csrf = hidden_field(&html, "csrf").unwrap();
-        PageClient { server, cookie, csrf }
+        let page = Page::open(&server.http, url).await.with_origin(&server.url);
+        assert_eq!(page.status, 200);
+        assert!(page.set_cookie.contains("HttpOnly") && page.set_cookie.contains("SameSite=Strict"), "{}", page.set_cookie);
+        PageClient { _server: server, page }
     }
 
     pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
-        let mut form: Vec<(&str, &str)> = form.to_vec();
-        form.push(("csrf", &self.csrf));
-        let r = self
-            .server
-            .http
-            .post(self.server.at(path))
-            .header("cookie", &self.cookie)
-            .header("origin", &self.server.url)
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
-        (r.status(), r.text().await.unwrap())
+        let (status, html) = self.page.post(path, form, &[]).await;
+        (StatusCode::from_u16(status).unwrap(), html)
     }
 
     /// Signs in and answers: returns the final page.
     pub async fn sign_in_and_decide(&self, user_code: &str, user: &str, password: &str, approve: bool) -> (StatusCode, String) {
-        let (s, html) = self.post("/vedauth/device", &[("user_code", user_code), ("username", user), ("password", password)]).await;
-        assert_eq!(s, StatusCode::OK, "{html}");
-        let ticket = hidden_field(&html, "ticket").expect("the consent page carries a ticket");
-        self.post("/vedauth/device/decision", &[("ticket", &ticket), ("action", if approve { "approve" } else { "deny" })]).await
+        let (status, html) = self.page.sign_in_and_decide(user_code, user, password, approve).await;
+        (StatusCode::from_u16(status).unwrap(), html)
     }
 }
 

@@ -1,16 +1,22 @@
 //! What administrators manage: users, integrations, grants, folders and rights.
+//!
+//! Two ways of ending a user's grants, each written once: a change of the
+//! user (disabled, a new password, `grants revoke`) ends them all in one
+//! statement and notes how many in its one event ([`end_grants`]); a
+//! deletion of a user or an integration ends them one by one, each with its
+//! own `grant.revoked` event, before the rows go ([`end_grants_where`]).
 
 use strongroom_core::event::Event;
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, Integration};
 use strongroom_core::time::UnixTime;
-use strongroom_core::vault::{FolderPath, Rights};
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
-use super::events::{append_event, with_grants_ended};
-use super::{Conn, query_one};
+use super::events::{append_event, deleted_event, ended_grant_event, with_grants_ended};
+use super::{Conn, exists, int, query_one};
 use crate::codec::{self, values};
-use crate::sql;
-use crate::{GrantSummary, StoreResult};
+use crate::sql::{self, Sql};
+use crate::{Deletion, FolderDeletion, GrantSummary, StoreResult};
 
 pub(crate) async fn record_key_check<C: Conn>(c: &C, check: &[u8; 32], event: &Event) -> StoreResult<Option<[u8; 32]>> {
     if c.execute(&sql::RECORD_KEY_CHECK, &values![check, event.at]).await? == 1 {
@@ -48,6 +54,89 @@ async fn end_grants<C: Conn>(c: &C, user_id: &str, at: UnixTime, approvals: bool
         c.execute(&sql::DENY_USER_APPROVALS, &values![user_id]).await?;
     }
     Ok(n)
+}
+
+/// Revokes, one by one, the grants `live` (a statement over `?1` = `key`)
+/// selects, each with its access tokens (refresh tokens stay as
+/// tombstones) and its own `grant.revoked` event derived from the deletion
+/// `cause`. The grants revoked.
+async fn end_grants_where<C: Conn>(c: &C, live: &Sql, key: &str, cause: &Event) -> StoreResult<u64> {
+    let mut ended = 0;
+    for id in c.query(live, &values![key], |r| r.text()).await? {
+        if c.execute(&sql::REVOKE_GRANT, &values![cause.at, id.as_str()]).await? == 1 {
+            c.execute(&sql::DELETE_GRANT_ACCESS, &values![id.as_str()]).await?;
+            append_event(c, &ended_grant_event(cause, &id)).await?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
+/// The counts of a deletion, for its event's detail.
+fn deletion_detail(d: &Deletion) -> String {
+    format!("grants_ended={} codes_dropped={} rights_removed={}", d.grants_ended, d.codes_dropped, d.rights_removed)
+}
+
+/// See [`crate::AdminStore::delete_user`].
+pub(crate) async fn delete_user<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<Option<Deletion>> {
+    let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
+    let grants_ended = end_grants_where(c, &sql::USER_LIVE_GRANTS, &user_id, event).await?;
+    let codes_dropped = c.execute(&sql::DROP_USER_APPROVALS, &values![user_id.as_str()]).await?;
+    let rights_removed = int(c, &sql::USER_RIGHTS_COUNT, &values![user_id.as_str()]).await?.unsigned_abs();
+    c.execute(&sql::DELETE_USER, &values![user_id.as_str()]).await?;
+    // A later user of the name inherits no lock and no known address.
+    let name_key = name.to_lowercase();
+    c.execute(&sql::UNLOCK, &values![name_key.as_str()]).await?;
+    c.execute(&sql::FORGET_NAME_ORIGINS, &values![name_key.as_str()]).await?;
+    let done = Deletion { grants_ended, codes_dropped, rights_removed };
+    append_event(c, &Event { detail: deletion_detail(&done), ..event.clone() }).await?;
+    Ok(Some(done))
+}
+
+/// See [`crate::AdminStore::delete_integration`].
+pub(crate) async fn delete_integration<C: Conn>(c: &C, client_id: &str, event: &Event) -> StoreResult<Option<Deletion>> {
+    if !exists(c, &sql::INTEGRATION, &values![client_id]).await? {
+        return Ok(None);
+    }
+    let grants_ended = end_grants_where(c, &sql::CLIENT_LIVE_GRANTS, client_id, event).await?;
+    let codes_dropped = c.execute(&sql::DROP_CLIENT_CODES, &values![client_id]).await?;
+    c.execute(&sql::DELETE_INTEGRATION, &values![client_id]).await?;
+    let done = Deletion { grants_ended, codes_dropped, rights_removed: 0 };
+    append_event(c, &Event { detail: deletion_detail(&done), ..event.clone() }).await?;
+    Ok(Some(done))
+}
+
+/// See [`crate::AdminStore::delete_folder`].
+pub(crate) async fn delete_folder<C: Conn>(c: &C, folder: &FolderPath, recursive: bool, event: &Event) -> StoreResult<FolderDeletion> {
+    let key = folder.key();
+    if !super::vault::folder_exists(c, key).await? {
+        return Ok(FolderDeletion::NotFound);
+    }
+    let below = format!("{key}\\");
+    let subtree = values![key, below.as_str()];
+    let folders = int(c, &sql::SUBTREE_FOLDERS, &subtree).await?.unsigned_abs();
+    let owned = c.query(&sql::SUBTREE_ENTRIES, &subtree, |r| Ok(VaultId(r.int()?))).await?;
+    if !recursive && (folders > 1 || !owned.is_empty()) {
+        return Ok(FolderDeletion::NotEmpty { subfolders: folders - 1, entries: owned.len() as u64 });
+    }
+    let owners_removed = c.execute(&sql::DELETE_SUBTREE_OWNERS, &subtree).await?;
+    let mut entries_deleted = Vec::new();
+    for id in owned {
+        if int(c, &sql::OWNER_COUNT, &values![id]).await? == 0 {
+            c.execute(&sql::DELETE_ENTRY, &values![id]).await?;
+            let why = format!("its last owner folder was deleted ({})", event.object);
+            append_event(c, &deleted_event(event, id, why)).await?;
+            entries_deleted.push(id);
+        }
+    }
+    let rights_removed = int(c, &sql::SUBTREE_RIGHTS_COUNT, &subtree).await?.unsigned_abs();
+    c.execute(&sql::DELETE_SUBTREE, &subtree).await?;
+    let detail = format!(
+        "recursive={recursive} folders={folders} owners_removed={owners_removed} entries_deleted={} rights_removed={rights_removed}",
+        entries_deleted.len()
+    );
+    append_event(c, &Event { detail, ..event.clone() }).await?;
+    Ok(FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed })
 }
 
 pub(crate) async fn set_user_disabled<C: Conn>(c: &C, name: &str, disabled: bool, event: &Event) -> StoreResult<Option<u64>> {

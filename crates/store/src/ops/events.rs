@@ -30,10 +30,12 @@ pub(crate) async fn events<C: Conn>(c: &C, f: &EventFilter) -> StoreResult<Vec<S
         f.object.as_deref(),
         f.after_seq,
         i64::from(f.limit),
+        f.before_seq,
         f.viewer.as_ref().map(|v| v.identity.as_str()),
         f.viewer.as_ref().map(|v| v.user_id.as_str()),
     ];
-    c.query(&sql::EVENTS, &params, codec::event).await
+    let statement = if f.newest_first { &sql::EVENTS_NEWEST_FIRST } else { &sql::EVENTS };
+    c.query(statement, &params, codec::event).await
 }
 
 pub(crate) async fn event_head<C: Conn>(c: &C) -> StoreResult<(i64, [u8; 32])> {
@@ -50,13 +52,19 @@ pub(crate) async fn purge<C: Conn>(c: &C, before: UnixTime) -> StoreResult<u64> 
     Ok(n + c.execute(&sql::FORGET_ORIGINS, &values![forgotten]).await?)
 }
 
+/// An event that goes with `cause`, written in the same transaction: its
+/// time, origin and actor, with a kind, object and detail of its own.
+fn derived(cause: &Event, kind: EventKind, object: String, detail: String) -> Event {
+    let mut e = cause.clone();
+    e.kind = kind;
+    e.object = object;
+    e.detail = detail;
+    e
+}
+
 /// The lockout event that goes with a failure `event` when `key` locks.
 pub(crate) fn lockout_event(failure: &Event, key: &str) -> Event {
-    let mut e = failure.clone();
-    e.kind = EventKind::Lockout;
-    e.object = key.to_owned();
-    e.detail = "too many failures: locked".to_owned();
-    e
+    derived(failure, EventKind::Lockout, key.to_owned(), "too many failures: locked".to_owned())
 }
 
 /// `event` noting how many grants a change of a user ended.
@@ -68,12 +76,15 @@ pub(crate) fn with_grants_ended(mut event: Event, ended: u64) -> Event {
     event
 }
 
-/// The `vault.deleted` event that goes with an owner removal `event` that
-/// left entry `id` with no owner.
-pub(crate) fn deleted_event(removal: &Event, id: VaultId) -> Event {
-    let mut e = removal.clone();
-    e.kind = EventKind::VaultDeleted;
-    e.object = id.to_string();
-    e.detail = "last owner removed".to_owned();
-    e
+/// The `vault.deleted` event that goes with `cause` (an owner removal, a
+/// folder deletion) having left entry `id` with no owner.
+pub(crate) fn deleted_event(cause: &Event, id: VaultId, detail: String) -> Event {
+    derived(cause, EventKind::VaultDeleted, id.to_string(), detail)
+}
+
+/// The `grant.revoked` event that goes with the deletion `cause` (of a user
+/// or an integration) ending grant `id`.
+pub(crate) fn ended_grant_event(cause: &Event, id: &str) -> Event {
+    let whose = if cause.kind == EventKind::UserDeleted { "user" } else { "integration" };
+    derived(cause, EventKind::GrantRevoked, id.to_owned(), format!("{whose} deleted by an administrator"))
 }

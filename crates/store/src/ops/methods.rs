@@ -211,6 +211,15 @@ macro_rules! admin_methods {
         fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
             $read!(self, |c| admin::all_rights(c))
         }
+        fn delete_user(&self, name: String, event: Event) -> StoreFuture<'_, Option<Deletion>> {
+            $write!(self, |c| admin::delete_user(c, &name, &event))
+        }
+        fn delete_integration(&self, client_id: String, event: Event) -> StoreFuture<'_, Option<Deletion>> {
+            $write!(self, |c| admin::delete_integration(c, &client_id, &event))
+        }
+        fn delete_folder(&self, folder: FolderPath, recursive: bool, event: Event) -> StoreFuture<'_, FolderDeletion> {
+            $write!(self, |c| admin::delete_folder(c, &folder, recursive, &event))
+        }
         fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
             $write!(self, |c| admin::record_key_check(c, &check, &event))
         }

@@ -165,7 +165,7 @@ pub(crate) async fn remove_owner<C: Conn>(
     if out.removed > 0 {
         append_event(c, event).await?;
         for v in &out.deleted {
-            append_event(c, &deleted_event(event, *v)).await?;
+            append_event(c, &deleted_event(event, *v, "last owner removed".to_owned())).await?;
         }
     }
     Ok(Checked::Done(out))

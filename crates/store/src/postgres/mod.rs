@@ -262,21 +262,23 @@ impl PgStore {
     /// Connects, and applies migrations under an advisory lock (replicas may
     /// start together).
     pub async fn connect(url: &str) -> StoreResult<PgStore> {
-        Self::with_config(tls::parse(url)?).await
+        Self::with_config(tls::parse(url)?, false).await
     }
 
-    async fn with_config(connect: tls::Connect) -> StoreResult<PgStore> {
+    /// Like [`PgStore::connect`], for a database that holds a store
+    /// already: one without Strongroom's tables is [`StoreError::NoStore`]
+    /// and gets none.
+    pub async fn connect_existing(url: &str) -> StoreResult<PgStore> {
+        Self::with_config(tls::parse(url)?, true).await
+    }
+
+    async fn with_config(connect: tls::Connect, existing: bool) -> StoreResult<PgStore> {
         let size = connect.pool_max_size.unwrap_or_else(default_pool_size);
         let describe = describe_connect(&connect, size);
-        let tls::Connect { config, tls, .. } = connect;
-        let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .max_size(size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| StoreError::other(format!("connection pool: {e}")))?;
+        let pool = pool_of(connect, size)?;
+        if existing && !has_store(&checkout(&pool).await?).await? {
+            return Err(StoreError::NoStore(format!("no Strongroom tables in the database ({describe})")));
+        }
         let observer = ObserverSlot::default();
         let store = PgStore { batch: batch::Batcher::spawn(pool.clone(), observer.clone()), pool, describe, observer };
         store.migrate().await?;
@@ -310,6 +312,35 @@ impl PgStore {
         }
         tx.commit().await.map_err(classify)
     }
+}
+
+/// A pool of at most `size` connections as `connect` says.
+fn pool_of(connect: tls::Connect, size: usize) -> StoreResult<Pool> {
+    let tls::Connect { config, tls, .. } = connect;
+    let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| StoreError::other(format!("connection pool: {e}")))
+}
+
+/// Whether the connection's database (on its `search_path`) has Strongroom's migrations table.
+async fn has_store(c: &Object) -> StoreResult<bool> {
+    crate::ops::flag(&Pg(c), &crate::sql::HAS_STORE, &[]).await
+}
+
+/// What the database holds, changing nothing (`config check --online`).
+pub(crate) async fn probe(url: &str) -> StoreResult<crate::Probe> {
+    let pool = pool_of(tls::parse(url)?, 1)?;
+    let c = checkout(&pool).await?;
+    if !has_store(&c).await? {
+        return Ok(crate::Probe::Absent);
+    }
+    let version = crate::ops::query_one(&Pg(&c), &crate::sql::SCHEMA_VERSION, &[], |r| r.opt_int()).await?;
+    Ok(crate::Probe::Present { version })
 }
 
 /// A pooled connection.
@@ -442,7 +473,7 @@ pub mod testing {
         drop(client);
         let _ = driver.await;
         connect.config.options(format!("-c search_path={schema}"));
-        Ok((Arc::new(PgStore::with_config(connect).await?), schema))
+        Ok((Arc::new(PgStore::with_config(connect, false).await?), schema))
     }
 
     /// A new, empty schema on the server at `url`; the URL that selects it,

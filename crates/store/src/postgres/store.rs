@@ -24,9 +24,9 @@ use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, ErrorKind, EventFilter, EventStore, GrantSummary, LoginContext, NewTokens,
-    OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver, StoreResult,
-    StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
+    LoginContext, NewTokens, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver,
+    StoreResult, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
 /// `$1` access-token hash, `$2` entry id (or NULL) → [`sql::access_cols`],

@@ -17,7 +17,7 @@ mod writer;
 pub use snapshot::{Snapshot, read_snapshot, restore_file, snapshot};
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params, params_from_iter};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params, params_from_iter};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -163,6 +163,97 @@ fn tighten(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The file `strongroom serve` locks beside a SQLite database while it
+/// serves it: `<database>-serve.lock`, holding the server's process id.
+pub fn serve_lock_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-serve.lock");
+    p.into()
+}
+
+/// Held while a `strongroom serve` process serves a SQLite store: a second
+/// one is refused ([`lock_for_serving`]), and `admin migrate-store` sees
+/// that its source is being served ([`served_by`]). The lock is the
+/// operating system's (`flock`), so it ends with the process however that
+/// ends; the file stays.
+#[derive(Debug)]
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+/// Takes the serve lock of the database at `db` (creating its file, mode
+/// 0600). Held by another process: [`StoreError::InUse`] naming its
+/// process id.
+pub fn lock_for_serving(db: &Path) -> StoreResult<ServeLock> {
+    use std::io::Write as _;
+    let path = serve_lock_path(db);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    let mut file = opts.open(&path).map_err(|e| file_error("opening", &path, &e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::InUse(in_use_message(db, &path))),
+        Err(std::fs::TryLockError::Error(e)) => return Err(file_error("locking", &path, &e)),
+    }
+    file.set_len(0)
+        .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
+        .map_err(|e| file_error("writing", &path, &e))?;
+    Ok(ServeLock { _file: file })
+}
+
+/// Says who serves `db`, from the process id its lock file at `lock` holds.
+fn in_use_message(db: &Path, lock: &Path) -> String {
+    let holder = std::fs::read_to_string(lock).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    let who = holder.map_or_else(|| "another process".to_owned(), |pid| format!("process {pid}"));
+    format!(
+        "{} is being served by {who} (strongroom serve): a SQLite store has one server; stop that one first \
+         (several servers share a PostgreSQL database instead)",
+        db.display()
+    )
+}
+
+/// Whether a `strongroom serve` holds the serve lock of the database at
+/// `db` now: what to tell people, or `None`. Creates nothing.
+pub fn served_by(db: &Path) -> Option<String> {
+    let path = serve_lock_path(db);
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).ok()?;
+    match file.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => Some(in_use_message(db, &path)),
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
+/// Whether `conn`'s database has Strongroom's migrations table.
+fn has_store(conn: &Connection) -> StoreResult<bool> {
+    crate::ops::at_once(crate::ops::flag(&Lite(conn), &crate::sql::HAS_STORE, &[]))
+}
+
+fn not_a_store(path: &Path) -> StoreError {
+    StoreError::NoStore(format!("{} is not a Strongroom database (it has no schema_migrations table)", path.display()))
+}
+
+/// What is at `path`, changing nothing: no file is [`crate::Probe::Absent`],
+/// a file without Strongroom's tables is an error, a store says its schema
+/// version.
+pub(crate) fn probe(path: &Path) -> StoreResult<crate::Probe> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(crate::Probe::Absent);
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(classify)?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(classify)?;
+    if !has_store(&conn)? {
+        return Err(not_a_store(path));
+    }
+    let version = crate::ops::at_once(crate::ops::query_one(&Lite(&conn), &crate::sql::SCHEMA_VERSION, &[], |r| r.opt_int()))?;
+    Ok(crate::Probe::Present { version })
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
@@ -171,6 +262,28 @@ impl SqliteStore {
         }
         make_private(path).map_err(|e| file_error("securing", path, &e))?;
         let conn = Connection::open(path).map_err(classify)?;
+        Self::start(path, conn)
+    }
+
+    /// Opens a database file that holds a store already, applying newer
+    /// migrations; creates no file or directory. No file there, or a file
+    /// without Strongroom's tables: [`StoreError::NoStore`].
+    pub fn open_existing(path: &Path) -> StoreResult<SqliteStore> {
+        if std::fs::symlink_metadata(path).is_err() {
+            return Err(StoreError::NoStore(format!("no database at {}", path.display())));
+        }
+        tighten(path).map_err(|e| file_error("securing", path, &e))?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(classify)?;
+        conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS))).map_err(classify)?;
+        if !has_store(&conn)? {
+            return Err(not_a_store(path));
+        }
+        Self::start(path, conn)
+    }
+
+    /// Configures and migrates the writer's connection, then starts the writer and the readers.
+    fn start(path: &Path, conn: Connection) -> StoreResult<SqliteStore> {
         configure(&conn).map_err(classify)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         migrate(&conn)?;
@@ -373,6 +486,22 @@ mod tests {
             assert_eq!(mode(&p), 0o600, "{}", p.display());
         }
         drop(store);
+    }
+
+    #[test]
+    fn one_server_per_database() {
+        let root = tempfile::tempdir().unwrap();
+        let db = root.path().join("strongroom.db");
+        assert_eq!(served_by(&db), None);
+        assert!(!serve_lock_path(&db).exists(), "asking creates nothing");
+        let held = lock_for_serving(&db).unwrap();
+        assert_eq!(mode(&serve_lock_path(&db)), 0o600);
+        let err = lock_for_serving(&db).unwrap_err().to_string();
+        assert!(err.contains(&format!("process {}", std::process::id())) && err.contains("stop that one first"), "{err}");
+        assert!(served_by(&db).is_some_and(|m| m.contains("is being served")));
+        drop(held);
+        assert_eq!(served_by(&db), None);
+        drop(lock_for_serving(&db).unwrap());
     }
 
     #[test]

@@ -20,9 +20,9 @@ use super::{Lite, READERS, SqliteStore};
 use crate::ops::{Conn, admin, at_once, auth, events, transfer as copier, vault};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, EventFilter, EventStore, GrantSummary, LoginContext, NewTokens, OwnerRemoval,
-    PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation, VaultContext, VaultEntry,
-    VaultFilter, VaultStore, Writer,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary, LoginContext,
+    NewTokens, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation,
+    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
 /// A job on the writer thread: `$body` over the connection `$c`.

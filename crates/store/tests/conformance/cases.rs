@@ -15,7 +15,7 @@ use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
 use strongroom_store::{EventFilter, NewTokens, PairChange, Store, StoreError};
 
 #[derive(Debug)]
-pub(crate) struct Rng(Mutex<u64>);
+pub(crate) struct Rng(pub(crate) Mutex<u64>);
 impl Random for Rng {
     fn fill(&self, dest: &mut [u8]) {
         let mut s = self.0.lock().unwrap();
@@ -33,13 +33,13 @@ pub(crate) fn rng() -> Rng {
 }
 
 pub(crate) const T0: UnixTime = UnixTime::from_secs(1_800_000_000);
-const KEY: [u8; 32] = [7; 32];
+pub(crate) const KEY: [u8; 32] = [7; 32];
 
 pub(crate) fn ev(kind: EventKind) -> Event {
     Event::new(kind, T0)
 }
 
-async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
+pub(crate) async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
     let u = User { id: UserId::generate(rng), name: name.into(), disabled: false, master_admin: false, created_at: T0 };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated).object(name)).await.unwrap();
     u
@@ -49,7 +49,7 @@ async fn device_of(store: &dyn Store, hash: TokenHash) -> Option<DeviceAuthoriza
     store.device_context(hash).await.unwrap().map(|c| c.device)
 }
 
-fn integration(client_id: &str) -> Integration {
+pub(crate) fn integration(client_id: &str) -> Integration {
     Integration {
         client_id: client_id.into(),
         name: "Test app".into(),
@@ -624,7 +624,7 @@ pub(crate) async fn purge(store: Arc<dyn Store>) {
 }
 
 /// A user (Master Admin or not) with a live grant: who vault writes name.
-async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, TokenHash) {
+pub(crate) async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, TokenHash) {
     let rng = Rng(Mutex::new(if master_admin { 0x1111_2222_3333_4445 } else { 0x5555_6666_7777_8889 }));
     // The integration the grants are on (a grant stands only while its integration admits the user).
     match store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await {
@@ -646,16 +646,16 @@ async fn entry_of(store: &dyn Store, access: TokenHash, id: strongroom_core::vau
 }
 
 /// Data key 1 under `Software:Default`, which the vault cases seal under.
-async fn first_data_key(store: &dyn Store) {
+pub(crate) async fn first_data_key(store: &dyn Store) {
     let key = strongroom_store::DataKeyRecord { id: 1, key_name: SOFTWARE.into(), wrapped: vec![9; 72], created_at: T0 };
     store.insert_data_key(key, ev(EventKind::VaultKeyCreated)).await.unwrap();
 }
 
-fn folder(p: &str) -> strongroom_core::vault::FolderPath {
+pub(crate) fn folder(p: &str) -> strongroom_core::vault::FolderPath {
     strongroom_core::vault::FolderPath::parse(p).unwrap()
 }
 
-fn entry(id: strongroom_core::vault::VaultId, owners: &[&str]) -> strongroom_store::VaultEntry {
+pub(crate) fn entry(id: strongroom_core::vault::VaultId, owners: &[&str]) -> strongroom_store::VaultEntry {
     strongroom_store::VaultEntry {
         vault_id: id,
         vault_type: 32,

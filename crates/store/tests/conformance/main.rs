@@ -1,15 +1,19 @@
 //! One behaviour suite for every store backend. Each case gets a fresh,
-//! empty store. PostgreSQL runs when a server is reachable (see
-//! `pg_url`); with `STRONGROOM_REQUIRE_ALL_TESTS=1` an unreachable server
-//! fails the run instead of skipping.
+//! empty store. PostgreSQL runs when the server `STRONGROOM_TEST_POSTGRES_URL`
+//! names is reachable (`strongroom_testkit::pg_url_or_skip`); with
+//! `STRONGROOM_REQUIRE_ALL_TESTS=1` an unreachable server fails the run
+//! instead of skipping.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
+mod deletion;
 mod kinds;
+mod opening;
 
 /// Every case that needs a store alone.
 mod all {
     pub(crate) use super::cases::*;
+    pub(crate) use super::deletion::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
 }
 
@@ -22,25 +26,9 @@ async fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
     (store, dir)
 }
 
-/// The PostgreSQL URL for tests, or `None` (after a loud message) when no
-/// server is reachable and skipping is allowed.
-fn pg_url() -> Option<String> {
-    let url = std::env::var("STRONGROOM_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let reachable = std::net::TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), std::time::Duration::from_secs(2)).is_ok()
-        || std::env::var("STRONGROOM_TEST_POSTGRES_URL").is_ok();
-    if reachable {
-        return Some(url);
-    }
-    if std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1") {
-        panic!("PostgreSQL is required (STRONGROOM_REQUIRE_ALL_TESTS=1) but not reachable at {url}");
-    }
-    eprintln!("\n!!! SKIPPING PostgreSQL conformance: no server at {url} (set STRONGROOM_TEST_POSTGRES_URL) !!!\n");
-    None
-}
-
 /// A fresh, empty schema on the test server.
 async fn postgres() -> Option<Arc<dyn Store>> {
-    let url = pg_url()?;
+    let url = strongroom_testkit::pg_url_or_skip("PostgreSQL conformance")?;
     Some(strongroom_store::postgres::testing::fresh_schema(&url).await.unwrap())
 }
 
@@ -93,6 +81,10 @@ conformance!(
     simultaneous_associations_each_get_their_answer,
     the_master_key_check_is_recorded_once,
     failures_are_counted_by_kind_and_expected_answers_are_not,
+    deleting_a_user_ends_their_grants_and_takes_their_rights,
+    deleting_an_integration_ends_its_grants_and_codes,
+    a_folder_is_deleted_when_empty_or_with_everything_below_it,
+    events_newest_first_and_before_a_sequence_number,
 );
 
 /// The same, for cases that need the store's copier too.
@@ -112,7 +104,7 @@ macro_rules! conformance_with_copier {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
-                    let Some(url) = super::pg_url() else { return };
+                    let Some(url) = strongroom_testkit::pg_url_or_skip("PostgreSQL conformance") else { return };
                     let url = strongroom_store::postgres::testing::fresh_schema_url(&url).await.unwrap();
                     let (store, copier) = strongroom_store::transfer::open(&url).await.unwrap();
                     super::kinds::$case(store, copier).await;

@@ -1,6 +1,6 @@
 //! F1 (kill -9 in the middle of refresh and Associate streams), F2 (the
-//! durability settings the server reports), F3-F5 (why they do not apply
-//! here).
+//! durability settings the server reports), F5 (why it does not apply);
+//! F3 and F4 are `crates/cli/tests/cli`'s (replicas, PostgreSQL).
 #![allow(clippy::disallowed_methods)]
 
 use std::sync::Arc;
@@ -92,13 +92,9 @@ async fn writer(http: reqwest::Client, base: String, at: String, id: i64, tag: S
     a
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f1_f2_kill_during_refresh_and_associate() {
-    let mut fx = Fx::start(&[], &[]);
-    for i in 0..REFRESHERS {
-        fx.integration(&format!("r{i}"), &[]);
-    }
-    fx.folder(FOLDER);
+#[test]
+fn f2_durability_settings_at_start_up() {
+    let fx = Fx::start(&[], &[]);
     let store_line = fx.server.output.lock().unwrap().lines().find(|l| l.contains("store opened")).unwrap_or("").to_owned();
     let f2 = report(
         "F2",
@@ -109,6 +105,16 @@ async fn f1_f2_kill_during_refresh_and_associate() {
             l.contains("journal_mode=wal") && l.contains("synchronous=full") && l.contains("foreign_keys=on")
         },
     );
+    assert!(f2, "F2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f1_kill_during_refresh_and_associate() {
+    let mut fx = Fx::start(&[], &[]);
+    for i in 0..REFRESHERS {
+        fx.integration(&format!("r{i}"), &[]);
+    }
+    fx.folder(FOLDER);
     let (mut acked_refresh, mut acked_writes, mut lost_writes, mut lost_grants, mut refused_up) = (0, 0, 0, 0, 0);
     let mut integrity = Vec::new();
     let mut verified = 0;
@@ -205,10 +211,14 @@ async fn f1_f2_kill_during_refresh_and_associate() {
             && acked_writes > 0
             && acked_refresh > 0,
     );
+    assert!(f1, "F1");
+}
+
+#[test]
+fn f5_replica_clock_skew() {
     not_applicable(
         "F5",
         "replica clock skew",
         "each replica decides expiry with its own system clock (not the database's now()); skew between replicas shifts expiry by the skew. Run NTP; SECURITY.md records it",
     );
-    assert!(f1 && f2);
 }

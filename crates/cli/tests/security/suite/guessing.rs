@@ -5,34 +5,20 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::suite::page::hidden;
+use strongroom_testkit::page::Page;
+
 use crate::support::{Fx, PASSWORD, percentile, report};
 
-/// A browser session on the approval page: its cookie and form token.
-struct Session {
-    cookie: String,
-    csrf: String,
+/// A browser session on the approval page (no code in the link).
+async fn session(fx: &Fx) -> Page {
+    Page::open(&fx.http, &format!("{}/vedauth/device", fx.base)).await
 }
 
-async fn session(fx: &Fx) -> Session {
-    let r = fx.http.get(format!("{}/vedauth/device", fx.base)).send().await.unwrap();
-    let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-    let csrf = hidden(&r.text().await.unwrap(), "csrf").unwrap();
-    Session { cookie, csrf }
-}
-
-/// Signs in on the page with `code`; returns the page.
-async fn sign_in(fx: &Fx, s: &Session, user: &str, password: &str, code: &str, forwarded: Option<&str>) -> String {
-    let mut req = fx.http.post(format!("{}/vedauth/device", fx.base)).header("cookie", &s.cookie).form(&[
-        ("csrf", s.csrf.as_str()),
-        ("user_code", code),
-        ("username", user),
-        ("password", password),
-    ]);
-    if let Some(f) = forwarded {
-        req = req.header("x-forwarded-for", f);
-    }
-    req.send().await.unwrap().text().await.unwrap()
+/// Signs in on the page with `code`, from `forwarded` (`X-Forwarded-For`)
+/// when given; returns the page.
+async fn sign_in(_fx: &Fx, s: &Page, user: &str, password: &str, code: &str, forwarded: Option<&str>) -> String {
+    let headers: Vec<(&str, &str)> = forwarded.map(|f| ("x-forwarded-for", f)).into_iter().collect();
+    s.post("/vedauth/device", &[("user_code", code), ("username", user), ("password", password)], &headers).await.1
 }
 
 /// A random code of the user-code alphabet (almost surely not live).

@@ -5,6 +5,7 @@
 
 use base64::Engine as _;
 use serde_json::json;
+use strongroom_testkit::page::{Page, hidden_field};
 
 use crate::support::{Fx, PASSWORD, report};
 
@@ -47,8 +48,31 @@ fn body(rng: &mut Lcg, token: &str) -> (Option<&'static str>, Vec<u8>) {
 const LEAKS: &[&str] =
     &["panicked", "SELECT ", "INSERT ", "UPDATE ", "sqlite", "postgres", ".rs:", "/root/", "/tmp/", "stack backtrace", "RUST_BACKTRACE"];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g2_e4_h2_http_fuzz_and_error_bodies() {
+/// What one run of the HTTP fuzz saw.
+#[derive(Debug, Default)]
+struct FuzzRun {
+    routes: usize,
+    five_xx: usize,
+    leaks: usize,
+    oversize: usize,
+    oversize_413: usize,
+    closed_early: usize,
+    transport: usize,
+    panics: usize,
+    alive: u16,
+    statuses: std::collections::BTreeMap<u16, usize>,
+}
+
+const REQUESTS: usize = 2_000;
+/// Every 200th request carries 2 MiB; at least this many of them must
+/// come back answered (413), so the check cannot pass on connections
+/// the server closed before the client read an answer.
+const BIG: usize = REQUESTS / 200;
+const BIG_ANSWERED_MIN: usize = BIG - 2;
+
+/// [`REQUESTS`] random requests (a fixed seed: the same ones every run)
+/// against a fresh server with a user and a grant.
+async fn fuzz() -> FuzzRun {
     let fx = Fx::start(&[], &[]);
     let g = fx.grant("app").await;
     let token = g["access_token"].as_str().unwrap().to_owned();
@@ -63,12 +87,6 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
     /// the fuzz revokes it).
     const BODY_ROUTES: [&str; 3] = ["/vedauth/authorize/token", "/vedauth/authorize/device", "/vedauth/authorize/oauth"];
     let mut rng = Lcg(0x5eed_5eed);
-    const REQUESTS: usize = 2_000;
-    /// Every 200th request carries 2 MiB; at least this many of them must
-    /// come back answered (413), so the check cannot pass on connections
-    /// the server closed before the client read an answer.
-    const BIG: usize = REQUESTS / 200;
-    const BIG_ANSWERED_MIN: usize = BIG - 2;
     let (mut five_xx, mut leaks, mut oversize, mut oversize_413, mut closed_early, mut transport) = (0, 0, 0, 0, 0, 0);
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
     let mut examples = Vec::new();
@@ -122,12 +140,18 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
     for e in examples.iter().take(10) {
         eprintln!("G2 example: {e}");
     }
+    FuzzRun { routes: paths.len(), five_xx, leaks, oversize, oversize_413, closed_early, transport, panics, alive, statuses }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g2_http_fuzz_against_the_binary() {
+    let FuzzRun { routes, five_xx, oversize, oversize_413, closed_early, transport, panics, alive, statuses, .. } = fuzz().await;
     let g2 = report(
         "G2",
         "HTTP fuzz against the binary",
         &format!(
             "{REQUESTS} random requests over {} routes (random method, content type, body: random bytes, invalid UTF-8, 5,000-deep JSON, repeated fields, 70 kB names, 2 MiB bodies): {five_xx} 5xx, {transport} transport errors, {panics} panics logged, server alive ({alive}); 2 MiB bodies: {BIG} sent, {oversize} answered ({oversize_413} of them 413, bar: all answered ones 413 and at least {BIG_ANSWERED_MIN} answered), {closed_early} closed before the body was sent; statuses {statuses:?}",
-            paths.len()
+            routes
         ),
         five_xx == 0
             && transport == 0
@@ -137,6 +161,13 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
             && oversize >= BIG_ANSWERED_MIN
             && oversize_413 == oversize,
     );
+    assert!(g2, "G2");
+}
+
+/// E4 searches the answers of the same fuzz (the same seed) as G2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e4_error_bodies() {
+    let FuzzRun { leaks, .. } = fuzz().await;
     let e4 = report(
         "E4",
         "error bodies",
@@ -146,10 +177,15 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
         ),
         leaks == 0,
     );
+    assert!(e4, "E4");
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_user_code_format_and_normalisation() {
     // H2 (format): the page accepts a code typed in lower case, without the
     // dash, with spaces and punctuation.
     use strongroom_core::token::{USER_CODE_ALPHABET, mint_user_code, normalize_user_code};
+    let fx = Fx::start(&[], &[]);
     let d = fx.device("app").await;
     let shown = d["user_code"].as_str().unwrap().to_owned();
     let plain = shown.replace('-', "");
@@ -162,21 +198,9 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
     ];
     let mut accepted = 0;
     for v in &variants {
-        let r = fx.http.get(format!("{}/vedauth/device", fx.base)).send().await.unwrap();
-        let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-        let csrf = crate::suite::page::hidden(&r.text().await.unwrap(), "csrf").unwrap();
-        let page = fx
-            .http
-            .post(format!("{}/vedauth/device", fx.base))
-            .header("cookie", cookie)
-            .form(&[("csrf", csrf.as_str()), ("user_code", v.as_str()), ("username", "alice"), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        accepted += usize::from(crate::suite::page::hidden(&page, "ticket").is_some());
+        let session = Page::open(&fx.http, &format!("{}/vedauth/device", fx.base)).await;
+        let (_, page) = session.sign_in(v, "alice", PASSWORD).await;
+        accepted += usize::from(hidden_field(&page, "ticket").is_some());
     }
     const CODES: usize = 100_000;
     let rng = strongroom_server::state::OsRandom;
@@ -213,11 +237,11 @@ async fn g2_e4_h2_http_fuzz_and_error_bodies() {
         ),
         violations == 0 && worst < 64.5 && accepted == variants.len(),
     );
-    assert!(g2 && e4 && h2);
+    assert!(h2, "H2");
 }
 
 #[test]
-fn h1_g3_g4_entropy_lints_and_secret_types() {
+fn h1_token_entropy() {
     use std::collections::HashSet;
     use strongroom_core::token::{DEVICE_CODE_BYTES, TOKEN_BYTES, mint_device_code, mint_token};
     const N: usize = 200_000;
@@ -243,7 +267,11 @@ fn h1_g3_g4_entropy_lints_and_secret_types() {
         ),
         tokens.len() == N && codes.len() == N && short == 0 && TOKEN_BYTES >= 32 && DEVICE_CODE_BYTES >= 32,
     );
+    assert!(h1, "H1");
+}
 
+#[test]
+fn g3_panic_freedom_and_unsafe_lints() {
     let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml")).unwrap();
     let lint = |name: &str, level: &str| manifest.lines().any(|l| l.replace(' ', "") == format!("{name}=\"{level}\""));
     let denied: Vec<&str> = ["unwrap_used", "expect_used", "panic", "todo", "dbg_macro"].into_iter().filter(|l| lint(l, "deny")).collect();
@@ -257,8 +285,12 @@ fn h1_g3_g4_entropy_lints_and_secret_types() {
         ),
         denied.len() == 5 && forbid_unsafe,
     );
-    let g4 = secret_types();
-    assert!(h1 && g3 && g4);
+    assert!(g3, "G3");
+}
+
+#[test]
+fn g4_secret_types() {
+    assert!(secret_types(), "G4");
 }
 
 // Whether a type implements a trait, decided by the compiler and read at run

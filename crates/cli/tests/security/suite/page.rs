@@ -1,12 +1,10 @@
-//! C4: the approval page's headers and its anti-forgery checks.
+//! C4: the approval page's headers and its anti-forgery checks. The forged
+//! requests are built by hand on purpose; fields are read with the kit's
+//! one reader.
+
+pub use strongroom_testkit::page::hidden_field as hidden;
 
 use crate::support::{Fx, PASSWORD, report};
-
-pub fn hidden(html: &str, name: &str) -> Option<String> {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker)? + marker.len();
-    Some(html[start..start + html[start..].find('"')?].to_owned())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c4_approval_page_headers_and_forgery() {

@@ -157,7 +157,7 @@ fn aad(id: i64, name: &str) -> Vec<u8> {
 }
 
 /// A configured key: its name as parsed, as shown, and its driver.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Configured {
     parsed: KeyName,
     /// The canonical spelling (`Software:Default`, `PKCS11:<name as configured>`).
@@ -192,6 +192,15 @@ impl KeyRing {
             .map(|k| (k.name.clone(), Arc::new(pkcs11::Pkcs11Key::new(k.clone(), rng)) as Arc<dyn KeyDriver>))
             .collect();
         KeyRing::with_drivers(keys, extra, config.default.clone())
+    }
+
+    /// The configured keys without the master key, for commands that touch
+    /// no store (`admin keys create`, `config check`): its `Software:Default`
+    /// is a random key of this process alone, so nothing it wraps could ever
+    /// be read elsewhere; use it only to reach the PKCS#11 keys.
+    pub fn without_master_key(config: &KeysConfig, rng: &dyn Random) -> KeyRing {
+        let throwaway = Zeroizing::new(bytes::<32>(rng));
+        KeyRing::open(&Keys::from_master(&throwaway), config, rng)
     }
 
     fn with_drivers(keys: &Keys, extra: Vec<(String, Arc<dyn KeyDriver>)>, default: String) -> KeyRing {
@@ -272,6 +281,17 @@ impl KeyRing {
             }
         }
         Ok(())
+    }
+
+    /// [`KeyRing::check`] of every configured key, each with its own outcome
+    /// (`config check` reports them all).
+    pub async fn check_each(&self, rng: &dyn Random) -> Vec<(String, Result<(), KeyRingError>)> {
+        let mut out = Vec::new();
+        for c in self.drivers.iter() {
+            let one = KeyRing { drivers: Arc::new(vec![c.clone()]), ..self.clone() };
+            out.push((c.name.clone(), one.check(rng).await));
+        }
+        out
     }
 
     /// `admin keys create`: makes the named key where its driver keeps keys.

@@ -69,6 +69,24 @@ fn ck(e: CkError) -> DriverError {
     })
 }
 
+/// For SoftHSM2, whose tokens are wherever the file `SOFTHSM2_CONF` names
+/// says: what this process has it set to, and that the server needs the
+/// same. Empty for other modules.
+fn softhsm_hint(library: &Path) -> String {
+    if !library.to_string_lossy().to_ascii_lowercase().contains("softhsm") {
+        return String::new();
+    }
+    let now = match std::env::var_os("SOFTHSM2_CONF") {
+        Some(v) => format!("SOFTHSM2_CONF is {}", Path::new(&v).display()),
+        None => "SOFTHSM2_CONF is not set, so SoftHSM2 reads /etc/softhsm/softhsm2.conf".to_owned(),
+    };
+    format!(
+        " ({now}: SoftHSM2 finds its tokens in the directories.tokendir of that file; set SOFTHSM2_CONF to the file \
+         softhsm2-util --init-token used, for serve and admin alike (for the service: in /etc/strongroom/env), and make the \
+         token directory readable by the user the server runs as)"
+    )
+}
+
 /// A key's session, kept between calls.
 type Kept = Arc<Mutex<Option<Session>>>;
 
@@ -370,13 +388,20 @@ impl Pkcs11Key {
     ) -> Result<T, DriverError> {
         let mut again = false;
         loop {
-            let state = self.module.ready()?;
+            let state = self
+                .module
+                .ready()
+                .map_err(|e| DriverError { message: format!("{}{}", e.message, softhsm_hint(&self.config.library)), ..e })?;
             let lib = state.lib.clone().ok_or_else(|| DriverError::new("the PKCS#11 module is not loaded"))?;
             if let Some((slot, info)) = self.find_token(&lib)? {
                 return f(&state, &lib, slot, &info);
             }
             if again {
-                return Err(DriverError::new(format!("no token labelled {:?} is present", self.config.token_label)));
+                return Err(DriverError::new(format!(
+                    "no token labelled {:?} is present{}",
+                    self.config.token_label,
+                    softhsm_hint(&self.config.library)
+                )));
             }
             let seen = state.generation;
             drop(state);

@@ -1,12 +1,14 @@
 //! Tests of the security list (`shared/reference/security-anchors.md` §3)
 //! that need the manual clock, so they run in-process rather than against
-//! the binary (`crates/cli/tests/security`). Each prints one line,
+//! the binary (`crates/cli/tests/security`): A4, A7, and B1, B2 and I3,
+//! which would otherwise wait out real seconds. Each prints one line,
 //! `SECURITY <id> <name>: <figure> — pass|FAIL`, before asserting.
 //! `scripts/test` skips `suite::`; `scripts/security` runs it once, one test
 //! at a time.
 
 mod a4_replay_by_age;
 mod a7_model;
+mod on_the_clock;
 
 /// Prints a test's line for `scripts/security`'s summary; returns `pass`.
 pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {

@@ -1,0 +1,291 @@
+//! `strongroom admin events ...`: the newest events first with a footer
+//! saying how many more there are, oldest first from a sequence number,
+//! `--follow`, and `verify`.
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use strongroom_core::event::StoredEvent;
+use strongroom_server::admin::Admin;
+use strongroom_store::EventFilter;
+
+use super::{Rendered, hex, time};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EventsCommand {
+    /// List events: the newest first (the newest --limit of them), then a
+    /// line saying how many more there are and how to see them. With
+    /// --after SEQ (or --oldest-first): oldest first from there.
+    List(ListArgs),
+    /// Check the hash chain of the whole log.
+    Verify,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only this kind, e.g. token.issued.
+    #[arg(long)]
+    kind: Option<String>,
+    /// Only events after this sequence number, oldest first (page forwards with the last one shown).
+    #[arg(long, value_name = "SEQ")]
+    after: Option<i64>,
+    /// Only events before this sequence number (page backwards with the oldest one shown).
+    #[arg(long, value_name = "SEQ")]
+    before: Option<i64>,
+    /// How many events to show.
+    #[arg(long, default_value_t = 100)]
+    limit: u32,
+    /// The oldest events first.
+    #[arg(long)]
+    oldest_first: bool,
+    /// Print the newest --limit events (oldest of them first), then every new
+    /// one as it is written, until interrupted. One line per event; with
+    /// --json one JSON object per line.
+    #[arg(long, conflicts_with_all = ["before", "oldest_first"])]
+    pub(crate) follow: bool,
+}
+
+impl ListArgs {
+    fn filter(&self) -> EventFilter {
+        EventFilter {
+            kind: self.kind.clone(),
+            after_seq: self.after,
+            before_seq: self.before,
+            newest_first: !self.oldest_first && self.after.is_none(),
+            limit: self.limit.clamp(1, 10_000),
+            ..Default::default()
+        }
+    }
+}
+
+/// Past this many, the footer stops counting ("more than …").
+const COUNT_CAP: u64 = 100_000;
+
+/// Identities (`local:{…}`) to user names, for the IDENTITY column.
+async fn names(admin: &Admin) -> Result<HashMap<String, String>> {
+    Ok(admin.list_users().await?.into_iter().map(|u| (u.id.identity(), u.name)).collect())
+}
+
+/// `local:{…} (alice)`, or the identity as stored (`admin`, empty, or a
+/// deleted user's).
+fn identity_shown(identity: &str, names: &HashMap<String, String>) -> String {
+    match names.get(identity) {
+        Some(n) => format!("{identity} ({n})"),
+        None => identity.to_owned(),
+    }
+}
+
+fn json_of(e: &StoredEvent, names: &HashMap<String, String>) -> serde_json::Value {
+    let ev = &e.event;
+    json!({"seq": e.seq, "at": time(ev.at), "kind": ev.kind.as_str(), "identity": ev.identity, "user": names.get(&ev.identity),
+           "client_id": ev.client_id, "object": ev.object, "source": ev.source, "request_id": ev.request_id, "detail": ev.detail,
+           "hash": hex(&e.hash)})
+}
+
+/// How many events the filter matches beyond those shown: on the far side of
+/// `edge` (below it when listing newest first, above it otherwise). Without a
+/// kind the sequence numbers say it (they run from 1 without gaps); with one
+/// the rest is counted, up to [`COUNT_CAP`].
+async fn remaining(admin: &Admin, f: &EventFilter, edge: i64) -> Result<(u64, bool)> {
+    if f.kind.is_none() {
+        let n = if f.newest_first {
+            edge - 1 - f.after_seq.unwrap_or(0)
+        } else {
+            f.before_seq.map_or(admin.store.event_head().await?.0, |b| b - 1) - edge
+        };
+        return Ok((u64::try_from(n).unwrap_or(0), false));
+    }
+    let mut n = 0u64;
+    let mut page = EventFilter { limit: 10_000, ..f.clone() };
+    if f.newest_first {
+        page.before_seq = Some(edge);
+    } else {
+        page.after_seq = Some(edge);
+    }
+    loop {
+        let events = admin.events(page.clone()).await?;
+        n += events.len() as u64;
+        let Some(last) = events.last() else { break };
+        if events.len() < 10_000 {
+            break;
+        }
+        if n >= COUNT_CAP {
+            return Ok((n, true));
+        }
+        if f.newest_first {
+            page.before_seq = Some(last.seq);
+        } else {
+            page.after_seq = Some(last.seq);
+        }
+    }
+    Ok((n, false))
+}
+
+pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendered> {
+    match command {
+        EventsCommand::Verify => match admin.verify_events().await {
+            Ok(n) => Ok(Rendered::done(format!("event log intact: {n} events"), json!({"intact": true, "events": n}))),
+            Err(e) => bail!("{e}"),
+        },
+        EventsCommand::List(args) => {
+            let f = args.filter();
+            let events = admin.events(f.clone()).await?;
+            let names = names(admin).await?;
+            let rows: Vec<Vec<String>> = events
+                .iter()
+                .map(|e| {
+                    let ev = &e.event;
+                    vec![
+                        e.seq.to_string(),
+                        time(ev.at),
+                        ev.kind.to_string(),
+                        identity_shown(&ev.identity, &names),
+                        ev.client_id.clone(),
+                        ev.object.clone(),
+                        ev.source.clone(),
+                        ev.request_id.clone(),
+                        ev.detail.clone(),
+                    ]
+                })
+                .collect();
+            let list: Vec<_> = events.iter().map(|e| json_of(e, &names)).collect();
+            let mut r =
+                Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list));
+            // The footer (text only: --json stays one array; scripts page with --after until a page is short).
+            if let Some(edge) = events.last().map(|e| e.seq) {
+                let (more, capped) = remaining(admin, &f, edge).await?;
+                if more > 0 {
+                    let n = if capped { format!("more than {more}") } else { more.to_string() };
+                    let (which, how) =
+                        if f.newest_first { ("older", format!("--before {edge}")) } else { ("newer", format!("--after {edge}")) };
+                    r.text.push_str(&format!(
+                        "… {n} {which} {} not shown: {how} for the next {}, or a larger --limit\n",
+                        if more == 1 && !capped { "event" } else { "events" },
+                        f.limit
+                    ));
+                }
+            }
+            Ok(r)
+        }
+    }
+}
+
+/// One event as a line of `--follow`: `SEQ AT KIND key=value …`.
+fn line_of(e: &StoredEvent, names: &HashMap<String, String>) -> String {
+    let ev = &e.event;
+    let mut line = format!("{} {} {}", e.seq, time(ev.at), ev.kind);
+    for (k, v) in [
+        ("identity", identity_shown(&ev.identity, names)),
+        ("client", ev.client_id.clone()),
+        ("object", ev.object.clone()),
+        ("source", ev.source.clone()),
+        ("request", ev.request_id.clone()),
+        ("detail", ev.detail.clone()),
+    ] {
+        if !v.is_empty() {
+            line.push_str(&format!(" {k}={v:?}"));
+        }
+    }
+    line
+}
+
+/// `events list --follow`: the newest events, oldest of them first, then
+/// every new one as it comes (polled once a second), until Ctrl-C or
+/// SIGTERM (or the reader of the output goes away).
+pub(crate) async fn follow(admin: &Admin, args: ListArgs, json: bool) -> Result<()> {
+    let mut f = EventFilter { newest_first: true, ..args.filter() };
+    let mut first = admin.events(f.clone()).await?;
+    first.reverse();
+    let mut names = names(admin).await?;
+    let mut last = args.after.unwrap_or(0);
+    let print = |events: &[StoredEvent], names: &HashMap<String, String>| -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        for e in events {
+            if json {
+                writeln!(out, "{}", json_of(e, names))?;
+            } else {
+                writeln!(out, "{}", line_of(e, names))?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    };
+    print(&first, &names)?;
+    if let Some(e) = first.last() {
+        last = last.max(e.seq);
+    }
+    if !json {
+        eprintln!("(following: new events appear as they are written; Ctrl-C to stop)");
+    }
+    f.newest_first = false;
+    f.before_seq = None;
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return Ok(()),
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        loop {
+            let page = admin.events(EventFilter { after_seq: Some(last), limit: 1000, ..f.clone() }).await?;
+            let Some(newest) = page.last() else { break };
+            last = newest.seq;
+            if page.iter().any(|e| !e.event.identity.is_empty() && !names.contains_key(&e.event.identity)) {
+                names = self::names(admin).await?;
+            }
+            print(&page, &names)?;
+            if page.len() < 1000 {
+                break;
+            }
+        }
+    }
+}
+
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follow_lines_quote_their_values_and_name_the_user() {
+        let mut e = StoredEvent {
+            seq: 7,
+            event: strongroom_core::event::Event::new(
+                strongroom_core::event::EventKind::TokenIssued,
+                strongroom_core::time::UnixTime::from_secs(0),
+            )
+            .identity("local:{u1}")
+            .client_id("app"),
+            hash: [0; 32],
+        };
+        e.event.detail = "a \"quoted\" word".into();
+        let names = HashMap::from([("local:{u1}".to_owned(), "alice".to_owned())]);
+        assert_eq!(
+            line_of(&e, &names),
+            "7 1970-01-01T00:00:00Z token.issued identity=\"local:{u1} (alice)\" client=\"app\" detail=\"a \\\"quoted\\\" word\""
+        );
+    }
+}

@@ -1,0 +1,76 @@
+//! `strongroom admin folders ...`
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::json;
+
+use strongroom_server::admin::Admin;
+
+use super::{Rendered, count};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FoldersCommand {
+    /// Create a folder (and the folders above it).
+    ///
+    /// Example: strongroom admin folders create '\VED\Policy\Team A'
+    Create { path: String },
+    /// List folders.
+    List,
+    /// Delete a folder that is empty: no folder below it, no entry owned by
+    /// it. Rights granted on it go with it.
+    ///
+    /// With --recursive, also every folder below it; those folders are
+    /// removed from the owners of entries, and entries left without any
+    /// owner are deleted (each with its vault.deleted event).
+    ///
+    /// Example: strongroom admin folders delete '\VED\Policy\Old team' --recursive
+    Delete {
+        path: String,
+        /// Delete the folders below it and the entries left without an owner too.
+        #[arg(long)]
+        recursive: bool,
+    },
+}
+
+pub(crate) async fn run(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
+    Ok(match command {
+        FoldersCommand::Create { path } => {
+            let f = admin.create_folder(&path).await?;
+            Rendered::done(format!("created folder {f}"), json!({"folder": f.to_string()}))
+        }
+        FoldersCommand::List => {
+            let folders = admin.folders().await?;
+            let rows: Vec<Vec<String>> = folders.iter().map(|f| vec![f.to_string()]).collect();
+            let list: Vec<_> = folders.iter().map(|f| json!({"folder": f.to_string()})).collect();
+            Rendered::table(&["FOLDER"], &rows, json!(list))
+        }
+        FoldersCommand::Delete { path, recursive } => {
+            let d = admin.delete_folder(&path, recursive).await?;
+            let below = d.folders.saturating_sub(1);
+            let mut text = format!("deleted folder {}", d.folder);
+            if below > 0 {
+                text.push_str(&format!(" and {} below it", count(below, "folder", "folders")));
+            }
+            let ids: Vec<String> = d.entries_deleted.iter().map(ToString::to_string).collect();
+            let mut parts = Vec::new();
+            if d.owners_removed > 0 {
+                parts.push(format!("{} removed from entries' owners", count(d.owners_removed, "owner link", "owner links")));
+            }
+            if !ids.is_empty() {
+                parts.push(format!("{} deleted (VaultID {}: no owner left)", count(ids.len() as u64, "entry", "entries"), ids.join(", ")));
+            }
+            if d.rights_removed > 0 {
+                parts.push(format!("{} removed with it", count(d.rights_removed, "grant of rights", "grants of rights")));
+            }
+            if !parts.is_empty() {
+                text.push_str(&format!(": {}", parts.join(", ")));
+            }
+            let deleted: Vec<i64> = d.entries_deleted.iter().map(|v| v.0).collect();
+            Rendered::done(
+                text,
+                json!({"folder": d.folder.to_string(), "deleted": true, "folders": d.folders, "owners_removed": d.owners_removed,
+                       "entries_deleted": deleted, "rights_removed": d.rights_removed}),
+            )
+        }
+    })
+}

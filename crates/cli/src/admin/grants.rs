@@ -1,0 +1,67 @@
+//! `strongroom admin grants ...`
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::json;
+
+use strongroom_server::admin::Admin;
+
+use super::{Rendered, time};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantsCommand {
+    /// List live grants (with --all, also revoked and expired ones).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Revoke a grant: its access and refresh tokens stop working.
+    ///
+    /// Example: strongroom admin grants revoke --user alice   (every grant alice holds)
+    Revoke {
+        /// The grant's id (from `grants list`).
+        #[arg(required_unless_present = "user", conflicts_with = "user")]
+        id: Option<String>,
+        /// Revoke every grant this user holds instead.
+        #[arg(long)]
+        user: Option<String>,
+    },
+}
+
+pub(crate) async fn run(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {
+    Ok(match command {
+        GrantsCommand::List { all } => {
+            let grants = admin.list_grants(all).await?;
+            let state = |g: &strongroom_store::GrantSummary| match g.grant.revoked_at {
+                Some(t) => format!("revoked {}", time(t)),
+                None => format!("until {}", time(g.grant.refresh_until)),
+            };
+            let rows: Vec<Vec<String>> = grants
+                .iter()
+                .map(|g| vec![g.grant.id.to_string(), g.grant.client_id.clone(), g.user_name.clone(), g.grant.scope.to_string(), state(g)])
+                .collect();
+            let list: Vec<_> = grants
+                .iter()
+                .map(|g| {
+                    json!({"id": g.grant.id.to_string(), "client_id": g.grant.client_id, "user": g.user_name,
+                           "identity": g.grant.user_id.identity(), "scope": g.grant.scope.to_string(),
+                           "created_at": time(g.grant.created_at), "refresh_until": time(g.grant.refresh_until),
+                           "revoked_at": g.grant.revoked_at.map(time)})
+                })
+                .collect();
+            Rendered::table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], &rows, json!(list))
+        }
+        GrantsCommand::Revoke { id: Some(id), .. } => {
+            admin.revoke_grant(&id).await?;
+            Rendered::done(format!("revoked grant {id}"), json!({"id": id, "revoked": true}))
+        }
+        GrantsCommand::Revoke { id: None, user } => {
+            let user = user.unwrap_or_default();
+            let ended = admin.revoke_user_grants(&user).await?;
+            Rendered::done(
+                format!("revoked {} of {user}", super::count(ended, "grant", "grants")),
+                json!({"user": user, "grants_revoked": ended}),
+            )
+        }
+    })
+}

@@ -1,0 +1,191 @@
+//! `strongroom admin integrations ...`
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use strongroom_core::integration::{AllowedUsers, TokenOverrides};
+use strongroom_server::admin::{Admin, IntegrationSpec};
+
+use super::{Rendered, count, yes};
+
+#[derive(Debug, Args)]
+pub(crate) struct IntegrationArgs {
+    /// Display name shown on the approval page.
+    #[arg(long)]
+    name: Option<String>,
+    /// Maximum scope, e.g. "restricted:manage;certificate:manage".
+    #[arg(long)]
+    scope: Option<String>,
+    /// A user allowed to get grants (repeat for several; replaces the list).
+    #[arg(long = "allow-user", value_name = "NAME")]
+    allow_users: Vec<String>,
+    /// Allow every user.
+    #[arg(long, conflicts_with = "allow_users")]
+    allow_all_users: bool,
+    /// Allow nobody (clears the list).
+    #[arg(long, conflicts_with_all = ["allow_users", "allow_all_users"])]
+    allow_no_users: bool,
+    /// Browser-based device authorization (default: on).
+    #[arg(long, value_name = "BOOL")]
+    device: Option<bool>,
+    /// The password grant, Authorize/OAuth (default: off).
+    #[arg(long, value_name = "BOOL")]
+    password_grant: Option<bool>,
+    /// Access-token lifetime in seconds (overrides the server default).
+    #[arg(long, value_name = "SECONDS")]
+    access_validity: Option<i64>,
+    /// Grant lifetime (refresh_until) in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    grant_validity: Option<i64>,
+    /// Whether refresh tokens are issued.
+    #[arg(long, value_name = "BOOL")]
+    refreshable: Option<bool>,
+    /// Device-code lifetime in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    device_code_validity: Option<i64>,
+    /// Minimum seconds between polls.
+    #[arg(long, value_name = "SECONDS")]
+    poll_interval: Option<i64>,
+    /// Seconds in which a just-rotated refresh token may come back for a lost answer (0: strict).
+    #[arg(long, value_name = "SECONDS")]
+    retry_window: Option<i64>,
+}
+
+impl IntegrationArgs {
+    fn spec(self, disabled: Option<bool>) -> IntegrationSpec {
+        IntegrationSpec {
+            name: self.name,
+            scope: self.scope,
+            allow_users: if self.allow_no_users {
+                Some(Vec::new())
+            } else if self.allow_users.is_empty() {
+                None
+            } else {
+                Some(self.allow_users)
+            },
+            allow_all_users: self.allow_all_users,
+            device: self.device,
+            password: self.password_grant,
+            disabled,
+            overrides: TokenOverrides {
+                access_validity: self.access_validity,
+                grant_validity: self.grant_validity,
+                refreshable: self.refreshable,
+                device_code_validity: self.device_code_validity,
+                poll_interval: self.poll_interval,
+                retry_window: self.retry_window,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum IntegrationsCommand {
+    /// Register an API integration.
+    ///
+    /// Example: strongroom admin integrations create my-app --name "My App" \
+    ///   --scope "restricted:manage" --allow-user alice
+    Create {
+        client_id: String,
+        #[command(flatten)]
+        args: IntegrationArgs,
+    },
+    /// Change an API integration; options not given stay as they are.
+    Update {
+        client_id: String,
+        #[command(flatten)]
+        args: IntegrationArgs,
+        /// Disable the integration: its tokens stop working at once.
+        #[arg(long, conflicts_with = "enable")]
+        disable: bool,
+        #[arg(long)]
+        enable: bool,
+    },
+    /// List API integrations.
+    List,
+    /// Delete an API integration: its grants end at once (each revocation is
+    /// an event) and its device codes are dropped. Its past events stay in the log.
+    Delete { client_id: String },
+}
+
+pub(crate) async fn run(admin: &Admin, config: &strongroom_server::Config, command: IntegrationsCommand) -> Result<Rendered> {
+    Ok(match command {
+        IntegrationsCommand::Create { client_id, args } => {
+            let i = admin.create_integration(&client_id, args.spec(None)).await?;
+            Rendered::done(
+                format!("created integration {} ({}) with scope {}", i.client_id, i.name, i.max_scope),
+                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string()}),
+            )
+        }
+        IntegrationsCommand::Update { client_id, args, disable, enable } => {
+            let disabled = if disable {
+                Some(true)
+            } else if enable {
+                Some(false)
+            } else {
+                None
+            };
+            let i = admin.update_integration(&client_id, args.spec(disabled)).await?;
+            Rendered::done(
+                format!("updated integration {} ({})", i.client_id, i.name),
+                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(), "disabled": i.disabled}),
+            )
+        }
+        IntegrationsCommand::List => {
+            let names = admin.user_names().await?;
+            let mut rows = Vec::new();
+            let mut list = Vec::new();
+            for i in admin.list_integrations().await? {
+                let users: Vec<String> = match &i.allowed_users {
+                    AllowedUsers::Everyone => vec!["*".to_owned()],
+                    AllowedUsers::Only(ids) => {
+                        ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect()
+                    }
+                };
+                let shown = match users.as_slice() {
+                    [all] if all == "*" => "everyone".to_owned(),
+                    [] => "nobody".to_owned(),
+                    u => u.join(","),
+                };
+                let s = i.settings(config.tokens);
+                rows.push(vec![
+                    i.client_id.clone(),
+                    i.name.clone(),
+                    i.max_scope.to_string(),
+                    shown,
+                    yes(i.grant_types.device),
+                    yes(i.grant_types.password),
+                    format!("{}s", s.access_validity),
+                    format!("{}s", s.grant_validity),
+                    yes(s.refreshable),
+                    if i.disabled { "DISABLED".to_owned() } else { "enabled".to_owned() },
+                ]);
+                list.push(json!({
+                    "client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(),
+                    "allowed_users": if matches!(i.allowed_users, AllowedUsers::Everyone) { json!("everyone") } else { json!(users) },
+                    "device": i.grant_types.device, "password_grant": i.grant_types.password,
+                    "access_validity": s.access_validity, "grant_validity": s.grant_validity, "refreshable": s.refreshable,
+                    "device_code_validity": s.device_code_validity, "poll_interval": s.poll_interval, "retry_window": s.retry_window,
+                    "disabled": i.disabled,
+                }));
+            }
+            Rendered::table(
+                &["CLIENT ID", "NAME", "SCOPE", "USERS", "DEVICE", "PASSWORD", "ACCESS", "GRANT", "REFRESH", "STATE"],
+                &rows,
+                json!(list),
+            )
+        }
+        IntegrationsCommand::Delete { client_id } => {
+            let d = admin.delete_integration(&client_id).await?;
+            Rendered::done(
+                format!(
+                    "deleted integration {client_id}: {} ended, {} dropped",
+                    count(d.grants_ended, "grant", "grants"),
+                    count(d.codes_dropped, "device code", "device codes")
+                ),
+                json!({"client_id": client_id, "deleted": true, "grants_ended": d.grants_ended, "codes_dropped": d.codes_dropped}),
+            )
+        }
+    })
+}

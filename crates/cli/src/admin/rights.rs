@@ -1,0 +1,111 @@
+//! `strongroom admin rights ...`
+
+use anyhow::{Context as _, Result};
+use clap::Subcommand;
+use serde_json::json;
+
+use strongroom_core::vault::Rights;
+use strongroom_server::admin::{Admin, RightsOn};
+
+use super::Rendered;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RightsCommand {
+    /// Grant rights on a folder, replacing what the user had there.
+    ///
+    /// Example: strongroom admin rights grant '\VED\Policy\Team A' alice --rights read,write
+    Grant {
+        folder: String,
+        user: String,
+        /// Comma-separated: view, read, write, create, delete.
+        #[arg(long)]
+        rights: String,
+    },
+    /// Remove a user's rights on a folder.
+    Revoke { folder: String, user: String },
+    /// A user's effective rights on a folder, and where each comes from: the
+    /// folder itself, or a folder above it (inherited).
+    Show { folder: String, user: String },
+    /// Every grant of rights.
+    List,
+}
+
+/// `read,write (inherited from \VED\Policy\Team A)`, and the like.
+fn explain(r: &RightsOn) -> String {
+    if r.master_admin {
+        return format!("{} (Master Admin: every right on every folder)", r.effective);
+    }
+    if r.sources.is_empty() {
+        return "none".to_owned();
+    }
+    let whence: Vec<String> = r
+        .sources
+        .iter()
+        .map(|(f, rights)| {
+            let how = if *f == r.folder { "granted here".to_owned() } else { format!("inherited from {f}") };
+            if r.sources.len() == 1 { how } else { format!("{rights} {how}") }
+        })
+        .collect();
+    format!("{} ({})", r.effective, whence.join("; "))
+}
+
+pub(crate) async fn run(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
+    Ok(match command {
+        RightsCommand::Grant { folder, user, rights } => {
+            let r = Rights::parse(&rights)
+                .filter(|r| *r != Rights::NONE)
+                .context("rights are a comma-separated list of view, read, write, create, delete")?;
+            admin.set_rights(&folder, &user, r).await?;
+            Rendered::done(format!("{user} has {r} on {folder}"), json!({"folder": folder, "user": user, "rights": r.to_string()}))
+        }
+        RightsCommand::Revoke { folder, user } => {
+            admin.set_rights(&folder, &user, Rights::NONE).await?;
+            Rendered::done(format!("removed {user}'s rights on {folder}"), json!({"folder": folder, "user": user, "rights": ""}))
+        }
+        RightsCommand::Show { folder, user } => {
+            let r = admin.rights_on(&folder, &user).await?;
+            let sources: Vec<_> = r
+                .sources
+                .iter()
+                .map(|(f, rights)| json!({"folder": f.to_string(), "rights": rights.to_string(), "inherited": *f != r.folder}))
+                .collect();
+            Rendered::done(
+                format!("{} on {}: {}", r.user, r.folder, explain(&r)),
+                json!({"folder": r.folder.to_string(), "user": r.user, "rights": r.effective.to_string(), "master_admin": r.master_admin,
+                       "sources": sources}),
+            )
+        }
+        RightsCommand::List => {
+            let all = admin.all_rights().await?;
+            let rows: Vec<Vec<String>> = all.iter().map(|(f, u, r)| vec![f.to_string(), u.clone(), r.to_string()]).collect();
+            let list: Vec<_> = all.iter().map(|(f, u, r)| json!({"folder": f.to_string(), "user": u, "rights": r.to_string()})).collect();
+            Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, json!(list))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strongroom_core::vault::FolderPath;
+
+    fn on(sources: &[(&str, Rights)], master_admin: bool) -> RightsOn {
+        let folder = FolderPath::parse("\\VED\\Policy\\Team A\\App").unwrap();
+        let sources: Vec<(FolderPath, Rights)> = sources.iter().map(|(f, r)| (FolderPath::parse(f).unwrap(), *r)).collect();
+        let effective = if master_admin { Rights::from_bits(u32::MAX) } else { sources.iter().fold(Rights::NONE, |a, (_, r)| a.union(*r)) };
+        RightsOn { folder, user: "alice".into(), effective, master_admin, sources }
+    }
+
+    #[test]
+    fn shown_rights_say_where_they_come_from() {
+        let rw = Rights::READ.union(Rights::WRITE);
+        assert_eq!(explain(&on(&[("\\VED\\Policy\\Team A", rw)], false)), "read,write (inherited from \\VED\\Policy\\Team A)");
+        assert_eq!(explain(&on(&[("\\VED\\Policy\\Team A\\App", rw)], false)), "read,write (granted here)");
+        assert_eq!(
+            explain(&on(&[("\\VED\\Policy\\Team A", Rights::READ), ("\\VED\\Policy\\Team A\\App", Rights::DELETE)], false)),
+            "read,delete (read inherited from \\VED\\Policy\\Team A; delete granted here)"
+        );
+        assert_eq!(explain(&on(&[], false)), "none");
+        assert!(explain(&on(&[], true)).contains("Master Admin"));
+    }
+}

@@ -1,0 +1,22 @@
+//! Events clients write (`POST /vedsdk/Log`).
+
+use strongroom_core::event::{ClientLog, EventKind};
+use strongroom_core::grant::AccessContext;
+use strongroom_store::StoreError;
+
+use super::Origin;
+use crate::state::AppState;
+
+/// Writes a client's event to the chain, under the identity and client id
+/// of the token that sent it: a `client.log` event whose `object` is the
+/// `Component` and whose detail holds the rest, quoted. A client adds to the
+/// log; it never writes an event of another kind or in another's name.
+pub async fn write(app: &AppState, ctx: &AccessContext, entry: &ClientLog, origin: &Origin) -> Result<(), StoreError> {
+    let event = app
+        .event(EventKind::ClientLog, origin)
+        .identity(ctx.grant.user_id.identity())
+        .client_id(ctx.grant.client_id.as_str())
+        .object(entry.field("Component").unwrap_or_default())
+        .detail(entry.detail());
+    app.store.append_event(event).await
+}

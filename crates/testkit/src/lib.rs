@@ -1,0 +1,35 @@
+//! The test kit: what every test binary of the workspace needs to drive
+//! Strongroom, written once.
+//!
+//! - [`env`]: the skip rule (a loud `!!! SKIPPED` line, or a failure under
+//!   `STRONGROOM_REQUIRE_ALL_TESTS=1`) and [`env::pg_url_or_skip`], which
+//!   probes the server `STRONGROOM_TEST_POSTGRES_URL` names.
+//! - [`process`]: `strongroom serve` as a child process on `127.0.0.1:0`,
+//!   its address read from its own `strongroom serving listen=…` log line
+//!   (no port is picked by binding and dropping a socket), and one-shot
+//!   commands (`admin`, client verbs).
+//! - [`api`]: a typed client of `/vedauth` and `/vedsdk` on the wire types of
+//!   `strongroom_proto`, and the raw JSON calls wire-level tests keep on
+//!   purpose.
+//! - [`page`]: the approval page as a browser without JavaScript sees it: one
+//!   hidden-field reader, one sign-in, one decision.
+//! - [`pg`]: PostgreSQL clusters a test makes itself (`initdb` in a temporary
+//!   directory), on a Unix socket in that directory unless the test needs TCP.
+//! - `browser` (feature `browser`): ChromeDriver on a port it picks itself,
+//!   driven through `fantoccini`.
+//!
+//! It is test code: a set-up that fails panics, failing the test that asked
+//! for it, so the crate allows `unwrap`, `expect` and `panic`.
+#![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod api;
+#[cfg(feature = "browser")]
+pub mod browser;
+pub mod env;
+pub mod page;
+pub mod pg;
+pub mod process;
+
+pub use api::{Api, Fail, TokensExt};
+pub use env::{pg_url_or_skip, postgres_url, require_all, skip};
