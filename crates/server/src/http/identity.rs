@@ -83,7 +83,8 @@ fn log_result(result: i32, error: Option<String>) -> Response {
     description = "Writes an event to the chained log as a `client.log` event under the caller's identity: `Component` \
         becomes its object, `ID`, `Severity` and the other fields its detail (each field at most 1024 bytes). Keys match \
         in any case; numbers may be numeric strings (Go vcert sends every field as a string). `LogResult` 0 is success; \
-        1, with `Error`, a refused event (nothing written). Any valid token, whatever its scope.",
+        1, with `Error`, a refused event or one that could not be stored (nothing written). A database that is busy or \
+        out of reach for a moment gets 503 `temporarily_unavailable`. Any valid token, whatever its scope.",
     security(("bearer" = [])),
     request_body(content = LogRequest, content_type = "application/json"),
     responses(
@@ -109,8 +110,10 @@ pub(crate) async fn write_log(State(app): State<AppState>, origin: Origin, req: 
     };
     match crate::service::log::write(&app, &ctx, &entry, &origin).await {
         Ok(()) => Ok(log_result(0, None)),
+        // The database busy or out of reach for a moment: 503, try again.
+        Err(e) if e.is_transient() => Err(SdkFailure::Vault(e.into())),
         Err(e) => {
-            tracing::error!(error = %e, "client event could not be stored");
+            tracing::error!(kind = %e.kind(), error = %e, "client event could not be stored");
             Ok(log_result(1, Some("The event could not be stored; nothing was written. Try again.".into())))
         }
     }

@@ -211,6 +211,7 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
             `unauthorized_client` (the token belongs to another client; nothing changed).", body = ErrorResponse),
         (status = 408, response = Timeout),
         (status = 413, response = AuthTooLarge),
+        (status = 503, response = AuthUnavailable),
     ),
 )]
 pub(crate) async fn revoke_rfc7009(

@@ -100,3 +100,34 @@ async fn available_namespaces_is_config() {
     let t = s.tokens_for(&alice, "reader", "restricted").await;
     assert_eq!(s.get_bearer("/vedsdk/SecretStore/AvailableNamespaces", t["access_token"].as_str().unwrap()).await.0, StatusCode::FORBIDDEN);
 }
+
+/// A database that takes no writes for a moment (another process holds its
+/// write lock): `POST Log` answers 503 `temporarily_unavailable` with
+/// `Retry-After`, as every other call does, not `LogResult` 1 (which tells a
+/// client its event was refused); once the lock is gone the event is written.
+#[tokio::test]
+async fn post_log_on_a_locked_database_is_503_temporarily_unavailable() {
+    let s = TestServer::start().await;
+    let alice = s.user("alice").await;
+    s.integration("vcert-sdk", "certificate:manage", |_| {}).await;
+    let t = s.tokens_for(&alice, "vcert-sdk", "certificate:manage").await;
+    let at = t["access_token"].as_str().unwrap().to_owned();
+    // The token's first use is recorded (a write): done before the lock.
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", &at).await.0, StatusCode::OK);
+    let log = || s.http.post(s.at("/vedsdk/Log")).bearer_auth(&at).json(&json!({"ID": 1, "Component": "locked"})).send();
+    let db = rusqlite::Connection::open(s.db_path()).unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let r = log().await.unwrap();
+    let (status, retry_after) = (r.status(), r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned()));
+    let v = r.json::<Value>().await.unwrap();
+    assert_eq!(
+        (status, retry_after.as_deref(), v["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("1"), Some("temporarily_unavailable")),
+        "{v}"
+    );
+    db.execute_batch("COMMIT").unwrap();
+    let r = log().await.unwrap();
+    assert_eq!((r.status(), r.json::<Value>().await.unwrap()), (StatusCode::OK, json!({"LogResult": 0})));
+    let written = s.store.events(strongroom_store::EventFilter { kind: Some("client.log".into()), limit: 10, ..Default::default() });
+    assert_eq!(written.await.unwrap().len(), 1, "the refused attempt wrote nothing, the second one its event");
+}
