@@ -39,6 +39,19 @@ pub fn overwrite_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     write_with(opts, path, data, 0o600)
 }
 
+/// Opens `path` to read and write, creating it empty with mode 0600 if it
+/// does not exist (an existing one keeps its mode and contents): a lock file.
+pub fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
 fn write_with(mut opts: std::fs::OpenOptions, path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
     #[cfg(unix)]
     {
@@ -74,6 +87,12 @@ mod tests {
         assert_eq!(write_private(&f, b"again").unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
         overwrite_private(&f, b"new").unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"new");
+        let lock = dir.join("lock");
+        drop(open_private(&lock).unwrap());
+        assert_eq!((mode(&lock), std::fs::metadata(&lock).unwrap().len()), (0o600, 0));
+        std::fs::write(&lock, b"1").unwrap();
+        drop(open_private(&lock).unwrap());
+        assert_eq!(std::fs::read(&lock).unwrap(), b"1", "an existing file is kept as it is");
         write_new(&dir.join("cert"), b"public", 0o644).unwrap();
         assert_eq!(mode(&dir.join("cert")), 0o644);
         std::fs::remove_dir_all(&root).unwrap();

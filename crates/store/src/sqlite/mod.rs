@@ -187,14 +187,7 @@ pub struct ServeLock {
 pub fn lock_for_serving(db: &Path) -> StoreResult<ServeLock> {
     use std::io::Write as _;
     let path = serve_lock_path(db);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(0o600);
-    }
-    let mut file = opts.open(&path).map_err(|e| file_error("opening", &path, &e))?;
+    let mut file = strongroom_proto::files::open_private(&path).map_err(|e| file_error("opening", &path, &e))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::InUse(in_use_message(db, &path))),
