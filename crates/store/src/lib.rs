@@ -212,24 +212,8 @@ fn scheme_hint(scheme: &str) -> String {
     let s = scheme.trim_end_matches("://").to_ascii_lowercase();
     ["postgres", "postgresql", "sqlite"]
         .iter()
-        .find(|k| s != **k && edit_distance(&s, k) <= 2)
+        .find(|k| s != **k && strsim::levenshtein(&s, k) <= 2)
         .map_or_else(String::new, |k| format!(" (did you mean {k}://?)"))
-}
-
-/// Levenshtein distance of two short ASCII strings.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
