@@ -243,8 +243,9 @@ mod tests {
 
     #[tokio::test]
     async fn transport_failures_name_their_cause() {
-        // Refused: a port nobody listens on.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // Refused: a port bound and never listened on, held while it is used.
+        let closed = strongroom_testkit::process::ClosedPort::new();
+        let port = closed.port;
         let e = failure(&format!("http://127.0.0.1:{port}")).await;
         assert!(matches!(&e, ClientError::Unreachable(m) if m.contains("connection refused") && m.contains(&port.to_string())), "{e}");
         assert!(e.is_transport());
