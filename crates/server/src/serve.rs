@@ -155,8 +155,19 @@ async fn reload_on_hangup(mut hangup: tokio::signal::unix::Signal, tls: Option<(
     }
 }
 
+/// Connections the kernel keeps waiting for `accept` (the standard library
+/// asks 128): a burst of clients connecting at once (a replica coming back
+/// behind a balancer, the K1 attack) would otherwise see dropped SYNs and
+/// second-long connect retries.
+const BACKLOG: u32 = 1024;
+
 fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
-    std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })
+    let err = |source| ServeError::Bind { addr, source };
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4() } else { tokio::net::TcpSocket::new_v6() }.map_err(err)?;
+    #[cfg(unix)]
+    socket.set_reuseaddr(true).map_err(err)?;
+    socket.bind(addr).map_err(err)?;
+    socket.listen(BACKLOG).map_err(err)?.into_std().map_err(err)
 }
 
 /// `strongroom serve`: opens everything the configuration names, serves
