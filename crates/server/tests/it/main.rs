@@ -1,14 +1,18 @@
-//! Integration tests: the real server on a free port, driven over HTTP.
-//! One test binary (link time is the slow part of a build).
+//! Integration tests: the real server in-process on a port it binds
+//! itself, driven over HTTP through the test kit. One test binary (link time
+//! is the slow part of a build).
 //!
 //! The device flow through the page, clock-driven expiry, races, bad input,
 //! the `oauth2` crate as a standard client, headless Chromium, the vault, the
 //! client library on the manual clock, and 600 random requests that must
-//! never get a 5xx. `operability`: metrics counted exactly after a scripted
-//! flow, readiness with a locked SQLite file or a locked PostgreSQL table
-//! and a missing migration, request ids. `suite`: the security tests that
-//! need the manual clock (A4, replay by age; A7, the model-based property
-//! test), which `scripts/test` skips and `scripts/security` runs.
+//! never get a 5xx. `vcert`: the calls Go vcert makes around an
+//! authentication (`Identity/Self`, `POST Log`, also on a locked database).
+//! `operability`: metrics counted exactly after a scripted flow, readiness
+//! with a locked SQLite file or a locked PostgreSQL table and a missing
+//! migration, request ids. `suite`: the security tests that need the manual
+//! clock (A4, replay by age; A7, the model-based property test; B1, B2 and
+//! I3, which would otherwise wait out real seconds), which `scripts/test`
+//! skips and `scripts/security` runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 mod bad_input;

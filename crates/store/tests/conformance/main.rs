@@ -3,6 +3,11 @@
 //! names is reachable (`strongroom_testkit::pg_url_or_skip`); with
 //! `STRONGROOM_REQUIRE_ALL_TESTS=1` an unreachable server fails the run
 //! instead of skipping.
+//!
+//! `cases`: the store's behaviour method by method; `deletion`: deleting
+//! users, integrations and folders, and events newest first; `kinds`: the
+//! row codec and the error kinds; `opening`: `open_existing` and `probe`
+//! create nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
