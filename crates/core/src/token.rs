@@ -9,13 +9,20 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use std::fmt;
 
+use subtle::ConstantTimeEq as _;
+
 use crate::random::{Random, bytes};
 use crate::secret::Secret;
 
-/// Random bytes in access and refresh tokens. 34 bytes encode to 48 base64
+/// Bytes in access and refresh tokens. 34 bytes encode to 48 base64
 /// characters ending in `==`, which real clients (pyvenafi) test for before
 /// choosing the `Authorization: Bearer` header.
 pub const TOKEN_BYTES: usize = 34;
+/// Random bytes in a token of the grant-keyed layout ([`Locator`]): 128 bits.
+pub const TOKEN_RANDOM_BYTES: usize = 16;
+/// Bytes of the locator's tag: a MAC under the server key that makes a
+/// locator unforgeable without the key (2⁻⁴⁸ per guess).
+pub const LOCATOR_TAG_BYTES: usize = 6;
 /// Random bytes in a device code (RFC 8628 §5.2: high entropy).
 pub const DEVICE_CODE_BYTES: usize = 32;
 /// The user-code alphabet: consonants only, no vowels to spell words with,
@@ -58,12 +65,72 @@ impl TokenKey {
     pub fn hash(&self, kind: TokenKind, token: &str) -> TokenHash {
         TokenHash(crate::mac::hmac_sha256_of(&self.0, &[kind.label(), &[0], token.as_bytes()]))
     }
+
+    /// The tag of `kind`'s locator `at`: an access token's locator is no
+    /// refresh token's, so holding one gives no locator of the other kind.
+    fn locator_tag(&self, kind: TokenKind, at: Locator) -> [u8; LOCATOR_TAG_BYTES] {
+        let mac = crate::mac::hmac_sha256_of(
+            &self.0,
+            &[b"strongroom/token-locator/v1\0", kind.label(), &[0], &at.slot.to_be_bytes(), &at.generation.to_be_bytes()],
+        );
+        let mut tag = [0u8; LOCATOR_TAG_BYTES];
+        tag.copy_from_slice(&mac[..LOCATOR_TAG_BYTES]);
+        tag
+    }
+
+    /// A new token of `kind` for the pair `at`: standard padded base64 of
+    /// the locator, its tag and [`TOKEN_RANDOM_BYTES`] random bytes.
+    pub fn mint_at(&self, rng: &dyn Random, kind: TokenKind, at: Locator) -> Secret {
+        let mut raw = [0u8; TOKEN_BYTES];
+        raw[..8].copy_from_slice(&at.slot.to_be_bytes());
+        raw[8..12].copy_from_slice(&at.generation.to_be_bytes());
+        raw[12..18].copy_from_slice(&self.locator_tag(kind, at));
+        raw[18..].copy_from_slice(&bytes::<TOKEN_RANDOM_BYTES>(rng));
+        Secret::new(STANDARD.encode(raw))
+    }
+
+    /// The locator a presented token of `kind` carries, if this server
+    /// tagged it; `None` for anything else (a token of before the locators,
+    /// which is found by its hash, or garbage).
+    pub fn locate(&self, kind: TokenKind, token: &str) -> Option<Locator> {
+        let raw = STANDARD.decode(token).ok()?;
+        if raw.len() != TOKEN_BYTES {
+            return None;
+        }
+        let slot = i64::from_be_bytes(raw.get(..8)?.try_into().ok()?);
+        let generation = u32::from_be_bytes(raw.get(8..12)?.try_into().ok()?);
+        let at = Locator { slot, generation };
+        let tag = raw.get(12..18)?;
+        (slot > 0 && bool::from(tag.ct_eq(&self.locator_tag(kind, at)))).then_some(at)
+    }
 }
 
 impl fmt::Debug for TokenKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("TokenKey(<redacted>)")
     }
+}
+
+/// Where an access or refresh token belongs: its grant's slot (a random
+/// 63-bit number the grant is stored under) and the generation of the token
+/// pair it was issued with. Carried in the token itself, in the clear but
+/// tagged under the server key, so a token is found by its grant's row
+/// without any index of tokens; what makes it work is still the keyed hash
+/// of the whole token, stored in that row.
+///
+/// Layout of the 34 bytes: slot (8, big-endian), generation (4), tag (6),
+/// random (16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Locator {
+    pub slot: i64,
+    pub generation: u32,
+}
+
+/// A new grant's slot: a random positive 63-bit number (the store refuses a
+/// duplicate, with a chance of about n/2⁶³ for n grants).
+pub fn new_slot(rng: &dyn Random) -> i64 {
+    let v = i64::from_be_bytes(bytes::<8>(rng)) & i64::MAX;
+    v.max(1)
 }
 
 /// A stored token hash. Equality is on hashes, which is safe to compare
@@ -244,6 +311,28 @@ mod tests {
         // 160k letters, 8k expected each; chi-square with 19 dof, p=0.001 → 43.8
         let chi: f64 = counts.iter().map(|&c| (f64::from(c) - 8000.0).powi(2) / 8000.0).sum();
         assert!(chi < 43.8, "chi-square {chi} counts {counts:?}");
+    }
+
+    #[test]
+    fn locators_are_found_again_and_cannot_be_forged_or_moved() {
+        let rng = XorShift(Mutex::new(5));
+        let key = TokenKey::new([4; 32]);
+        let at = Locator { slot: new_slot(&rng), generation: 7 };
+        let t = key.mint_at(&rng, TokenKind::Refresh, at);
+        assert!(looks_like_token(t.expose()), "the shape real clients expect: 48 characters ending in ==");
+        assert_eq!(key.locate(TokenKind::Refresh, t.expose()), Some(at));
+        assert_eq!(key.locate(TokenKind::Access, t.expose()), None, "a refresh token's locator is no access token's");
+        assert_eq!(TokenKey::new([5; 32]).locate(TokenKind::Refresh, t.expose()), None, "another server's key");
+        // Another generation, same tag: refused (the tag covers slot and generation).
+        let mut raw = STANDARD.decode(t.expose()).unwrap();
+        raw[11] ^= 1;
+        assert_eq!(key.locate(TokenKind::Refresh, &STANDARD.encode(&raw)), None);
+        // Random tokens of the old layout are not located (but for 2^-48).
+        assert_eq!(key.locate(TokenKind::Refresh, mint_token(&rng).expose()), None);
+        assert_eq!(key.locate(TokenKind::Refresh, "not base64 at all =="), None);
+        // Two tokens of one pair differ in their random part.
+        assert_ne!(key.mint_at(&rng, TokenKind::Refresh, at).expose(), t.expose());
+        assert!(new_slot(&rng) > 0);
     }
 
     #[test]

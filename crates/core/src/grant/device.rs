@@ -225,7 +225,8 @@ mod tests {
         let mut d = pending(t0);
         d.state = DeviceState::Redeemed { user_id: user.clone() };
         let mut g = Grant::new(&rng, "app", user, d.scope.clone(), t0, TokenSettings::default());
-        g.pair = Pair { refresh: Some(TokenHash([1; 32])), access: Some(TokenHash([2; 32])), used: false, rotated_from: None };
+        g.pair =
+            Pair { generation: 0, refresh: Some(TokenHash([1; 32])), access: Some(TokenHash([2; 32])), used: false, rotated_from: None };
         let standing = Standing {
             integration_found: true,
             integration_disabled: false,

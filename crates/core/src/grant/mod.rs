@@ -17,7 +17,7 @@ use crate::random::Random;
 use crate::scope::Scope;
 use crate::secret::Secret;
 use crate::time::UnixTime;
-use crate::token::{TokenHash, TokenKey, TokenKind, mint_token};
+use crate::token::{Locator, TokenHash, TokenKey, TokenKind, new_slot};
 
 /// A grant's id: a random UUID. Not a secret; it names the grant in events
 /// and admin listings.
@@ -51,6 +51,9 @@ impl fmt::Display for GrantId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
     pub id: GrantId,
+    /// What the grant's tokens carry to find it ([`Locator`]); `None` for a
+    /// grant born before locators, until its first new pair.
+    pub slot: Option<i64>,
     pub client_id: String,
     pub user_id: UserId,
     pub scope: Scope,
@@ -65,16 +68,36 @@ pub struct Grant {
     pub revoked_at: Option<UnixTime>,
     /// The newest token pair and how it came to be.
     pub pair: Pair,
+    /// Access tokens of earlier pairs that still work until they expire,
+    /// newest first, at most [`OLDER_ACCESS_KEPT`].
+    pub older_access: Vec<OlderAccess>,
     /// Grows with every change of `pair` or `revoked_at`; every such write is
     /// conditional on the version it read, so no change is ever based on a
     /// stale read.
     pub version: i64,
 }
 
+/// Access tokens of earlier pairs a grant keeps working besides its newest
+/// one. A client that refreshes more often than its access tokens expire
+/// loses the oldest of them early; it uses the newest anyway.
+pub const OLDER_ACCESS_KEPT: usize = 4;
+
+/// An access token of an earlier pair, which works until `expires`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OlderAccess {
+    pub generation: u32,
+    pub hash: TokenHash,
+    pub issued_at: UnixTime,
+    pub expires: UnixTime,
+}
+
 /// The grant's newest token pair. Its refresh token is the only one of the
 /// grant that works: at every moment a grant has at most one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pair {
+    /// The pair's number: the first pair of a grant is 0, every new pair the
+    /// next. Tokens carry it in their [`Locator`].
+    pub generation: u32,
     /// The working refresh token (`None` when the grant is not refreshable).
     pub refresh: Option<TokenHash>,
     /// The newest access token (older ones work until they expire).
@@ -91,12 +114,19 @@ pub struct Pair {
 impl Pair {
     /// The pair a grant is born with.
     pub fn first(tokens: &IssuedTokens) -> Pair {
-        Pair { refresh: tokens.refresh_hash(), access: Some(tokens.access_hash), used: false, rotated_from: None }
+        Pair {
+            generation: tokens.at.generation,
+            refresh: tokens.refresh_hash(),
+            access: Some(tokens.access_hash),
+            used: false,
+            rotated_from: None,
+        }
     }
 
     /// The pair that replaces this one when `presented` is rotated at `now`.
     pub fn rotated(presented: TokenHash, tokens: &IssuedTokens) -> Pair {
         Pair {
+            generation: tokens.at.generation,
             refresh: tokens.refresh_hash(),
             access: Some(tokens.access_hash),
             used: false,
@@ -107,8 +137,24 @@ impl Pair {
     /// The pair that replaces this unused one on a retry: the same origin
     /// (so the retry window does not move), new tokens.
     pub fn retried(&self, tokens: &IssuedTokens) -> Pair {
-        Pair { refresh: tokens.refresh_hash(), access: Some(tokens.access_hash), used: false, rotated_from: self.rotated_from }
+        Pair {
+            generation: tokens.at.generation,
+            refresh: tokens.refresh_hash(),
+            access: Some(tokens.access_hash),
+            used: false,
+            rotated_from: self.rotated_from,
+        }
     }
+}
+
+/// The part of a grant a new pair changes, written in one conditional write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairState {
+    pub slot: i64,
+    pub pair: Pair,
+    pub older_access: Vec<OlderAccess>,
+    /// When the pair's access token was issued.
+    pub access_issued_at: UnixTime,
 }
 
 impl Grant {
@@ -125,13 +171,72 @@ impl Grant {
             access_issued_at: now,
             access_validity: settings.access_validity,
             revoked_at: None,
+            slot: Some(new_slot(rng)),
             pair: Pair::default(),
+            older_access: Vec::new(),
             version: 0,
         }
     }
 
     pub fn is_live(&self, now: UnixTime) -> bool {
         self.revoked_at.is_none() && now < self.refresh_until
+    }
+
+    /// Where the grant's next pair goes: its slot (a new one for a grant born
+    /// before slots) and the next generation. A grant's first pair is 0.
+    pub fn next_locator(&self, rng: &dyn Random) -> Locator {
+        let slot = self.slot.unwrap_or_else(|| new_slot(rng));
+        let generation = if self.pair.access.is_none() { 0 } else { self.pair.generation.wrapping_add(1) };
+        Locator { slot, generation }
+    }
+
+    /// When the newest access token expires: never after the grant.
+    pub fn access_expires(&self) -> UnixTime {
+        self.access_issued_at.plus_secs(self.access_validity).min(self.refresh_until)
+    }
+
+    /// When the access token with hash `hash`, of pair `generation`, was
+    /// issued and when it expires, if it is one the grant keeps: the newest
+    /// pair's or an earlier one's.
+    pub fn access_token(&self, hash: TokenHash, generation: u32) -> Option<(UnixTime, UnixTime)> {
+        if self.pair.access == Some(hash) && self.pair.generation == generation {
+            return Some((self.access_issued_at, self.access_expires()));
+        }
+        self.older_access.iter().find(|o| o.generation == generation && o.hash == hash).map(|o| (o.issued_at, o.expires))
+    }
+
+    /// The earlier access tokens still working at `now`, `extra` first.
+    fn kept_access(&self, extra: Option<OlderAccess>, now: UnixTime) -> Vec<OlderAccess> {
+        extra.into_iter().chain(self.older_access.iter().copied()).filter(|o| now < o.expires).take(OLDER_ACCESS_KEPT).collect()
+    }
+
+    /// The grant after `presented` (its working refresh token) is rotated
+    /// into `tokens`: the access token of the pair that ends keeps working
+    /// until it expires.
+    pub fn after_rotation(&self, presented: TokenHash, tokens: &IssuedTokens) -> PairState {
+        let ending = self.pair.access.map(|hash| OlderAccess {
+            generation: self.pair.generation,
+            hash,
+            issued_at: self.access_issued_at,
+            expires: self.access_expires(),
+        });
+        PairState {
+            slot: tokens.at.slot,
+            pair: Pair::rotated(presented, tokens),
+            older_access: self.kept_access(ending, tokens.issued_at),
+            access_issued_at: tokens.issued_at,
+        }
+    }
+
+    /// The grant after its unused newest pair is replaced by `tokens` (a
+    /// retry of a lost answer): that pair's tokens stop working at once.
+    pub fn after_retry(&self, tokens: &IssuedTokens) -> PairState {
+        PairState {
+            slot: tokens.at.slot,
+            pair: self.pair.retried(tokens),
+            older_access: self.kept_access(None, tokens.issued_at),
+            access_issued_at: tokens.issued_at,
+        }
     }
 }
 
@@ -191,6 +296,8 @@ pub fn may_receive(s: &Standing, scope: &Scope) -> Result<(), IssueRefused> {
 /// go to the store.
 #[derive(Debug)]
 pub struct IssuedTokens {
+    /// Where both tokens say they belong.
+    pub at: Locator,
     pub access: Secret,
     pub access_hash: TokenHash,
     /// An access token never outlives its grant.
@@ -201,16 +308,18 @@ pub struct IssuedTokens {
 }
 
 impl IssuedTokens {
+    /// The grant's next pair ([`Grant::next_locator`]), issued at `now`.
     pub fn mint(key: &TokenKey, rng: &dyn Random, grant: &Grant, now: UnixTime) -> IssuedTokens {
-        let access = mint_token(rng);
+        let at = grant.next_locator(rng);
+        let access = key.mint_at(rng, TokenKind::Access, at);
         let access_hash = key.hash(TokenKind::Access, access.expose());
         let refresh = grant.refreshable.then(|| {
-            let r = mint_token(rng);
+            let r = key.mint_at(rng, TokenKind::Refresh, at);
             let h = key.hash(TokenKind::Refresh, r.expose());
             (r, h)
         });
         let access_expires = now.plus_secs(grant.access_validity).min(grant.refresh_until);
-        IssuedTokens { access, access_hash, access_expires, refresh, issued_at: now }
+        IssuedTokens { at, access, access_hash, access_expires, refresh, issued_at: now }
     }
 
     pub fn refresh_hash(&self) -> Option<TokenHash> {
@@ -248,6 +357,21 @@ pub enum AccessRefused {
 }
 
 impl AccessContext {
+    /// The context of an access token found through its [`Locator`]: `None`
+    /// unless `grant` keeps a working access token of that generation with
+    /// hash `presented`.
+    pub fn located(
+        grant: Grant,
+        presented: TokenHash,
+        generation: u32,
+        user_name: String,
+        master_admin: bool,
+        standing: Standing,
+    ) -> Option<AccessContext> {
+        let (token_issued_at, token_expires) = grant.access_token(presented, generation)?;
+        Some(AccessContext { grant, token_hash: presented, token_issued_at, token_expires, user_name, master_admin, standing })
+    }
+
     /// Whether this use is the first of the grant's newest pair, which must
     /// be recorded (an unused pair may be replaced by a retry; a used one not).
     pub fn first_use_of_pair(&self) -> bool {
@@ -324,6 +448,48 @@ mod tests {
         let t = IssuedTokens::mint(&TokenKey::new([3; 32]), &TestRng::new(), &g, now);
         assert_eq!(t.access_expires, now.plus_secs(100));
         assert!(t.refresh.is_some());
+    }
+
+    #[test]
+    fn a_rotation_keeps_earlier_access_tokens_until_they_expire_and_a_retry_ends_the_unused_one() {
+        let t0 = UnixTime::from_secs(1000);
+        let key = TokenKey::new([3; 32]);
+        let rng = TestRng::new();
+        let s = TokenSettings { access_validity: 600, ..Default::default() };
+        let mut g = grant(t0, s);
+        let first = IssuedTokens::mint(&key, &rng, &g, t0);
+        assert_eq!(first.at.generation, 0);
+        assert_eq!(Some(first.at.slot), g.slot);
+        g.pair = Pair::first(&first);
+        assert_eq!(g.access_token(first.access_hash, 0), Some((t0, t0.plus_secs(600))));
+        assert_eq!(g.access_token(first.access_hash, 1), None, "the generation must match too");
+        // Six rotations a minute apart: the newest pair plus the four newest
+        // earlier access tokens work; the oldest is gone although not expired.
+        let mut issued = vec![first];
+        for i in 1..=6 {
+            let now = t0.plus_secs(60 * i);
+            let presented = g.pair.refresh.unwrap();
+            let next = IssuedTokens::mint(&key, &rng, &g, now);
+            assert_eq!(next.at.generation, i as u32);
+            let state = g.after_rotation(presented, &next);
+            (g.slot, g.pair, g.older_access, g.access_issued_at) =
+                (Some(state.slot), state.pair, state.older_access, state.access_issued_at);
+            issued.push(next);
+        }
+        let works: Vec<bool> = issued.iter().map(|t| g.access_token(t.access_hash, t.at.generation).is_some()).collect();
+        assert_eq!(works, [false, false, true, true, true, true, true]);
+        assert_eq!(g.older_access.len(), OLDER_ACCESS_KEPT);
+        // Much later, the earlier ones have expired: a rotation drops them.
+        let late = t0.plus_secs(5000);
+        let next = IssuedTokens::mint(&key, &rng, &g, late);
+        assert!(g.after_rotation(g.pair.refresh.unwrap(), &next).older_access.len() <= 1, "only the pair that just ended");
+        // A retry replaces the unused newest pair: its access token stops at once.
+        let newest = issued.last().unwrap();
+        let retry = IssuedTokens::mint(&key, &rng, &g, t0.plus_secs(361));
+        let state = g.after_retry(&retry);
+        assert_eq!(state.pair.rotated_from, g.pair.rotated_from, "the retry window does not move");
+        assert!(!state.older_access.iter().any(|o| o.hash == newest.access_hash));
+        assert_eq!(state.pair.generation, 7);
     }
 
     #[test]

@@ -20,17 +20,36 @@
 //!  the one just rotated, pair unused,
 //!    within the window                → Retry
 //!  any other token of the grant       → Reuse (revoke the grant)
+//!  not a token of the grant           → Reject (nothing changes)
 //! ```
+//!
+//! "A token of the grant": one whose [`Locator`] names the grant's slot and
+//! an earlier generation. The locator's tag is a MAC under the server key,
+//! so only a token the server issued for that grant and generation carries
+//! it, whatever the depth: a spent token is recognised at any age, with no
+//! tombstone kept. A grant born before locators still has its spent tokens'
+//! hashes (tombstones), which is how its old tokens are found.
+//!
+//! [`Locator`]: crate::token::Locator
 
 use crate::grant::{Grant, IssueRefused, Pair, Standing, may_receive};
 use crate::time::UnixTime;
 use crate::token::TokenHash;
 
+/// A presented token, as the store found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Presented {
+    pub hash: TokenHash,
+    /// The generation its locator names; `None` for a token of before
+    /// locators, found by its hash among the grant's tokens (so one the grant
+    /// really issued).
+    pub generation: Option<u32>,
+}
+
 /// What one store read brings back for a presented refresh token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefreshContext {
-    /// The hash the token was found under.
-    pub presented: TokenHash,
+    pub presented: Presented,
     pub grant: Grant,
     pub standing: Standing,
     /// The integration's retry window, when it overrides the server's.
@@ -60,6 +79,10 @@ pub enum RefreshRejected {
     Expired,
     #[error("the grant is not refreshable")]
     NotRefreshable,
+    /// The token names the grant but is none it issued (a forged random
+    /// part, or a generation not issued yet): answered like an unknown token.
+    #[error("not a token of the grant")]
+    Unknown,
     #[error("{0}")]
     Refused(IssueRefused),
 }
@@ -81,12 +104,17 @@ impl RefreshContext {
         if !g.refreshable {
             return Refresh::Reject(RefreshRejected::NotRefreshable);
         }
-        let decision = if g.pair.refresh == Some(self.presented) {
+        let p = self.presented;
+        let decision = if g.pair.refresh == Some(p.hash) {
             Refresh::Rotate
-        } else if retry_allowed(&g.pair, self.presented, now, window_secs) {
+        } else if retry_allowed(&g.pair, p.hash, now, window_secs) {
             Refresh::Retry
         } else {
-            return Refresh::Reuse;
+            match p.generation {
+                None => return Refresh::Reuse,
+                Some(gen_presented) if gen_presented < g.pair.generation => return Refresh::Reuse,
+                Some(_) => return Refresh::Reject(RefreshRejected::Unknown),
+            }
         };
         match may_receive(&self.standing, &g.scope) {
             Ok(()) => decision,
@@ -123,22 +151,46 @@ mod tests {
     const B: TokenHash = TokenHash([2; 32]);
     const C: TokenHash = TokenHash([3; 32]);
 
+    /// A token of before locators, found by its hash among the grant's.
+    fn tombstone(hash: TokenHash) -> Presented {
+        Presented { hash, generation: None }
+    }
+
     /// A grant whose token `A` was rotated at `at` into the pair with refresh token `B`.
     fn rotated_at(at: UnixTime) -> RefreshContext {
         let rng = TestRng::new();
         let mut g = Grant::new(&rng, "app", UserId::generate(&rng), Scope::parse("restricted").unwrap(), at, TokenSettings::default());
-        g.pair = Pair { refresh: Some(B), access: Some(C), used: false, rotated_from: Some((A, at)) };
-        RefreshContext { presented: A, grant: g, standing: standing(), retry_window: None }
+        g.pair = Pair { generation: 1, refresh: Some(B), access: Some(C), used: false, rotated_from: Some((A, at)) };
+        RefreshContext { presented: tombstone(A), grant: g, standing: standing(), retry_window: None }
+    }
+
+    #[test]
+    fn located_tokens_are_reuse_at_any_depth_and_unknown_otherwise() {
+        let clock = ManualClock::new(UnixTime::from_secs(5000));
+        let mut ctx = rotated_at(clock.now());
+        ctx.grant.pair.generation = 10_000;
+        for generation in [0, 1, 9_990, 9_999] {
+            ctx.presented = Presented { hash: TokenHash([9; 32]), generation: Some(generation) };
+            assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse, "generation {generation}");
+        }
+        for generation in [10_000, 10_001, u32::MAX] {
+            ctx.presented = Presented { hash: TokenHash([9; 32]), generation: Some(generation) };
+            assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Unknown), "generation {generation}");
+        }
+        ctx.presented = Presented { hash: B, generation: Some(10_000) };
+        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Rotate);
+        ctx.presented = Presented { hash: A, generation: Some(9_999) };
+        assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Retry);
     }
 
     #[test]
     fn the_working_token_rotates_and_others_are_reuse() {
         let clock = ManualClock::new(UnixTime::from_secs(5000));
         let mut ctx = rotated_at(clock.now());
-        ctx.presented = B;
+        ctx.presented = tombstone(B);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Rotate);
         assert_eq!(ctx.decide("other", clock.now(), 30), Refresh::Reject(RefreshRejected::WrongClient));
-        ctx.presented = C; // an older tombstone of the grant, never the rotated one
+        ctx.presented = tombstone(C); // an older tombstone of the grant, never the rotated one
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse);
     }
 
@@ -186,10 +238,10 @@ mod tests {
         let mut ctx = rotated_at(clock.now());
         ctx.standing.user_disabled = true;
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
-        ctx.presented = B;
+        ctx.presented = tombstone(B);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
         // A spent token still revokes, whatever the user's standing.
-        ctx.presented = C;
+        ctx.presented = tombstone(C);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse);
         let end = ctx.grant.refresh_until;
         assert_eq!(ctx.decide("app", end, 30), Refresh::Reject(RefreshRejected::Expired));
