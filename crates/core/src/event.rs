@@ -369,6 +369,7 @@ pub fn verify_chain<'a>(events: impl IntoIterator<Item = &'a StoredEvent>, head:
 pub struct ChainCheck {
     prev: [u8; 32],
     expected_seq: i64,
+    first_seq: i64,
 }
 
 impl Default for ChainCheck {
@@ -379,7 +380,14 @@ impl Default for ChainCheck {
 
 impl ChainCheck {
     pub fn new() -> ChainCheck {
-        ChainCheck { prev: GENESIS, expected_seq: 1 }
+        ChainCheck { prev: GENESIS, expected_seq: 1, first_seq: 1 }
+    }
+
+    /// A check that starts after a checkpoint: the sequence number and hash
+    /// of the last event archived away (the log's events before it are gone
+    /// from the store; the archive that holds them verifies on its own).
+    pub fn after(checkpoint: (i64, [u8; 32])) -> ChainCheck {
+        ChainCheck { prev: checkpoint.1, expected_seq: checkpoint.0 + 1, first_seq: checkpoint.0 + 1 }
     }
 
     /// Checks the next event's place and link.
@@ -395,13 +403,18 @@ impl ChainCheck {
         Ok(())
     }
 
+    /// The sequence number of the last event checked.
+    pub fn last_seq(&self) -> i64 {
+        self.expected_seq - 1
+    }
+
     /// The number of events checked, if the last one is the recorded `head`.
     pub fn finish(self, head: (i64, [u8; 32])) -> Result<i64, ChainError> {
-        let count = self.expected_seq - 1;
-        if count != head.0 || (count > 0 && self.prev != head.1) {
-            return Err(ChainError::Truncated { expected: head.0, found: count });
+        let last = self.expected_seq - 1;
+        if last != head.0 || (last > 0 && self.prev != head.1) {
+            return Err(ChainError::Truncated { expected: head.0, found: last });
         }
-        Ok(count)
+        Ok(self.expected_seq - self.first_seq)
     }
 }
 
@@ -438,6 +451,22 @@ mod tests {
         let head = (5, c[4].hash);
         assert_eq!(verify_chain(&c, head), Ok(5));
         assert_eq!(verify_chain(&[], (0, GENESIS)), Ok(0));
+    }
+
+    #[test]
+    fn a_chain_verifies_after_a_checkpoint() {
+        let c = chain(8);
+        let head = (8, c[7].hash);
+        let mut check = ChainCheck::after((3, c[2].hash));
+        for se in &c[3..] {
+            check.push(se).unwrap();
+        }
+        assert_eq!(check.finish(head), Ok(5), "the five events after the cut");
+        let mut wrong = ChainCheck::after((3, c[1].hash));
+        assert_eq!(wrong.push(&c[3]), Err(ChainError::Mismatch { seq: 4 }), "another checkpoint hash breaks the link");
+        assert_eq!(ChainCheck::after((8, c[7].hash)).finish(head), Ok(0), "everything archived");
+        let mut gap = ChainCheck::after((3, c[2].hash));
+        assert_eq!(gap.push(&c[4]), Err(ChainError::Gap { seq: 4, found: 5 }));
     }
 
     #[test]
