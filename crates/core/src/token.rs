@@ -89,6 +89,11 @@ impl TokenKey {
         Secret::new(STANDARD.encode(raw))
     }
 
+    /// A token of `kind` as presented: its hash, and its locator if it has one.
+    pub fn presented(&self, kind: TokenKind, token: &str) -> Presented {
+        Presented { hash: self.hash(kind, token), at: self.locate(kind, token) }
+    }
+
     /// The locator a presented token of `kind` carries, if this server
     /// tagged it; `None` for anything else (a token of before the locators,
     /// which is found by its hash, or garbage).
@@ -124,6 +129,16 @@ impl fmt::Debug for TokenKey {
 pub struct Locator {
     pub slot: i64,
     pub generation: u32,
+}
+
+/// A presented access or refresh token, as the store looks it up: the
+/// keyed hash of the whole token, and the [`Locator`] it carries if it is
+/// of the grant-keyed layout. A token of before locators has none and is
+/// found by its hash among the tokens stored then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Presented {
+    pub hash: TokenHash,
+    pub at: Option<Locator>,
 }
 
 /// A new grant's slot: a random positive 63-bit number (the store refuses a

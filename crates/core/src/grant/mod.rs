@@ -17,7 +17,7 @@ use crate::random::Random;
 use crate::scope::Scope;
 use crate::secret::Secret;
 use crate::time::UnixTime;
-use crate::token::{Locator, TokenHash, TokenKey, TokenKind, new_slot};
+use crate::token::{Locator, Presented, TokenHash, TokenKey, TokenKind, new_slot};
 
 /// A grant's id: a random UUID. Not a secret; it names the grant in events
 /// and admin listings.
@@ -214,7 +214,9 @@ impl Grant {
     /// into `tokens`: the access token of the pair that ends keeps working
     /// until it expires.
     pub fn after_rotation(&self, presented: TokenHash, tokens: &IssuedTokens) -> PairState {
-        let ending = self.pair.access.map(|hash| OlderAccess {
+        // (A grant of before locators keeps its earlier access tokens'
+        // rows, where they are found by their hash.)
+        let ending = self.pair.access.filter(|_| self.slot.is_some()).map(|hash| OlderAccess {
             generation: self.pair.generation,
             hash,
             issued_at: self.access_issued_at,
@@ -320,6 +322,16 @@ impl IssuedTokens {
         });
         let access_expires = now.plus_secs(grant.access_validity).min(grant.refresh_until);
         IssuedTokens { at, access, access_hash, access_expires, refresh, issued_at: now }
+    }
+
+    /// The access token as a client presents it back.
+    pub fn access_presented(&self) -> Presented {
+        Presented { hash: self.access_hash, at: Some(self.at) }
+    }
+
+    /// The refresh token, if any, as a client presents it back.
+    pub fn refresh_presented(&self) -> Option<Presented> {
+        self.refresh_hash().map(|hash| Presented { hash, at: Some(self.at) })
     }
 
     pub fn refresh_hash(&self) -> Option<TokenHash> {

@@ -34,17 +34,7 @@
 
 use crate::grant::{Grant, IssueRefused, Pair, Standing, may_receive};
 use crate::time::UnixTime;
-use crate::token::TokenHash;
-
-/// A presented token, as the store found it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Presented {
-    pub hash: TokenHash,
-    /// The generation its locator names; `None` for a token of before
-    /// locators, found by its hash among the grant's tokens (so one the grant
-    /// really issued).
-    pub generation: Option<u32>,
-}
+use crate::token::{Presented, TokenHash};
 
 /// What one store read brings back for a presented refresh token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,7 +100,9 @@ impl RefreshContext {
         } else if retry_allowed(&g.pair, p.hash, now, window_secs) {
             Refresh::Retry
         } else {
-            match p.generation {
+            // A token without a locator was found by its hash among the
+            // grant's own tokens: one the grant really issued.
+            match p.at.map(|at| at.generation) {
                 None => return Refresh::Reuse,
                 Some(gen_presented) if gen_presented < g.pair.generation => return Refresh::Reuse,
                 Some(_) => return Refresh::Reject(RefreshRejected::Unknown),
@@ -146,6 +138,7 @@ mod tests {
     use crate::scope::Scope;
     use crate::time::Clock as _;
     use crate::time::ManualClock;
+    use crate::token::Locator;
 
     const A: TokenHash = TokenHash([1; 32]);
     const B: TokenHash = TokenHash([2; 32]);
@@ -153,7 +146,12 @@ mod tests {
 
     /// A token of before locators, found by its hash among the grant's.
     fn tombstone(hash: TokenHash) -> Presented {
-        Presented { hash, generation: None }
+        Presented { hash, at: None }
+    }
+
+    /// A token whose locator names `generation` of the grant.
+    fn located(hash: TokenHash, generation: u32) -> Presented {
+        Presented { hash, at: Some(Locator { slot: 1, generation }) }
     }
 
     /// A grant whose token `A` was rotated at `at` into the pair with refresh token `B`.
@@ -170,16 +168,16 @@ mod tests {
         let mut ctx = rotated_at(clock.now());
         ctx.grant.pair.generation = 10_000;
         for generation in [0, 1, 9_990, 9_999] {
-            ctx.presented = Presented { hash: TokenHash([9; 32]), generation: Some(generation) };
+            ctx.presented = located(TokenHash([9; 32]), generation);
             assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse, "generation {generation}");
         }
         for generation in [10_000, 10_001, u32::MAX] {
-            ctx.presented = Presented { hash: TokenHash([9; 32]), generation: Some(generation) };
+            ctx.presented = located(TokenHash([9; 32]), generation);
             assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Unknown), "generation {generation}");
         }
-        ctx.presented = Presented { hash: B, generation: Some(10_000) };
+        ctx.presented = located(B, 10_000);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Rotate);
-        ctx.presented = Presented { hash: A, generation: Some(9_999) };
+        ctx.presented = located(A, 9_999);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Retry);
     }
 
