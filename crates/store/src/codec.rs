@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use strongroom_core::event::{Event, EventKind, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState};
-use strongroom_core::grant::{AccessContext, Grant, GrantId, Pair, Standing};
+use strongroom_core::grant::{AccessContext, Grant, GrantId, OlderAccess, Pair, Standing};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides};
 use strongroom_core::scope::Scope;
@@ -26,7 +26,7 @@ use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use crate::schema::{self, Table};
-use crate::{DataKeyRecord, NewTokens, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry};
+use crate::{DataKeyRecord, SealedItem, StoreError, StoreResult, StoredAssociation, VaultEntry};
 
 /// One value bound to a statement or read from a row.
 #[derive(Clone, PartialEq, Eq)]
@@ -78,6 +78,12 @@ impl<'a> From<&'a [u8]> for Value<'a> {
 impl<'a> From<&'a Vec<u8>> for Value<'a> {
     fn from(b: &'a Vec<u8>) -> Self {
         Value::Bytes(Cow::Borrowed(b))
+    }
+}
+
+impl From<Vec<u8>> for Value<'_> {
+    fn from(b: Vec<u8>) -> Self {
+        Value::Bytes(Cow::Owned(b))
     }
 }
 
@@ -343,8 +349,13 @@ pub(crate) fn grant(c: &mut Cols<'_>) -> StoreResult<Grant> {
         _ => None,
     };
     let version = c.int()?;
+    let slot = c.opt_int()?;
+    let i = c.position();
+    let generation = u32::try_from(c.int()?).map_err(|_| wrong(i, "a pair generation"))?;
+    let older_access = c.opt_blob()?.map_or(Ok(Vec::new()), |b| older_access(&b))?;
     Ok(Grant {
         id,
+        slot,
         client_id,
         user_id,
         scope,
@@ -354,8 +365,45 @@ pub(crate) fn grant(c: &mut Cols<'_>) -> StoreResult<Grant> {
         access_issued_at,
         access_validity,
         revoked_at,
-        pair: Pair { refresh, access, used, rotated_from },
+        pair: Pair { generation, refresh, access, used, rotated_from },
+        older_access,
         version,
+    })
+}
+
+/// Bytes of one entry of a grant's `older_access`: generation (4), hash
+/// (32), issued and expiry (8 each), big-endian.
+const OLDER_ACCESS_ENTRY: usize = 52;
+
+/// A grant's earlier access tokens, as stored ([`older_access_bytes`]).
+fn older_access(b: &[u8]) -> StoreResult<Vec<OlderAccess>> {
+    let bad = || StoreError::corrupt(format!("grants.older_access: {} bytes, not entries of {OLDER_ACCESS_ENTRY}", b.len()));
+    if !b.len().is_multiple_of(OLDER_ACCESS_ENTRY) {
+        return Err(bad());
+    }
+    let entry = |e: &[u8]| -> Option<OlderAccess> {
+        let int = |r: std::ops::Range<usize>| e.get(r).and_then(|x| <[u8; 8]>::try_from(x).ok()).map(i64::from_be_bytes);
+        Some(OlderAccess {
+            generation: u32::from_be_bytes(e.get(..4)?.try_into().ok()?),
+            hash: TokenHash::from_slice(e.get(4..36)?)?,
+            issued_at: UnixTime::from_millis(int(36..44)?),
+            expires: UnixTime::from_millis(int(44..52)?),
+        })
+    };
+    b.chunks_exact(OLDER_ACCESS_ENTRY).map(|e| entry(e).ok_or_else(bad)).collect()
+}
+
+/// A grant's earlier access tokens as one value (NULL when there are none).
+pub(crate) fn older_access_bytes(ring: &[OlderAccess]) -> Option<Vec<u8>> {
+    (!ring.is_empty()).then(|| {
+        let mut out = Vec::with_capacity(ring.len() * OLDER_ACCESS_ENTRY);
+        for o in ring {
+            out.extend_from_slice(&o.generation.to_be_bytes());
+            out.extend_from_slice(o.hash.as_bytes());
+            out.extend_from_slice(&o.issued_at.millis().to_be_bytes());
+            out.extend_from_slice(&o.expires.millis().to_be_bytes());
+        }
+        out
     })
 }
 
@@ -378,6 +426,15 @@ pub(crate) fn standing(c: &mut Cols<'_>) -> StoreResult<Standing> {
         user_disabled: c.opt_bool()?.unwrap_or(false),
         user_allowed: c.opt_bool()?.unwrap_or(false),
     })
+}
+
+/// A row of [`crate::sql::located_cols`], for the token `presented` whose
+/// locator names the row's grant and pair `generation`: `None` unless the
+/// grant keeps a working access token of that generation with that hash.
+pub(crate) fn located_access(c: &mut Cols<'_>, presented: TokenHash, generation: u32) -> StoreResult<Option<AccessContext>> {
+    let grant = grant(c)?;
+    let (user_name, master_admin) = (c.text()?, c.bool()?);
+    Ok(AccessContext::located(grant, presented, generation, user_name, master_admin, standing(c)?))
 }
 
 /// A row of [`crate::sql::access_cols`], for the token `token_hash`.
@@ -559,8 +616,9 @@ pub(crate) fn group_owners(rows: Vec<(VaultId, Option<String>)>) -> StoreResult<
 
 // ------------------------------------------------------------------ encoders
 
-/// A grant's row ([`schema::GRANTS`]) with its first pair `t`.
-pub(crate) fn grant_row<'a>(g: &'a Grant, t: &'a NewTokens) -> [Value<'a>; 16] {
+/// A grant's row ([`schema::GRANTS`]).
+pub(crate) fn grant_row(g: &Grant) -> [Value<'_>; 19] {
+    let p = &g.pair;
     values![
         g.id.as_str(),
         g.client_id.as_str(),
@@ -572,23 +630,16 @@ pub(crate) fn grant_row<'a>(g: &'a Grant, t: &'a NewTokens) -> [Value<'a>; 16] {
         g.access_issued_at,
         g.access_validity,
         g.revoked_at,
-        t.refresh_hash.as_ref(),
-        &t.access_hash,
-        false,
-        Option::<&[u8]>::None,
-        Option::<UnixTime>::None,
-        0i64,
+        p.refresh.as_ref(),
+        p.access.as_ref(),
+        p.used,
+        p.rotated_from.as_ref().map(|(h, _)| h),
+        p.rotated_from.map(|(_, at)| at),
+        g.version,
+        g.slot,
+        p.generation,
+        older_access_bytes(&g.older_access),
     ]
-}
-
-/// The access token row ([`schema::ACCESS_TOKENS`]) of a new pair.
-pub(crate) fn access_token_row<'a>(grant_id: &'a str, t: &'a NewTokens) -> [Value<'a>; 4] {
-    values![&t.access_hash, grant_id, t.issued_at, t.access_expires]
-}
-
-/// The refresh token row ([`schema::REFRESH_TOKENS`]) of a new pair, if it has one.
-pub(crate) fn refresh_token_row<'a>(grant_id: &'a str, t: &'a NewTokens) -> Option<[Value<'a>; 4]> {
-    t.refresh_hash.as_ref().map(|h| values![h, grant_id, t.issued_at, Option::<i64>::None])
 }
 
 /// A user's row ([`schema::USERS`]).
@@ -720,21 +771,10 @@ mod tests {
 
     #[test]
     fn every_encoder_writes_its_whole_table_row() {
-        assert_eq!(grant_row(&sample_grant(), &tokens()).len(), schema::GRANTS.columns.len());
+        assert_eq!(grant_row(&sample_grant()).len(), schema::GRANTS.columns.len());
         assert_eq!(user_row(&sample_user(), "h").len(), schema::USERS.columns.len());
-        assert_eq!(access_token_row("g", &tokens()).len(), schema::ACCESS_TOKENS.columns.len());
-        assert_eq!(refresh_token_row("g", &tokens()).unwrap().len(), schema::REFRESH_TOKENS.columns.len());
         assert_eq!(counter_row(&slot(), &Counter::default()).len(), schema::THROTTLE.columns.len());
         assert_eq!(folder_row(&FolderPath::parse("\\VED\\Policy").unwrap(), UnixTime::from_secs(1)).len(), schema::FOLDERS.columns.len());
-    }
-
-    fn tokens() -> NewTokens {
-        NewTokens {
-            access_hash: TokenHash::from_slice(&[1; 32]).unwrap(),
-            access_expires: UnixTime::from_secs(20),
-            refresh_hash: Some(TokenHash::from_slice(&[2; 32]).unwrap()),
-            issued_at: UnixTime::from_secs(10),
-        }
     }
 
     fn sample_grant() -> Grant {
@@ -749,8 +789,23 @@ mod tests {
             access_issued_at: UnixTime::from_secs(10),
             access_validity: 3600,
             revoked_at: None,
-            pair: Pair { refresh: None, access: None, used: false, rotated_from: None },
-            version: 0,
+            slot: Some(77),
+            pair: Pair {
+                generation: 9,
+                refresh: Some(TokenHash([2; 32])),
+                access: Some(TokenHash([1; 32])),
+                used: true,
+                rotated_from: Some((TokenHash([3; 32]), UnixTime::from_secs(9))),
+            },
+            older_access: (1..=4)
+                .map(|i| OlderAccess {
+                    generation: 9 - i,
+                    hash: TokenHash([10 + i as u8; 32]),
+                    issued_at: UnixTime::from_secs(i64::from(i)),
+                    expires: UnixTime::from_secs(100 + i64::from(i)),
+                })
+                .collect(),
+            version: 12,
         }
     }
 
@@ -775,12 +830,13 @@ mod tests {
 
     #[test]
     fn a_grant_and_a_user_read_back_as_written() {
-        let t = tokens();
-        let g = sample_grant();
-        let back = grant(&mut Cols::new(&owned(&grant_row(&g, &t)))).unwrap();
-        let mut want = g.clone();
-        want.pair = Pair { refresh: t.refresh_hash, access: Some(t.access_hash), used: false, rotated_from: None };
-        assert_eq!(back, want);
+        let mut g = sample_grant();
+        assert_eq!(grant(&mut Cols::new(&owned(&grant_row(&g)))).unwrap(), g);
+        // A grant of before locators: no slot, generation 0, nothing kept.
+        (g.slot, g.pair.generation, g.older_access) = (None, 0, Vec::new());
+        let row = grant_row(&g);
+        assert_eq!(row.last(), Some(&Value::Null), "no earlier access tokens: NULL, not an empty value");
+        assert_eq!(grant(&mut Cols::new(&owned(&row))).unwrap(), g);
         let u = sample_user();
         assert_eq!(user_and_hash(&mut Cols::new(&owned(&user_row(&u, "phc")))).unwrap(), (u, "phc".to_owned()));
     }
@@ -795,6 +851,18 @@ mod tests {
         assert!(e.to_string().contains("column 1"), "{e}");
         let short = Mem(vec![Value::Bytes(vec![1; 31].into())]);
         assert!(Cols::new(&short).hash().unwrap_err().to_string().contains("32-byte"));
+    }
+
+    #[test]
+    fn a_damaged_ring_of_earlier_access_tokens_is_corrupt() {
+        let g = sample_grant();
+        let mut row = grant_row(&g).to_vec();
+        if let Some(Value::Bytes(b)) = row.last_mut() {
+            b.to_mut().pop();
+        }
+        let e = grant(&mut Cols::new(&owned(&row))).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert!(e.to_string().contains("older_access"), "{e}");
     }
 
     #[test]

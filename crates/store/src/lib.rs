@@ -63,12 +63,12 @@ use std::time::Duration;
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
-use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, Pair};
+use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, PairState};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::TokenHash;
+use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
@@ -220,43 +220,32 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The future every store method returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'a>>;
 
-/// The hashes of a newly issued token pair, as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NewTokens {
-    pub access_hash: TokenHash,
-    pub access_expires: UnixTime,
-    pub refresh_hash: Option<TokenHash>,
-    pub issued_at: UnixTime,
-}
-
-impl From<&IssuedTokens> for NewTokens {
-    fn from(t: &IssuedTokens) -> Self {
-        NewTokens { access_hash: t.access_hash, access_expires: t.access_expires, refresh_hash: t.refresh_hash(), issued_at: t.issued_at }
-    }
-}
-
-/// A change of a grant's token pair: the new pair and its tokens, and what
-/// dies with the old one. The refresh token the old pair held stops working
-/// by the change itself (`grants.refresh_hash` names the one that works);
-/// its row stays as a tombstone so a replay is recognised.
+/// A change of a grant's token pair, written in one conditional write: the
+/// grant's new pair and the earlier access tokens it keeps. The refresh
+/// token the old pair held stops working by the change itself
+/// (`grants.refresh_hash` names the one that works); nothing else is
+/// written for it, since a spent token names its grant and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairChange {
-    pub pair: Pair,
-    pub tokens: NewTokens,
-    /// The access token that stops working at once (a retry replaces an unused pair).
+    pub state: PairState,
+    /// The grant, born before locators, gets its slot with this change.
+    pub assign_slot: bool,
+    /// An access token of before locators that stops working at once (a
+    /// retry replaced the unused pair of a grant of before).
     pub retire_access: Option<TokenHash>,
 }
 
 impl PairChange {
-    /// `presented` (the working refresh token) is spent and `tokens` become the pair.
-    pub fn rotation(presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
-        PairChange { pair: Pair::rotated(presented, tokens), tokens: tokens.into(), retire_access: None }
+    /// `presented` (the working refresh token of `grant`) is spent and `tokens` become the pair.
+    pub fn rotation(grant: &Grant, presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
+        PairChange { state: grant.after_rotation(presented, tokens), assign_slot: grant.slot.is_none(), retire_access: None }
     }
 
-    /// The unused pair `old` is replaced by `tokens` (a retry of a lost
+    /// The unused pair of `grant` is replaced by `tokens` (a retry of a lost
     /// answer): its refresh token and its access token stop working.
-    pub fn replacing(old: &Pair, tokens: &IssuedTokens) -> PairChange {
-        PairChange { pair: old.retried(tokens), tokens: tokens.into(), retire_access: old.access }
+    pub fn replacing(grant: &Grant, tokens: &IssuedTokens) -> PairChange {
+        let legacy = grant.slot.is_none();
+        PairChange { state: grant.after_retry(tokens), assign_slot: legacy, retire_access: grant.pair.access.filter(|_| legacy) }
     }
 }
 
@@ -445,10 +434,12 @@ pub enum FolderDeletion {
 /// The request path of the token service: one context read per request,
 /// then at most one write, conditional on what the read saw.
 pub trait AuthStore: Send + Sync + fmt::Debug {
-    /// The grant, user and integration behind an access token: one indexed read.
-    fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>>;
-    /// The token's grant (with its version), the user's standing on the integration, its retry window.
-    fn refresh_context(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<RefreshContext>>;
+    /// The grant, user and integration behind an access token: one read, by the grant's slot
+    /// (a token of before locators: by its hash). `None` for a token the grant does not keep.
+    fn access_context(&self, token: Presented) -> StoreFuture<'_, Option<AccessContext>>;
+    /// The token's grant (with its version), the user's standing on the integration, its retry
+    /// window: one read, by the grant's slot (a token of before locators: by its hash).
+    fn refresh_context(&self, token: Presented) -> StoreFuture<'_, Option<RefreshContext>>;
     /// The device code, its integration, the deciding user's standing, the grant it was redeemed into.
     fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>>;
     fn device_by_user_code(&self, user_code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>>;
@@ -460,9 +451,9 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     /// Pending → `decision` (approved or denied) if still at `version`.
     fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool>;
     /// Approved → redeemed, creating the grant and its first pair, if still at `version`: one winner.
-    fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, bool>;
-    /// A grant issued without a device code (password grant).
-    fn insert_grant(&self, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, ()>;
+    fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreFuture<'_, bool>;
+    /// A grant issued without a device code (password grant), with its first pair.
+    fn insert_grant(&self, grant: Grant, event: Event) -> StoreFuture<'_, ()>;
     /// Replaces the grant's pair if the grant is still at `version` and live: one winner.
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool>;
     /// Records the first use of the grant's newest access token.
@@ -490,7 +481,7 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
 /// the caller's rights again in its own statement.
 pub trait VaultStore: Send + Sync + fmt::Debug {
     /// The caller behind an access token, their rights, the current data key, and entry `id` if asked.
-    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>>;
+    fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>>;
     fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>>;
     /// `Conflict` if the id is taken (two rotations at once).
     fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()>;
@@ -678,9 +669,20 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     fn events(&self, filter: EventFilter) -> StoreFuture<'_, Vec<StoredEvent>>;
     /// The newest sequence number and hash: what `events verify` checks against.
     fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])>;
+    /// Where the stored log starts: the sequence number and hash of the last event archived
+    /// away, `None` before any archive (the log starts at event 1).
+    fn event_checkpoint(&self) -> StoreFuture<'_, Option<(i64, [u8; 32])>>;
+    /// The newest event written before `before` (sequence number and hash): where an archive
+    /// of the events before then cuts.
+    fn event_cut(&self, before: UnixTime) -> StoreFuture<'_, Option<(i64, [u8; 32])>>;
+    /// Deletes the events after sequence number `from` (the checkpoint now, 0 before any
+    /// archive) up to and including `through` (sequence number and hash), which becomes the
+    /// checkpoint: one transaction, and only if the checkpoint is still `from` and event
+    /// `through` is stored with that hash. False, and nothing changed, otherwise.
+    fn archive_events(&self, from: i64, through: (i64, [u8; 32])) -> StoreFuture<'_, bool>;
     /// Deletes device codes, grants and tokens that ended before `before`, idle throttle counters,
     /// and sign-in origins not seen for [`strongroom_core::throttle::ORIGIN_RETENTION_DAYS`] days.
-    /// Events are kept. Returns rows deleted.
+    /// Events are kept (see [`EventStore::archive_events`]). Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
 }
 

@@ -138,6 +138,9 @@ pub(crate) const GRANTS: Table = Table {
         ("rotated_from", Bytes),
         ("rotated_at", Int),
         ("version", Int),
+        ("slot", Int),
+        ("generation", Int),
+        ("older_access", Bytes),
     ],
     key: 1,
 };
@@ -173,6 +176,12 @@ pub(crate) const EVENTS: Table = Table {
     ],
     key: 1,
 };
+
+/// Where the event log starts once its oldest events are archived: the
+/// sequence number and hash of the last event archived (one row, `id` 1;
+/// none before the first archive).
+pub(crate) const EVENT_CHECKPOINT: Table =
+    Table { name: "event_checkpoint", columns: &[("id", Int), ("seq", Int), ("hash", Bytes)], key: 1 };
 
 pub(crate) const FOLDERS: Table = Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int)], key: 1 };
 
@@ -214,6 +223,7 @@ pub const TABLES: &[&Table] = &[
     &THROTTLE,
     &SIGN_IN_ORIGINS,
     &EVENTS,
+    &EVENT_CHECKPOINT,
     &FOLDERS,
     &FOLDER_RIGHTS,
     &DATA_KEYS,

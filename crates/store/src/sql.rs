@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use strongroom_core::vault::Rights;
 
-use crate::schema::{self, ACCESS_TOKENS, ASSOCIATIONS, DATA_KEYS, DEVICE_CODES, EVENTS as EVENT_ROWS, GRANTS, REFRESH_TOKENS, USERS};
+use crate::schema::{self, ASSOCIATIONS, DATA_KEYS, DEVICE_CODES, EVENTS as EVENT_ROWS, GRANTS, USERS};
 
 /// One statement in both dialects.
 #[derive(Debug)]
@@ -118,7 +118,18 @@ pub(crate) fn access_cols() -> String {
     format!("{}, t.issued_at, t.expires_at, u.name, u.master_admin, {}", GRANTS.cols("g"), standing_cols("g.client_id", "g.user_id"))
 }
 
-/// The access token `t`, its grant `g`, user `u` and integration `i`.
+/// The columns of an access or refresh context found through a token's
+/// locator (`codec::located_access`): the grant, user name, master admin,
+/// and the user's standing on the integration now. Over [`LOCATED_JOINS`].
+pub(crate) fn located_cols() -> String {
+    format!("{}, u.name, u.master_admin, {}", GRANTS.cols("g"), standing_cols("g.client_id", "g.user_id"))
+}
+
+/// A grant `g`, its user `u` and integration `i` (a token names the grant
+/// by its slot).
+pub(crate) const LOCATED_JOINS: &str = "grants g JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
+
+/// The access token `t` (a token of before locators), its grant `g`, user `u` and integration `i`.
 pub(crate) const ACCESS_JOINS: &str = "access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
 
 /// The grant `g` of user `u` still stands: not revoked, the user enabled,
@@ -175,12 +186,27 @@ fn visible_to(identity: &str, user: &str, object_id: &str) -> String {
 // ------------------------------------------------------------------ the token service
 
 sql!(
-    /// `?1` access-token hash → [`access_cols`].
+    /// `?1` grant slot (from an access token's locator) → [`located_cols`].
+    ACCESS_BY_SLOT = format!("SELECT {} FROM {LOCATED_JOINS} WHERE g.slot = ?1", located_cols())
+);
+
+sql!(
+    /// `?1` access-token hash (a token of before locators) → [`access_cols`].
     ACCESS_CONTEXT = format!("SELECT {} FROM {ACCESS_JOINS} WHERE t.hash = ?1", access_cols())
 );
 
 sql!(
-    /// `?1` refresh-token hash → grant, standing, the integration's retry window.
+    /// `?1` grant slot (from a refresh token's locator) → grant, standing, the integration's retry window.
+    REFRESH_BY_SLOT = format!(
+        "SELECT {}, {}, i.retry_window FROM grants g {} WHERE g.slot = ?1",
+        GRANTS.cols("g"),
+        standing_cols("g.client_id", "g.user_id"),
+        standing_joins("g.client_id", "g.user_id")
+    )
+);
+
+sql!(
+    /// `?1` refresh-token hash (a token of before locators) → grant, standing, the integration's retry window.
     REFRESH_CONTEXT = format!(
         "SELECT {}, {}, i.retry_window FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id {} WHERE t.hash = ?1",
         GRANTS.cols("g"),
@@ -239,17 +265,24 @@ sql!(
 
 sql!(
     /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
-    /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now.
+    /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now,
+    /// `?9` the pair's generation, `?10` the earlier access tokens kept. No indexed column
+    /// changes: the row is rewritten in place and no index is touched.
     ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
-                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8 \
+                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8, generation = ?9, older_access = ?10 \
                     WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
 );
 
-sql!(RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1");
+sql!(
+    /// Grant `?1`, born before locators, gets slot `?2` with its first new pair
+    /// (a statement of its own: setting `slot` rewrites its index entry).
+    ASSIGN_SLOT = "UPDATE grants SET slot = ?2 WHERE id = ?1 AND slot IS NULL"
+);
 
-sql!(INSERT_ACCESS = ACCESS_TOKENS.insert());
-
-sql!(INSERT_REFRESH = REFRESH_TOKENS.insert());
+sql!(
+    /// The access token `?1` of before locators stops working (a retry replaced its unused pair).
+    RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1"
+);
 
 sql!(
     /// The first use of grant `?1`'s newest access token `?2` (`?3` is true).
@@ -257,12 +290,12 @@ sql!(
 );
 
 sql!(
-    /// Revokes grant `?2` at `?1` if live; its access tokens go in the same transaction.
+    /// Revokes grant `?2` at `?1` if live (its access tokens of before locators go in the same transaction).
     REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
 );
 
 sql!(
-    /// The access tokens of grant `?1` (refresh tokens stay as tombstones).
+    /// The access tokens of before locators of grant `?1` (refresh tokens stay as tombstones).
     DELETE_GRANT_ACCESS = "DELETE FROM access_tokens WHERE grant_id = ?1"
 );
 
@@ -338,6 +371,31 @@ sql!(INSERT_EVENT = EVENT_ROWS.insert());
 sql!(
     /// The head moves to `?1`, `?2`.
     MOVE_HEAD = "UPDATE event_head SET seq = ?1, hash = ?2 WHERE id = 1"
+);
+
+sql!(
+    /// The last archived event's sequence number and hash, if any (`codec::head`).
+    EVENT_CHECKPOINT = "SELECT seq, hash FROM event_checkpoint WHERE id = 1"
+);
+
+sql!(
+    /// The checkpoint moves to event `?1` (hash `?2`) if it is at `?3` now (0: none yet) and
+    /// that event is stored with that hash.
+    MOVE_CHECKPOINT = "INSERT INTO event_checkpoint (id, seq, hash) \
+                       SELECT 1, ?1, ?2 WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1 AND hash = ?2) \
+                       AND ?3 = coalesce((SELECT seq FROM event_checkpoint WHERE id = 1), 0) \
+                       ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash WHERE event_checkpoint.seq = ?3"
+);
+
+sql!(
+    /// The newest event written before `?1` (`codec::head`); `at`'s index
+    /// finds it, however many newer events there are.
+    EVENT_CUT = "SELECT seq, hash FROM events WHERE seq = (SELECT max(seq) FROM events WHERE at < ?1)"
+);
+
+sql!(
+    /// The events after `?1` up to and including `?2`, archived away.
+    DELETE_ARCHIVED = "DELETE FROM events WHERE seq > ?1 AND seq <= ?2"
 );
 
 /// The events [`EVENTS`] selects, in `order` of their sequence numbers,

@@ -16,7 +16,7 @@ use strongroom_core::vault::VaultId;
 
 use crate::codec::{self, Value};
 use crate::schema;
-use crate::{NewTokens, Store, StoreError, StoreFuture, StoreResult, StoredAssociation, VaultEntry};
+use crate::{Store, StoreError, StoreFuture, StoreResult, StoredAssociation, VaultEntry};
 
 pub use crate::schema::{Kind, TABLES, Table};
 
@@ -114,33 +114,26 @@ fn row(values: &[Value<'_>]) -> Row {
     values.iter().map(cell).collect()
 }
 
-/// The rows a new grant with its first pair is stored as, table by table,
-/// as the store itself writes them (for bulk loads with [`Transfer::load`]:
-/// the benchmark's large store).
-pub fn grant_rows(grant: &Grant, tokens: &NewTokens) -> Vec<(&'static Table, Row)> {
-    let mut out = vec![
-        (&schema::GRANTS, row(&codec::grant_row(grant, tokens))),
-        (&schema::ACCESS_TOKENS, row(&codec::access_token_row(grant.id.as_str(), tokens))),
-    ];
-    if let Some(r) = codec::refresh_token_row(grant.id.as_str(), tokens) {
-        out.push((&schema::REFRESH_TOKENS, row(&r)));
-    }
-    out
+/// The row a grant with its pair is stored as, as the store itself writes
+/// it (for bulk loads with [`Transfer::load`]: the benchmark's large store).
+/// Its tokens name it; nothing else is stored for them.
+pub fn grant_row(grant: &Grant) -> (&'static Table, Row) {
+    (&schema::GRANTS, row(&codec::grant_row(grant)))
 }
 
-/// The row a device code is stored as, redeemed into no grant yet (see [`grant_rows`]).
+/// The row a device code is stored as, redeemed into no grant yet (see [`grant_row`]).
 pub fn device_row(d: &DeviceAuthorization) -> (&'static Table, Row) {
     (&schema::DEVICE_CODES, row(&codec::device_row(d)))
 }
 
-/// The rows a vault entry and its owners are stored as (see [`grant_rows`]).
+/// The rows a vault entry and its owners are stored as (see [`grant_row`]).
 pub fn entry_rows(entry: &VaultEntry) -> Vec<(&'static Table, Row)> {
     let mut out = vec![(&schema::VAULT_ENTRIES, row(&codec::entry_row(entry)))];
     out.extend(entry.owners.iter().map(|o| (&schema::VAULT_OWNERS, row(&codec::owner_row(entry.vault_id, o)))));
     out
 }
 
-/// The row an association of entry `id` is stored as (see [`grant_rows`]).
+/// The row an association of entry `id` is stored as (see [`grant_row`]).
 pub fn association_row(id: VaultId, a: &StoredAssociation) -> (&'static Table, Row) {
     (&schema::ASSOCIATIONS, row(&codec::association_row(id, a)))
 }

@@ -55,14 +55,14 @@ async fn begin_with(
     scope: &'static str,
     path_id: Option<VaultId>,
 ) -> Result<(Caller, SdkBody), SdkFailure> {
-    let hash = bearer::token_hash(app, bearer_token(req.headers()).as_deref())?;
+    let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
     let body = match Bytes::from_request(req, &()).await {
         Ok(bytes) => SdkBody::parse(&bytes).map_err(SdkFailure::BadJson),
         Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => Err(SdkFailure::TooLarge),
         Err(_) => Err(SdkFailure::BadJson("The request body could not be read.".into())),
     };
     let id = path_id.or_else(|| body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId));
-    let ctx = app.store.vault_context(hash, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+    let ctx = app.store.vault_context(token, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
     bearer::admit(app, &ctx.access).await?;
     bearer::require(&ctx.access, scope)?;
     let body = body?;

@@ -1,7 +1,7 @@
 //! Bearer tokens on `/vedsdk` and on `Verify`/`Revoke`.
 
 use strongroom_core::grant::{AccessContext, AccessRefused};
-use strongroom_core::token::{TokenKind, looks_like_token};
+use strongroom_core::token::{Presented, TokenKind, looks_like_token};
 use strongroom_store::StoreError;
 
 use crate::state::AppState;
@@ -25,8 +25,7 @@ pub enum BearerError {
 /// Finds the grant behind a presented token, if the token exists at all
 /// (expired or not).
 pub async fn lookup(app: &AppState, token: Option<&str>) -> Result<AccessContext, BearerError> {
-    let hash = token_hash(app, token)?;
-    app.store.access_context(hash).await?.ok_or(BearerError::Unknown)
+    app.store.access_context(presented(app, token)?).await?.ok_or(BearerError::Unknown)
 }
 
 /// The grant behind a token that may be used now.
@@ -47,13 +46,14 @@ pub async fn admit(app: &AppState, ctx: &AccessContext) -> Result<(), BearerErro
     Ok(())
 }
 
-/// The hash a presented bearer token is stored under, if it could be one.
-pub fn token_hash(app: &AppState, token: Option<&str>) -> Result<strongroom_core::token::TokenHash, BearerError> {
+/// A presented bearer token as the store looks it up (its hash and
+/// locator), if it could be one.
+pub fn presented(app: &AppState, token: Option<&str>) -> Result<Presented, BearerError> {
     let token = token.ok_or(BearerError::Missing)?;
     if !looks_like_token(token) {
         return Err(BearerError::Unknown);
     }
-    Ok(app.keys.token.hash(TokenKind::Access, token))
+    Ok(app.keys.token.presented(TokenKind::Access, token))
 }
 
 /// Requires `category` (and `privilege`, if any) in the token's scope.

@@ -44,10 +44,10 @@ pub async fn revoke(
     };
     let mut grant: Option<Grant> = None;
     for kind in kinds {
-        let hash = app.keys.token.hash(kind, token);
+        let presented = app.keys.token.presented(kind, token);
         let found = match kind {
-            TokenKind::Refresh => app.store.refresh_context(hash).await.map(|c| c.map(|c| c.grant)),
-            _ => app.store.access_context(hash).await.map(|c| c.map(|c| c.grant)),
+            TokenKind::Refresh => app.store.refresh_context(presented).await.map(|c| c.map(|c| c.grant)),
+            _ => app.store.access_context(presented).await.map(|c| c.map(|c| c.grant)),
         }?;
         if found.is_some() {
             grant = found;

@@ -11,9 +11,9 @@ use strongroom_core::grant::{Grant, IssueRefused, IssuedTokens, Pair, Standing, 
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::{TokenHash, TokenKind, looks_like_device_code, looks_like_token};
+use strongroom_core::token::{Presented, TokenHash, TokenKind, looks_like_device_code, looks_like_token};
 use strongroom_proto::vedauth::{DEVICE_CODE_GRANT, OAuthRequest, REFRESH_TOKEN_GRANT, TokenRequest};
-use strongroom_store::{NewTokens, PairChange};
+use strongroom_store::PairChange;
 
 use super::login::{self, LoginError};
 use super::{AuthError, CLIENT_ID_REQUIRED, CLIENT_MISMATCH, DEVICE_CODE_INVALID, Origin, REFRESH_INVALID, UNKNOWN_CLIENT};
@@ -149,7 +149,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
             Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
                 may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
                 let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
-                let change = PairChange::replacing(&grant.pair, &tokens);
+                let change = PairChange::replacing(grant, &tokens);
                 let event = app
                     .event(EventKind::DeviceCodeReissued, origin)
                     .identity(grant.user_id.identity())
@@ -183,7 +183,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
                 .object(grant.id.as_str())
                 .detail("device code exchanged");
             // One conditional write: of concurrent exchanges exactly one redeems.
-            if app.store.redeem_device(code_hash, device.version, grant.clone(), NewTokens::from(&tokens), event).await? {
+            if app.store.redeem_device(code_hash, device.version, grant.clone(), event).await? {
                 app.metrics.token_issued();
                 tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
                 return Ok(Some(Issued { grant, tokens, state: None }));
@@ -202,27 +202,29 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
     if !looks_like_token(presented.expose()) {
         return Err(AuthError::InvalidGrant(REFRESH_INVALID));
     }
-    let hash = app.keys.token.hash(TokenKind::Refresh, presented.expose());
-    attempts(|| refresh_once(app, client_id, hash, origin)).await
+    let token = app.keys.token.presented(TokenKind::Refresh, presented.expose());
+    attempts(|| refresh_once(app, client_id, token, origin)).await
 }
 
 /// One attempt of [`refresh`]: `None` when its conditional write lost.
-async fn refresh_once(app: &AppState, client_id: &str, hash: TokenHash, origin: &Origin) -> Result<Option<Issued>, AuthError> {
-    let ctx = app.store.refresh_context(hash).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
+async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin: &Origin) -> Result<Option<Issued>, AuthError> {
+    let ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
     let now = app.now();
     let g = &ctx.grant;
     let decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
     let (kind, detail) = match decision {
         Refresh::Reject(RefreshRejected::WrongClient) => return Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
         Refresh::Reject(RefreshRejected::NotRefreshable) => return Err(AuthError::InvalidGrant("The grant is not refreshable.")),
-        Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired) => return Err(AuthError::InvalidGrant(REFRESH_INVALID)),
+        Refresh::Reject(RefreshRejected::Revoked | RefreshRejected::Expired | RefreshRejected::Unknown) => {
+            return Err(AuthError::InvalidGrant(REFRESH_INVALID));
+        }
         Refresh::Reject(RefreshRejected::Refused(why)) => return Err(refused(why)),
         Refresh::Reuse => return Err(reuse_detected(app, g, client_id, origin, now).await?),
         Refresh::Rotate => (EventKind::TokenRefreshed, ""),
         Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
     };
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
-    let change = if decision == Refresh::Retry { PairChange::replacing(&g.pair, &tokens) } else { PairChange::rotation(hash, &tokens) };
+    let change = if decision == Refresh::Retry { PairChange::replacing(g, &tokens) } else { PairChange::rotation(g, token.hash, &tokens) };
     let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
     if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
         app.metrics.token_refreshed();
@@ -297,7 +299,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         .client_id(client_id.as_str())
         .object(grant.id.as_str())
         .detail("password grant");
-    app.store.insert_grant(grant.clone(), NewTokens::from(&tokens), event).await?;
+    app.store.insert_grant(grant.clone(), event).await?;
     app.metrics.token_issued();
     Ok(Issued { grant, tokens, state: req.state })
 }

@@ -8,23 +8,37 @@ use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::User;
 use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::TokenHash;
+use strongroom_core::token::{Presented, TokenHash};
 
 use super::events::{append_event, lockout_event};
 use super::{Conn, query_one};
 use crate::codec::{self, values};
 use crate::sql;
-use crate::{LoginContext, NewTokens, PairChange, StoreError, StoreResult};
+use crate::{LoginContext, PairChange, StoreError, StoreResult};
 
-pub(crate) async fn access_context<C: Conn>(c: &C, access_hash: TokenHash) -> StoreResult<Option<AccessContext>> {
-    c.query_opt(&sql::ACCESS_CONTEXT, &values![&access_hash], |r| codec::access(r, access_hash)).await
+/// The access context of `token`: by its grant's slot, or (a token of
+/// before locators) by its hash among the stored access tokens.
+pub(crate) async fn access_context<C: Conn>(c: &C, token: Presented) -> StoreResult<Option<AccessContext>> {
+    match token.at {
+        Some(at) => {
+            let slot = values![at.slot];
+            Ok(c.query_opt(&sql::ACCESS_BY_SLOT, &slot, |r| codec::located_access(r, token.hash, at.generation)).await?.flatten())
+        }
+        None => c.query_opt(&sql::ACCESS_CONTEXT, &values![&token.hash], |r| codec::access(r, token.hash)).await,
+    }
 }
 
-pub(crate) async fn refresh_context<C: Conn>(c: &C, refresh_hash: TokenHash) -> StoreResult<Option<RefreshContext>> {
-    c.query_opt(&sql::REFRESH_CONTEXT, &values![&refresh_hash], |r| {
-        Ok(RefreshContext { presented: refresh_hash, grant: codec::grant(r)?, standing: codec::standing(r)?, retry_window: r.opt_int()? })
-    })
-    .await
+/// The refresh context of `token`: by its grant's slot (whatever the token's
+/// generation: the decision tells a spent one from a forged one), or (a
+/// token of before locators) by its hash among the stored refresh tokens.
+pub(crate) async fn refresh_context<C: Conn>(c: &C, token: Presented) -> StoreResult<Option<RefreshContext>> {
+    let read = |r: &mut codec::Cols<'_>| {
+        Ok(RefreshContext { presented: token, grant: codec::grant(r)?, standing: codec::standing(r)?, retry_window: r.opt_int()? })
+    };
+    match token.at {
+        Some(at) => c.query_opt(&sql::REFRESH_BY_SLOT, &values![at.slot], read).await,
+        None => c.query_opt(&sql::REFRESH_CONTEXT, &values![&token.hash], read).await,
+    }
 }
 
 pub(crate) async fn device_context<C: Conn>(c: &C, code_hash: TokenHash) -> StoreResult<Option<DeviceContext>> {
@@ -75,40 +89,25 @@ pub(crate) async fn decide_device<C: Conn>(
     Ok(n == 1)
 }
 
-pub(crate) async fn redeem_device<C: Conn>(
-    c: &C,
-    code_hash: TokenHash,
-    version: i64,
-    grant: &Grant,
-    tokens: &NewTokens,
-    event: &Event,
-) -> StoreResult<bool> {
+pub(crate) async fn redeem_device<C: Conn>(c: &C, code_hash: TokenHash, version: i64, grant: &Grant, event: &Event) -> StoreResult<bool> {
     if c.execute(&sql::REDEEM_DEVICE, &values![&code_hash, version, grant.id.as_str()]).await? != 1 {
         return Ok(false);
     }
-    insert_grant(c, grant, tokens, event).await?;
+    insert_grant(c, grant, event).await?;
     Ok(true)
 }
 
-/// A grant whose first pair is `t`, its tokens and its event.
-pub(crate) async fn insert_grant<C: Conn>(c: &C, g: &Grant, t: &NewTokens, event: &Event) -> StoreResult<()> {
-    c.execute(&sql::INSERT_GRANT, &codec::grant_row(g, t)).await?;
-    insert_tokens(c, g.id.as_str(), t).await?;
+/// A grant with its first pair, and its event: one row (the tokens name
+/// the grant; nothing is stored per token).
+pub(crate) async fn insert_grant<C: Conn>(c: &C, g: &Grant, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_GRANT, &codec::grant_row(g)).await?;
     append_event(c, event).await.map(drop)
 }
 
-/// The token rows of a new pair of grant `grant_id`.
-pub(crate) async fn insert_tokens<C: Conn>(c: &C, grant_id: &str, t: &NewTokens) -> StoreResult<()> {
-    c.execute(&sql::INSERT_ACCESS, &codec::access_token_row(grant_id, t)).await?;
-    if let Some(row) = codec::refresh_token_row(grant_id, t) {
-        c.execute(&sql::INSERT_REFRESH, &row).await?;
-    }
-    Ok(())
-}
-
-/// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?8`).
-pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, change: &'a PairChange) -> [codec::Value<'a>; 8] {
-    let p = &change.pair;
+/// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?10`).
+pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, change: &'a PairChange) -> [codec::Value<'a>; 10] {
+    let s = &change.state;
+    let p = &s.pair;
     values![
         grant_id.as_str(),
         version,
@@ -117,7 +116,9 @@ pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, chang
         p.used,
         p.rotated_from.as_ref().map(|(h, _)| h),
         p.rotated_from.map(|(_, at)| at),
-        change.tokens.issued_at,
+        s.access_issued_at,
+        p.generation,
+        codec::older_access_bytes(&s.older_access),
     ]
 }
 
@@ -132,10 +133,12 @@ pub(crate) async fn advance_pair<C: Conn>(
     if c.execute(&sql::ADVANCE_PAIR, &advance_pair_values(grant_id, version, change)).await? != 1 {
         return Ok(false);
     }
+    if change.assign_slot {
+        c.execute(&sql::ASSIGN_SLOT, &values![grant_id.as_str(), change.state.slot]).await?;
+    }
     if let Some(retired) = &change.retire_access {
         c.execute(&sql::RETIRE_ACCESS, &values![retired]).await?;
     }
-    insert_tokens(c, grant_id.as_str(), &change.tokens).await?;
     append_event(c, event).await?;
     Ok(true)
 }
@@ -148,8 +151,9 @@ pub(crate) async fn revoke_grant<C: Conn>(c: &C, grant_id: &GrantId, at: UnixTim
     if c.execute(&sql::REVOKE_GRANT, &values![at, grant_id.as_str()]).await? != 1 {
         return Ok(false);
     }
-    // The access tokens die with the grant; refresh tokens stay as
-    // tombstones so a late replay is still recognised.
+    // Its tokens stop working by `revoked_at`, which every use reads. The
+    // stored access tokens of before locators go too; their refresh tokens
+    // stay as tombstones so a late replay is still recognised.
     c.execute(&sql::DELETE_GRANT_ACCESS, &values![grant_id.as_str()]).await?;
     append_event(c, event).await?;
     Ok(true)

@@ -42,6 +42,24 @@ pub(crate) async fn event_head<C: Conn>(c: &C) -> StoreResult<(i64, [u8; 32])> {
     query_one(c, &sql::READ_EVENT_HEAD, &[], codec::head).await
 }
 
+pub(crate) async fn event_checkpoint<C: Conn>(c: &C) -> StoreResult<Option<(i64, [u8; 32])>> {
+    c.query_opt(&sql::EVENT_CHECKPOINT, &[], codec::head).await
+}
+
+/// See [`crate::EventStore::event_cut`].
+pub(crate) async fn event_cut<C: Conn>(c: &C, before: UnixTime) -> StoreResult<Option<(i64, [u8; 32])>> {
+    c.query_opt(&sql::EVENT_CUT, &values![before], codec::head).await
+}
+
+/// See [`crate::EventStore::archive_events`].
+pub(crate) async fn archive_events<C: Conn>(c: &C, from: i64, through: (i64, [u8; 32])) -> StoreResult<bool> {
+    if through.0 <= from || c.execute(&sql::MOVE_CHECKPOINT, &values![through.0, &through.1, from]).await? != 1 {
+        return Ok(false);
+    }
+    c.execute(&sql::DELETE_ARCHIVED, &values![from, through.0]).await?;
+    Ok(true)
+}
+
 /// See [`crate::EventStore::purge`].
 pub(crate) async fn purge<C: Conn>(c: &C, before: UnixTime) -> StoreResult<u64> {
     let mut n = 0;

@@ -20,11 +20,11 @@
 /// The methods of [`crate::AuthStore`] that run alike on both backends.
 macro_rules! auth_methods {
     ($read:ident, $write:ident, $single:ident, $plain:ident) => {
-        fn access_context(&self, access_hash: TokenHash) -> StoreFuture<'_, Option<AccessContext>> {
-            $read!(self, |c| auth::access_context(c, access_hash))
+        fn access_context(&self, token: Presented) -> StoreFuture<'_, Option<AccessContext>> {
+            $read!(self, |c| auth::access_context(c, token))
         }
-        fn refresh_context(&self, refresh_hash: TokenHash) -> StoreFuture<'_, Option<RefreshContext>> {
-            $read!(self, |c| auth::refresh_context(c, refresh_hash))
+        fn refresh_context(&self, token: Presented) -> StoreFuture<'_, Option<RefreshContext>> {
+            $read!(self, |c| auth::refresh_context(c, token))
         }
         fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>> {
             $read!(self, |c| auth::device_context(c, code_hash))
@@ -41,18 +41,11 @@ macro_rules! auth_methods {
         fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| auth::decide_device(c, code_hash, version, &decision, &event))
         }
-        fn redeem_device(
-            &self,
-            code_hash: TokenHash,
-            version: i64,
-            grant: Grant,
-            tokens: NewTokens,
-            event: Event,
-        ) -> StoreFuture<'_, bool> {
-            $write!(self, |c| auth::redeem_device(c, code_hash, version, &grant, &tokens, &event))
+        fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| auth::redeem_device(c, code_hash, version, &grant, &event))
         }
-        fn insert_grant(&self, grant: Grant, tokens: NewTokens, event: Event) -> StoreFuture<'_, ()> {
-            $write!(self, |c| auth::insert_grant(c, &grant, &tokens, &event))
+        fn insert_grant(&self, grant: Grant, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| auth::insert_grant(c, &grant, &event))
         }
         fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()> {
             $single!(self, |c| auth::mark_pair_used(c, &grant_id, access_hash))
@@ -238,6 +231,15 @@ macro_rules! event_methods {
         }
         fn event_head(&self) -> StoreFuture<'_, (i64, [u8; 32])> {
             $read!(self, |c| events::event_head(c))
+        }
+        fn event_checkpoint(&self) -> StoreFuture<'_, Option<(i64, [u8; 32])>> {
+            $read!(self, |c| events::event_checkpoint(c))
+        }
+        fn event_cut(&self, before: UnixTime) -> StoreFuture<'_, Option<(i64, [u8; 32])>> {
+            $read!(self, |c| events::event_cut(c, before))
+        }
+        fn archive_events(&self, from: i64, through: (i64, [u8; 32])) -> StoreFuture<'_, bool> {
+            $plain!(self, |c| events::archive_events(c, from, through))
         }
         fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64> {
             $write!(self, |c| events::purge(c, before))

@@ -3,7 +3,7 @@
 
 use strongroom_core::event::Event;
 use strongroom_core::identity::UserId;
-use strongroom_core::token::TokenHash;
+use strongroom_core::token::Presented;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::auth::access_context;
@@ -50,8 +50,8 @@ pub(crate) async fn rights_of<C: Conn>(c: &C, user: &UserId) -> StoreResult<Vec<
 }
 
 /// The vault context in four reads of one snapshot (PostgreSQL's is one statement).
-pub(crate) async fn vault_context<C: Conn>(c: &C, access_hash: TokenHash, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
-    let Some(access) = access_context(c, access_hash).await? else { return Ok(None) };
+pub(crate) async fn vault_context<C: Conn>(c: &C, access: Presented, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
+    let Some(access) = access_context(c, access).await? else { return Ok(None) };
     let rights = rights_of(c, &access.grant.user_id).await?;
     let current_keys = c.query(&sql::CURRENT_KEYS, &[], |r| Ok((r.text()?, r.int()?))).await?;
     let entry = match id {

@@ -31,22 +31,13 @@ const MAX_BATCH: usize = 64;
 /// Jobs waiting at most (callers wait for room beyond it).
 const QUEUE: usize = 1024;
 
-/// The conditional pair change, its token rows and its event, in one
-/// statement. `$1`-`$8` are [`sql::ADVANCE_PAIR`]'s; `$9` the access token
-/// to retire (or NULL), `$10` the new access token, `$11` its expiry, `$12`
-/// the new refresh token (or NULL), `$13`-`$22` the event. Answers 1 when
-/// the grant moved, else 0 (and writes nothing).
+/// The conditional pair change and its event, in one statement. `$1`-`$10`
+/// are [`sql::ADVANCE_PAIR`]'s, `$11`-`$20` the event. Answers 1 when the
+/// grant moved, else 0 (and writes nothing). (The first new pair of a grant
+/// of before locators, which also writes its slot and may retire a token
+/// row, runs as a transaction of its own.)
 fn advance_pair_sql() -> String {
-    format!(
-        "WITH g AS ({} RETURNING id), \
-         d AS (DELETE FROM access_tokens WHERE hash = $9::BYTEA AND EXISTS (SELECT 1 FROM g)), \
-         a AS (INSERT INTO access_tokens (hash, grant_id, issued_at, expires_at) SELECT $10::BYTEA, id, $8, $11::BIGINT FROM g), \
-         r AS (INSERT INTO refresh_tokens (hash, grant_id, issued_at, spent_at) SELECT $12::BYTEA, id, $8, NULL FROM g WHERE $12::BYTEA IS NOT NULL), \
-         {} \
-         SELECT count(*) FROM g",
-        sql::ADVANCE_PAIR.postgres(),
-        event_cte(13, "g")
-    )
+    format!("WITH g AS ({} RETURNING id), {} SELECT count(*) FROM g", sql::ADVANCE_PAIR.postgres(), event_cte(11, "g"))
 }
 
 /// The rights check, the identical-value check and the upsert with its
@@ -473,9 +464,7 @@ async fn one<T>(
 async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain) -> StoreResult<(Done, bool)> {
     match w {
         Work::AdvancePair { grant_id, version, change, event } => {
-            let t = &change.tokens;
             let mut params = advance_pair_values(grant_id, *version, change).to_vec();
-            params.extend(values![change.retire_access.as_ref(), &t.access_hash, t.access_expires, t.refresh_hash.as_ref()]);
             params.extend(codec::event_row(at.seq, event, &at.hash));
             let moved = one(c, sql.advance, &params, |r| r.int()).await? == 1;
             Ok((Done::Moved(moved), moved))

@@ -14,7 +14,7 @@ use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::TokenHash;
+use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{PgStore, classify};
@@ -25,17 +25,23 @@ use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
     AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
-    LoginContext, NewTokens, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver,
-    StoreResult, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
+    LoginContext, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver, StoreResult,
+    StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
-/// `$1` access-token hash, `$2` entry id (or NULL) → [`sql::access_cols`],
-/// then the user's rights (folder keys, rights), the newest data key of
-/// each key name (names, ids), and the entry's row and owners (NULLs and no
-/// owners when there is no such entry). The whole vault context in one
-/// statement, one round trip and one snapshot; no row when the token is
-/// unknown.
-static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| {
+/// `$1` the access token's grant slot (from its locator), `$2` entry id (or
+/// NULL) → [`sql::located_cols`], then the user's rights (folder keys,
+/// rights), the newest data key of each key name (names, ids), and the
+/// entry's row and owners (NULLs and no owners when there is no such
+/// entry). The whole vault context in one statement, one round trip and one
+/// snapshot; no row when no grant has the slot.
+static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| vault_context_sql(&sql::located_cols(), sql::LOCATED_JOINS, "g.slot"));
+
+/// [`VAULT_CONTEXT`] for an access token of before locators: `$1` its hash,
+/// the token's times after the grant ([`sql::access_cols`]).
+static VAULT_CONTEXT_BY_HASH: LazyLock<Sql> = LazyLock::new(|| vault_context_sql(&sql::access_cols(), sql::ACCESS_JOINS, "t.hash"));
+
+fn vault_context_sql(access_cols: &str, joins: &str, key: &str) -> Sql {
     Sql::new(format!(
         "SELECT {}, \
          ARRAY(SELECT r.path_key FROM folder_rights r WHERE r.user_id = g.user_id ORDER BY r.path_key), \
@@ -44,12 +50,11 @@ static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| {
          ARRAY(SELECT max(id) FROM data_keys GROUP BY key_name ORDER BY key_name), \
          {}, \
          ARRAY(SELECT o.owner FROM vault_owners o WHERE o.vault_id = e.vault_id ORDER BY o.owner_key) \
-         FROM {} LEFT JOIN vault_entries e ON e.vault_id = ?2::BIGINT WHERE t.hash = ?1",
-        sql::access_cols(),
+         FROM {joins} LEFT JOIN vault_entries e ON e.vault_id = ?2::BIGINT WHERE {key} = ?1",
+        access_cols,
         VAULT_ENTRIES.cols("e"),
-        sql::ACCESS_JOINS
     ))
-});
+}
 
 /// The columns of [`VAULT_CONTEXT`] after the access context's.
 fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: AccessContext) -> StoreResult<VaultContext> {
@@ -76,6 +81,10 @@ impl AuthStore for PgStore {
     crate::ops::methods::auth_methods!(on_client, in_tx, on_client, in_plain_tx);
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
+        if change.assign_slot || change.retire_access.is_some() {
+            // The first new pair of a grant of before locators: once per such grant.
+            return in_tx!(self, |c| auth::advance_pair(c, &grant_id, version, &change, &event));
+        }
         // One statement in a group commit (`batch`).
         Box::pin(async move { self.observer.seen(self.batch.advance_pair(grant_id, version, change, event).await) })
     }
@@ -84,18 +93,33 @@ impl AuthStore for PgStore {
 impl VaultStore for PgStore {
     crate::ops::methods::vault_methods!(on_client, in_tx, on_client, in_plain_tx);
 
-    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
+    fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         Box::pin(async move {
             let out = async {
                 let client = self.client().await?;
                 let out = async {
                     let id = id.filter(|id| id.0 > 0);
-                    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
-                    let rows = client.query(&st, &[&access_hash.as_bytes(), &id.map(|id| id.0)]).await.map_err(classify)?;
+                    let id = id.map(|id| id.0);
+                    let rows = match access.at {
+                        Some(at) => {
+                            let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
+                            client.query(&st, &[&at.slot, &id]).await
+                        }
+                        None => {
+                            let st = client.prepare_cached(VAULT_CONTEXT_BY_HASH.postgres()).await.map_err(classify)?;
+                            client.query(&st, &[&access.hash.as_bytes(), &id]).await
+                        }
+                    }
+                    .map_err(classify)?;
                     let Some(row) = rows.first() else { return Ok(None) };
                     let mut c = Cols::new(row);
-                    let access = codec::access(&mut c, access_hash)?;
-                    vault_context_rest(row, &mut c, access).map(Some)
+                    let found = match access.at {
+                        Some(at) => codec::located_access(&mut c, access.hash, at.generation)?,
+                        None => Some(codec::access(&mut c, access.hash)?),
+                    };
+                    // A token the grant does not keep is unknown.
+                    let Some(found) = found else { return Ok(None) };
+                    vault_context_rest(row, &mut c, found).map(Some)
                 }
                 .await;
                 super::release(client, &out);

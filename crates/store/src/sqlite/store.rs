@@ -13,7 +13,7 @@ use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::TokenHash;
+use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
@@ -21,8 +21,8 @@ use crate::ops::{Conn, admin, at_once, auth, events, transfer as copier, vault};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
     AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary, LoginContext,
-    NewTokens, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation,
-    VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
+    OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation, VaultContext,
+    VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
 /// A job on the writer thread: `$body` over the connection `$c`.
@@ -56,8 +56,8 @@ impl AuthStore for SqliteStore {
 impl VaultStore for SqliteStore {
     crate::ops::methods::vault_methods!(on_reader, on_writer, on_writer, on_writer);
 
-    fn vault_context(&self, access_hash: TokenHash, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
-        on_reader!(self, |c| vault::vault_context(c, access_hash, id))
+    fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
+        on_reader!(self, |c| vault::vault_context(c, access, id))
     }
     fn put_association(&self, id: VaultId, a: StoredAssociation, by: Writer, event: Event) -> StoreFuture<'_, Checked<PutAssociation>> {
         on_writer!(self, |c| vault::put_association(c, id, &a, &by, &event))

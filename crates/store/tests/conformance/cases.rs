@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use strongroom_core::event::{Event, EventKind, verify_chain};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::Refresh;
-use strongroom_core::grant::{Grant, IssuedTokens, Pair};
+use strongroom_core::grant::{AccessRefused, Grant, IssuedTokens, Pair};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
@@ -11,8 +11,8 @@ use strongroom_core::scope::Scope;
 use strongroom_core::throttle::Admission::{Admitted, Busy, Locked};
 use strongroom_core::throttle::{Rule, Slot};
 use strongroom_core::time::UnixTime;
-use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
-use strongroom_store::{EventFilter, NewTokens, PairChange, Store, StoreError};
+use strongroom_core::token::{Presented, TokenHash, TokenKey, TokenKind};
+use strongroom_store::{EventFilter, PairChange, Store, StoreError};
 
 #[derive(Debug)]
 pub(crate) struct Rng(pub(crate) Mutex<u64>);
@@ -37,6 +37,14 @@ pub(crate) const KEY: [u8; 32] = [7; 32];
 
 pub(crate) fn ev(kind: EventKind) -> Event {
     Event::new(kind, T0)
+}
+
+/// Mints `grant`'s first pair under the test key at its creation and sets
+/// it on the grant, as the service does before storing a new grant.
+pub(crate) fn first_pair(rng: &dyn Random, grant: &mut Grant) -> IssuedTokens {
+    let t = IssuedTokens::mint(&TokenKey::new(KEY), rng, grant, grant.created_at);
+    grant.pair = Pair::first(&t);
+    t
 }
 
 pub(crate) async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
@@ -152,19 +160,19 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     assert_eq!(now.state, approved);
 
     // Redeem.
-    let grant = Grant::new(&rng, "app", alice.id.clone(), d.scope.clone(), T0, TokenSettings::default());
-    let tokens = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
-    assert!(store.redeem_device(d.code_hash, 2, grant.clone(), NewTokens::from(&tokens), ev(EventKind::TokenIssued)).await.unwrap());
+    let mut grant = Grant::new(&rng, "app", alice.id.clone(), d.scope.clone(), T0, TokenSettings::default());
+    let tokens = first_pair(&rng, &mut grant);
+    assert!(store.redeem_device(d.code_hash, 2, grant.clone(), ev(EventKind::TokenIssued)).await.unwrap());
     let mut born = grant.clone();
     born.pair = Pair::first(&tokens);
-    let ctx = store.access_context(tokens.access_hash).await.unwrap().unwrap();
+    let ctx = store.access_context(tokens.access_presented()).await.unwrap().unwrap();
     assert_eq!(ctx.grant, born);
     assert_eq!(ctx.user_name, "alice");
     assert_eq!(ctx.token_expires, tokens.access_expires);
     assert!(!ctx.standing.user_disabled && !ctx.standing.integration_disabled && !ctx.master_admin);
     assert!(ctx.standing.integration_found && ctx.standing.user_allowed && ctx.check(T0).is_ok());
     assert!(ctx.first_use_of_pair());
-    let rc = store.refresh_context(tokens.refresh_hash().unwrap()).await.unwrap().unwrap();
+    let rc = store.refresh_context(tokens.refresh_presented().unwrap()).await.unwrap().unwrap();
     assert_eq!(rc.grant, born);
     assert!(rc.standing.integration_found && rc.standing.user_found && rc.standing.user_allowed);
     assert_eq!(rc.decide("app", T0, 30), Refresh::Rotate);
@@ -181,7 +189,7 @@ pub(crate) async fn device_flow(store: Arc<dyn Store>) {
     assert_eq!(used.grant.as_ref().unwrap().version, 1);
     assert!(!used.may_reissue("app", T0.plus_secs(1), 30));
     // The tokens are not findable under the wrong kind.
-    assert!(store.access_context(tokens.refresh_hash().unwrap()).await.unwrap().is_none());
+    assert!(store.access_context(tokens.refresh_presented().unwrap()).await.unwrap().is_none());
 }
 
 pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn Store>) {
@@ -200,9 +208,9 @@ pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn St
         for _ in 0..32 {
             let (store, rng, user_id, scope) = (store.clone(), rng.clone(), alice.id.clone(), d.scope.clone());
             tasks.push(tokio::spawn(async move {
-                let grant = Grant::new(&*rng, "app", user_id, scope, T0, TokenSettings::default());
-                let tokens = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
-                store.redeem_device(d.code_hash, 1, grant, NewTokens::from(&tokens), ev(EventKind::TokenIssued)).await.unwrap()
+                let mut grant = Grant::new(&*rng, "app", user_id, scope, T0, TokenSettings::default());
+                first_pair(&*rng, &mut grant);
+                store.redeem_device(d.code_hash, 1, grant, ev(EventKind::TokenIssued)).await.unwrap()
             }));
         }
         let mut wins = 0;
@@ -216,14 +224,14 @@ pub(crate) async fn device_code_redeems_once_under_concurrency(store: Arc<dyn St
 
 /// One refresh as the service makes it: read the context, decide, and
 /// write conditionally on the version read; a lost write reads again.
-async fn refresh_once(store: &dyn Store, rng: &dyn Random, presented: TokenHash, now: UnixTime, window: i64) -> Option<IssuedTokens> {
+async fn refresh_once(store: &dyn Store, rng: &dyn Random, presented: Presented, now: UnixTime, window: i64) -> Option<IssuedTokens> {
     for _ in 0..200 {
         let ctx = store.refresh_context(presented).await.unwrap()?;
         let g = &ctx.grant;
         let t = IssuedTokens::mint(&TokenKey::new(KEY), rng, g, now);
         let change = match ctx.decide("app", now, window) {
-            Refresh::Rotate => PairChange::rotation(presented, &t),
-            Refresh::Retry => PairChange::replacing(&g.pair, &t),
+            Refresh::Rotate => PairChange::rotation(g, presented.hash, &t),
+            Refresh::Retry => PairChange::replacing(g, &t),
             Refresh::Reuse => {
                 store.revoke_grant(g.id.clone(), now, ev(EventKind::RefreshTokenReuse)).await.unwrap();
                 return None;
@@ -241,10 +249,10 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
     let rng = Arc::new(rng());
     let alice = user(&*store, &rng, "alice").await;
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
-    let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-    let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
-    store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
-    let mut current = first.refresh_hash().unwrap();
+    let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let first = first_pair(&*rng, &mut grant);
+    store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut current = first.refresh_presented().unwrap();
     for trial in 0..20 {
         // Strict (window 0): 32 writers with the same version read, one wins.
         let ctx = store.refresh_context(current).await.unwrap().unwrap();
@@ -253,9 +261,9 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
             let (store, rng, g) = (store.clone(), rng.clone(), ctx.grant.clone());
             tasks.push(tokio::spawn(async move {
                 let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0.plus_secs(trial + 1));
-                let change = PairChange::rotation(current, &t);
+                let change = PairChange::rotation(&g, current.hash, &t);
                 let won = store.advance_pair(g.id.clone(), g.version, change, ev(EventKind::TokenRefreshed)).await.unwrap();
-                won.then(|| t.refresh_hash().unwrap())
+                won.then(|| t.refresh_presented().unwrap())
             }));
         }
         let mut winners = Vec::new();
@@ -264,8 +272,8 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
         }
         assert_eq!(winners.len(), 1, "trial {trial}: exactly one rotation wins");
         let old = store.refresh_context(current).await.unwrap().unwrap();
-        assert_eq!(old.grant.pair.refresh, Some(winners[0]));
-        assert_eq!(old.grant.pair.rotated_from, Some((current, T0.plus_secs(trial + 1))));
+        assert_eq!(old.grant.pair.refresh, Some(winners[0].hash));
+        assert_eq!(old.grant.pair.rotated_from, Some((current.hash, T0.plus_secs(trial + 1))));
         assert_eq!(old.decide("app", T0.plus_secs(trial + 1), 0), Refresh::Reuse, "strict: the spent token is reuse");
         current = winners[0];
     }
@@ -279,16 +287,18 @@ pub(crate) async fn retry_replaces_an_unused_pair_under_concurrency(store: Arc<d
     let alice = user(&*store, &rng, "alice").await;
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
     for trial in 0..10 {
-        let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-        let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
-        store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
-        let presented = first.refresh_hash().unwrap();
+        let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = first_pair(&*rng, &mut grant);
+        store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+        let presented = first.refresh_presented().unwrap();
         // 32 presentations of one token at once: one rotates, the rest retry in turn.
         let mut tasks = Vec::new();
         for _ in 0..32 {
             let (store, rng) = (store.clone(), rng.clone());
             tasks.push(tokio::spawn(async move {
-                refresh_once(&*store, &*rng, presented, T0.plus_secs(1), 30).await.map(|t| (t.refresh_hash().unwrap(), t.access_hash))
+                refresh_once(&*store, &*rng, presented, T0.plus_secs(1), 30)
+                    .await
+                    .map(|t| (t.refresh_presented().unwrap(), t.access_presented()))
             }));
         }
         let mut returned = Vec::new();
@@ -317,7 +327,7 @@ pub(crate) async fn retry_replaces_an_unused_pair_under_concurrency(store: Arc<d
         // The thief's case: the owner uses the new pair, then the old token comes back: revoked.
         let next = refresh_once(&*store, &*rng, working[0], T0.plus_secs(3), 30).await.unwrap();
         assert!(refresh_once(&*store, &*rng, presented, T0.plus_secs(4), 30).await.is_none());
-        let after = store.refresh_context(next.refresh_hash().unwrap()).await.unwrap().unwrap();
+        let after = store.refresh_context(next.refresh_presented().unwrap()).await.unwrap().unwrap();
         assert!(after.grant.revoked_at.is_some(), "trial {trial}: a replay after the successor was used revokes the grant");
     }
     let reuse = store.events(EventFilter { kind: Some("token.refresh_reuse".into()), limit: 100, ..Default::default() }).await.unwrap();
@@ -328,19 +338,20 @@ pub(crate) async fn revoke(store: Arc<dyn Store>) {
     let rng = rng();
     let alice = user(&*store, &rng, "alice").await;
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
-    let grant = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
-    store.insert_grant(grant.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut grant = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let t = first_pair(&rng, &mut grant);
+    store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
     assert_eq!(store.list_grants(false, T0).await.unwrap().len(), 1);
     assert!(store.revoke_grant(grant.id.clone(), T0.plus_secs(5), ev(EventKind::GrantRevoked)).await.unwrap());
     assert!(!store.revoke_grant(grant.id.clone(), T0.plus_secs(6), ev(EventKind::GrantRevoked)).await.unwrap());
-    assert!(store.access_context(t.access_hash).await.unwrap().is_none(), "access tokens die with the grant");
-    let ctx = store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().unwrap();
+    let access = store.access_context(t.access_presented()).await.unwrap().unwrap();
+    assert_eq!(access.check(T0.plus_secs(5)), Err(AccessRefused::Revoked), "access tokens die with the grant");
+    let ctx = store.refresh_context(t.refresh_presented().unwrap()).await.unwrap().unwrap();
     assert_eq!(ctx.grant.revoked_at, Some(T0.plus_secs(5)));
     assert_eq!(ctx.grant.version, 1, "a revocation moves the version: writes based on earlier reads lose");
     // A refresh of a revoked grant loses, even with the current version.
     let t2 = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0.plus_secs(7));
-    let change = PairChange { pair: Pair::rotated(t.refresh_hash().unwrap(), &t2), tokens: NewTokens::from(&t2), retire_access: None };
+    let change = PairChange::rotation(&ctx.grant, t.refresh_hash().unwrap(), &t2);
     assert!(!store.advance_pair(grant.id.clone(), 1, change, ev(EventKind::TokenRefreshed)).await.unwrap());
     assert!(store.list_grants(false, T0).await.unwrap().is_empty());
     let all = store.list_grants(true, T0).await.unwrap();
@@ -358,10 +369,10 @@ pub(crate) async fn standing_follows_the_user_and_integration(store: Arc<dyn Sto
     store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await.unwrap();
     let mut ctxs = Vec::new();
     for u in [&alice, &bob] {
-        let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-        let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
-        store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
-        ctxs.push(t.refresh_hash().unwrap());
+        let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let t = first_pair(&rng, &mut g);
+        store.insert_grant(g, ev(EventKind::TokenIssued)).await.unwrap();
+        ctxs.push(t.refresh_presented().unwrap());
     }
     let standing = |h| {
         let store = store.clone();
@@ -459,17 +470,17 @@ pub(crate) async fn user_changes_end_grants(store: Arc<dyn Store>) {
         let id = alice.id.clone();
         let rng = rng.clone();
         async move {
-            let g = Grant::new(&*rng, "app", id, Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-            let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0);
-            store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+            let mut g = Grant::new(&*rng, "app", id, Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+            let t = first_pair(&*rng, &mut g);
+            store.insert_grant(g, ev(EventKind::TokenIssued)).await.unwrap();
             t
         }
     };
     let works = |t: IssuedTokens| {
         let store = store.clone();
         async move {
-            let access = store.access_context(t.access_hash).await.unwrap().is_some_and(|c| c.check(T0.plus_secs(1)).is_ok());
-            let refresh = store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().unwrap();
+            let access = store.access_context(t.access_presented()).await.unwrap().is_some_and(|c| c.check(T0.plus_secs(1)).is_ok());
+            let refresh = store.refresh_context(t.refresh_presented().unwrap()).await.unwrap().unwrap();
             access && refresh.grant.revoked_at.is_none()
         }
     };
@@ -511,6 +522,7 @@ pub(crate) async fn user_changes_end_grants(store: Arc<dyn Store>) {
 /// The hashes of issued tokens, for a second look (the secrets are not needed).
 fn clone_tokens(t: &IssuedTokens) -> IssuedTokens {
     IssuedTokens {
+        at: t.at,
         access: strongroom_core::secret::Secret::new(String::new()),
         access_hash: t.access_hash,
         access_expires: t.access_expires,
@@ -526,12 +538,12 @@ pub(crate) async fn access_follows_the_integration_and_user(store: Arc<dyn Store
     i.max_scope = Scope::parse("restricted:manage,delete").unwrap();
     i.allowed_users = AllowedUsers::Only(vec![alice.id.clone()]);
     store.create_integration(i.clone(), ev(EventKind::IntegrationCreated)).await.unwrap();
-    let g = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted:manage,delete").unwrap(), T0, TokenSettings::default());
-    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
-    store.insert_grant(g, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut g = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted:manage,delete").unwrap(), T0, TokenSettings::default());
+    let t = first_pair(&rng, &mut g).access_presented();
+    store.insert_grant(g, ev(EventKind::TokenIssued)).await.unwrap();
     let check = || {
         let store = store.clone();
-        async move { store.access_context(t.access_hash).await.unwrap().unwrap().check(T0.plus_secs(1)) }
+        async move { store.access_context(t).await.unwrap().unwrap().check(T0.plus_secs(1)) }
     };
     assert!(check().await.is_ok());
     // The maximum scope reduced: the token's grant no longer stands.
@@ -546,7 +558,7 @@ pub(crate) async fn access_follows_the_integration_and_user(store: Arc<dyn Store
     store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
     assert!(check().await.is_err(), "an allow-list removal reaches the live token");
     // The vault context sees the same standing.
-    let ctx = store.vault_context(t.access_hash, None).await.unwrap().unwrap();
+    let ctx = store.vault_context(t, None).await.unwrap().unwrap();
     assert!(!ctx.access.standing.user_allowed);
 }
 
@@ -612,19 +624,19 @@ pub(crate) async fn purge(store: Arc<dyn Store>) {
     let alice = user(&*store, &rng, "alice").await;
     store.insert_device(device(&rng, 1), ev(EventKind::DeviceAuthorizationStarted), None).await.unwrap();
     let s = TokenSettings { grant_validity: 100, ..Default::default() };
-    let grant = Grant::new(&rng, "app", alice.id, Scope::parse("restricted").unwrap(), T0, s);
-    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &grant, T0);
-    store.insert_grant(grant, NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut grant = Grant::new(&rng, "app", alice.id, Scope::parse("restricted").unwrap(), T0, s);
+    let t = first_pair(&rng, &mut grant);
+    store.insert_grant(grant, ev(EventKind::TokenIssued)).await.unwrap();
     assert_eq!(store.purge(T0.plus_secs(50)).await.unwrap(), 0);
     assert!(store.purge(T0.plus_secs(400)).await.unwrap() >= 2);
     assert!(device_of(&*store, device(&rng, 1).code_hash).await.is_none());
-    assert!(store.refresh_context(t.refresh_hash().unwrap()).await.unwrap().is_none());
+    assert!(store.refresh_context(t.refresh_presented().unwrap()).await.unwrap().is_none());
     let events = store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap();
     assert_eq!(events.len(), 3, "events are kept");
 }
 
 /// A user (Master Admin or not) with a live grant: who vault writes name.
-pub(crate) async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, TokenHash) {
+pub(crate) async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom_store::Writer, Presented) {
     let rng = Rng(Mutex::new(if master_admin { 0x1111_2222_3333_4445 } else { 0x5555_6666_7777_8889 }));
     // The integration the grants are on (a grant stands only while its integration admits the user).
     match store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await {
@@ -634,14 +646,14 @@ pub(crate) async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom
     let name = if master_admin { "admin" } else { "writer" };
     let u = User { id: UserId::generate(&rng), name: name.into(), disabled: false, master_admin, created_at: T0 };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
-    let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
-    let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
-    store.insert_grant(g.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
-    (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, t.access_hash)
+    let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
+    let t = first_pair(&rng, &mut g);
+    store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+    (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, t.access_presented())
 }
 
 /// The entry as a vault request's context read sees it.
-async fn entry_of(store: &dyn Store, access: TokenHash, id: strongroom_core::vault::VaultId) -> Option<strongroom_store::VaultEntry> {
+async fn entry_of(store: &dyn Store, access: Presented, id: strongroom_core::vault::VaultId) -> Option<strongroom_store::VaultEntry> {
     store.vault_context(access, Some(id)).await.unwrap().unwrap().entry
 }
 
@@ -995,9 +1007,9 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
         let rng = rng();
         let u = User { id: UserId::generate(&rng), name: "other".into(), disabled: false, master_admin: false, created_at: T0 };
         store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
-        let g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
-        let t = IssuedTokens::mint(&TokenKey::new(KEY), &rng, &g, T0);
-        store.insert_grant(g.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+        let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
+        first_pair(&rng, &mut g);
+        store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
         (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, ())
     };
     store.create_folders(folder("\\VED\\Policy\\Tea").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
@@ -1059,9 +1071,9 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
     store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
     let alice = user(&*store, &rng, "alice").await;
     for trial in 0..20_i64 {
-        let grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-        let first = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &grant, T0);
-        store.insert_grant(grant.clone(), NewTokens::from(&first), ev(EventKind::TokenIssued)).await.unwrap();
+        let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = first_pair(&*rng, &mut grant);
+        store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
         let id: VaultId = store.allocate_vault_id().await.unwrap();
         assert_eq!(
             store.insert_entry(entry(id, &["\\VED\\Policy\\A"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap(),
@@ -1073,7 +1085,7 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
             let presented = first.refresh_hash().unwrap();
             tasks.push(tokio::spawn(async move {
                 let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, T0.plus_secs(1));
-                store.advance_pair(g.id.clone(), 0, PairChange::rotation(presented, &t), ev(EventKind::TokenRefreshed)).await.unwrap();
+                store.advance_pair(g.id.clone(), 0, PairChange::rotation(&g, presented, &t), ev(EventKind::TokenRefreshed)).await.unwrap();
                 store.put_association(id, assoc(&format!("n{k}"), k), w, ev(EventKind::VaultAssociated)).await.unwrap();
             }));
         }
@@ -1089,7 +1101,7 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
         for t in tasks {
             t.await.unwrap_or_else(|e| panic!("trial {trial}: a racing write failed: {e}"));
         }
-        let ctx = store.refresh_context(first.refresh_hash().unwrap()).await.unwrap().unwrap();
+        let ctx = store.refresh_context(first.refresh_presented().unwrap()).await.unwrap().unwrap();
         assert!(ctx.grant.revoked_at.is_some(), "trial {trial}: the revocation took effect");
     }
     let events = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();

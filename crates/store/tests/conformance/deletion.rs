@@ -7,11 +7,10 @@ use strongroom_core::grant::device::DeviceState;
 use strongroom_core::grant::{Grant, IssuedTokens};
 use strongroom_core::integration::{AllowedUsers, TokenSettings};
 use strongroom_core::scope::Scope;
-use strongroom_core::token::TokenKey;
 use strongroom_core::vault::Rights;
-use strongroom_store::{Checked, Deletion, EventFilter, FolderDeletion, NewTokens, Store};
+use strongroom_store::{Checked, Deletion, EventFilter, FolderDeletion, Store};
 
-use crate::cases::{KEY, T0, entry, ev, first_data_key, folder, integration, rng, user, writer};
+use crate::cases::{T0, entry, ev, first_data_key, first_pair, folder, integration, rng, user, writer};
 
 /// A grant of `user` on `client_id` with its first pair.
 async fn grant(
@@ -20,9 +19,9 @@ async fn grant(
     client_id: &str,
     user: &strongroom_core::identity::User,
 ) -> (Grant, IssuedTokens) {
-    let g = Grant::new(rng, client_id, user.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-    let t = IssuedTokens::mint(&TokenKey::new(KEY), rng, &g, T0);
-    store.insert_grant(g.clone(), NewTokens::from(&t), ev(EventKind::TokenIssued)).await.unwrap();
+    let mut g = Grant::new(rng, client_id, user.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let t = first_pair(rng, &mut g);
+    store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
     (g, t)
 }
 
@@ -77,13 +76,13 @@ pub(crate) async fn deleting_a_user_ends_their_grants_and_takes_their_rights(sto
     assert_eq!(done, Some(Deletion { grants_ended: 1, codes_dropped: 1, rights_removed: 1 }));
     assert!(store.user_by_name("alice".into()).await.unwrap().is_none());
     assert!(store.user_by_id(alice.id.clone()).await.unwrap().is_none());
-    assert!(store.access_context(live_t.access_hash).await.unwrap().is_none(), "the access token died with the grant");
-    let ctx = store.refresh_context(live_t.refresh_hash().unwrap()).await.unwrap().unwrap();
+    assert!(store.access_context(live_t.access_presented()).await.unwrap().is_none(), "the access token died with the grant");
+    let ctx = store.refresh_context(live_t.refresh_presented().unwrap()).await.unwrap().unwrap();
     assert_eq!(ctx.grant.id, live.id);
     assert_eq!(ctx.grant.revoked_at, Some(T0), "the refresh token's grant is revoked, its row kept as a tombstone");
     assert!(store.device_context(code.code_hash).await.unwrap().is_none(), "the approved code cannot be exchanged");
     // Bob is untouched: his grant works, his rights and his place on the list stay.
-    assert!(store.access_context(bobs.access_hash).await.unwrap().is_some());
+    assert!(store.access_context(bobs.access_presented()).await.unwrap().is_some());
     let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(_, u, _)| u).collect();
     assert_eq!(rights, ["bob"]);
     let list = store.integration("listed".into()).await.unwrap().unwrap().allowed_users;
@@ -124,10 +123,10 @@ pub(crate) async fn deleting_an_integration_ends_its_grants_and_codes(store: Arc
     let done = store.delete_integration("app".into(), ev(EventKind::IntegrationDeleted).client_id("app")).await.unwrap();
     assert_eq!(done, Some(Deletion { grants_ended: 1, codes_dropped: 1, rights_removed: 0 }));
     assert!(store.integration("app".into()).await.unwrap().is_none());
-    assert!(store.access_context(doomed_t.access_hash).await.unwrap().is_none());
-    assert!(store.refresh_context(doomed_t.refresh_hash().unwrap()).await.unwrap().unwrap().grant.revoked_at.is_some());
+    assert!(store.access_context(doomed_t.access_presented()).await.unwrap().is_none_or(|c| c.check(T0.plus_secs(1)).is_err()));
+    assert!(store.refresh_context(doomed_t.refresh_presented().unwrap()).await.unwrap().unwrap().grant.revoked_at.is_some());
     assert!(store.device_context(pending.code_hash).await.unwrap().is_none());
-    assert!(store.access_context(kept.access_hash).await.unwrap().is_some(), "another integration's grant lives");
+    assert!(store.access_context(kept.access_presented()).await.unwrap().is_some(), "another integration's grant lives");
     assert!(store.user_by_name("alice".into()).await.unwrap().is_some());
     let revoked = events_of(&*store, "grant.revoked").await;
     assert_eq!(revoked.len(), 1);
@@ -139,8 +138,8 @@ pub(crate) async fn deleting_an_integration_ends_its_grants_and_codes(store: Arc
     assert_eq!(events_of(&*store, "integration.deleted").await.len(), 1);
     // The client id can be registered again; the old grant stays ended.
     store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
-    assert!(store.access_context(doomed_t.access_hash).await.unwrap().is_none());
-    assert!(store.refresh_context(doomed_t.refresh_hash().unwrap()).await.unwrap().unwrap().grant.revoked_at.is_some());
+    assert!(store.access_context(doomed_t.access_presented()).await.unwrap().is_none_or(|c| c.check(T0.plus_secs(1)).is_err()));
+    assert!(store.refresh_context(doomed_t.refresh_presented().unwrap()).await.unwrap().unwrap().grant.revoked_at.is_some());
     chain_intact(&*store).await;
 }
 

@@ -8,19 +8,20 @@ use std::sync::{Arc, Mutex};
 
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
-use strongroom_core::grant::{Grant, Pair};
+use strongroom_core::grant::{Grant, GrantId};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::throttle::Rule;
-use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
+use strongroom_core::time::UnixTime;
+use strongroom_core::token::{Presented, TokenHash, TokenKey, TokenKind};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, VaultId};
 use strongroom_store::transfer::{self, Cell, Row, Table, Transfer};
-use strongroom_store::{DataKeyRecord, ErrorKind, NewTokens, Store, StoreError, StoreObserver, StoredAssociation, VaultEntry};
+use strongroom_store::{DataKeyRecord, ErrorKind, Store, StoreError, StoreObserver, StoredAssociation, VaultEntry};
 
-use crate::cases::{T0, device, ev, rng};
+use crate::cases::{T0, device, ev, first_pair, rng};
 
 fn hash(n: u8) -> TokenHash {
     TokenKey::new([3; 32]).hash(TokenKind::Access, &format!("token {n}"))
@@ -40,6 +41,25 @@ async fn user_and_app(store: &dyn Store, rng: &dyn Random) -> User {
     };
     store.create_integration(app, ev(EventKind::IntegrationCreated)).await.unwrap();
     u
+}
+
+/// `name`'s table.
+pub(crate) fn table(name: &str) -> &'static Table {
+    transfer::TABLES.iter().find(|t| t.name == name).copied().unwrap()
+}
+
+/// An `access_tokens` row, as the store wrote one for every access token
+/// before tokens carried locators.
+pub(crate) fn legacy_access_row(grant: &GrantId, hash: TokenHash, issued: UnixTime, expires: UnixTime) -> (&'static Table, Row) {
+    let row =
+        vec![Cell::Bytes(hash.0.to_vec()), Cell::Text(grant.as_str().into()), Cell::Int(issued.millis()), Cell::Int(expires.millis())];
+    (table("access_tokens"), row)
+}
+
+/// A `refresh_tokens` row of before locators (`spent`: a tombstone).
+pub(crate) fn legacy_refresh_row(grant: &GrantId, hash: TokenHash, issued: UnixTime, spent: Option<UnixTime>) -> (&'static Table, Row) {
+    let spent = spent.map_or(Cell::Null, |t| Cell::Int(t.millis()));
+    (table("refresh_tokens"), vec![Cell::Bytes(hash.0.to_vec()), Cell::Text(grant.as_str().into()), Cell::Int(issued.millis()), spent])
 }
 
 /// Loads rows of several tables, each table's in one call, in the order given.
@@ -64,13 +84,12 @@ pub(crate) async fn rows_made_by_the_codec_read_back_through_the_store(store: Ar
     let rng = rng();
     let u = user_and_app(&*store, &rng).await;
     let mut grant = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
-    let tokens = NewTokens { access_hash: hash(1), access_expires: T0.plus_secs(3600), refresh_hash: Some(hash(2)), issued_at: T0 };
-    load(&*copier, transfer::grant_rows(&grant, &tokens)).await.unwrap();
-    grant.pair = Pair { refresh: tokens.refresh_hash, access: Some(tokens.access_hash), used: false, rotated_from: None };
-    let access = store.access_context(tokens.access_hash).await.unwrap().expect("the loaded access token is known");
+    let tokens = first_pair(&rng, &mut grant);
+    load(&*copier, vec![transfer::grant_row(&grant)]).await.unwrap();
+    let access = store.access_context(tokens.access_presented()).await.unwrap().expect("the loaded grant's access token is known");
     assert_eq!(access.grant, grant);
     assert_eq!((access.token_issued_at, access.token_expires, access.user_name.as_str()), (T0, T0.plus_secs(3600), "codec"));
-    let refresh = store.refresh_context(hash(2)).await.unwrap().expect("the loaded refresh token is known");
+    let refresh = store.refresh_context(tokens.refresh_presented().unwrap()).await.unwrap().expect("its refresh token is known");
     assert_eq!(refresh.grant, grant);
 
     let device = DeviceAuthorization {
@@ -110,7 +129,7 @@ pub(crate) async fn rows_made_by_the_codec_read_back_through_the_store(store: Ar
     assert_eq!(store.owners_of(vec![id]).await.unwrap(), vec![(id, vec![folder])]);
     assert_eq!(store.associations(id).await.unwrap(), vec![a.clone()]);
     assert_eq!(store.lookup_by_association("Serial".into(), Some(a.lookup)).await.unwrap().len(), 1);
-    let ctx = store.vault_context(tokens.access_hash, Some(id)).await.unwrap().unwrap();
+    let ctx = store.vault_context(tokens.access_presented(), Some(id)).await.unwrap().unwrap();
     assert_eq!(ctx.entry, Some(entry));
 }
 
@@ -120,21 +139,20 @@ pub(crate) async fn rows_made_by_the_codec_read_back_through_the_store(store: Ar
 pub(crate) async fn a_duplicate_key_and_a_broken_reference_are_told_apart(store: Arc<dyn Store>, copier: Arc<dyn Transfer>) {
     let rng = rng();
     let u = user_and_app(&*store, &rng).await;
-    let grant = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-    let tokens = NewTokens { access_hash: hash(1), access_expires: T0.plus_secs(60), refresh_hash: None, issued_at: T0 };
-    let rows = transfer::grant_rows(&grant, &tokens);
+    let mut grant = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    first_pair(&rng, &mut grant);
+    let rows = vec![transfer::grant_row(&grant)];
     load(&*copier, rows.clone()).await.unwrap();
     let again = load(&*copier, rows).await.unwrap_err();
     assert!(matches!(again, StoreError::Conflict), "{again:?}");
     assert_eq!(again.kind(), ErrorKind::Conflict);
 
-    let orphan = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
-    let orphan_tokens = NewTokens { access_hash: hash(9), ..tokens };
-    let access_only: Vec<_> =
-        transfer::grant_rows(&orphan, &orphan_tokens).into_iter().filter(|(t, _)| t.name == "access_tokens").collect();
+    let orphan = GrantId::from_stored("no such grant".into());
+    let access_only = vec![legacy_access_row(&orphan, hash(9), T0, T0.plus_secs(60))];
     let broken = load(&*copier, access_only).await.unwrap_err();
     assert_eq!(broken.kind(), ErrorKind::Other, "a token of no grant is not a duplicate: {broken:?}");
-    assert!(store.access_context(hash(9)).await.unwrap().is_none(), "nothing of the failed load is stored");
+    let unlocated = Presented { hash: hash(9), at: None };
+    assert!(store.access_context(unlocated).await.unwrap().is_none(), "nothing of the failed load is stored");
 
     let integrations = strongroom_store::transfer::TABLES.iter().find(|t| t.name == "integrations").unwrap();
     let created = |rows: &[Row]| rows[0][integrations.columns.iter().position(|(c, _)| *c == "created_at").unwrap()].clone();

@@ -7,19 +7,22 @@
 //! `cases`: the store's behaviour method by method; `deletion`: deleting
 //! users, integrations and folders, and events newest first; `kinds`: the
 //! row codec and the error kinds; `opening`: `open_existing` and `probe`
-//! create nothing.
+//! create nothing; `tokens`: grants of before locators, token storage
+//! that does not grow with refreshes, and the event archive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
 mod deletion;
 mod kinds;
 mod opening;
+mod tokens;
 
 /// Every case that needs a store alone.
 mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
+    pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
 }
 
 use std::sync::Arc;
@@ -90,6 +93,7 @@ conformance!(
     deleting_an_integration_ends_its_grants_and_codes,
     a_folder_is_deleted_when_empty_or_with_everything_below_it,
     events_newest_first_and_before_a_sequence_number,
+    archiving_moves_the_logs_start_once,
 );
 
 /// The same, for cases that need the store's copier too.
@@ -101,7 +105,7 @@ macro_rules! conformance_with_copier {
                 async fn $case() {
                     let dir = tempfile::tempdir().unwrap();
                     let (store, copier) = strongroom_store::transfer::open(dir.path().join("t.db").to_str().unwrap()).await.unwrap();
-                    super::kinds::$case(store, copier).await;
+                    super::with_copier::$case(store, copier).await;
                 }
             )*
         }
@@ -112,14 +116,27 @@ macro_rules! conformance_with_copier {
                     let Some(url) = strongroom_testkit::pg_url_or_skip("PostgreSQL conformance") else { return };
                     let url = strongroom_store::postgres::testing::fresh_schema_url(&url).await.unwrap();
                     let (store, copier) = strongroom_store::transfer::open(&url).await.unwrap();
-                    super::kinds::$case(store, copier).await;
+                    super::with_copier::$case(store, copier).await;
                 }
             )*
         }
     };
 }
 
-conformance_with_copier!(rows_made_by_the_codec_read_back_through_the_store, a_duplicate_key_and_a_broken_reference_are_told_apart);
+/// Every case that needs the store's copier too.
+mod with_copier {
+    pub(crate) use super::kinds::{
+        a_duplicate_key_and_a_broken_reference_are_told_apart, rows_made_by_the_codec_read_back_through_the_store,
+    };
+    pub(crate) use super::tokens::{grants_of_before_locators_keep_working, ten_thousand_refreshes_leave_one_row};
+}
+
+conformance_with_copier!(
+    rows_made_by_the_codec_read_back_through_the_store,
+    a_duplicate_key_and_a_broken_reference_are_told_apart,
+    grants_of_before_locators_keep_working,
+    ten_thousand_refreshes_leave_one_row,
+);
 
 #[test]
 fn migrations_match_across_dialects() {
