@@ -268,5 +268,5 @@ async fn restore_and_verify(
     let store = strongroom_store::open(&config.database_url).await.context("opening the restored store")?;
     let n = strongroom_server::admin::verify_store_events(&*store).await.context("verifying the restored event log");
     drop(store);
-    Ok((snap, n?))
+    Ok((snap, n?.events))
 }

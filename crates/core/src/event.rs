@@ -57,6 +57,9 @@ pub enum EventKind {
     UserDeleted,
     /// An API integration was deleted (its grants ended).
     IntegrationDeleted,
+    /// The oldest events were archived to a file and deleted from the store
+    /// (`admin events archive`, or the retention setting).
+    EventsArchived,
     /// A folder was deleted (with the folders below it, when recursive).
     FolderDeleted,
 }
@@ -100,6 +103,7 @@ impl EventKind {
         EventKind::UserDeleted,
         EventKind::IntegrationDeleted,
         EventKind::FolderDeleted,
+        EventKind::EventsArchived,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -141,6 +145,7 @@ impl EventKind {
             EventKind::UserDeleted => "user.deleted",
             EventKind::IntegrationDeleted => "integration.deleted",
             EventKind::FolderDeleted => "folder.deleted",
+            EventKind::EventsArchived => "events.archived",
         }
     }
 

@@ -251,21 +251,30 @@ impl Admin {
         Ok(self.store.events(filter).await?)
     }
 
-    /// Walks the whole event log and checks every hash link. Returns the
-    /// number of events checked.
-    pub async fn verify_events(&self) -> Result<i64, AdminError> {
+    /// Walks the stored event log and checks every hash link, from the
+    /// checkpoint the last archive left (the log's start before any).
+    pub async fn verify_events(&self) -> Result<Verified, AdminError> {
         verify_store_events(&*self.store).await
     }
 }
 
-/// Walks a store's whole event log and checks every hash link against the
-/// stored head (no key needed). Returns the number of events checked.
-pub async fn verify_store_events(store: &dyn Store) -> Result<i64, AdminError> {
+/// What `events verify` found: the events checked, after the checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verified {
+    pub events: i64,
+    /// The last archived event's number and hash, if an archive ran.
+    pub checkpoint: Option<(i64, [u8; 32])>,
+}
+
+/// Walks a store's event log from its checkpoint and checks every hash link
+/// against the stored head (no key needed).
+pub async fn verify_store_events(store: &dyn Store) -> Result<Verified, AdminError> {
     // The head first: events appended while the pages are read lie beyond
     // it and are not checked; the pages stop at it.
     let head = store.event_head().await?;
-    let mut check = strongroom_core::event::ChainCheck::new();
-    let mut after = 0;
+    let checkpoint = store.event_checkpoint().await?;
+    let mut check = checkpoint.map_or_else(strongroom_core::event::ChainCheck::new, strongroom_core::event::ChainCheck::after);
+    let mut after = checkpoint.map_or(0, |c| c.0);
     while after < head.0 {
         let page = store.events(EventFilter { after_seq: Some(after), limit: 10_000, ..Default::default() }).await?;
         let Some(last) = page.last() else { break };
@@ -274,7 +283,7 @@ pub async fn verify_store_events(store: &dyn Store) -> Result<i64, AdminError> {
             check.push(e)?;
         }
     }
-    Ok(check.finish(head)?)
+    Ok(Verified { events: check.finish(head)?, checkpoint })
 }
 
 impl Admin {

@@ -34,6 +34,18 @@ pub struct RawConfig {
     pub keys: RawKeys,
     #[serde(default)]
     pub metrics: RawMetrics,
+    #[serde(default)]
+    pub events: RawEvents,
+}
+
+/// `[events]`: how long the event log keeps its events.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEvents {
+    /// Events older than this many days are archived to `archive_dir` and
+    /// deleted from the store, hourly; unset: kept forever.
+    pub retention_days: Option<u32>,
+    pub archive_dir: Option<PathBuf>,
 }
 
 /// `[metrics]`: where `GET /metrics` is served.
@@ -87,6 +99,16 @@ pub struct Config {
     pub keys: KeysConfig,
     /// `[metrics] listen`: `/metrics` on a listener of its own instead of the main one.
     pub metrics_listen: Option<SocketAddr>,
+    /// `[events]`: archive events older than this, if set.
+    pub events_retention: Option<Retention>,
+}
+
+/// The event log's retention: events older than `days` days go to a new
+/// archive file in `archive_dir` every hour (`strongroom::archive`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    pub days: u32,
+    pub archive_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,6 +307,21 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Text,
         "none: /metrics on the main listener",
         "A listener of its own (plain HTTP) for GET /metrics, e.g. 127.0.0.1:9090; then the main listener answers 404 there.",
+    ),
+    setting(
+        "events.retention_days",
+        "STRONGROOM_EVENTS_RETENTION_DAYS",
+        Kind::Integer,
+        "none: events are kept forever",
+        "Every hour, archive the events older than this many days to a new file in events.archive_dir and delete them \
+         (the log keeps a checkpoint; `admin events verify --archive` checks the files).",
+    ),
+    setting(
+        "events.archive_dir",
+        "STRONGROOM_EVENTS_ARCHIVE_DIR",
+        Kind::Path,
+        "DATA_DIR/archive",
+        "Where events.retention_days writes its archives (with several replicas: each replica's own, or a shared one).",
     ),
     setting(
         "keys.default",
@@ -489,9 +526,20 @@ impl RawConfig {
                 ),
             });
         }
+        let events_retention = match self.events.retention_days {
+            None => None,
+            Some(0) => {
+                return Err(ConfigError::Invalid {
+                    name: "events.retention_days",
+                    message: "0 would archive every event at once: give at least 1 day, or leave it unset to keep every event".into(),
+                });
+            }
+            Some(days) => Some(Retention { days, archive_dir: self.events.archive_dir.unwrap_or_else(|| data_dir.join("archive")) }),
+        };
         Ok(Config {
             keys,
             metrics_listen,
+            events_retention,
             trusted_proxies,
             data_dir,
             listen,

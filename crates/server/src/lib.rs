@@ -33,10 +33,12 @@
 //!   system clock and OS randomness: their only readers).
 //! - [`admin`]: what `strongroom admin` does, on the store directly;
 //!   `admin::migrate` copies a store into an empty one and checks counts and
-//!   the chain.
+//!   the chain; [`archive`], the event log's archive (`admin events archive`
+//!   and the retention setting) and the verification of archive files.
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod archive;
 pub mod config;
 pub mod first_bytes;
 pub mod hashing;

@@ -261,7 +261,7 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     };
     let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
-    let janitor = tokio::spawn(janitor(state));
+    let janitor = tokio::spawn(janitor(state, config.events_retention.clone()));
     #[cfg(unix)]
     let reloader = tokio::spawn(reload_on_hangup(hangup, running.tls.clone().zip(tls_files)));
     #[cfg(not(unix))]
@@ -279,15 +279,26 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     Ok(())
 }
 
-/// Deletes ended device codes, grants and tokens every ten minutes.
-async fn janitor(app: AppState) {
+/// Deletes ended device codes, grants and tokens every ten minutes; with a
+/// retention setting, archives the events older than it every hour (and at
+/// start).
+async fn janitor(app: AppState, retention: Option<crate::config::Retention>) {
     let mut tick = tokio::time::interval(Duration::from_secs(600));
-    loop {
+    for round in 0u64.. {
         tick.tick().await;
         match app.store.purge(app.now().plus_secs(-3600)).await {
             Ok(n) if n > 0 => tracing::info!(rows = n, "purged ended grants and codes"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "purge failed"),
+        }
+        if let Some(r) = retention.as_ref().filter(|_| round % 6 == 0) {
+            match crate::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
+                Ok(Some(a)) => {
+                    tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "archiving events past their retention failed"),
+            }
         }
     }
 }

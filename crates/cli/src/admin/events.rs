@@ -1,6 +1,7 @@
 //! `strongroom admin events ...`: the newest events first with a footer
 //! saying how many more there are, oldest first from a sequence number,
-//! `--follow`, and `verify`.
+//! `--follow`, `verify` (of the stored log and of archive files), and
+//! `archive`.
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
@@ -9,8 +10,11 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::time::Duration;
 
+use std::path::PathBuf;
 use strongroom_core::event::StoredEvent;
+use strongroom_core::time::UnixTime;
 use strongroom_server::admin::Admin;
+use strongroom_server::archive::{self, ChainPoint};
 use strongroom_store::EventFilter;
 
 use super::{Rendered, hex, time};
@@ -21,8 +25,41 @@ pub(crate) enum EventsCommand {
     /// line saying how many more there are and how to see them. With
     /// --after SEQ (or --oldest-first): oldest first from there.
     List(ListArgs),
-    /// Check the hash chain of the whole log.
-    Verify,
+    /// Check the hash chain of the stored log (from the checkpoint the last
+    /// archive left), and of archive files given with --archive.
+    Verify(VerifyArgs),
+    /// Write the events older than a date to a new JSON Lines file and
+    /// delete them from the store, leaving a checkpoint: `events verify`
+    /// still proves what remains, and the file verifies on its own.
+    Archive(ArchiveArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// An archive file to verify on its own (repeat for several, oldest
+    /// first: each must start where the one before ended, and the newest
+    /// should end where the stored log starts).
+    #[arg(long, value_name = "FILE")]
+    archive: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ArchiveArgs {
+    /// Archive the events written before this moment: YYYY-MM-DD (midnight
+    /// UTC) or YYYY-MM-DDTHH:MM:SSZ.
+    #[arg(long, value_name = "DATE", value_parser = parse_moment)]
+    before: UnixTime,
+    /// The archive to write (it must not exist; mode 0600).
+    #[arg(long, value_name = "FILE")]
+    to: PathBuf,
+}
+
+/// `YYYY-MM-DD` (midnight UTC) or `YYYY-MM-DDTHH:MM:SS[.f]Z`.
+fn parse_moment(s: &str) -> Result<UnixTime, String> {
+    let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_owned() };
+    strongroom_proto::time::parse_date(&full)
+        .map(|ticks| UnixTime::from_millis(ticks / (strongroom_proto::time::TICKS_PER_SEC / 1000)))
+        .ok_or_else(|| format!("{s:?} is not a date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"))
 }
 
 #[derive(Debug, Args)]
@@ -92,8 +129,10 @@ fn json_of(e: &StoredEvent, names: &HashMap<String, String>) -> serde_json::Valu
 /// the rest is counted, up to [`COUNT_CAP`].
 async fn remaining(admin: &Admin, f: &EventFilter, edge: i64) -> Result<(u64, bool)> {
     if f.kind.is_none() {
+        // Archived events are no longer stored: the stored log starts after the checkpoint.
+        let start = admin.store.event_checkpoint().await?.map_or(0, |c| c.0);
         let n = if f.newest_first {
-            edge - 1 - f.after_seq.unwrap_or(0)
+            edge - 1 - f.after_seq.unwrap_or(0).max(start)
         } else {
             f.before_seq.map_or(admin.store.event_head().await?.0, |b| b - 1) - edge
         };
@@ -127,10 +166,30 @@ async fn remaining(admin: &Admin, f: &EventFilter, edge: i64) -> Result<(u64, bo
 
 pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendered> {
     match command {
-        EventsCommand::Verify => match admin.verify_events().await {
-            Ok(n) => Ok(Rendered::done(format!("event log intact: {n} events"), json!({"intact": true, "events": n}))),
-            Err(e) => bail!("{e}"),
-        },
+        EventsCommand::Verify(args) => verify(admin, &args.archive).await,
+        EventsCommand::Archive(args) => {
+            let now = admin.clock.now();
+            match archive::archive_before(&*admin.store, args.before, &args.to, now).await? {
+                None => Ok(Rendered::done(
+                    format!("no events before {} to archive (the stored log starts after event {})", time(args.before), {
+                        archive::checkpoint(&*admin.store).await?.seq
+                    }),
+                    json!({"archived": 0}),
+                )),
+                Some(a) => Ok(Rendered::done(
+                    format!(
+                        "archived {} events ({}..={}) to {}; the stored log now starts after event {} (hash {})",
+                        a.events,
+                        a.after.seq + 1,
+                        a.last.seq,
+                        a.path.display(),
+                        a.last.seq,
+                        hex(&a.last.hash)
+                    ),
+                    json!({"archived": a.events, "first": a.after.seq + 1, "last": a.last.seq, "file": a.path, "last_hash": hex(&a.last.hash)}),
+                )),
+            }
+        }
         EventsCommand::List(args) => {
             let f = args.filter();
             let events = admin.events(f.clone()).await?;
@@ -172,6 +231,32 @@ pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendere
             Ok(r)
         }
     }
+}
+
+/// `events verify [--archive FILE]…`: the archives on their own and linked
+/// one after another, then the stored log from its checkpoint (and whether
+/// the newest archive ends where it starts).
+async fn verify(admin: &Admin, files: &[PathBuf]) -> Result<Rendered> {
+    let archives = archive::verify_files(files)?;
+    let stored = admin.verify_events().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut text = String::new();
+    for a in &archives {
+        text.push_str(&format!("archive {} intact: {} events ({}..={})\n", a.path.display(), a.events, a.after.seq + 1, a.last.seq));
+    }
+    let start = stored.checkpoint.map_or(0, |c| c.0);
+    if let Some(newest) = archives.last() {
+        if stored.checkpoint.map(ChainPoint::from) != Some(newest.last) {
+            bail!("{} ends at event {}, but the stored log starts after event {start}", newest.path.display(), newest.last.seq);
+        }
+        text.push_str("the archives and the stored log form one chain\n");
+    }
+    text.push_str(&match stored.checkpoint {
+        None => format!("event log intact: {} events", stored.events),
+        Some((seq, _)) => format!("event log intact: {} events after event {seq} (the earlier ones archived)", stored.events),
+    });
+    let list: Vec<_> =
+        archives.iter().map(|a| json!({"file": a.path, "events": a.events, "first": a.after.seq + 1, "last": a.last.seq})).collect();
+    Ok(Rendered::done(text, json!({"intact": true, "events": stored.events, "starts_after": start, "archives": list})))
 }
 
 /// One event as a line of `--follow`: `SEQ AT KIND key=value …`.

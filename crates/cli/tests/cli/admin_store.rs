@@ -1,7 +1,8 @@
 //! `strongroom admin` as an operator meets it: it never makes a store (only
 //! `admin init` and `serve` do), deletes users, integrations and folders
 //! with their grants and entries, lists events newest first with a footer
-//! and follows them, and prints listings as arrays of objects.
+//! and follows them, archives the oldest events to a file that verifies on
+//! its own, and prints listings as arrays of objects.
 #![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -352,4 +353,59 @@ fn output_cut_short_by_its_reader_exits_quietly() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success() && err.is_empty(), "{args:?}: {} {err}", out.status);
     }
+}
+
+#[test]
+fn events_archive_moves_the_logs_start_and_the_archive_verifies_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let admin = |args: &[&str]| {
+        let mut all = vec!["admin", "--data-dir", d];
+        all.extend_from_slice(args);
+        run(&all, &[])
+    };
+    assert_eq!(admin(&["init"]).code, 0);
+    for n in 1..=5 {
+        assert_eq!(admin(&["folders", "create", &format!("\\VED\\Policy\\F{n}")]).code, 0);
+    }
+    let tomorrow = strongroom_core::time::UnixTime::from_secs(now_secs() + 86_400).iso8601();
+    let (a1, a2) = (dir.path().join("a1.jsonl"), dir.path().join("a2.jsonl"));
+    let (a1s, a2s) = (a1.to_str().unwrap(), a2.to_str().unwrap());
+    assert!(admin(&["events", "archive", "--before", "2000-01-01", "--to", a1s]).stdout.contains("no events before"));
+    assert!(!a1.exists(), "nothing to archive: no file");
+    let r = admin(&["events", "archive", "--before", &tomorrow, "--to", a1s]);
+    assert!(r.code == 0 && r.stdout.contains("archived 6 events (1..=6)"), "{}{}", r.stdout, r.stderr);
+    #[cfg(unix)]
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&a1).unwrap().permissions()) & 0o777, 0o600);
+    // The stored log: the archive's own event, then two more.
+    for n in 6..=7 {
+        assert_eq!(admin(&["folders", "create", &format!("\\VED\\Policy\\F{n}")]).code, 0);
+    }
+    let r = admin(&["events", "verify"]);
+    assert!(r.code == 0 && r.stdout.contains("3 events after event 6"), "{}{}", r.stdout, r.stderr);
+    let r = admin(&["events", "list", "--limit", "1"]);
+    assert!(r.stdout.contains("2 older events not shown"), "the footer counts what is stored: {}", r.stdout);
+    let r = admin(&["events", "verify", "--archive", a1s]);
+    assert!(r.code == 0 && r.stdout.contains("form one chain"), "{}{}", r.stdout, r.stderr);
+    // An archive is never overwritten; the next one starts where the first ended.
+    let r = admin(&["events", "archive", "--before", &tomorrow, "--to", a1s]);
+    assert!(r.code != 0 && r.stderr.contains("exists"), "{}{}", r.stdout, r.stderr);
+    let r = admin(&["events", "archive", "--before", &tomorrow, "--to", a2s]);
+    assert!(r.code == 0 && r.stdout.contains("archived 3 events (7..=9)"), "{}{}", r.stdout, r.stderr);
+    let v = json_of(&admin(&["events", "verify", "--archive", a1s, "--archive", a2s, "--json"]));
+    assert_eq!((v["intact"].as_bool(), v["starts_after"].as_i64(), v["events"].as_i64()), (Some(true), Some(9), Some(1)), "{v}");
+    let r = admin(&["events", "verify", "--archive", a2s, "--archive", a1s]);
+    assert!(r.code != 0 && r.stderr.contains("ends at event"), "archives out of order: {}{}", r.stdout, r.stderr);
+    // A tampered archive is found, on its own.
+    let text = std::fs::read_to_string(&a1).unwrap();
+    let tampered = dir.path().join("tampered.jsonl");
+    std::fs::write(&tampered, text.replacen("F2", "F7", 1)).unwrap();
+    let r = admin(&["events", "verify", "--archive", tampered.to_str().unwrap()]);
+    assert!(r.code != 0 && r.stderr.contains("does not verify"), "{}{}", r.stdout, r.stderr);
+    let r = admin(&["events", "archive", "--before", "yesterday", "--to", a2s]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+}
+
+fn now_secs() -> i64 {
+    i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
 }

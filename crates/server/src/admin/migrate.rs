@@ -46,7 +46,7 @@ pub async fn migrate_store(from: &str, to: &str, mut progress: impl FnMut(&str, 
     if head.event_seq != 0 {
         return Err(AdminError::Invalid("the target store is not empty (its event log has a head)".into()));
     }
-    let events = super::verify_store_events(&*source).await.map_err(|e| AdminError::Invalid(format!("the source store: {e}")))?;
+    let events = super::verify_store_events(&*source).await.map_err(|e| AdminError::Invalid(format!("the source store: {e}")))?.events;
     let counters = src.counters().await?;
     let mut out = Migrated { tables: Vec::new(), events: 0 };
     for t in TABLES {
@@ -65,7 +65,7 @@ pub async fn migrate_store(from: &str, to: &str, mut progress: impl FnMut(&str, 
             )));
         }
     }
-    out.events = super::verify_store_events(&*target).await.map_err(|e| AdminError::Invalid(format!("the target store: {e}")))?;
+    out.events = super::verify_store_events(&*target).await.map_err(|e| AdminError::Invalid(format!("the target store: {e}")))?.events;
     if out.events != events || target.event_head().await? != source.event_head().await? {
         return Err(AdminError::Invalid("the target's event head differs from the source's".into()));
     }

@@ -7,7 +7,8 @@
 //! client library on the manual clock, and 600 random requests that must
 //! never get a 5xx. `vcert`: the calls Go vcert makes around an
 //! authentication (`Identity/Self`, `POST Log`, also on a locked database).
-//! `operability`: metrics counted exactly after a scripted flow, readiness
+//! `retention`: the event log's archive on the manual clock, with
+//! replicas racing. `operability`: metrics counted exactly after a scripted flow, readiness
 //! with a locked SQLite file or a locked PostgreSQL table and a missing
 //! migration, request ids. `suite`: the security tests that need the manual
 //! clock (A4, replay by age; A7, the model-based property test; B1, B2 and
@@ -26,6 +27,7 @@ mod named_keys;
 mod oauth2_client;
 mod operability;
 mod password_grant;
+mod retention;
 mod suite;
 mod support;
 mod vault;

@@ -116,7 +116,7 @@ async fn the_readme_story_end_to_end() {
     }
     let text = events.to_string();
     assert!(!text.contains("Access to endpoint") && !text.contains("2048"), "{text}");
-    assert!(s.admin.verify_events().await.unwrap() > 10);
+    assert!(s.admin.verify_events().await.unwrap().events > 10);
 }
 
 #[tokio::test]
@@ -445,7 +445,7 @@ async fn the_event_chain_detects_edits_and_deletions() {
         let alice = s.vault_user("alice", TEAM, "read,write").await;
         let t = token(&s, &alice, SCOPE).await;
         add(&s, &t, TEAM, b"x").await;
-        let n = s.admin.verify_events().await.unwrap();
+        let n = s.admin.verify_events().await.unwrap().events;
         assert!(n >= 6, "{n}");
         let db = rusqlite::Connection::open(s.db_path()).unwrap();
         db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
