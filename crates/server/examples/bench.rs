@@ -9,7 +9,10 @@
 //!
 //! Every figure is also printed as a ratio to `GET /healthz` measured in the
 //! same run (shared machines are noisy; ratios travel better than rates), and
-//! the large-store figures as a ratio to the small store. The targets are
+//! the large-store figures as a ratio to the small store. After the refresh
+//! workload it prints what the refreshes left in the store (bytes per
+//! refresh, all told and the event log's, read with SQLite's `dbstat` or
+//! PostgreSQL's relation sizes) and the store's size. The targets are
 //! reported as met or not met; nothing here fails on a slow machine.
 //!
 //! Options: `--bin PATH` (default `target/release/strongroom`), `--secs N`
@@ -51,7 +54,7 @@ use strongroom_core::vault::{FolderPath, VaultId};
 use strongroom_server::keys::{self, Keys};
 use strongroom_server::state::OsRandom;
 use strongroom_store::transfer::{self, Cell, Counters, Row, Table, Transfer};
-use strongroom_store::{NewTokens, Store, StoredAssociation, VaultEntry};
+use strongroom_store::{Store, StoredAssociation, VaultEntry};
 
 const CONNECTIONS: usize = 32;
 const LOGINS: usize = 200;
@@ -373,6 +376,7 @@ impl Ctx {
 #[derive(Clone)]
 struct Stats {
     name: &'static str,
+    requests: usize,
     errors: usize,
     rate: f64,
     p50_ms: f64,
@@ -416,6 +420,7 @@ async fn measure(ctx: &Arc<Ctx>, server: &mut Server, work: Work, secs: f64, tic
     let requests = lat.len();
     Stats {
         name: work.name(),
+        requests,
         errors,
         rate: requests as f64 / elapsed,
         p50_ms: pct(0.50),
@@ -559,8 +564,7 @@ async fn load_pages(copier: &dyn Transfer, rows: Vec<(&'static Table, Row)>) {
     }
 }
 
-/// Stores `grants` live grants (each with an access token and a refresh
-/// token) and `entries` vault entries (one owner, two associations each) in
+/// Stores `grants` live grants (each with a token pair) and `entries` vault entries (one owner, two associations each) in
 /// the stopped server's store, as rows of the store's own codec through its
 /// copier: every column the current schema has, written as the store writes
 /// it.
@@ -579,14 +583,10 @@ async fn seed(data: &Path, grants: usize, entries: usize) {
     while done < grants {
         let mut rows = Vec::with_capacity(3 * SEED_PAGE);
         for _ in done..(done + SEED_PAGE).min(grants) {
-            let grant = Grant::new(&OsRandom, CLIENT, user.id.clone(), scope.clone(), now, settings);
-            let tokens = NewTokens {
-                access_hash: noise.hash(),
-                access_expires: now.plus_secs(3600),
-                refresh_hash: Some(noise.hash()),
-                issued_at: now,
-            };
-            rows.extend(transfer::grant_rows(&grant, &tokens));
+            let mut grant = Grant::new(&OsRandom, CLIENT, user.id.clone(), scope.clone(), now, settings);
+            grant.pair.refresh = Some(noise.hash());
+            grant.pair.access = Some(noise.hash());
+            rows.push(transfer::grant_row(&grant));
         }
         load_pages(&*copier, rows).await;
         done = (done + SEED_PAGE).min(grants);
@@ -663,6 +663,34 @@ impl Db {
         if self.pg.is_some() { "PostgreSQL" } else { "SQLite, synchronous=FULL" }
     }
 
+    /// Bytes of every table and index of the store, by name: SQLite's
+    /// pages as `dbstat` counts them (read beside the running server),
+    /// PostgreSQL's relation sizes.
+    async fn sizes(&self, data: &Path) -> Vec<(String, u64)> {
+        match &self.pg {
+            Some((client, schema)) => client
+                .query(
+                    "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = $1 AND c.relkind IN ('r', 'i', 't')",
+                    &[schema],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).unsigned_abs()))
+                .collect(),
+            None => {
+                let c =
+                    rusqlite::Connection::open_with_flags(data.join("strongroom.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+                let mut st = c.prepare("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").unwrap();
+                st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.unsigned_abs())))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
+            }
+        }
+    }
+
     async fn drop_schema(&self) {
         if let Some((client, schema)) = &self.pg {
             let _ = client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await;
@@ -670,9 +698,45 @@ impl Db {
     }
 }
 
+/// What the refresh workload left in the store: bytes per refresh, all
+/// told and those of the event log (its table and indexes), and the
+/// store's size after it.
+#[derive(Clone, Copy, Default)]
+struct Growth {
+    per_refresh: f64,
+    events_per_refresh: f64,
+    store_bytes: u64,
+}
+
+impl Growth {
+    fn of(before: &[(String, u64)], after: &[(String, u64)], refreshes: usize) -> Growth {
+        let total = |v: &[(String, u64)], f: &dyn Fn(&str) -> bool| v.iter().filter(|(n, _)| f(n)).map(|(_, b)| *b as f64).sum::<f64>();
+        let events = |n: &str| n == "events" || n.starts_with("events_") || n.starts_with("sqlite_autoindex_events");
+        let all = |_: &str| true;
+        let n = refreshes.max(1) as f64;
+        Growth {
+            per_refresh: (total(after, &all) - total(before, &all)) / n,
+            events_per_refresh: (total(after, &events) - total(before, &events)) / n,
+            store_bytes: total(after, &all) as u64,
+        }
+    }
+
+    fn print(&self, label: &str, refreshes: usize) {
+        println!(
+            "storage ({label}): {refreshes} refreshes kept {:.0} bytes each, of which the event log {:.0} and everything else {:.0}; \
+             the store holds {:.1} MiB after them",
+            self.per_refresh,
+            self.events_per_refresh,
+            self.per_refresh - self.events_per_refresh,
+            self.store_bytes as f64 / MIB / MIB
+        );
+    }
+}
+
 /// The small-store run on one database: fixtures, then every workload.
 struct Run {
     small: Vec<(Work, Stats)>,
+    growth: Growth,
     server: Server,
     ctx: Arc<Ctx>,
     data: PathBuf,
@@ -755,12 +819,19 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
     println!("fixtures ready after {:.1} s ({codes} approved device codes)\n", run_start.elapsed().as_secs_f64());
 
     let mut small = Vec::new();
+    let mut growth = Growth::default();
     for work in [Work::Health, Work::Refresh, Work::Device, Work::Associate, Work::Lookup, Work::Verify] {
         let first_word = work.name().split([' ', '-']).next().unwrap_or("").to_lowercase();
         if work != Work::Health && !o.only.is_empty() && !o.only.contains(&first_word) {
             continue;
         }
-        small.push((work, measure(&ctx, &mut server, work, o.secs, tps).await));
+        let before = if work == Work::Refresh { db.sizes(&data).await } else { Vec::new() };
+        let stats = measure(&ctx, &mut server, work, o.secs, tps).await;
+        if work == Work::Refresh {
+            growth = Growth::of(&before, &db.sizes(&data).await, stats.requests - stats.errors);
+            growth.print(db.label(), stats.requests - stats.errors);
+        }
+        small.push((work, stats));
     }
     let hz = get(&small, Work::Health);
     println!("small store ({}); ratios (x hz) to GET /healthz of this run", db.label());
@@ -768,7 +839,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
     for (_, s) in &small {
         row(s, &hz);
     }
-    Run { small, server, ctx, data, port, db }
+    Run { small, growth, server, ctx, data, port, db }
 }
 
 fn get(v: &[(Work, Stats)], w: Work) -> Stats {
@@ -794,7 +865,7 @@ async fn main() {
         Some(url) => Db::postgres(url).await,
         None => Db::sqlite(),
     };
-    let Run { small, server, ctx, data, port, db } = small_store(&o, &bin, tmp.path().join("data"), db, &http, tps).await;
+    let Run { small, growth, server, ctx, data, port, db } = small_store(&o, &bin, tmp.path().join("data"), db, &http, tps).await;
     let mut peak = server.stop().await;
     db.drop_schema().await;
 
@@ -803,7 +874,7 @@ async fn main() {
         let t = Instant::now();
         seed(&data, o.grants, o.entries).await;
         println!(
-            "\nstored {} grants (each with an access and a refresh token) and {} vault entries in {:.1} s",
+            "\nstored {} grants (each with a token pair) and {} vault entries in {:.1} s",
             o.grants,
             o.entries,
             t.elapsed().as_secs_f64()
@@ -849,18 +920,28 @@ async fn main() {
     println!("\ntargets ({CONNECTIONS} connections)");
     let (r, a, v) = (get(&small, Work::Refresh), get(&small, Work::Associate), get(&small, Work::Verify));
     target(
-        &format!("refresh >= 0.5 x healthz ({:.2}) and p99 < 5 ms ({:.2} ms)", r.rate / hz.rate, r.p99_ms),
-        r.rate >= 0.5 * hz.rate && r.p99_ms < 5.0,
+        &format!("refresh >= 0.35 x healthz ({:.2}) and p99 < 5 ms ({:.2} ms)", r.rate / hz.rate, r.p99_ms),
+        r.rate >= 0.35 * hz.rate && r.p99_ms < 5.0,
     );
     target(
-        &format!("Associate >= 0.5 x healthz ({:.2}) and p99 < 5 ms ({:.2} ms)", a.rate / hz.rate, a.p99_ms),
-        a.rate >= 0.5 * hz.rate && a.p99_ms < 5.0,
+        &format!("Associate >= 0.4 x healthz ({:.2}) and p99 < 5 ms ({:.2} ms)", a.rate / hz.rate, a.p99_ms),
+        a.rate >= 0.4 * hz.rate && a.p99_ms < 5.0,
+    );
+    // Page rounding aside (2 %), a refresh keeps nothing but its event.
+    target(
+        &format!(
+            "bytes kept per refresh <= its event's ({:.0} <= {:.0}; store {:.1} MiB)",
+            growth.per_refresh,
+            growth.events_per_refresh,
+            growth.store_bytes as f64 / MIB / MIB
+        ),
+        growth.per_refresh <= growth.events_per_refresh * 1.02,
     );
     target(&format!("Verify >= 0.8 x healthz ({:.2})", v.rate / hz.rate), v.rate >= 0.8 * hz.rate);
     target(&format!("peak RSS < 100 MiB through the benchmark, logins included ({:.1} MiB)", peak as f64 / MIB), peak < 100 * 1024);
     if o.scale {
         let (rs, as_) = (get(&scale, Work::Refresh), get(&scale, Work::Associate));
-        target(&format!("at {} grants refresh >= 0.8 x small store ({:.2})", o.grants, rs.rate / r.rate), rs.rate >= 0.8 * r.rate);
+        target(&format!("at {} grants refresh >= 0.9 x small store ({:.2})", o.grants, rs.rate / r.rate), rs.rate >= 0.9 * r.rate);
         target(&format!("at {} grants Associate >= 0.8 x small store ({:.2})", o.grants, as_.rate / a.rate), as_.rate >= 0.8 * a.rate);
     }
     if !on_pg.is_empty() {
