@@ -498,9 +498,15 @@ async fn approved_device_codes(data: &Path, url: Option<&str>, n: usize) -> Vec<
     let now = UnixTime::from_millis(now_ms());
     let mut codes = Vec::with_capacity(n);
     let mut rows = Vec::with_capacity(n);
-    for _ in 0..n {
+    // User codes are unique among live codes: 32,000 drawn from 20^8 would
+    // repeat one in about one run of fifty (and the load would fail).
+    let mut user_codes = std::collections::HashSet::with_capacity(n);
+    while codes.len() < n {
         let code = mint_device_code(&OsRandom);
         let user_code = mint_user_code(&OsRandom);
+        if !user_codes.insert(user_code.expose().to_owned()) {
+            continue;
+        }
         let d = DeviceAuthorization {
             code_hash: keys.token.hash(TokenKind::DeviceCode, code.expose()),
             user_code_hash: keys.token.hash(TokenKind::UserCode, user_code.expose()),
