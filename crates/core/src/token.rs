@@ -174,8 +174,10 @@ impl fmt::Debug for TokenHash {
     }
 }
 
-/// A new bearer or refresh token: standard padded base64 of
-/// [`TOKEN_BYTES`] random bytes.
+/// A token of the layout before locators: standard padded base64 of
+/// [`TOKEN_BYTES`] random bytes. Grants issued before migration 0007 hold
+/// such tokens until they end (they are found by their hash); tests make
+/// them to stand for those. New tokens are [`TokenKey::mint_at`]'s.
 pub fn mint_token(rng: &dyn Random) -> Secret {
     Secret::new(STANDARD.encode(bytes::<TOKEN_BYTES>(rng)))
 }

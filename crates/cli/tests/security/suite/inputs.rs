@@ -243,16 +243,23 @@ async fn h2_user_code_format_and_normalisation() {
 #[test]
 fn h1_token_entropy() {
     use std::collections::HashSet;
-    use strongroom_core::token::{DEVICE_CODE_BYTES, TOKEN_BYTES, mint_device_code, mint_token};
+    use strongroom_core::token::{DEVICE_CODE_BYTES, Locator, TOKEN_BYTES, TOKEN_RANDOM_BYTES, TokenKey, TokenKind, mint_device_code, new_slot};
     const N: usize = 200_000;
     let rng = strongroom_server::state::OsRandom;
-    let (mut tokens, mut codes) = (HashSet::with_capacity(N), HashSet::with_capacity(N));
-    let mut short = 0;
-    for _ in 0..N {
-        let t = mint_token(&rng);
-        if base64::engine::general_purpose::STANDARD.decode(t.expose()).map(|b| b.len()).unwrap_or(0) < 32 {
-            short += 1;
-        }
+    let key = TokenKey::new([9; 32]);
+    let (mut tokens, mut random_parts, mut codes) = (HashSet::with_capacity(N), HashSet::with_capacity(N), HashSet::with_capacity(N));
+    let (mut misshapen, mut unlocated) = (0, 0);
+    // As one grant issues them, generation after generation (the locator
+    // part is the same slot each time: only the random part tells them apart).
+    let slot = new_slot(&rng);
+    for generation in 0..N as u32 {
+        let at = Locator { slot, generation: generation / 2 };
+        let kind = if generation % 2 == 0 { TokenKind::Access } else { TokenKind::Refresh };
+        let t = key.mint_at(&rng, kind, at);
+        let raw = base64::engine::general_purpose::STANDARD.decode(t.expose()).unwrap_or_default();
+        misshapen += usize::from(raw.len() != TOKEN_BYTES || !t.expose().ends_with("=="));
+        unlocated += usize::from(key.locate(kind, t.expose()) != Some(at));
+        random_parts.insert(raw.get(TOKEN_BYTES - TOKEN_RANDOM_BYTES..).map(<[u8]>::to_vec).unwrap_or_default());
         tokens.insert(t.expose().to_owned());
         let c = mint_device_code(&rng);
         codes.insert(c.expose().to_owned());
@@ -261,11 +268,20 @@ fn h1_token_entropy() {
         "H1",
         "token entropy",
         &format!(
-            "{N} access/refresh tokens and {N} device codes from the OS CSPRNG: {} + {} duplicates; {TOKEN_BYTES} random bytes per token, {DEVICE_CODE_BYTES} per device code; {short} shorter than 32 bytes",
+            "{N} access/refresh tokens of one grant and {N} device codes from the OS CSPRNG: {} + {} duplicates, {} duplicate random parts; \
+             {TOKEN_RANDOM_BYTES} random bytes per token (beside its 18-byte tagged locator; {misshapen} not 34 bytes ending in ==, \
+             {unlocated} not located), {DEVICE_CODE_BYTES} per device code",
             N - tokens.len(),
-            N - codes.len()
+            N - codes.len(),
+            N - random_parts.len()
         ),
-        tokens.len() == N && codes.len() == N && short == 0 && TOKEN_BYTES >= 32 && DEVICE_CODE_BYTES >= 32,
+        tokens.len() == N
+            && codes.len() == N
+            && random_parts.len() == N
+            && misshapen == 0
+            && unlocated == 0
+            && TOKEN_RANDOM_BYTES >= 16
+            && DEVICE_CODE_BYTES >= 32,
     );
     assert!(h1, "H1");
 }
