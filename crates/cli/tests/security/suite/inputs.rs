@@ -243,7 +243,9 @@ async fn h2_user_code_format_and_normalisation() {
 #[test]
 fn h1_token_entropy() {
     use std::collections::HashSet;
-    use strongroom_core::token::{DEVICE_CODE_BYTES, Locator, TOKEN_BYTES, TOKEN_RANDOM_BYTES, TokenKey, TokenKind, mint_device_code, new_slot};
+    use strongroom_core::token::{
+        DEVICE_CODE_BYTES, Locator, TOKEN_BYTES, TOKEN_RANDOM_BYTES, TokenKey, TokenKind, mint_device_code, new_slot,
+    };
     const N: usize = 200_000;
     let rng = strongroom_server::state::OsRandom;
     let key = TokenKey::new([9; 32]);
