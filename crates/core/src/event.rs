@@ -62,6 +62,16 @@ pub enum EventKind {
     EventsArchived,
     /// A folder was deleted (with the folders below it, when recursive).
     FolderDeleted,
+    /// A trusted JWT issuer was registered or changed (`admin jwt-issuers`).
+    JwtIssuerSaved,
+    JwtIssuerRemoved,
+    /// A JWT or certificate mapping was registered or changed (`admin mappings`).
+    MappingSaved,
+    MappingRemoved,
+    /// A machine identity got its row (first grant, or an administrator named it).
+    MachineIdentityAdded,
+    /// A JWT was presented again within its lifetime: refused.
+    JwtReplayed,
 }
 
 impl EventKind {
@@ -104,6 +114,12 @@ impl EventKind {
         EventKind::IntegrationDeleted,
         EventKind::FolderDeleted,
         EventKind::EventsArchived,
+        EventKind::JwtIssuerSaved,
+        EventKind::JwtIssuerRemoved,
+        EventKind::MappingSaved,
+        EventKind::MappingRemoved,
+        EventKind::MachineIdentityAdded,
+        EventKind::JwtReplayed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -146,6 +162,12 @@ impl EventKind {
             EventKind::IntegrationDeleted => "integration.deleted",
             EventKind::FolderDeleted => "folder.deleted",
             EventKind::EventsArchived => "events.archived",
+            EventKind::JwtIssuerSaved => "jwt.issuer_saved",
+            EventKind::JwtIssuerRemoved => "jwt.issuer_removed",
+            EventKind::MappingSaved => "mapping.saved",
+            EventKind::MappingRemoved => "mapping.removed",
+            EventKind::MachineIdentityAdded => "machine.identity_added",
+            EventKind::JwtReplayed => "token.jwt_replayed",
         }
     }
 

@@ -24,8 +24,16 @@ impl UserId {
     }
 
     /// The prefixed universal identity the product shows: `local:{<uuid>}`.
+    ///
+    /// A machine identity (a JWT or certificate mapping's, see
+    /// [`crate::machine`]) is its id itself: `jwt+<mapping>:<subject>`.
     pub fn identity(&self) -> String {
-        format!("{LOCAL_PREFIX}:{}", self.universal())
+        if self.is_machine() { self.0.clone() } else { format!("{LOCAL_PREFIX}:{}", self.universal()) }
+    }
+
+    /// Whether this is a machine identity, which never signs in with a password.
+    pub fn is_machine(&self) -> bool {
+        self.0.starts_with(crate::machine::JWT_PREFIX) || self.0.starts_with(crate::machine::CERT_PREFIX)
     }
 
     /// The product's `Universal` of a local identity: `{<uuid>}`.

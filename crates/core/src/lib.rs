@@ -12,6 +12,8 @@
 //!   rotation, the retry of a lost answer, reuse.
 //! - [`token`] (minting, keyed hashes, user codes), [`scope`], [`identity`],
 //!   [`integration`] (settings and their overrides).
+//! - [`machine`]: the JWT grant's rules (JWS signatures with `ring`,
+//!   claims, issuers, mappings) and machine identities.
 //! - [`throttle`]: the guessing limits' counters and lockouts.
 //! - [`event`]: event kinds and the hash chain.
 //! - [`password`] (argon2id).
@@ -27,6 +29,7 @@ pub mod event;
 pub mod grant;
 pub mod identity;
 pub mod integration;
+pub mod machine;
 pub mod mac;
 pub mod password;
 pub mod random;

@@ -66,6 +66,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, PairState};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
+use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
@@ -431,6 +432,47 @@ pub enum FolderDeletion {
     },
 }
 
+/// A grant for a machine (the JWT or certificate grant), written by
+/// [`AuthStore::insert_machine_grant`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineGrant {
+    /// The grant, its `user_id` the machine identity (`jwt+<mapping>:<subject>`).
+    pub grant: Grant,
+    /// The mapping that gave the identity.
+    pub mapping: String,
+    /// What makes the presented JWT single-use; `None` for a certificate.
+    pub replay: Option<Replay>,
+}
+
+/// A JWT's replay record: issuer name, key (`jti:…` or `sig:…`), kept until `expires`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    pub issuer: String,
+    pub key: String,
+    pub expires: UnixTime,
+}
+
+/// What [`AuthStore::insert_machine_grant`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineIssue {
+    Issued,
+    /// The JWT was presented before (on any replica): nothing written.
+    Replayed,
+    /// The machine identity is disabled: no grant (the JWT is spent).
+    Disabled,
+    /// The identity's name is another user's (subjects that differ only in case): no grant.
+    IdentityTaken,
+}
+
+/// What [`AdminStore::remove_jwt_issuer`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssuerRemoval {
+    Removed,
+    NotFound,
+    /// Mappings use it: nothing removed.
+    InUse(u64),
+}
+
 /// The request path of the token service: one context read per request,
 /// then at most one write, conditional on what the read saw.
 pub trait AuthStore: Send + Sync + fmt::Debug {
@@ -475,6 +517,15 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     /// `reset_on_success` is reset), and `origin` (user name, address) is remembered as one that
     /// signed in. False, and nothing written, if a counter locked meanwhile: the attempt is refused.
     fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool>;
+    /// The trusted JWT issuer whose `iss` is `iss`, with its mappings: one read.
+    fn jwt_context(&self, iss: String) -> StoreFuture<'_, Option<(JwtIssuer, Vec<Mapping>)>>;
+    /// Every mapping, with its client ids (the certificate grant's context).
+    fn mappings(&self) -> StoreFuture<'_, Vec<Mapping>>;
+    /// A machine's grant in one transaction: the JWT's replay record first (one conditional insert:
+    /// a JWT recorded before and not yet expired answers `Replayed`, nothing written), the machine
+    /// identity's user row on its first grant (with a `machine.identity_added` event), the grant
+    /// and `event`.
+    fn insert_machine_grant(&self, grant: MachineGrant, event: Event) -> StoreFuture<'_, MachineIssue>;
 }
 
 /// The vault's request path: one context read, then one write that checks
@@ -597,6 +648,18 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// The first caller records its `check` (with `event`, in one
     /// transaction) and gets `None`; every later one gets the recorded value.
     fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>>;
+    /// Creates or replaces a trusted JWT issuer (by name).
+    fn save_jwt_issuer(&self, issuer: JwtIssuer, event: Event) -> StoreFuture<'_, ()>;
+    fn jwt_issuers(&self) -> StoreFuture<'_, Vec<JwtIssuer>>;
+    /// Removes an issuer no mapping uses.
+    fn remove_jwt_issuer(&self, name: String, event: Event) -> StoreFuture<'_, IssuerRemoval>;
+    /// Creates or replaces a mapping (by name) with its client ids.
+    fn save_mapping(&self, mapping: Mapping, event: Event) -> StoreFuture<'_, ()>;
+    /// Removes a mapping; the live grants of its identities are revoked. `None`: no such mapping.
+    fn remove_mapping(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Gives machine identity `user` of mapping `mapping` its row, if it has none (with `event`).
+    /// False: the name is another user's.
+    fn add_machine_identity(&self, user: User, mapping: String, event: Event) -> StoreFuture<'_, bool>;
 }
 
 /// Told about the store's work, for metrics. The store crate knows no

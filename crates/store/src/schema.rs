@@ -209,6 +209,44 @@ pub(crate) const ASSOCIATIONS: Table = Table {
 pub(crate) const MASTER_KEY_CHECK: Table =
     Table { name: "master_key_check", columns: &[("id", Int), ("digest", Bytes), ("recorded_at", Int)], key: 1 };
 
+pub(crate) const JWT_ISSUERS: Table = Table {
+    name: "jwt_issuers",
+    columns: &[
+        ("name", Text),
+        ("issuer", Text),
+        ("keys_kind", Text),
+        ("keys_source", Text),
+        ("audiences", Text),
+        ("algorithms", Text),
+        ("clock_skew", Int),
+        ("max_lifetime", Int),
+        ("created_at", Int),
+    ],
+    key: 1,
+};
+
+pub(crate) const MACHINE_MAPPINGS: Table = Table {
+    name: "machine_mappings",
+    columns: &[
+        ("name", Text),
+        ("kind", Text),
+        ("issuer", Text),
+        ("conditions", Text),
+        ("identity_from", Text),
+        ("ca_bundle", Text),
+        ("max_scope", Text),
+        ("created_at", Int),
+    ],
+    key: 1,
+};
+
+pub(crate) const MAPPING_CLIENTS: Table = Table { name: "mapping_clients", columns: &[("mapping", Text), ("client_id", Text)], key: 2 };
+
+pub(crate) const MACHINE_USERS: Table = Table { name: "machine_users", columns: &[("user_id", Text), ("mapping", Text)], key: 1 };
+
+pub(crate) const JWT_REPLAY: Table =
+    Table { name: "jwt_replay", columns: &[("issuer", Text), ("replay_key", Text), ("expires_at", Int)], key: 2 };
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -231,4 +269,9 @@ pub const TABLES: &[&Table] = &[
     &VAULT_OWNERS,
     &ASSOCIATIONS,
     &MASTER_KEY_CHECK,
+    &JWT_ISSUERS,
+    &MACHINE_MAPPINGS,
+    &MAPPING_CLIENTS,
+    &MACHINE_USERS,
+    &JWT_REPLAY,
 ];

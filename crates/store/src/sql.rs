@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use strongroom_core::vault::Rights;
 
-use crate::schema::{self, ASSOCIATIONS, DATA_KEYS, DEVICE_CODES, EVENTS as EVENT_ROWS, GRANTS, USERS};
+use crate::schema::{self, ASSOCIATIONS, DATA_KEYS, DEVICE_CODES, EVENTS as EVENT_ROWS, GRANTS, JWT_ISSUERS, MACHINE_MAPPINGS, USERS};
 
 /// One statement in both dialects.
 #[derive(Debug)]
@@ -91,8 +91,13 @@ macro_rules! sql {
 
 /// Whether user column `user` is allowed on integration `i` (whose client
 /// id column is `client`): everyone is, or the user is on its list.
+/// A machine identity is allowed where its mapping lets it (`mapping_clients`).
 fn allowed(client: &str, user: &str) -> String {
-    format!("(i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user}))")
+    format!(
+        "(i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user}) \
+         OR EXISTS (SELECT 1 FROM machine_users mu JOIN mapping_clients mc ON mc.mapping = mu.mapping \
+         WHERE mu.user_id = {user} AND mc.client_id = {client}))"
+    )
 }
 
 /// The standing of user `u` on integration `i` (6 columns, `codec::standing`).
@@ -429,8 +434,9 @@ pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| events_in("ASC"));
 pub(crate) static EVENTS_NEWEST_FIRST: LazyLock<Sql> = LazyLock::new(|| events_in("DESC"));
 
 /// What `purge` deletes, each with `?1` the time before which things ended.
-pub(crate) static PURGE: LazyLock<[Sql; 4]> = LazyLock::new(|| {
+pub(crate) static PURGE: LazyLock<[Sql; 5]> = LazyLock::new(|| {
     [
+        Sql::new("DELETE FROM jwt_replay WHERE expires_at < ?1"),
         Sql::new("DELETE FROM device_codes WHERE expires_at < ?1"),
         Sql::new("DELETE FROM grants WHERE refresh_until < ?1"),
         Sql::new("DELETE FROM access_tokens WHERE expires_at < ?1"),
@@ -831,3 +837,89 @@ mod tests {
         );
     }
 }
+
+// ------------------------------------------------------------------ machines (JWT and certificate grants)
+
+sql!(
+    /// Creates or replaces issuer `?1` (`codec::jwt_issuer_row`); its creation time stays.
+    SAVE_JWT_ISSUER = format!(
+        "{} ON CONFLICT (name) DO UPDATE SET issuer = excluded.issuer, keys_kind = excluded.keys_kind, \
+         keys_source = excluded.keys_source, audiences = excluded.audiences, algorithms = excluded.algorithms, \
+         clock_skew = excluded.clock_skew, max_lifetime = excluded.max_lifetime",
+        JWT_ISSUERS.insert()
+    )
+);
+
+sql!(LIST_JWT_ISSUERS = format!("SELECT {} FROM jwt_issuers j ORDER BY j.name", JWT_ISSUERS.cols("j")));
+
+sql!(
+    /// The issuer whose `iss` is `?1`.
+    JWT_ISSUER_BY_ISS = format!("SELECT {} FROM jwt_issuers j WHERE j.issuer = ?1", JWT_ISSUERS.cols("j"))
+);
+
+sql!(
+    /// How many mappings use issuer `?1`.
+    ISSUER_MAPPINGS = "SELECT COUNT(*) FROM machine_mappings WHERE issuer = ?1"
+);
+
+sql!(DELETE_JWT_ISSUER = "DELETE FROM jwt_issuers WHERE name = ?1");
+
+sql!(
+    /// Creates or replaces mapping `?1` (`codec::mapping_row`); its creation time stays.
+    SAVE_MAPPING = format!(
+        "{} ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, issuer = excluded.issuer, conditions = excluded.conditions, \
+         identity_from = excluded.identity_from, ca_bundle = excluded.ca_bundle, max_scope = excluded.max_scope",
+        MACHINE_MAPPINGS.insert()
+    )
+);
+
+sql!(CLEAR_MAPPING_CLIENTS = "DELETE FROM mapping_clients WHERE mapping = ?1");
+
+sql!(INSERT_MAPPING_CLIENT = "INSERT INTO mapping_clients (mapping, client_id) VALUES (?1, ?2)");
+
+sql!(
+    /// Every mapping (`codec::mapping`), with its client ids after it (NULL when none), by name.
+    LIST_MAPPINGS = format!(
+        "SELECT {}, mc.client_id FROM machine_mappings m LEFT JOIN mapping_clients mc ON mc.mapping = m.name \
+         ORDER BY m.name, mc.client_id",
+        MACHINE_MAPPINGS.cols("m")
+    )
+);
+
+sql!(
+    /// The mappings of issuer `?1` (by name), as [`LIST_MAPPINGS`].
+    ISSUER_MAPPINGS_ROWS = format!(
+        "SELECT {}, mc.client_id FROM machine_mappings m LEFT JOIN mapping_clients mc ON mc.mapping = m.name \
+         WHERE m.issuer = ?1 ORDER BY m.name, mc.client_id",
+        MACHINE_MAPPINGS.cols("m")
+    )
+);
+
+sql!(
+    /// Revokes at `?1` the live grants of mapping `?2`'s identities.
+    REVOKE_MAPPING_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE revoked_at IS NULL \
+         AND user_id IN (SELECT user_id FROM machine_users WHERE mapping = ?2)"
+);
+
+sql!(DELETE_MAPPING = "DELETE FROM machine_mappings WHERE name = ?1");
+
+sql!(
+    /// Records JWT `?2` of issuer `?1`, kept until `?3`: one row (a record
+    /// of a JWT that expired before `?4` is taken over). Row count 0: the
+    /// JWT was presented before.
+    RECORD_JWT = "INSERT INTO jwt_replay (issuer, replay_key, expires_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (issuer, replay_key) DO UPDATE SET expires_at = excluded.expires_at WHERE jwt_replay.expires_at < ?4"
+);
+
+sql!(
+    /// Machine user `?1`: whether it is disabled (no row: none).
+    MACHINE_USER_DISABLED = "SELECT disabled FROM users WHERE id = ?1"
+);
+
+sql!(
+    /// A machine identity's user row (`codec::user_row` with an unusable password hash), unless its
+    /// id or name is taken.
+    INSERT_MACHINE_USER = format!("{} ON CONFLICT DO NOTHING", USERS.insert())
+);
+
+sql!(INSERT_MACHINE_LINK = "INSERT INTO machine_users (user_id, mapping) VALUES (?1, ?2) ON CONFLICT (user_id) DO NOTHING");

@@ -68,6 +68,15 @@ macro_rules! auth_methods {
         fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
             $plain!(self, |c| auth::attempt_succeeded(c, &slots, origin.as_ref(), now))
         }
+        fn jwt_context(&self, iss: String) -> StoreFuture<'_, Option<(JwtIssuer, Vec<Mapping>)>> {
+            $read!(self, |c| machine::jwt_context(c, &iss))
+        }
+        fn mappings(&self) -> StoreFuture<'_, Vec<Mapping>> {
+            $read!(self, |c| machine::mappings(c))
+        }
+        fn insert_machine_grant(&self, grant: MachineGrant, event: Event) -> StoreFuture<'_, MachineIssue> {
+            $write!(self, |c| machine::insert_machine_grant(c, &grant, &event))
+        }
     };
 }
 pub(crate) use auth_methods;
@@ -215,6 +224,24 @@ macro_rules! admin_methods {
         }
         fn record_key_check(&self, check: [u8; 32], event: Event) -> StoreFuture<'_, Option<[u8; 32]>> {
             $write!(self, |c| admin::record_key_check(c, &check, &event))
+        }
+        fn save_jwt_issuer(&self, issuer: JwtIssuer, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| machine::save_jwt_issuer(c, &issuer, &event))
+        }
+        fn jwt_issuers(&self) -> StoreFuture<'_, Vec<JwtIssuer>> {
+            $read!(self, |c| machine::jwt_issuers(c))
+        }
+        fn remove_jwt_issuer(&self, name: String, event: Event) -> StoreFuture<'_, IssuerRemoval> {
+            $write!(self, |c| machine::remove_jwt_issuer(c, &name, &event))
+        }
+        fn save_mapping(&self, mapping: Mapping, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| machine::save_mapping(c, &mapping, &event))
+        }
+        fn remove_mapping(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
+            $write!(self, |c| machine::remove_mapping(c, &name, &event))
+        }
+        fn add_machine_identity(&self, user: User, mapping: String, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| machine::add_machine_identity(c, &user, &mapping, &event))
         }
     };
 }

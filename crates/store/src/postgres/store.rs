@@ -12,6 +12,7 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
+use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
@@ -19,12 +20,12 @@ use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{PgStore, classify};
 use crate::codec::{self, Cols, rights, stored_folder};
-use crate::ops::{admin, auth, events, query_one, transfer as copier, vault};
+use crate::ops::{admin, auth, events, machine, query_one, transfer as copier, vault};
 use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, IssuerRemoval, MachineGrant, MachineIssue, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
     LoginContext, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver, StoreResult,
     StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };

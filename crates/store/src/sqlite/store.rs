@@ -11,16 +11,17 @@ use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::Integration;
+use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
-use crate::ops::{Conn, admin, at_once, auth, events, transfer as copier, vault};
+use crate::ops::{Conn, admin, at_once, auth, events, machine, transfer as copier, vault};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary, LoginContext,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, IssuerRemoval, MachineGrant, MachineIssue, EventFilter, EventStore, FolderDeletion, GrantSummary, LoginContext,
     OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation, VaultContext,
     VaultEntry, VaultFilter, VaultStore, Writer,
 };
