@@ -328,36 +328,51 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 }
 
 /// Why a JWT was refused. Each has the description the client sees
-/// (`invalid_grant`), which never quotes the token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+/// (`invalid_grant`, [`JwtError::description`]), which never quotes the token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JwtError {
-    #[error("The JWT is larger than 16 KiB.")]
     TooLarge,
-    #[error("The JWT is malformed: a JWS in compact form (three base64url parts) is expected.")]
     Malformed,
-    #[error("The JWT's algorithm is not accepted: RS256, PS256, ES256 or EdDSA only; never none or HMAC.")]
     AlgorithmRefused,
-    #[error("The JWT's issuer (iss) is not a trusted issuer.")]
     UnknownIssuer,
-    #[error("The JWT's algorithm is not one its issuer is allowed.")]
     AlgorithmNotAllowed,
-    #[error("No key of the issuer matches the JWT's kid and algorithm.")]
     UnknownKey,
-    #[error("The JWT's signature is invalid.")]
     BadSignature,
-    #[error("The JWT has no exp claim.")]
     NoExpiry,
-    #[error("The JWT has expired.")]
     Expired,
-    #[error("The JWT is not valid yet (nbf or iat in the future).")]
     NotYetValid,
-    #[error("The JWT's lifetime exceeds its issuer's maximum.")]
     LifetimeTooLong,
-    #[error("The JWT's audience (aud) is not one its issuer accepts.")]
     WrongAudience,
-    #[error("The JWT's jti is malformed or too long.")]
     BadJti,
 }
+
+impl JwtError {
+    pub fn description(self) -> &'static str {
+        match self {
+            JwtError::TooLarge => "The JWT is larger than 16 KiB.",
+            JwtError::Malformed => "The JWT is malformed: a JWS in compact form (three base64url parts) is expected.",
+            JwtError::AlgorithmRefused => "The JWT's algorithm is not accepted: RS256, PS256, ES256 or EdDSA only; never none or HMAC.",
+            JwtError::UnknownIssuer => "The JWT's issuer (iss) is not a trusted issuer.",
+            JwtError::AlgorithmNotAllowed => "The JWT's algorithm is not one its issuer is allowed.",
+            JwtError::UnknownKey => "No key of the issuer matches the JWT's kid and algorithm.",
+            JwtError::BadSignature => "The JWT's signature is invalid.",
+            JwtError::NoExpiry => "The JWT has no exp claim.",
+            JwtError::Expired => "The JWT has expired.",
+            JwtError::NotYetValid => "The JWT is not valid yet (nbf or iat in the future).",
+            JwtError::LifetimeTooLong => "The JWT's lifetime exceeds its issuer's maximum.",
+            JwtError::WrongAudience => "The JWT's audience (aud) is not one its issuer accepts.",
+            JwtError::BadJti => "The JWT's jti is malformed or too long.",
+        }
+    }
+}
+
+impl fmt::Display for JwtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.description())
+    }
+}
+
+impl std::error::Error for JwtError {}
 
 /// A JWT split and decoded, not yet trusted.
 #[derive(Clone)]

@@ -72,6 +72,32 @@ pub struct OAuthRequest {
     pub grant_type: Option<String>,
 }
 
+/// `POST Authorize/Jwt` (the JWT grant), JSON or form.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JwtRequest {
+    pub client_id: Option<String>,
+    /// The whole JWT (a compact JWS) from a trusted issuer, at most 16 KiB.
+    pub jwt: Option<SecretString>,
+    pub scope: Option<String>,
+}
+
+/// `POST Authorize/Certificate` (the certificate grant), JSON or form, over
+/// a TLS connection with a client certificate.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CertificateRequest {
+    pub client_id: Option<String>,
+    pub scope: Option<String>,
+}
+
+/// `GET Authorize/IsAuthServer`'s body.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IsAuthServerResponse {
+    pub is_auth_server: bool,
+}
+
 /// Every successful token response (seed §2.1). Integers are JSON integers:
 /// Go vcert decodes them into `int`, oauth2-rs needs an unsigned `expires_in`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

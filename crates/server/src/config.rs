@@ -36,6 +36,61 @@ pub struct RawConfig {
     pub metrics: RawMetrics,
     #[serde(default)]
     pub events: RawEvents,
+    /// `[jwt]`: how the JWT grant fetches and keeps issuers' keys.
+    #[serde(default)]
+    pub jwt: RawJwt,
+    /// `[certificate]`: the certificate grant's listener.
+    #[serde(default)]
+    pub certificate: RawCertificate,
+}
+
+/// `[jwt]`: fetching and caching JWT issuers' keys.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJwt {
+    pub key_cache_secs: Option<i64>,
+    pub refetch_min_secs: Option<i64>,
+    pub fetch_timeout_secs: Option<i64>,
+    /// Extra CA certificates (PEM) trusted for key sources, besides the public roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// `[certificate]`: the certificate grant.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCertificate {
+    /// A TLS listener of its own that asks for client certificates; unset: no certificate grant.
+    pub listen: Option<String>,
+    /// CRL files (PEM or DER) checked for every client certificate.
+    pub crl_files: Option<Vec<PathBuf>>,
+    /// A header a trusted proxy puts the client certificate in (PEM, URL-encoded).
+    pub proxy_header: Option<String>,
+}
+
+/// The JWT grant's key handling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtSettings {
+    /// How long fetched keys are used before they are fetched again.
+    pub key_cache_secs: i64,
+    /// The shortest time between two fetches of one issuer's keys for an unknown `kid`.
+    pub refetch_min_secs: i64,
+    /// The most one fetch (discovery and JWKS together) may take.
+    pub fetch_timeout_secs: i64,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for JwtSettings {
+    fn default() -> Self {
+        JwtSettings { key_cache_secs: 300, refetch_min_secs: 10, fetch_timeout_secs: 5, ca_file: None }
+    }
+}
+
+/// The certificate grant's listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertificateSettings {
+    pub listen: SocketAddr,
+    pub crl_files: Vec<PathBuf>,
+    pub proxy_header: Option<String>,
 }
 
 /// `[events]`: how long the event log keeps its events.
@@ -101,6 +156,9 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// `[events]`: archive events older than this, if set.
     pub events_retention: Option<Retention>,
+    pub jwt: JwtSettings,
+    /// `[certificate] listen`: the certificate grant, on a listener of its own.
+    pub certificate: Option<CertificateSettings>,
 }
 
 /// The event log's retention: events older than `days` days go to a new
@@ -330,6 +388,37 @@ pub const SETTINGS: &[Setting] = &[
         "Software:Default",
         "The key Crypto/DefaultKey reports and Add without Keyname uses.",
     ),
+    setting("jwt.key_cache_secs", "STRONGROOM_JWT_KEY_CACHE_SECS", Kind::Seconds, "300", "How long a JWT issuer's fetched keys are used (a key removed from its JWKS works at most this long; 1 to 86400)."),
+    setting(
+        "jwt.refetch_min_secs",
+        "STRONGROOM_JWT_REFETCH_MIN_SECS",
+        Kind::Seconds,
+        "10",
+        "An unknown kid fetches the issuer's keys again at most once in this many seconds (0 to 3600).",
+    ),
+    setting(
+        "jwt.fetch_timeout_secs",
+        "STRONGROOM_JWT_FETCH_TIMEOUT_SECS",
+        Kind::Seconds,
+        "5",
+        "The most a fetch of an issuer's keys may take (discovery and JWKS); past it the grant answers invalid_grant (1 to 60).",
+    ),
+    setting("jwt.ca_file", "STRONGROOM_JWT_CA_FILE", Kind::Path, "none: the public roots", "Extra CA certificates (PEM) trusted for JWT key sources (JWKS and discovery over HTTPS)."),
+    setting(
+        "certificate.listen",
+        "STRONGROOM_CERTIFICATE_LISTEN",
+        Kind::Text,
+        "none: no certificate grant",
+        "A TLS listener of its own for POST /vedauth/Authorize/Certificate that asks for client certificates (the main listener never does).",
+    ),
+    setting("certificate.crl_files", "STRONGROOM_CERTIFICATE_CRL_FILES", Kind::List, "none", "CRL files (PEM or DER) every client certificate is checked against."),
+    setting(
+        "certificate.proxy_header",
+        "STRONGROOM_CERTIFICATE_PROXY_HEADER",
+        Kind::Text,
+        "none",
+        "A header in which a trusted proxy (trusted_proxies) passes the client certificate (PEM, URL-encoded); verified like a TLS one.",
+    ),
     file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
     file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),
     file_only("keys.pkcs11.token_label", Kind::Text, "", "[[keys.pkcs11]]: the token's label."),
@@ -536,7 +625,44 @@ impl RawConfig {
             }
             Some(days) => Some(Retention { days, archive_dir: self.events.archive_dir.unwrap_or_else(|| data_dir.join("archive")) }),
         };
+        let d = JwtSettings::default();
+        let bounded = |name: &'static str, v: Option<i64>, default: i64, range: std::ops::RangeInclusive<i64>| match v {
+            None => Ok(default),
+            Some(v) if range.contains(&v) => Ok(v),
+            Some(v) => Err(ConfigError::Invalid {
+                name,
+                message: format!("{v} is out of range: {} to {} seconds", range.start(), range.end()),
+            }),
+        };
+        let jwt = JwtSettings {
+            key_cache_secs: bounded("jwt.key_cache_secs", self.jwt.key_cache_secs, d.key_cache_secs, 1..=86_400)?,
+            refetch_min_secs: bounded("jwt.refetch_min_secs", self.jwt.refetch_min_secs, d.refetch_min_secs, 0..=3600)?,
+            fetch_timeout_secs: bounded("jwt.fetch_timeout_secs", self.jwt.fetch_timeout_secs, d.fetch_timeout_secs, 1..=60)?,
+            ca_file: self.jwt.ca_file,
+        };
+        let certificate = match self.certificate.listen.filter(|l| !l.trim().is_empty()) {
+            None => None,
+            Some(l) => {
+                let addr: SocketAddr = l
+                    .trim()
+                    .parse()
+                    .map_err(|_| ConfigError::Invalid { name: "certificate.listen", message: format!("{l:?} is not an address:port") })?;
+                if same_listener(addr, listen) {
+                    return Err(ConfigError::Invalid {
+                        name: "certificate.listen",
+                        message: format!("{addr} is the main listener's address: the certificate grant needs a listener of its own"),
+                    });
+                }
+                Some(CertificateSettings {
+                    listen: addr,
+                    crl_files: self.certificate.crl_files.unwrap_or_default(),
+                    proxy_header: self.certificate.proxy_header.filter(|h| !h.trim().is_empty()),
+                })
+            }
+        };
         Ok(Config {
+            jwt,
+            certificate,
             keys,
             metrics_listen,
             events_retention,

@@ -20,6 +20,10 @@
 //!   (`service::vault`) and its key ring (`service::keyring`: named keys
 //!   `Driver:Name`, `Software:Default` from the master key, PKCS#11 keys in a
 //!   token).
+//! - [`certificate`]: the certificate grant's listener (client certificates
+//!   verified by rustls against the certificate mappings' CAs and CRLs) and
+//!   the identity a certificate gives; `service::machine` has both machine
+//!   grants, `service::jwks` the JWT issuers' key cache.
 //! - [`metrics`]: the Prometheus registry: requests by route template, token
 //!   counters counted once the store has committed, the store's batches and
 //!   failures by kind (its [`strongroom_store::StoreObserver`]), pool and
@@ -39,6 +43,7 @@
 
 pub mod admin;
 pub mod archive;
+pub mod certificate;
 pub mod config;
 pub mod first_bytes;
 pub mod hashing;

@@ -40,6 +40,38 @@ struct FailureLabels {
     kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GrantLabels {
+    /// `password`, `device`, `jwt` or `certificate`.
+    grant_type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KeyFetchLabels {
+    /// `ok` or `failed`.
+    outcome: &'static str,
+}
+
+/// The grant types `strongroom_grants_issued` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrantType {
+    Password,
+    Device,
+    Jwt,
+    Certificate,
+}
+
+impl GrantType {
+    fn label(self) -> &'static str {
+        match self {
+            GrantType::Password => "password",
+            GrantType::Device => "device",
+            GrantType::Jwt => "jwt",
+            GrantType::Certificate => "certificate",
+        }
+    }
+}
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -58,6 +90,9 @@ pub struct Metrics {
     grants_revoked: Counter,
     refresh_reuse: Counter,
     lockouts: Counter,
+    grants_issued: Family<GrantLabels, Counter>,
+    grants_refused: Family<GrantLabels, Counter>,
+    key_fetches: Family<KeyFetchLabels, Counter>,
     batch_jobs: Histogram,
     batch_seconds: Histogram,
     batch_failed: Counter,
@@ -105,6 +140,16 @@ impl Metrics {
         );
         let lockouts = Counter::default();
         r.register("lockouts", "Throttle keys (users, addresses) locked for too many failures", lockouts.clone());
+        let grants_issued = Family::<GrantLabels, Counter>::default();
+        r.register("grants_issued", "New grants, by grant type: password, device, jwt or certificate", grants_issued.clone());
+        let grants_refused = Family::<GrantLabels, Counter>::default();
+        r.register(
+            "grants_refused",
+            "Machine grant requests refused (a bad, replayed or unmapped JWT or certificate), by grant type: jwt or certificate",
+            grants_refused.clone(),
+        );
+        let key_fetches = Family::<KeyFetchLabels, Counter>::default();
+        r.register("jwt_key_fetches", "Fetches of JWT issuers' keys (JWKS), by outcome: ok or failed", key_fetches.clone());
         let batch_jobs = Histogram::new(exponential_buckets(1.0, 2.0, 8));
         r.register(
             "store_commit_batch_jobs",
@@ -136,6 +181,9 @@ impl Metrics {
             grants_revoked,
             refresh_reuse,
             lockouts,
+            grants_issued,
+            grants_refused,
+            key_fetches,
             batch_jobs,
             batch_seconds,
             batch_failed,
@@ -163,6 +211,16 @@ impl Metrics {
 
     pub fn token_issued(&self) {
         self.tokens_issued.inc();
+    }
+    /// A new grant of `kind` (its first pair is counted by [`Metrics::token_issued`]).
+    pub fn grant_issued(&self, kind: GrantType) {
+        self.grants_issued.get_or_create(&GrantLabels { grant_type: kind.label() }).inc();
+    }
+    pub fn grant_refused(&self, kind: GrantType) {
+        self.grants_refused.get_or_create(&GrantLabels { grant_type: kind.label() }).inc();
+    }
+    pub fn key_fetch(&self, ok: bool) {
+        self.key_fetches.get_or_create(&KeyFetchLabels { outcome: if ok { "ok" } else { "failed" } }).inc();
     }
     pub fn token_refreshed(&self) {
         self.tokens_refreshed.inc();

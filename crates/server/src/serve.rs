@@ -14,13 +14,15 @@ use strongroom_core::random::Random;
 use strongroom_core::time::Clock;
 use strongroom_store::{Store, StoreError};
 
-use crate::config::{Config, Tls};
+use crate::config::{Config, JwtSettings, Tls};
 use crate::first_bytes::FirstBytes;
 use crate::hashing::HashPool;
 use crate::http::{self, Limits};
 use crate::keys::{self, KeyError, KeySource, Keys};
 use crate::metrics::{Metrics, Observer};
+use crate::service::jwks::{KeyCache, KeysError};
 use crate::service::keyring::{KeyRing, KeyRingError};
+use crate::service::machine::MachineState;
 use crate::state::{AppState, OsRandom, SystemClock};
 use crate::tls::{self, TlsError};
 
@@ -40,6 +42,10 @@ pub enum ServeError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
+    #[error("[jwt]: {0}")]
+    Jwt(#[from] KeysError),
+    #[error("[certificate]: {0}")]
+    Certificate(#[from] crate::certificate::CertError),
 }
 
 /// Passwords checked at once: each argon2id run holds 19 MiB and a core.
@@ -50,7 +56,22 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
     let metrics = Arc::new(Metrics::new());
     store.observe(Arc::new(Observer(metrics.clone())));
     let keyring = KeyRing::open(&keys, &config.keys, &*rng);
+    let key_cache = KeyCache::new(&config.jwt).unwrap_or_else(|e| {
+        // `run` checks this before it builds the state: only a caller that skipped it lands here.
+        tracing::error!(error = %e, "[jwt] settings: the key fetcher uses the public roots only");
+        KeyCache::new(&JwtSettings { ca_file: None, ..config.jwt.clone() }).unwrap_or_else(|_| fallback_key_cache())
+    });
+    let crls = config.certificate.as_ref().map(|c| crate::certificate::load_crls(&c.crl_files)).transpose().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "[certificate] crl_files");
+        None
+    });
+    let machine = MachineState {
+        keys: Arc::new(key_cache),
+        crls: Arc::new(crls.unwrap_or_default()),
+        proxy_header: config.certificate.as_ref().and_then(|c| c.proxy_header.clone()),
+    };
     AppState {
+        machine,
         metrics,
         store,
         clock,
@@ -64,6 +85,13 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
         trusted_proxies: config.trusted_proxies.clone(),
     }
+}
+
+/// A key cache with the defaults (an HTTP client without extra roots
+/// cannot fail to build unless TLS itself cannot start).
+#[allow(clippy::expect_used)]
+fn fallback_key_cache() -> KeyCache {
+    KeyCache::new(&JwtSettings::default()).expect("an HTTP client with the default settings")
 }
 
 pub fn limits(config: &Config) -> Limits {
@@ -180,6 +208,12 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     // start with nothing made (no data directory, key or certificate).
     let listener = bind(config.listen)?;
     let metrics_listener = config.metrics_listen.map(bind).transpose()?;
+    let certificate_listener = config.certificate.as_ref().map(|c| bind(c.listen)).transpose()?;
+    // Settings that name files: a bad one stops the start, naming it.
+    KeyCache::new(&config.jwt)?;
+    if let Some(c) = &config.certificate {
+        crate::certificate::load_crls(&c.crl_files)?;
+    }
     keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
     // One server per SQLite store: a second one (another unit, a second
     // shell) is refused while the first runs. PostgreSQL takes several.
@@ -259,6 +293,21 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
         }
         None => None,
     };
+    let certificate = match certificate_listener {
+        Some(l) => {
+            let (cert, key) = match &config.tls {
+                Tls::Files { cert, key } => (cert.clone(), key.clone()),
+                Tls::Off | Tls::SelfSigned => {
+                    let (c, k, _) = tls::ensure_self_signed(&config.data_dir, &[])?;
+                    (c, k)
+                }
+            };
+            let c = crate::certificate::spawn(l, state.clone(), limits(&config), TlsFiles { cert, key }).await?;
+            tracing::info!(listen = %c.addr, "certificate grant served (client certificates asked for here only)");
+            Some(c)
+        }
+        None => None,
+    };
     let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
     let janitor = tokio::spawn(janitor(state, config.events_retention.clone()));
@@ -273,6 +322,9 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     reloader.abort();
     if let Some(m) = metrics {
         m.shutdown(Duration::from_secs(1)).await?;
+    }
+    if let Some(c) = certificate {
+        c.shutdown(Duration::from_secs(5)).await?;
     }
     running.shutdown(Duration::from_secs(10)).await?;
     tracing::info!("stopped");

@@ -13,6 +13,7 @@ use crate::http::client_addr::Network;
 use crate::keys::Keys;
 use crate::metrics::Metrics;
 use crate::service::keyring::KeyRing;
+use crate::service::machine::MachineState;
 
 /// The shared state of the HTTP edge.
 #[derive(Clone, Debug)]
@@ -38,6 +39,8 @@ pub struct AppState {
     pub trusted_proxies: Vec<Network>,
     /// What `GET /metrics` reports.
     pub metrics: Arc<Metrics>,
+    /// The JWT and certificate grants' keys and settings.
+    pub machine: MachineState,
 }
 
 impl AppState {

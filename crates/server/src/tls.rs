@@ -67,6 +67,16 @@ pub fn ensure_self_signed(data_dir: &Path, hosts: &[String]) -> Result<(PathBuf,
 
 /// Loads a PEM chain and key into a rustls server configuration.
 pub fn load(cert_path: &Path, key_path: &Path) -> Result<Loaded, TlsError> {
+    load_with(cert_path, key_path, None)
+}
+
+/// [`load`], asking clients for certificates with `clients` (the
+/// certificate grant's listener) when given.
+pub fn load_with(
+    cert_path: &Path,
+    key_path: &Path,
+    clients: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) -> Result<Loaded, TlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_path)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
         .map_err(|e| TlsError::Io(format!("reading {}: {e}", cert_path.display())))?;
@@ -74,12 +84,12 @@ pub fn load(cert_path: &Path, key_path: &Path) -> Result<Loaded, TlsError> {
     let fingerprint = fingerprint(leaf);
     let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| TlsError::Io(format!("reading {}: {e}", key_path.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| TlsError::Config(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let builder = ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| TlsError::Config(e.to_string()))?;
+    let builder = match clients {
+        Some(v) => builder.with_client_cert_verifier(v),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| TlsError::Config(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Loaded { config: Arc::new(config), fingerprint, cert_path: cert_path.to_owned(), created: false })
 }

@@ -61,6 +61,9 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/authorize/token", post(vedauth::token)),
         ("/vedauth/authorize/oauth", post(vedauth::oauth)),
         ("/vedauth/authorize/verify", get(vedauth::verify)),
+        ("/vedauth/authorize/jwt", post(vedauth::jwt)),
+        ("/vedauth/authorize/certificate", post(vedauth::certificate)),
+        ("/vedauth/authorize/isauthserver", get(vedauth::is_auth_server)),
         ("/vedauth/revoke/token", get(vedauth::revoke).post(vedauth::revoke_rfc7009)),
         ("/vedauth/device", get(page::show).post(page::sign_in)),
         ("/vedauth/device/decision", post(page::decide)),
@@ -99,9 +102,19 @@ pub fn route_paths() -> Vec<&'static str> {
 
 /// The whole HTTP application, ready to serve.
 pub fn app(state: AppState, limits: Limits) -> Router {
+    build(state, limits, &|path| limits.metrics_here || path != "/metrics")
+}
+
+/// What the certificate listener serves: the certificate grant (and
+/// `IsAuthServer`, `/healthz`), with the same layers as [`app`].
+pub fn certificate_app(state: AppState, limits: Limits) -> Router {
+    build(state, limits, &|path| matches!(path, "/vedauth/authorize/certificate" | "/vedauth/authorize/isauthserver" | "/healthz"))
+}
+
+fn build(state: AppState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Router {
     let router = routes()
         .into_iter()
-        .filter(|(path, _)| limits.metrics_here || *path != "/metrics")
+        .filter(|(path, _)| keep(path))
         .fold(Router::new(), |r, (path, handlers)| r.route(path, handlers))
         .fallback(|| async { respond::not_found() })
         .method_not_allowed_fallback(|| async { respond::method_not_allowed() })

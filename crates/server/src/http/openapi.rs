@@ -18,8 +18,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
 
 use strongroom_proto::vedauth::{
-    AuthorizationServerMetadata, DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, RevocationRequest, TokenRequest,
-    TokenResponse, VerifyResponse,
+    AuthorizationServerMetadata, CertificateRequest, DeviceRequest, DeviceResponse, ErrorResponse, IsAuthServerResponse, JwtRequest,
+    OAuthRequest, RevocationRequest, TokenRequest, TokenResponse, VerifyResponse,
 };
 use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
@@ -57,6 +57,9 @@ pub(crate) const BEARER: &str = "bearer";
         super::vedauth::token,
         super::vedauth::oauth,
         super::vedauth::verify,
+        super::vedauth::jwt,
+        super::vedauth::certificate,
+        super::vedauth::is_auth_server,
         super::vedauth::revoke,
         super::vedauth::revoke_rfc7009,
         super::page::show,
@@ -100,6 +103,9 @@ pub(crate) const BEARER: &str = "bearer";
             TokenRequest,
             TokenResponse,
             OAuthRequest,
+            JwtRequest,
+            CertificateRequest,
+            IsAuthServerResponse,
             VerifyResponse,
             RevocationRequest,
             AuthorizationServerMetadata,
@@ -136,7 +142,7 @@ pub(crate) const BEARER: &str = "bearer";
     ),
     modifiers(&Additions),
     tags(
-        (name = "vedauth", description = "Tokens: device authorization, exchange, refresh, password grant, verify, revoke."),
+        (name = "vedauth", description = "Tokens: device authorization, exchange, refresh, password grant, JWT and certificate grants, verify, revoke."),
         (name = "approval page", description = "The browser page where a user approves a device code (HTML forms)."),
         (name = "vedsdk", description = "The WebSDK: SecretStore, the event log, the API level."),
         (name = "server", description = "Health and this description."),

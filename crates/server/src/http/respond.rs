@@ -32,6 +32,13 @@ pub(crate) fn ok<T: Serialize>(body: &T) -> Response {
     json(StatusCode::OK, body)
 }
 
+/// `GET Authorize/IsAuthServer`: 202 with the reason phrase Go vcert checks.
+pub(crate) fn is_auth_server() -> Response {
+    let mut r = json(StatusCode::ACCEPTED, &strongroom_proto::vedauth::IsAuthServerResponse { is_auth_server: true });
+    r.extensions_mut().insert(hyper::ext::ReasonPhrase::from_static(b"Venafi Authentication Server"));
+    r
+}
+
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
         let status = match &self {

@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 
 use strongroom_proto::SecretString;
 use strongroom_proto::vedauth::{
-    AuthorizationServerMetadata, DEVICE_CODE_GRANT, DeviceRequest, DeviceResponse, ErrorResponse, OAuthRequest, REFRESH_TOKEN_GRANT,
-    RevocationRequest, RevokeResponse, TokenRequest, TokenResponse, VerifyResponse,
+    AuthorizationServerMetadata, CertificateRequest, DEVICE_CODE_GRANT, DeviceRequest, DeviceResponse, ErrorResponse, IsAuthServerResponse,
+    JwtRequest, OAuthRequest, REFRESH_TOKEN_GRANT, RevocationRequest, RevokeResponse, TokenRequest, TokenResponse, VerifyResponse,
 };
 
 use super::extract::{FormOrJson, basic_client_id, bearer_token};
@@ -15,6 +15,7 @@ use super::openapi::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauth
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
 use crate::service::token::Issued;
+use crate::service::machine::{self, ClientCertificate};
 use crate::service::{AuthError, Origin, device, revocation, token};
 use crate::state::AppState;
 use strongroom_core::event::EventKind;
@@ -118,6 +119,88 @@ pub(crate) async fn oauth(
 ) -> Result<Response, AuthError> {
     let issued = token::password_grant(&app, req, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
+}
+
+/// `POST Authorize/Jwt` (the JWT grant).
+#[utoipa::path(
+    post,
+    path = "/vedauth/Authorize/Jwt",
+    tag = "vedauth",
+    description = "The JWT grant, for machines without a stored secret (CI pipelines, Kubernetes workloads): a JWT from a trusted \
+        issuer (`admin jwt-issuers`), mapped to a machine identity by a mapping (`admin mappings set-jwt`). RS256, PS256, ES256 and \
+        EdDSA only; `none` and HMAC are refused. The JWT must have `exp`, its `iss` and `aud` must be the issuer's, its lifetime \
+        within the issuer's maximum; each JWT (its `jti`) is accepted once, on every replica. The answer has no refresh token \
+        (`refresh_token: null`): present a fresh JWT instead. Every refusal is HTTP 400 `invalid_grant` (or `invalid_scope`, \
+        `unauthorized_client`) with a description; nothing is written.",
+    request_body(content((JwtRequest = "application/json"), (JwtRequest = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "A new grant's access token; `identity` is `jwt+<mapping>:<subject>`.", body = TokenResponse),
+        (status = 400, response = AuthRefused),
+        (status = 408, response = Timeout),
+        (status = 413, response = AuthTooLarge),
+        (status = 503, response = AuthUnavailable),
+    ),
+)]
+pub(crate) async fn jwt(State(app): State<AppState>, origin: Origin, FormOrJson(req): FormOrJson<JwtRequest>) -> Result<Response, AuthError> {
+    let issued = machine::jwt_grant(&app, req, &origin).await?;
+    Ok(ok(&token_response(&app, issued)))
+}
+
+/// `POST Authorize/Certificate` (the certificate grant).
+#[utoipa::path(
+    post,
+    path = "/vedauth/Authorize/Certificate",
+    tag = "vedauth",
+    description = "The certificate grant: served on the certificate listener (`[certificate] listen`), which asks for a TLS client \
+        certificate; the main listener answers it only for a trusted proxy passing the certificate in `[certificate] \
+        proxy_header`. The certificate must chain to a CA of a certificate mapping (`admin mappings set-cert`), be valid now, \
+        allow client authentication (EKU clientAuth) and not be revoked in the configured CRLs; the identity is \
+        `cert+<mapping>:<name>`, the name from the subject CN, an e-mail SAN or a UPN SAN as the mapping says. No refresh token.",
+    request_body(content((CertificateRequest = "application/json"), (CertificateRequest = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "A new grant's access token; `identity` is `cert+<mapping>:<name>`.", body = TokenResponse),
+        (status = 400, response = AuthRefused),
+        (status = 408, response = Timeout),
+        (status = 413, response = AuthTooLarge),
+        (status = 503, response = AuthUnavailable),
+    ),
+)]
+pub(crate) async fn certificate(
+    State(app): State<AppState>,
+    origin: Origin,
+    cert: Option<axum::Extension<ClientCertificate>>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+    FormOrJson(req): FormOrJson<CertificateRequest>,
+) -> Result<Response, AuthError> {
+    let chain = match cert {
+        // The certificate listener: what rustls verified, or nothing.
+        Some(axum::Extension(ClientCertificate(chain))) => chain,
+        // The main listener: only a trusted proxy's header.
+        None => app
+            .machine
+            .proxy_header
+            .as_deref()
+            .filter(|_| app.trusted_proxies.iter().any(|n| n.contains(peer.ip())))
+            .and_then(|h| headers.get(h))
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::certificate::chain_from_header),
+    };
+    let issued = machine::certificate_grant(&app, req, chain, &origin).await?;
+    Ok(ok(&token_response(&app, issued)))
+}
+
+/// `GET Authorize/IsAuthServer`.
+#[utoipa::path(
+    get,
+    path = "/vedauth/Authorize/IsAuthServer",
+    tag = "vedauth",
+    description = "Whether this is an authentication server: 202 with the reason phrase `Venafi Authentication Server`, which is \
+        what Go vcert checks (the product's OpenAPI says 200; clients that follow it accept any 2xx).",
+    responses((status = 202, description = "This is an authentication server.", body = IsAuthServerResponse)),
+)]
+pub(crate) async fn is_auth_server() -> Response {
+    super::respond::is_auth_server()
 }
 
 /// `GET Authorize/Verify`.

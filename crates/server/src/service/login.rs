@@ -46,6 +46,9 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
         name_key.clear();
     }
     let ctx = if name_key.is_empty() { Default::default() } else { app.store.login_context(name_key.clone(), origin.addr.clone()).await? };
+    // A machine identity (`jwt+…`, `cert+…`) never signs in with a password: it is checked like an unknown name.
+    let mut ctx = ctx;
+    ctx.user = ctx.user.filter(|(u, _)| !u.id.is_machine());
     let slots = throttle::password_slots(&name_key, &origin.addr, ctx.known_origin);
     match app.store.begin_attempt(slots.clone(), app.now()).await? {
         Admission::Admitted => {}

@@ -5,9 +5,11 @@
 
 pub mod bearer;
 pub mod device;
+pub mod jwks;
 pub mod keyring;
 pub mod log;
 pub mod login;
+pub mod machine;
 pub mod revocation;
 pub mod token;
 pub mod vault;

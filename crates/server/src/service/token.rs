@@ -17,6 +17,7 @@ use strongroom_store::PairChange;
 
 use super::login::{self, LoginError};
 use super::{AuthError, CLIENT_ID_REQUIRED, CLIENT_MISMATCH, DEVICE_CODE_INVALID, Origin, REFRESH_INVALID, UNKNOWN_CLIENT};
+use crate::metrics::GrantType;
 use crate::state::AppState;
 
 /// A grant and the tokens just issued under it.
@@ -185,6 +186,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
             // One conditional write: of concurrent exchanges exactly one redeems.
             if app.store.redeem_device(code_hash, device.version, grant.clone(), event).await? {
                 app.metrics.token_issued();
+                app.metrics.grant_issued(GrantType::Device);
                 tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
                 return Ok(Some(Issued { grant, tokens, state: None }));
             }
@@ -301,5 +303,6 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         .detail("password grant");
     app.store.insert_grant(grant.clone(), event).await?;
     app.metrics.token_issued();
+    app.metrics.grant_issued(GrantType::Password);
     Ok(Issued { grant, tokens, state: req.state })
 }
