@@ -2,6 +2,7 @@
 //! events. They work directly on the store, so they work while the server
 //! runs (SQLite in WAL mode takes a second writer; PostgreSQL anyway).
 
+pub mod machines;
 pub mod migrate;
 
 use std::sync::Arc;
@@ -322,7 +323,14 @@ impl Admin {
         if !self.store.folder_exists(f.key().to_owned()).await? {
             return Err(AdminError::NotFound(format!("folder {f}")));
         }
-        let (u, _) = self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?;
+        let (u, _) = match self.store.user_by_name(user.to_owned()).await? {
+            Some(found) => found,
+            // A machine identity gets its row when first named (to grant it rights before its first grant).
+            None if self.machine_identity(user).await? => {
+                self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?
+            }
+            None => return Err(AdminError::NotFound(format!("user {user}"))),
+        };
         Ok((f, u))
     }
 

@@ -11,6 +11,8 @@
 //! - [`api`]: a typed client of `/vedauth` and `/vedsdk` on the wire types of
 //!   `strongroom_proto`, and the raw JSON calls wire-level tests keep on
 //!   purpose.
+//! - [`jwt`]: a JWT issuer on Node.js with the `jose` library (JWKS and
+//!   discovery over HTTPS, tokens minted on request), and a test CA.
 //! - [`page`]: the approval page as a browser without JavaScript sees it: one
 //!   hidden-field reader, one sign-in, one decision.
 //! - [`pg`]: PostgreSQL clusters a test makes itself (`initdb` in a temporary
@@ -27,6 +29,7 @@ pub mod api;
 #[cfg(feature = "browser")]
 pub mod browser;
 pub mod env;
+pub mod jwt;
 pub mod page;
 pub mod pg;
 pub mod process;

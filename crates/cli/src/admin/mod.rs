@@ -1,5 +1,6 @@
 //! `strongroom admin ...`: one handler per command group (`users`,
-//! `integrations`, `grants`, `events`, `folders`, `rights`, `keys`, and the
+//! `integrations`, `grants`, `events`, `folders`, `rights`, `keys`,
+//! `jwt-issuers`, `mappings`, and the
 //! store's own: `init`, `backup`, `restore`, `migrate-store`). Each returns
 //! what it has to say as a [`Rendered`]: its text for people and its JSON
 //! for scripts; [`run`] prints one of them.
@@ -13,6 +14,7 @@ mod folders;
 mod grants;
 mod integrations;
 mod keys;
+mod machines;
 mod rights;
 mod store;
 mod users;
@@ -36,6 +38,7 @@ pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
 pub(crate) use integrations::IntegrationsCommand;
 pub(crate) use keys::KeysCommand;
+pub(crate) use machines::{JwtIssuersCommand, MappingsCommand};
 pub(crate) use rights::RightsCommand;
 pub(crate) use users::UsersCommand;
 
@@ -86,6 +89,13 @@ pub(crate) enum AdminCommand {
     /// The vault's data keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Trusted JWT issuers for the JWT grant (Authorize/Jwt).
+    #[command(subcommand)]
+    JwtIssuers(JwtIssuersCommand),
+    /// Mappings of JWT claims or client certificates to machine identities
+    /// (jwt+MAPPING:SUBJECT, cert+MAPPING:NAME), which rights can be granted to like users.
+    #[command(subcommand)]
+    Mappings(MappingsCommand),
     /// Copy a whole store into an empty one of either backend (stop the servers first).
     ///
     /// Copies users, integrations, grants, tokens, device codes, folders, rights,
@@ -179,6 +189,8 @@ pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, c
                 AdminCommand::Folders(c) => folders::run(&admin, c).await?,
                 AdminCommand::Rights(c) => rights::run(&admin, c).await?,
                 AdminCommand::Keys(c) => keys::run(&admin, c).await?,
+                AdminCommand::JwtIssuers(c) => machines::issuers(&admin, c).await?,
+                AdminCommand::Mappings(c) => machines::mappings(&admin, c).await?,
                 AdminCommand::Init | AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. } => {
                     Rendered::default()
                 }

@@ -43,6 +43,7 @@ mod haproxy;
 mod hsm;
 mod kill_during_refresh;
 mod log_hygiene;
+mod machine_grants;
 mod migrate_store;
 mod openapi;
 mod ops;
