@@ -328,3 +328,160 @@ async fn a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
     println!("J7: 32 presentations of one JWT on two PostgreSQL replicas, 10 trials: accepted {wins:?}");
     assert!(wins.iter().all(|w| *w == 1), "{wins:?}");
 }
+
+/// A CA of the test's, and certificates it signs.
+struct Ca {
+    cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyUsagePurpose};
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let key = rcgen::KeyPair::generate().unwrap();
+        Ca { cert: p.self_signed(&key).unwrap(), key }
+    }
+
+    /// A client certificate (PEM chain + key) with CN `cn`, serial `serial`, the e-mail and UPN SANs.
+    fn client(&self, cn: &str, serial: u64, eku: Option<rcgen::ExtendedKeyUsagePurpose>, expired: bool) -> String {
+        use rcgen::{CertificateParams, DnType, OtherNameValue, SanType};
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.serial_number = Some(serial.into());
+        p.subject_alt_names = vec![
+            SanType::Rfc822Name(format!("{cn}@example.com").try_into().unwrap()),
+            SanType::OtherName((vec![1, 3, 6, 1, 4, 1, 311, 20, 2, 3], OtherNameValue::Utf8String(format!("{cn}@corp.example")))),
+        ];
+        p.extended_key_usages = eku.into_iter().collect();
+        if expired {
+            p.not_before = rcgen::date_time_ymd(2019, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        format!("{}{}", cert.pem(), key.serialize_pem())
+    }
+
+    /// A CRL revoking `serials`.
+    fn crl(&self, serials: &[u64]) -> String {
+        use rcgen::{CertificateRevocationListParams, KeyIdMethod, RevokedCertParams};
+        CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2024, 1, 1),
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: 1u64.into(),
+            issuing_distribution_point: None,
+            revoked_certs: serials
+                .iter()
+                .map(|s| RevokedCertParams {
+                    serial_number: (*s).into(),
+                    revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: KeyIdMethod::Sha256,
+        }
+        .signed_by(&self.cert, &self.key)
+        .unwrap()
+        .pem()
+        .unwrap()
+    }
+}
+
+/// `POST Authorize/Certificate` on the certificate listener with `identity` (PEM chain and key), or none.
+async fn certificate(base: &str, server_ca: &[u8], identity: Option<&str>, client_id: &str) -> Result<(u16, Value), String> {
+    let mut b = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(server_ca).unwrap())
+        .timeout(Duration::from_secs(10));
+    if let Some(pem) = identity {
+        b = b.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
+    }
+    let http = b.build().unwrap();
+    let r = http
+        .post(format!("{base}/vedauth/authorize/certificate"))
+        .json(&json!({"client_id": client_id, "scope": "restricted"}))
+        .send()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    let status = r.status().as_u16();
+    Ok((status, r.json().await.map_err(|e| e.to_string())?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_listener_only() {
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let ca = Ca::new("approved CA");
+    let other = Ca::new("other CA");
+    let (ca_file, crl_file) = (dir.path().join("ca.pem"), dir.path().join("crl.pem"));
+    std::fs::write(&ca_file, ca.cert.pem()).unwrap();
+    std::fs::write(&crl_file, ca.crl(&[66])).unwrap();
+    let admin = |args: &[&str]| crate::process::admin(&data, args, &[], "");
+    admin(&["init"]);
+    for c in ["ci", "mailci", "upnci", "other"] {
+        admin(&["integrations", "create", c, "--name", c, "--scope", "restricted:manage"]);
+    }
+    let ca_arg = ca_file.to_str().unwrap();
+    admin(&["mappings", "set-cert", "agents", "--ca-file", ca_arg, "--identity-from", "cn", "--client", "ci", "--scope", "restricted"]);
+    admin(&["mappings", "set-cert", "mail", "--ca-file", ca_arg, "--identity-from", "email", "--client", "mailci", "--scope", "restricted"]);
+    admin(&["mappings", "set-cert", "upn", "--ca-file", ca_arg, "--identity-from", "upn", "--client", "upnci", "--scope", "restricted"]);
+    let crl = crl_file.to_str().unwrap();
+    let s = Server::start_on(
+        data.clone(),
+        &["--insecure-http"],
+        &[("STRONGROOM_CERTIFICATE_LISTEN", "127.0.0.1:0"), ("STRONGROOM_CERTIFICATE_CRL_FILES", crl)],
+    );
+    let listener = s.logged_addr("certificate grant served").unwrap();
+    let base = format!("https://localhost:{}", listener.port());
+    let server_ca = std::fs::read(data.join("tls").join("cert.pem")).unwrap();
+
+    // Approved: the identity as each mapping says.
+    let good = ca.client("agent-1", 11, Some(ClientAuth), false);
+    for (client, identity) in
+        [("ci", "cert+agents:agent-1"), ("mailci", "cert+mail:agent-1@example.com"), ("upnci", "cert+upn:agent-1@corp.example")]
+    {
+        let (status, body) = certificate(&base, &server_ca, Some(&good), client).await.unwrap();
+        assert_eq!(status, 200, "{client}: {body}");
+        assert_eq!(body["identity"], identity);
+        assert_eq!(body["refresh_token"], Value::Null);
+        let api = Api::new(s.http_base());
+        assert_eq!(api.verify(body["access_token"].as_str().unwrap()).await, 200);
+    }
+    // The mapping does not allow this integration.
+    let (status, body) = certificate(&base, &server_ca, Some(&good), "other").await.unwrap();
+    assert_eq!((status, body["error"].as_str()), (400, Some("unauthorized_client")), "{body}");
+    // No certificate: a clear JSON error, not a TLS failure.
+    let (status, body) = certificate(&base, &server_ca, None, "ci").await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "invalid_grant");
+    assert!(body["error_description"].as_str().unwrap().contains("No client certificate"), "{body}");
+    // Refused by rustls in the handshake: another CA, expired, no clientAuth EKU, revoked.
+    for (what, pem, expected) in [
+        ("another CA", other.client("agent-1", 12, Some(ClientAuth), false), "UnknownCA"),
+        ("expired", ca.client("agent-1", 13, Some(ClientAuth), true), "CertificateExpired"),
+        ("no clientAuth EKU", ca.client("agent-1", 14, Some(ServerAuth), false), "UnsupportedCertificate"),
+        ("revoked in the CRL", ca.client("agent-1", 66, Some(ClientAuth), false), "CertificateRevoked"),
+    ] {
+        let answer = certificate(&base, &server_ca, Some(&pem), "ci").await;
+        let alert = answer.as_ref().err().and_then(|e| e.split("AlertReceived(").nth(1)).map(|a| a.split(')').next().unwrap_or(a).to_owned());
+        println!("J8: client certificate {what}: refused in the TLS handshake, alert {alert:?}");
+        assert_eq!(alert.as_deref(), Some(expected), "{what}: {answer:?}");
+    }
+    assert_eq!(grants(&s), 3, "only the approved certificate's grants");
+
+    // The main listener never asks for a certificate: the route answers there without one.
+    let (status, body) = Api::new(s.http_base())
+        .post_json("/vedauth/authorize/certificate", &json!({"client_id": "ci", "scope": "restricted"}))
+        .await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
+    // IsAuthServer: 202, as Go vcert expects.
+    let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    assert_eq!(r.status().canonical_reason(), Some("Accepted"));
+}
