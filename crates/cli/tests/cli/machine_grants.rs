@@ -435,7 +435,12 @@ async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_lis
     let s = Server::start_on(
         data.clone(),
         &["--insecure-http"],
-        &[("STRONGROOM_CERTIFICATE_LISTEN", "127.0.0.1:0"), ("STRONGROOM_CERTIFICATE_CRL_FILES", crl)],
+        &[
+            ("STRONGROOM_CERTIFICATE_LISTEN", "127.0.0.1:0"),
+            ("STRONGROOM_CERTIFICATE_CRL_FILES", crl),
+            ("STRONGROOM_CERTIFICATE_PROXY_HEADER", "X-Client-Cert"),
+            ("STRONGROOM_TRUSTED_PROXIES", "127.0.0.2"),
+        ],
     );
     let listener = s.logged_addr("certificate grant served").unwrap();
     let base = format!("https://localhost:{}", listener.port());
@@ -480,6 +485,40 @@ async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_lis
         .post_json("/vedauth/authorize/certificate", &json!({"client_id": "ci", "scope": "restricted"}))
         .await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
+    // A certificate in the proxy header counts only from a trusted proxy (127.0.0.2 here), and is verified by the server.
+    let via_header = |pem: String, from: [u8; 4]| {
+        let base = s.http_base();
+        async move {
+            let escaped: String = pem
+                .lines()
+                .take_while(|l| !l.contains("PRIVATE KEY"))
+                .flat_map(|l| l.chars().chain(['\n']))
+                .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_string() } else { format!("%{:02X}", c as u32) })
+                .collect();
+            let r = reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from(from))
+                .build()
+                .unwrap()
+                .post(format!("{base}/vedauth/authorize/certificate"))
+                .header("X-Client-Cert", escaped)
+                .json(&json!({"client_id": "ci", "scope": "restricted"}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = via_header(good.clone(), [127, 0, 0, 1]).await;
+    assert!(body["error_description"].as_str().unwrap().contains("No client certificate"), "an untrusted peer's header is ignored: {status} {body}");
+    let (status, body) = via_header(good.clone(), [127, 0, 0, 2]).await;
+    assert_eq!((status, body["identity"].as_str()), (200, Some("cert+agents:agent-1")), "{body}");
+    let (status, body) = via_header(other.client("agent-1", 15, Some(ClientAuth), false), [127, 0, 0, 2]).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error_description"].as_str().unwrap().contains("not from an approved issuer"), "{body}");
+    let (status, body) = via_header(ca.client("agent-1", 66, Some(ClientAuth), false), [127, 0, 0, 2]).await;
+    assert!(status == 400 && body["error_description"].as_str().unwrap().contains("revoked"), "revoked, in a header: {status} {body}");
+    assert_eq!(grants(&s), 4);
+
     // IsAuthServer: 202, as Go vcert expects.
     let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
