@@ -8,12 +8,15 @@
 //! users, integrations and folders, and events newest first; `kinds`: the
 //! row codec and the error kinds; `opening`: `open_existing` and `probe`
 //! create nothing; `tokens`: grants of before locators, token storage
-//! that does not grow with refreshes, and the event archive.
+//! that does not grow with refreshes, and the event archive; `machines`:
+//! JWT issuers, mappings, machine identities and the JWT replay record,
+//! attacked concurrently (on PostgreSQL through two stores, as two replicas).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
 mod deletion;
 mod kinds;
+mod machines;
 mod opening;
 mod tokens;
 
@@ -22,6 +25,7 @@ mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
+    pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
 }
 
@@ -94,6 +98,8 @@ conformance!(
     a_folder_is_deleted_when_empty_or_with_everything_below_it,
     events_newest_first_and_before_a_sequence_number,
     archiving_moves_the_logs_start_once,
+    machine_config,
+    machine_grants_and_their_identities,
 );
 
 /// The same, for cases that need the store's copier too.
@@ -143,4 +149,19 @@ fn migrations_match_across_dialects() {
     let (sqlite, postgres) = strongroom_store::migration_names();
     assert!(!sqlite.is_empty());
     assert_eq!(sqlite, postgres, "every migration exists for both dialects, in the same order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_jwt_is_accepted_once_on_sqlite() {
+    let (store, _dir) = sqlite().await;
+    machines::one_jwt_is_accepted_once(vec![store]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_jwt_is_accepted_once_across_two_postgresql_stores() {
+    let Some(url) = strongroom_testkit::pg_url_or_skip("PostgreSQL conformance") else { return };
+    let url = strongroom_store::postgres::testing::fresh_schema_url(&url).await.unwrap();
+    let a = strongroom_store::open(&url).await.unwrap();
+    let b = strongroom_store::open(&url).await.unwrap();
+    machines::one_jwt_is_accepted_once(vec![a, b]).await;
 }
