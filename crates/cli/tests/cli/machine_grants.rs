@@ -6,7 +6,9 @@
 //! Each refusal is checked for its documented error and for no grant
 //! written (the grant count of `admin grants list --json`). The key-removal
 //! bound and the refetch rate limit are measured against the issuer's own
-//! count of JWKS fetches; the figures are printed (`scripts/security` J1-J9).
+//! count of JWKS fetches. The tests are the security suite's J1-J9
+//! (`suite::`, run once by `scripts/security`, which prints their figures;
+//! the general test run skips `suite::`).
 
 use std::time::{Duration, Instant};
 
@@ -110,8 +112,7 @@ fn refused(answer: &(u16, Value), error: &str, description: &str, what: &str) {
     assert!(answer.1["error_description"].as_str().unwrap().contains(description), "{what}: {}", answer.1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
+pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     let Some(issuer) = Issuer::start_or_skip("the JWT grant") else { return };
     let s = server(&issuer, &[], &[]);
     fixtures(&s, &issuer);
@@ -138,34 +139,54 @@ async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
         f(&mut v);
         v
     };
-    let cases: Vec<(&str, String, &str, &str)> = vec![
-        ("alg none", issuer.mint("none", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
-        ("HS256 keyed with the public key", issuer.mint("HS256-public", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
-        ("PS256, not among the issuer's algorithms", issuer.mint("PS256", with(&|_| {})).await, "invalid_grant", "not one its issuer is allowed"),
-        ("wrong iss", issuer.mint("RS256", with(&|v| v["iss"] = json!("https://evil.test"))).await, "invalid_grant", "not a trusted issuer"),
-        ("wrong aud", issuer.mint("RS256", with(&|v| v["aud"] = json!("other"))).await, "invalid_grant", "audience"),
-        ("expired", issuer.mint("RS256", with(&|v| { v["exp"] = json!(now() - 60); v["iat"] = json!(now() - 120) })).await, "invalid_grant", "has expired"),
-        ("nbf in the future", issuer.mint("RS256", with(&|v| v["nbf"] = json!(now() + 120))).await, "invalid_grant", "not valid yet"),
-        ("no exp", issuer.mint("RS256", with(&|v| { v.as_object_mut().unwrap().remove("exp"); })).await, "invalid_grant", "no exp claim"),
-        ("lifetime over the maximum", issuer.mint("RS256", with(&|v| v["exp"] = json!(now() + 3600))).await, "invalid_grant", "lifetime exceeds"),
-        ("claims not matching the mapping", issuer.mint("RS256", with(&|v| v["environment"] = json!("dev"))).await, "invalid_grant", "No mapping matches"),
-        ("repository outside the glob", issuer.mint("RS256", with(&|v| v["repository"] = json!("other/app"))).await, "invalid_grant", "No mapping matches"),
-        ("a tampered payload", {
+    // (id, attack, JWT, error, description)
+    let cases: Vec<(&str, &str, String, &str, &str)> = vec![
+        ("J1", "alg none", issuer.mint("none", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
+        ("J1", "HS256 keyed with the public key", issuer.mint("HS256-public", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
+        ("J1", "PS256, not among the issuer's algorithms", issuer.mint("PS256", with(&|_| {})).await, "invalid_grant", "not one its issuer is allowed"),
+        ("J2", "wrong iss", issuer.mint("RS256", with(&|v| v["iss"] = json!("https://evil.test"))).await, "invalid_grant", "not a trusted issuer"),
+        ("J2", "wrong aud", issuer.mint("RS256", with(&|v| v["aud"] = json!("other"))).await, "invalid_grant", "audience"),
+        ("J2", "expired", issuer.mint("RS256", with(&|v| { v["exp"] = json!(now() - 60); v["iat"] = json!(now() - 120) })).await, "invalid_grant", "has expired"),
+        ("J2", "nbf in the future", issuer.mint("RS256", with(&|v| v["nbf"] = json!(now() + 120))).await, "invalid_grant", "not valid yet"),
+        ("J2", "no exp", issuer.mint("RS256", with(&|v| { v.as_object_mut().unwrap().remove("exp"); })).await, "invalid_grant", "no exp claim"),
+        ("J2", "lifetime over the maximum", issuer.mint("RS256", with(&|v| v["exp"] = json!(now() + 3600))).await, "invalid_grant", "lifetime exceeds"),
+        ("J3", "claims not matching the mapping", issuer.mint("RS256", with(&|v| v["environment"] = json!("dev"))).await, "invalid_grant", "No mapping matches"),
+        ("J3", "repository outside the glob", issuer.mint("RS256", with(&|v| v["repository"] = json!("other/app"))).await, "invalid_grant", "No mapping matches"),
+        ("J3", "a tampered payload", {
             let t = issuer.mint("ES256", with(&|_| {})).await;
             let parts: Vec<&str> = t.split('.').collect();
             let forged = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, serde_json::to_vec(&with(&|v| v["repository"] = json!("org/other"))).unwrap());
             format!("{}.{forged}.{}", parts[0], parts[2])
         }, "invalid_grant", "signature is invalid"),
-        ("a 1 MB JWT", "a".repeat(1_000_000), "invalid_grant", "larger than 16 KiB"),
-        ("garbage", "not.a.jwt".to_owned(), "invalid_grant", "malformed"),
+        ("J4", "a 1 MB JWT", "a".repeat(1_000_000), "invalid_grant", "larger than 16 KiB"),
+        ("J4", "garbage", "not.a.jwt".to_owned(), "invalid_grant", "malformed"),
     ];
-    for (what, jwt, error, description) in &cases {
+    let mut outcomes: Vec<(&str, String, bool)> = Vec::new();
+    for (id, what, jwt, error, description) in &cases {
         let started = Instant::now();
         let answer = present(&api, jwt).await;
-        refused(&answer, error, description, what);
-        println!("J: {what}: {} {} in {:?}", answer.0, answer.1["error"], started.elapsed());
+        let ok = answer.0 == 400
+            && answer.1["error"] == *error
+            && answer.1["error_description"].as_str().is_some_and(|d| d.contains(description));
+        outcomes.push((id, format!("{what}: {} {} in {:?}", answer.0, answer.1["error"], started.elapsed()), ok));
     }
-    assert_eq!(grants(&s), 3, "no refusal wrote a grant");
+    let written = grants(&s);
+    for (id, name) in [
+        ("J1", "alg none, HS256 keyed with the issuer's public key (algorithm confusion), an algorithm the issuer does not allow"),
+        ("J2", "wrong iss, wrong aud, expired, nbf in the future, no exp, lifetime over the issuer's maximum"),
+        ("J3", "claims that match no mapping, a payload changed after signing"),
+        ("J4", "a 1 MB JWT and one that is no JWS: refused before any parsing work"),
+    ] {
+        let mine: Vec<&(&str, String, bool)> = outcomes.iter().filter(|(i, _, _)| *i == id).collect();
+        let pass = mine.iter().all(|(_, _, ok)| *ok) && written == 3;
+        let figures = mine.iter().map(|(_, f, _)| f.as_str()).collect::<Vec<_>>().join("; ");
+        eprintln!("SECURITY {id} {name}: {figures}; grants written by refusals: {} — {}", written - 3, if pass { "pass" } else { "FAIL" });
+    }
+    for (id, what, jwt, error, description) in &cases {
+        let _ = (id, jwt);
+        assert!(outcomes.iter().any(|(_, f, ok)| *ok && f.starts_with(what)), "{what}: expected {error} {description}: {outcomes:?}");
+    }
+    assert_eq!(written, 3, "no refusal wrote a grant");
 
     // Scope beyond the mapping's.
     let jwt = issuer.mint("RS256", claims(iss, "scope")).await;
@@ -180,7 +201,15 @@ async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     let jwt = issuer.mint("RS256", claims(iss, "race")).await;
     let answers = futures_join(16, || present(&api, &jwt)).await;
     let won = answers.iter().filter(|(s, _)| *s == 200).count();
-    println!("J7: 16 simultaneous presentations of one JWT on SQLite: {won} accepted");
+    let replayed = present(&api, &jwt).await;
+    let pass = won == 1 && replayed.0 == 400;
+    eprintln!(
+        "SECURITY J7 a replayed JWT (its jti) on SQLite: 16 simultaneous presentations of one JWT: {won} accepted; presented again \
+         afterwards: {} {} — {}",
+        replayed.0,
+        replayed.1["error"],
+        if pass { "pass" } else { "FAIL" }
+    );
     assert_eq!(won, 1, "{answers:?}");
     assert_eq!(grants(&s), 5);
     let out = s.admin(&["--json", "events", "list", "--kind", "token.jwt_replayed"], "");
@@ -225,8 +254,7 @@ async fn join_all<Fut: std::future::Future>(futs: Vec<Fut>) -> Vec<Fut::Output> 
     out.into_iter().map(Option::unwrap).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cache_bound_and_a_hanging_source_is_bounded() {
+pub async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cache_bound_and_a_hanging_source_is_bounded() {
     let Some(issuer) = Issuer::start_or_skip("JWT keys") else { return };
     let s = server(&issuer, &[], &[]);
     fixtures(&s, &issuer);
@@ -260,7 +288,13 @@ async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cach
     let answer = present(&api, &issuer.mint_with(json!({"alg": "ES256", "kid": hidden, "claims": claims(iss, &next())})).await).await;
     refused(&answer, "invalid_grant", "No key of the issuer", "unknown kid again");
     let after_two = issuer.fetches().await;
-    println!("J6: unknown kid: {} fetch(es) for the first, {} for the second at once", after_one - before, after_two - after_one);
+    let pass = after_one - before == 1 && after_two == after_one;
+    eprintln!(
+        "SECURITY J6 an unknown kid: refused after {} fetch of the JWKS, and again at once after {} more (refetch_min_secs = 1) — {}",
+        after_one - before,
+        after_two - after_one,
+        if pass { "pass" } else { "FAIL" }
+    );
     assert_eq!(after_one - before, 1, "one refetch for an unknown kid");
     assert_eq!(after_two, after_one, "no second refetch within refetch_min_secs");
     assert!(fetched >= 1);
@@ -285,7 +319,13 @@ async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cach
         assert!(removed.elapsed() < Duration::from_secs(CACHE_SECS + 3), "the removed key still works after the bound");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    println!("J5: a key removed from the JWKS was refused {bound:?} after its removal (key_cache_secs = {CACHE_SECS})");
+    let pass = bound <= Duration::from_secs(CACHE_SECS) + Duration::from_millis(1500);
+    eprintln!(
+        "SECURITY J5 a key removed from the issuer's JWKS: its tokens refused {:.1} s after the removal (key_cache_secs = {CACHE_SECS}; \
+         the default bound is 300 s) — {}",
+        bound.as_secs_f64(),
+        if pass { "pass" } else { "FAIL" }
+    );
     assert!(bound <= Duration::from_secs(CACHE_SECS) + Duration::from_millis(1500), "{bound:?}");
 
     // A key source that hangs: invalid_grant within the fetch bound, never a hung request.
@@ -293,12 +333,18 @@ async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cach
     let answer = present(&api, &issuer.mint("RS256", json!({"iss": "https://hangs.test", "aud": AUD, "sub": "x", "exp": now() + 60})).await).await;
     let took = started.elapsed();
     refused(&answer, "invalid_grant", "could not be fetched", "hanging key source");
-    println!("J9: a key source that hangs: answered {} {} in {took:?} (fetch_timeout_secs = {FETCH_TIMEOUT_SECS})", answer.0, answer.1["error"]);
+    let pass = answer.0 == 400 && took < Duration::from_secs(FETCH_TIMEOUT_SECS) + Duration::from_secs(2);
+    eprintln!(
+        "SECURITY J9 a key source that hangs: answered {} {} in {:.2} s (fetch_timeout_secs = {FETCH_TIMEOUT_SECS}) — {}",
+        answer.0,
+        answer.1["error"],
+        took.as_secs_f64(),
+        if pass { "pass" } else { "FAIL" }
+    );
     assert!(took < Duration::from_secs(FETCH_TIMEOUT_SECS) + Duration::from_secs(2), "{took:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
+pub async fn a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
     let Some(root) = strongroom_testkit::pg_url_or_skip("JWT replay across replicas") else { return };
     let Some(issuer) = Issuer::start_or_skip("JWT replay across replicas") else { return };
     let url = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
@@ -325,7 +371,12 @@ async fn a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
         .await;
         wins.push(answers.iter().filter(|(s, _)| *s == 200).count());
     }
-    println!("J7: 32 presentations of one JWT on two PostgreSQL replicas, 10 trials: accepted {wins:?}");
+    let pass = wins.iter().all(|w| *w == 1);
+    eprintln!(
+        "SECURITY J7p a replayed JWT across two PostgreSQL replicas: accepted by one, refused by the other; 32 simultaneous \
+         presentations spread over both, 10 trials: accepted {wins:?} — {}",
+        if pass { "pass" } else { "FAIL" }
+    );
     assert!(wins.iter().all(|w| *w == 1), "{wins:?}");
 }
 
@@ -412,8 +463,7 @@ async fn certificate(base: &str, server_ca: &[u8], identity: Option<&str>, clien
     Ok((status, r.json().await.map_err(|e| e.to_string())?))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_listener_only() {
+pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_listener_only() {
     use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -466,7 +516,9 @@ async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_lis
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"], "invalid_grant");
     assert!(body["error_description"].as_str().unwrap().contains("No client certificate"), "{body}");
+    let no_cert = body["error_description"].as_str().unwrap_or("").to_owned();
     // Refused by rustls in the handshake: another CA, expired, no clientAuth EKU, revoked.
+    let mut alerts = Vec::new();
     for (what, pem, expected) in [
         ("another CA", other.client("agent-1", 12, Some(ClientAuth), false), "UnknownCA"),
         ("expired", ca.client("agent-1", 13, Some(ClientAuth), true), "CertificateExpired"),
@@ -475,10 +527,21 @@ async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_lis
     ] {
         let answer = certificate(&base, &server_ca, Some(&pem), "ci").await;
         let alert = answer.as_ref().err().and_then(|e| e.split("AlertReceived(").nth(1)).map(|a| a.split(')').next().unwrap_or(a).to_owned());
-        println!("J8: client certificate {what}: refused in the TLS handshake, alert {alert:?}");
-        assert_eq!(alert.as_deref(), Some(expected), "{what}: {answer:?}");
+        alerts.push((what, expected, alert));
     }
-    assert_eq!(grants(&s), 3, "only the approved certificate's grants");
+    let written = grants(&s);
+    let pass = alerts.iter().all(|(_, e, a)| a.as_deref() == Some(*e)) && written == 3;
+    eprintln!(
+        "SECURITY J8 client certificates not from an approved CA, expired, without the clientAuth EKU, revoked in the CRL: {}; \
+         no certificate: 400 \"{no_cert}\"; grants written by refusals: {} — {}",
+        alerts.iter().map(|(w, _, a)| format!("{w}: TLS alert {}", a.as_deref().unwrap_or("none"))).collect::<Vec<_>>().join(", "),
+        written - 3,
+        if pass { "pass" } else { "FAIL" }
+    );
+    for (what, expected, alert) in &alerts {
+        assert_eq!(alert.as_deref(), Some(*expected), "{what}");
+    }
+    assert_eq!(written, 3, "only the approved certificate's grants");
 
     // The main listener never asks for a certificate: the route answers there without one.
     let (status, body) = Api::new(s.http_base())
@@ -523,4 +586,27 @@ async fn the_certificate_grant_takes_approved_client_certificates_on_its_own_lis
     let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
     assert_eq!(r.status().canonical_reason(), Some("Accepted"));
+}
+
+/// Run by `scripts/security` (J1-J9), once; the general test run skips `suite::`.
+mod suite {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn j1_j4_j7_the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
+        super::the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn j5_j6_j9_keys_rotate_refetch_once_removed_keys_stop_within_the_bound_and_a_hanging_source_is_bounded() {
+        super::keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_cache_bound_and_a_hanging_source_is_bounded().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn j7p_a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
+        super::a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn j8_the_certificate_grant_takes_approved_client_certificates_on_its_own_listener_only() {
+        super::the_certificate_grant_takes_approved_client_certificates_on_its_own_listener_only().await;
+    }
 }
