@@ -544,10 +544,17 @@ impl fmt::Debug for Jwk {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyMaterial {
-    Rsa { n: Vec<u8>, e: Vec<u8> },
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+    },
     /// P-256 as `0x04 || x || y`.
-    P256 { point: Vec<u8> },
-    Ed25519 { x: Vec<u8> },
+    P256 {
+        point: Vec<u8>,
+    },
+    Ed25519 {
+        x: Vec<u8>,
+    },
 }
 
 impl Jwk {
@@ -600,7 +607,9 @@ impl Jwk {
             (KeyMaterial::P256 { point }, Algorithm::ES256) => {
                 sig::UnparsedPublicKey::new(&sig::ECDSA_P256_SHA256_FIXED, point).verify(message, signature).is_ok()
             }
-            (KeyMaterial::Ed25519 { x }, Algorithm::EdDSA) => sig::UnparsedPublicKey::new(&sig::ED25519, x).verify(message, signature).is_ok(),
+            (KeyMaterial::Ed25519 { x }, Algorithm::EdDSA) => {
+                sig::UnparsedPublicKey::new(&sig::ED25519, x).verify(message, signature).is_ok()
+            }
             _ => return None,
         })
     }
@@ -642,7 +651,8 @@ mod tests {
     #[test]
     fn a_good_token_passes_and_its_checks_refuse_the_rest() {
         let now = UnixTime::from_secs(10_000);
-        let (t, keys) = signed(serde_json::json!({"iss": "https://issuer.test", "aud": ["x", "strongroom"], "exp": 10_600, "iat": 9_990, "jti": "a"}));
+        let (t, keys) =
+            signed(serde_json::json!({"iss": "https://issuer.test", "aud": ["x", "strongroom"], "exp": 10_600, "iat": 9_990, "jti": "a"}));
         let jwt = Jwt::parse(&t).unwrap();
         jwt.verify(&keys).unwrap();
         let c = jwt.check_claims(&issuer(), now).unwrap();
@@ -705,7 +715,8 @@ mod tests {
             created_at: UnixTime::from_secs(0),
         };
         let claims = |v: serde_json::Value| v.as_object().unwrap().clone();
-        let id = m.match_claims(&claims(serde_json::json!({"repository": "org/app", "environment": "prod", "sub": "repo:org/app"}))).unwrap();
+        let id =
+            m.match_claims(&claims(serde_json::json!({"repository": "org/app", "environment": "prod", "sub": "repo:org/app"}))).unwrap();
         assert_eq!(id.identity(), "jwt+deploy:repo:org/app");
         assert_eq!(mapping_of(&id.identity()), Some("deploy"));
         assert!(m.match_claims(&claims(serde_json::json!({"repository": "org/app", "environment": "dev", "sub": "x"}))).is_none());

@@ -1,8 +1,11 @@
 //! `scripts/bench`: the load generator. Starts the release server
 //! (`strongroom serve`) as a separate process on a fresh data directory on
 //! 127.0.0.1, prepares fixtures (`strongroom admin`, password-grant logins,
-//! approved device codes), drives 32 keep-alive HTTP/1.1 connections at each
-//! workload for a fixed time, then stops the server, stores a million grants
+//! approved device codes, a JWT issuer's key in a JWKS file and JWTs it
+//! signed), drives 32 keep-alive HTTP/1.1 connections at each workload for a
+//! fixed time (the password grant: 16, one user each, since one address may
+//! have 20 sign-ins checked at once; the JWT grant: EdDSA JWTs with distinct
+//! jtis, each presented once), then stops the server, stores a million grants
 //! and a hundred thousand vault entries in its SQLite store through the
 //! store's own copier and row codec (so a migration can never leave the
 //! seeding behind), restarts it and measures again.
@@ -68,6 +71,34 @@ const GROUPS: usize = 8;
 const DEVICE_CODES_PER_SEC: f64 = 4000.0;
 const MAX_DEVICE_CODES: usize = 40_000;
 const MIB: f64 = 1024.0;
+/// Connections of the password-grant workload: one user each, and at most 20 sign-ins of one address checked at once.
+const PASSWORD_CONNECTIONS: usize = 16;
+const JWT_ISSUER: &str = "https://bench.issuer.invalid";
+
+/// An Ed25519 key in a JWKS file (`--jwks-file`), and `n` JWTs it signed,
+/// each with its own jti, valid for 50 minutes.
+fn jwt_fixtures(dir: &Path, n: usize) -> (PathBuf, Vec<String>) {
+    use base64::Engine as _;
+    use ring::signature::{Ed25519KeyPair, KeyPair as _};
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
+    let key = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let jwks = dir.join("bench-jwks.json");
+    let doc = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "bench", "x": b64(key.public_key().as_ref())}]});
+    std::fs::write(&jwks, doc.to_string()).unwrap();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let header = b64(json!({"alg": "EdDSA", "kid": "bench", "typ": "JWT"}).to_string().as_bytes());
+    let jwts = (0..n)
+        .map(|i| {
+            let claims = json!({"iss": JWT_ISSUER, "aud": "strongroom", "sub": "repo:bench/app:ref:refs/heads/main",
+                "repository": "bench/app", "iat": now, "exp": now + 3000, "jti": format!("bench-{i}")});
+            let input = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+            let sig = key.sign(input.as_bytes());
+            format!("{input}.{}", b64(sig.as_ref()))
+        })
+        .collect();
+    (jwks, jwts)
+}
 
 struct Opts {
     bin: PathBuf,
@@ -271,6 +302,8 @@ fn admin(bin: &Path, data: &Path, db: Option<&str>, args: &[&str], stdin: &str) 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Work {
     Health,
+    Password,
+    Jwt,
     Refresh,
     Device,
     Associate,
@@ -282,6 +315,8 @@ impl Work {
     fn name(self) -> &'static str {
         match self {
             Work::Health => "GET /healthz",
+            Work::Password => "password grant (16 c.)",
+            Work::Jwt => "JWT grant (EdDSA)",
             Work::Refresh => "refresh (rotation)",
             Work::Device => "device-code exchange",
             Work::Associate => "Associate",
@@ -298,6 +333,8 @@ struct Ctx {
     refresh: Mutex<VecDeque<String>>,
     /// Approved device codes, each exchanged once.
     device: Mutex<Vec<String>>,
+    /// Signed JWTs, each presented once (a distinct jti each).
+    jwts: Mutex<Vec<String>>,
     /// An access token and a vault entry per connection.
     access: Vec<String>,
     entries: Vec<i64>,
@@ -346,6 +383,21 @@ impl Ctx {
                     }
                     _ => false,
                 }
+            }
+            Work::Password => {
+                // 16 connections, one user each: one address may have 20 sign-ins checked at once.
+                if conn >= PASSWORD_CONNECTIONS {
+                    return None;
+                }
+                let body = json!({"client_id": CLIENT, "username": format!("pw{conn}"), "password": PASSWORD, "scope": SCOPE});
+                matches!(answer(self.http.post(url("/vedauth/authorize/oauth")).json(&body).send().await).await,
+                    Some((200, v)) if v["access_token"].is_string())
+            }
+            Work::Jwt => {
+                let jwt = self.jwts.lock().unwrap().pop()?;
+                let body = json!({"client_id": CLIENT, "jwt": jwt, "scope": SCOPE});
+                matches!(answer(self.http.post(url("/vedauth/authorize/jwt")).json(&body).send().await).await,
+                    Some((200, v)) if v["access_token"].is_string())
             }
             Work::Device => {
                 let code = self.device.lock().unwrap().pop()?;
@@ -767,6 +819,25 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         admin(bin, &data, url, args, "");
     }
     admin(bin, &data, url, &["users", "create", "bench"], &format!("{PASSWORD}\n"));
+    for conn in 0..PASSWORD_CONNECTIONS {
+        admin(bin, &data, url, &["users", "create", &format!("pw{conn}")], &format!("{PASSWORD}\n"));
+    }
+    let (jwks, jwts) = jwt_fixtures(data.parent().unwrap_or(&data), ((o.secs * DEVICE_CODES_PER_SEC) as usize).min(MAX_DEVICE_CODES));
+    let jwks = jwks.to_str().unwrap().to_owned();
+    admin(
+        bin,
+        &data,
+        url,
+        &["jwt-issuers", "set", "bench", "--issuer", JWT_ISSUER, "--jwks-file", &jwks, "--audience", "strongroom", "--algorithms", "EdDSA"],
+        "",
+    );
+    admin(
+        bin,
+        &data,
+        url,
+        &["mappings", "set-jwt", "bench", "--issuer", "bench", "--claim", "repository=bench/*", "--client", CLIENT, "--scope", SCOPE],
+        "",
+    );
     admin(bin, &data, url, &["rights", "grant", FOLDER, "bench", "--rights", "read,write"], "");
 
     // Password-grant logins: 5 at a time, the most one user may sign in at
@@ -809,6 +880,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         base: base.clone(),
         refresh: Mutex::new(logins[..REFRESH_GRANTS].iter().map(|(_, r)| r.clone()).collect()),
         device: Mutex::new(device),
+        jwts: Mutex::new(jwts),
         access: logins[REFRESH_GRANTS..REFRESH_GRANTS + CONNECTIONS].iter().map(|(a, _)| a.clone()).collect(),
         entries,
     });
@@ -826,7 +898,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
 
     let mut small = Vec::new();
     let mut growth = Growth::default();
-    for work in [Work::Health, Work::Refresh, Work::Device, Work::Associate, Work::Lookup, Work::Verify] {
+    for work in [Work::Health, Work::Password, Work::Jwt, Work::Refresh, Work::Device, Work::Associate, Work::Lookup, Work::Verify] {
         let first_word = work.name().split([' ', '-']).next().unwrap_or("").to_lowercase();
         if work != Work::Health && !o.only.is_empty() && !o.only.contains(&first_word) {
             continue;

@@ -22,8 +22,8 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime as PkiTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
-use x509_cert::der::oid::ObjectIdentifier;
 use x509_cert::der::Decode as _;
+use x509_cert::der::oid::ObjectIdentifier;
 
 use strongroom_core::identity::UserId;
 use strongroom_core::machine::{CertField, Mapping, MappingRule};
@@ -77,10 +77,7 @@ pub fn bundle_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-fn verifier(
-    roots: RootCertStore,
-    crls: &[CertificateRevocationListDer<'static>],
-) -> Result<Arc<dyn ClientCertVerifier>, CertError> {
+fn verifier(roots: RootCertStore, crls: &[CertificateRevocationListDer<'static>]) -> Result<Arc<dyn ClientCertVerifier>, CertError> {
     let mut b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider()).allow_unauthenticated();
     if !crls.is_empty() {
         b = b.with_crls(crls.iter().cloned()).only_check_end_entity_revocation().allow_unknown_revocation_status();
@@ -169,10 +166,8 @@ fn name_of(cert: &x509_cert::Certificate, field: CertField) -> Option<String> {
 /// nginx's `$ssl_client_escaped_cert` and HAProxy give it).
 pub fn chain_from_header(value: &str) -> Option<Vec<Vec<u8>>> {
     let decoded = percent_decode(value)?;
-    let chain: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(decoded.as_bytes())
-        .map(|c| c.map(|c| c.as_ref().to_vec()))
-        .collect::<Result<_, _>>()
-        .ok()?;
+    let chain: Vec<Vec<u8>> =
+        CertificateDer::pem_slice_iter(decoded.as_bytes()).map(|c| c.map(|c| c.as_ref().to_vec())).collect::<Result<_, _>>().ok()?;
     (!chain.is_empty()).then_some(chain)
 }
 
@@ -253,7 +248,8 @@ pub async fn spawn(
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let handle = axum_server::Handle::new();
-    let acceptor = CertAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(config.clone()).handshake_timeout(Duration::from_secs(10)) };
+    let acceptor =
+        CertAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(config.clone()).handshake_timeout(Duration::from_secs(10)) };
     let app = crate::http::certificate_app(state.clone(), limits);
     let server = axum_server::from_tcp(listener).acceptor(acceptor).handle(handle.clone());
     let task = tokio::spawn(server.serve(app.into_make_service_with_connect_info::<std::net::SocketAddr>()));
@@ -267,15 +263,17 @@ pub async fn spawn(
             if next == seen {
                 continue;
             }
-            match listener_verifier(&now, &crls).and_then(|v| {
-                crate::tls::load_with(&files.cert, &files.key, Some(v)).map_err(|e| CertError::Verifier(e.to_string()))
-            }) {
+            match listener_verifier(&now, &crls)
+                .and_then(|v| crate::tls::load_with(&files.cert, &files.key, Some(v)).map_err(|e| CertError::Verifier(e.to_string())))
+            {
                 Ok(l) => {
                     reload.reload_from_config(l.config);
                     tracing::info!(mappings = next.len(), "certificate listener: approved CAs reloaded");
                     seen = next;
                 }
-                Err(e) => tracing::error!(error = %e, "certificate listener: the new mappings' CAs could not be loaded; the ones in use stay"),
+                Err(e) => {
+                    tracing::error!(error = %e, "certificate listener: the new mappings' CAs could not be loaded; the ones in use stay")
+                }
             }
         }
     });

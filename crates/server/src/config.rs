@@ -388,7 +388,13 @@ pub const SETTINGS: &[Setting] = &[
         "Software:Default",
         "The key Crypto/DefaultKey reports and Add without Keyname uses.",
     ),
-    setting("jwt.key_cache_secs", "STRONGROOM_JWT_KEY_CACHE_SECS", Kind::Seconds, "300", "How long a JWT issuer's fetched keys are used (a key removed from its JWKS works at most this long; 1 to 86400)."),
+    setting(
+        "jwt.key_cache_secs",
+        "STRONGROOM_JWT_KEY_CACHE_SECS",
+        Kind::Seconds,
+        "300",
+        "How long a JWT issuer's fetched keys are used (a key removed from its JWKS works at most this long; 1 to 86400).",
+    ),
     setting(
         "jwt.refetch_min_secs",
         "STRONGROOM_JWT_REFETCH_MIN_SECS",
@@ -403,7 +409,13 @@ pub const SETTINGS: &[Setting] = &[
         "5",
         "The most a fetch of an issuer's keys may take (discovery and JWKS); past it the grant answers invalid_grant (1 to 60).",
     ),
-    setting("jwt.ca_file", "STRONGROOM_JWT_CA_FILE", Kind::Path, "none: the public roots", "Extra CA certificates (PEM) trusted for JWT key sources (JWKS and discovery over HTTPS)."),
+    setting(
+        "jwt.ca_file",
+        "STRONGROOM_JWT_CA_FILE",
+        Kind::Path,
+        "none: the public roots",
+        "Extra CA certificates (PEM) trusted for JWT key sources (JWKS and discovery over HTTPS).",
+    ),
     setting(
         "certificate.listen",
         "STRONGROOM_CERTIFICATE_LISTEN",
@@ -411,7 +423,13 @@ pub const SETTINGS: &[Setting] = &[
         "none: no certificate grant",
         "A TLS listener of its own for POST /vedauth/Authorize/Certificate that asks for client certificates (the main listener never does).",
     ),
-    setting("certificate.crl_files", "STRONGROOM_CERTIFICATE_CRL_FILES", Kind::List, "none", "CRL files (PEM or DER) every client certificate is checked against."),
+    setting(
+        "certificate.crl_files",
+        "STRONGROOM_CERTIFICATE_CRL_FILES",
+        Kind::List,
+        "none",
+        "CRL files (PEM or DER) every client certificate is checked against.",
+    ),
     setting(
         "certificate.proxy_header",
         "STRONGROOM_CERTIFICATE_PROXY_HEADER",
@@ -629,10 +647,9 @@ impl RawConfig {
         let bounded = |name: &'static str, v: Option<i64>, default: i64, range: std::ops::RangeInclusive<i64>| match v {
             None => Ok(default),
             Some(v) if range.contains(&v) => Ok(v),
-            Some(v) => Err(ConfigError::Invalid {
-                name,
-                message: format!("{v} is out of range: {} to {} seconds", range.start(), range.end()),
-            }),
+            Some(v) => {
+                Err(ConfigError::Invalid { name, message: format!("{v} is out of range: {} to {} seconds", range.start(), range.end()) })
+            }
         };
         let jwt = JwtSettings {
             key_cache_secs: bounded("jwt.key_cache_secs", self.jwt.key_cache_secs, d.key_cache_secs, 1..=86_400)?,

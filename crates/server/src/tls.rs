@@ -84,7 +84,8 @@ pub fn load_with(
     let fingerprint = fingerprint(leaf);
     let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| TlsError::Io(format!("reading {}: {e}", key_path.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| TlsError::Config(e.to_string()))?;
+    let builder =
+        ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| TlsError::Config(e.to_string()))?;
     let builder = match clients {
         Some(v) => builder.with_client_cert_verifier(v),
         None => builder.with_no_client_auth(),

@@ -923,11 +923,9 @@ pub(crate) fn mapping_and_client(c: &mut Cols<'_>) -> StoreResult<(Mapping, Opti
     let max_scope = c.scope()?;
     let created_at = c.time()?;
     let rule = match (kind.as_str(), issuer, ca) {
-        ("jwt", Some(issuer), _) => MappingRule::Jwt {
-            issuer,
-            conditions: Condition::decode(&conditions).map_err(StoreError::corrupt)?,
-            identity_claim: from,
-        },
+        ("jwt", Some(issuer), _) => {
+            MappingRule::Jwt { issuer, conditions: Condition::decode(&conditions).map_err(StoreError::corrupt)?, identity_claim: from }
+        }
         ("cert", _, Some(ca_bundle)) => MappingRule::Cert {
             ca_bundle,
             field: CertField::parse(&from).ok_or_else(|| StoreError::corrupt(format!("stored certificate field {from:?}")))?,

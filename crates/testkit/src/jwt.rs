@@ -38,7 +38,10 @@ impl TestCa {
         let ca_key = KeyPair::generate().unwrap();
         let ca = ca_params.self_signed(&ca_key).unwrap();
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca, &ca_key).unwrap();
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .unwrap();
         TestCa { ca_pem: ca.pem(), cert_pem: leaf.pem(), key_pem: leaf_key.serialize_pem() }
     }
 }

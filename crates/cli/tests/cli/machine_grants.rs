@@ -143,21 +143,87 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     let cases: Vec<(&str, &str, String, &str, &str)> = vec![
         ("J1", "alg none", issuer.mint("none", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
         ("J1", "HS256 keyed with the public key", issuer.mint("HS256-public", with(&|_| {})).await, "invalid_grant", "never none or HMAC"),
-        ("J1", "PS256, not among the issuer's algorithms", issuer.mint("PS256", with(&|_| {})).await, "invalid_grant", "not one its issuer is allowed"),
-        ("J2", "wrong iss", issuer.mint("RS256", with(&|v| v["iss"] = json!("https://evil.test"))).await, "invalid_grant", "not a trusted issuer"),
+        (
+            "J1",
+            "PS256, not among the issuer's algorithms",
+            issuer.mint("PS256", with(&|_| {})).await,
+            "invalid_grant",
+            "not one its issuer is allowed",
+        ),
+        (
+            "J2",
+            "wrong iss",
+            issuer.mint("RS256", with(&|v| v["iss"] = json!("https://evil.test"))).await,
+            "invalid_grant",
+            "not a trusted issuer",
+        ),
         ("J2", "wrong aud", issuer.mint("RS256", with(&|v| v["aud"] = json!("other"))).await, "invalid_grant", "audience"),
-        ("J2", "expired", issuer.mint("RS256", with(&|v| { v["exp"] = json!(now() - 60); v["iat"] = json!(now() - 120) })).await, "invalid_grant", "has expired"),
+        (
+            "J2",
+            "expired",
+            issuer
+                .mint(
+                    "RS256",
+                    with(&|v| {
+                        v["exp"] = json!(now() - 60);
+                        v["iat"] = json!(now() - 120)
+                    }),
+                )
+                .await,
+            "invalid_grant",
+            "has expired",
+        ),
         ("J2", "nbf in the future", issuer.mint("RS256", with(&|v| v["nbf"] = json!(now() + 120))).await, "invalid_grant", "not valid yet"),
-        ("J2", "no exp", issuer.mint("RS256", with(&|v| { v.as_object_mut().unwrap().remove("exp"); })).await, "invalid_grant", "no exp claim"),
-        ("J2", "lifetime over the maximum", issuer.mint("RS256", with(&|v| v["exp"] = json!(now() + 3600))).await, "invalid_grant", "lifetime exceeds"),
-        ("J3", "claims not matching the mapping", issuer.mint("RS256", with(&|v| v["environment"] = json!("dev"))).await, "invalid_grant", "No mapping matches"),
-        ("J3", "repository outside the glob", issuer.mint("RS256", with(&|v| v["repository"] = json!("other/app"))).await, "invalid_grant", "No mapping matches"),
-        ("J3", "a tampered payload", {
-            let t = issuer.mint("ES256", with(&|_| {})).await;
-            let parts: Vec<&str> = t.split('.').collect();
-            let forged = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, serde_json::to_vec(&with(&|v| v["repository"] = json!("org/other"))).unwrap());
-            format!("{}.{forged}.{}", parts[0], parts[2])
-        }, "invalid_grant", "signature is invalid"),
+        (
+            "J2",
+            "no exp",
+            issuer
+                .mint(
+                    "RS256",
+                    with(&|v| {
+                        v.as_object_mut().unwrap().remove("exp");
+                    }),
+                )
+                .await,
+            "invalid_grant",
+            "no exp claim",
+        ),
+        (
+            "J2",
+            "lifetime over the maximum",
+            issuer.mint("RS256", with(&|v| v["exp"] = json!(now() + 3600))).await,
+            "invalid_grant",
+            "lifetime exceeds",
+        ),
+        (
+            "J3",
+            "claims not matching the mapping",
+            issuer.mint("RS256", with(&|v| v["environment"] = json!("dev"))).await,
+            "invalid_grant",
+            "No mapping matches",
+        ),
+        (
+            "J3",
+            "repository outside the glob",
+            issuer.mint("RS256", with(&|v| v["repository"] = json!("other/app"))).await,
+            "invalid_grant",
+            "No mapping matches",
+        ),
+        (
+            "J3",
+            "a tampered payload",
+            {
+                let t = issuer.mint("ES256", with(&|_| {})).await;
+                let parts: Vec<&str> = t.split('.').collect();
+                let forged = base64::Engine::encode(
+                    &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                    serde_json::to_vec(&with(&|v| v["repository"] = json!("org/other"))).unwrap(),
+                );
+                format!("{}.{forged}.{}", parts[0], parts[2])
+            },
+            "invalid_grant",
+            "signature is invalid",
+        ),
         ("J4", "a 1 MB JWT", "a".repeat(1_000_000), "invalid_grant", "larger than 16 KiB"),
         ("J4", "garbage", "not.a.jwt".to_owned(), "invalid_grant", "malformed"),
     ];
@@ -260,7 +326,17 @@ pub async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_
     fixtures(&s, &issuer);
     // A second issuer whose keys never come: its JWKS URL hangs.
     s.admin(
-        &["jwt-issuers", "set", "hangs", "--issuer", "https://hangs.test", "--jwks-url", &format!("{}/hang", issuer.base), "--audience", AUD],
+        &[
+            "jwt-issuers",
+            "set",
+            "hangs",
+            "--issuer",
+            "https://hangs.test",
+            "--jwks-url",
+            &format!("{}/hang", issuer.base),
+            "--audience",
+            AUD,
+        ],
         "",
     );
     s.admin(&["mappings", "set-jwt", "hanging", "--issuer", "hangs", "--client", "ci", "--scope", "restricted"], "");
@@ -330,7 +406,8 @@ pub async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_
 
     // A key source that hangs: invalid_grant within the fetch bound, never a hung request.
     let started = Instant::now();
-    let answer = present(&api, &issuer.mint("RS256", json!({"iss": "https://hangs.test", "aud": AUD, "sub": "x", "exp": now() + 60})).await).await;
+    let answer =
+        present(&api, &issuer.mint("RS256", json!({"iss": "https://hangs.test", "aud": AUD, "sub": "x", "exp": now() + 60})).await).await;
     let took = started.elapsed();
     refused(&answer, "invalid_grant", "could not be fetched", "hanging key source");
     let pass = answer.0 == 400 && took < Duration::from_secs(FETCH_TIMEOUT_SECS) + Duration::from_secs(2);
@@ -479,7 +556,19 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     }
     let ca_arg = ca_file.to_str().unwrap();
     admin(&["mappings", "set-cert", "agents", "--ca-file", ca_arg, "--identity-from", "cn", "--client", "ci", "--scope", "restricted"]);
-    admin(&["mappings", "set-cert", "mail", "--ca-file", ca_arg, "--identity-from", "email", "--client", "mailci", "--scope", "restricted"]);
+    admin(&[
+        "mappings",
+        "set-cert",
+        "mail",
+        "--ca-file",
+        ca_arg,
+        "--identity-from",
+        "email",
+        "--client",
+        "mailci",
+        "--scope",
+        "restricted",
+    ]);
     admin(&["mappings", "set-cert", "upn", "--ca-file", ca_arg, "--identity-from", "upn", "--client", "upnci", "--scope", "restricted"]);
     let crl = crl_file.to_str().unwrap();
     let s = Server::start_on(
@@ -526,7 +615,8 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
         ("revoked in the CRL", ca.client("agent-1", 66, Some(ClientAuth), false), "CertificateRevoked"),
     ] {
         let answer = certificate(&base, &server_ca, Some(&pem), "ci").await;
-        let alert = answer.as_ref().err().and_then(|e| e.split("AlertReceived(").nth(1)).map(|a| a.split(')').next().unwrap_or(a).to_owned());
+        let alert =
+            answer.as_ref().err().and_then(|e| e.split("AlertReceived(").nth(1)).map(|a| a.split(')').next().unwrap_or(a).to_owned());
         alerts.push((what, expected, alert));
     }
     let written = grants(&s);
@@ -544,9 +634,8 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert_eq!(written, 3, "only the approved certificate's grants");
 
     // The main listener never asks for a certificate: the route answers there without one.
-    let (status, body) = Api::new(s.http_base())
-        .post_json("/vedauth/authorize/certificate", &json!({"client_id": "ci", "scope": "restricted"}))
-        .await;
+    let (status, body) =
+        Api::new(s.http_base()).post_json("/vedauth/authorize/certificate", &json!({"client_id": "ci", "scope": "restricted"})).await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
     // A certificate in the proxy header counts only from a trusted proxy (127.0.0.2 here), and is verified by the server.
     let via_header = |pem: String, from: [u8; 4]| {
@@ -572,7 +661,10 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
         }
     };
     let (status, body) = via_header(good.clone(), [127, 0, 0, 1]).await;
-    assert!(body["error_description"].as_str().unwrap().contains("No client certificate"), "an untrusted peer's header is ignored: {status} {body}");
+    assert!(
+        body["error_description"].as_str().unwrap().contains("No client certificate"),
+        "an untrusted peer's header is ignored: {status} {body}"
+    );
     let (status, body) = via_header(good.clone(), [127, 0, 0, 2]).await;
     assert_eq!((status, body["identity"].as_str()), (200, Some("cert+agents:agent-1")), "{body}");
     let (status, body) = via_header(other.client("agent-1", 15, Some(ClientAuth), false), [127, 0, 0, 2]).await;

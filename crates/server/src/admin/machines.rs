@@ -61,9 +61,7 @@ impl Admin {
         let keys = match (spec.jwks_url, spec.discovery || spec.discovery_url.is_some(), spec.jwks_file) {
             (Some(u), false, None) => KeySource::JwksUrl(https("--jwks-url", &u)?),
             (None, true, None) => {
-                let u = spec
-                    .discovery_url
-                    .unwrap_or_else(|| format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/')));
+                let u = spec.discovery_url.unwrap_or_else(|| format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/')));
                 KeySource::Discovery(https("the discovery URL", &u)?)
             }
             (None, false, Some(f)) => {

@@ -14,8 +14,8 @@ use super::extract::{FormOrJson, basic_client_id, bearer_token};
 use super::openapi::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
 use crate::service::bearer::{self, BearerError};
-use crate::service::token::Issued;
 use crate::service::machine::{self, ClientCertificate};
+use crate::service::token::Issued;
 use crate::service::{AuthError, Origin, device, revocation, token};
 use crate::state::AppState;
 use strongroom_core::event::EventKind;
@@ -141,7 +141,11 @@ pub(crate) async fn oauth(
         (status = 503, response = AuthUnavailable),
     ),
 )]
-pub(crate) async fn jwt(State(app): State<AppState>, origin: Origin, FormOrJson(req): FormOrJson<JwtRequest>) -> Result<Response, AuthError> {
+pub(crate) async fn jwt(
+    State(app): State<AppState>,
+    origin: Origin,
+    FormOrJson(req): FormOrJson<JwtRequest>,
+) -> Result<Response, AuthError> {
     let issued = machine::jwt_grant(&app, req, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
 }

@@ -83,7 +83,8 @@ impl KeyCache {
         if let Some(path) = &settings.ca_file {
             let shown = path.display().to_string();
             let pem = std::fs::read(path).map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
             if certs.is_empty() {
                 return Err(KeysError::CaFile { path: shown, message: "no certificate in it".into() });
             }

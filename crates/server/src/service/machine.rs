@@ -53,7 +53,8 @@ pub const MAPPING_CLIENT: &str = "The mapping does not allow this API integratio
 pub const IDENTITY_DISABLED: &str = "The machine identity is disabled.";
 pub const IDENTITY_TAKEN: &str = "The machine identity's name is taken by another identity.";
 pub const NO_CERTIFICATE: &str = "No client certificate was presented: connect to the certificate listener with a client certificate.";
-pub const CERT_REFUSED: &str = "The client certificate is not from an approved issuer, has expired, was revoked, or is not for client authentication.";
+pub const CERT_REFUSED: &str =
+    "The client certificate is not from an approved issuer, has expired, was revoked, or is not for client authentication.";
 
 fn required(v: Option<String>) -> Option<String> {
     v.filter(|s| !s.is_empty())
@@ -187,7 +188,12 @@ async fn issue(
 pub struct ClientCertificate(pub Option<Vec<Vec<u8>>>);
 
 /// `POST Authorize/Certificate`.
-pub async fn certificate_grant(app: &AppState, req: CertificateRequest, cert: Option<Vec<Vec<u8>>>, origin: &Origin) -> Result<Issued, AuthError> {
+pub async fn certificate_grant(
+    app: &AppState,
+    req: CertificateRequest,
+    cert: Option<Vec<Vec<u8>>>,
+    origin: &Origin,
+) -> Result<Issued, AuthError> {
     let r = certificate_inner(app, req, cert, origin).await;
     if let Err(e) = &r {
         tracing::info!(error = %e.code(), description = %e.description(), "certificate grant refused");
@@ -195,7 +201,12 @@ pub async fn certificate_grant(app: &AppState, req: CertificateRequest, cert: Op
     counted(app, GrantType::Certificate, r)
 }
 
-async fn certificate_inner(app: &AppState, req: CertificateRequest, cert: Option<Vec<Vec<u8>>>, origin: &Origin) -> Result<Issued, AuthError> {
+async fn certificate_inner(
+    app: &AppState,
+    req: CertificateRequest,
+    cert: Option<Vec<Vec<u8>>>,
+    origin: &Origin,
+) -> Result<Issued, AuthError> {
     let (client_id, integration, scope) = start(app, req.client_id, req.scope).await?;
     let cert = cert.ok_or(AuthError::InvalidGrant(NO_CERTIFICATE))?;
     let mappings = app.store.mappings().await?;

@@ -25,9 +25,9 @@ use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, IssuerRemoval, MachineGrant, MachineIssue, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
-    LoginContext, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError, StoreFuture, StoreObserver, StoreResult,
-    StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, ErrorKind, EventFilter, EventStore, FolderDeletion, GrantSummary,
+    IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError,
+    StoreFuture, StoreObserver, StoreResult, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
 /// `$1` the access token's grant slot (from its locator), `$2` entry id (or

@@ -21,9 +21,9 @@ use super::{Lite, READERS, SqliteStore};
 use crate::ops::{Conn, admin, at_once, auth, events, machine, transfer as copier, vault};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
-    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, IssuerRemoval, MachineGrant, MachineIssue, EventFilter, EventStore, FolderDeletion, GrantSummary, LoginContext,
-    OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture, StoreObserver, StoredAssociation, VaultContext,
-    VaultEntry, VaultFilter, VaultStore, Writer,
+    AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary,
+    IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture,
+    StoreObserver, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
 
 /// A job on the writer thread: `$body` over the connection `$c`.

@@ -15,7 +15,7 @@ use strongroom_core::machine::{Algorithm, CertField, Condition, JwtIssuer, KeySo
 use strongroom_core::scope::Scope;
 use strongroom_store::{EventFilter, IssuerRemoval, MachineGrant, MachineIssue, Replay, Store};
 
-use crate::cases::{T0, Rng, ev, first_pair, integration, rng};
+use crate::cases::{Rng, T0, ev, first_pair, integration, rng};
 
 pub(crate) fn issuer() -> JwtIssuer {
     JwtIssuer {
@@ -85,7 +85,11 @@ pub(crate) async fn machine_config(store: Arc<dyn Store>) {
     assert_eq!(store.remove_jwt_issuer("gh".into(), ev(EventKind::JwtIssuerRemoved)).await.unwrap(), IssuerRemoval::Removed);
     assert_eq!(store.remove_jwt_issuer("gh".into(), ev(EventKind::JwtIssuerRemoved)).await.unwrap(), IssuerRemoval::NotFound);
     let chain = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    assert_eq!(chain.iter().filter(|e| e.event.kind == EventKind::MappingRemoved).count(), 1, "a removal that found nothing writes nothing");
+    assert_eq!(
+        chain.iter().filter(|e| e.event.kind == EventKind::MappingRemoved).count(),
+        1,
+        "a removal that found nothing writes nothing"
+    );
 }
 
 async fn configured(store: &dyn Store) {
@@ -117,7 +121,13 @@ pub(crate) async fn machine_grants_and_their_identities(store: Arc<dyn Store>) {
     // A second grant of the identity: no second row, no second identity event.
     let second = machine_grant(&rng, &m, "repo:org/app:ref:refs/heads/main", Some("b"));
     assert_eq!(store.insert_machine_grant(second, ev(EventKind::TokenIssued)).await.unwrap(), MachineIssue::Issued);
-    let added = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap().into_iter().filter(|e| e.event.kind == EventKind::MachineIdentityAdded).count();
+    let added = store
+        .events(EventFilter { limit: 1000, ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event.kind == EventKind::MachineIdentityAdded)
+        .count();
     assert_eq!(added, 1);
     // A record past its JWT's expiry is taken over.
     let mut late = machine_grant(&rng, &m, "repo:org/app:ref:refs/heads/main", Some("a"));
@@ -133,7 +143,13 @@ pub(crate) async fn machine_grants_and_their_identities(store: Arc<dyn Store>) {
     let other = machine_grant(&rng, &m, "REPO:org/app:ref:refs/heads/main", Some("d"));
     assert_eq!(store.insert_machine_grant(other, ev(EventKind::TokenIssued)).await.unwrap(), MachineIssue::IdentityTaken);
     // An administrator names an identity before its first grant (to grant it rights).
-    let named = User { id: m.identity("repo:org/lib"), name: "jwt+deploy:repo:org/lib".into(), disabled: false, master_admin: false, created_at: T0 };
+    let named = User {
+        id: m.identity("repo:org/lib"),
+        name: "jwt+deploy:repo:org/lib".into(),
+        disabled: false,
+        master_admin: false,
+        created_at: T0,
+    };
     assert!(store.add_machine_identity(named.clone(), "deploy".into(), ev(EventKind::MachineIdentityAdded)).await.unwrap());
     assert!(store.add_machine_identity(named, "deploy".into(), ev(EventKind::MachineIdentityAdded)).await.unwrap(), "again: nothing new");
     // Removing the mapping ends its identities' grants and their standing.
