@@ -743,6 +743,85 @@ pub(crate) fn checked<'a>(table: &Table, row: &'a [Value<'a>]) -> StoreResult<&'
     }
 }
 
+// ------------------------------------------------------------------ machines
+
+/// A JWT issuer's row ([`schema::JWT_ISSUERS`]).
+pub(crate) fn jwt_issuer_row(j: &JwtIssuer) -> [Value<'_>; 9] {
+    values![
+        j.name.as_str(),
+        j.issuer.as_str(),
+        j.keys.kind(),
+        j.keys.location(),
+        j.audiences.join("\n"),
+        Algorithm::list(&j.algorithms),
+        j.clock_skew,
+        j.max_lifetime,
+        j.created_at,
+    ]
+}
+
+/// A JWT issuer row ([`schema::JWT_ISSUERS`]).
+pub(crate) fn jwt_issuer(c: &mut Cols<'_>) -> StoreResult<JwtIssuer> {
+    let name = c.text()?;
+    let issuer = c.text()?;
+    let (kind, location) = (c.text()?, c.text()?);
+    let keys = KeySource::from_parts(&kind, location).ok_or_else(|| StoreError::corrupt(format!("stored key source kind {kind:?}")))?;
+    let audiences = c.text()?.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect();
+    let algorithms = Algorithm::parse_list(&c.text()?).map_err(StoreError::corrupt)?;
+    Ok(JwtIssuer { name, issuer, keys, audiences, algorithms, clock_skew: c.int()?, max_lifetime: c.int()?, created_at: c.time()? })
+}
+
+/// A mapping's row ([`schema::MACHINE_MAPPINGS`]); its client ids are rows of `mapping_clients`.
+pub(crate) fn mapping_row(m: &Mapping) -> [Value<'_>; 8] {
+    let (issuer, conditions, from, ca): (Option<&str>, String, &str, Option<&str>) = match &m.rule {
+        MappingRule::Jwt { issuer, conditions, identity_claim } => {
+            (Some(issuer.as_str()), Condition::encode(conditions), identity_claim.as_str(), None)
+        }
+        MappingRule::Cert { ca_bundle, field } => (None, String::new(), field.as_str(), Some(ca_bundle.as_str())),
+    };
+    values![m.name.as_str(), m.kind(), issuer, conditions, from, ca, m.max_scope.to_string(), m.created_at]
+}
+
+/// A mapping row ([`schema::MACHINE_MAPPINGS`]) followed by one of its client ids (or NULL).
+pub(crate) fn mapping_and_client(c: &mut Cols<'_>) -> StoreResult<(Mapping, Option<String>)> {
+    let name = c.text()?;
+    let kind = c.text()?;
+    let issuer = c.opt_text()?;
+    let conditions = c.text()?;
+    let from = c.text()?;
+    let ca = c.opt_text()?;
+    let max_scope = c.scope()?;
+    let created_at = c.time()?;
+    let rule = match (kind.as_str(), issuer, ca) {
+        ("jwt", Some(issuer), _) => {
+            MappingRule::Jwt { issuer, conditions: Condition::decode(&conditions).map_err(StoreError::corrupt)?, identity_claim: from }
+        }
+        ("cert", _, Some(ca_bundle)) => MappingRule::Cert {
+            ca_bundle,
+            field: CertField::parse(&from).ok_or_else(|| StoreError::corrupt(format!("stored certificate field {from:?}")))?,
+        },
+        _ => return Err(StoreError::corrupt(format!("stored mapping {name:?} of kind {kind:?}"))),
+    };
+    let client = c.opt_text()?;
+    Ok((Mapping { name, rule, client_ids: Vec::new(), max_scope, created_at }, client))
+}
+
+/// Mappings with their client ids, from rows of [`mapping_and_client`] in mapping order.
+pub(crate) fn mappings(rows: Vec<(Mapping, Option<String>)>) -> Vec<Mapping> {
+    let mut out: Vec<Mapping> = Vec::new();
+    for (m, client) in rows {
+        match out.last_mut() {
+            Some(last) if last.name == m.name => last.client_ids.extend(client),
+            _ => {
+                let mut m = m;
+                m.client_ids.extend(client);
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,83 +950,4 @@ mod tests {
         let v = Value::from("$argon2id$secret");
         assert_eq!(format!("{v:?}"), "Text(..)");
     }
-}
-
-// ------------------------------------------------------------------ machines
-
-/// A JWT issuer's row ([`schema::JWT_ISSUERS`]).
-pub(crate) fn jwt_issuer_row(j: &JwtIssuer) -> [Value<'_>; 9] {
-    values![
-        j.name.as_str(),
-        j.issuer.as_str(),
-        j.keys.kind(),
-        j.keys.location(),
-        j.audiences.join("\n"),
-        Algorithm::list(&j.algorithms),
-        j.clock_skew,
-        j.max_lifetime,
-        j.created_at,
-    ]
-}
-
-/// A JWT issuer row ([`schema::JWT_ISSUERS`]).
-pub(crate) fn jwt_issuer(c: &mut Cols<'_>) -> StoreResult<JwtIssuer> {
-    let name = c.text()?;
-    let issuer = c.text()?;
-    let (kind, location) = (c.text()?, c.text()?);
-    let keys = KeySource::from_parts(&kind, location).ok_or_else(|| StoreError::corrupt(format!("stored key source kind {kind:?}")))?;
-    let audiences = c.text()?.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect();
-    let algorithms = Algorithm::parse_list(&c.text()?).map_err(StoreError::corrupt)?;
-    Ok(JwtIssuer { name, issuer, keys, audiences, algorithms, clock_skew: c.int()?, max_lifetime: c.int()?, created_at: c.time()? })
-}
-
-/// A mapping's row ([`schema::MACHINE_MAPPINGS`]); its client ids are rows of `mapping_clients`.
-pub(crate) fn mapping_row(m: &Mapping) -> [Value<'_>; 8] {
-    let (issuer, conditions, from, ca): (Option<&str>, String, &str, Option<&str>) = match &m.rule {
-        MappingRule::Jwt { issuer, conditions, identity_claim } => {
-            (Some(issuer.as_str()), Condition::encode(conditions), identity_claim.as_str(), None)
-        }
-        MappingRule::Cert { ca_bundle, field } => (None, String::new(), field.as_str(), Some(ca_bundle.as_str())),
-    };
-    values![m.name.as_str(), m.kind(), issuer, conditions, from, ca, m.max_scope.to_string(), m.created_at]
-}
-
-/// A mapping row ([`schema::MACHINE_MAPPINGS`]) followed by one of its client ids (or NULL).
-pub(crate) fn mapping_and_client(c: &mut Cols<'_>) -> StoreResult<(Mapping, Option<String>)> {
-    let name = c.text()?;
-    let kind = c.text()?;
-    let issuer = c.opt_text()?;
-    let conditions = c.text()?;
-    let from = c.text()?;
-    let ca = c.opt_text()?;
-    let max_scope = c.scope()?;
-    let created_at = c.time()?;
-    let rule = match (kind.as_str(), issuer, ca) {
-        ("jwt", Some(issuer), _) => {
-            MappingRule::Jwt { issuer, conditions: Condition::decode(&conditions).map_err(StoreError::corrupt)?, identity_claim: from }
-        }
-        ("cert", _, Some(ca_bundle)) => MappingRule::Cert {
-            ca_bundle,
-            field: CertField::parse(&from).ok_or_else(|| StoreError::corrupt(format!("stored certificate field {from:?}")))?,
-        },
-        _ => return Err(StoreError::corrupt(format!("stored mapping {name:?} of kind {kind:?}"))),
-    };
-    let client = c.opt_text()?;
-    Ok((Mapping { name, rule, client_ids: Vec::new(), max_scope, created_at }, client))
-}
-
-/// Mappings with their client ids, from rows of [`mapping_and_client`] in mapping order.
-pub(crate) fn mappings(rows: Vec<(Mapping, Option<String>)>) -> Vec<Mapping> {
-    let mut out: Vec<Mapping> = Vec::new();
-    for (m, client) in rows {
-        match out.last_mut() {
-            Some(last) if last.name == m.name => last.client_ids.extend(client),
-            _ => {
-                let mut m = m;
-                m.client_ids.extend(client);
-                out.push(m);
-            }
-        }
-    }
-    out
 }
