@@ -91,11 +91,15 @@ pub fn fixtures(s: &Server, issuer: &Issuer) {
             "--client",
             "ci",
             "--scope",
-            "restricted",
+            "restricted:manage",
         ],
         "",
     );
 }
+
+/// The folder the `deploy` mapping's identity may write to, granted before its first token.
+pub const FOLDER: &str = "\\VED\\Policy\\CI";
+pub const IDENTITY: &str = "jwt+deploy:repo:org/app:environment:prod";
 
 pub async fn present(api: &Api, jwt: &str) -> (u16, Value) {
     api.post_json("/vedauth/authorize/jwt", &json!({"client_id": "ci", "jwt": jwt, "scope": "restricted"})).await
@@ -120,6 +124,9 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     fixtures(&s, &issuer);
     let api = Api::new(s.http_base());
     let iss = issuer.base.as_str();
+    // Rights on a folder for the machine identity, before its first token, as for a user.
+    s.admin(&["folders", "create", FOLDER], "");
+    s.admin(&["rights", "grant", FOLDER, IDENTITY, "--rights", "read,write"], "");
 
     // Accepted: one token per algorithm, identity from the mapping, no refresh token.
     for (n, alg) in ["RS256", "ES256", "EdDSA"].into_iter().enumerate() {
@@ -133,6 +140,15 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
         assert_eq!(api.verify(body["access_token"].as_str().unwrap()).await, 200, "{alg}: Verify takes the token");
     }
     assert_eq!(grants(&s), 3);
+    // The machine writes to the vault with the rights it was given.
+    let jwt = issuer.mint("ES256", claims(iss, "vault")).await;
+    let answer = api.post_json("/vedauth/authorize/jwt", &json!({"client_id": "ci", "jwt": jwt, "scope": "restricted:manage"})).await;
+    assert_eq!(answer.0, 200, "{}", answer.1);
+    let added = api.add(answer.1["access_token"].as_str().unwrap(), FOLDER, "Software:Default", b"machine secret").await.unwrap();
+    assert_eq!(added.result, 0, "the machine identity holds Write on the folder");
+    let denied = api.add(answer.1["access_token"].as_str().unwrap(), "\\VED\\Policy", "Software:Default", b"x").await;
+    assert!(denied.is_err() || denied.as_ref().is_ok_and(|a| a.result != 0), "no rights above its folder: {denied:?}");
+    assert_eq!(grants(&s), 4);
 
     // Refused, each with its documented error, nothing written.
     let c = claims(iss, "x");
@@ -246,19 +262,19 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
         ("J4", "a 1 MB JWT and one that is no JWS: refused before any parsing work"),
     ] {
         let mine: Vec<&(&str, String, bool)> = outcomes.iter().filter(|(i, _, _)| *i == id).collect();
-        let pass = mine.iter().all(|(_, _, ok)| *ok) && written == 3;
+        let pass = mine.iter().all(|(_, _, ok)| *ok) && written == 4;
         let figures = mine.iter().map(|(_, f, _)| f.as_str()).collect::<Vec<_>>().join("; ");
-        eprintln!("SECURITY {id} {name}: {figures}; grants written by refusals: {} — {}", written - 3, if pass { "pass" } else { "FAIL" });
+        eprintln!("SECURITY {id} {name}: {figures}; grants written by refusals: {} — {}", written - 4, if pass { "pass" } else { "FAIL" });
     }
     for (id, what, jwt, error, description) in &cases {
         let _ = (id, jwt);
         assert!(outcomes.iter().any(|(_, f, ok)| *ok && f.starts_with(what)), "{what}: expected {error} {description}: {outcomes:?}");
     }
-    assert_eq!(written, 3, "no refusal wrote a grant");
+    assert_eq!(written, 4, "no refusal wrote a grant");
 
     // Scope beyond the mapping's.
     let jwt = issuer.mint("RS256", claims(iss, "scope")).await;
-    let answer = api.post_json("/vedauth/authorize/jwt", &json!({"client_id": "ci", "jwt": jwt, "scope": "restricted:manage"})).await;
+    let answer = api.post_json("/vedauth/authorize/jwt", &json!({"client_id": "ci", "jwt": jwt, "scope": "admin"})).await;
     refused(&answer, "invalid_scope", "scope of the mapping", "scope over the mapping's");
 
     // A replayed jti: the second presentation is refused.
@@ -279,7 +295,7 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
         if pass { "pass" } else { "FAIL" }
     );
     assert_eq!(won, 1, "{answers:?}");
-    assert_eq!(grants(&s), 5);
+    assert_eq!(grants(&s), 6);
     let out = s.admin(&["--json", "events", "list", "--kind", "token.jwt_replayed"], "");
     assert!(out.contains("token.jwt_replayed"), "{out}");
     assert!(!out.contains(&jwt), "events never hold the JWT");
