@@ -251,7 +251,13 @@ pub async fn spawn(
     let acceptor =
         CertAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(config.clone()).handshake_timeout(Duration::from_secs(10)) };
     let app = crate::http::certificate_app(state.clone(), limits);
-    let server = axum_server::from_tcp(listener).acceptor(acceptor).handle(handle.clone());
+    // As on the main listener: the first bytes after the handshake, and each request head, within 10 s.
+    let read_timeout = Duration::from_secs(10);
+    let mut server = axum_server::from_tcp(listener)
+        .acceptor(acceptor)
+        .handle(handle.clone())
+        .map(|a| crate::first_bytes::FirstBytes::new(a, read_timeout));
+    server.http_builder().http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(read_timeout);
     let task = tokio::spawn(server.serve(app.into_make_service_with_connect_info::<std::net::SocketAddr>()));
     let reload = config.clone();
     tokio::spawn(async move {

@@ -124,6 +124,16 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     fixtures(&s, &issuer);
     let api = Api::new(s.http_base());
     let iss = issuer.base.as_str();
+    // The listings, for scripts.
+    let issuers: Value = serde_json::from_str(s.admin(&["jwt-issuers", "list", "--json"], "").trim()).unwrap();
+    assert_eq!(issuers[0]["name"], "test");
+    assert_eq!(issuers[0]["keys"]["kind"], "discovery");
+    assert_eq!(issuers[0]["algorithms"], json!(["RS256", "ES256", "EdDSA"]));
+    let mappings: Value = serde_json::from_str(s.admin(&["mappings", "list", "--json"], "").trim()).unwrap();
+    assert_eq!(mappings[0]["name"], "deploy");
+    assert_eq!(mappings[0]["conditions"], json!(["repository=org/*", "environment=prod"]));
+    assert_eq!(mappings[0]["identity"], "jwt+deploy:<sub>");
+    assert!(s.admin(&["mappings", "list"], "").contains("jwt+deploy:<sub>"));
     // Rights on a folder for the machine identity, before its first token, as for a user.
     s.admin(&["folders", "create", FOLDER], "");
     s.admin(&["rights", "grant", FOLDER, IDENTITY, "--rights", "read,write"], "");

@@ -394,6 +394,7 @@ mod tests {
             ("/vedauth/device", "get"),
             ("/vedauth/device/style.css", "get"),
             ("/vedsdk", "get"),
+            ("/vedauth/Authorize/IsAuthServer", "get"),
         ];
         let mut operations = 0;
         for (path, item) in doc["paths"].as_object().unwrap() {
