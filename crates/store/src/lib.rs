@@ -2,10 +2,11 @@
 //!
 //! [`Store`] has one method per domain action, in four parts, each a screen:
 //! [`AuthStore`] (the token service's request path: the context reads and
-//! the conditional writes, device codes, the guessing limits' counters),
+//! the conditional writes, device codes, the guessing limits' counters, the
+//! machine grants' context and their one write with the JWT replay record),
 //! [`VaultStore`] (the vault context, and writes that re-check the writer's
 //! rights: [`Writer`] in, [`Checked`] out), [`AdminStore`] (users,
-//! integrations, grants, folders, rights; deleting a user, an integration
+//! integrations, grants, folders, rights, JWT issuers and mappings; deleting a user, an integration
 //! or a folder ends what hangs on it, each grant with its own event) and
 //! [`EventStore`] (the chained log, read oldest or newest first, readiness,
 //! purging, pool status, and the [`StoreObserver`] hook the server's
