@@ -67,8 +67,20 @@ pub struct IdentityEntry {
 }
 
 impl IdentityEntry {
-    /// A local user.
+    /// A user: a local one, or a machine identity (`jwt+<mapping>:<subject>`),
+    /// whose provider is its prefix and whose name and universal its subject.
     pub fn user(id: &UserId, name: &str) -> IdentityEntry {
+        if id.is_machine()
+            && let Some((prefix, subject)) = id.as_str().split_once(':')
+        {
+            return IdentityEntry {
+                full_name: format!("{IDENTITY_ROOT}\\{}", id.as_str()),
+                name: subject.to_owned(),
+                prefix: prefix.to_owned(),
+                universal: subject.to_owned(),
+                kind: identity_type::USER,
+            };
+        }
         IdentityEntry {
             full_name: format!("{IDENTITY_ROOT}\\{name}"),
             name: name.to_owned(),
@@ -156,6 +168,17 @@ mod tests {
         assert_eq!(e.full_name, "\\VED\\Identity\\alice");
         assert_eq!(e.universal, "{0b8f7f8e-1111-4222-8333-444455556666}");
         assert_eq!(IdentityEntry::local_provider().kind, identity_type::PROVIDER);
+    }
+
+    #[test]
+    fn a_machine_identity_is_its_own_prefixed_universal() {
+        let id = UserId::from_stored("jwt+deploy:repo:org/app".into());
+        assert!(id.is_machine());
+        assert_eq!(id.identity(), "jwt+deploy:repo:org/app");
+        let e = IdentityEntry::user(&id, "jwt+deploy:repo:org/app");
+        assert_eq!(e.prefixed_universal(), id.identity());
+        assert_eq!(e.prefix, "jwt+deploy");
+        assert!(!UserId::from_stored("0b8f7f8e-1111-4222-8333-444455556666".into()).is_machine());
     }
 
     #[test]
