@@ -306,9 +306,15 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     );
     assert_eq!(won, 1, "{answers:?}");
     assert_eq!(grants(&s), 6);
+    // Counted per grant type.
+    let metrics = reqwest::get(format!("{}/metrics", s.http_base())).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("strongroom_grants_issued_total{grant_type=\"jwt\"} 6"), "{metrics}");
+    assert!(metrics.contains("strongroom_grants_refused_total{grant_type=\"jwt\"}"), "{metrics}");
     let out = s.admin(&["--json", "events", "list", "--kind", "token.jwt_replayed"], "");
     assert!(out.contains("token.jwt_replayed"), "{out}");
     assert!(!out.contains(&jwt), "events never hold the JWT");
+    let issued = s.admin(&["--json", "events", "list", "--kind", "token.issued"], "");
+    assert!(issued.contains("jwt grant: issuer=test mapping=deploy") && issued.contains(IDENTITY), "{issued}");
     assert!(!s.output.lock().unwrap().contains(&jwt), "the log never holds the JWT");
 }
 
