@@ -76,7 +76,7 @@ pub(crate) enum MappingsCommand {
         /// The issuer's name (admin jwt-issuers).
         #[arg(long)]
         issuer: String,
-        /// A condition CLAIM=PATTERN (exact, or a glob with * and ?); repeat: all must hold.
+        /// A condition CLAIM=PATTERN (exact, or a glob with * and ?); repeat: all must hold. At least one.
         #[arg(long = "claim", value_name = "CLAIM=PATTERN")]
         claims: Vec<String>,
         /// The claim whose value names the identity (default sub).

@@ -373,7 +373,27 @@ pub async fn keys_rotate_unknown_kids_refetch_once_removed_keys_stop_within_the_
         ],
         "",
     );
-    s.admin(&["mappings", "set-jwt", "hanging", "--issuer", "hangs", "--client", "ci", "--scope", "restricted"], "");
+    s.admin(&["mappings", "set-jwt", "hanging", "--issuer", "hangs", "--claim", "sub=*", "--client", "ci", "--scope", "restricted"], "");
+    // A mapping without conditions is refused: every token of the issuer would map.
+    let unconditioned = crate::process::run(
+        &[
+            "admin",
+            "--data-dir",
+            s.dir.to_str().unwrap(),
+            "mappings",
+            "set-jwt",
+            "any",
+            "--issuer",
+            "hangs",
+            "--client",
+            "ci",
+            "--scope",
+            "restricted",
+        ],
+        &[],
+    );
+    assert_ne!(unconditioned.code, 0);
+    assert!(unconditioned.stderr.contains("at least one --claim"), "{}", unconditioned.stderr);
     let api = Api::new(s.http_base());
     let iss = issuer.base.as_str();
     let mut jti = 0;

@@ -157,6 +157,14 @@ impl Admin {
             return Err(AdminError::NotFound(format!("issuer {issuer}")));
         }
         let conditions = conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>().map_err(invalid)?;
+        if conditions.is_empty() {
+            // GitHub's issuer signs tokens for every repository in the world: a mapping without
+            // conditions would give all of them an identity. `--claim sub=*` says so on purpose.
+            return Err(invalid(
+                "give at least one --claim CLAIM=PATTERN (e.g. repository=acme/app): without one, every token of the issuer \
+                 would map (for GitHub's, every repository's); --claim 'sub=*' if that is meant",
+            ));
+        }
         if !valid_claim_name(identity_claim) {
             return Err(invalid("--identity-claim is a claim name (1-64 characters)"));
         }
