@@ -192,3 +192,69 @@ impl KeyCache {
         Ok(body)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use strongroom_core::machine::{Algorithm, JwtIssuer};
+
+    fn jwks(kids: &[&str]) -> String {
+        let keys: Vec<serde_json::Value> = kids
+            .iter()
+            .map(|k| serde_json::json!({"kty": "OKP", "crv": "Ed25519", "kid": k, "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}))
+            .collect();
+        serde_json::json!({ "keys": keys }).to_string()
+    }
+
+    /// The cache on a JWKS file, on times the test chooses: no sleeping.
+    #[tokio::test]
+    async fn keys_are_kept_for_the_bound_and_an_unknown_kid_refetches_at_most_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jwks.json");
+        std::fs::write(&file, jwks(&["a"])).unwrap();
+        let settings = JwtSettings { key_cache_secs: 300, refetch_min_secs: 10, fetch_timeout_secs: 5, ca_file: None };
+        let cache = KeyCache::new(&settings).unwrap();
+        let issuer = JwtIssuer {
+            name: "f".into(),
+            issuer: "https://f".into(),
+            keys: KeySource::JwksFile(file.display().to_string()),
+            audiences: vec!["x".into()],
+            algorithms: vec![Algorithm::EdDSA],
+            clock_skew: 0,
+            max_lifetime: 60,
+            created_at: UnixTime::from_secs(0),
+        };
+        let fetches = AtomicUsize::new(0);
+        let count = |ok: bool| {
+            assert!(ok);
+            fetches.fetch_add(1, Ordering::SeqCst);
+        };
+        let t0 = UnixTime::from_secs(1_000_000);
+        let kids = |keys: Vec<Jwk>| keys.into_iter().filter_map(|k| k.kid).collect::<Vec<_>>();
+        assert_eq!(kids(cache.keys(&issuer, Some("a"), t0, count).await.unwrap()), ["a"]);
+        // Key "a" withdrawn, "b" published: within the bound, "a" still works and nothing is fetched.
+        std::fs::write(&file, jwks(&["b"])).unwrap();
+        assert_eq!(kids(cache.keys(&issuer, Some("a"), t0.plus_secs(299), count).await.unwrap()), ["a"]);
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
+        // An unknown kid soon after the fetch: no refetch; past refetch_min_secs: one.
+        assert_eq!(kids(cache.keys(&issuer, Some("b"), t0.plus_secs(5), count).await.unwrap()), ["a"]);
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
+        assert_eq!(kids(cache.keys(&issuer, Some("b"), t0.plus_secs(10), count).await.unwrap()), ["b"]);
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        // A flood of made-up kids right after: no more fetches.
+        for _ in 0..100 {
+            cache.keys(&issuer, Some("made-up"), t0.plus_secs(11), count).await.unwrap();
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        // Past the bound the keys are fetched again, whatever the kid.
+        std::fs::write(&file, jwks(&["c"])).unwrap();
+        assert_eq!(kids(cache.keys(&issuer, None, t0.plus_secs(310), count).await.unwrap()), ["c"]);
+        // A source that fails: refused past the bound (stale keys are never used), and not retried at once.
+        std::fs::remove_file(&file).unwrap();
+        let failed = |ok: bool| assert!(!ok);
+        assert!(cache.keys(&issuer, None, t0.plus_secs(700), failed).await.is_err());
+        let never = |_: bool| panic!("no fetch within refetch_min_secs of a failure");
+        assert!(matches!(cache.keys(&issuer, None, t0.plus_secs(705), never).await, Err(FetchError::Backoff(10))));
+    }
+}
