@@ -15,8 +15,13 @@ use strongroom_server::http::fuzzing;
 
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 4] =
-    [("sdk_body", fuzzing::sdk_body), ("form_or_json", fuzzing::form_or_json), ("date", fuzzing::date), ("token", fuzzing::token)];
+const TARGETS: [Target; 5] = [
+    ("sdk_body", fuzzing::sdk_body),
+    ("form_or_json", fuzzing::form_or_json),
+    ("date", fuzzing::date),
+    ("token", fuzzing::token),
+    ("jwt", fuzzing::jwt),
+];
 
 /// Random inputs per target in the proptest half.
 const CASES: u32 = 4_000;
@@ -84,7 +89,9 @@ fn fuzz_targets_survive_the_corpus_and_random_inputs() {
             .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
     }
     eprintln!(
-        "SECURITY G1 fuzz targets (stable runner): 4 targets (sdk_body, form_or_json, date, token), {seeds_total} corpus files + {CASES} random/mutated cases each, {} executions, 0 panics — pass",
+        "SECURITY G1 fuzz targets (stable runner): {} targets ({}), {seeds_total} corpus files + {CASES} random/mutated cases each, {} executions, 0 panics — pass",
+        TARGETS.len(),
+        TARGETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
         EXECS.load(Ordering::Relaxed)
     );
 }

@@ -84,3 +84,59 @@ pub fn date(data: &[u8]) {
         assert_eq!(strongroom_proto::time::parse_date(&formatted), Some(ticks), "{formatted} does not read back");
     }
 }
+
+/// The JWT grant's parsing and checks (`core::machine`), and the certificate
+/// grant's readers: any text as a JWT (parsed; what parses is verified
+/// against keys, its claims checked and matched against a mapping), as a
+/// JWKS document, as a proxy's certificate header, and the bytes as a
+/// certificate's DER, matched against a certificate mapping.
+pub fn jwt(data: &[u8]) {
+    use strongroom_core::machine::{Algorithm, CertField, Condition, Jwk, Jwt, JwtIssuer, KeySource, MAX_JWT_LEN, Mapping, MappingRule};
+    use strongroom_core::scope::Scope;
+    use strongroom_core::time::UnixTime;
+    let text = String::from_utf8_lossy(data);
+    let keys = Jwk::parse_set(data).unwrap_or_default();
+    let now = UnixTime::from_secs(1_800_000_000);
+    let issuer = JwtIssuer {
+        name: "f".into(),
+        issuer: "https://issuer.test".into(),
+        keys: KeySource::JwksUrl("https://issuer.test/jwks".into()),
+        audiences: vec!["a".into()],
+        algorithms: Algorithm::ALL.to_vec(),
+        clock_skew: 60,
+        max_lifetime: 3600,
+        created_at: now,
+    };
+    let scope = Scope::parse("restricted").unwrap_or_default();
+    let conditions =
+        ["repository=org/*", "ref=refs/heads/?ain", "environment=*prod*"].iter().filter_map(|c| Condition::parse(c).ok()).collect();
+    let jwt_mapping = Mapping {
+        name: "m".into(),
+        rule: MappingRule::Jwt { issuer: "f".into(), conditions, identity_claim: "sub".into() },
+        client_ids: vec!["c".into()],
+        max_scope: scope.clone(),
+        created_at: now,
+    };
+    match Jwt::parse(&text) {
+        Ok(jwt) => {
+            assert!(text.len() <= MAX_JWT_LEN, "an oversized JWT is refused");
+            let _ = jwt.verify(&keys);
+            let _ = jwt.check_claims(&issuer, now);
+            if let Some(id) = jwt_mapping.match_claims(&jwt.claims) {
+                assert!(id.is_machine(), "a mapping's identity is a machine identity");
+            }
+        }
+        Err(_) => {}
+    }
+    let cert_mapping = Mapping {
+        name: "c".into(),
+        rule: MappingRule::Cert { ca_bundle: String::new(), field: CertField::Upn },
+        client_ids: vec!["c".into()],
+        max_scope: scope,
+        created_at: now,
+    };
+    if let Some(chain) = crate::certificate::chain_from_header(&text) {
+        let _ = crate::certificate::match_mappings(&chain, std::slice::from_ref(&cert_mapping), &[], now);
+    }
+    let _ = crate::certificate::match_mappings(&[data.to_vec()], std::slice::from_ref(&cert_mapping), &[], now);
+}
