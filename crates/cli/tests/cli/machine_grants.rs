@@ -316,6 +316,33 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
     let issued = s.admin(&["--json", "events", "list", "--kind", "token.issued"], "");
     assert!(issued.contains("jwt grant: issuer=test mapping=deploy") && issued.contains(IDENTITY), "{issued}");
     assert!(!s.output.lock().unwrap().contains(&jwt), "the log never holds the JWT");
+
+    // PS256, once the issuer allows it (the change is read on the next request).
+    s.admin(
+        &[
+            "jwt-issuers",
+            "set",
+            "test",
+            "--issuer",
+            iss,
+            "--discovery",
+            "--audience",
+            AUD,
+            "--algorithms",
+            "PS256,RS256",
+            "--max-lifetime",
+            "600",
+        ],
+        "",
+    );
+    let (status, body) = present(&api, &issuer.mint("PS256", claims(iss, "pss")).await).await;
+    assert_eq!(status, 200, "PS256: {body}");
+    refused(
+        &present(&api, &issuer.mint("EdDSA", claims(iss, "ed-off")).await).await,
+        "invalid_grant",
+        "not one its issuer",
+        "EdDSA no longer allowed",
+    );
 }
 
 /// Runs `n` copies of `f` at once.
