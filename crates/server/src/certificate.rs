@@ -7,8 +7,8 @@
 //! than a TLS alert. The main listener (the approval page) never asks
 //! browsers for a certificate.
 //!
-//! The mappings are read from the store at start and every
-//! [`RELOAD_EVERY`]: a mapping added or changed with `admin mappings` is
+//! The mappings are read from the store at start and every `[certificate]
+//! reload_secs` (10 s): a mapping added or changed with `admin mappings` is
 //! accepted within that bound, on every replica. The grant itself checks
 //! the presented chain again against each mapping's own CAs
 //! ([`match_mappings`]), which is also how a certificate passed by a
@@ -28,9 +28,6 @@ use x509_cert::der::oid::ObjectIdentifier;
 use strongroom_core::identity::UserId;
 use strongroom_core::machine::{CertField, Mapping, MappingRule};
 use strongroom_core::time::UnixTime;
-
-/// How often the listener reads the mappings again.
-pub const RELOAD_EVERY: Duration = Duration::from_secs(10);
 
 const CN: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
 const SAN: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
@@ -234,13 +231,15 @@ fn fingerprint(mappings: &[Mapping]) -> Vec<(String, String)> {
 }
 
 /// Serves the certificate grant on `listener` with TLS from `files`,
-/// reading the mappings again every [`RELOAD_EVERY`].
+/// reading the mappings again every `reload` seconds.
 pub async fn spawn(
     listener: std::net::TcpListener,
     state: crate::state::AppState,
     limits: crate::http::Limits,
     files: crate::serve::TlsFiles,
+    reload: i64,
 ) -> Result<crate::serve::Running, crate::serve::ServeError> {
+    let reload_every = Duration::from_secs(u64::try_from(reload).unwrap_or(10).max(1));
     let mappings = state.store.mappings().await?;
     let crls = state.machine.crls.clone();
     let loaded = crate::tls::load_with(&files.cert, &files.key, Some(listener_verifier(&mappings, &crls)?))?;
@@ -263,9 +262,16 @@ pub async fn spawn(
     tokio::spawn(async move {
         let mut seen = fingerprint(&mappings);
         loop {
-            tokio::time::sleep(RELOAD_EVERY).await;
-            let Ok(now) = state.store.mappings().await else { continue };
+            tokio::time::sleep(reload_every).await;
+            let now = match state.store.mappings().await {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(error = %e, "certificate listener: reading the mappings failed; the CAs in use stay");
+                    continue;
+                }
+            };
             let next = fingerprint(&now);
+            tracing::debug!(mappings = next.len(), changed = next != seen, "certificate listener: mappings read");
             if next == seen {
                 continue;
             }

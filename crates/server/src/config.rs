@@ -65,6 +65,8 @@ pub struct RawCertificate {
     pub crl_files: Option<Vec<PathBuf>>,
     /// A header a trusted proxy puts the client certificate in (PEM, URL-encoded).
     pub proxy_header: Option<String>,
+    /// How often the listener reads the certificate mappings' CAs again.
+    pub reload_secs: Option<i64>,
 }
 
 /// The JWT grant's key handling.
@@ -91,6 +93,8 @@ pub struct CertificateSettings {
     pub listen: SocketAddr,
     pub crl_files: Vec<PathBuf>,
     pub proxy_header: Option<String>,
+    /// Seconds between two reads of the certificate mappings' CAs by the listener.
+    pub reload_secs: i64,
 }
 
 /// `[events]`: how long the event log keeps its events.
@@ -424,6 +428,13 @@ pub const SETTINGS: &[Setting] = &[
         "A TLS listener of its own for POST /vedauth/Authorize/Certificate that asks for client certificates (the main listener never does).",
     ),
     setting(
+        "certificate.reload_secs",
+        "STRONGROOM_CERTIFICATE_RELOAD_SECS",
+        Kind::Seconds,
+        "10",
+        "How often the certificate listener reads the certificate mappings' CAs again: a new mapping's CA is accepted within this (1 to 3600).",
+    ),
+    setting(
         "certificate.crl_files",
         "STRONGROOM_CERTIFICATE_CRL_FILES",
         Kind::List,
@@ -674,6 +685,7 @@ impl RawConfig {
                     listen: addr,
                     crl_files: self.certificate.crl_files.unwrap_or_default(),
                     proxy_header: self.certificate.proxy_header.filter(|h| !h.trim().is_empty()),
+                    reload_secs: bounded("certificate.reload_secs", self.certificate.reload_secs, 10, 1..=3600)?,
                 })
             }
         };

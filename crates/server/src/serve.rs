@@ -302,7 +302,8 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
                     (c, k)
                 }
             };
-            let c = crate::certificate::spawn(l, state.clone(), limits(&config), TlsFiles { cert, key }).await?;
+            let reload = config.certificate.as_ref().map_or(10, |c| c.reload_secs);
+            let c = crate::certificate::spawn(l, state.clone(), limits(&config), TlsFiles { cert, key }, reload).await?;
             tracing::info!(listen = %c.addr, "certificate grant served (client certificates asked for here only)");
             Some(c)
         }

@@ -671,6 +671,7 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
             ("STRONGROOM_CERTIFICATE_CRL_FILES", crl),
             ("STRONGROOM_CERTIFICATE_PROXY_HEADER", "X-Client-Cert"),
             ("STRONGROOM_TRUSTED_PROXIES", "127.0.0.2"),
+            ("STRONGROOM_CERTIFICATE_RELOAD_SECS", "1"),
         ],
     );
     let listener = s.logged_addr("certificate grant served").unwrap();
@@ -766,6 +767,28 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert!(status == 400 && body["error_description"].as_str().unwrap().contains("revoked"), "revoked, in a header: {status} {body}");
     assert_eq!(grants(&s), 4);
 
+    // A mapping added while the server runs: its CA is accepted within reload_secs (1 s here).
+    let late = Ca::new("late CA");
+    let late_file = dir.path().join("late.pem");
+    std::fs::write(&late_file, late.cert.pem()).unwrap();
+    s.admin(&["mappings", "set-cert", "late", "--ca-file", late_file.to_str().unwrap(), "--client", "ci", "--scope", "restricted"], "");
+    let added = Instant::now();
+    let pem = late.client("late-1", 21, Some(ClientAuth), false);
+    loop {
+        match certificate(&base, &server_ca, Some(&pem), "ci").await {
+            Ok((200, body)) => {
+                assert_eq!(body["identity"], "cert+late:late-1");
+                break;
+            }
+            other => assert!(
+                added.elapsed() < Duration::from_secs(4),
+                "the new CA is still refused: {other:?}\n{}",
+                s.output.lock().unwrap().lines().filter(|l| l.contains("certificate")).collect::<Vec<_>>().join("\n")
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!("a new certificate mapping's CA accepted {:?} after it was added", added.elapsed());
     // IsAuthServer: 202, as Go vcert expects.
     let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
