@@ -788,7 +788,7 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    println!("a new certificate mapping's CA accepted {:?} after it was added", added.elapsed());
+    eprintln!("a new certificate mapping's CA accepted {:?} after it was added", added.elapsed());
     // IsAuthServer: 202, as Go vcert expects.
     let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
