@@ -173,7 +173,7 @@ pub(crate) async fn certificate(
     State(app): State<AppState>,
     origin: Origin,
     cert: Option<axum::Extension<ClientCertificate>>,
-    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     FormOrJson(req): FormOrJson<CertificateRequest>,
 ) -> Result<Response, AuthError> {
@@ -185,7 +185,9 @@ pub(crate) async fn certificate(
             .machine
             .proxy_header
             .as_deref()
-            .filter(|_| app.trusted_proxies.iter().any(|n| n.contains(peer.ip())))
+            .filter(|_| {
+                peer.is_some_and(|axum::Extension(axum::extract::ConnectInfo(p))| app.trusted_proxies.iter().any(|n| n.contains(p.ip())))
+            })
             .and_then(|h| headers.get(h))
             .and_then(|v| v.to_str().ok())
             .and_then(crate::certificate::chain_from_header),
