@@ -62,6 +62,14 @@ pub enum EventKind {
     EventsArchived,
     /// A folder was deleted (with the folders below it, when recursive).
     FolderDeleted,
+    /// A local group was created (`admin groups add`).
+    GroupCreated,
+    /// A group was deleted: its members, rights and places on integrations went with it.
+    GroupDeleted,
+    /// A user joined a group.
+    GroupMemberAdded,
+    /// A user left a group: the group's rights stop for them at once.
+    GroupMemberRemoved,
 }
 
 impl EventKind {
@@ -104,6 +112,10 @@ impl EventKind {
         EventKind::IntegrationDeleted,
         EventKind::FolderDeleted,
         EventKind::EventsArchived,
+        EventKind::GroupCreated,
+        EventKind::GroupDeleted,
+        EventKind::GroupMemberAdded,
+        EventKind::GroupMemberRemoved,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -146,6 +158,10 @@ impl EventKind {
             EventKind::IntegrationDeleted => "integration.deleted",
             EventKind::FolderDeleted => "folder.deleted",
             EventKind::EventsArchived => "events.archived",
+            EventKind::GroupCreated => "group.created",
+            EventKind::GroupDeleted => "group.deleted",
+            EventKind::GroupMemberAdded => "group.member_added",
+            EventKind::GroupMemberRemoved => "group.member_removed",
         }
     }
 

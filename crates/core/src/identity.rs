@@ -70,6 +70,17 @@ impl IdentityEntry {
         }
     }
 
+    /// A group.
+    pub fn group(g: &Group) -> IdentityEntry {
+        IdentityEntry {
+            full_name: format!("{IDENTITY_ROOT}\\{}", g.name),
+            name: g.name.clone(),
+            prefix: LOCAL_PREFIX.to_owned(),
+            universal: g.id.universal(),
+            kind: identity_type::GROUP,
+        }
+    }
+
     /// The local provider's entry, which `Identity/Self` lists last. Its
     /// universal is the nil UUID: the provider is no object of the store.
     pub fn local_provider() -> IdentityEntry {
@@ -121,6 +132,111 @@ pub struct User {
     pub created_at: UnixTime,
 }
 
+/// A group's stable id: a random (version 4) UUID, lower case, never a
+/// user's (both are random).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(String);
+
+impl GroupId {
+    pub fn generate(rng: &dyn Random) -> Self {
+        GroupId(uuid_v4(rng))
+    }
+
+    /// Wraps an id read back from the store.
+    pub fn from_stored(s: String) -> Self {
+        GroupId(s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `{<uuid>}`.
+    pub fn universal(&self) -> String {
+        format!("{{{}}}", self.0)
+    }
+
+    /// `local:{<uuid>}`.
+    pub fn identity(&self) -> String {
+        format!("{LOCAL_PREFIX}:{}", self.universal())
+    }
+}
+
+impl fmt::Debug for GroupId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GroupId({})", self.0)
+    }
+}
+
+/// A group of users. Rights on folders and places on integrations granted
+/// to a group are held by each of its members, for as long as they are one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub id: GroupId,
+    pub name: String,
+    pub created_at: UnixTime,
+}
+
+/// An identity as a request names it (`ID` of the Identity calls): by
+/// prefixed universal (`local:{<uuid>}`, braces optional) or by prefixed
+/// name (`local:alice`); a name with no prefix is a local one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdentityRef {
+    /// A local user's or group's id (lower case, no braces).
+    Universal(String),
+    /// A local user's or group's name, as given.
+    Name(String),
+    /// Another provider's identity: this server knows none of them.
+    Foreign,
+}
+
+impl IdentityRef {
+    /// Reads `local:{uuid}`, `local:uuid`, `{uuid}`, `local:alice` or `alice`.
+    pub fn parse(input: &str) -> Option<IdentityRef> {
+        let t = input.trim();
+        if t.is_empty() || t.len() > 256 {
+            return None;
+        }
+        let rest = match t.split_once(':') {
+            Some((p, r)) if p.eq_ignore_ascii_case(LOCAL_PREFIX) => r.trim(),
+            Some((p, _)) if p.contains('+') => return Some(IdentityRef::Foreign),
+            Some(_) => return None,
+            None => t,
+        };
+        let bare = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(rest);
+        if let Ok(u) = uuid::Uuid::try_parse(bare) {
+            return Some(IdentityRef::Universal(u.hyphenated().to_string()));
+        }
+        if rest.starts_with('{') {
+            return None;
+        }
+        Some(IdentityRef::Name(rest.to_owned()))
+    }
+}
+
+/// The product's `IdentityType` flags a `Browse` asks for: users (1),
+/// groups (2; a distribution list, 8, is a group here too).
+pub fn browse_kinds(identity_type: i32) -> (bool, bool) {
+    (identity_type & identity_type::USER != 0, identity_type & (identity_type::GROUP | 8) != 0)
+}
+
+/// Whether `name` matches a `Browse` filter: the filter is a prefix (the
+/// product adds a trailing wildcard), any case; `*` inside it matches any run.
+pub fn browse_matches(filter: &str, name: &str) -> bool {
+    let f = filter.trim().to_lowercase();
+    let n = name.to_lowercase();
+    let parts: Vec<&str> = f.split('*').collect();
+    let Some((first, rest)) = parts.split_first() else { return true };
+    let Some(mut tail) = n.strip_prefix(first) else { return false };
+    for p in rest {
+        match tail.find(p) {
+            Some(i) => tail = &tail[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Reads a login name as typed: `alice` or `local:alice`.
 pub fn login_name(input: &str) -> &str {
     let t = input.trim();
@@ -148,6 +264,32 @@ mod tests {
         assert_eq!(e.full_name, "\\VED\\Identity\\alice");
         assert_eq!(e.universal, "{0b8f7f8e-1111-4222-8333-444455556666}");
         assert_eq!(IdentityEntry::local_provider().kind, identity_type::PROVIDER);
+    }
+
+    #[test]
+    fn identities_are_named_by_universal_or_by_name() {
+        let u = "0b8f7f8e-1111-4222-8333-444455556666";
+        for input in [format!("local:{{{u}}}"), format!("LOCAL:{u}"), format!("{{{}}}", u.to_uppercase()), u.to_owned()] {
+            assert_eq!(IdentityRef::parse(&input), Some(IdentityRef::Universal(u.to_owned())), "{input}");
+        }
+        assert_eq!(IdentityRef::parse("local:alice"), Some(IdentityRef::Name("alice".into())));
+        assert_eq!(IdentityRef::parse("alice"), Some(IdentityRef::Name("alice".into())));
+        assert_eq!(IdentityRef::parse("AD+corp:bob"), Some(IdentityRef::Foreign));
+        assert_eq!(IdentityRef::parse("local:{nope}"), None);
+        assert_eq!(IdentityRef::parse("other:x"), None);
+        assert_eq!(IdentityRef::parse(""), None);
+    }
+
+    #[test]
+    fn browse_filters_are_prefixes_with_wildcards() {
+        assert!(browse_matches("al", "Alice"));
+        assert!(browse_matches("", "anyone"));
+        assert!(browse_matches("a*e", "alice"));
+        assert!(!browse_matches("li", "alice"));
+        assert!(!browse_matches("a*z", "alice"));
+        assert_eq!(browse_kinds(11), (true, true));
+        assert_eq!(browse_kinds(1), (true, false));
+        assert_eq!(browse_kinds(8), (false, true));
     }
 
     #[test]

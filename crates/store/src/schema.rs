@@ -209,6 +209,17 @@ pub(crate) const ASSOCIATIONS: Table = Table {
 pub(crate) const MASTER_KEY_CHECK: Table =
     Table { name: "master_key_check", columns: &[("id", Int), ("digest", Bytes), ("recorded_at", Int)], key: 1 };
 
+pub(crate) const GROUPS: Table =
+    Table { name: "groups", columns: &[("id", Text), ("name", Text), ("name_key", Text), ("created_at", Int)], key: 1 };
+
+pub(crate) const GROUP_MEMBERS: Table = Table { name: "group_members", columns: &[("group_id", Text), ("user_id", Text)], key: 2 };
+
+pub(crate) const GROUP_RIGHTS: Table =
+    Table { name: "group_rights", columns: &[("path_key", Text), ("group_id", Text), ("rights", Int)], key: 2 };
+
+pub(crate) const INTEGRATION_GROUPS: Table =
+    Table { name: "integration_groups", columns: &[("client_id", Text), ("group_id", Text)], key: 2 };
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -231,4 +242,8 @@ pub const TABLES: &[&Table] = &[
     &VAULT_OWNERS,
     &ASSOCIATIONS,
     &MASTER_KEY_CHECK,
+    &GROUPS,
+    &GROUP_MEMBERS,
+    &GROUP_RIGHTS,
+    &INTEGRATION_GROUPS,
 ];

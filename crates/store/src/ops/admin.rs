@@ -7,7 +7,7 @@
 //! own `grant.revoked` event, before the rows go ([`end_grants_where`]).
 
 use strongroom_core::event::Event;
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::{AllowedUsers, Integration};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
@@ -183,6 +183,7 @@ async fn load_allowed<C: Conn>(c: &C, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
         *list = c.query(&sql::ALLOWED_USERS, &values![i.client_id.as_str()], |r| Ok(UserId::from_stored(r.text()?))).await?;
     }
+    i.allowed_groups = c.query(&sql::ALLOWED_GROUPS, &values![i.client_id.as_str()], |r| Ok(GroupId::from_stored(r.text()?))).await?;
     Ok(())
 }
 
@@ -193,6 +194,10 @@ async fn save_allowed<C: Conn>(c: &C, i: &Integration) -> StoreResult<()> {
         for u in list {
             c.execute(&sql::ALLOW_USER, &values![i.client_id.as_str(), u.as_str()]).await?;
         }
+    }
+    c.execute(&sql::CLEAR_ALLOWED_GROUPS, &values![i.client_id.as_str()]).await?;
+    for g in &i.allowed_groups {
+        c.execute(&sql::ALLOW_GROUP, &values![i.client_id.as_str(), g.as_str()]).await?;
     }
     Ok(())
 }
@@ -255,6 +260,74 @@ pub(crate) async fn set_rights<C: Conn>(c: &C, f: &FolderPath, user: &UserId, ri
     append_event(c, event).await.map(drop)
 }
 
-pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights)>> {
-    c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?))).await
+pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights, bool)>> {
+    c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?, r.bool()?))).await
+}
+
+// ------------------------------------------------------------------ groups
+
+pub(crate) async fn create_group<C: Conn>(c: &C, g: &Group, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_GROUP, &codec::group_row(g)).await?;
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn group_by_name<C: Conn>(c: &C, name: &str) -> StoreResult<Option<Group>> {
+    c.query_opt(&sql::GROUP_BY_NAME, &values![name.to_lowercase()], codec::group).await
+}
+
+pub(crate) async fn group_by_id<C: Conn>(c: &C, id: &GroupId) -> StoreResult<Option<Group>> {
+    c.query_opt(&sql::GROUP_BY_ID, &values![id.as_str()], codec::group).await
+}
+
+pub(crate) async fn list_groups<C: Conn>(c: &C) -> StoreResult<Vec<(Group, u64)>> {
+    c.query(&sql::LIST_GROUPS, &[], |r| Ok((codec::group(r)?, r.int()?.unsigned_abs()))).await
+}
+
+/// Deletes group `name`: its members, rights and places on integrations go
+/// with it. The rights it held on folders, or `None` when there is no such group.
+pub(crate) async fn delete_group<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<Option<u64>> {
+    let Some(g) = group_by_name(c, name).await? else { return Ok(None) };
+    let rights = int(c, &sql::GROUP_RIGHTS_COUNT, &values![g.id.as_str()]).await?.unsigned_abs();
+    c.execute(&sql::DELETE_GROUP, &values![g.id.as_str()]).await?;
+    append_event(c, &Event { detail: format!("{rights} folder rights removed"), ..event.clone() }).await?;
+    Ok(Some(rights))
+}
+
+/// User `user` joins group `group`; `false` (and no event) when a member already.
+pub(crate) async fn add_member<C: Conn>(c: &C, group: &GroupId, user: &UserId, event: &Event) -> StoreResult<bool> {
+    let added = c.execute(&sql::ADD_MEMBER, &values![group.as_str(), user.as_str()]).await? == 1;
+    if added {
+        append_event(c, event).await?;
+    }
+    Ok(added)
+}
+
+/// User `user` leaves group `group`; `false` (and no event) when not a member.
+pub(crate) async fn remove_member<C: Conn>(c: &C, group: &GroupId, user: &UserId, event: &Event) -> StoreResult<bool> {
+    let removed = c.execute(&sql::REMOVE_MEMBER, &values![group.as_str(), user.as_str()]).await? == 1;
+    if removed {
+        append_event(c, event).await?;
+    }
+    Ok(removed)
+}
+
+pub(crate) async fn members_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<User>> {
+    c.query(&sql::MEMBERS_OF, &values![group.as_str()], codec::user).await
+}
+
+pub(crate) async fn groups_of<C: Conn>(c: &C, user: &UserId) -> StoreResult<Vec<Group>> {
+    c.query(&sql::GROUPS_OF, &values![user.as_str()], codec::group).await
+}
+
+pub(crate) async fn set_group_rights<C: Conn>(c: &C, f: &FolderPath, group: &GroupId, rights: Rights, event: &Event) -> StoreResult<()> {
+    if rights == Rights::NONE {
+        c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), group.as_str()]).await?;
+    } else {
+        c.execute(&sql::SET_GROUP_RIGHTS, &values![f.key(), group.as_str(), rights.bits()]).await?;
+    }
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn group_rights_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<(String, Rights)>> {
+    c.query(&sql::GROUP_RIGHTS_OF, &values![group.as_str()], |r| Ok((r.text()?, r.rights()?))).await
 }

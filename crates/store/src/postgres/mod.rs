@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 5, name: "0005_master_key_check", sql: include_str!("../../migrations/postgres/0005_master_key_check.sql") },
     Migration { version: 6, name: "0006_sign_in_limits", sql: include_str!("../../migrations/postgres/0006_sign_in_limits.sql") },
     Migration { version: 7, name: "0007_grant_keyed_tokens", sql: include_str!("../../migrations/postgres/0007_grant_keyed_tokens.sql") },
+    Migration { version: 9, name: "0009_people", sql: include_str!("../../migrations/postgres/0009_people.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

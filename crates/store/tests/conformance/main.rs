@@ -7,12 +7,14 @@
 //! `cases`: the store's behaviour method by method; `deletion`: deleting
 //! users, integrations and folders, and events newest first; `kinds`: the
 //! row codec and the error kinds; `opening`: `open_existing` and `probe`
-//! create nothing; `tokens`: grants of before locators, token storage
+//! create nothing; `groups`: groups in the rights model and on
+//! integrations, and a removal racing writes; `tokens`: grants of before locators, token storage
 //! that does not grow with refreshes, and the event archive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
 mod deletion;
+mod groups;
 mod kinds;
 mod opening;
 mod tokens;
@@ -21,6 +23,7 @@ mod tokens;
 mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
+    pub(crate) use super::groups::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
 }
@@ -94,6 +97,10 @@ conformance!(
     a_folder_is_deleted_when_empty_or_with_everything_below_it,
     events_newest_first_and_before_a_sequence_number,
     archiving_moves_the_logs_start_once,
+    groups_and_their_members,
+    group_rights_add_up_and_stop_with_the_membership,
+    a_group_on_an_integration_admits_its_members_while_they_are_members,
+    a_removal_from_a_group_wins_against_racing_writes,
 );
 
 /// The same, for cases that need the store's copier too.
