@@ -22,11 +22,11 @@ use strongroom_proto::vedauth::{
     TokenResponse, VerifyResponse,
 };
 use strongroom_proto::vedsdk::{
-    AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse,
-    ErrorOnly, IdentitiesResponse, IdentityEntry, LogRequest, LogResponse, LogResultResponse, LookupAssociationRequest,
-    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
-    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValueResponse,
-    VaultIdRequest, VaultIdsResponse, VersionResponse,
+    AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, BrowseRequest, DefaultKeyResponse, DissociateRequest,
+    EncryptionKeysResponse, ErrorOnly, IdentitiesResponse, IdentityEntry, IdentityName, IdentityRequest, LogRequest, LogResponse,
+    LogResultResponse, LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest,
+    NamespacesResponse, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
+    TypedNameValuesResponse, ValidateResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -66,6 +66,10 @@ pub(crate) const BEARER: &str = "bearer";
         super::vedsdk::ping,
         super::vedsdk::version,
         super::identity::self_,
+        super::identity::validate,
+        super::identity::browse,
+        super::identity::memberships,
+        super::identity::members,
         super::identity::write_log,
         super::secretstore::add,
         super::secretstore::retrieve,
@@ -129,6 +133,10 @@ pub(crate) const BEARER: &str = "bearer";
             NamespacesResponse,
             IdentityEntry,
             IdentitiesResponse,
+            IdentityName,
+            IdentityRequest,
+            ValidateResponse,
+            BrowseRequest,
             LogRequest,
             LogResultResponse,
         ),

@@ -32,6 +32,12 @@ pub(crate) fn ok<T: Serialize>(body: &T) -> Response {
     json(StatusCode::OK, body)
 }
 
+/// HTTP 200 with an empty body: the product's answer to `Identity/Validate`
+/// for an identity it does not have.
+pub(crate) fn empty_ok() -> Response {
+    StatusCode::OK.into_response()
+}
+
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
         let status = match &self {

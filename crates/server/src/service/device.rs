@@ -168,7 +168,7 @@ pub async fn sign_in(
         return Err(PageError::CodeLocked);
     }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;
-    if integration.disabled || !integration.allowed_users.permits(&user.id) {
+    if integration.disabled || !app.admits(&integration, &user.id).await? {
         return Err(PageError::NotAllowed);
     }
     let ticket = sign_ticket(&app.keys.page, &user.id, &device.code_hash, now.plus_secs(TICKET_SECS), csrf);
@@ -205,7 +205,7 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
         Decide::Record => {}
     }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::Expired)?;
-    if approve && (integration.disabled || !integration.allowed_users.permits(&user.id)) {
+    if approve && (integration.disabled || !app.admits(&integration, &user.id).await?) {
         return Err(PageError::NotAllowed);
     }
     let (state, kind) = if approve {

@@ -280,6 +280,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();
+    let user_allowed = app.admits(&integration, &user.id).await?;
     // `authenticate` refused a disabled account already.
     let standing = Standing {
         integration_found: true,
@@ -287,7 +288,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         max_scope: integration.max_scope.clone(),
         user_found: true,
         user_disabled: user.disabled,
-        user_allowed: integration.allowed_users.permits(&user.id),
+        user_allowed,
     };
     may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
