@@ -27,6 +27,7 @@ mod named_keys;
 mod oauth2_client;
 mod operability;
 mod password_grant;
+mod people;
 mod retention;
 mod suite;
 mod support;
