@@ -97,7 +97,8 @@ fn unknown() -> SdkFailure {
     security(("bearer" = [])),
     request_body(content = IdentityRequest, content_type = "application/json"),
     responses(
-        (status = 200, description = "`{\"ID\":{…}}`; an empty body when there is no such identity.", body = ValidateResponse),
+        (status = 200, description = "`{\"ID\":{…}}`; an empty `text/plain` body when there is no such identity.",
+            content((ValidateResponse = "application/json"), (String = "text/plain"))),
         (status = 400, response = BadJson),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),

@@ -33,9 +33,10 @@ pub(crate) fn ok<T: Serialize>(body: &T) -> Response {
 }
 
 /// HTTP 200 with an empty body: the product's answer to `Identity/Validate`
-/// for an identity it does not have.
+/// for an identity it does not have. Typed `text/plain`, which an empty
+/// body is (an empty `application/json` body is no JSON document).
 pub(crate) fn empty_ok() -> Response {
-    StatusCode::OK.into_response()
+    (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], "").into_response()
 }
 
 impl IntoResponse for AuthError {
