@@ -70,6 +70,9 @@ pub enum EventKind {
     GroupMemberAdded,
     /// A user left a group: the group's rights stop for them at once.
     GroupMemberRemoved,
+    /// A directory person signed in or refreshed: their row and their
+    /// directory groups brought up to date (the detail names the changes).
+    DirectorySynced,
 }
 
 impl EventKind {
@@ -116,6 +119,7 @@ impl EventKind {
         EventKind::GroupDeleted,
         EventKind::GroupMemberAdded,
         EventKind::GroupMemberRemoved,
+        EventKind::DirectorySynced,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -162,6 +166,7 @@ impl EventKind {
             EventKind::GroupDeleted => "group.deleted",
             EventKind::GroupMemberAdded => "group.member_added",
             EventKind::GroupMemberRemoved => "group.member_removed",
+            EventKind::DirectorySynced => "user.directory_synced",
         }
     }
 

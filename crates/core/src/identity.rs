@@ -23,14 +23,36 @@ impl UserId {
         &self.0
     }
 
-    /// The prefixed universal identity the product shows: `local:{<uuid>}`.
-    pub fn identity(&self) -> String {
-        format!("{LOCAL_PREFIX}:{}", self.universal())
+    /// A directory person's id: `LDAP+corp:<uuid>` (the provider's prefix
+    /// and the directory's stable id, lower case).
+    pub fn directory(prefix: &str, id: &str) -> Self {
+        UserId(format!("{prefix}:{}", id.to_lowercase()))
     }
 
-    /// The product's `Universal` of a local identity: `{<uuid>}`.
+    /// The provider: `local`, or a directory's `LDAP+corp` / `AD+corp`.
+    pub fn prefix(&self) -> &str {
+        self.0.split_once(':').map_or(LOCAL_PREFIX, |(p, _)| p)
+    }
+
+    /// Whether a directory vouches for this user (not a local password).
+    pub fn is_directory(&self) -> bool {
+        self.0.contains(':')
+    }
+
+    /// The stable id without its provider: the UUID.
+    pub fn bare(&self) -> &str {
+        self.0.split_once(':').map_or(self.0.as_str(), |(_, id)| id)
+    }
+
+    /// The prefixed universal identity the product shows: `local:{<uuid>}`,
+    /// `AD+corp:{<uuid>}`.
+    pub fn identity(&self) -> String {
+        format!("{}:{}", self.prefix(), self.universal())
+    }
+
+    /// The product's `Universal`: `{<uuid>}`.
     pub fn universal(&self) -> String {
-        format!("{{{}}}", self.0)
+        format!("{{{}}}", self.bare())
     }
 }
 
@@ -59,23 +81,27 @@ pub struct IdentityEntry {
 }
 
 impl IdentityEntry {
-    /// A local user.
+    /// A user: local, or a directory's (stored as `LDAP+corp:alice`, shown
+    /// as `alice` with the prefix `LDAP+corp`).
     pub fn user(id: &UserId, name: &str) -> IdentityEntry {
+        let prefix = id.prefix();
+        let bare = unprefixed(name, prefix);
         IdentityEntry {
             full_name: format!("{IDENTITY_ROOT}\\{name}"),
-            name: name.to_owned(),
-            prefix: LOCAL_PREFIX.to_owned(),
+            name: bare.to_owned(),
+            prefix: prefix.to_owned(),
             universal: id.universal(),
             kind: identity_type::USER,
         }
     }
 
-    /// A group.
+    /// A group: local, or a directory's (named `LDAP+corp:admins`).
     pub fn group(g: &Group) -> IdentityEntry {
+        let prefix = g.prefix();
         IdentityEntry {
             full_name: format!("{IDENTITY_ROOT}\\{}", g.name),
-            name: g.name.clone(),
-            prefix: LOCAL_PREFIX.to_owned(),
+            name: unprefixed(&g.name, prefix).to_owned(),
+            prefix: prefix.to_owned(),
             universal: g.id.universal(),
             kind: identity_type::GROUP,
         }
@@ -168,13 +194,37 @@ impl fmt::Debug for GroupId {
     }
 }
 
+/// `alice` of `LDAP+corp:alice` under prefix `LDAP+corp`; a local name as it is.
+fn unprefixed<'a>(name: &'a str, prefix: &str) -> &'a str {
+    match name.split_once(':') {
+        Some((p, rest)) if p.eq_ignore_ascii_case(prefix) => rest,
+        _ => name,
+    }
+}
+
 /// A group of users. Rights on folders and places on integrations granted
 /// to a group are held by each of its members, for as long as they are one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     pub id: GroupId,
+    /// A local group's name, or a directory group's `LDAP+corp:admins`.
     pub name: String,
     pub created_at: UnixTime,
+}
+
+impl Group {
+    /// `local`, or the directory's prefix its name carries.
+    pub fn prefix(&self) -> &str {
+        match self.name.split_once(':') {
+            Some((p, _)) if p.contains('+') => p,
+            _ => LOCAL_PREFIX,
+        }
+    }
+
+    /// `local:{<uuid>}` or `LDAP+corp:{<uuid>}`.
+    pub fn identity(&self) -> String {
+        format!("{}:{}", self.prefix(), self.id.universal())
+    }
 }
 
 /// An identity as a request names it (`ID` of the Identity calls): by
@@ -186,7 +236,9 @@ pub enum IdentityRef {
     Universal(String),
     /// A local user's or group's name, as given.
     Name(String),
-    /// Another provider's identity: this server knows none of them.
+    /// A directory's identity by universal: (`LDAP+corp`, the UUID).
+    DirectoryUniversal(String, String),
+    /// Another provider's identity this server cannot name.
     Foreign,
 }
 
@@ -199,7 +251,15 @@ impl IdentityRef {
         }
         let rest = match t.split_once(':') {
             Some((p, r)) if p.eq_ignore_ascii_case(LOCAL_PREFIX) => r.trim(),
-            Some((p, _)) if p.contains('+') => return Some(IdentityRef::Foreign),
+            Some((p, r)) if p.contains('+') => {
+                let r = r.trim();
+                let bare = r.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(r);
+                return Some(match uuid::Uuid::try_parse(bare) {
+                    Ok(u) => IdentityRef::DirectoryUniversal(p.to_owned(), u.hyphenated().to_string()),
+                    Err(_) if !r.is_empty() => IdentityRef::Name(format!("{p}:{r}")),
+                    Err(_) => IdentityRef::Foreign,
+                });
+            }
             Some(_) => return None,
             None => t,
         };
@@ -274,7 +334,13 @@ mod tests {
         }
         assert_eq!(IdentityRef::parse("local:alice"), Some(IdentityRef::Name("alice".into())));
         assert_eq!(IdentityRef::parse("alice"), Some(IdentityRef::Name("alice".into())));
-        assert_eq!(IdentityRef::parse("AD+corp:bob"), Some(IdentityRef::Foreign));
+        assert_eq!(IdentityRef::parse("AD+corp:bob"), Some(IdentityRef::Name("AD+corp:bob".into())));
+        assert_eq!(IdentityRef::parse(&format!("AD+corp:{{{u}}}")), Some(IdentityRef::DirectoryUniversal("AD+corp".into(), u.into())));
+        assert_eq!(IdentityRef::parse("AD+corp:"), Some(IdentityRef::Foreign));
+        let d = UserId::directory("LDAP+dir", &u.to_uppercase());
+        assert_eq!((d.identity(), d.is_directory()), (format!("LDAP+dir:{{{u}}}"), true));
+        let e = IdentityEntry::user(&d, "LDAP+dir:bob");
+        assert_eq!((e.name.as_str(), e.prefixed_name(), e.prefixed_universal()), ("bob", "LDAP+dir:bob".to_owned(), d.identity()));
         assert_eq!(IdentityRef::parse("local:{nope}"), None);
         assert_eq!(IdentityRef::parse("other:x"), None);
         assert_eq!(IdentityRef::parse(""), None);

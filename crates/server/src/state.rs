@@ -38,6 +38,8 @@ pub struct AppState {
     pub trusted_proxies: Vec<Network>,
     /// What `GET /metrics` reports.
     pub metrics: Arc<Metrics>,
+    /// The LDAP or Active Directory provider (`[ldap]`), if any.
+    pub directory: Option<Arc<crate::service::directory::Directory>>,
 }
 
 impl AppState {

@@ -601,6 +601,15 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn set_group_rights(&self, folder: FolderPath, group: GroupId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
     /// The rights granted to a group: (folder key, rights).
     fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>>;
+    /// A directory person as their directory describes them now, in one
+    /// transaction: their user row (made at the first sign-in; renamed when
+    /// the directory renamed them; a stale row of another id holding the
+    /// name renamed `name~id`; `disabled` and `master_admin` stay the
+    /// administrator's), their directory's groups (made when new, by name),
+    /// and their memberships of the groups whose prefix is `prefix` set to
+    /// exactly `groups` (local groups untouched). One event when anything
+    /// changed. The user as stored.
+    fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User>;
     /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
     /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
     /// and that were not exchanged are dropped, their rights and integration allow-list entries go

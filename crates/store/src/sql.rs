@@ -808,6 +808,23 @@ sql!(
 
 sql!(INSERT_GROUP = schema::GROUPS.insert());
 
+sql!(
+    /// A directory group (`codec::group_row`), unless one of its name exists.
+    INSERT_GROUP_IF_NEW = format!("{} ON CONFLICT (name_key) DO NOTHING", schema::GROUPS.insert())
+);
+
+sql!(
+    /// Frees user name key `?1` from any user but `?2` (a directory account
+    /// deleted and made again under the same name gets a new id): the old
+    /// row keeps its grants' history under `name~id`.
+    FREE_USER_NAME = "UPDATE users SET name = name || '~' || id, name_key = name_key || '~' || id WHERE name_key = ?1 AND id <> ?2"
+);
+
+sql!(
+    /// User `?3`'s name `?1` (key `?2`).
+    RENAME_USER = "UPDATE users SET name = ?1, name_key = ?2 WHERE id = ?3"
+);
+
 sql!(GROUP_BY_NAME = format!("SELECT {} FROM groups WHERE name_key = ?1", schema::GROUPS.column_list()));
 
 sql!(GROUP_BY_ID = format!("SELECT {} FROM groups WHERE id = ?1", schema::GROUPS.column_list()));

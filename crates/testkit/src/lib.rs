@@ -15,6 +15,8 @@
 //!   hidden-field reader, one sign-in, one decision.
 //! - [`pg`]: PostgreSQL clusters a test makes itself (`initdb` in a temporary
 //!   directory), on a Unix socket in that directory unless the test needs TCP.
+//! - [`ldap`]: Debian's `slapd` in a temporary directory with its own TLS
+//!   certificate and a small directory, in an LDAP or an AD shape.
 //! - `browser` (feature `browser`): ChromeDriver on a port it picks itself,
 //!   driven through `fantoccini`.
 //!
@@ -27,6 +29,7 @@ pub mod api;
 #[cfg(feature = "browser")]
 pub mod browser;
 pub mod env;
+pub mod ldap;
 pub mod page;
 pub mod pg;
 pub mod process;

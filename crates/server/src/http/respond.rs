@@ -176,6 +176,7 @@ impl IntoResponse for Page {
                     PageError::NotAllowed => StatusCode::FORBIDDEN,
                     PageError::AlreadyDecided => StatusCode::CONFLICT,
                     PageError::BadForm => StatusCode::BAD_REQUEST,
+                    PageError::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
                     PageError::Store(e) => {
                         tracing::error!(kind = %e.kind(), error = %e, "approval page failed");
                         StatusCode::SERVICE_UNAVAILABLE

@@ -95,6 +95,8 @@ pub enum PageError {
     CodeLocked,
     #[error("Too many sign-ins at this moment. Try again in a few seconds.")]
     Busy,
+    #[error("Your organisation's directory cannot be reached right now. Try again in a moment.")]
+    DirectoryUnavailable,
     #[error("Your account may not use this application.")]
     NotAllowed,
     #[error("This request has already been answered.")]
@@ -139,6 +141,7 @@ pub async fn sign_in(
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),
         Err(LoginError::Busy) => return Err(PageError::Busy),
+        Err(LoginError::Unavailable) => return Err(PageError::DirectoryUnavailable),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     // The code is compared only after the attempt took its slots: parallel

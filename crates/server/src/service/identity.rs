@@ -46,6 +46,16 @@ pub async fn resolve(app: &AppState, r: &IdentityRef) -> Result<Option<Found>, S
                 app.store.group_by_name(name.clone()).await?.map(Found::Group)
             }
         }
+        IdentityRef::DirectoryUniversal(prefix, id) => {
+            if let Some(u) = app.store.user_by_id(UserId::directory(prefix, id)).await? {
+                Some(Found::User(u))
+            } else {
+                app.store.group_by_id(GroupId::from_stored(id.clone())).await?.map(Found::Group).filter(|f| match f {
+                    Found::Group(g) => g.prefix().eq_ignore_ascii_case(prefix),
+                    Found::User(_) => false,
+                })
+            }
+        }
         IdentityRef::Foreign => None,
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod bearer;
 pub mod device;
+pub mod directory;
 pub mod identity;
 pub mod keyring;
 pub mod log;

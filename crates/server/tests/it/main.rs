@@ -22,6 +22,7 @@ mod client_library;
 mod concurrency;
 mod device_flow;
 mod fuzz;
+mod ldap;
 mod lost_answers;
 mod named_keys;
 mod oauth2_client;

@@ -331,3 +331,47 @@ pub(crate) async fn set_group_rights<C: Conn>(c: &C, f: &FolderPath, group: &Gro
 pub(crate) async fn group_rights_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<(String, Rights)>> {
     c.query(&sql::GROUP_RIGHTS_OF, &values![group.as_str()], |r| Ok((r.text()?, r.rights()?))).await
 }
+
+/// See [`crate::AdminStore::sync_directory_user`].
+pub(crate) async fn sync_directory_user<C: Conn>(c: &C, u: &User, prefix: &str, groups: &[Group], event: &Event) -> StoreResult<User> {
+    let name_key = u.name.to_lowercase();
+    c.execute(&sql::FREE_USER_NAME, &values![name_key.as_str(), u.id.as_str()]).await?;
+    let existing = user_by_id(c, &u.id).await?;
+    let user = match existing.clone() {
+        Some(mut e) => {
+            if e.name != u.name {
+                c.execute(&sql::RENAME_USER, &values![u.name.as_str(), name_key.as_str(), u.id.as_str()]).await?;
+                e.name = u.name.clone();
+            }
+            e
+        }
+        // No password of ours: `!` is no PHC string, and directory users never take the local path.
+        None => {
+            c.execute(&sql::INSERT_USER, &codec::user_row(u, "!")).await?;
+            u.clone()
+        }
+    };
+    let mut now_in = Vec::with_capacity(groups.len());
+    for g in groups {
+        c.execute(&sql::INSERT_GROUP_IF_NEW, &codec::group_row(g)).await?;
+        if let Some(found) = group_by_name(c, &g.name).await? {
+            now_in.push(found);
+        }
+    }
+    let before: Vec<Group> = groups_of(c, &user.id).await?.into_iter().filter(|g| g.prefix().eq_ignore_ascii_case(prefix)).collect();
+    let left: Vec<&Group> = before.iter().filter(|b| !now_in.iter().any(|n| n.id == b.id)).collect();
+    let joined: Vec<&Group> = now_in.iter().filter(|n| !before.iter().any(|b| b.id == n.id)).collect();
+    for g in &left {
+        c.execute(&sql::REMOVE_MEMBER, &values![g.id.as_str(), user.id.as_str()]).await?;
+    }
+    for g in &joined {
+        c.execute(&sql::ADD_MEMBER, &values![g.id.as_str(), user.id.as_str()]).await?;
+    }
+    if existing.is_none() || !left.is_empty() || !joined.is_empty() {
+        let names = |gs: &[&Group]| gs.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(",");
+        let detail =
+            format!("{}joined=[{}] left=[{}]", if existing.is_none() { "first sign-in " } else { "" }, names(&joined), names(&left));
+        append_event(c, &Event { detail, ..event.clone() }).await?;
+    }
+    Ok(user)
+}

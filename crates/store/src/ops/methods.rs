@@ -237,6 +237,9 @@ macro_rules! admin_methods {
         fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| admin::group_rights_of(c, &group))
         }
+        fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User> {
+            $write!(self, |c| admin::sync_directory_user(c, &user, &prefix, &groups, &event))
+        }
         fn delete_user(&self, name: String, event: Event) -> StoreFuture<'_, Option<Deletion>> {
             $write!(self, |c| admin::delete_user(c, &name, &event))
         }
