@@ -4,9 +4,10 @@
 //! groups, a locked account), and `slapd` in the foreground on
 //! `ldaps://127.0.0.1:PORT`. Two shapes: [`Shape::Ldap`] (inetOrgPerson,
 //! groupOfNames, the ppolicy overlay for locked accounts) and [`Shape::Ad`]
-//! (Debian's `msuser.schema`: user and group entries with `sAMAccountName`,
-//! `objectGUID`, `memberOf` and `userAccountControl`, as far as slapd holds
-//! them). Stopped (SIGKILL) when dropped.
+//! (AD's `user` and `group` classes with `sAMAccountName`, binary
+//! `objectGUID`, `memberOf` and `userAccountControl` under their AD OIDs;
+//! what slapd cannot hold is the in-chain rule, so nested groups are
+//! followed through the groups' own `memberOf`). Stopped (SIGKILL) when dropped.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -167,9 +168,13 @@ const ROOT_PASSWORD: &str = "root-secret";
 fn conf(d: &Path, shape: Shape) -> String {
     let schemas: &[&str] = match shape {
         Shape::Ldap => &["core", "cosine", "inetorgperson"],
-        Shape::Ad => &["core", "cosine", "inetorgperson", "nis", "msuser"],
+        Shape::Ad => &["core", "cosine", "inetorgperson"],
     };
     let mut c: String = schemas.iter().map(|s| format!("include /etc/ldap/schema/{s}.schema\n")).collect();
+    if shape == Shape::Ad {
+        std::fs::write(d.join("ad-account.schema"), AD_ACCOUNT_SCHEMA).unwrap();
+        c.push_str(&format!("include {}/ad-account.schema\n", d.display()));
+    }
     c.push_str("modulepath /usr/lib/ldap\nmoduleload back_mdb\n");
     if shape == Shape::Ldap {
         c.push_str("moduleload ppolicy\n");
@@ -235,7 +240,7 @@ fn data(shape: Shape) -> String {
                     (0..16).map(|b| if b == 15 { (i + 1) as u8 } else { 0x10 + b as u8 }).map(|b| format!("{b:02x}")).collect();
                 let uac = if *sam == "mallory" { 514 } else { 512 };
                 l.push_str(&format!(
-                    "dn: cn={sam},ou=people,{BASE}\nobjectClass: user\n{AD_MUST}cn: {sam}\nsn: {sam}\nsAMAccountName: {sam}\ndisplayName: {cn}\n\
+                    "dn: cn={sam},ou=people,{BASE}\nobjectClass: user\ncn: {sam}\nsn: {sam}\nsAMAccountName: {sam}\ndisplayName: {cn}\n\
                      mail: {sam}@example.org\nuserPassword: {PASSWORD}\nuserAccountControl: {uac}\nobjectGUID:: {}\n",
                     b64(&hex(&guid))
                 ));
@@ -245,7 +250,7 @@ fn data(shape: Shape) -> String {
                 l.push('\n');
             }
             for (cn, member_of) in [("engineering", None), ("devs", Some("engineering")), ("ops", None)] {
-                l.push_str(&format!("dn: cn={cn},ou=groups,{BASE}\nobjectClass: group\n{AD_MUST}cn: {cn}\ngroupType: -2147483646\n"));
+                l.push_str(&format!("dn: cn={cn},ou=groups,{BASE}\nobjectClass: group\ncn: {cn}\ngroupType: -2147483646\n"));
                 if let Some(m) = member_of {
                     l.push_str(&format!("memberOf: cn={m},ou=groups,{BASE}\n"));
                 }
@@ -256,9 +261,19 @@ fn data(shape: Shape) -> String {
     l
 }
 
-/// What `mstop` requires of every entry.
-const AD_MUST: &str =
-    "instanceType: 4\nnTSecurityDescriptor:: AQAEgA==\nobjectCategory: cn=Person,cn=Schema,cn=Configuration,dc=example,dc=org\n";
+/// Active Directory's attributes and classes as far as sign-in reads them,
+/// under their AD OIDs, with the matching rules AD gives them (Debian's
+/// msuser.schema declares them without any, so slapd cannot search them).
+const AD_ACCOUNT_SCHEMA: &str = "\
+attributetype ( 1.2.840.113556.1.4.221 NAME 'sAMAccountName' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch \
+  SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.2 NAME 'objectGUID' EQUALITY octetStringMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 )
+attributetype ( 1.2.840.113556.1.4.8 NAME 'userAccountControl' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.750 NAME 'groupType' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+objectclass ( 1.2.840.113556.1.5.9 NAME 'user' SUP inetOrgPerson STRUCTURAL MAY ( sAMAccountName $ objectGUID $ memberOf $ userAccountControl ) )
+objectclass ( 1.2.840.113556.1.5.8 NAME 'group' SUP top STRUCTURAL MUST cn MAY ( member $ sAMAccountName $ objectGUID $ memberOf $ groupType ) )
+";
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len() / 2).map(|i| u8::from_str_radix(&s[i * 2..i * 2 + 2], 16).unwrap()).collect()

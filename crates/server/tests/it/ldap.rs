@@ -174,6 +174,9 @@ async fn people_sign_in_through_an_ad_shaped_directory() {
         assert_eq!(t["identity"], alice, "{name}");
     }
     let (_, t) = sign_in(&s, "corp\\alice", PASSWORD).await;
+    // A refresh finds her again by objectGUID (its 16 bytes, escaped, in the filter).
+    let (st, t) = s.refresh("app", t["refresh_token"].as_str().unwrap()).await;
+    assert_eq!((st, t["identity"].as_str()), (StatusCode::OK, Some(alice)), "{t}");
     let (_, me) = s.get_bearer("/vedsdk/Identity/Self", t["access_token"].as_str().unwrap()).await;
     let names: Vec<&str> = me["Identities"].as_array().unwrap().iter().map(|e| e["PrefixedName"].as_str().unwrap()).collect();
     assert_eq!(names[..3], ["AD+corp:alice", "AD+corp:devs", "AD+corp:engineering"], "memberOf, nested: {me}");
