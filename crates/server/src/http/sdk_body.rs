@@ -93,10 +93,9 @@ impl SdkBody {
             Some(Value::Object(m)) => {
                 let inner = SdkBody(m.clone());
                 for field in ["PrefixedUniversal", "PrefixedName", "Universal", "Name"] {
-                    if let Some(v) = inner.string(&[field]).map_err(|_| FieldError(format!("{}.{field} must be a string.", names[0])))? {
-                        if !v.trim().is_empty() {
-                            return Ok(Some(v));
-                        }
+                    let v = inner.string(&[field]).map_err(|_| FieldError(format!("{}.{field} must be a string.", names[0])))?;
+                    if let Some(v) = v.filter(|v| !v.trim().is_empty()) {
+                        return Ok(Some(v));
                     }
                 }
                 Ok(None)
