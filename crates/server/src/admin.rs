@@ -490,6 +490,17 @@ fn rights_on(f: FolderPath, who: String, master_admin: bool, grants: Vec<(String
     RightsOn { effective: perms.effective(&f), folder: f, user: who, master_admin, sources }
 }
 
+/// `LDAP+dir:engineering`, `AD+corp:Domain Users`: a directory's prefix and a group's name.
+fn directory_group_name(name: &str) -> bool {
+    let Some((prefix, group)) = name.split_once(':') else { return false };
+    let Some((kind, provider)) = prefix.split_once('+') else { return false };
+    ["LDAP", "AD"].iter().any(|k| k.eq_ignore_ascii_case(kind))
+        && !provider.is_empty()
+        && provider.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && (1..=256).contains(&group.len())
+        && !group.chars().any(char::is_control)
+}
+
 /// A group as `admin groups list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupListing {
@@ -504,10 +515,15 @@ impl Admin {
     }
 
     /// Creates a local group. Its name is in the same namespace as users'
-    /// (`local:NAME` names one identity), so a user's name is refused.
+    /// (`local:NAME` names one identity), so a user's name is refused. A
+    /// directory group's name (`LDAP+dir:engineering`) makes the group
+    /// before any of its members signs in, so that it can be given rights;
+    /// sign-ins find it by that name.
     pub async fn create_group(&self, name: &str) -> Result<Group, AdminError> {
-        if !valid_user_name(name) {
-            return Err(AdminError::Invalid("group names are 1-64 letters, digits or .-_@".into()));
+        if !valid_user_name(name) && !directory_group_name(name) {
+            return Err(AdminError::Invalid(
+                "group names are 1-64 letters, digits or .-_@, or a directory group's PREFIX:NAME (LDAP+dir:engineering)".into(),
+            ));
         }
         if self.store.user_by_name(name.to_lowercase()).await?.is_some() {
             return Err(AdminError::Exists(format!("user {name} (users and groups share names)")));
