@@ -119,6 +119,22 @@ impl IdentityEntry {
         }
     }
 
+    /// A directory's provider entry (`LDAP+corp`), which `Identity/Self`
+    /// lists last for its people; its universal is the nil UUID too.
+    pub fn provider(prefix: &str) -> IdentityEntry {
+        if prefix.eq_ignore_ascii_case(LOCAL_PREFIX) {
+            return IdentityEntry::local_provider();
+        }
+        let name = prefix.split_once('+').map_or(prefix, |(_, n)| n);
+        IdentityEntry {
+            full_name: IDENTITY_ROOT.to_owned(),
+            name: name.to_owned(),
+            prefix: prefix.to_owned(),
+            universal: "{00000000-0000-0000-0000-000000000000}".to_owned(),
+            kind: identity_type::PROVIDER,
+        }
+    }
+
     /// `local:alice`.
     pub fn prefixed_name(&self) -> String {
         format!("{}:{}", self.prefix, self.name)

@@ -60,12 +60,12 @@ pub async fn resolve(app: &AppState, r: &IdentityRef) -> Result<Option<Found>, S
     })
 }
 
-/// `Identity/Self`: the caller, then the groups they are in now, then the
-/// local provider.
+/// `Identity/Self`: the caller, then the groups they are in now, then
+/// their provider (local, or their directory).
 pub async fn self_entries(app: &AppState, id: &UserId, name: &str) -> Result<Vec<IdentityEntry>, StoreError> {
     let mut out = vec![IdentityEntry::user(id, name)];
     out.extend(app.store.groups_of(id.clone()).await?.iter().map(IdentityEntry::group));
-    out.push(IdentityEntry::local_provider());
+    out.push(IdentityEntry::provider(id.prefix()));
     Ok(out)
 }
 

@@ -81,6 +81,8 @@ async fn people_sign_in_through_ldap_with_their_nested_groups() {
     let names: Vec<&str> = me["Identities"].as_array().unwrap().iter().map(|e| e["PrefixedName"].as_str().unwrap()).collect();
     assert_eq!(names[..3], ["LDAP+dir:alice", "LDAP+dir:devs", "LDAP+dir:engineering"], "{me}");
     assert_eq!(me["Identities"][0]["PrefixedUniversal"], alice);
+    let last = me["Identities"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["Prefix"].as_str(), last["Type"].as_i64()), (Some("LDAP+dir"), Some(32)), "the directory is the provider: {me}");
 
     // Refused cleanly, each as a wrong password, nothing issued.
     for (name, password, why) in [
