@@ -610,6 +610,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// exactly `groups` (local groups untouched). One event when anything
     /// changed. The user as stored.
     fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User>;
+    /// A user's live grants at `now` (not revoked, refreshable until after
+    /// it), oldest first, each with its application's name: what the person
+    /// has approved.
+    fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>>;
     /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
     /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
     /// and that were not exchanged are dropped, their rights and integration allow-list entries go

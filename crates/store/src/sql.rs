@@ -761,6 +761,15 @@ sql!(
 );
 
 sql!(
+    /// User `?1`'s live grants at `?2`, oldest first, with their application's name.
+    APPROVED_GRANTS = format!(
+        "SELECT {}, coalesce(i.name, g.client_id) FROM grants g LEFT JOIN integrations i ON i.client_id = g.client_id \
+         WHERE g.user_id = ?1 AND g.revoked_at IS NULL AND g.refresh_until > ?2 ORDER BY g.created_at, g.id",
+        GRANTS.cols("g")
+    )
+);
+
+sql!(
     /// A folder (`codec::folder_row`), unless it exists.
     CREATE_FOLDER = format!("{} ON CONFLICT (path_key) DO NOTHING", schema::FOLDERS.insert())
 );

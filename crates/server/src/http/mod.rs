@@ -65,6 +65,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/device", get(page::show).post(page::sign_in)),
         ("/vedauth/device/decision", post(page::decide)),
         ("/vedauth/device/style.css", get(page::style)),
+        ("/vedauth/device/grants", get(page::approved).post(page::approved_sign_in)),
+        ("/vedauth/device/grants/revoke", post(page::approved_revoke)),
         ("/vedsdk", get(vedsdk::ping)),
         ("/vedsdk/systemstatus/version", get(vedsdk::version)),
         ("/vedsdk/identity/self", get(identity::self_)),

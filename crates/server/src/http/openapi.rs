@@ -63,6 +63,9 @@ pub(crate) const BEARER: &str = "bearer";
         super::page::sign_in,
         super::page::decide,
         super::page::style,
+        super::page::approved,
+        super::page::approved_sign_in,
+        super::page::approved_revoke,
         super::vedsdk::ping,
         super::vedsdk::version,
         super::identity::self_,
@@ -395,6 +398,7 @@ mod tests {
             ("/openapi.json", "get"),
             ("/vedauth/device", "get"),
             ("/vedauth/device/style.css", "get"),
+            ("/vedauth/device/grants", "get"),
             ("/vedsdk", "get"),
         ];
         let mut operations = 0;

@@ -8,6 +8,10 @@
 //!    and the requested scope in plain words, with Approve and Deny;
 //! 3. `POST /vedauth/device/decision`: records the answer.
 //!
+//! And "applications I have approved" at `/vedauth/device/grants` (under the
+//! same path, so the anti-forgery cookie serves both): sign in, see the live
+//! grants, revoke any (`service::approved`).
+//!
 //! Anti-forgery: a token in a `SameSite=Strict`, `HttpOnly` cookie must equal
 //! the form's hidden field. The token is random and signed by the server,
 //! which adopts no token it did not issue (no cookie fixation); over HTTPS
@@ -338,6 +342,155 @@ pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Req
         Err(e) => {
             let text = e.to_string();
             Page::Problem(e, message("Not recorded", &text)).into_response()
+        }
+    }
+}
+
+// ------------------------------------------------------------------ applications I have approved
+
+fn approved_sign_in_form(csrf: &str, username: &str, error: Option<&PageError>) -> Markup {
+    layout(
+        "Applications you have approved",
+        html! {
+            @if let Some(e) = error { p.error role="alert" { (e) } }
+            p { "Sign in to see the applications that may act on your behalf, and to take that back." }
+            form method="post" action="/vedauth/device/grants" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="username" { "User name" }
+                input type="text" id="username" name="username" value=(username) autocomplete="username" required maxlength="300";
+                label for="password" { "Password" }
+                input type="password" id="password" name="password" autocomplete="current-password" required maxlength="1024";
+                button.primary type="submit" id="sign_in" { "Sign in" }
+            }
+        },
+    )
+}
+
+fn approved_list(csrf: &str, a: &crate::service::approved::Approved) -> Markup {
+    layout(
+        "Applications you have approved",
+        html! {
+            p { "Signed in as " strong { (a.user.name) } "." }
+            @if let Some(r) = &a.revoked { p.error role="status" { "Access of " (r) " revoked: its tokens no longer work." } }
+            @if a.grants.is_empty() {
+                p { "No application may act on your behalf." }
+            } @else {
+                ul {
+                    @for (g, application) in &a.grants {
+                        li {
+                            strong { (application) } " (" code { (g.client_id) } ")"
+                            br; small { "Scope: " code { (g.scope) } }
+                            br; small { "Approved " (g.created_at.iso8601()) "; tokens last issued " (g.access_issued_at.iso8601())
+                                @if g.pair.used { " and used since" } @else { ", not used since" }
+                                "; ends " (g.refresh_until.iso8601()) }
+                            form method="post" action="/vedauth/device/grants/revoke" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                input type="hidden" name="ticket" value=(a.ticket);
+                                input type="hidden" name="grant" value=(g.id.as_str());
+                                button.secondary type="submit" { "Revoke" }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The sign-in form of "applications I have approved".
+#[utoipa::path(
+    get,
+    path = "/vedauth/device/grants",
+    tag = "approval page",
+    responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
+)]
+pub(crate) async fn approved(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
+    with_cookie(&app, Page::Ok(approved_sign_in_form(&csrf, "", None)), &csrf)
+}
+
+/// The sign-in form of "applications I have approved".
+#[derive(Deserialize, utoipa::ToSchema)]
+struct ApprovedSignInForm {
+    csrf: String,
+    username: String,
+    password: SecretString,
+}
+
+/// A revocation from the list.
+#[derive(Deserialize, utoipa::ToSchema)]
+struct RevokeForm {
+    csrf: String,
+    ticket: String,
+    grant: String,
+}
+
+impl Posted for ApprovedSignInForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl Posted for RevokeForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Sign in: the person's live grants.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device/grants",
+    tag = "approval page",
+    request_body(content = ApprovedSignInForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The person's live grants: application, scope, when approved, when tokens were last issued, each with Revoke.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, or fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
+        (status = 401, description = "Wrong user name or password.", body = String, content_type = "text/html"),
+        (status = 429, description = "Too many wrong passwords: locked for a while.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The store or the directory did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn approved_sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<ApprovedSignInForm>(&app, req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
+    };
+    let password = Secret::new(form.password.0);
+    match crate::service::approved::sign_in(&app, &form.username, &password, &csrf, &origin).await {
+        Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
+        Err(e) => {
+            let page = approved_sign_in_form(&csrf, &form.username, Some(&e));
+            with_cookie(&app, Page::Problem(e, page), &csrf)
+        }
+    }
+}
+
+/// Revoke one of the person's grants.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device/grants/revoke",
+    tag = "approval page",
+    request_body(content = RevokeForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The grant is revoked (if it was the person's and live); the list again.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, fails the anti-forgery checks, or its ticket is not valid (any more).", body = String, content_type = "text/html"),
+        (status = 403, description = "The person's account is disabled.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn approved_revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<RevokeForm>(&app, req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
+    };
+    match crate::service::approved::revoke(&app, &form.ticket, &csrf, &form.grant, &origin).await {
+        Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
+        Err(e) => {
+            let text = e.to_string();
+            Page::Problem(e, message("Not revoked", &text)).into_response()
         }
     }
 }

@@ -3,6 +3,7 @@
 //! [`crate::http`] call it and [`crate::http::respond`] turns its errors into
 //! statuses and bodies.
 
+pub mod approved;
 pub mod bearer;
 pub mod device;
 pub mod directory;

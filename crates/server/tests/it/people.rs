@@ -1,5 +1,6 @@
 //! Groups and the product's Identity calls over HTTP: `Validate`, `Browse`,
-//! `GetMemberships`, `GetMembers` as VenafiPS and pyvenafi send them, and a
+//! `GetMemberships`, `GetMembers` as VenafiPS and pyvenafi send them, the page
+//! of applications a person approved, and a
 //! removal from a group reaching a token that already exists at its next
 //! use (the bound is zero: nothing about memberships is cached).
 
@@ -177,4 +178,62 @@ async fn a_removal_from_a_group_reaches_live_tokens_at_their_next_use() {
         .await;
     assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
     assert_eq!(v["error"], "unauthorized_client", "{v}");
+}
+
+/// "Applications I have approved": a person signs in, sees their live
+/// grants (application, scope, when approved, when tokens were last
+/// issued), revokes one: its tokens stop at once; another person's grant
+/// cannot be revoked with their list, nor with a list of another browser.
+#[tokio::test]
+async fn a_person_sees_and_revokes_the_applications_they_approved() {
+    let s = TestServer::start().await;
+    let alice = s.user("alice").await;
+    let bob = s.user("bob").await;
+    s.integration("vcert-sdk", "certificate:manage", |_| {}).await;
+    s.integration("vault-app", "restricted:manage", |_| {}).await;
+    let a1 = s.tokens_for(&alice, "vcert-sdk", "certificate:manage").await;
+    let a2 = s.tokens_for(&alice, "vault-app", "restricted:manage").await;
+    let b1 = s.tokens_for(&bob, "vault-app", "restricted:manage").await;
+    let grants = s.store.list_grants(false, s.state.now()).await.unwrap();
+    let id_of = |user: &str, app: &str| {
+        grants.iter().find(|g| g.user_name == user && g.grant.client_id == app).unwrap().grant.id.as_str().to_owned()
+    };
+
+    let page = strongroom_testkit::page::Page::open(&s.http, &s.at("/vedauth/device/grants")).await.with_origin(&s.url);
+    let (st, html) = page.post("/vedauth/device/grants", &[("username", "alice"), ("password", "wrong")], &[]).await;
+    assert_eq!(st, 401, "{html}");
+    let (st, html) = page.post("/vedauth/device/grants", &[("username", "alice"), ("password", crate::support::PASSWORD)], &[]).await;
+    assert_eq!(st, 200, "{html}");
+    assert!(html.contains("vcert-sdk app") && html.contains("vault-app app"), "{html}");
+    assert!(html.contains("certificate:manage") && html.contains("restricted:manage"), "{html}");
+    assert!(!html.contains(&id_of("bob", "vault-app")), "only alice's grants: {html}");
+    let ticket = strongroom_testkit::page::hidden_field(&html, "ticket").unwrap();
+
+    // Bob's grant with alice's list: nothing happens to it.
+    let (st, _) = page.post("/vedauth/device/grants/revoke", &[("ticket", &ticket), ("grant", &id_of("bob", "vault-app"))], &[]).await;
+    assert_eq!(st, 200);
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", b1["access_token"].as_str().unwrap()).await.0, StatusCode::OK);
+    // Alice's list in another browser (another anti-forgery token): refused.
+    let other = strongroom_testkit::page::Page::open(&s.http, &s.at("/vedauth/device/grants")).await.with_origin(&s.url);
+    let (st, _) = other.post("/vedauth/device/grants/revoke", &[("ticket", &ticket), ("grant", &id_of("alice", "vault-app"))], &[]).await;
+    assert_eq!(st, 400);
+    // Alice revokes vault-app: its tokens stop at once, vcert-sdk's work on.
+    let (st, html) = page.post("/vedauth/device/grants/revoke", &[("ticket", &ticket), ("grant", &id_of("alice", "vault-app"))], &[]).await;
+    assert_eq!(st, 200, "{html}");
+    assert!(html.contains("Access of vault-app app revoked") && !html.contains(&id_of("alice", "vault-app")), "{html}");
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", a2["access_token"].as_str().unwrap()).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(s.refresh("vault-app", a2["refresh_token"].as_str().unwrap()).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(s.get_bearer("/vedauth/authorize/verify", a1["access_token"].as_str().unwrap()).await.0, StatusCode::OK);
+    let revoked = s.store.events(strongroom_store::EventFilter { kind: Some("grant.revoked".into()), limit: 10, ..Default::default() });
+    let e = revoked.await.unwrap().pop().unwrap().event;
+    assert_eq!((e.identity, e.object), (alice.id.identity(), id_of("alice", "vault-app")));
+    // Without a cookie's token, or from another origin: refused.
+    let r = s
+        .http
+        .post(s.at("/vedauth/device/grants/revoke"))
+        .form(&[("csrf", "x"), ("ticket", &ticket), ("grant", "g")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
 }

@@ -235,6 +235,14 @@ pub(crate) async fn list_grants<C: Conn>(c: &C, include_ended: bool, now: UnixTi
     c.query(&sql::LIST_GRANTS, &values![include_ended, now], |r| Ok(GrantSummary { grant: codec::grant(r)?, user_name: r.text()? })).await
 }
 
+pub(crate) async fn approved_grants<C: Conn>(
+    c: &C,
+    user: &UserId,
+    now: UnixTime,
+) -> StoreResult<Vec<(strongroom_core::grant::Grant, String)>> {
+    c.query(&sql::APPROVED_GRANTS, &values![user.as_str(), now], |r| Ok((codec::grant(r)?, r.text()?))).await
+}
+
 /// See [`crate::AdminStore::create_folders`].
 pub(crate) async fn create_folders<C: Conn>(c: &C, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
     let mut last_new = false;

@@ -237,6 +237,9 @@ macro_rules! admin_methods {
         fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| admin::group_rights_of(c, &group))
         }
+        fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>> {
+            $read!(self, |c| admin::approved_grants(c, &user, now))
+        }
         fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User> {
             $write!(self, |c| admin::sync_directory_user(c, &user, &prefix, &groups, &event))
         }

@@ -173,3 +173,27 @@ pub(crate) async fn a_removal_from_a_group_wins_against_racing_writes(store: Arc
     assert!(associated.iter().all(|i| *i < removal), "a write committed after the removal: {:?}", kinds(&events));
     assert_eq!(store.associations(id).await.unwrap().len(), done);
 }
+
+/// `approved_grants`: a person's live grants, with their application's name.
+pub(crate) async fn a_persons_approved_grants_are_their_live_ones(store: Arc<dyn Store>) {
+    use strongroom_core::grant::Grant;
+    use strongroom_core::integration::TokenSettings;
+    use strongroom_core::scope::Scope;
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    let bob = user(&*store, &rng, "bob").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let grant = |u: &strongroom_core::identity::User| {
+        let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        crate::cases::first_pair(&rng, &mut g);
+        g
+    };
+    let (g1, g2, g3) = (grant(&alice), grant(&alice), grant(&bob));
+    for g in [&g1, &g2, &g3] {
+        store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+    }
+    store.revoke_grant(g2.id.clone(), T0.plus_secs(1), ev(EventKind::GrantRevoked)).await.unwrap();
+    let mine = store.approved_grants(alice.id.clone(), T0.plus_secs(2)).await.unwrap();
+    assert_eq!(mine.iter().map(|(g, app)| (g.id.clone(), app.as_str())).collect::<Vec<_>>(), vec![(g1.id.clone(), "Test app")]);
+    assert!(store.approved_grants(alice.id.clone(), g1.refresh_until).await.unwrap().is_empty(), "ended");
+}

@@ -101,6 +101,7 @@ conformance!(
     group_rights_add_up_and_stop_with_the_membership,
     a_group_on_an_integration_admits_its_members_while_they_are_members,
     a_removal_from_a_group_wins_against_racing_writes,
+    a_persons_approved_grants_are_their_live_ones,
 );
 
 /// The same, for cases that need the store's copier too.
