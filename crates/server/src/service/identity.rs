@@ -90,15 +90,13 @@ pub async fn members(app: &AppState, found: &Found) -> Result<Option<Vec<Identit
 pub async fn browse(app: &AppState, filter: &str, limit: usize, identity_type: i32) -> Result<Vec<IdentityEntry>, StoreError> {
     let (users, groups) = browse_kinds(identity_type);
     let mut out = Vec::new();
+    // Matched on the name as shown (`alice` of `LDAP+dir:alice`), or the prefixed name.
+    let matches = |e: &IdentityEntry| browse_matches(filter, &e.name) || browse_matches(filter, &e.prefixed_name());
     if users {
-        out.extend(
-            app.store.list_users().await?.iter().filter(|u| browse_matches(filter, &u.name)).map(|u| IdentityEntry::user(&u.id, &u.name)),
-        );
+        out.extend(app.store.list_users().await?.iter().map(|u| IdentityEntry::user(&u.id, &u.name)).filter(|e| matches(e)));
     }
     if groups && out.len() < limit {
-        out.extend(
-            app.store.list_groups().await?.iter().filter(|(g, _)| browse_matches(filter, &g.name)).map(|(g, _)| IdentityEntry::group(g)),
-        );
+        out.extend(app.store.list_groups().await?.iter().map(|(g, _)| IdentityEntry::group(g)).filter(|e| matches(e)));
     }
     out.truncate(limit);
     Ok(out)

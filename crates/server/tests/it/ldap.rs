@@ -81,6 +81,24 @@ async fn people_sign_in_through_ldap_with_their_nested_groups() {
     let names: Vec<&str> = me["Identities"].as_array().unwrap().iter().map(|e| e["PrefixedName"].as_str().unwrap()).collect();
     assert_eq!(names[..3], ["LDAP+dir:alice", "LDAP+dir:devs", "LDAP+dir:engineering"], "{me}");
     assert_eq!(me["Identities"][0]["PrefixedUniversal"], alice);
+    // Browse finds directory people and groups by their shown name (scope configuration needed: the token has none).
+    s.integration("ps", "configuration", |spec| spec.password = Some(true)).await;
+    let (_, ps) = s
+        .post_json(
+            "/vedauth/authorize/oauth",
+            json!({"client_id": "ps", "username": "carol", "password": crate::support::PASSWORD, "scope": "configuration"}),
+        )
+        .await;
+    let r = s
+        .http
+        .post(s.at("/vedsdk/Identity/Browse"))
+        .bearer_auth(ps["access_token"].as_str().unwrap())
+        .json(&json!({"Filter": "ali"}))
+        .send()
+        .await
+        .unwrap();
+    let found: Value = r.json().await.unwrap();
+    assert_eq!(found["Identities"][0]["PrefixedUniversal"], alice, "{found}");
     let last = me["Identities"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["Prefix"].as_str(), last["Type"].as_i64()), (Some("LDAP+dir"), Some(32)), "the directory is the provider: {me}");
 
