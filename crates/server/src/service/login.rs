@@ -23,7 +23,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::identity::{Group, GroupId, User, UserId, login_name, valid_user_name};
 use strongroom_core::password;
 use strongroom_core::secret::Secret;
-use strongroom_core::throttle::{self, Admission};
+use strongroom_core::throttle::{self, Admission, Slot};
 
 use super::Origin;
 use super::directory::{Directory, DirectoryError, DirectoryPerson, directory_login};
@@ -143,8 +143,10 @@ async fn authenticate_directory(
         Err(DirectoryError::Disabled) => "the directory account is disabled or locked",
         Err(e @ (DirectoryError::Unavailable(_) | DirectoryError::Config(_))) => {
             tracing::warn!(error = %e, directory = %dir.config.url, "directory sign-in failed: the directory cannot be reached");
-            // Not the person's failure: released uncounted.
-            app.store.attempt_succeeded(slots, None, app.now()).await?;
+            // Not the person's failure: each slot given back, uncounted, and no
+            // count reset (an outage must not wipe the guesses counted so far).
+            let back = slots.into_iter().map(|s| Slot { reset_on_success: false, ..s }).collect();
+            app.store.attempt_succeeded(back, None, app.now()).await?;
             return Err(LoginError::Unavailable);
         }
     };
