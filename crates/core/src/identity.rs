@@ -198,7 +198,7 @@ impl GroupId {
         format!("{{{}}}", self.0)
     }
 
-    /// `local:{<uuid>}`.
+    /// `local:{<uuid>}`: a local group's identity ([`Group::identity`] knows a directory group's prefix).
     pub fn identity(&self) -> String {
         format!("{LOCAL_PREFIX}:{}", self.universal())
     }

@@ -529,7 +529,7 @@ impl Admin {
             return Err(AdminError::Exists(format!("user {name} (users and groups share names)")));
         }
         let group = Group { id: GroupId::generate(&*self.rng), name: name.to_owned(), created_at: self.clock.now() };
-        let event = self.event(EventKind::GroupCreated).object(name).detail(group.id.identity());
+        let event = self.event(EventKind::GroupCreated).object(name).detail(group.identity());
         match self.store.create_group(group.clone(), event).await {
             Ok(()) => Ok(group),
             Err(StoreError::Conflict) => Err(AdminError::Exists(format!("group {name}"))),

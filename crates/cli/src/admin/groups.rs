@@ -51,18 +51,18 @@ pub(crate) async fn run(admin: &Admin, command: GroupsCommand) -> Result<Rendere
     Ok(match command {
         GroupsCommand::Add { name } => {
             let g = admin.create_group(&name).await?;
-            Rendered::done(format!("created group {} ({})", g.name, g.id.identity()), json!({"name": g.name, "identity": g.id.identity()}))
+            Rendered::done(format!("created group {} ({})", g.name, g.identity()), json!({"name": g.name, "identity": g.identity()}))
         }
         GroupsCommand::List => {
             let groups = admin.list_groups().await?;
             let rows: Vec<Vec<String>> = groups
                 .iter()
-                .map(|l| vec![l.group.name.clone(), l.group.id.identity(), l.members.to_string(), time(l.group.created_at)])
+                .map(|l| vec![l.group.name.clone(), l.group.identity(), l.members.to_string(), time(l.group.created_at)])
                 .collect();
             let list: Vec<_> = groups
                 .iter()
                 .map(|l| {
-                    json!({"name": l.group.name, "identity": l.group.id.identity(), "members": l.members,
+                    json!({"name": l.group.name, "identity": l.group.identity(), "members": l.members,
                            "created_at": time(l.group.created_at)})
                 })
                 .collect();

@@ -461,6 +461,8 @@ fn groups_hold_rights_for_their_members() {
         let listed = parse(&admin(&["events", "list", "--kind", kind, "--json"]));
         assert!(!listed.as_array().unwrap().is_empty(), "{kind}");
     }
+    // A directory group made before any of its members signs in, to be given rights.
+    assert!(admin(&["groups", "add", "LDAP+dir:engineering"]).contains("created group LDAP+dir:engineering (LDAP+dir:{"));
     assert!(admin(&["events", "verify"]).contains("event log intact"));
 }
 
