@@ -39,6 +39,65 @@ pub struct RawConfig {
     /// `[ldap]`: an LDAP or Active Directory identity provider.
     #[serde(default)]
     pub ldap: RawLdap,
+    /// `[oidc]`: an OpenID Connect provider for the approval page.
+    #[serde(default)]
+    pub oidc: RawOidc,
+}
+
+/// `[oidc]`: "Sign in with …" on the approval page. Unset `issuer`: none.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOidc {
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret_file: Option<PathBuf>,
+    pub client_secret_env: Option<String>,
+    pub name: Option<String>,
+    pub name_claim: Option<String>,
+    pub groups_claim: Option<String>,
+    pub scopes: Option<String>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// The variable the OIDC client secret is read from when neither
+/// `oidc.client_secret_file` nor `oidc.client_secret_env` is set.
+pub const OIDC_SECRET_ENV: &str = "STRONGROOM_OIDC_CLIENT_SECRET";
+
+impl RawOidc {
+    fn validate(self) -> Result<Option<crate::service::oidc::OidcConfig>, ConfigError> {
+        let Some(issuer) = self.issuer.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
+        let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
+        let issuer = issuer.trim().trim_end_matches('/').to_owned();
+        let host = issuer.strip_prefix("http://").map(|r| r.split(['/', ':']).next().unwrap_or(""));
+        if !(issuer.starts_with("https://") || matches!(host, Some("127.0.0.1" | "localhost" | "[::1]"))) {
+            return Err(bad("oidc.issuer", format!("{issuer:?}: an https:// URL (http:// only on a loopback address)")));
+        }
+        let client_id =
+            self.client_id.filter(|s| !s.is_empty()).ok_or_else(|| bad("oidc.client_id", "is required with oidc.issuer".into()))?;
+        let name = self.name.unwrap_or_else(|| "sso".to_owned());
+        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(bad("oidc.name", format!("{name:?}: 1 to 32 letters, digits, - or _")));
+        }
+        let timeout_secs = self.timeout_secs.unwrap_or(5);
+        if !(1..=60).contains(&timeout_secs) {
+            return Err(bad("oidc.timeout_secs", "1 to 60".into()));
+        }
+        let client_secret_env = match (&self.client_secret_file, self.client_secret_env) {
+            (Some(_), _) => None,
+            (None, e) => Some(e.unwrap_or_else(|| OIDC_SECRET_ENV.to_owned())),
+        };
+        Ok(Some(crate::service::oidc::OidcConfig {
+            issuer,
+            client_id,
+            client_secret_file: self.client_secret_file,
+            client_secret_env,
+            name,
+            name_claim: self.name_claim.unwrap_or_else(|| "preferred_username".to_owned()),
+            groups_claim: self.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+            scopes: self.scopes.unwrap_or_else(|| "openid profile".to_owned()),
+            timeout: std::time::Duration::from_secs(timeout_secs),
+        }))
+    }
 }
 
 /// `[ldap]`: people sign in with their directory password; their directory
@@ -198,6 +257,8 @@ pub struct Config {
     pub events_retention: Option<Retention>,
     /// `[ldap]`: the directory people may sign in through, if any.
     pub ldap: Option<crate::service::directory::LdapConfig>,
+    /// `[oidc]`: the OpenID Connect provider of the approval page, if any.
+    pub oidc: Option<crate::service::oidc::OidcConfig>,
 }
 
 /// The event log's retention: events older than `days` days go to a new
@@ -518,6 +579,50 @@ pub const SETTINGS: &[Setting] = &[
         "5",
         "The longest a connection or an operation may take (1 to 60): a directory out of reach is an error by then.",
     ),
+    setting(
+        "oidc.issuer",
+        "STRONGROOM_OIDC_ISSUER",
+        Kind::Text,
+        "none: no OIDC sign-in",
+        "An OpenID provider's issuer URL (discovery at /.well-known/openid-configuration): Sign in with it on the approval page.",
+    ),
+    setting(
+        "oidc.client_id",
+        "STRONGROOM_OIDC_CLIENT_ID",
+        Kind::Text,
+        "",
+        "The client id registered at the provider (redirect URI PUBLIC_URL/vedauth/device/oidc/callback).",
+    ),
+    setting(
+        "oidc.client_secret_file",
+        "STRONGROOM_OIDC_CLIENT_SECRET_FILE",
+        Kind::Path,
+        "none",
+        "A file (mode 0600) holding the client secret; or oidc.client_secret_env.",
+    ),
+    file_only(
+        "oidc.client_secret_env",
+        Kind::Text,
+        "STRONGROOM_OIDC_CLIENT_SECRET",
+        "The variable holding the client secret when there is no file.",
+    ),
+    setting(
+        "oidc.name",
+        "STRONGROOM_OIDC_NAME",
+        Kind::Name,
+        "sso",
+        "The provider's name: identities OIDC+NAME:{uuid of issuer and sub}, and the button's label.",
+    ),
+    file_only("oidc.name_claim", Kind::Text, "preferred_username", "The id token's claim that names a person (sub when absent)."),
+    file_only("oidc.groups_claim", Kind::Text, "groups", "The id token's claim listing a person's groups (groups OIDC+NAME:group)."),
+    file_only("oidc.scopes", Kind::Text, "openid profile", "The scopes asked for."),
+    setting(
+        "oidc.timeout_secs",
+        "STRONGROOM_OIDC_TIMEOUT_SECS",
+        Kind::Seconds,
+        "5",
+        "The longest a request to the provider may take (1 to 60).",
+    ),
     file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
     file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),
     file_only("keys.pkcs11.token_label", Kind::Text, "", "[[keys.pkcs11]]: the token's label."),
@@ -725,7 +830,9 @@ impl RawConfig {
             Some(days) => Some(Retention { days, archive_dir: self.events.archive_dir.unwrap_or_else(|| data_dir.join("archive")) }),
         };
         let ldap = self.ldap.validate()?;
+        let oidc = self.oidc.validate()?;
         Ok(Config {
+            oidc,
             keys,
             metrics_listen,
             events_retention,

@@ -64,6 +64,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
         trusted_proxies: config.trusted_proxies.clone(),
         directory: config.ldap.clone().map(|c| Arc::new(crate::service::directory::Directory::new(c))),
+        oidc: config.oidc.clone().map(|c| Arc::new(crate::service::oidc::Oidc::new(c))),
     }
 }
 

@@ -614,6 +614,20 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// it), oldest first, each with its application's name: what the person
     /// has approved.
     fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>>;
+    /// Records an OpenID Connect sign-in started for a device's user code
+    /// (the state's hash, the browser binding's hash), forgetting expired ones.
+    fn insert_oidc_state(
+        &self,
+        state: [u8; 32],
+        binding: [u8; 32],
+        user_code: String,
+        expires: UnixTime,
+        now: UnixTime,
+    ) -> StoreFuture<'_, ()>;
+    /// Takes a started sign-in: one conditional write, so of any number of
+    /// callbacks with one state at most one gets its user code; an unknown,
+    /// used, expired or other browser's state gets `None`.
+    fn take_oidc_state(&self, state: [u8; 32], binding: [u8; 32], now: UnixTime) -> StoreFuture<'_, Option<String>>;
     /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
     /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
     /// and that were not exchanged are dropped, their rights and integration allow-list entries go

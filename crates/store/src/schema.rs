@@ -220,6 +220,12 @@ pub(crate) const GROUP_RIGHTS: Table =
 pub(crate) const INTEGRATION_GROUPS: Table =
     Table { name: "integration_groups", columns: &[("client_id", Text), ("group_id", Text)], key: 2 };
 
+pub(crate) const OIDC_STATES: Table = Table {
+    name: "oidc_states",
+    columns: &[("state_hash", Bytes), ("binding_hash", Bytes), ("user_code", Text), ("expires_at", Int), ("used", Bool)],
+    key: 1,
+};
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -246,4 +252,5 @@ pub const TABLES: &[&Table] = &[
     &GROUP_MEMBERS,
     &GROUP_RIGHTS,
     &INTEGRATION_GROUPS,
+    &OIDC_STATES,
 ];

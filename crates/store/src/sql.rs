@@ -895,6 +895,17 @@ sql!(CLEAR_ALLOWED_GROUPS = "DELETE FROM integration_groups WHERE client_id = ?1
 
 sql!(ALLOW_GROUP = schema::INTEGRATION_GROUPS.insert());
 
+sql!(FORGET_OIDC_STATES = "DELETE FROM oidc_states WHERE expires_at <= ?1");
+
+sql!(INSERT_OIDC_STATE = "INSERT INTO oidc_states (state_hash, binding_hash, user_code, expires_at, used) VALUES (?1, ?2, ?3, ?4, false)");
+
+sql!(
+    /// Takes state `?1` of browser `?2` at `?3`: once, unexpired.
+    TAKE_OIDC_STATE = "UPDATE oidc_states SET used = true WHERE state_hash = ?1 AND binding_hash = ?2 AND NOT used AND expires_at > ?3"
+);
+
+sql!(OIDC_STATE_CODE = "SELECT user_code FROM oidc_states WHERE state_hash = ?1");
+
 // ------------------------------------------------------------------ the copier
 
 /// Table `?1`'s columns, as the database has them.

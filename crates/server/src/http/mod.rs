@@ -67,6 +67,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedauth/device/style.css", get(page::style)),
         ("/vedauth/device/grants", get(page::approved).post(page::approved_sign_in)),
         ("/vedauth/device/grants/revoke", post(page::approved_revoke)),
+        ("/vedauth/device/oidc", get(page::oidc_start)),
+        ("/vedauth/device/oidc/callback", get(page::oidc_callback)),
         ("/vedsdk", get(vedsdk::ping)),
         ("/vedsdk/systemstatus/version", get(vedsdk::version)),
         ("/vedsdk/identity/self", get(identity::self_)),

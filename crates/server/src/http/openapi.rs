@@ -66,6 +66,8 @@ pub(crate) const BEARER: &str = "bearer";
         super::page::approved,
         super::page::approved_sign_in,
         super::page::approved_revoke,
+        super::page::oidc_start,
+        super::page::oidc_callback,
         super::vedsdk::ping,
         super::vedsdk::version,
         super::identity::self_,

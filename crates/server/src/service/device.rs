@@ -97,6 +97,12 @@ pub enum PageError {
     Busy,
     #[error("Your organisation's directory cannot be reached right now. Try again in a moment.")]
     DirectoryUnavailable,
+    /// An OpenID Connect sign-in's state is unknown, used, expired or another browser's.
+    #[error("This sign-in was not started here, was used already, or has expired. Start again from the code's link.")]
+    SignInExpired,
+    /// The identity provider's answer was refused (the reason is logged).
+    #[error("Your identity provider's answer could not be accepted. Start again from the code's link.")]
+    ProviderRefused,
     #[error("Your account may not use this application.")]
     NotAllowed,
     #[error("This request has already been answered.")]
@@ -144,6 +150,12 @@ pub async fn sign_in(
         Err(LoginError::Unavailable) => return Err(PageError::DirectoryUnavailable),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
+    consent_for(app, user, user_code_input, csrf, origin).await
+}
+
+/// Step one for a person signed in already (through an OpenID provider):
+/// check the user code, and show the request.
+pub async fn consent_for(app: &AppState, user: User, user_code_input: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
     // The code is compared only after the attempt took its slots: parallel
     // guesses cannot outrun the count.
     let slots = throttle::code_slots(user.id.as_str(), &user.name.to_lowercase(), &origin.addr);

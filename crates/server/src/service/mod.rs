@@ -11,6 +11,7 @@ pub mod identity;
 pub mod keyring;
 pub mod log;
 pub mod login;
+pub mod oidc;
 pub mod revocation;
 pub mod token;
 pub mod vault;

@@ -250,6 +250,12 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
 /// of reach is `temporarily_unavailable` (the stored groups are kept, and
 /// nothing is issued on them).
 async fn recheck_directory(app: &AppState, user: &strongroom_core::identity::UserId, origin: &Origin) -> Result<(), AuthError> {
+    // An OpenID provider is asked nothing at a refresh (it has no lookup
+    // without the person): its people's groups are those of their last
+    // sign-in; an administrator disabling them here still ends their grants.
+    if app.oidc.as_ref().is_some_and(|o| o.config.prefix().eq_ignore_ascii_case(user.prefix())) {
+        return Ok(());
+    }
     let Some(dir) = app.directory.as_ref().filter(|d| d.config.prefix().eq_ignore_ascii_case(user.prefix())) else {
         return Err(AuthError::InvalidGrant("The identity provider of this grant's user is no longer configured."));
     };

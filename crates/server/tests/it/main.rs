@@ -26,6 +26,7 @@ mod ldap;
 mod lost_answers;
 mod named_keys;
 mod oauth2_client;
+mod oidc;
 mod operability;
 mod password_grant;
 mod people;

@@ -32,3 +32,16 @@ CREATE TABLE integration_groups (
     PRIMARY KEY (client_id, group_id)
 ) STRICT;
 CREATE INDEX integration_groups_group ON integration_groups(group_id);
+
+-- OpenID Connect sign-ins started on the approval page: the state's hash,
+-- the hash of the browser binding the start set as a cookie, the device's
+-- user code, and its expiry. A callback takes its row in one conditional
+-- write (`used`), so a state, and the nonce derived from it, serve once.
+CREATE TABLE oidc_states (
+    state_hash   BLOB NOT NULL PRIMARY KEY,
+    binding_hash BLOB NOT NULL,
+    user_code    TEXT NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    used         INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX oidc_states_expires ON oidc_states(expires_at);

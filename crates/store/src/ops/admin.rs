@@ -383,3 +383,24 @@ pub(crate) async fn sync_directory_user<C: Conn>(c: &C, u: &User, prefix: &str, 
     }
     Ok(user)
 }
+
+/// See [`crate::AdminStore::insert_oidc_state`].
+pub(crate) async fn insert_oidc_state<C: Conn>(
+    c: &C,
+    state: &[u8; 32],
+    binding: &[u8; 32],
+    user_code: &str,
+    expires: UnixTime,
+    now: UnixTime,
+) -> StoreResult<()> {
+    c.execute(&sql::FORGET_OIDC_STATES, &values![now]).await?;
+    c.execute(&sql::INSERT_OIDC_STATE, &values![state, binding, user_code, expires]).await.map(drop)
+}
+
+/// See [`crate::AdminStore::take_oidc_state`].
+pub(crate) async fn take_oidc_state<C: Conn>(c: &C, state: &[u8; 32], binding: &[u8; 32], now: UnixTime) -> StoreResult<Option<String>> {
+    if c.execute(&sql::TAKE_OIDC_STATE, &values![state, binding, now]).await? != 1 {
+        return Ok(None);
+    }
+    c.query_opt(&sql::OIDC_STATE_CODE, &values![state], |r| r.text()).await
+}

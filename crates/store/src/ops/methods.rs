@@ -237,6 +237,19 @@ macro_rules! admin_methods {
         fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| admin::group_rights_of(c, &group))
         }
+        fn insert_oidc_state(
+            &self,
+            state: [u8; 32],
+            binding: [u8; 32],
+            user_code: String,
+            expires: UnixTime,
+            now: UnixTime,
+        ) -> StoreFuture<'_, ()> {
+            $plain!(self, |c| admin::insert_oidc_state(c, &state, &binding, &user_code, expires, now))
+        }
+        fn take_oidc_state(&self, state: [u8; 32], binding: [u8; 32], now: UnixTime) -> StoreFuture<'_, Option<String>> {
+            $plain!(self, |c| admin::take_oidc_state(c, &state, &binding, now))
+        }
         fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>> {
             $read!(self, |c| admin::approved_grants(c, &user, now))
         }

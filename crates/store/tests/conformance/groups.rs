@@ -197,3 +197,30 @@ pub(crate) async fn a_persons_approved_grants_are_their_live_ones(store: Arc<dyn
     assert_eq!(mine.iter().map(|(g, app)| (g.id.clone(), app.as_str())).collect::<Vec<_>>(), vec![(g1.id.clone(), "Test app")]);
     assert!(store.approved_grants(alice.id.clone(), g1.refresh_until).await.unwrap().is_empty(), "ended");
 }
+
+/// An OpenID Connect sign-in's state is taken once: of 16 simultaneous
+/// callbacks with it, exactly one gets its user code; another browser's,
+/// or an expired one, none.
+pub(crate) async fn an_oidc_state_is_taken_once_under_concurrency(store: Arc<dyn Store>) {
+    let (state, binding) = ([1u8; 32], [2u8; 32]);
+    store.insert_oidc_state(state, binding, "BCDF-GHJK".into(), T0.plus_secs(300), T0).await.unwrap();
+    assert_eq!(store.take_oidc_state(state, [3u8; 32], T0.plus_secs(1)).await.unwrap(), None, "another browser");
+    let takers: Vec<_> = (0..16)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.take_oidc_state(state, binding, T0.plus_secs(1)).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for t in takers {
+        if let Some(code) = t.await.unwrap() {
+            won.push(code);
+        }
+    }
+    assert_eq!(won, ["BCDF-GHJK"], "exactly one callback");
+    store.insert_oidc_state([4u8; 32], binding, "X".into(), T0.plus_secs(300), T0).await.unwrap();
+    assert_eq!(store.take_oidc_state([4u8; 32], binding, T0.plus_secs(300)).await.unwrap(), None, "expired");
+    // Expired states are forgotten by the next start.
+    store.insert_oidc_state([5u8; 32], binding, "Y".into(), T0.plus_secs(900), T0.plus_secs(600)).await.unwrap();
+    assert_eq!(store.take_oidc_state([5u8; 32], binding, T0.plus_secs(601)).await.unwrap().as_deref(), Some("Y"));
+}

@@ -102,6 +102,7 @@ conformance!(
     a_group_on_an_integration_admits_its_members_while_they_are_members,
     a_removal_from_a_group_wins_against_racing_writes,
     a_persons_approved_grants_are_their_live_ones,
+    an_oidc_state_is_taken_once_under_concurrency,
 );
 
 /// The same, for cases that need the store's copier too.
