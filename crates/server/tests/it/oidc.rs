@@ -61,8 +61,23 @@ async fn a_device_is_approved_through_an_openid_provider() {
     // The provider's own sign-in and consent pages.
     page.type_into("input[name=login]", "carol").await;
     page.type_into("input[name=password]", "anything").await;
+    let login_page = page.url().await;
     page.click("button[type=submit]").await;
-    page.click("button[type=submit]").await;
+    // The consent prompt is a page of its own (a new interaction): wait for
+    // it before pressing its button, not the sign-in page's, gone stale.
+    let start = std::time::Instant::now();
+    loop {
+        let url = page.url().await;
+        if url != login_page && url.contains("/interaction/") {
+            page.click("button[type=submit]").await;
+            break;
+        }
+        if url.starts_with(&redirect) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no consent prompt: {url}\n{}", provider.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Back on the same device's request.
     let start = std::time::Instant::now();
     while heading(&page.title().await) != "Approve access?" {
