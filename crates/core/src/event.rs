@@ -72,6 +72,17 @@ pub enum EventKind {
     MachineIdentityAdded,
     /// A JWT was presented again within its lifetime: refused.
     JwtReplayed,
+    /// A local group was created (`admin groups add`).
+    GroupCreated,
+    /// A group was deleted: its members, rights and places on integrations went with it.
+    GroupDeleted,
+    /// A user joined a group.
+    GroupMemberAdded,
+    /// A user left a group: the group's rights stop for them at once.
+    GroupMemberRemoved,
+    /// A directory person signed in or refreshed: their row and their
+    /// directory groups brought up to date (the detail names the changes).
+    DirectorySynced,
 }
 
 impl EventKind {
@@ -120,6 +131,11 @@ impl EventKind {
         EventKind::MappingRemoved,
         EventKind::MachineIdentityAdded,
         EventKind::JwtReplayed,
+        EventKind::GroupCreated,
+        EventKind::GroupDeleted,
+        EventKind::GroupMemberAdded,
+        EventKind::GroupMemberRemoved,
+        EventKind::DirectorySynced,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -168,6 +184,11 @@ impl EventKind {
             EventKind::MappingRemoved => "mapping.removed",
             EventKind::MachineIdentityAdded => "machine.identity_added",
             EventKind::JwtReplayed => "token.jwt_replayed",
+            EventKind::GroupCreated => "group.created",
+            EventKind::GroupDeleted => "group.deleted",
+            EventKind::GroupMemberAdded => "group.member_added",
+            EventKind::GroupMemberRemoved => "group.member_removed",
+            EventKind::DirectorySynced => "user.directory_synced",
         }
     }
 

@@ -23,22 +23,45 @@ impl UserId {
         &self.0
     }
 
-    /// The prefixed universal identity the product shows: `local:{<uuid>}`.
-    ///
-    /// A machine identity (a JWT or certificate mapping's, see
-    /// [`crate::machine`]) is its id itself: `jwt+<mapping>:<subject>`.
-    pub fn identity(&self) -> String {
-        if self.is_machine() { self.0.clone() } else { format!("{LOCAL_PREFIX}:{}", self.universal()) }
-    }
-
-    /// Whether this is a machine identity, which never signs in with a password.
+    /// Whether this is a machine identity (a JWT or certificate mapping's,
+    /// see [`crate::machine`]: `jwt+<mapping>:<subject>`), which never signs
+    /// in with a password.
     pub fn is_machine(&self) -> bool {
         self.0.starts_with(crate::machine::JWT_PREFIX) || self.0.starts_with(crate::machine::CERT_PREFIX)
     }
 
-    /// The product's `Universal` of a local identity: `{<uuid>}`.
+    /// A directory person's id: `LDAP+corp:<uuid>` (the provider's prefix
+    /// and the directory's stable id, lower case).
+    pub fn directory(prefix: &str, id: &str) -> Self {
+        UserId(format!("{prefix}:{}", id.to_lowercase()))
+    }
+
+    /// The provider: `local`, or a directory's `LDAP+corp` / `AD+corp`.
+    pub fn prefix(&self) -> &str {
+        self.0.split_once(':').map_or(LOCAL_PREFIX, |(p, _)| p)
+    }
+
+    /// Whether a directory vouches for this user (not a local password, and
+    /// not a machine identity).
+    pub fn is_directory(&self) -> bool {
+        self.0.contains(':') && !self.is_machine()
+    }
+
+    /// The stable id without its provider: the UUID.
+    pub fn bare(&self) -> &str {
+        self.0.split_once(':').map_or(self.0.as_str(), |(_, id)| id)
+    }
+
+    /// The prefixed universal identity the product shows: `local:{<uuid>}`,
+    /// `AD+corp:{<uuid>}`; a machine identity is its id itself,
+    /// `jwt+<mapping>:<subject>`.
+    pub fn identity(&self) -> String {
+        if self.is_machine() { self.0.clone() } else { format!("{}:{}", self.prefix(), self.universal()) }
+    }
+
+    /// The product's `Universal`: `{<uuid>}`; a machine identity's subject.
     pub fn universal(&self) -> String {
-        format!("{{{}}}", self.0)
+        if self.is_machine() { self.bare().to_owned() } else { format!("{{{}}}", self.bare()) }
     }
 }
 
@@ -67,26 +90,40 @@ pub struct IdentityEntry {
 }
 
 impl IdentityEntry {
-    /// A user: a local one, or a machine identity (`jwt+<mapping>:<subject>`),
-    /// whose provider is its prefix and whose name and universal its subject.
+    /// A user: local, a directory's (stored as `LDAP+corp:alice`, shown as
+    /// `alice` with the prefix `LDAP+corp`), or a machine identity
+    /// (`jwt+<mapping>:<subject>`), whose provider is its prefix and whose
+    /// name and universal its subject.
     pub fn user(id: &UserId, name: &str) -> IdentityEntry {
-        if id.is_machine()
-            && let Some((prefix, subject)) = id.as_str().split_once(':')
-        {
+        if id.is_machine() {
             return IdentityEntry {
                 full_name: format!("{IDENTITY_ROOT}\\{}", id.as_str()),
-                name: subject.to_owned(),
-                prefix: prefix.to_owned(),
-                universal: subject.to_owned(),
+                name: id.bare().to_owned(),
+                prefix: id.prefix().to_owned(),
+                universal: id.universal(),
                 kind: identity_type::USER,
             };
         }
+        let prefix = id.prefix();
+        let bare = unprefixed(name, prefix);
         IdentityEntry {
             full_name: format!("{IDENTITY_ROOT}\\{name}"),
-            name: name.to_owned(),
-            prefix: LOCAL_PREFIX.to_owned(),
+            name: bare.to_owned(),
+            prefix: prefix.to_owned(),
             universal: id.universal(),
             kind: identity_type::USER,
+        }
+    }
+
+    /// A group: local, or a directory's (named `LDAP+corp:admins`).
+    pub fn group(g: &Group) -> IdentityEntry {
+        let prefix = g.prefix();
+        IdentityEntry {
+            full_name: format!("{IDENTITY_ROOT}\\{}", g.name),
+            name: unprefixed(&g.name, prefix).to_owned(),
+            prefix: prefix.to_owned(),
+            universal: g.id.universal(),
+            kind: identity_type::GROUP,
         }
     }
 
@@ -97,6 +134,22 @@ impl IdentityEntry {
             full_name: IDENTITY_ROOT.to_owned(),
             name: "Local".to_owned(),
             prefix: LOCAL_PREFIX.to_owned(),
+            universal: "{00000000-0000-0000-0000-000000000000}".to_owned(),
+            kind: identity_type::PROVIDER,
+        }
+    }
+
+    /// A directory's provider entry (`LDAP+corp`), which `Identity/Self`
+    /// lists last for its people; its universal is the nil UUID too.
+    pub fn provider(prefix: &str) -> IdentityEntry {
+        if prefix.eq_ignore_ascii_case(LOCAL_PREFIX) {
+            return IdentityEntry::local_provider();
+        }
+        let name = prefix.split_once('+').map_or(prefix, |(_, n)| n);
+        IdentityEntry {
+            full_name: IDENTITY_ROOT.to_owned(),
+            name: name.to_owned(),
+            prefix: prefix.to_owned(),
             universal: "{00000000-0000-0000-0000-000000000000}".to_owned(),
             kind: identity_type::PROVIDER,
         }
@@ -141,6 +194,145 @@ pub struct User {
     pub created_at: UnixTime,
 }
 
+/// A group's stable id: a random (version 4) UUID, lower case, never a
+/// user's (both are random).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(String);
+
+impl GroupId {
+    pub fn generate(rng: &dyn Random) -> Self {
+        GroupId(uuid_v4(rng))
+    }
+
+    /// Wraps an id read back from the store.
+    pub fn from_stored(s: String) -> Self {
+        GroupId(s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `{<uuid>}`.
+    pub fn universal(&self) -> String {
+        format!("{{{}}}", self.0)
+    }
+
+    /// `local:{<uuid>}`: a local group's identity ([`Group::identity`] knows a directory group's prefix).
+    pub fn identity(&self) -> String {
+        format!("{LOCAL_PREFIX}:{}", self.universal())
+    }
+}
+
+impl fmt::Debug for GroupId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GroupId({})", self.0)
+    }
+}
+
+/// `alice` of `LDAP+corp:alice` under prefix `LDAP+corp`; a local name as it is.
+fn unprefixed<'a>(name: &'a str, prefix: &str) -> &'a str {
+    match name.split_once(':') {
+        Some((p, rest)) if p.eq_ignore_ascii_case(prefix) => rest,
+        _ => name,
+    }
+}
+
+/// A group of users. Rights on folders and places on integrations granted
+/// to a group are held by each of its members, for as long as they are one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub id: GroupId,
+    /// A local group's name, or a directory group's `LDAP+corp:admins`.
+    pub name: String,
+    pub created_at: UnixTime,
+}
+
+impl Group {
+    /// `local`, or the directory's prefix its name carries.
+    pub fn prefix(&self) -> &str {
+        match self.name.split_once(':') {
+            Some((p, _)) if p.contains('+') => p,
+            _ => LOCAL_PREFIX,
+        }
+    }
+
+    /// `local:{<uuid>}` or `LDAP+corp:{<uuid>}`.
+    pub fn identity(&self) -> String {
+        format!("{}:{}", self.prefix(), self.id.universal())
+    }
+}
+
+/// An identity as a request names it (`ID` of the Identity calls): by
+/// prefixed universal (`local:{<uuid>}`, braces optional) or by prefixed
+/// name (`local:alice`); a name with no prefix is a local one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdentityRef {
+    /// A local user's or group's id (lower case, no braces).
+    Universal(String),
+    /// A local user's or group's name, as given.
+    Name(String),
+    /// A directory's identity by universal: (`LDAP+corp`, the UUID).
+    DirectoryUniversal(String, String),
+    /// Another provider's identity this server cannot name.
+    Foreign,
+}
+
+impl IdentityRef {
+    /// Reads `local:{uuid}`, `local:uuid`, `{uuid}`, `local:alice` or `alice`.
+    pub fn parse(input: &str) -> Option<IdentityRef> {
+        let t = input.trim();
+        if t.is_empty() || t.len() > 256 {
+            return None;
+        }
+        let rest = match t.split_once(':') {
+            Some((p, r)) if p.eq_ignore_ascii_case(LOCAL_PREFIX) => r.trim(),
+            Some((p, r)) if p.contains('+') => {
+                let r = r.trim();
+                let bare = r.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(r);
+                return Some(match uuid::Uuid::try_parse(bare) {
+                    Ok(u) => IdentityRef::DirectoryUniversal(p.to_owned(), u.hyphenated().to_string()),
+                    Err(_) if !r.is_empty() => IdentityRef::Name(format!("{p}:{r}")),
+                    Err(_) => IdentityRef::Foreign,
+                });
+            }
+            Some(_) => return None,
+            None => t,
+        };
+        let bare = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(rest);
+        if let Ok(u) = uuid::Uuid::try_parse(bare) {
+            return Some(IdentityRef::Universal(u.hyphenated().to_string()));
+        }
+        if rest.starts_with('{') {
+            return None;
+        }
+        Some(IdentityRef::Name(rest.to_owned()))
+    }
+}
+
+/// The product's `IdentityType` flags a `Browse` asks for: users (1),
+/// groups (2; a distribution list, 8, is a group here too).
+pub fn browse_kinds(identity_type: i32) -> (bool, bool) {
+    (identity_type & identity_type::USER != 0, identity_type & (identity_type::GROUP | 8) != 0)
+}
+
+/// Whether `name` matches a `Browse` filter: the filter is a prefix (the
+/// product adds a trailing wildcard), any case; `*` inside it matches any run.
+pub fn browse_matches(filter: &str, name: &str) -> bool {
+    let f = filter.trim().to_lowercase();
+    let n = name.to_lowercase();
+    let parts: Vec<&str> = f.split('*').collect();
+    let Some((first, rest)) = parts.split_first() else { return true };
+    let Some(mut tail) = n.strip_prefix(first) else { return false };
+    for p in rest {
+        match tail.find(p) {
+            Some(i) => tail = &tail[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Reads a login name as typed: `alice` or `local:alice`.
 pub fn login_name(input: &str) -> &str {
     let t = input.trim();
@@ -179,6 +371,40 @@ mod tests {
         assert_eq!(e.prefixed_universal(), id.identity());
         assert_eq!(e.prefix, "jwt+deploy");
         assert!(!UserId::from_stored("0b8f7f8e-1111-4222-8333-444455556666".into()).is_machine());
+        assert!(!id.is_directory());
+        assert_eq!((e.name.as_str(), e.universal.as_str()), ("repo:org/app", "repo:org/app"));
+    }
+
+    #[test]
+    fn identities_are_named_by_universal_or_by_name() {
+        let u = "0b8f7f8e-1111-4222-8333-444455556666";
+        for input in [format!("local:{{{u}}}"), format!("LOCAL:{u}"), format!("{{{}}}", u.to_uppercase()), u.to_owned()] {
+            assert_eq!(IdentityRef::parse(&input), Some(IdentityRef::Universal(u.to_owned())), "{input}");
+        }
+        assert_eq!(IdentityRef::parse("local:alice"), Some(IdentityRef::Name("alice".into())));
+        assert_eq!(IdentityRef::parse("alice"), Some(IdentityRef::Name("alice".into())));
+        assert_eq!(IdentityRef::parse("AD+corp:bob"), Some(IdentityRef::Name("AD+corp:bob".into())));
+        assert_eq!(IdentityRef::parse(&format!("AD+corp:{{{u}}}")), Some(IdentityRef::DirectoryUniversal("AD+corp".into(), u.into())));
+        assert_eq!(IdentityRef::parse("AD+corp:"), Some(IdentityRef::Foreign));
+        let d = UserId::directory("LDAP+dir", &u.to_uppercase());
+        assert_eq!((d.identity(), d.is_directory()), (format!("LDAP+dir:{{{u}}}"), true));
+        let e = IdentityEntry::user(&d, "LDAP+dir:bob");
+        assert_eq!((e.name.as_str(), e.prefixed_name(), e.prefixed_universal()), ("bob", "LDAP+dir:bob".to_owned(), d.identity()));
+        assert_eq!(IdentityRef::parse("local:{nope}"), None);
+        assert_eq!(IdentityRef::parse("other:x"), None);
+        assert_eq!(IdentityRef::parse(""), None);
+    }
+
+    #[test]
+    fn browse_filters_are_prefixes_with_wildcards() {
+        assert!(browse_matches("al", "Alice"));
+        assert!(browse_matches("", "anyone"));
+        assert!(browse_matches("a*e", "alice"));
+        assert!(!browse_matches("li", "alice"));
+        assert!(!browse_matches("a*z", "alice"));
+        assert_eq!(browse_kinds(11), (true, true));
+        assert_eq!(browse_kinds(1), (true, false));
+        assert_eq!(browse_kinds(8), (false, true));
     }
 
     #[test]

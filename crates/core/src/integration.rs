@@ -1,6 +1,6 @@
 //! API integrations (registered client applications) and token lifetimes.
 
-use crate::identity::UserId;
+use crate::identity::{GroupId, UserId};
 use crate::scope::Scope;
 
 /// The server-wide defaults of the "remote tree" settings.
@@ -102,12 +102,20 @@ pub struct Integration {
     pub name: String,
     pub max_scope: Scope,
     pub allowed_users: AllowedUsers,
+    /// Groups whose members are allowed too (besides `allowed_users`).
+    pub allowed_groups: Vec<GroupId>,
     pub grant_types: GrantTypes,
     pub overrides: TokenOverrides,
     pub disabled: bool,
 }
 
 impl Integration {
+    /// Whether `user`, a member of `groups`, may get grants here: everyone
+    /// may, or the user is listed, or one of their groups is.
+    pub fn admits(&self, user: &UserId, groups: &[GroupId]) -> bool {
+        self.allowed_users.permits(user) || groups.iter().any(|g| self.allowed_groups.contains(g))
+    }
+
     pub fn settings(&self, defaults: TokenSettings) -> TokenSettings {
         self.overrides.apply(defaults)
     }

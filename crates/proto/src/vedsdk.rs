@@ -484,6 +484,58 @@ pub struct IdentitiesResponse {
     pub identities: Vec<IdentityEntry>,
 }
 
+/// How a request names an identity (`ID`): any of the entry's fields; the
+/// server reads `PrefixedUniversal`, else `PrefixedName`, else `Universal`
+/// (local), else `Name` (local). A plain string is read the same way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IdentityName {
+    #[serde(rename = "PrefixedUniversal", skip_serializing_if = "Option::is_none", default)]
+    #[cfg_attr(feature = "openapi", schema(example = "local:{0b8f7f8e-1111-4222-8333-444455556666}"))]
+    pub prefixed_universal: Option<String>,
+    #[serde(rename = "PrefixedName", skip_serializing_if = "Option::is_none", default)]
+    #[cfg_attr(feature = "openapi", schema(example = "local:alice"))]
+    pub prefixed_name: Option<String>,
+    #[serde(rename = "Universal", skip_serializing_if = "Option::is_none", default)]
+    pub universal: Option<String>,
+    #[serde(rename = "Name", skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
+}
+
+/// `POST Identity/Validate`, `GetMemberships`, `GetMembers`: the identity asked about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"ID": {"PrefixedName": "local:alice"}})))]
+pub struct IdentityRequest {
+    #[serde(rename = "ID")]
+    pub id: IdentityName,
+    /// `GetMembers` only: accepted and ignored (local groups hold users only, so nothing is nested).
+    #[serde(rename = "ResolveNested", skip_serializing_if = "Option::is_none", default)]
+    pub resolve_nested: Option<i32>,
+}
+
+/// `POST Identity/Validate` → `{"ID":{…}}` for a known identity.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ValidateResponse {
+    #[serde(rename = "ID")]
+    pub id: IdentityEntry,
+}
+
+/// `POST Identity/Browse`: users and groups whose name starts with `Filter`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"Filter": "ali", "Limit": 50, "IdentityType": 11})))]
+pub struct BrowseRequest {
+    /// A name prefix, in any case (`*` matches any run inside it); empty: everyone.
+    #[serde(rename = "Filter", skip_serializing_if = "Option::is_none", default)]
+    pub filter: Option<String>,
+    /// At most this many (default 50, at most 1000).
+    #[serde(rename = "Limit", skip_serializing_if = "Option::is_none", default)]
+    pub limit: Option<i32>,
+    /// Flags: 1 users, 2 security groups, 8 distribution groups (a group here); default 11.
+    #[serde(rename = "IdentityType", skip_serializing_if = "Option::is_none", default)]
+    pub identity_type: Option<i32>,
+}
+
 /// `POST /vedsdk/Log`: an event a client writes. Keys match in any case and
 /// numbers may be strings (Go vcert sends every field as a string).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use strongroom_core::event::{ChainError, Event, EventKind, StoredEvent};
 use strongroom_core::grant::GrantId;
-use strongroom_core::identity::{User, UserId, valid_user_name};
+use strongroom_core::identity::{Group, GroupId, User, UserId, valid_user_name};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings, valid_client_id};
 use strongroom_core::password::{self, MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use strongroom_core::random::Random;
@@ -59,6 +59,8 @@ pub struct IntegrationSpec {
     /// User names; `Some(vec![])` allows nobody.
     pub allow_users: Option<Vec<String>>,
     pub allow_all_users: bool,
+    /// Group names whose members are allowed too; `Some(vec![])` allows no group.
+    pub allow_groups: Option<Vec<String>>,
     pub device: Option<bool>,
     pub password: Option<bool>,
     pub disabled: Option<bool>,
@@ -144,6 +146,15 @@ impl Admin {
         Ok(Some(AllowedUsers::Only(ids)))
     }
 
+    async fn allowed_groups(&self, spec: &IntegrationSpec) -> Result<Option<Vec<GroupId>>, AdminError> {
+        let Some(names) = &spec.allow_groups else { return Ok(None) };
+        let mut ids = Vec::new();
+        for n in names {
+            ids.push(self.group(n).await?.id);
+        }
+        Ok(Some(ids))
+    }
+
     pub async fn create_integration(&self, client_id: &str, spec: IntegrationSpec) -> Result<Integration, AdminError> {
         if !valid_client_id(client_id) {
             return Err(AdminError::Invalid("client ids are 1-128 printable characters without spaces".into()));
@@ -154,6 +165,7 @@ impl Admin {
             name: spec.name.clone().unwrap_or_else(|| client_id.to_owned()),
             max_scope: parse_scope(scope)?,
             allowed_users: self.allowed(&spec).await?.unwrap_or(AllowedUsers::Only(Vec::new())),
+            allowed_groups: self.allowed_groups(&spec).await?.unwrap_or_default(),
             grant_types: GrantTypes {
                 device: spec.device.unwrap_or(GrantTypes::default().device),
                 password: spec.password.unwrap_or(GrantTypes::default().password),
@@ -180,6 +192,9 @@ impl Admin {
         }
         if let Some(a) = self.allowed(&spec).await? {
             i.allowed_users = a;
+        }
+        if let Some(g) = self.allowed_groups(&spec).await? {
+            i.allowed_groups = g;
         }
         if let Some(d) = spec.device {
             i.grant_types.device = d;
@@ -228,6 +243,11 @@ impl Admin {
 
     pub async fn list_integrations(&self) -> Result<Vec<Integration>, AdminError> {
         Ok(self.store.list_integrations().await?)
+    }
+
+    /// Group names by id, for display.
+    pub async fn group_names(&self) -> Result<std::collections::HashMap<String, String>, AdminError> {
+        Ok(self.store.list_groups().await?.into_iter().map(|(g, _)| (g.id.as_str().to_owned(), g.name)).collect())
     }
 
     /// User names of an integration's allowed users, for display.
@@ -341,6 +361,30 @@ impl Admin {
         Ok(self.store.set_rights(f, u.id, rights, event).await?)
     }
 
+    /// Sets a group's rights on a folder (replacing what was granted there).
+    pub async fn set_group_rights(&self, path: &str, group: &str, rights: Rights) -> Result<(), AdminError> {
+        let f = self.folder(path).await?;
+        let g = self.group(group).await?;
+        let event = self.event(EventKind::RightsChanged).object(f.as_str()).detail(format!("group={} rights={rights}", g.name));
+        Ok(self.store.set_group_rights(f, g.id, rights, event).await?)
+    }
+
+    /// What group `group` holds on `path`, inherited rights included, and where each comes from.
+    pub async fn group_rights_on(&self, path: &str, group: &str) -> Result<RightsOn, AdminError> {
+        let f = self.folder(path).await?;
+        let g = self.group(group).await?;
+        let grants = self.store.group_rights_of(g.id).await?;
+        Ok(rights_on(f, g.name, false, grants))
+    }
+
+    async fn folder(&self, path: &str) -> Result<FolderPath, AdminError> {
+        let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        if !self.store.folder_exists(f.key().to_owned()).await? {
+            return Err(AdminError::NotFound(format!("folder {f}")));
+        }
+        Ok(f)
+    }
+
     /// What `user` may do on `path`, inherited rights included.
     pub async fn effective_rights(&self, path: &str, user: &str) -> Result<(Rights, bool), AdminError> {
         let shown = self.rights_on(path, user).await?;
@@ -352,17 +396,10 @@ impl Admin {
     pub async fn rights_on(&self, path: &str, user: &str) -> Result<RightsOn, AdminError> {
         let (f, u) = self.folder_and_user(path, user).await?;
         let grants = self.store.rights_of(u.id).await?;
-        let sources = f
-            .lineage()
-            .into_iter()
-            .filter_map(|above| grants.iter().find(|(k, _)| k == above.key()).map(|(_, r)| (above, *r)))
-            .filter(|(_, r)| *r != Rights::NONE)
-            .collect();
-        let perms = Permissions { master_admin: u.master_admin, grants };
-        Ok(RightsOn { folder: f.clone(), user: u.name, effective: perms.effective(&f), master_admin: u.master_admin, sources })
+        Ok(rights_on(f, u.name, u.master_admin, grants))
     }
 
-    pub async fn all_rights(&self) -> Result<Vec<(FolderPath, String, Rights)>, AdminError> {
+    pub async fn all_rights(&self) -> Result<Vec<(FolderPath, String, Rights, bool)>, AdminError> {
         Ok(self.store.all_rights().await?)
     }
 
@@ -442,6 +479,103 @@ impl Admin {
             rotated.push((name, id, n));
         }
         Ok(rotated)
+    }
+}
+
+/// Rights on `f` from `grants` (folder key, rights; a key may repeat: a
+/// user's own and their groups' add up), and where each comes from.
+fn rights_on(f: FolderPath, who: String, master_admin: bool, grants: Vec<(String, Rights)>) -> RightsOn {
+    let sources = f
+        .lineage()
+        .into_iter()
+        .map(|above| {
+            let r = grants.iter().filter(|(k, _)| k == above.key()).fold(Rights::NONE, |a, (_, r)| a.union(*r));
+            (above, r)
+        })
+        .filter(|(_, r)| *r != Rights::NONE)
+        .collect();
+    let perms = Permissions { master_admin, grants };
+    RightsOn { effective: perms.effective(&f), folder: f, user: who, master_admin, sources }
+}
+
+/// `LDAP+dir:engineering`, `AD+corp:Domain Users`: a directory's prefix and a group's name.
+fn directory_group_name(name: &str) -> bool {
+    let Some((prefix, group)) = name.split_once(':') else { return false };
+    let Some((kind, provider)) = prefix.split_once('+') else { return false };
+    ["LDAP", "AD"].iter().any(|k| k.eq_ignore_ascii_case(kind))
+        && !provider.is_empty()
+        && provider.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && (1..=256).contains(&group.len())
+        && !group.chars().any(char::is_control)
+}
+
+/// A group as `admin groups list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupListing {
+    pub group: Group,
+    pub members: u64,
+}
+
+impl Admin {
+    /// The group named `name` (any case).
+    pub async fn group(&self, name: &str) -> Result<Group, AdminError> {
+        self.store.group_by_name(name.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("group {name}")))
+    }
+
+    /// Creates a local group. Its name is in the same namespace as users'
+    /// (`local:NAME` names one identity), so a user's name is refused. A
+    /// directory group's name (`LDAP+dir:engineering`) makes the group
+    /// before any of its members signs in, so that it can be given rights;
+    /// sign-ins find it by that name.
+    pub async fn create_group(&self, name: &str) -> Result<Group, AdminError> {
+        if !valid_user_name(name) && !directory_group_name(name) {
+            return Err(AdminError::Invalid(
+                "group names are 1-64 letters, digits or .-_@, or a directory group's PREFIX:NAME (LDAP+dir:engineering)".into(),
+            ));
+        }
+        if self.store.user_by_name(name.to_lowercase()).await?.is_some() {
+            return Err(AdminError::Exists(format!("user {name} (users and groups share names)")));
+        }
+        let group = Group { id: GroupId::generate(&*self.rng), name: name.to_owned(), created_at: self.clock.now() };
+        let event = self.event(EventKind::GroupCreated).object(name).detail(group.identity());
+        match self.store.create_group(group.clone(), event).await {
+            Ok(()) => Ok(group),
+            Err(StoreError::Conflict) => Err(AdminError::Exists(format!("group {name}"))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn list_groups(&self) -> Result<Vec<GroupListing>, AdminError> {
+        Ok(self.store.list_groups().await?.into_iter().map(|(group, members)| GroupListing { group, members }).collect())
+    }
+
+    /// Deletes a group: its members lose what it held at once. The folder rights it held.
+    pub async fn delete_group(&self, name: &str) -> Result<u64, AdminError> {
+        let event = self.event(EventKind::GroupDeleted).object(name);
+        self.store.delete_group(name.to_owned(), event).await?.ok_or_else(|| AdminError::NotFound(format!("group {name}")))
+    }
+
+    pub async fn members(&self, group: &str) -> Result<Vec<User>, AdminError> {
+        let g = self.group(group).await?;
+        Ok(self.store.members_of(g.id).await?)
+    }
+
+    /// Adds user `user` to `group`: whether they were not a member before.
+    pub async fn add_member(&self, group: &str, user: &str) -> Result<bool, AdminError> {
+        let g = self.group(group).await?;
+        let (u, _) = self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?;
+        let event = self.event(EventKind::GroupMemberAdded).object(g.name.as_str()).detail(format!("user={}", u.name));
+        Ok(self.store.add_member(g.id, u.id, event).await?)
+    }
+
+    /// Removes user `user` from `group`: whether they were a member. The
+    /// group's rights and places on integrations stop for them at their
+    /// next request (every check reads memberships in its own statement).
+    pub async fn remove_member(&self, group: &str, user: &str) -> Result<bool, AdminError> {
+        let g = self.group(group).await?;
+        let (u, _) = self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?;
+        let event = self.event(EventKind::GroupMemberRemoved).object(g.name.as_str()).detail(format!("user={}", u.name));
+        Ok(self.store.remove_member(g.id, u.id, event).await?)
     }
 }
 

@@ -42,6 +42,12 @@ pub struct RawConfig {
     /// `[certificate]`: the certificate grant's listener.
     #[serde(default)]
     pub certificate: RawCertificate,
+    /// `[ldap]`: an LDAP or Active Directory identity provider.
+    #[serde(default)]
+    pub ldap: RawLdap,
+    /// `[oidc]`: an OpenID Connect provider for the approval page.
+    #[serde(default)]
+    pub oidc: RawOidc,
 }
 
 /// `[jwt]`: fetching and caching JWT issuers' keys.
@@ -95,6 +101,154 @@ pub struct CertificateSettings {
     pub proxy_header: Option<String>,
     /// Seconds between two reads of the certificate mappings' CAs by the listener.
     pub reload_secs: i64,
+}
+
+/// `[oidc]`: "Sign in with …" on the approval page. Unset `issuer`: none.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOidc {
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret_file: Option<PathBuf>,
+    pub client_secret_env: Option<String>,
+    pub name: Option<String>,
+    pub name_claim: Option<String>,
+    pub groups_claim: Option<String>,
+    pub scopes: Option<String>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// The variable the OIDC client secret is read from when neither
+/// `oidc.client_secret_file` nor `oidc.client_secret_env` is set.
+pub const OIDC_SECRET_ENV: &str = "STRONGROOM_OIDC_CLIENT_SECRET";
+
+impl RawOidc {
+    fn validate(self) -> Result<Option<crate::service::oidc::OidcConfig>, ConfigError> {
+        let Some(issuer) = self.issuer.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
+        let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
+        let issuer = issuer.trim().trim_end_matches('/').to_owned();
+        let host = issuer.strip_prefix("http://").map(|r| r.split(['/', ':']).next().unwrap_or(""));
+        if !(issuer.starts_with("https://") || matches!(host, Some("127.0.0.1" | "localhost" | "[::1]"))) {
+            return Err(bad("oidc.issuer", format!("{issuer:?}: an https:// URL (http:// only on a loopback address)")));
+        }
+        let client_id =
+            self.client_id.filter(|s| !s.is_empty()).ok_or_else(|| bad("oidc.client_id", "is required with oidc.issuer".into()))?;
+        let name = self.name.unwrap_or_else(|| "sso".to_owned());
+        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(bad("oidc.name", format!("{name:?}: 1 to 32 letters, digits, - or _")));
+        }
+        let timeout_secs = self.timeout_secs.unwrap_or(5);
+        if !(1..=60).contains(&timeout_secs) {
+            return Err(bad("oidc.timeout_secs", "1 to 60".into()));
+        }
+        let client_secret_env = match (&self.client_secret_file, self.client_secret_env) {
+            (Some(_), _) => None,
+            (None, e) => Some(e.unwrap_or_else(|| OIDC_SECRET_ENV.to_owned())),
+        };
+        Ok(Some(crate::service::oidc::OidcConfig {
+            issuer,
+            client_id,
+            client_secret_file: self.client_secret_file,
+            client_secret_env,
+            name,
+            name_claim: self.name_claim.unwrap_or_else(|| "preferred_username".to_owned()),
+            groups_claim: self.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+            scopes: self.scopes.unwrap_or_else(|| "openid profile".to_owned()),
+            timeout: std::time::Duration::from_secs(timeout_secs),
+        }))
+    }
+}
+
+/// `[ldap]`: people sign in with their directory password; their directory
+/// groups join the rights model. Unset `url`: no directory.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLdap {
+    pub url: Option<String>,
+    pub starttls: Option<bool>,
+    pub ca_file: Option<PathBuf>,
+    pub profile: Option<String>,
+    pub name: Option<String>,
+    pub bind_dn: Option<String>,
+    pub bind_password_file: Option<PathBuf>,
+    pub bind_password_env: Option<String>,
+    pub user_base: Option<String>,
+    pub user_filter: Option<String>,
+    pub login_attribute: Option<String>,
+    pub id_attribute: Option<String>,
+    pub name_attribute: Option<String>,
+    pub full_name_attribute: Option<String>,
+    pub mail_attribute: Option<String>,
+    pub group_base: Option<String>,
+    pub group_filter: Option<String>,
+    pub disabled_filter: Option<String>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// The variable the directory's service-account password is read from when
+/// neither `ldap.bind_password_file` nor `ldap.bind_password_env` is set.
+pub const LDAP_PASSWORD_ENV: &str = "STRONGROOM_LDAP_BIND_PASSWORD";
+
+impl RawLdap {
+    fn validate(self) -> Result<Option<crate::service::directory::LdapConfig>, ConfigError> {
+        use crate::service::directory::{LdapConfig, Profile};
+        let Some(url) = self.url.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
+        let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
+        let url = url.trim().to_owned();
+        let starttls = self.starttls.unwrap_or(false);
+        if !(url.starts_with("ldaps://") || (url.starts_with("ldap://") && starttls)) {
+            return Err(bad(
+                "ldap.url",
+                format!("{url:?}: passwords go to the directory only over TLS: use ldaps://HOST, or ldap://HOST with ldap.starttls = true"),
+            ));
+        }
+        let profile = match self.profile.as_deref().map(str::trim).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("ldap") => Profile::Ldap,
+            Some("ad") => Profile::Ad,
+            Some(other) => return Err(bad("ldap.profile", format!("{other:?}: ldap or ad"))),
+        };
+        let name = self.name.unwrap_or_else(|| "dir".to_owned());
+        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(bad("ldap.name", format!("{name:?}: 1 to 32 letters, digits, - or _")));
+        }
+        let required = |v: Option<String>, n: &'static str| {
+            v.filter(|s| !s.trim().is_empty()).ok_or_else(|| bad(n, "is required with ldap.url".into()))
+        };
+        let d = LdapConfig::defaults(profile);
+        let timeout_secs = self.timeout_secs.unwrap_or(5);
+        if !(1..=60).contains(&timeout_secs) {
+            return Err(bad("ldap.timeout_secs", "1 to 60".into()));
+        }
+        let bind_password_env = match (&self.bind_password_file, self.bind_password_env) {
+            (Some(_), _) => None,
+            (None, e) => Some(e.unwrap_or_else(|| LDAP_PASSWORD_ENV.to_owned())),
+        };
+        Ok(Some(LdapConfig {
+            url,
+            starttls,
+            ca_file: self.ca_file,
+            profile,
+            name,
+            bind_dn: required(self.bind_dn, "ldap.bind_dn")?,
+            bind_password_file: self.bind_password_file,
+            bind_password_env,
+            user_base: required(self.user_base, "ldap.user_base")?,
+            user_filter: self.user_filter.unwrap_or_else(|| d.user_filter.to_owned()),
+            login_attribute: self.login_attribute.unwrap_or_else(|| d.login_attribute.to_owned()),
+            id_attribute: self.id_attribute.unwrap_or_else(|| d.id_attribute.to_owned()),
+            name_attribute: self.name_attribute.unwrap_or_else(|| d.name_attribute.to_owned()),
+            full_name_attribute: self.full_name_attribute.unwrap_or_else(|| d.full_name_attribute.to_owned()),
+            mail_attribute: self.mail_attribute.unwrap_or_else(|| "mail".to_owned()),
+            group_base: self.group_base.filter(|s| !s.trim().is_empty()),
+            group_filter: self.group_filter.unwrap_or_else(|| d.group_filter.to_owned()),
+            disabled_filter: match self.disabled_filter {
+                Some(f) if f.trim().is_empty() => None,
+                Some(f) => Some(f),
+                None => d.disabled_filter.map(str::to_owned),
+            },
+            timeout: std::time::Duration::from_secs(timeout_secs),
+        }))
+    }
 }
 
 /// `[events]`: how long the event log keeps its events.
@@ -163,6 +317,10 @@ pub struct Config {
     pub jwt: JwtSettings,
     /// `[certificate] listen`: the certificate grant, on a listener of its own.
     pub certificate: Option<CertificateSettings>,
+    /// `[ldap]`: the directory people may sign in through, if any.
+    pub ldap: Option<crate::service::directory::LdapConfig>,
+    /// `[oidc]`: the OpenID Connect provider of the approval page, if any.
+    pub oidc: Option<crate::service::oidc::OidcConfig>,
 }
 
 /// The event log's retention: events older than `days` days go to a new
@@ -448,6 +606,141 @@ pub const SETTINGS: &[Setting] = &[
         "none",
         "A header in which a trusted proxy (trusted_proxies) passes the client certificate (PEM, URL-encoded); verified like a TLS one.",
     ),
+    setting(
+        "ldap.url",
+        "STRONGROOM_LDAP_URL",
+        Kind::Text,
+        "none: no directory",
+        "The LDAP or Active Directory server: ldaps://HOST[:636], or ldap://HOST with ldap.starttls.",
+    ),
+    setting(
+        "ldap.starttls",
+        "STRONGROOM_LDAP_STARTTLS",
+        Kind::Bool,
+        "false",
+        "StartTLS on an ldap:// URL (required there: passwords travel only over TLS).",
+    ),
+    setting(
+        "ldap.ca_file",
+        "STRONGROOM_LDAP_CA_FILE",
+        Kind::Path,
+        "the web PKI roots",
+        "PEM CA certificates the directory's certificate must chain to.",
+    ),
+    setting(
+        "ldap.profile",
+        "STRONGROOM_LDAP_PROFILE",
+        Kind::Name,
+        "ldap",
+        "ldap (uid, entryUUID, groupOfNames) or ad (sAMAccountName, objectGUID, memberOf, nested groups in chain).",
+    ),
+    setting(
+        "ldap.name",
+        "STRONGROOM_LDAP_NAME",
+        Kind::Name,
+        "dir",
+        "The provider's name: identities LDAP+NAME:{id} or AD+NAME:{id}; people may sign in as NAME\\user.",
+    ),
+    setting("ldap.bind_dn", "STRONGROOM_LDAP_BIND_DN", Kind::Text, "", "The service account that searches the directory."),
+    setting(
+        "ldap.bind_password_file",
+        "STRONGROOM_LDAP_BIND_PASSWORD_FILE",
+        Kind::Path,
+        "none",
+        "A file (mode 0600) holding the service account's password, read at each bind.",
+    ),
+    file_only(
+        "ldap.bind_password_env",
+        Kind::Text,
+        "STRONGROOM_LDAP_BIND_PASSWORD",
+        "The variable holding the service account's password when there is no file.",
+    ),
+    setting("ldap.user_base", "STRONGROOM_LDAP_USER_BASE", Kind::Text, "", "Where people are searched (subtree)."),
+    file_only(
+        "ldap.user_filter",
+        Kind::Text,
+        "by profile",
+        "Which entries are people, ANDed with the login attribute's match (the typed name escaped per RFC 4515).",
+    ),
+    file_only(
+        "ldap.login_attribute",
+        Kind::Text,
+        "uid / sAMAccountName",
+        "The attribute people sign in with (userPrincipalName for user@domain).",
+    ),
+    file_only(
+        "ldap.id_attribute",
+        Kind::Text,
+        "entryUUID / objectGUID",
+        "The stable id of a person: their identity keeps it across renames.",
+    ),
+    file_only("ldap.name_attribute", Kind::Text, "uid / sAMAccountName", "The name shown for a person."),
+    file_only("ldap.full_name_attribute", Kind::Text, "cn / displayName", "The full name shown for a person."),
+    file_only("ldap.mail_attribute", Kind::Text, "mail", "The e-mail address of a person."),
+    file_only(
+        "ldap.group_base",
+        Kind::Text,
+        "none: memberOf only",
+        "Where groups listing a person (member or uniqueMember) are searched, nested groups followed.",
+    ),
+    file_only("ldap.group_filter", Kind::Text, "by profile", "Which entries are groups."),
+    file_only(
+        "ldap.disabled_filter",
+        Kind::Text,
+        "by profile",
+        "Entries it matches are disabled or locked in the directory and cannot sign in; empty: none.",
+    ),
+    setting(
+        "ldap.timeout_secs",
+        "STRONGROOM_LDAP_TIMEOUT_SECS",
+        Kind::Seconds,
+        "5",
+        "The longest a connection or an operation may take (1 to 60): a directory out of reach is an error by then.",
+    ),
+    setting(
+        "oidc.issuer",
+        "STRONGROOM_OIDC_ISSUER",
+        Kind::Text,
+        "none: no OIDC sign-in",
+        "An OpenID provider's issuer URL (discovery at /.well-known/openid-configuration): Sign in with it on the approval page.",
+    ),
+    setting(
+        "oidc.client_id",
+        "STRONGROOM_OIDC_CLIENT_ID",
+        Kind::Text,
+        "",
+        "The client id registered at the provider (redirect URI PUBLIC_URL/vedauth/device/oidc/callback).",
+    ),
+    setting(
+        "oidc.client_secret_file",
+        "STRONGROOM_OIDC_CLIENT_SECRET_FILE",
+        Kind::Path,
+        "none",
+        "A file (mode 0600) holding the client secret; or oidc.client_secret_env.",
+    ),
+    file_only(
+        "oidc.client_secret_env",
+        Kind::Text,
+        "STRONGROOM_OIDC_CLIENT_SECRET",
+        "The variable holding the client secret when there is no file.",
+    ),
+    setting(
+        "oidc.name",
+        "STRONGROOM_OIDC_NAME",
+        Kind::Name,
+        "sso",
+        "The provider's name: identities OIDC+NAME:{uuid of issuer and sub}, and the button's label.",
+    ),
+    file_only("oidc.name_claim", Kind::Text, "preferred_username", "The id token's claim that names a person (sub when absent)."),
+    file_only("oidc.groups_claim", Kind::Text, "groups", "The id token's claim listing a person's groups (groups OIDC+NAME:group)."),
+    file_only("oidc.scopes", Kind::Text, "openid profile", "The scopes asked for."),
+    setting(
+        "oidc.timeout_secs",
+        "STRONGROOM_OIDC_TIMEOUT_SECS",
+        Kind::Seconds,
+        "5",
+        "The longest a request to the provider may take (1 to 60).",
+    ),
     file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
     file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),
     file_only("keys.pkcs11.token_label", Kind::Text, "", "[[keys.pkcs11]]: the token's label."),
@@ -689,12 +982,16 @@ impl RawConfig {
                 })
             }
         };
+        let ldap = self.ldap.validate()?;
+        let oidc = self.oidc.validate()?;
         Ok(Config {
             jwt,
             certificate,
+            oidc,
             keys,
             metrics_listen,
             events_retention,
+            ldap,
             trusted_proxies,
             data_dir,
             listen,

@@ -84,6 +84,8 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         tls_here: config.tls != Tls::Off,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
         trusted_proxies: config.trusted_proxies.clone(),
+        directory: config.ldap.clone().map(|c| Arc::new(crate::service::directory::Directory::new(c))),
+        oidc: config.oidc.clone().map(|c| Arc::new(crate::service::oidc::Oidc::new(c))),
     }
 }
 

@@ -41,6 +41,10 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The JWT and certificate grants' keys and settings.
     pub machine: MachineState,
+    /// The LDAP or Active Directory provider (`[ldap]`), if any.
+    pub directory: Option<Arc<crate::service::directory::Directory>>,
+    /// The OpenID Connect provider (`[oidc]`), if any.
+    pub oidc: Option<Arc<crate::service::oidc::Oidc>>,
 }
 
 impl AppState {

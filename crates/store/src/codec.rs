@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use strongroom_core::event::{Event, EventKind, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState};
 use strongroom_core::grant::{AccessContext, Grant, GrantId, OlderAccess, Pair, Standing};
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides};
 use strongroom_core::machine::{Algorithm, CertField, Condition, JwtIssuer, KeySource, Mapping, MappingRule};
 use strongroom_core::scope::Scope;
@@ -325,6 +325,14 @@ pub(crate) fn user_and_hash(c: &mut Cols<'_>) -> StoreResult<(User, String)> {
     Ok((user, hash))
 }
 
+/// A group row ([`schema::GROUPS`]).
+pub(crate) fn group(c: &mut Cols<'_>) -> StoreResult<Group> {
+    let id = GroupId::from_stored(c.text()?);
+    let name = c.text()?;
+    c.skip(1); // name_key
+    Ok(Group { id, name, created_at: c.time()? })
+}
+
 /// A user row ([`schema::USERS`]).
 pub(crate) fn user(c: &mut Cols<'_>) -> StoreResult<User> {
     user_and_hash(c).map(|(u, _)| u)
@@ -525,6 +533,7 @@ pub(crate) fn integration(c: &mut Cols<'_>) -> StoreResult<Integration> {
         name,
         max_scope,
         allowed_users,
+        allowed_groups: Vec::new(),
         grant_types,
         overrides: TokenOverrides { access_validity, grant_validity, refreshable, device_code_validity, poll_interval, retry_window },
         disabled,
@@ -727,6 +736,11 @@ pub(crate) fn owner_row(id: VaultId, owner: &FolderPath) -> [Value<'_>; 3] {
 /// An association's row ([`schema::ASSOCIATIONS`]).
 pub(crate) fn association_row(id: VaultId, a: &StoredAssociation) -> [Value<'_>; 6] {
     values![id, a.name.as_str(), a.value_type.as_str(), a.key_id, &a.sealed, &a.lookup]
+}
+
+/// A group's row ([`schema::GROUPS`]).
+pub(crate) fn group_row(g: &Group) -> [Value<'_>; 4] {
+    values![g.id.as_str(), g.name.as_str(), g.name.to_lowercase(), g.created_at]
 }
 
 /// A folder's row ([`schema::FOLDERS`]).

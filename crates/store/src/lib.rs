@@ -65,7 +65,7 @@ use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId, IssuedTokens, PairState};
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
@@ -627,10 +627,59 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool>;
     /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
     fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
-    /// The rights granted directly to `user`: (folder key, rights).
+    /// The rights a user holds: granted to them or to a group they are a member of now (folder key, rights; a key may repeat).
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>>;
-    /// Every grant of rights: (folder, user name, rights).
-    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>>;
+    /// Every grant of rights: (folder, user or group name, rights, whether a group's).
+    fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights, bool)>>;
+    /// Creates a group (`Conflict` when its name, in any case, is taken).
+    fn create_group(&self, group: Group, event: Event) -> StoreFuture<'_, ()>;
+    /// The group named `name`, in any case.
+    fn group_by_name(&self, name: String) -> StoreFuture<'_, Option<Group>>;
+    fn group_by_id(&self, id: GroupId) -> StoreFuture<'_, Option<Group>>;
+    /// Every group, by name, with its member count.
+    fn list_groups(&self) -> StoreFuture<'_, Vec<(Group, u64)>>;
+    /// Deletes a group: its members, rights and places on integrations go
+    /// with it. The folder rights it held; `None` when there is no such group.
+    fn delete_group(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Adds a member (the event only when they were not one): whether added.
+    fn add_member(&self, group: GroupId, user: UserId, event: Event) -> StoreFuture<'_, bool>;
+    /// Removes a member (the event only when they were one): whether removed.
+    /// Every check of rights and of allowed users reads memberships in its
+    /// own statement, so the group's rights stop for them at the next request.
+    fn remove_member(&self, group: GroupId, user: UserId, event: Event) -> StoreFuture<'_, bool>;
+    fn members_of(&self, group: GroupId) -> StoreFuture<'_, Vec<User>>;
+    fn groups_of(&self, user: UserId) -> StoreFuture<'_, Vec<Group>>;
+    /// Sets (or with `Rights::NONE` removes) a group's rights on a folder.
+    fn set_group_rights(&self, folder: FolderPath, group: GroupId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
+    /// The rights granted to a group: (folder key, rights).
+    fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>>;
+    /// A directory person as their directory describes them now, in one
+    /// transaction: their user row (made at the first sign-in; renamed when
+    /// the directory renamed them; a stale row of another id holding the
+    /// name renamed `name~id`; `disabled` and `master_admin` stay the
+    /// administrator's), their directory's groups (made when new, by name),
+    /// and their memberships of the groups whose prefix is `prefix` set to
+    /// exactly `groups` (local groups untouched). One event when anything
+    /// changed. The user as stored.
+    fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User>;
+    /// A user's live grants at `now` (not revoked, refreshable until after
+    /// it), oldest first, each with its application's name: what the person
+    /// has approved.
+    fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>>;
+    /// Records an OpenID Connect sign-in started for a device's user code
+    /// (the state's hash, the browser binding's hash), forgetting expired ones.
+    fn insert_oidc_state(
+        &self,
+        state: [u8; 32],
+        binding: [u8; 32],
+        user_code: String,
+        expires: UnixTime,
+        now: UnixTime,
+    ) -> StoreFuture<'_, ()>;
+    /// Takes a started sign-in: one conditional write, so of any number of
+    /// callbacks with one state at most one gets its user code; an unknown,
+    /// used, expired or other browser's state gets `None`.
+    fn take_oidc_state(&self, state: [u8; 32], binding: [u8; 32], now: UnixTime) -> StoreFuture<'_, Option<String>>;
     /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
     /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
     /// and that were not exchanged are dropped, their rights and integration allow-list entries go

@@ -247,6 +247,23 @@ pub(crate) const MACHINE_USERS: Table = Table { name: "machine_users", columns: 
 pub(crate) const JWT_REPLAY: Table =
     Table { name: "jwt_replay", columns: &[("issuer", Text), ("replay_key", Text), ("expires_at", Int)], key: 2 };
 
+pub(crate) const GROUPS: Table =
+    Table { name: "groups", columns: &[("id", Text), ("name", Text), ("name_key", Text), ("created_at", Int)], key: 1 };
+
+pub(crate) const GROUP_MEMBERS: Table = Table { name: "group_members", columns: &[("group_id", Text), ("user_id", Text)], key: 2 };
+
+pub(crate) const GROUP_RIGHTS: Table =
+    Table { name: "group_rights", columns: &[("path_key", Text), ("group_id", Text), ("rights", Int)], key: 2 };
+
+pub(crate) const INTEGRATION_GROUPS: Table =
+    Table { name: "integration_groups", columns: &[("client_id", Text), ("group_id", Text)], key: 2 };
+
+pub(crate) const OIDC_STATES: Table = Table {
+    name: "oidc_states",
+    columns: &[("state_hash", Bytes), ("binding_hash", Bytes), ("user_code", Text), ("expires_at", Int), ("used", Bool)],
+    key: 1,
+};
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -274,4 +291,9 @@ pub const TABLES: &[&Table] = &[
     &MAPPING_CLIENTS,
     &MACHINE_USERS,
     &JWT_REPLAY,
+    &GROUPS,
+    &GROUP_MEMBERS,
+    &GROUP_RIGHTS,
+    &INTEGRATION_GROUPS,
+    &OIDC_STATES,
 ];

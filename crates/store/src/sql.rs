@@ -90,13 +90,27 @@ macro_rules! sql {
 // ------------------------------------------------------------------ pieces
 
 /// Whether user column `user` is allowed on integration `i` (whose client
-/// id column is `client`): everyone is, or the user is on its list.
-/// A machine identity is allowed where its mapping lets it (`mapping_clients`).
+/// id column is `client`): everyone (`allow_all_users`), a user listed
+/// on it, a member of a group listed on it, or a machine identity whose
+/// mapping lists it (`mapping_clients`). Memberships are read in the same
+/// statement, so a removal takes effect on the next request.
 fn allowed(client: &str, user: &str) -> String {
     format!(
         "(i.allow_all_users OR EXISTS (SELECT 1 FROM integration_users iu WHERE iu.client_id = {client} AND iu.user_id = {user}) \
+         OR EXISTS (SELECT 1 FROM integration_groups ig JOIN group_members gm ON gm.group_id = ig.group_id \
+         WHERE ig.client_id = {client} AND gm.user_id = {user}) \
          OR EXISTS (SELECT 1 FROM machine_users mu JOIN mapping_clients mc ON mc.mapping = mu.mapping \
          WHERE mu.user_id = {user} AND mc.client_id = {client}))"
+    )
+}
+
+/// The rights user `user` holds, as a table of (`path_key`, `rights`) rows:
+/// those granted to the user and those granted to each group the user is a
+/// member of now (a folder may appear more than once: the rights add up).
+pub(crate) fn held_rights(user: &str) -> String {
+    format!(
+        "(SELECT path_key, rights FROM folder_rights WHERE user_id = {user} UNION ALL \
+         SELECT gr.path_key, gr.rights FROM group_rights gr JOIN group_members gm ON gm.group_id = gr.group_id WHERE gm.user_id = {user})"
     )
 }
 
@@ -156,8 +170,9 @@ fn grant_stands(grant: &str, user: &str) -> String {
 fn may_write(grant: &str, user: &str, folder_rule: &str) -> String {
     format!(
         "EXISTS (SELECT 1 {} \
-         AND (u.master_admin OR EXISTS (SELECT 1 FROM folder_rights r WHERE r.user_id = u.id AND (r.rights & {write}) <> 0 AND {folder_rule})))",
+         AND (u.master_admin OR EXISTS (SELECT 1 FROM {held} r WHERE (r.rights & {write}) <> 0 AND {folder_rule})))",
         grant_stands(grant, user),
+        held = held_rights("u.id"),
         write = Rights::WRITE.bits()
     )
 }
@@ -181,9 +196,10 @@ pub(crate) fn may_write_entry(grant: &str, user: &str, entry: &str) -> String {
 fn visible_to(identity: &str, user: &str, object_id: &str) -> String {
     format!(
         "({identity} IS NULL OR events.identity = {identity} OR (events.kind LIKE 'vault.%' AND EXISTS (\
-         SELECT 1 FROM vault_owners o JOIN folder_rights r ON r.user_id = {user} AND (r.rights & {read}) <> 0 AND {} \
+         SELECT 1 FROM vault_owners o JOIN {held} r ON (r.rights & {read}) <> 0 AND {} \
          WHERE o.vault_id = {object_id})))",
         covers("o.owner_key"),
+        held = held_rights(user),
         read = Rights::READ.bits()
     )
 }
@@ -467,8 +483,8 @@ sql!(
 );
 
 sql!(
-    /// The rights granted directly to user `?1`: folder key, rights.
-    RIGHTS_OF = "SELECT path_key, rights FROM folder_rights WHERE user_id = ?1"
+    /// The rights user `?1` holds, granted to them or to a group of theirs: folder key, rights.
+    RIGHTS_OF = format!("SELECT r.path_key, r.rights FROM {} r ORDER BY r.path_key", held_rights("?1"))
 );
 
 sql!(
@@ -749,6 +765,15 @@ sql!(
 );
 
 sql!(
+    /// User `?1`'s live grants at `?2`, oldest first, with their application's name.
+    APPROVED_GRANTS = format!(
+        "SELECT {}, coalesce(i.name, g.client_id) FROM grants g LEFT JOIN integrations i ON i.client_id = g.client_id \
+         WHERE g.user_id = ?1 AND g.revoked_at IS NULL AND g.refresh_until > ?2 ORDER BY g.created_at, g.id",
+        GRANTS.cols("g")
+    )
+);
+
+sql!(
     /// A folder (`codec::folder_row`), unless it exists.
     CREATE_FOLDER = format!("{} ON CONFLICT (path_key) DO NOTHING", schema::FOLDERS.insert())
 );
@@ -785,9 +810,105 @@ sql!(
 );
 
 sql!(
-    ALL_RIGHTS = "SELECT f.path, u.name, r.rights FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
-                  JOIN users u ON u.id = r.user_id ORDER BY f.path_key, u.name_key"
+    /// Every grant of rights: folder, user or group name, rights, whether a group's.
+    ALL_RIGHTS = "SELECT f.path, u.name, r.rights, false FROM folder_rights r JOIN folders f ON f.path_key = r.path_key \
+                  JOIN users u ON u.id = r.user_id UNION ALL \
+                  SELECT f.path, g.name, r.rights, true FROM group_rights r JOIN folders f ON f.path_key = r.path_key \
+                  JOIN groups g ON g.id = r.group_id ORDER BY 1, 4, 2"
 );
+
+// ------------------------------------------------------------------ groups
+
+sql!(INSERT_GROUP = schema::GROUPS.insert());
+
+sql!(
+    /// A directory group (`codec::group_row`), unless one of its name exists.
+    INSERT_GROUP_IF_NEW = format!("{} ON CONFLICT (name_key) DO NOTHING", schema::GROUPS.insert())
+);
+
+sql!(
+    /// Frees user name key `?1` from any user but `?2` (a directory account
+    /// deleted and made again under the same name gets a new id): the old
+    /// row keeps its grants' history under `name~id`.
+    FREE_USER_NAME = "UPDATE users SET name = name || '~' || id, name_key = name_key || '~' || id WHERE name_key = ?1 AND id <> ?2"
+);
+
+sql!(
+    /// User `?3`'s name `?1` (key `?2`).
+    RENAME_USER = "UPDATE users SET name = ?1, name_key = ?2 WHERE id = ?3"
+);
+
+sql!(GROUP_BY_NAME = format!("SELECT {} FROM groups WHERE name_key = ?1", schema::GROUPS.column_list()));
+
+sql!(GROUP_BY_ID = format!("SELECT {} FROM groups WHERE id = ?1", schema::GROUPS.column_list()));
+
+sql!(
+    /// Every group, with its member count.
+    LIST_GROUPS = format!(
+        "SELECT {}, (SELECT count(*) FROM group_members m WHERE m.group_id = g.id) FROM groups g ORDER BY g.name_key",
+        schema::GROUPS.cols("g")
+    )
+);
+
+sql!(
+    /// Deletes group `?1`; its members, rights and places on integrations go with it (`ON DELETE CASCADE`).
+    DELETE_GROUP = "DELETE FROM groups WHERE id = ?1"
+);
+
+sql!(GROUP_RIGHTS_COUNT = "SELECT count(*) FROM group_rights WHERE group_id = ?1");
+
+sql!(
+    /// User `?2` joins group `?1`, unless a member already.
+    ADD_MEMBER = format!("{} ON CONFLICT (group_id, user_id) DO NOTHING", schema::GROUP_MEMBERS.insert())
+);
+
+sql!(REMOVE_MEMBER = "DELETE FROM group_members WHERE group_id = ?1 AND user_id = ?2");
+
+sql!(
+    /// The members of group `?1`, by name.
+    MEMBERS_OF = format!(
+        "SELECT {} FROM group_members m JOIN users u ON u.id = m.user_id WHERE m.group_id = ?1 ORDER BY u.name_key",
+        USERS.cols("u")
+    )
+);
+
+sql!(
+    /// The groups user `?1` is a member of, by name.
+    GROUPS_OF = format!(
+        "SELECT {} FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ?1 ORDER BY g.name_key",
+        schema::GROUPS.cols("g")
+    )
+);
+
+sql!(
+    /// Group `?2`'s rights `?3` on folder key `?1`.
+    SET_GROUP_RIGHTS = "INSERT INTO group_rights (path_key, group_id, rights) VALUES (?1, ?2, ?3) \
+                        ON CONFLICT (path_key, group_id) DO UPDATE SET rights = excluded.rights"
+);
+
+sql!(DELETE_GROUP_RIGHTS = "DELETE FROM group_rights WHERE path_key = ?1 AND group_id = ?2");
+
+sql!(
+    /// The rights granted to group `?1`: folder key, rights.
+    GROUP_RIGHTS_OF = "SELECT path_key, rights FROM group_rights WHERE group_id = ?1 ORDER BY path_key"
+);
+
+sql!(ALLOWED_GROUPS = "SELECT group_id FROM integration_groups WHERE client_id = ?1 ORDER BY group_id");
+
+sql!(CLEAR_ALLOWED_GROUPS = "DELETE FROM integration_groups WHERE client_id = ?1");
+
+sql!(ALLOW_GROUP = schema::INTEGRATION_GROUPS.insert());
+
+sql!(FORGET_OIDC_STATES = "DELETE FROM oidc_states WHERE expires_at <= ?1");
+
+sql!(INSERT_OIDC_STATE = "INSERT INTO oidc_states (state_hash, binding_hash, user_code, expires_at, used) VALUES (?1, ?2, ?3, ?4, false)");
+
+sql!(
+    /// Takes state `?1` of browser `?2` at `?3`: once, unexpired.
+    TAKE_OIDC_STATE = "UPDATE oidc_states SET used = true WHERE state_hash = ?1 AND binding_hash = ?2 AND NOT used AND expires_at > ?3"
+);
+
+sql!(OIDC_STATE_CODE = "SELECT user_code FROM oidc_states WHERE state_hash = ?1");
 
 // ------------------------------------------------------------------ the copier
 

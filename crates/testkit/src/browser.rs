@@ -127,6 +127,16 @@ impl Session {
         }
     }
 
+    /// The page's URL now.
+    pub async fn url(&self) -> String {
+        self.client.current_url().await.map(|u| u.to_string()).unwrap_or_default()
+    }
+
+    /// The page's title now.
+    pub async fn title(&self) -> String {
+        self.client.title().await.unwrap_or_default()
+    }
+
     /// Ends the session and closes the browser; then its profile goes.
     pub async fn close(self) {
         let Session { client, profile } = self;

@@ -17,6 +17,9 @@
 //!   hidden-field reader, one sign-in, one decision.
 //! - [`pg`]: PostgreSQL clusters a test makes itself (`initdb` in a temporary
 //!   directory), on a Unix socket in that directory unless the test needs TCP.
+//! - [`ldap`]: Debian's `slapd` in a temporary directory with its own TLS
+//!   certificate and a small directory, in an LDAP or an AD shape.
+//! - [`oidc`]: node-oidc-provider on 127.0.0.1 (installed by `scripts/test`).
 //! - `browser` (feature `browser`): ChromeDriver on a port it picks itself,
 //!   driven through `fantoccini`.
 //!
@@ -30,6 +33,8 @@ pub mod api;
 pub mod browser;
 pub mod env;
 pub mod jwt;
+pub mod ldap;
+pub mod oidc;
 pub mod page;
 pub mod pg;
 pub mod process;

@@ -26,6 +26,12 @@ pub(crate) struct IntegrationArgs {
     /// Allow nobody (clears the list).
     #[arg(long, conflicts_with_all = ["allow_users", "allow_all_users"])]
     allow_no_users: bool,
+    /// A group whose members are allowed to get grants (repeat for several; replaces the list).
+    #[arg(long = "allow-group", value_name = "NAME")]
+    allow_groups: Vec<String>,
+    /// Allow no group (clears the list of groups).
+    #[arg(long, conflicts_with = "allow_groups")]
+    allow_no_groups: bool,
     /// Browser-based device authorization (default: on).
     #[arg(long, value_name = "BOOL")]
     device: Option<bool>,
@@ -65,6 +71,13 @@ impl IntegrationArgs {
                 Some(self.allow_users)
             },
             allow_all_users: self.allow_all_users,
+            allow_groups: if self.allow_no_groups {
+                Some(Vec::new())
+            } else if self.allow_groups.is_empty() {
+                None
+            } else {
+                Some(self.allow_groups)
+            },
             device: self.device,
             password: self.password_grant,
             disabled,
@@ -134,6 +147,7 @@ pub(crate) async fn run(admin: &Admin, config: &strongroom_server::Config, comma
         }
         IntegrationsCommand::List => {
             let names = admin.user_names().await?;
+            let group_names = admin.group_names().await?;
             let mut rows = Vec::new();
             let mut list = Vec::new();
             for i in admin.list_integrations().await? {
@@ -143,11 +157,20 @@ pub(crate) async fn run(admin: &Admin, config: &strongroom_server::Config, comma
                         ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect()
                     }
                 };
-                let shown = match users.as_slice() {
+                let groups: Vec<String> = i
+                    .allowed_groups
+                    .iter()
+                    .map(|id| group_names.get(id.as_str()).cloned().unwrap_or_else(|| id.as_str().to_owned()))
+                    .collect();
+                let mut shown = match users.as_slice() {
                     [all] if all == "*" => "everyone".to_owned(),
-                    [] => "nobody".to_owned(),
+                    [] if groups.is_empty() => "nobody".to_owned(),
                     u => u.join(","),
                 };
+                if !groups.is_empty() && shown != "everyone" {
+                    let g: Vec<String> = groups.iter().map(|g| format!("group:{g}")).collect();
+                    shown = if shown.is_empty() { g.join(",") } else { format!("{shown},{}", g.join(",")) };
+                }
                 let s = i.settings(config.tokens);
                 rows.push(vec![
                     i.client_id.clone(),
@@ -164,6 +187,7 @@ pub(crate) async fn run(admin: &Admin, config: &strongroom_server::Config, comma
                 list.push(json!({
                     "client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(),
                     "allowed_users": if matches!(i.allowed_users, AllowedUsers::Everyone) { json!("everyone") } else { json!(users) },
+                    "allowed_groups": groups,
                     "device": i.grant_types.device, "password_grant": i.grant_types.password,
                     "access_validity": s.access_validity, "grant_validity": s.grant_validity, "refreshable": s.refreshable,
                     "device_code_validity": s.device_code_validity, "poll_interval": s.poll_interval, "retry_window": s.retry_window,

@@ -1,6 +1,7 @@
 //! `strongroom admin ...`: one handler per command group (`users`,
 //! `integrations`, `grants`, `events`, `folders`, `rights`, `keys`,
 //! `jwt-issuers`, `mappings`, and the
+//! `groups`, `integrations`, `grants`, `events`, `folders`, `rights`, `keys`, and the
 //! store's own: `init`, `backup`, `restore`, `migrate-store`). Each returns
 //! what it has to say as a [`Rendered`]: its text for people and its JSON
 //! for scripts; [`run`] prints one of them.
@@ -12,6 +13,7 @@
 mod events;
 mod folders;
 mod grants;
+mod groups;
 mod integrations;
 mod keys;
 mod machines;
@@ -36,6 +38,7 @@ use strongroom_store::StoreError;
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
+pub(crate) use groups::GroupsCommand;
 pub(crate) use integrations::IntegrationsCommand;
 pub(crate) use keys::KeysCommand;
 pub(crate) use machines::{JwtIssuersCommand, MappingsCommand};
@@ -71,6 +74,10 @@ pub(crate) enum AdminCommand {
     /// Local users (identities shown as local:{uuid}).
     #[command(subcommand)]
     Users(UsersCommand),
+    /// Local groups: their members hold the rights granted to the group and
+    /// its places on integrations, while they are members.
+    #[command(subcommand)]
+    Groups(GroupsCommand),
     /// API integrations: the client applications allowed to get tokens.
     #[command(subcommand)]
     Integrations(IntegrationsCommand),
@@ -183,6 +190,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, c
             let admin = open(config, args).await?;
             match command {
                 AdminCommand::Users(c) => users::run(&admin, c).await?,
+                AdminCommand::Groups(c) => groups::run(&admin, c).await?,
                 AdminCommand::Integrations(c) => integrations::run(&admin, config, c).await?,
                 AdminCommand::Grants(c) => grants::run(&admin, c).await?,
                 AdminCommand::Events(c) => events::run(&admin, c).await?,

@@ -20,12 +20,26 @@ pub(crate) enum RightsCommand {
         /// Comma-separated: view, read, write, create, delete.
         #[arg(long)]
         rights: String,
+        /// USER names a group: every member holds these rights while a member.
+        #[arg(long)]
+        group: bool,
     },
-    /// Remove a user's rights on a folder.
-    Revoke { folder: String, user: String },
-    /// A user's effective rights on a folder, and where each comes from: the
-    /// folder itself, or a folder above it (inherited).
-    Show { folder: String, user: String },
+    /// Remove a user's (or with --group a group's) rights on a folder.
+    Revoke {
+        folder: String,
+        user: String,
+        #[arg(long)]
+        group: bool,
+    },
+    /// A user's effective rights on a folder (their own and their groups'),
+    /// and where each comes from: the folder itself, or a folder above it
+    /// (inherited). With --group, a group's.
+    Show {
+        folder: String,
+        user: String,
+        #[arg(long)]
+        group: bool,
+    },
     /// Every grant of rights.
     List,
 }
@@ -51,19 +65,35 @@ fn explain(r: &RightsOn) -> String {
 
 pub(crate) async fn run(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
     Ok(match command {
-        RightsCommand::Grant { folder, user, rights } => {
+        RightsCommand::Grant { folder, user, rights, group } => {
             let r = Rights::parse(&rights)
                 .filter(|r| *r != Rights::NONE)
                 .context("rights are a comma-separated list of view, read, write, create, delete")?;
-            admin.set_rights(&folder, &user, r).await?;
-            Rendered::done(format!("{user} has {r} on {folder}"), json!({"folder": folder, "user": user, "rights": r.to_string()}))
+            if group {
+                admin.set_group_rights(&folder, &user, r).await?;
+            } else {
+                admin.set_rights(&folder, &user, r).await?;
+            }
+            let who = if group { format!("group {user}") } else { user.clone() };
+            Rendered::done(
+                format!("{who} has {r} on {folder}"),
+                json!({"folder": folder, "user": user, "group": group, "rights": r.to_string()}),
+            )
         }
-        RightsCommand::Revoke { folder, user } => {
-            admin.set_rights(&folder, &user, Rights::NONE).await?;
-            Rendered::done(format!("removed {user}'s rights on {folder}"), json!({"folder": folder, "user": user, "rights": ""}))
+        RightsCommand::Revoke { folder, user, group } => {
+            if group {
+                admin.set_group_rights(&folder, &user, Rights::NONE).await?;
+            } else {
+                admin.set_rights(&folder, &user, Rights::NONE).await?;
+            }
+            let who = if group { format!("group {user}") } else { user.clone() };
+            Rendered::done(
+                format!("removed {who}'s rights on {folder}"),
+                json!({"folder": folder, "user": user, "group": group, "rights": ""}),
+            )
         }
-        RightsCommand::Show { folder, user } => {
-            let r = admin.rights_on(&folder, &user).await?;
+        RightsCommand::Show { folder, user, group } => {
+            let r = if group { admin.group_rights_on(&folder, &user).await? } else { admin.rights_on(&folder, &user).await? };
             let sources: Vec<_> = r
                 .sources
                 .iter()
@@ -77,8 +107,12 @@ pub(crate) async fn run(admin: &Admin, command: RightsCommand) -> Result<Rendere
         }
         RightsCommand::List => {
             let all = admin.all_rights().await?;
-            let rows: Vec<Vec<String>> = all.iter().map(|(f, u, r)| vec![f.to_string(), u.clone(), r.to_string()]).collect();
-            let list: Vec<_> = all.iter().map(|(f, u, r)| json!({"folder": f.to_string(), "user": u, "rights": r.to_string()})).collect();
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|(f, u, r, g)| vec![f.to_string(), if *g { format!("group:{u}") } else { u.clone() }, r.to_string()])
+                .collect();
+            let list: Vec<_> =
+                all.iter().map(|(f, u, r, g)| json!({"folder": f.to_string(), "user": u, "group": g, "rights": r.to_string()})).collect();
             Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, json!(list))
         }
     })

@@ -409,3 +409,63 @@ fn events_archive_moves_the_logs_start_and_the_archive_verifies_on_its_own() {
 fn now_secs() -> i64 {
     i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
 }
+
+/// `admin groups`: add, members, rights granted to the group (and shown as
+/// the members' effective rights), a place on an integration, removal, each
+/// change a chained event, text and `--json`.
+#[test]
+fn groups_hold_rights_for_their_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    assert_eq!(run(&["admin", "--data-dir", d, "init"], &[]).code, 0);
+    let admin = |args: &[&str]| {
+        let all: Vec<&str> = ["admin", "--data-dir", d].iter().chain(args).copied().collect();
+        let r = run(&all, &[]);
+        assert_eq!(r.code, 0, "{args:?}: {r:?}");
+        r.stdout
+    };
+    for name in ["alice", "bob"] {
+        assert_eq!(run_in(dir.path(), &["admin", "--data-dir", d, "users", "create", name], &[], "a long passphrase\n").code, 0);
+    }
+    assert!(admin(&["groups", "add", "Deployers"]).contains("created group Deployers (local:{"));
+    let r = run(&["admin", "--data-dir", d, "groups", "add", "deployers"], &[]);
+    assert!(r.code != 0 && r.stderr.contains("already exists"), "{r:?}");
+    let r = run(&["admin", "--data-dir", d, "groups", "add", "alice"], &[]);
+    assert!(r.code != 0 && r.stderr.contains("users and groups share names"), "{r:?}");
+    assert!(admin(&["groups", "members", "add", "deployers", "alice", "bob"]).contains("added alice, bob to deployers"));
+    assert!(admin(&["groups", "members", "add", "deployers", "alice"]).contains("no change"));
+    let listed = parse(&admin(&["groups", "list", "--json"]));
+    assert_eq!((listed[0]["name"].as_str(), listed[0]["members"].as_u64()), (Some("Deployers"), Some(2)), "{listed}");
+    let members = parse(&admin(&["groups", "members", "list", "deployers", "--json"]));
+    assert_eq!(members.as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect::<Vec<_>>(), ["alice", "bob"]);
+
+    admin(&["folders", "create", "\\VED\\Policy\\Team\\App"]);
+    assert!(
+        admin(&["rights", "grant", "\\VED\\Policy\\Team", "deployers", "--group", "--rights", "read,write"])
+            .contains("group deployers has read,write on \\VED\\Policy\\Team")
+    );
+    let shown = admin(&["rights", "show", "\\VED\\Policy\\Team\\App", "alice"]);
+    assert!(shown.contains("read,write (inherited from \\VED\\Policy\\Team)"), "a member's effective rights: {shown}");
+    let listed = parse(&admin(&["rights", "list", "--json"]));
+    assert_eq!(listed[0]["group"], true, "{listed}");
+    assert!(admin(&["rights", "list"]).contains("group:Deployers"));
+    admin(&["integrations", "create", "app", "--scope", "restricted", "--allow-group", "deployers"]);
+    let apps = parse(&admin(&["integrations", "list", "--json"]));
+    assert_eq!(apps[0]["allowed_groups"], serde_json::json!(["Deployers"]), "{apps}");
+
+    assert!(admin(&["groups", "members", "remove", "deployers", "alice"]).contains("removed alice from deployers"));
+    assert!(admin(&["rights", "show", "\\VED\\Policy\\Team\\App", "alice"]).contains("none"));
+    assert!(admin(&["groups", "remove", "deployers"]).contains("deleted group deployers (1 folder rights removed)"));
+    assert!(admin(&["rights", "show", "\\VED\\Policy\\Team\\App", "bob"]).contains("none"));
+    for kind in ["group.created", "group.member_added", "group.member_removed", "group.deleted"] {
+        let listed = parse(&admin(&["events", "list", "--kind", kind, "--json"]));
+        assert!(!listed.as_array().unwrap().is_empty(), "{kind}");
+    }
+    // A directory group made before any of its members signs in, to be given rights.
+    assert!(admin(&["groups", "add", "LDAP+dir:engineering"]).contains("created group LDAP+dir:engineering (LDAP+dir:{"));
+    assert!(admin(&["events", "verify"]).contains("event log intact"));
+}
+
+fn parse(s: &str) -> Value {
+    serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("{e}: {s}"))
+}

@@ -1,22 +1,28 @@
 //! `/vedsdk/Identity/*` and `POST /vedsdk/Log`: the calls that clients of the
 //! product make right after they authenticate. Go vcert (cert-manager, the
 //! Terraform provider, the vcert CLI) calls `GET Identity/Self` after every
-//! authentication whenever it was given an HTTP client, and fails without it.
+//! authentication whenever it was given an HTTP client, and fails without it;
+//! VenafiPS and pyvenafi resolve people and groups with `Validate`, `Browse`,
+//! `GetMemberships` and `GetMembers` (scope `configuration`, as the product).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::response::Response;
 
 use strongroom_core::event::{ClientLog, Severity};
-use strongroom_core::identity::IdentityEntry;
-use strongroom_proto::vedsdk::{IdentitiesResponse, IdentityEntry as WireEntry, LogRequest, LogResultResponse};
+use strongroom_core::grant::AccessContext;
+use strongroom_core::identity::{IdentityEntry, IdentityRef, identity_type};
+use strongroom_proto::vedsdk::{
+    BrowseRequest, IdentitiesResponse, IdentityEntry as WireEntry, IdentityRequest, LogRequest, LogResultResponse, ValidateResponse,
+};
 
 use super::extract::bearer_token;
-use super::openapi::{BadJson, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::openapi::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, ok};
 use super::sdk_body::SdkBody;
 use crate::service::Origin;
 use crate::service::bearer;
+use crate::service::identity::{self as people, BROWSE_DEFAULT, BROWSE_MAX, Found};
 use crate::state::AppState;
 
 fn wire(e: &IdentityEntry) -> WireEntry {
@@ -36,8 +42,8 @@ fn wire(e: &IdentityEntry) -> WireEntry {
     get,
     path = "/vedsdk/Identity/Self",
     tag = "vedsdk",
-    description = "The caller's identity (its `PrefixedUniversal` is `Verify`'s `identity`), then its groups (none yet: \
-        groups come with issue 18), then its identity provider (`Type` 32). Any valid token, whatever its scope.",
+    description = "The caller's identity (its `PrefixedUniversal` is `Verify`'s `identity`), then the groups it is a \
+        member of now (`Type` 2), then its identity provider (`Type` 32). Any valid token, whatever its scope.",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The caller, its groups, its provider.", body = IdentitiesResponse),
@@ -48,8 +54,155 @@ fn wire(e: &IdentityEntry) -> WireEntry {
 )]
 pub(crate) async fn self_(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
     let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
-    let identities = [IdentityEntry::user(&ctx.grant.user_id, &ctx.user_name), IdentityEntry::local_provider()];
+    let identities = people::self_entries(&app, &ctx.grant.user_id, &ctx.user_name).await.map_err(bearer::BearerError::from)?;
     Ok(ok(&IdentitiesResponse { identities: identities.iter().map(wire).collect() }))
+}
+
+/// Authenticates (the bearer before the body: a bad token is 401 whatever
+/// the body), requires scope `configuration`, reads the body.
+async fn begin(app: &AppState, req: Request) -> Result<(AccessContext, SdkBody), SdkFailure> {
+    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
+    bearer::require(&ctx, "configuration")?;
+    let bytes = match Bytes::from_request(req, &()).await {
+        Ok(b) => b,
+        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge),
+        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into())),
+    };
+    Ok((ctx, SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?))
+}
+
+/// The identity the body's `ID` names: `Ok(None)` when this server has none
+/// by that name; 400 when `ID` is missing or cannot name an identity.
+async fn named(app: &AppState, body: &SdkBody) -> Result<Option<Found>, SdkFailure> {
+    let given = body.identity(&["ID"]).map_err(|e| SdkFailure::BadJson(e.0))?;
+    let given = given.ok_or_else(|| SdkFailure::BadJson("ID is required: an object with PrefixedName or PrefixedUniversal.".into()))?;
+    let r = IdentityRef::parse(&given).ok_or_else(|| {
+        SdkFailure::BadJson("ID must name an identity: local:NAME, local:{GUID}, or a provider's prefixed identity.".into())
+    })?;
+    people::resolve(app, &r).await.map_err(|e| SdkFailure::Bearer(e.into()))
+}
+
+fn unknown() -> SdkFailure {
+    SdkFailure::BadJson("No such identity.".into())
+}
+
+/// `POST Identity/Validate`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Identity/Validate",
+    tag = "vedsdk",
+    description = "The whole identity entry of the identity `ID` names (by `PrefixedUniversal`, `PrefixedName`, \
+        `Universal` or `Name`; a plain string is read the same way). An identity this server does not have is HTTP 200 \
+        with an empty body, as the product answers it (VenafiPS and pyvenafi read that as \"not found\"). Scope `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = IdentityRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`{\"ID\":{…}}`; an empty `text/plain` body when there is no such identity.",
+            content((ValidateResponse = "application/json"), (String = "text/plain"))),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn validate(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+    let (_, body) = begin(&app, req).await?;
+    Ok(match named(&app, &body).await? {
+        Some(found) => ok(&ValidateResponse { id: wire(&found.entry()) }),
+        None => super::respond::empty_ok(),
+    })
+}
+
+/// `POST Identity/Browse`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Identity/Browse",
+    tag = "vedsdk",
+    description = "Users and groups whose name starts with `Filter` (any case; `*` inside it matches any run), users \
+        first, each by name, at most `Limit` (default 50, at most 1000). `IdentityType` flags: 1 users, 2 security groups, \
+        8 distribution groups (a group here); default 11. Scope `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = BrowseRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn browse(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+    let (_, body) = begin(&app, req).await?;
+    let bad = |e: super::sdk_body::FieldError| SdkFailure::BadJson(e.0);
+    let filter = body.text(&["Filter"]).map_err(bad)?.unwrap_or_default();
+    let limit = match body.int32(&["Limit"]).map_err(bad)? {
+        None => BROWSE_DEFAULT,
+        Some(n) if n >= 1 => usize::try_from(n).unwrap_or(BROWSE_MAX).min(BROWSE_MAX),
+        Some(_) => return Err(SdkFailure::BadJson("Limit must be 1 or more.".into())),
+    };
+    let kinds = body.int32(&["IdentityType"]).map_err(bad)?.unwrap_or(identity_type::USER | identity_type::GROUP | 8);
+    if kinds <= 0 {
+        return Err(SdkFailure::BadJson("IdentityType must be a sum of 1 (users), 2 and 8 (groups).".into()));
+    }
+    let found = people::browse(&app, &filter, limit, kinds).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
+    Ok(ok(&IdentitiesResponse { identities: found.iter().map(wire).collect() }))
+}
+
+/// `POST Identity/GetMemberships`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Identity/GetMemberships",
+    tag = "vedsdk",
+    description = "The groups the identity `ID` names is a member of now (none for a group). An unknown identity is 400. \
+        Scope `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = IdentityRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn memberships(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+    let (_, body) = begin(&app, req).await?;
+    let found = named(&app, &body).await?.ok_or_else(unknown)?;
+    let groups = people::memberships(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
+    Ok(ok(&IdentitiesResponse { identities: groups.iter().map(wire).collect() }))
+}
+
+/// `POST Identity/GetMembers`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Identity/GetMembers",
+    tag = "vedsdk",
+    description = "The members of the group `ID` names, by name. A user, or an unknown identity, is 400. `ResolveNested` \
+        is accepted and changes nothing: local groups hold users only. Scope `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = IdentityRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn members(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+    let (_, body) = begin(&app, req).await?;
+    let found = named(&app, &body).await?.ok_or_else(unknown)?;
+    let members = people::members(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
+    let members = members.ok_or_else(|| SdkFailure::BadJson("ID names a user, not a group.".into()))?;
+    Ok(ok(&IdentitiesResponse { identities: members.iter().map(wire).collect() }))
 }
 
 /// Reads a `POST Log` body into the event it asks for.

@@ -8,6 +8,10 @@
 //!    and the requested scope in plain words, with Approve and Deny;
 //! 3. `POST /vedauth/device/decision`: records the answer.
 //!
+//! And "applications I have approved" at `/vedauth/device/grants` (under the
+//! same path, so the anti-forgery cookie serves both): sign in, see the live
+//! grants, revoke any (`service::approved`).
+//!
 //! Anti-forgery: a token in a `SameSite=Strict`, `HttpOnly` cookie must equal
 //! the form's hidden field. The token is random and signed by the server,
 //! which adopts no token it did not issue (no cookie fixation); over HTTPS
@@ -77,7 +81,8 @@ fn layout(title: &str, body: Markup) -> Markup {
     }
 }
 
-fn sign_in_form(csrf: &str, user_code: &str, username: &str, error: Option<&PageError>) -> Markup {
+fn sign_in_form(app: &AppState, csrf: &str, user_code: &str, username: &str, error: Option<&PageError>) -> Markup {
+    let oidc = app.oidc.as_ref().map(|o| o.config.name.clone());
     layout(
         "Sign in to approve a device",
         html! {
@@ -93,6 +98,12 @@ fn sign_in_form(csrf: &str, user_code: &str, username: &str, error: Option<&Page
                 label for="password" { "Password" }
                 input type="password" id="password" name="password" autocomplete="current-password" required maxlength="1024";
                 button.primary type="submit" id="sign_in" { "Sign in" }
+            }
+            @if let Some(name) = &oidc {
+                // A link, not a form: the page's CSP allows forms to post only here,
+                // and the provider is elsewhere.
+                p { "Or " a.button #oidc href=(format!("/vedauth/device/oidc?{}", serde_urlencoded::to_string([("user_code", user_code)]).unwrap_or_default())) {
+                    "sign in with " (name) } "." }
             }
         },
     )
@@ -188,7 +199,7 @@ pub(crate) struct ShowQuery {
 pub(crate) async fn show(State(app): State<AppState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
     let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
     let code: String = q.user_code.unwrap_or_default().chars().take(32).collect();
-    with_cookie(&app, Page::Ok(sign_in_form(&csrf, &code, "", None)), &csrf)
+    with_cookie(&app, Page::Ok(sign_in_form(&app, &csrf, &code, "", None)), &csrf)
 }
 
 /// The sign-in form, with the anti-forgery field equal to the `sr_csrf` cookie.
@@ -274,31 +285,36 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     let password = Secret::new(form.password.0);
     match device::sign_in(&app, &form.username, &password, &form.user_code, &csrf, &origin).await {
         Ok(c) => {
-            let page = layout(
-                "Approve access?",
-                html! {
-                    p { "Signed in as " strong { (c.user.name) } "." }
-                    p { strong { (c.integration_name) } " (" code { (c.client_id) } ") asks for access with the code "
-                        span.code { (c.user_code) } ". Make sure the application shows this same code." }
-                    p { "It will be able to:" }
-                    ul { @for line in &c.scope_lines { li { (line) } } }
-                    p { small { "Scope: " code { (c.scope) } } }
-                    form method="post" action="/vedauth/device/decision" {
-                        input type="hidden" name="csrf" value=(csrf);
-                        input type="hidden" name="ticket" value=(c.ticket);
-                        button.primary type="submit" name="action" value="approve" id="approve" { "Approve" }
-                        " "
-                        button.secondary type="submit" name="action" value="deny" id="deny" { "Deny" }
-                    }
-                },
-            );
+            let page = consent_page(&c, &csrf);
             with_cookie(&app, Page::Ok(page), &csrf)
         }
         Err(e) => {
-            let form_page = sign_in_form(&csrf, &form.user_code, &form.username, Some(&e));
+            let form_page = sign_in_form(&app, &csrf, &form.user_code, &form.username, Some(&e));
             with_cookie(&app, Page::Problem(e, form_page), &csrf)
         }
     }
+}
+
+/// The consent screen: the application, the scope, Approve and Deny.
+fn consent_page(c: &device::Consent, csrf: &str) -> Markup {
+    layout(
+        "Approve access?",
+        html! {
+            p { "Signed in as " strong { (c.user.name) } "." }
+            p { strong { (c.integration_name) } " (" code { (c.client_id) } ") asks for access with the code "
+                span.code { (c.user_code) } ". Make sure the application shows this same code." }
+            p { "It will be able to:" }
+            ul { @for line in &c.scope_lines { li { (line) } } }
+            p { small { "Scope: " code { (c.scope) } } }
+            form method="post" action="/vedauth/device/decision" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="ticket" value=(c.ticket);
+                button.primary type="submit" name="action" value="approve" id="approve" { "Approve" }
+                " "
+                button.secondary type="submit" name="action" value="deny" id="deny" { "Deny" }
+            }
+        },
+    )
 }
 
 /// Step 3: approve or deny.
@@ -338,6 +354,248 @@ pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Req
         Err(e) => {
             let text = e.to_string();
             Page::Problem(e, message("Not recorded", &text)).into_response()
+        }
+    }
+}
+
+// ------------------------------------------------------------------ applications I have approved
+
+fn approved_sign_in_form(csrf: &str, username: &str, error: Option<&PageError>) -> Markup {
+    layout(
+        "Applications you have approved",
+        html! {
+            @if let Some(e) = error { p.error role="alert" { (e) } }
+            p { "Sign in to see the applications that may act on your behalf, and to take that back." }
+            form method="post" action="/vedauth/device/grants" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="username" { "User name" }
+                input type="text" id="username" name="username" value=(username) autocomplete="username" required maxlength="300";
+                label for="password" { "Password" }
+                input type="password" id="password" name="password" autocomplete="current-password" required maxlength="1024";
+                button.primary type="submit" id="sign_in" { "Sign in" }
+            }
+        },
+    )
+}
+
+fn approved_list(csrf: &str, a: &crate::service::approved::Approved) -> Markup {
+    layout(
+        "Applications you have approved",
+        html! {
+            p { "Signed in as " strong { (a.user.name) } "." }
+            @if let Some(r) = &a.revoked { p.error role="status" { "Access of " (r) " revoked: its tokens no longer work." } }
+            @if a.grants.is_empty() {
+                p { "No application may act on your behalf." }
+            } @else {
+                ul {
+                    @for (g, application) in &a.grants {
+                        li {
+                            strong { (application) } " (" code { (g.client_id) } ")"
+                            br; small { "Scope: " code { (g.scope) } }
+                            br; small { "Approved " (g.created_at.iso8601()) "; tokens last issued " (g.access_issued_at.iso8601())
+                                @if g.pair.used { " and used since" } @else { ", not used since" }
+                                "; ends " (g.refresh_until.iso8601()) }
+                            form method="post" action="/vedauth/device/grants/revoke" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                input type="hidden" name="ticket" value=(a.ticket);
+                                input type="hidden" name="grant" value=(g.id.as_str());
+                                button.secondary type="submit" { "Revoke" }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The sign-in form of "applications I have approved".
+#[utoipa::path(
+    get,
+    path = "/vedauth/device/grants",
+    tag = "approval page",
+    responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
+)]
+pub(crate) async fn approved(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
+    with_cookie(&app, Page::Ok(approved_sign_in_form(&csrf, "", None)), &csrf)
+}
+
+/// The sign-in form of "applications I have approved".
+#[derive(Deserialize, utoipa::ToSchema)]
+struct ApprovedSignInForm {
+    csrf: String,
+    username: String,
+    password: SecretString,
+}
+
+/// A revocation from the list.
+#[derive(Deserialize, utoipa::ToSchema)]
+struct RevokeForm {
+    csrf: String,
+    ticket: String,
+    grant: String,
+}
+
+impl Posted for ApprovedSignInForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl Posted for RevokeForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Sign in: the person's live grants.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device/grants",
+    tag = "approval page",
+    request_body(content = ApprovedSignInForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The person's live grants: application, scope, when approved, when tokens were last issued, each with Revoke.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, or fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
+        (status = 401, description = "Wrong user name or password.", body = String, content_type = "text/html"),
+        (status = 429, description = "Too many wrong passwords: locked for a while.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The store or the directory did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn approved_sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<ApprovedSignInForm>(&app, req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
+    };
+    let password = Secret::new(form.password.0);
+    match crate::service::approved::sign_in(&app, &form.username, &password, &csrf, &origin).await {
+        Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
+        Err(e) => {
+            let page = approved_sign_in_form(&csrf, &form.username, Some(&e));
+            with_cookie(&app, Page::Problem(e, page), &csrf)
+        }
+    }
+}
+
+/// Revoke one of the person's grants.
+#[utoipa::path(
+    post,
+    path = "/vedauth/device/grants/revoke",
+    tag = "approval page",
+    request_body(content = RevokeForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The grant is revoked (if it was the person's and live); the list again.", body = String, content_type = "text/html"),
+        (status = 400, description = "The form is incomplete, fails the anti-forgery checks, or its ticket is not valid (any more).", body = String, content_type = "text/html"),
+        (status = 403, description = "The person's account is disabled.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn approved_revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (form, csrf) = match posted::<RevokeForm>(&app, req).await {
+        Ok(v) => v,
+        Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
+    };
+    match crate::service::approved::revoke(&app, &form.ticket, &csrf, &form.grant, &origin).await {
+        Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
+        Err(e) => {
+            let text = e.to_string();
+            Page::Problem(e, message("Not revoked", &text)).into_response()
+        }
+    }
+}
+
+// ------------------------------------------------------------------ OpenID Connect
+
+/// The cookie binding a started OpenID Connect sign-in to this browser:
+/// `SameSite=Lax`, so that the provider's redirect back (a top-level
+/// navigation from another site) carries it.
+const OIDC_COOKIE: &str = "sr_oidc";
+
+/// "Sign in with …": off to the OpenID provider, for the device code of the
+/// link the page was opened with. A link like the device's own link, so
+/// nothing more than opening `verification_uri_complete` is asked of the browser.
+#[utoipa::path(
+    get,
+    path = "/vedauth/device/oidc",
+    tag = "approval page",
+    params(ShowQuery),
+    responses(
+        (status = 303, description = "To the provider's authorization endpoint (code flow, PKCE S256, state and nonce); sets the browser-binding cookie."),
+        (status = 400, description = "No OpenID provider is configured.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The provider or the store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn oidc_start(State(app): State<AppState>, Query(q): Query<ShowQuery>) -> Response {
+    match crate::service::oidc::page::start(&app, q.user_code.as_deref().unwrap_or("")).await {
+        Ok(started) => {
+            let secure = if app.secure_cookies { "; Secure" } else { "" };
+            let cookie = format!("{OIDC_COOKIE}={}; Path=/vedauth/device/oidc; HttpOnly; SameSite=Lax{secure}", started.binding);
+            super::respond::see_other(&started.location, &cookie)
+        }
+        Err(e) => {
+            let text = e.to_string();
+            Page::Problem(e, message("Cannot sign in", &text)).into_response()
+        }
+    }
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    /// The provider's refusal (`access_denied`, …).
+    error: Option<String>,
+}
+
+/// The provider's redirect back: the device's request, to approve or deny.
+#[utoipa::path(
+    get,
+    path = "/vedauth/device/oidc/callback",
+    tag = "approval page",
+    params(CallbackQuery),
+    responses(
+        (status = 200, description = "The consent screen: the application, the scope, Approve and Deny.", body = String, content_type = "text/html"),
+        (status = 400, description = "The sign-in was not started in this browser, was used already or expired, or the provider's answer was refused.", body = String, content_type = "text/html"),
+        (status = 403, description = "The person may not use this integration.", body = String, content_type = "text/html"),
+        (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
+        (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
+        (status = 429, description = "Too many wrong codes: locked for a while.", body = String, content_type = "text/html"),
+        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The provider or the store did not answer.", body = String, content_type = "text/html"),
+    ),
+)]
+pub(crate) async fn oidc_callback(
+    State(app): State<AppState>,
+    origin: Origin,
+    headers: HeaderMap,
+    Query(q): Query<CallbackQuery>,
+) -> Response {
+    let binding = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == OIDC_COOKIE).then(|| v.to_owned())
+    });
+    let (Some(code), Some(state), None, Some(binding)) = (q.code, q.state, q.error.as_ref(), binding) else {
+        let e = PageError::SignInExpired;
+        let text = if q.error.is_some() {
+            "Your identity provider did not sign you in. Start again from the code's link.".to_owned()
+        } else {
+            e.to_string()
+        };
+        return Page::Problem(e, message("Not signed in", &text)).into_response();
+    };
+    // The strict anti-forgery cookie does not come with a redirect from
+    // another site: a new token for the consent form when it is missing.
+    let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
+    match crate::service::oidc::page::finish(&app, &state, &code, &binding, &csrf, &origin).await {
+        Ok(c) => with_cookie(&app, Page::Ok(consent_page(&c, &csrf)), &csrf),
+        Err(e) => {
+            let text = e.to_string();
+            Page::Problem(e, message("Not signed in", &text)).into_response()
         }
     }
 }

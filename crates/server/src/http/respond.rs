@@ -39,6 +39,25 @@ pub(crate) fn is_auth_server() -> Response {
     r
 }
 
+/// HTTP 303 to `location` (an OpenID provider's authorization URL), setting `cookie`.
+pub(crate) fn see_other(location: &str, cookie: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let (Ok(l), Ok(c)) = (HeaderValue::from_str(location), HeaderValue::from_str(cookie)) {
+        r.headers_mut().insert(header::LOCATION, l);
+        r.headers_mut().insert(header::SET_COOKIE, c);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    r
+}
+
+/// HTTP 200 with an empty body: the product's answer to `Identity/Validate`
+/// for an identity it does not have. Typed `text/plain`, which an empty
+/// body is (an empty `application/json` body is no JSON document).
+pub(crate) fn empty_ok() -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], "").into_response()
+}
+
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
         let status = match &self {
@@ -176,6 +195,8 @@ impl IntoResponse for Page {
                     PageError::NotAllowed => StatusCode::FORBIDDEN,
                     PageError::AlreadyDecided => StatusCode::CONFLICT,
                     PageError::BadForm => StatusCode::BAD_REQUEST,
+                    PageError::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                    PageError::SignInExpired | PageError::ProviderRefused => StatusCode::BAD_REQUEST,
                     PageError::Store(e) => {
                         tracing::error!(kind = %e.kind(), error = %e, "approval page failed");
                         StatusCode::SERVICE_UNAVAILABLE

@@ -83,6 +83,27 @@ impl SdkBody {
         }
     }
 
+    /// An identity field (`ID` of the Identity calls): a string, or an
+    /// object with any of an identity entry's fields, read in the order
+    /// `PrefixedUniversal`, `PrefixedName`, `Universal`, `Name`.
+    pub(crate) fn identity(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Object(m)) => {
+                let inner = SdkBody(m.clone());
+                for field in ["PrefixedUniversal", "PrefixedName", "Universal", "Name"] {
+                    let v = inner.string(&[field]).map_err(|_| FieldError(format!("{}.{field} must be a string.", names[0])))?;
+                    if let Some(v) = v.filter(|v| !v.trim().is_empty()) {
+                        return Ok(Some(v));
+                    }
+                }
+                Ok(None)
+            }
+            Some(_) => Err(FieldError(format!("{} must be an identity: an object with PrefixedName or PrefixedUniversal.", names[0]))),
+        }
+    }
+
     /// A 32-bit integer field (`VaultType`).
     pub(crate) fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
         match self.int64(names) {

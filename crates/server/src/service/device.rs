@@ -95,6 +95,14 @@ pub enum PageError {
     CodeLocked,
     #[error("Too many sign-ins at this moment. Try again in a few seconds.")]
     Busy,
+    #[error("Your organisation's directory cannot be reached right now. Try again in a moment.")]
+    DirectoryUnavailable,
+    /// An OpenID Connect sign-in's state is unknown, used, expired or another browser's.
+    #[error("This sign-in was not started here, was used already, or has expired. Start again from the code's link.")]
+    SignInExpired,
+    /// The identity provider's answer was refused (the reason is logged).
+    #[error("Your identity provider's answer could not be accepted. Start again from the code's link.")]
+    ProviderRefused,
     #[error("Your account may not use this application.")]
     NotAllowed,
     #[error("This request has already been answered.")]
@@ -139,8 +147,15 @@ pub async fn sign_in(
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),
         Err(LoginError::Busy) => return Err(PageError::Busy),
+        Err(LoginError::Unavailable) => return Err(PageError::DirectoryUnavailable),
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
+    consent_for(app, user, user_code_input, csrf, origin).await
+}
+
+/// Step one for a person signed in already (through an OpenID provider):
+/// check the user code, and show the request.
+pub async fn consent_for(app: &AppState, user: User, user_code_input: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
     // The code is compared only after the attempt took its slots: parallel
     // guesses cannot outrun the count.
     let slots = throttle::code_slots(user.id.as_str(), &user.name.to_lowercase(), &origin.addr);
@@ -168,7 +183,7 @@ pub async fn sign_in(
         return Err(PageError::CodeLocked);
     }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;
-    if integration.disabled || !integration.allowed_users.permits(&user.id) {
+    if integration.disabled || !app.admits(&integration, &user.id).await? {
         return Err(PageError::NotAllowed);
     }
     let ticket = sign_ticket(&app.keys.page, &user.id, &device.code_hash, now.plus_secs(TICKET_SECS), csrf);
@@ -205,7 +220,7 @@ pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, ori
         Decide::Record => {}
     }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::Expired)?;
-    if approve && (integration.disabled || !integration.allowed_users.permits(&user.id)) {
+    if approve && (integration.disabled || !app.admits(&integration, &user.id).await?) {
         return Err(PageError::NotAllowed);
     }
     let (state, kind) = if approve {

@@ -3,18 +3,24 @@
 //! [`crate::http`] call it and [`crate::http::respond`] turns its errors into
 //! statuses and bodies.
 
+pub mod approved;
 pub mod bearer;
 pub mod device;
+pub mod directory;
+pub mod identity;
 pub mod jwks;
 pub mod keyring;
 pub mod log;
 pub mod login;
 pub mod machine;
+pub mod oidc;
 pub mod revocation;
 pub mod token;
 pub mod vault;
 
 use strongroom_core::event::{Event, EventKind};
+use strongroom_core::identity::UserId;
+use strongroom_core::integration::Integration;
 use strongroom_store::StoreError;
 
 use crate::state::AppState;
@@ -31,6 +37,19 @@ impl AppState {
     /// A new event at the current time, stamped with the request's origin.
     pub fn event(&self, kind: EventKind, origin: &Origin) -> Event {
         Event::new(kind, self.now()).origin(&origin.addr, &origin.request_id)
+    }
+
+    /// Whether `integration` admits `user`: listed, or a member now of a
+    /// group it lists (the memberships are read only when it lists groups).
+    pub async fn admits(&self, integration: &Integration, user: &UserId) -> Result<bool, StoreError> {
+        if integration.allowed_users.permits(user) {
+            return Ok(true);
+        }
+        if integration.allowed_groups.is_empty() {
+            return Ok(false);
+        }
+        let groups: Vec<_> = self.store.groups_of(user.clone()).await?.into_iter().map(|g| g.id).collect();
+        Ok(integration.admits(user, &groups))
     }
 }
 

@@ -210,10 +210,19 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
 
 /// One attempt of [`refresh`]: `None` when its conditional write lost.
 async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin: &Origin) -> Result<Option<Issued>, AuthError> {
-    let ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
+    let mut ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
     let now = app.now();
+    let mut decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
+    // A directory person's standing and groups are read from the directory
+    // again at every refresh, before the decision that issues tokens is
+    // made on them (the bound for a change made in the directory: one
+    // access token's lifetime).
+    if matches!(decision, Refresh::Rotate | Refresh::Retry) && ctx.grant.user_id.is_directory() {
+        recheck_directory(app, &ctx.grant.user_id, origin).await?;
+        ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
+        decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
+    }
     let g = &ctx.grant;
-    let decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
     let (kind, detail) = match decision {
         Refresh::Reject(RefreshRejected::WrongClient) => return Err(AuthError::InvalidGrant(CLIENT_MISMATCH)),
         Refresh::Reject(RefreshRejected::NotRefreshable) => return Err(AuthError::InvalidGrant("The grant is not refreshable.")),
@@ -236,6 +245,33 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
         return Ok(Some(Issued { grant, tokens, state: None }));
     }
     Ok(None)
+}
+
+/// Reads a directory person again: gone or disabled there refuses the
+/// refresh; otherwise their groups are brought up to date. A directory out
+/// of reach is `temporarily_unavailable` (the stored groups are kept, and
+/// nothing is issued on them).
+async fn recheck_directory(app: &AppState, user: &strongroom_core::identity::UserId, origin: &Origin) -> Result<(), AuthError> {
+    // An OpenID provider is asked nothing at a refresh (it has no lookup
+    // without the person): its people's groups are those of their last
+    // sign-in; an administrator disabling them here still ends their grants.
+    if app.oidc.as_ref().is_some_and(|o| o.config.prefix().eq_ignore_ascii_case(user.prefix())) {
+        return Ok(());
+    }
+    let Some(dir) = app.directory.as_ref().filter(|d| d.config.prefix().eq_ignore_ascii_case(user.prefix())) else {
+        return Err(AuthError::InvalidGrant("The identity provider of this grant's user is no longer configured."));
+    };
+    match dir.lookup(user.bare()).await {
+        Ok(Some(person)) => {
+            login::sync(app, dir, &person, origin).await?;
+            Ok(())
+        }
+        Ok(None) => Err(AuthError::InvalidGrant("The directory no longer knows this account, or has disabled it.")),
+        Err(e) => {
+            tracing::warn!(error = %e, directory = %dir.config.url, "refresh: the directory cannot be reached");
+            Err(AuthError::TemporarilyUnavailable("The identity provider cannot be reached at this moment; try again."))
+        }
+    }
 }
 
 /// A spent refresh token came back: revoke the whole grant (RFC 9700
@@ -279,9 +315,13 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Err(LoginError::Busy) => {
             return Err(AuthError::TemporarilyUnavailable("Too many sign-ins of this user from this address at this moment; try again."));
         }
+        Err(LoginError::Unavailable) => {
+            return Err(AuthError::TemporarilyUnavailable("The identity provider cannot be reached at this moment; try again."));
+        }
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();
+    let user_allowed = app.admits(&integration, &user.id).await?;
     // `authenticate` refused a disabled account already.
     let standing = Standing {
         integration_found: true,
@@ -289,7 +329,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         max_scope: integration.max_scope.clone(),
         user_found: true,
         user_disabled: user.disabled,
-        user_allowed: integration.allowed_users.permits(&user.id),
+        user_allowed,
     };
     may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));

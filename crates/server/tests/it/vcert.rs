@@ -13,6 +13,9 @@ async fn the_vcert_sequence_sees_one_identity() {
     let alice = s.user("alice").await;
     // Scope `certificate:manage`: vcert's own; Identity/Self and POST Log take any scope.
     s.integration("vcert-sdk", "certificate:manage", |_| {}).await;
+    // Alice is in a group: Identity/Self lists it between her and the provider.
+    s.admin.create_group("deployers").await.unwrap();
+    s.admin.add_member("deployers", "alice").await.unwrap();
     let t = s.tokens_for(&alice, "vcert-sdk", "certificate:manage").await;
     let (st, t) = s.refresh("vcert-sdk", t["refresh_token"].as_str().unwrap()).await;
     assert_eq!(st, StatusCode::OK, "{t}");
@@ -28,6 +31,8 @@ async fn the_vcert_sequence_sees_one_identity() {
     assert_eq!(ids[0]["FullName"], "\\VED\\Identity\\alice");
     assert_eq!(ids[0]["Type"], 1, "an integer: Go's int");
     assert_eq!(ids[0]["Universal"], format!("{{{}}}", alice.id));
+    assert_eq!(ids.len(), 3, "{me}");
+    assert_eq!((ids[1]["PrefixedName"].as_str(), ids[1]["Type"].as_i64()), (Some("local:deployers"), Some(2)));
     assert_eq!(ids.last().unwrap()["Type"], 32);
 
     // POST Log as vcert sends it: every field a string.

@@ -7,7 +7,7 @@
 //! own `grant.revoked` event, before the rows go ([`end_grants_where`]).
 
 use strongroom_core::event::Event;
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::{AllowedUsers, Integration};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
@@ -183,6 +183,7 @@ async fn load_allowed<C: Conn>(c: &C, i: &mut Integration) -> StoreResult<()> {
     if let AllowedUsers::Only(list) = &mut i.allowed_users {
         *list = c.query(&sql::ALLOWED_USERS, &values![i.client_id.as_str()], |r| Ok(UserId::from_stored(r.text()?))).await?;
     }
+    i.allowed_groups = c.query(&sql::ALLOWED_GROUPS, &values![i.client_id.as_str()], |r| Ok(GroupId::from_stored(r.text()?))).await?;
     Ok(())
 }
 
@@ -193,6 +194,10 @@ async fn save_allowed<C: Conn>(c: &C, i: &Integration) -> StoreResult<()> {
         for u in list {
             c.execute(&sql::ALLOW_USER, &values![i.client_id.as_str(), u.as_str()]).await?;
         }
+    }
+    c.execute(&sql::CLEAR_ALLOWED_GROUPS, &values![i.client_id.as_str()]).await?;
+    for g in &i.allowed_groups {
+        c.execute(&sql::ALLOW_GROUP, &values![i.client_id.as_str(), g.as_str()]).await?;
     }
     Ok(())
 }
@@ -230,6 +235,14 @@ pub(crate) async fn list_grants<C: Conn>(c: &C, include_ended: bool, now: UnixTi
     c.query(&sql::LIST_GRANTS, &values![include_ended, now], |r| Ok(GrantSummary { grant: codec::grant(r)?, user_name: r.text()? })).await
 }
 
+pub(crate) async fn approved_grants<C: Conn>(
+    c: &C,
+    user: &UserId,
+    now: UnixTime,
+) -> StoreResult<Vec<(strongroom_core::grant::Grant, String)>> {
+    c.query(&sql::APPROVED_GRANTS, &values![user.as_str(), now], |r| Ok((codec::grant(r)?, r.text()?))).await
+}
+
 /// See [`crate::AdminStore::create_folders`].
 pub(crate) async fn create_folders<C: Conn>(c: &C, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
     let mut last_new = false;
@@ -255,6 +268,139 @@ pub(crate) async fn set_rights<C: Conn>(c: &C, f: &FolderPath, user: &UserId, ri
     append_event(c, event).await.map(drop)
 }
 
-pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights)>> {
-    c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?))).await
+pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights, bool)>> {
+    c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?, r.bool()?))).await
+}
+
+// ------------------------------------------------------------------ groups
+
+pub(crate) async fn create_group<C: Conn>(c: &C, g: &Group, event: &Event) -> StoreResult<()> {
+    c.execute(&sql::INSERT_GROUP, &codec::group_row(g)).await?;
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn group_by_name<C: Conn>(c: &C, name: &str) -> StoreResult<Option<Group>> {
+    c.query_opt(&sql::GROUP_BY_NAME, &values![name.to_lowercase()], codec::group).await
+}
+
+pub(crate) async fn group_by_id<C: Conn>(c: &C, id: &GroupId) -> StoreResult<Option<Group>> {
+    c.query_opt(&sql::GROUP_BY_ID, &values![id.as_str()], codec::group).await
+}
+
+pub(crate) async fn list_groups<C: Conn>(c: &C) -> StoreResult<Vec<(Group, u64)>> {
+    c.query(&sql::LIST_GROUPS, &[], |r| Ok((codec::group(r)?, r.int()?.unsigned_abs()))).await
+}
+
+/// Deletes group `name`: its members, rights and places on integrations go
+/// with it. The rights it held on folders, or `None` when there is no such group.
+pub(crate) async fn delete_group<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<Option<u64>> {
+    let Some(g) = group_by_name(c, name).await? else { return Ok(None) };
+    let rights = int(c, &sql::GROUP_RIGHTS_COUNT, &values![g.id.as_str()]).await?.unsigned_abs();
+    c.execute(&sql::DELETE_GROUP, &values![g.id.as_str()]).await?;
+    append_event(c, &Event { detail: format!("{rights} folder rights removed"), ..event.clone() }).await?;
+    Ok(Some(rights))
+}
+
+/// User `user` joins group `group`; `false` (and no event) when a member already.
+pub(crate) async fn add_member<C: Conn>(c: &C, group: &GroupId, user: &UserId, event: &Event) -> StoreResult<bool> {
+    let added = c.execute(&sql::ADD_MEMBER, &values![group.as_str(), user.as_str()]).await? == 1;
+    if added {
+        append_event(c, event).await?;
+    }
+    Ok(added)
+}
+
+/// User `user` leaves group `group`; `false` (and no event) when not a member.
+pub(crate) async fn remove_member<C: Conn>(c: &C, group: &GroupId, user: &UserId, event: &Event) -> StoreResult<bool> {
+    let removed = c.execute(&sql::REMOVE_MEMBER, &values![group.as_str(), user.as_str()]).await? == 1;
+    if removed {
+        append_event(c, event).await?;
+    }
+    Ok(removed)
+}
+
+pub(crate) async fn members_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<User>> {
+    c.query(&sql::MEMBERS_OF, &values![group.as_str()], codec::user).await
+}
+
+pub(crate) async fn groups_of<C: Conn>(c: &C, user: &UserId) -> StoreResult<Vec<Group>> {
+    c.query(&sql::GROUPS_OF, &values![user.as_str()], codec::group).await
+}
+
+pub(crate) async fn set_group_rights<C: Conn>(c: &C, f: &FolderPath, group: &GroupId, rights: Rights, event: &Event) -> StoreResult<()> {
+    if rights == Rights::NONE {
+        c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), group.as_str()]).await?;
+    } else {
+        c.execute(&sql::SET_GROUP_RIGHTS, &values![f.key(), group.as_str(), rights.bits()]).await?;
+    }
+    append_event(c, event).await.map(drop)
+}
+
+pub(crate) async fn group_rights_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<(String, Rights)>> {
+    c.query(&sql::GROUP_RIGHTS_OF, &values![group.as_str()], |r| Ok((r.text()?, r.rights()?))).await
+}
+
+/// See [`crate::AdminStore::sync_directory_user`].
+pub(crate) async fn sync_directory_user<C: Conn>(c: &C, u: &User, prefix: &str, groups: &[Group], event: &Event) -> StoreResult<User> {
+    let name_key = u.name.to_lowercase();
+    c.execute(&sql::FREE_USER_NAME, &values![name_key.as_str(), u.id.as_str()]).await?;
+    let existing = user_by_id(c, &u.id).await?;
+    let user = match existing.clone() {
+        Some(mut e) => {
+            if e.name != u.name {
+                c.execute(&sql::RENAME_USER, &values![u.name.as_str(), name_key.as_str(), u.id.as_str()]).await?;
+                e.name = u.name.clone();
+            }
+            e
+        }
+        // No password of ours: `!` is no PHC string, and directory users never take the local path.
+        None => {
+            c.execute(&sql::INSERT_USER, &codec::user_row(u, "!")).await?;
+            u.clone()
+        }
+    };
+    let mut now_in = Vec::with_capacity(groups.len());
+    for g in groups {
+        c.execute(&sql::INSERT_GROUP_IF_NEW, &codec::group_row(g)).await?;
+        if let Some(found) = group_by_name(c, &g.name).await? {
+            now_in.push(found);
+        }
+    }
+    let before: Vec<Group> = groups_of(c, &user.id).await?.into_iter().filter(|g| g.prefix().eq_ignore_ascii_case(prefix)).collect();
+    let left: Vec<&Group> = before.iter().filter(|b| !now_in.iter().any(|n| n.id == b.id)).collect();
+    let joined: Vec<&Group> = now_in.iter().filter(|n| !before.iter().any(|b| b.id == n.id)).collect();
+    for g in &left {
+        c.execute(&sql::REMOVE_MEMBER, &values![g.id.as_str(), user.id.as_str()]).await?;
+    }
+    for g in &joined {
+        c.execute(&sql::ADD_MEMBER, &values![g.id.as_str(), user.id.as_str()]).await?;
+    }
+    if existing.is_none() || !left.is_empty() || !joined.is_empty() {
+        let names = |gs: &[&Group]| gs.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(",");
+        let detail =
+            format!("{}joined=[{}] left=[{}]", if existing.is_none() { "first sign-in " } else { "" }, names(&joined), names(&left));
+        append_event(c, &Event { detail, ..event.clone() }).await?;
+    }
+    Ok(user)
+}
+
+/// See [`crate::AdminStore::insert_oidc_state`].
+pub(crate) async fn insert_oidc_state<C: Conn>(
+    c: &C,
+    state: &[u8; 32],
+    binding: &[u8; 32],
+    user_code: &str,
+    expires: UnixTime,
+    now: UnixTime,
+) -> StoreResult<()> {
+    c.execute(&sql::FORGET_OIDC_STATES, &values![now]).await?;
+    c.execute(&sql::INSERT_OIDC_STATE, &values![state, binding, user_code, expires]).await.map(drop)
+}
+
+/// See [`crate::AdminStore::take_oidc_state`].
+pub(crate) async fn take_oidc_state<C: Conn>(c: &C, state: &[u8; 32], binding: &[u8; 32], now: UnixTime) -> StoreResult<Option<String>> {
+    if c.execute(&sql::TAKE_OIDC_STATE, &values![state, binding, now]).await? != 1 {
+        return Ok(None);
+    }
+    c.query_opt(&sql::OIDC_STATE_CODE, &values![state], |r| r.text()).await
 }

@@ -210,8 +210,60 @@ macro_rules! admin_methods {
         fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| vault::rights_of(c, &user))
         }
-        fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights)>> {
+        fn all_rights(&self) -> StoreFuture<'_, Vec<(FolderPath, String, Rights, bool)>> {
             $read!(self, |c| admin::all_rights(c))
+        }
+        fn create_group(&self, g: Group, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| admin::create_group(c, &g, &event))
+        }
+        fn group_by_name(&self, name: String) -> StoreFuture<'_, Option<Group>> {
+            $read!(self, |c| admin::group_by_name(c, &name))
+        }
+        fn group_by_id(&self, id: GroupId) -> StoreFuture<'_, Option<Group>> {
+            $read!(self, |c| admin::group_by_id(c, &id))
+        }
+        fn list_groups(&self) -> StoreFuture<'_, Vec<(Group, u64)>> {
+            $read!(self, |c| admin::list_groups(c))
+        }
+        fn delete_group(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
+            $write!(self, |c| admin::delete_group(c, &name, &event))
+        }
+        fn add_member(&self, group: GroupId, user: UserId, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| admin::add_member(c, &group, &user, &event))
+        }
+        fn remove_member(&self, group: GroupId, user: UserId, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| admin::remove_member(c, &group, &user, &event))
+        }
+        fn members_of(&self, group: GroupId) -> StoreFuture<'_, Vec<User>> {
+            $read!(self, |c| admin::members_of(c, &group))
+        }
+        fn groups_of(&self, user: UserId) -> StoreFuture<'_, Vec<Group>> {
+            $read!(self, |c| admin::groups_of(c, &user))
+        }
+        fn set_group_rights(&self, f: FolderPath, group: GroupId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
+            $write!(self, |c| admin::set_group_rights(c, &f, &group, rights, &event))
+        }
+        fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>> {
+            $read!(self, |c| admin::group_rights_of(c, &group))
+        }
+        fn insert_oidc_state(
+            &self,
+            state: [u8; 32],
+            binding: [u8; 32],
+            user_code: String,
+            expires: UnixTime,
+            now: UnixTime,
+        ) -> StoreFuture<'_, ()> {
+            $plain!(self, |c| admin::insert_oidc_state(c, &state, &binding, &user_code, expires, now))
+        }
+        fn take_oidc_state(&self, state: [u8; 32], binding: [u8; 32], now: UnixTime) -> StoreFuture<'_, Option<String>> {
+            $plain!(self, |c| admin::take_oidc_state(c, &state, &binding, now))
+        }
+        fn approved_grants(&self, user: UserId, now: UnixTime) -> StoreFuture<'_, Vec<(Grant, String)>> {
+            $read!(self, |c| admin::approved_grants(c, &user, now))
+        }
+        fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User> {
+            $write!(self, |c| admin::sync_directory_user(c, &user, &prefix, &groups, &event))
         }
         fn delete_user(&self, name: String, event: Event) -> StoreFuture<'_, Option<Deletion>> {
             $write!(self, |c| admin::delete_user(c, &name, &event))

@@ -10,7 +10,7 @@ use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
@@ -45,8 +45,8 @@ static VAULT_CONTEXT_BY_HASH: LazyLock<Sql> = LazyLock::new(|| vault_context_sql
 fn vault_context_sql(access_cols: &str, joins: &str, key: &str) -> Sql {
     Sql::new(format!(
         "SELECT {}, \
-         ARRAY(SELECT r.path_key FROM folder_rights r WHERE r.user_id = g.user_id ORDER BY r.path_key), \
-         ARRAY(SELECT r.rights FROM folder_rights r WHERE r.user_id = g.user_id ORDER BY r.path_key), \
+         ARRAY(SELECT r.path_key FROM {held} r ORDER BY r.path_key, r.rights), \
+         ARRAY(SELECT r.rights FROM {held} r ORDER BY r.path_key, r.rights), \
          ARRAY(SELECT key_name FROM data_keys GROUP BY key_name ORDER BY key_name), \
          ARRAY(SELECT max(id) FROM data_keys GROUP BY key_name ORDER BY key_name), \
          {}, \
@@ -54,6 +54,7 @@ fn vault_context_sql(access_cols: &str, joins: &str, key: &str) -> Sql {
          FROM {joins} LEFT JOIN vault_entries e ON e.vault_id = ?2::BIGINT WHERE {key} = ?1",
         access_cols,
         VAULT_ENTRIES.cols("e"),
+        held = sql::held_rights("g.user_id"),
     ))
 }
 

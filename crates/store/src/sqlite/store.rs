@@ -9,7 +9,7 @@ use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
-use strongroom_core::identity::{User, UserId};
+use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::Integration;
 use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};

@@ -63,6 +63,7 @@ pub(crate) fn integration(client_id: &str) -> Integration {
         name: "Test app".into(),
         max_scope: Scope::parse("restricted:manage").unwrap(),
         allowed_users: AllowedUsers::Everyone,
+        allowed_groups: Vec::new(),
         grant_types: GrantTypes::default(),
         overrides: TokenOverrides::default(),
         disabled: false,
@@ -679,7 +680,7 @@ pub(crate) fn entry(id: strongroom_core::vault::VaultId, owners: &[&str]) -> str
     }
 }
 
-fn assoc(name: &str, h: u8) -> strongroom_store::StoredAssociation {
+pub(crate) fn assoc(name: &str, h: u8) -> strongroom_store::StoredAssociation {
     strongroom_store::StoredAssociation {
         name: name.into(),
         value_type: strongroom_core::vault::value::ValueType::String,
@@ -707,7 +708,7 @@ pub(crate) async fn vault_folders_and_rights(store: Arc<dyn Store>) {
     assert_eq!(r, vec![("\\ved".to_owned(), Rights::VIEW), ("\\ved\\policy\\team a".to_owned(), Rights::READ.union(Rights::WRITE))]);
     store.set_rights(folder("\\VED"), alice.id.clone(), Rights::NONE, ev(EventKind::RightsChanged)).await.unwrap();
     let all = store.all_rights().await.unwrap();
-    assert_eq!(all, vec![(team, "alice".to_owned(), Rights::READ.union(Rights::WRITE))]);
+    assert_eq!(all, vec![(team, "alice".to_owned(), Rights::READ.union(Rights::WRITE), false)]);
 }
 
 const SOFTWARE: &str = "Software:Default";

@@ -83,7 +83,7 @@ pub(crate) async fn deleting_a_user_ends_their_grants_and_takes_their_rights(sto
     assert!(store.device_context(code.code_hash).await.unwrap().is_none(), "the approved code cannot be exchanged");
     // Bob is untouched: his grant works, his rights and his place on the list stay.
     assert!(store.access_context(bobs.access_presented()).await.unwrap().is_some());
-    let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(_, u, _)| u).collect();
+    let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(_, u, _, _)| u).collect();
     assert_eq!(rights, ["bob"]);
     let list = store.integration("listed".into()).await.unwrap().unwrap().allowed_users;
     assert_eq!(list, AllowedUsers::Only(vec![bob.id.clone()]));
@@ -197,7 +197,7 @@ pub(crate) async fn a_folder_is_deleted_when_empty_or_with_everything_below_it(s
     assert_eq!(names, ["\\VED", "\\VED\\Policy", "\\VED\\Policy\\Team A2", "\\VED\\Policy\\Team B"]);
     let owners = store.owners_of(ids.clone()).await.unwrap();
     assert_eq!(owners, vec![(ids[1], vec![folder("\\VED\\Policy\\Team B")]), (ids[3], vec![folder("\\VED\\Policy\\Team A2")])]);
-    let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(f, _, _)| f.as_str().to_owned()).collect();
+    let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(f, _, _, _)| f.as_str().to_owned()).collect();
     assert_eq!(rights, ["\\VED\\Policy\\Team A2"]);
     // The new folder of the same name starts empty and without rights.
     store.create_folders(folder("\\VED\\Policy\\Team A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();

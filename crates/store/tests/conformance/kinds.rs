@@ -35,6 +35,7 @@ async fn user_and_app(store: &dyn Store, rng: &dyn Random) -> User {
         name: "App".into(),
         max_scope: Scope::parse("restricted:manage").unwrap(),
         allowed_users: AllowedUsers::Everyone,
+        allowed_groups: Vec::new(),
         grant_types: GrantTypes::default(),
         overrides: TokenOverrides::default(),
         disabled: false,

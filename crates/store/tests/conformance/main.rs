@@ -11,10 +11,14 @@
 //! that does not grow with refreshes, and the event archive; `machines`:
 //! JWT issuers, mappings, machine identities and the JWT replay record,
 //! attacked concurrently (on PostgreSQL through two stores, as two replicas).
+//! create nothing; `groups`: groups in the rights model and on
+//! integrations, and a removal racing writes; `tokens`: grants of before locators, token storage
+//! that does not grow with refreshes, and the event archive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
 mod deletion;
+mod groups;
 mod kinds;
 mod machines;
 mod opening;
@@ -24,6 +28,7 @@ mod tokens;
 mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
+    pub(crate) use super::groups::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
@@ -100,6 +105,12 @@ conformance!(
     archiving_moves_the_logs_start_once,
     machine_config,
     machine_grants_and_their_identities,
+    groups_and_their_members,
+    group_rights_add_up_and_stop_with_the_membership,
+    a_group_on_an_integration_admits_its_members_while_they_are_members,
+    a_removal_from_a_group_wins_against_racing_writes,
+    a_persons_approved_grants_are_their_live_ones,
+    an_oidc_state_is_taken_once_under_concurrency,
 );
 
 /// The same, for cases that need the store's copier too.

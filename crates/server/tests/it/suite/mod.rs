@@ -1,7 +1,8 @@
 //! Tests of the security list (`shared/reference/security-anchors.md` §3)
 //! that need the manual clock, so they run in-process rather than against
 //! the binary (`crates/cli/tests/security`): A4, A7, and B1, B2 and I3,
-//! which would otherwise wait out real seconds. Each prints one line,
+//! which would otherwise wait out real seconds; and L1, L2 (a directory's
+//! sign-in and groups, on the in-process server). Each prints one line,
 //! `SECURITY <id> <name>: <figure> — pass|FAIL`, before asserting.
 //! `scripts/test` skips `suite::`; `scripts/security` runs it once, one test
 //! at a time.
@@ -9,6 +10,7 @@
 mod a4_replay_by_age;
 mod a7_model;
 mod on_the_clock;
+mod people;
 
 /// Prints a test's line for `scripts/security`'s summary; returns `pass`.
 pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {
