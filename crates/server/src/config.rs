@@ -118,6 +118,8 @@ pub struct RawOidc {
     pub timeout_secs: Option<u64>,
     /// Extra CA certificates (PEM) trusted for the provider, besides the public roots.
     pub ca_file: Option<PathBuf>,
+    /// How long after a sign-in through the provider its grants may be refreshed.
+    pub session_secs: Option<i64>,
 }
 
 /// The variable the OIDC client secret is read from when neither
@@ -142,6 +144,10 @@ impl RawOidc {
         if !(1..=60).contains(&timeout_secs) {
             return Err(bad("oidc.timeout_secs", "1 to 60".into()));
         }
+        let session_secs = self.session_secs.unwrap_or(crate::service::oidc::SESSION_SECS);
+        if !(300..=2_592_000).contains(&session_secs) {
+            return Err(bad("oidc.session_secs", "300 to 2592000 (30 days)".into()));
+        }
         let client_secret_env = match (&self.client_secret_file, self.client_secret_env) {
             (Some(_), _) => None,
             (None, e) => Some(e.unwrap_or_else(|| OIDC_SECRET_ENV.to_owned())),
@@ -157,6 +163,7 @@ impl RawOidc {
             scopes: self.scopes.unwrap_or_else(|| "openid profile".to_owned()),
             timeout: std::time::Duration::from_secs(timeout_secs),
             ca_file: self.ca_file,
+            session_secs,
         }))
     }
 }
@@ -749,6 +756,13 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Path,
         "none: the public roots",
         "Extra CA certificates (PEM) trusted for the provider: discovery, its keys (JWKS) and the token endpoint.",
+    ),
+    setting(
+        "oidc.session_secs",
+        "STRONGROOM_OIDC_SESSION_SECS",
+        Kind::Seconds,
+        "43200",
+        "A grant approved through the provider is refreshed only this long after the person's last sign-in there (300 to 2592000).",
     ),
     file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
     file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),

@@ -321,7 +321,7 @@ pub(crate) fn user_and_hash(c: &mut Cols<'_>) -> StoreResult<(User, String)> {
     let name = c.text()?;
     c.skip(1); // name_key
     let hash = c.text()?;
-    let user = User { id, name, disabled: c.bool()?, master_admin: c.bool()?, created_at: c.time()? };
+    let user = User { id, name, disabled: c.bool()?, master_admin: c.bool()?, created_at: c.time()?, signed_in_at: c.opt_time()? };
     Ok((user, hash))
 }
 
@@ -653,8 +653,8 @@ pub(crate) fn grant_row(g: &Grant) -> [Value<'_>; 19] {
 }
 
 /// A user's row ([`schema::USERS`]).
-pub(crate) fn user_row<'a>(u: &'a User, password_hash: &'a str) -> [Value<'a>; 7] {
-    values![u.id.as_str(), u.name.as_str(), u.name.to_lowercase(), password_hash, u.disabled, u.master_admin, u.created_at]
+pub(crate) fn user_row<'a>(u: &'a User, password_hash: &'a str) -> [Value<'a>; 8] {
+    values![u.id.as_str(), u.name.as_str(), u.name.to_lowercase(), password_hash, u.disabled, u.master_admin, u.created_at, u.signed_in_at]
 }
 
 /// An integration's row ([`schema::INTEGRATIONS`]), created at `created_at`.
@@ -910,6 +910,7 @@ mod tests {
             disabled: false,
             master_admin: true,
             created_at: UnixTime::from_secs(5),
+            signed_in_at: Some(UnixTime::from_secs(7)),
         }
     }
 

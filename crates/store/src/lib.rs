@@ -659,8 +659,8 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// name renamed `name~id`; `disabled` and `master_admin` stay the
     /// administrator's), their directory's groups (made when new, by name),
     /// and their memberships of the groups whose prefix is `prefix` set to
-    /// exactly `groups` (local groups untouched). One event when anything
-    /// changed. The user as stored.
+    /// exactly `groups` (local groups untouched), and `signed_in_at` the
+    /// event's time. One event when anything changed. The user as stored.
     fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User>;
     /// A user's live grants at `now` (not revoked, refreshable until after
     /// it), oldest first, each with its application's name: what the person

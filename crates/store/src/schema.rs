@@ -73,6 +73,7 @@ pub(crate) const USERS: Table = Table {
         ("disabled", Bool),
         ("master_admin", Bool),
         ("created_at", Int),
+        ("signed_in_at", Int),
     ],
     key: 1,
 };

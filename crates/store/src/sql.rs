@@ -834,8 +834,9 @@ sql!(
 );
 
 sql!(
-    /// User `?3`'s name `?1` (key `?2`).
-    RENAME_USER = "UPDATE users SET name = ?1, name_key = ?2 WHERE id = ?3"
+    /// Directory user `?3` as it vouches for them now: name `?1` (key
+    /// `?2`), signed in (or looked up) at `?4`.
+    SYNC_USER = "UPDATE users SET name = ?1, name_key = ?2, signed_in_at = ?4 WHERE id = ?3"
 );
 
 sql!(GROUP_BY_NAME = format!("SELECT {} FROM groups WHERE name_key = ?1", schema::GROUPS.column_list()));

@@ -56,6 +56,10 @@ pub struct OidcConfig {
     pub timeout: Duration,
     /// Extra CA certificates (PEM) trusted for the provider.
     pub ca_file: Option<std::path::PathBuf>,
+    /// A grant of a person who signed in through the provider is refreshed
+    /// only until this long after their last sign-in there (the provider is
+    /// asked nothing at a refresh, so this bounds how stale their groups get).
+    pub session_secs: i64,
 }
 
 impl OidcConfig {
@@ -110,6 +114,9 @@ pub struct Oidc {
     /// The provider as the JWT checks see it.
     issuer: JwtIssuer,
 }
+
+/// `oidc.session_secs` by default: 12 hours.
+pub const SESSION_SECS: i64 = 43_200;
 
 /// How long a started sign-in may take.
 pub const STATE_SECS: i64 = 300;
@@ -357,6 +364,7 @@ mod tests {
             scopes: "openid".into(),
             timeout: Duration::from_secs(5),
             ca_file: None,
+            session_secs: SESSION_SECS,
         }
     }
 
@@ -573,6 +581,7 @@ pub mod page {
             disabled: false,
             master_admin: false,
             created_at: now,
+            signed_in_at: Some(now),
         };
         let groups = person
             .groups
