@@ -235,19 +235,39 @@ pub struct PairChange {
     /// An access token of before locators that stops working at once (a
     /// retry replaced the unused pair of a grant of before).
     pub retire_access: Option<TokenHash>,
+    /// The client's address, written to the grant's `last_addr` in the same
+    /// statement (`None`: the stored one is kept).
+    pub last_addr: Option<String>,
 }
 
 impl PairChange {
     /// `presented` (the working refresh token of `grant`) is spent and `tokens` become the pair.
     pub fn rotation(grant: &Grant, presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
-        PairChange { state: grant.after_rotation(presented, tokens), assign_slot: grant.slot.is_none(), retire_access: None }
+        PairChange {
+            state: grant.after_rotation(presented, tokens),
+            assign_slot: grant.slot.is_none(),
+            retire_access: None,
+            last_addr: None,
+        }
     }
 
     /// The unused pair of `grant` is replaced by `tokens` (a retry of a lost
     /// answer): its refresh token and its access token stop working.
     pub fn replacing(grant: &Grant, tokens: &IssuedTokens) -> PairChange {
         let legacy = grant.slot.is_none();
-        PairChange { state: grant.after_retry(tokens), assign_slot: legacy, retire_access: grant.pair.access.filter(|_| legacy) }
+        PairChange {
+            state: grant.after_retry(tokens),
+            assign_slot: legacy,
+            retire_access: grant.pair.access.filter(|_| legacy),
+            last_addr: None,
+        }
+    }
+
+    /// The change also records `addr` (the client's, if known) as the
+    /// grant's `last_addr`, in the same statement.
+    pub fn from_addr(mut self, addr: &str) -> PairChange {
+        self.last_addr = Some(addr.to_owned()).filter(|a| !a.is_empty());
+        self
     }
 }
 

@@ -142,6 +142,7 @@ pub(crate) const GRANTS: Table = Table {
         ("slot", Int),
         ("generation", Int),
         ("older_access", Bytes),
+        ("last_addr", Text),
     ],
     key: 1,
 };

@@ -287,10 +287,12 @@ sql!(
 sql!(
     /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
     /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now,
-    /// `?9` the pair's generation, `?10` the earlier access tokens kept. No indexed column
-    /// changes: the row is rewritten in place and no index is touched.
+    /// `?9` the pair's generation, `?10` the earlier access tokens kept, `?11` the client's
+    /// address (NULL: kept). No indexed column changes: the row is rewritten in place and no
+    /// index is touched.
     ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
-                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8, generation = ?9, older_access = ?10 \
+                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8, generation = ?9, older_access = ?10, \
+                    last_addr = COALESCE(?11, last_addr) \
                     WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
 );
 

@@ -150,7 +150,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
             Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
                 may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
                 let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
-                let change = PairChange::replacing(grant, &tokens);
+                let change = PairChange::replacing(grant, &tokens).from_addr(&origin.addr);
                 let event = app
                     .event(EventKind::DeviceCodeReissued, origin)
                     .identity(grant.user_id.identity())
@@ -175,6 +175,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
         Poll::Issue { user_id } => {
             may_receive(&ctx.standing, &device.scope).map_err(refused)?;
             let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
+            grant.last_addr = origin.known_addr();
             let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
             grant.pair = Pair::first(&tokens);
             let event = app
@@ -238,13 +239,15 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
         Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
     };
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
-    let change = if decision == Refresh::Retry { PairChange::replacing(g, &tokens) } else { PairChange::rotation(g, token.hash, &tokens) };
+    let change = if decision == Refresh::Retry { PairChange::replacing(g, &tokens) } else { PairChange::rotation(g, token.hash, &tokens) }
+        .from_addr(&origin.addr);
     let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
     if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
         app.metrics.token_refreshed();
         tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
         let mut grant = ctx.grant;
         grant.access_issued_at = now;
+        grant.last_addr = origin.known_addr().or(grant.last_addr);
         return Ok(Some(Issued { grant, tokens, state: None }));
     }
     Ok(None)
@@ -354,6 +357,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
     };
     may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
+    grant.last_addr = origin.known_addr();
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
     grant.pair = Pair::first(&tokens);
     let event = app

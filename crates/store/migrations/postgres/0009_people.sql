@@ -10,6 +10,11 @@
 -- only within oidc.session_secs of it.
 ALTER TABLE users ADD COLUMN signed_in_at BIGINT;
 
+-- The client address of a grant's last token issue (its first exchange or
+-- its last refresh): "from where" on the person's page of approved
+-- applications. A refresh writes it in the statement that rotates the pair.
+ALTER TABLE grants ADD COLUMN last_addr TEXT;
+
 CREATE TABLE groups (
     id         TEXT PRIMARY KEY,                  -- random UUID, lower case
     name       TEXT NOT NULL,
