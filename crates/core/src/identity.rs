@@ -192,6 +192,10 @@ pub struct User {
     pub disabled: bool,
     pub master_admin: bool,
     pub created_at: UnixTime,
+    /// When a directory or an OpenID provider last vouched for this person:
+    /// their last sign-in through it, or (a directory) its look-up at a
+    /// refresh. `None` for local and machine users.
+    pub signed_in_at: Option<UnixTime>,
 }
 
 /// A group's stable id: a random (version 4) UUID, lower case, never a

@@ -77,8 +77,14 @@ impl Admin {
             return Err(AdminError::Invalid("user names are 1-64 letters, digits or .-_@".into()));
         }
         check_password(password)?;
-        let user =
-            User { id: UserId::generate(&*self.rng), name: name.to_owned(), disabled: false, master_admin, created_at: self.clock.now() };
+        let user = User {
+            id: UserId::generate(&*self.rng),
+            name: name.to_owned(),
+            disabled: false,
+            master_admin,
+            created_at: self.clock.now(),
+            signed_in_at: None,
+        };
         let hash = hash(password, self.rng.clone()).await?;
         let event = self.event(EventKind::UserCreated).object(name);
         match self.store.create_user(user.clone(), hash, event).await {

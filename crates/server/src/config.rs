@@ -116,6 +116,10 @@ pub struct RawOidc {
     pub groups_claim: Option<String>,
     pub scopes: Option<String>,
     pub timeout_secs: Option<u64>,
+    /// Extra CA certificates (PEM) trusted for the provider, besides the public roots.
+    pub ca_file: Option<PathBuf>,
+    /// How long after a sign-in through the provider its grants may be refreshed.
+    pub session_secs: Option<i64>,
 }
 
 /// The variable the OIDC client secret is read from when neither
@@ -127,8 +131,7 @@ impl RawOidc {
         let Some(issuer) = self.issuer.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
         let issuer = issuer.trim().trim_end_matches('/').to_owned();
-        let host = issuer.strip_prefix("http://").map(|r| r.split(['/', ':']).next().unwrap_or(""));
-        if !(issuer.starts_with("https://") || matches!(host, Some("127.0.0.1" | "localhost" | "[::1]"))) {
+        if !(issuer.starts_with("https://") || crate::service::jwks::is_loopback_http(&issuer)) {
             return Err(bad("oidc.issuer", format!("{issuer:?}: an https:// URL (http:// only on a loopback address)")));
         }
         let client_id =
@@ -140,6 +143,10 @@ impl RawOidc {
         let timeout_secs = self.timeout_secs.unwrap_or(5);
         if !(1..=60).contains(&timeout_secs) {
             return Err(bad("oidc.timeout_secs", "1 to 60".into()));
+        }
+        let session_secs = self.session_secs.unwrap_or(crate::service::oidc::SESSION_SECS);
+        if !(300..=2_592_000).contains(&session_secs) {
+            return Err(bad("oidc.session_secs", "300 to 2592000 (30 days)".into()));
         }
         let client_secret_env = match (&self.client_secret_file, self.client_secret_env) {
             (Some(_), _) => None,
@@ -155,6 +162,8 @@ impl RawOidc {
             groups_claim: self.groups_claim.unwrap_or_else(|| "groups".to_owned()),
             scopes: self.scopes.unwrap_or_else(|| "openid profile".to_owned()),
             timeout: std::time::Duration::from_secs(timeout_secs),
+            ca_file: self.ca_file,
+            session_secs,
         }))
     }
 }
@@ -740,6 +749,20 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Seconds,
         "5",
         "The longest a request to the provider may take (1 to 60).",
+    ),
+    setting(
+        "oidc.ca_file",
+        "STRONGROOM_OIDC_CA_FILE",
+        Kind::Path,
+        "none: the public roots",
+        "Extra CA certificates (PEM) trusted for the provider: discovery, its keys (JWKS) and the token endpoint.",
+    ),
+    setting(
+        "oidc.session_secs",
+        "STRONGROOM_OIDC_SESSION_SECS",
+        Kind::Seconds,
+        "43200",
+        "A grant approved through the provider is refreshed only this long after the person's last sign-in there (300 to 2592000).",
     ),
     file_only("keys.pkcs11.name", Kind::Name, "", "[[keys.pkcs11]]: the key's name (PKCS11:name)."),
     file_only("keys.pkcs11.library", Kind::Path, "", "[[keys.pkcs11]]: the PKCS#11 module (e.g. /usr/lib/softhsm/libsofthsm2.so)."),

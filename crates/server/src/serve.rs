@@ -44,6 +44,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("[jwt]: {0}")]
     Jwt(#[from] KeysError),
+    #[error("[oidc]: {0}")]
+    Oidc(KeysError),
     #[error("[certificate]: {0}")]
     Certificate(#[from] crate::certificate::CertError),
 }
@@ -85,7 +87,14 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
         trusted_proxies: config.trusted_proxies.clone(),
         directory: config.ldap.clone().map(|c| Arc::new(crate::service::directory::Directory::new(c))),
-        oidc: config.oidc.clone().map(|c| Arc::new(crate::service::oidc::Oidc::new(c))),
+        oidc: config.oidc.clone().and_then(|c| match crate::service::oidc::Oidc::new(c, &config.jwt) {
+            Ok(o) => Some(Arc::new(o)),
+            Err(e) => {
+                // `run` checks this before it builds the state: only a caller that skipped it lands here.
+                tracing::error!(error = %e, "[oidc] settings: no OpenID Connect sign-in");
+                None
+            }
+        }),
     }
 }
 
@@ -213,6 +222,9 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     let certificate_listener = config.certificate.as_ref().map(|c| bind(c.listen)).transpose()?;
     // Settings that name files: a bad one stops the start, naming it.
     KeyCache::new(&config.jwt)?;
+    if let Some(o) = &config.oidc {
+        crate::service::oidc::Oidc::new(o.clone(), &config.jwt).map_err(ServeError::Oidc)?;
+    }
     if let Some(c) = &config.certificate {
         crate::certificate::load_crls(&c.crl_files)?;
     }

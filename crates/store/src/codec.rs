@@ -321,7 +321,7 @@ pub(crate) fn user_and_hash(c: &mut Cols<'_>) -> StoreResult<(User, String)> {
     let name = c.text()?;
     c.skip(1); // name_key
     let hash = c.text()?;
-    let user = User { id, name, disabled: c.bool()?, master_admin: c.bool()?, created_at: c.time()? };
+    let user = User { id, name, disabled: c.bool()?, master_admin: c.bool()?, created_at: c.time()?, signed_in_at: c.opt_time()? };
     Ok((user, hash))
 }
 
@@ -362,6 +362,7 @@ pub(crate) fn grant(c: &mut Cols<'_>) -> StoreResult<Grant> {
     let i = c.position();
     let generation = u32::try_from(c.int()?).map_err(|_| wrong(i, "a pair generation"))?;
     let older_access = c.opt_blob()?.map_or(Ok(Vec::new()), |b| older_access(&b))?;
+    let last_addr = c.opt_text()?;
     Ok(Grant {
         id,
         slot,
@@ -377,6 +378,7 @@ pub(crate) fn grant(c: &mut Cols<'_>) -> StoreResult<Grant> {
         pair: Pair { generation, refresh, access, used, rotated_from },
         older_access,
         version,
+        last_addr,
     })
 }
 
@@ -627,7 +629,7 @@ pub(crate) fn group_owners(rows: Vec<(VaultId, Option<String>)>) -> StoreResult<
 // ------------------------------------------------------------------ encoders
 
 /// A grant's row ([`schema::GRANTS`]).
-pub(crate) fn grant_row(g: &Grant) -> [Value<'_>; 19] {
+pub(crate) fn grant_row(g: &Grant) -> [Value<'_>; 20] {
     let p = &g.pair;
     values![
         g.id.as_str(),
@@ -649,12 +651,13 @@ pub(crate) fn grant_row(g: &Grant) -> [Value<'_>; 19] {
         g.slot,
         p.generation,
         older_access_bytes(&g.older_access),
+        g.last_addr.as_deref(),
     ]
 }
 
 /// A user's row ([`schema::USERS`]).
-pub(crate) fn user_row<'a>(u: &'a User, password_hash: &'a str) -> [Value<'a>; 7] {
-    values![u.id.as_str(), u.name.as_str(), u.name.to_lowercase(), password_hash, u.disabled, u.master_admin, u.created_at]
+pub(crate) fn user_row<'a>(u: &'a User, password_hash: &'a str) -> [Value<'a>; 8] {
+    values![u.id.as_str(), u.name.as_str(), u.name.to_lowercase(), password_hash, u.disabled, u.master_admin, u.created_at, u.signed_in_at]
 }
 
 /// An integration's row ([`schema::INTEGRATIONS`]), created at `created_at`.
@@ -900,6 +903,7 @@ mod tests {
                 })
                 .collect(),
             version: 12,
+            last_addr: Some("192.0.2.7".into()),
         }
     }
 
@@ -910,6 +914,7 @@ mod tests {
             disabled: false,
             master_admin: true,
             created_at: UnixTime::from_secs(5),
+            signed_in_at: Some(UnixTime::from_secs(7)),
         }
     }
 
@@ -929,7 +934,7 @@ mod tests {
         // A grant of before locators: no slot, generation 0, nothing kept.
         (g.slot, g.pair.generation, g.older_access) = (None, 0, Vec::new());
         let row = grant_row(&g);
-        assert_eq!(row.last(), Some(&Value::Null), "no earlier access tokens: NULL, not an empty value");
+        assert_eq!(row[row.len() - 2], Value::Null, "no earlier access tokens: NULL, not an empty value");
         assert_eq!(grant(&mut Cols::new(&owned(&row))).unwrap(), g);
         let u = sample_user();
         assert_eq!(user_and_hash(&mut Cols::new(&owned(&user_row(&u, "phc")))).unwrap(), (u, "phc".to_owned()));
@@ -951,7 +956,8 @@ mod tests {
     fn a_damaged_ring_of_earlier_access_tokens_is_corrupt() {
         let g = sample_grant();
         let mut row = grant_row(&g).to_vec();
-        if let Some(Value::Bytes(b)) = row.last_mut() {
+        let older = row.len() - 2;
+        if let Value::Bytes(b) = &mut row[older] {
             b.to_mut().pop();
         }
         let e = grant(&mut Cols::new(&owned(&row))).unwrap_err();

@@ -235,19 +235,39 @@ pub struct PairChange {
     /// An access token of before locators that stops working at once (a
     /// retry replaced the unused pair of a grant of before).
     pub retire_access: Option<TokenHash>,
+    /// The client's address, written to the grant's `last_addr` in the same
+    /// statement (`None`: the stored one is kept).
+    pub last_addr: Option<String>,
 }
 
 impl PairChange {
     /// `presented` (the working refresh token of `grant`) is spent and `tokens` become the pair.
     pub fn rotation(grant: &Grant, presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
-        PairChange { state: grant.after_rotation(presented, tokens), assign_slot: grant.slot.is_none(), retire_access: None }
+        PairChange {
+            state: grant.after_rotation(presented, tokens),
+            assign_slot: grant.slot.is_none(),
+            retire_access: None,
+            last_addr: None,
+        }
     }
 
     /// The unused pair of `grant` is replaced by `tokens` (a retry of a lost
     /// answer): its refresh token and its access token stop working.
     pub fn replacing(grant: &Grant, tokens: &IssuedTokens) -> PairChange {
         let legacy = grant.slot.is_none();
-        PairChange { state: grant.after_retry(tokens), assign_slot: legacy, retire_access: grant.pair.access.filter(|_| legacy) }
+        PairChange {
+            state: grant.after_retry(tokens),
+            assign_slot: legacy,
+            retire_access: grant.pair.access.filter(|_| legacy),
+            last_addr: None,
+        }
+    }
+
+    /// The change also records `addr` (the client's, if known) as the
+    /// grant's `last_addr`, in the same statement.
+    pub fn from_addr(mut self, addr: &str) -> PairChange {
+        self.last_addr = Some(addr.to_owned()).filter(|a| !a.is_empty());
+        self
     }
 }
 
@@ -659,8 +679,8 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// name renamed `name~id`; `disabled` and `master_admin` stay the
     /// administrator's), their directory's groups (made when new, by name),
     /// and their memberships of the groups whose prefix is `prefix` set to
-    /// exactly `groups` (local groups untouched). One event when anything
-    /// changed. The user as stored.
+    /// exactly `groups` (local groups untouched), and `signed_in_at` the
+    /// event's time. One event when anything changed. The user as stored.
     fn sync_directory_user(&self, user: User, prefix: String, groups: Vec<Group>, event: Event) -> StoreFuture<'_, User>;
     /// A user's live grants at `now` (not revoked, refreshable until after
     /// it), oldest first, each with its application's name: what the person

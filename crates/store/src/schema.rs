@@ -73,6 +73,7 @@ pub(crate) const USERS: Table = Table {
         ("disabled", Bool),
         ("master_admin", Bool),
         ("created_at", Int),
+        ("signed_in_at", Int),
     ],
     key: 1,
 };
@@ -141,6 +142,7 @@ pub(crate) const GRANTS: Table = Table {
         ("slot", Int),
         ("generation", Int),
         ("older_access", Bytes),
+        ("last_addr", Text),
     ],
     key: 1,
 };

@@ -287,10 +287,12 @@ sql!(
 sql!(
     /// The one conditional write of a refresh, a retry or a re-issue: `?1` grant, `?2` version read,
     /// `?3` refresh, `?4` access, `?5` used, `?6` rotated from, `?7` rotated at, `?8` now,
-    /// `?9` the pair's generation, `?10` the earlier access tokens kept. No indexed column
-    /// changes: the row is rewritten in place and no index is touched.
+    /// `?9` the pair's generation, `?10` the earlier access tokens kept, `?11` the client's
+    /// address (NULL: kept). No indexed column changes: the row is rewritten in place and no
+    /// index is touched.
     ADVANCE_PAIR = "UPDATE grants SET version = version + 1, refresh_hash = ?3, access_hash = ?4, pair_used = ?5, \
-                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8, generation = ?9, older_access = ?10 \
+                    rotated_from = ?6, rotated_at = ?7, access_issued_at = ?8, generation = ?9, older_access = ?10, \
+                    last_addr = COALESCE(?11, last_addr) \
                     WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND refresh_until > ?8"
 );
 
@@ -834,8 +836,9 @@ sql!(
 );
 
 sql!(
-    /// User `?3`'s name `?1` (key `?2`).
-    RENAME_USER = "UPDATE users SET name = ?1, name_key = ?2 WHERE id = ?3"
+    /// Directory user `?3` as it vouches for them now: name `?1` (key
+    /// `?2`), signed in (or looked up) at `?4`.
+    SYNC_USER = "UPDATE users SET name = ?1, name_key = ?2, signed_in_at = ?4 WHERE id = ?3"
 );
 
 sql!(GROUP_BY_NAME = format!("SELECT {} FROM groups WHERE name_key = ?1", schema::GROUPS.column_list()));

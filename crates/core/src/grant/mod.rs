@@ -75,6 +75,9 @@ pub struct Grant {
     /// conditional on the version it read, so no change is ever based on a
     /// stale read.
     pub version: i64,
+    /// The client address of the last token issue (the first exchange or
+    /// the last refresh), if known: "from where" on the person's page.
+    pub last_addr: Option<String>,
 }
 
 /// Access tokens of earlier pairs a grant keeps working besides its newest
@@ -175,6 +178,7 @@ impl Grant {
             pair: Pair::default(),
             older_access: Vec::new(),
             version: 0,
+            last_addr: None,
         }
     }
 

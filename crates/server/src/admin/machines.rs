@@ -205,7 +205,8 @@ impl Admin {
             return Ok(false);
         }
         let id = UserId::from_stored(identity.to_owned());
-        let user = User { id, name: identity.to_owned(), disabled: false, master_admin: false, created_at: self.clock.now() };
+        let user =
+            User { id, name: identity.to_owned(), disabled: false, master_admin: false, created_at: self.clock.now(), signed_in_at: None };
         let event = self.event(EventKind::MachineIdentityAdded).object(identity).detail(format!("mapping={mapping}"));
         if !self.store.add_machine_identity(user, mapping.to_owned(), event).await? {
             return Err(AdminError::Exists(format!("a user named {identity} (in another case)")));

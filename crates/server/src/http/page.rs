@@ -393,6 +393,7 @@ fn approved_list(csrf: &str, a: &crate::service::approved::Approved) -> Markup {
                             strong { (application) } " (" code { (g.client_id) } ")"
                             br; small { "Scope: " code { (g.scope) } }
                             br; small { "Approved " (g.created_at.iso8601()) "; tokens last issued " (g.access_issued_at.iso8601())
+                                @if let Some(addr) = &g.last_addr { " to " span.addr { (addr) } }
                                 @if g.pair.used { " and used since" } @else { ", not used since" }
                                 "; ends " (g.refresh_until.iso8601()) }
                             form method="post" action="/vedauth/device/grants/revoke" {

@@ -67,33 +67,84 @@ struct Entry {
 pub struct KeyCache {
     http: reqwest::Client,
     settings: JwtSettings,
+    /// Whether `http://` URLs on a loopback host are fetched (the OpenID
+    /// provider's cache only: `oidc.issuer` allows them, as on a test bench).
+    loopback_http: bool,
     entries: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Entry>>>>,
+}
+
+/// Whether `url` is `http://` on a loopback host (`127.0.0.1`,
+/// `localhost`, `[::1]`): the one plain-HTTP case `oidc.issuer` accepts.
+pub fn is_loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    matches!(host.to_ascii_lowercase().as_str(), "127.0.0.1" | "localhost" | "::1")
+}
+
+/// A client that trusts the public roots and the PEM CAs of `ca_file`;
+/// `https://` only, or with `loopback_http` also `http://` on a loopback
+/// host (redirects, at most `max_redirects`, included), every request
+/// within `timeout`.
+pub fn http_client(
+    ca_file: Option<&std::path::Path>,
+    timeout: Duration,
+    loopback_http: bool,
+    max_redirects: usize,
+) -> Result<reqwest::Client, KeysError> {
+    let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > max_redirects {
+            attempt.error("too many redirects")
+        } else if attempt.url().scheme() == "https" || (loopback_http && is_loopback_http(attempt.url().as_str())) {
+            attempt.follow()
+        } else {
+            attempt.error("a redirect to plain HTTP")
+        }
+    });
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .https_only(!loopback_http)
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .redirect(redirects)
+        .user_agent(concat!("strongroom/", env!("CARGO_PKG_VERSION")));
+    if let Some(path) = ca_file {
+        let shown = path.display().to_string();
+        let pem = std::fs::read(path).map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
+        let certs =
+            reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
+        if certs.is_empty() {
+            return Err(KeysError::CaFile { path: shown, message: "no certificate in it".into() });
+        }
+        for c in certs {
+            builder = builder.add_root_certificate(c);
+        }
+    }
+    builder.build().map_err(|e| KeysError::Client(e.to_string()))
 }
 
 impl KeyCache {
     pub fn new(settings: &JwtSettings) -> Result<KeyCache, KeysError> {
+        KeyCache::build(settings, false)
+    }
+
+    /// The OpenID provider's own cache: as [`KeyCache::new`], and `http://`
+    /// URLs on a loopback host are fetched too (never any other plain-HTTP
+    /// URL, a redirect's included).
+    pub fn with_loopback_http(settings: &JwtSettings) -> Result<KeyCache, KeysError> {
+        KeyCache::build(settings, true)
+    }
+
+    fn build(settings: &JwtSettings, loopback_http: bool) -> Result<KeyCache, KeysError> {
         let timeout = Duration::from_secs(u64::try_from(settings.fetch_timeout_secs).unwrap_or(5));
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .https_only(true)
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .user_agent(concat!("strongroom/", env!("CARGO_PKG_VERSION")));
-        if let Some(path) = &settings.ca_file {
-            let shown = path.display().to_string();
-            let pem = std::fs::read(path).map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| KeysError::CaFile { path: shown.clone(), message: e.to_string() })?;
-            if certs.is_empty() {
-                return Err(KeysError::CaFile { path: shown, message: "no certificate in it".into() });
-            }
-            for c in certs {
-                builder = builder.add_root_certificate(c);
-            }
-        }
-        let http = builder.build().map_err(|e| KeysError::Client(e.to_string()))?;
-        Ok(KeyCache { http, settings: settings.clone(), entries: Mutex::new(HashMap::new()) })
+        let http = http_client(settings.ca_file.as_deref(), timeout, loopback_http, 3)?;
+        Ok(KeyCache { http, settings: settings.clone(), loopback_http, entries: Mutex::new(HashMap::new()) })
     }
 
     pub fn settings(&self) -> &JwtSettings {
@@ -177,6 +228,9 @@ impl KeyCache {
     }
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, FetchError> {
+        if !(url.starts_with("https://") || (self.loopback_http && is_loopback_http(url))) {
+            return Err(FetchError::Failed(format!("GET {url}: https:// only")));
+        }
         let failed = |e: reqwest::Error| FetchError::Failed(format!("GET {}: {e}", e.url().map_or(url, |u| u.as_str())));
         let mut resp = self.http.get(url).send().await.map_err(failed)?;
         if !resp.status().is_success() {
@@ -208,6 +262,17 @@ mod tests {
     }
 
     /// The cache on a JWKS file, on times the test chooses: no sleeping.
+    #[test]
+    fn plain_http_is_loopback_only() {
+        for ok in ["http://127.0.0.1:8080/jwks", "http://localhost/x", "http://[::1]:9/", "http://LOCALHOST"] {
+            assert!(is_loopback_http(ok), "{ok}");
+        }
+        for no in ["https://127.0.0.1/", "http://10.0.0.1/", "http://localhost.evil.com/", "http://localhost:80@evil.com/", "http://[::2]/"]
+        {
+            assert!(!is_loopback_http(no), "{no}");
+        }
+    }
+
     #[tokio::test]
     async fn keys_are_kept_for_the_bound_and_an_unknown_kid_refetches_at_most_once_per_interval() {
         let dir = tempfile::tempdir().unwrap();

@@ -170,6 +170,7 @@ pub async fn sync(app: &AppState, dir: &Directory, person: &DirectoryPerson, ori
         disabled: false,
         master_admin: false,
         created_at: now,
+        signed_in_at: Some(now),
     };
     let groups = person
         .groups

@@ -152,6 +152,7 @@ async fn issue(
     settings.refreshable = false;
     settings.grant_validity = settings.access_validity;
     let mut grant = Grant::new(&*app.rng, client_id, identity, scope, now, settings);
+    grant.last_addr = origin.known_addr();
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
     grant.pair = Pair::first(&tokens);
     let event = app

@@ -33,6 +33,13 @@ pub struct Origin {
     pub request_id: String,
 }
 
+impl Origin {
+    /// The client's address, if the request had one.
+    pub fn known_addr(&self) -> Option<String> {
+        Some(self.addr.clone()).filter(|a| !a.is_empty())
+    }
+}
+
 impl AppState {
     /// A new event at the current time, stamped with the request's origin.
     pub fn event(&self, kind: EventKind, origin: &Origin) -> Event {

@@ -1,11 +1,11 @@
 //! OpenID Connect sign-in on the approval page (`[oidc]`): the
 //! authorization code flow with PKCE (S256), written on the server's own
-//! `reqwest` and `ring` rather than the `openidconnect` crate (which brings
-//! `oauth2`, `chrono`, `serde_path_to_error`, a JOSE stack and its RSA
-//! implementation into the binary; the flow needs discovery, one token
-//! request and one signature check).
+//! `reqwest` rather than the `openidconnect` crate (which brings `oauth2`,
+//! `chrono`, `serde_path_to_error`, a JOSE stack and its RSA implementation
+//! into the binary; the flow needs discovery, one token request and one
+//! signature check).
 //!
-//! A start ([`Oidc::start`]) makes a random `state` and stores its hash with
+//! A start ([`page::start`]) makes a random `state` and stores its hash with
 //! the device's user code, the hash of a browser binding (a random value in
 //! a `SameSite=Lax` cookie, which a top-level redirect back from the
 //! provider carries), and an expiry (5 minutes). The `nonce` and the PKCE
@@ -14,10 +14,12 @@
 //! conditional write (`take_oidc_state`: unused, unexpired, this browser's),
 //! so a state is good once: a replayed callback, and with it its nonce, is
 //! refused. Then the code is exchanged (client id and secret, the verifier),
-//! and the id token is checked ([`verify_id_token`]): its signature (RS256
-//! or ES256, a key of the provider's JWKS), `iss` the configured issuer,
-//! `aud` the client id (and `azp` when there are several), `exp`, `iat`,
-//! and `nonce` the one derived from this state. The person is
+//! and the id token is checked ([`check_id_token`]) by the one JWS
+//! implementation, the machine grants' (`strongroom_core::machine`:
+//! [`Jwt::parse`], [`Jwt::verify`], [`Jwt::check_claims`]), with keys from a
+//! [`KeyCache`] of the provider's own (a rotated key is fetched again for its
+//! unknown `kid`); only what is OIDC's own is here: `azp`, the `nonce`, an
+//! issuer's trailing `/`. The person is
 //! `OIDC+<name>:{<uuid from issuer and sub>}`, named and grouped by the
 //! configured claims, and stored as a directory person is
 //! (`AdminStore::sync_directory_user`).
@@ -27,10 +29,14 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
+use strongroom_core::machine::{Algorithm, Jwk, Jwt, JwtError, JwtIssuer, KeySource};
 use strongroom_core::time::UnixTime;
+
+use crate::config::JwtSettings;
+use crate::service::jwks::{KeyCache, KeysError, http_client, is_loopback_http};
 
 /// `[oidc]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +54,12 @@ pub struct OidcConfig {
     pub groups_claim: String,
     pub scopes: String,
     pub timeout: Duration,
+    /// Extra CA certificates (PEM) trusted for the provider.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// A grant of a person who signed in through the provider is refreshed
+    /// only until this long after their last sign-in there (the provider is
+    /// asked nothing at a refresh, so this bounds how stale their groups get).
+    pub session_secs: i64,
 }
 
 impl OidcConfig {
@@ -77,7 +89,6 @@ pub struct Discovery {
     pub issuer: String,
     pub authorization_endpoint: String,
     pub token_endpoint: String,
-    pub jwks_uri: String,
 }
 
 /// The claims a sign-in reads.
@@ -94,35 +105,56 @@ pub struct Person {
 pub struct Oidc {
     pub config: OidcConfig,
     http: reqwest::Client,
-    discovery: tokio::sync::OnceCell<(Discovery, Value)>,
+    /// The provider's endpoints, read once.
+    discovery: tokio::sync::OnceCell<Discovery>,
+    /// The provider's signing keys: the JWT issuers' cache, an instance of
+    /// its own (kept `jwt.key_cache_secs`, fetched again for an unknown
+    /// `kid` at most once per `jwt.refetch_min_secs`).
+    keys: KeyCache,
+    /// The provider as the JWT checks see it.
+    issuer: JwtIssuer,
 }
+
+/// `oidc.session_secs` by default: 12 hours.
+pub const SESSION_SECS: i64 = 43_200;
 
 /// How long a started sign-in may take.
 pub const STATE_SECS: i64 = 300;
-/// Clock skew forgiven on `iat` and `exp`.
+/// Clock skew forgiven on `iat`, `nbf` and `exp`.
 const SKEW_SECS: i64 = 60;
+/// The longest id token lifetime (`exp - iat`) accepted: a day.
+const MAX_LIFETIME_SECS: i64 = 86_400;
+/// The name of the provider's entry in its key cache.
+const KEYS_NAME: &str = "oidc";
 
 impl Oidc {
-    pub fn new(config: OidcConfig) -> Oidc {
-        let http = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
-        Oidc { config, http, discovery: tokio::sync::OnceCell::new() }
+    /// The provider of `config`; `jwt` gives the key cache's bounds. An
+    /// unreadable `oidc.ca_file` is an error.
+    pub fn new(config: OidcConfig, jwt: &JwtSettings) -> Result<Oidc, KeysError> {
+        let secs = i64::try_from(config.timeout.as_secs()).unwrap_or(5);
+        let settings = JwtSettings { fetch_timeout_secs: secs, ca_file: config.ca_file.clone(), ..jwt.clone() };
+        let keys = KeyCache::with_loopback_http(&settings)?;
+        // The token request carries the client secret: no redirects.
+        let http = http_client(config.ca_file.as_deref(), config.timeout, true, 0)?;
+        let issuer = id_token_issuer(&config);
+        Ok(Oidc { config, http, discovery: tokio::sync::OnceCell::new(), keys, issuer })
     }
 
-    /// Discovery and the JWKS, fetched once.
-    async fn discovered(&self) -> Result<&(Discovery, Value), OidcError> {
+    /// The endpoints of the discovery document, read once.
+    async fn discovered(&self) -> Result<&Discovery, OidcError> {
         self.discovery
             .get_or_try_init(|| async {
-                let url = format!("{}/.well-known/openid-configuration", self.config.issuer.trim_end_matches('/'));
+                let url = discovery_url(&self.config.issuer);
                 let d: Discovery = self.get_json(&url).await?;
                 if d.issuer.trim_end_matches('/') != self.config.issuer.trim_end_matches('/') {
                     return Err(OidcError::Unavailable(format!("discovery names issuer {:?}", d.issuer)));
                 }
-                let jwks: Value = self.get_json(&d.jwks_uri).await?;
-                Ok((d, jwks))
+                for endpoint in [&d.authorization_endpoint, &d.token_endpoint] {
+                    if !(endpoint.starts_with("https://") || is_loopback_http(endpoint)) {
+                        return Err(OidcError::Unavailable(format!("discovery names {endpoint:?}: https:// only")));
+                    }
+                }
+                Ok(d)
             })
             .await
     }
@@ -147,7 +179,7 @@ impl Oidc {
 
     /// The provider's authorization URL for `state`.
     pub async fn authorization_url(&self, key: &[u8; 32], state: &str, redirect_uri: &str) -> Result<String, OidcError> {
-        let (d, _) = self.discovered().await?;
+        let d = self.discovered().await?;
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier(key, state).as_bytes()));
         let q = serde_urlencoded::to_string([
             ("response_type", "code"),
@@ -166,7 +198,7 @@ impl Oidc {
 
     /// Exchanges `code` (of the sign-in `state` started) and checks the id token.
     pub async fn finish(&self, key: &[u8; 32], state: &str, code: &str, redirect_uri: &str, now: UnixTime) -> Result<Person, OidcError> {
-        let (d, jwks) = self.discovered().await?;
+        let d = self.discovered().await?;
         let secret = self.client_secret()?;
         let verifier = verifier(key, state);
         let form =
@@ -185,16 +217,72 @@ impl Oidc {
             return Err(OidcError::Token(format!("token endpoint answered {status}: {}", body["error"])));
         }
         let id_token = body["id_token"].as_str().ok_or_else(|| OidcError::Token("no id_token".into()))?;
-        let claims = verify_id_token(id_token, jwks, &self.config.issuer, &self.config.client_id, &nonce(key, state), now)?;
-        let subject = claims["sub"].as_str().filter(|s| !s.is_empty()).ok_or_else(|| OidcError::Token("no sub".into()))?.to_owned();
-        let name = claims[&self.config.name_claim].as_str().filter(|s| !s.is_empty()).unwrap_or(&subject).to_owned();
-        let groups = match &claims[&self.config.groups_claim] {
-            Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            Value::String(s) => vec![s.clone()],
+        let claims = self.id_token_claims(id_token, &nonce(key, state), now).await?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+        let subject = text(claims.get("sub")).ok_or_else(|| OidcError::Token("no sub".into()))?;
+        let name = text(claims.get(&self.config.name_claim)).unwrap_or_else(|| subject.clone());
+        let groups = match claims.get(&self.config.groups_claim) {
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::String(s)) => vec![s.clone()],
             _ => Vec::new(),
         };
         Ok(Person { issuer: self.config.issuer.clone(), subject, name, groups })
     }
+}
+
+impl Oidc {
+    /// The claims of `id_token` once checked ([`check_id_token`]) with the
+    /// provider's keys from the cache: an unknown `kid` (a key rotated at
+    /// the provider) fetches them again, at most once per `jwt.refetch_min_secs`.
+    pub async fn id_token_claims(&self, id_token: &str, nonce: &str, now: UnixTime) -> Result<Map<String, Value>, OidcError> {
+        let token = Jwt::parse(id_token).map_err(refused)?;
+        let keys = self
+            .keys
+            .keys(&self.issuer, token.kid.as_deref(), now, |_| {})
+            .await
+            .map_err(|e| OidcError::Unavailable(format!("the provider's keys: {e}")))?;
+        check_id_token(&token, &keys, &self.issuer, nonce, now)
+    }
+}
+
+/// The discovery document's URL of `issuer`.
+fn discovery_url(issuer: &str) -> String {
+    format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'))
+}
+
+/// The provider as a JWT issuer: its keys from discovery, the client id
+/// the one audience, the four algorithms, 60 s of skew, a day's lifetime.
+pub fn id_token_issuer(config: &OidcConfig) -> JwtIssuer {
+    JwtIssuer {
+        name: KEYS_NAME.to_owned(),
+        issuer: config.issuer.clone(),
+        keys: KeySource::Discovery(discovery_url(&config.issuer)),
+        audiences: vec![config.client_id.clone()],
+        algorithms: Algorithm::ALL.to_vec(),
+        clock_skew: SKEW_SECS,
+        max_lifetime: MAX_LIFETIME_SECS,
+        created_at: UnixTime::from_secs(0),
+    }
+}
+
+/// The reason logged for a refused id token.
+fn refused(e: JwtError) -> OidcError {
+    OidcError::Token(
+        match e {
+            JwtError::UnknownIssuer => "issuer",
+            JwtError::WrongAudience => "audience",
+            JwtError::BadSignature => "signature",
+            JwtError::UnknownKey => "no key for its kid and algorithm",
+            JwtError::Expired | JwtError::NoExpiry => "expired",
+            JwtError::NotYetValid => "issued in the future",
+            JwtError::LifetimeTooLong => "a lifetime longer than a day",
+            JwtError::AlgorithmRefused | JwtError::AlgorithmNotAllowed => "an algorithm not accepted (RS256, PS256, ES256, EdDSA)",
+            JwtError::TooLarge => "larger than 16 KiB",
+            JwtError::Malformed => "not a JWS",
+            JwtError::BadJti => "jti",
+        }
+        .to_owned(),
+    )
 }
 
 /// RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic.
@@ -220,67 +308,38 @@ pub fn person_id(issuer: &str, subject: &str) -> String {
     uuid::Builder::from_sha1_bytes(b).into_uuid().hyphenated().to_string()
 }
 
-/// Checks a compact JWS id token against `jwks` and the expected claims;
-/// its claims.
-pub fn verify_id_token(jwt: &str, jwks: &Value, issuer: &str, client_id: &str, nonce: &str, now: UnixTime) -> Result<Value, OidcError> {
-    let bad = |why: &str| OidcError::Token(why.to_owned());
-    let mut parts = jwt.split('.');
-    let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return Err(bad("not a JWS")) };
-    let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| bad("header"))?).map_err(|_| bad("header"))?;
-    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| bad("payload"))?).map_err(|_| bad("payload"))?;
-    let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| bad("signature"))?;
-    let alg = header["alg"].as_str().unwrap_or("");
-    let kid = header["kid"].as_str();
-    let keys = jwks["keys"].as_array().ok_or_else(|| bad("no keys"))?;
-    let key = keys
-        .iter()
-        .find(|k| kid.is_none_or(|kid| k["kid"].as_str() == Some(kid)) && k["use"].as_str().is_none_or(|u| u == "sig"))
-        .ok_or_else(|| bad("no key for its kid"))?;
-    let signed = format!("{h}.{p}");
-    let b64 = |v: &Value| v.as_str().and_then(|s| URL_SAFE_NO_PAD.decode(s).ok()).ok_or_else(|| bad("key"));
-    let ok = match (alg, key["kty"].as_str()) {
-        ("RS256", Some("RSA")) => ring::signature::RsaPublicKeyComponents { n: b64(&key["n"])?, e: b64(&key["e"])? }
-            .verify(&ring::signature::RSA_PKCS1_2048_8192_SHA256, signed.as_bytes(), &sig)
-            .is_ok(),
-        ("ES256", Some("EC")) if key["crv"].as_str() == Some("P-256") => {
-            let mut point = vec![4u8];
-            point.extend(b64(&key["x"])?);
-            point.extend(b64(&key["y"])?);
-            ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point)
-                .verify(signed.as_bytes(), &sig)
-                .is_ok()
-        }
-        _ => return Err(bad("an algorithm or key type not accepted (RS256, ES256)")),
-    };
-    if !ok {
-        return Err(bad("signature"));
+/// Checks an id token with the machine grants' JWS code
+/// (`strongroom_core::machine`: [`Jwt::verify`] against `keys`,
+/// [`Jwt::check_claims`] against `issuer`: issuer, algorithm, `exp`/`nbf`/`iat`
+/// with skew, lifetime, audience), then what is OIDC's own: an `iss` that
+/// differs from the configured issuer by a trailing `/` only is the same
+/// issuer; with several audiences, `azp` must be the client id; `nonce`
+/// must be this state's (compared in constant time). Its claims.
+pub fn check_id_token(token: &Jwt, keys: &[Jwk], issuer: &JwtIssuer, nonce: &str, now: UnixTime) -> Result<Map<String, Value>, OidcError> {
+    token.verify(keys).map_err(refused)?;
+    let iss = token.issuer().ok_or_else(|| OidcError::Token("issuer".into()))?;
+    if iss.trim_end_matches('/') != issuer.issuer.trim_end_matches('/') {
+        return Err(OidcError::Token("issuer".into()));
     }
-    if claims["iss"].as_str().map(|i| i.trim_end_matches('/')) != Some(issuer.trim_end_matches('/')) {
-        return Err(bad("issuer"));
+    let as_sent = JwtIssuer { issuer: iss.to_owned(), ..issuer.clone() };
+    token.check_claims(&as_sent, now).map_err(refused)?;
+    let client_id = issuer.audiences.first().map(String::as_str).unwrap_or("");
+    if let Some(Value::Array(list)) = token.claims.get("aud")
+        && list.len() > 1
+        && token.claims.get("azp").and_then(Value::as_str) != Some(client_id)
+    {
+        return Err(OidcError::Token("audience".into()));
     }
-    let aud_ok = match &claims["aud"] {
-        Value::String(a) => a == client_id,
-        Value::Array(list) => {
-            list.iter().any(|a| a.as_str() == Some(client_id)) && (list.len() == 1 || claims["azp"].as_str() == Some(client_id))
-        }
-        _ => false,
-    };
-    if !aud_ok {
-        return Err(bad("audience"));
+    let got = token.claims.get("nonce").and_then(Value::as_str).unwrap_or("");
+    if !bool::from(subtle::ConstantTimeEq::ct_eq(nonce.as_bytes(), got.as_bytes())) {
+        return Err(OidcError::Token("nonce".into()));
     }
-    let t = now.millis() / 1000;
-    if claims["exp"].as_i64().is_none_or(|exp| exp + SKEW_SECS <= t) {
-        return Err(bad("expired"));
-    }
-    if claims["iat"].as_i64().is_some_and(|iat| iat > t + SKEW_SECS) {
-        return Err(bad("issued in the future"));
-    }
-    let expected = nonce.as_bytes();
-    let got = claims["nonce"].as_str().unwrap_or("").as_bytes();
-    if !bool::from(subtle::ConstantTimeEq::ct_eq(expected, got)) {
-        return Err(bad("nonce"));
-    }
-    Ok(claims)
+    Ok(token.claims.clone())
+}
+
+/// [`check_id_token`] on a compact JWS.
+pub fn verify_id_token(jwt: &str, keys: &[Jwk], issuer: &JwtIssuer, nonce: &str, now: UnixTime) -> Result<Map<String, Value>, OidcError> {
+    check_id_token(&Jwt::parse(jwt).map_err(refused)?, keys, issuer, nonce, now)
 }
 
 #[cfg(test)]
@@ -293,21 +352,47 @@ mod tests {
     const ISS: &str = "https://idp.example.org";
     const NOW: UnixTime = UnixTime::from_secs(1_800_000_000);
 
-    fn key() -> (EcdsaKeyPair, Value) {
+    fn config(issuer: &str) -> OidcConfig {
+        OidcConfig {
+            issuer: issuer.to_owned(),
+            client_id: "strongroom".into(),
+            client_secret_file: None,
+            client_secret_env: None,
+            name: "sso".into(),
+            name_claim: "preferred_username".into(),
+            groups_claim: "groups".into(),
+            scopes: "openid".into(),
+            timeout: Duration::from_secs(5),
+            ca_file: None,
+            session_secs: SESSION_SECS,
+        }
+    }
+
+    /// A P-256 key and its JWKS entry under `kid`.
+    fn key_with(kid: &str) -> (EcdsaKeyPair, Value) {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
         let kp = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
         let pt = kp.public_key().as_ref();
-        let jwk = json!({"kty": "EC", "crv": "P-256", "kid": "k1", "use": "sig",
+        let jwk = json!({"kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
                          "x": URL_SAFE_NO_PAD.encode(&pt[1..33]), "y": URL_SAFE_NO_PAD.encode(&pt[33..65])});
-        (kp, json!({"keys": [jwk]}))
+        (kp, jwk)
     }
 
-    fn sign(kp: &EcdsaKeyPair, claims: &Value) -> String {
-        let h = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": "k1"}).to_string());
+    fn key() -> (EcdsaKeyPair, Vec<Jwk>) {
+        let (kp, jwk) = key_with("k1");
+        (kp, Jwk::parse_set(json!({"keys": [jwk]}).to_string().as_bytes()).unwrap())
+    }
+
+    fn sign_as(kp: &EcdsaKeyPair, kid: &str, claims: &Value) -> String {
+        let h = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": kid}).to_string());
         let p = URL_SAFE_NO_PAD.encode(claims.to_string());
         let sig = kp.sign(&SystemRandom::new(), format!("{h}.{p}").as_bytes()).unwrap();
         format!("{h}.{p}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+    }
+
+    fn sign(kp: &EcdsaKeyPair, claims: &Value) -> String {
+        sign_as(kp, "k1", claims)
     }
 
     fn claims() -> Value {
@@ -317,13 +402,15 @@ mod tests {
     #[test]
     fn an_id_token_is_checked_for_signature_issuer_audience_time_and_nonce() {
         let (kp, jwks) = key();
-        let check = |c: &Value| verify_id_token(&sign(&kp, c), &jwks, ISS, "strongroom", "n1", NOW);
+        let issuer = id_token_issuer(&config(ISS));
+        let check = |c: &Value| verify_id_token(&sign(&kp, c), &jwks, &issuer, "n1", NOW);
         assert_eq!(check(&claims()).unwrap()["sub"], "u1");
         let with = |k: &str, v: Value| {
             let mut c = claims();
             c[k] = v;
             c
         };
+        assert!(check(&with("iss", json!("https://idp.example.org/"))).is_ok(), "a trailing slash is the same issuer");
         assert_eq!(check(&with("iss", json!("https://evil.example.org"))), Err(OidcError::Token("issuer".into())));
         assert_eq!(check(&with("aud", json!("another-client"))), Err(OidcError::Token("audience".into())));
         assert_eq!(check(&with("aud", json!(["strongroom", "another"]))), Err(OidcError::Token("audience".into())), "azp needed");
@@ -336,17 +423,67 @@ mod tests {
             .is_ok()
         );
         assert_eq!(check(&with("exp", json!(1_799_999_000))), Err(OidcError::Token("expired".into())));
+        assert_eq!(check(&with("exp", Value::Null)), Err(OidcError::Token("expired".into())));
+        assert_eq!(check(&with("iat", json!(1_800_000_200))), Err(OidcError::Token("issued in the future".into())));
+        assert_eq!(check(&with("exp", json!(1_900_000_000))), Err(OidcError::Token("a lifetime longer than a day".into())));
         assert_eq!(check(&with("nonce", json!("replayed"))), Err(OidcError::Token("nonce".into())));
         assert_eq!(check(&with("nonce", Value::Null)), Err(OidcError::Token("nonce".into())));
         // Another key's signature, a token cut short, an algorithm refused.
         let (other, _) = key();
-        assert_eq!(
-            verify_id_token(&sign(&other, &claims()), &jwks, ISS, "strongroom", "n1", NOW),
-            Err(OidcError::Token("signature".into()))
-        );
-        assert!(verify_id_token("a.b", &jwks, ISS, "strongroom", "n1", NOW).is_err());
+        assert_eq!(verify_id_token(&sign(&other, &claims()), &jwks, &issuer, "n1", NOW), Err(OidcError::Token("signature".into())));
+        assert!(verify_id_token("a.b", &jwks, &issuer, "n1", NOW).is_err());
         let none = format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode(claims().to_string()));
-        assert!(verify_id_token(&none, &jwks, ISS, "strongroom", "n1", NOW).is_err());
+        assert!(matches!(verify_id_token(&none, &jwks, &issuer, "n1", NOW), Err(OidcError::Token(why)) if why.contains("algorithm")));
+        let hs = format!("{}.{}.c2ln", URL_SAFE_NO_PAD.encode(r#"{"alg":"HS256"}"#), URL_SAFE_NO_PAD.encode(claims().to_string()));
+        assert!(verify_id_token(&hs, &jwks, &issuer, "n1", NOW).is_err());
+    }
+
+    /// A provider on 127.0.0.1 (discovery and JWKS over plain HTTP, as
+    /// `oidc.issuer` allows on a loopback host) rotates its key: the next
+    /// id token's unknown kid fetches the keys again, no restart.
+    #[tokio::test]
+    async fn a_key_rotated_at_the_provider_is_fetched_again_for_its_unknown_kid() {
+        use std::sync::{Arc, Mutex};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let (k1, jwk1) = key_with("k1");
+        let jwks = Arc::new(Mutex::new(json!({"keys": [jwk1]})));
+        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let discovery = json!({"issuer": issuer, "authorization_endpoint": format!("{issuer}/auth"),
+                               "token_endpoint": format!("{issuer}/token"), "jwks_uri": format!("{issuer}/jwks")});
+        let app = axum::Router::new()
+            .route("/.well-known/openid-configuration", axum::routing::get(move || async move { axum::Json(discovery) }))
+            .route(
+                "/jwks",
+                axum::routing::get({
+                    let (jwks, fetches) = (jwks.clone(), fetches.clone());
+                    move || async move {
+                        fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        axum::Json(jwks.lock().unwrap().clone())
+                    }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let oidc = Oidc::new(config(&issuer), &JwtSettings::default()).unwrap();
+        let c = |iat: i64| json!({"iss": issuer, "aud": "strongroom", "sub": "u1", "exp": iat + 300, "iat": iat, "nonce": "n1"});
+        let t0 = NOW;
+        assert_eq!(oidc.id_token_claims(&sign_as(&k1, "k1", &c(t0.secs())), "n1", t0).await.unwrap()["sub"], "u1");
+        assert_eq!(oidc.id_token_claims(&sign_as(&k1, "k1", &c(t0.secs())), "n1", t0.plus_secs(1)).await.unwrap()["sub"], "u1");
+        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1, "the keys are cached");
+        // The provider rotates: k2 published, k1 withdrawn.
+        let (k2, jwk2) = key_with("k2");
+        *jwks.lock().unwrap() = json!({"keys": [jwk2]});
+        let t1 = t0.plus_secs(30);
+        assert_eq!(oidc.id_token_claims(&sign_as(&k2, "k2", &c(t1.secs())), "n1", t1).await.unwrap()["sub"], "u1");
+        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2, "one fetch for the unknown kid");
+        // A made-up kid right after does not fetch again (jwt.refetch_min_secs).
+        let made_up = oidc.id_token_claims(&sign_as(&k2, "made-up", &c(t1.secs())), "n1", t1.plus_secs(1)).await;
+        assert!(matches!(made_up, Err(OidcError::Token(_))), "{made_up:?}");
+        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Another kid signed by a key the provider never published: refused.
+        let (k3, _) = key_with("k2");
+        let forged = oidc.id_token_claims(&sign_as(&k3, "k2", &c(t1.secs())), "n1", t1.plus_secs(2)).await;
+        assert_eq!(forged, Err(OidcError::Token("signature".into())));
     }
 
     #[test]
@@ -444,6 +581,7 @@ pub mod page {
             disabled: false,
             master_admin: false,
             created_at: now,
+            signed_in_at: Some(now),
         };
         let groups = person
             .groups

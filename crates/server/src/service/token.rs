@@ -150,7 +150,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
             Some(grant) if ctx.may_reissue(client_id, now, refresh::window(ctx.overrides.retry_window, app.tokens.retry_window)) => {
                 may_receive(&ctx.standing, &grant.scope).map_err(refused)?;
                 let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, grant, now);
-                let change = PairChange::replacing(grant, &tokens);
+                let change = PairChange::replacing(grant, &tokens).from_addr(&origin.addr);
                 let event = app
                     .event(EventKind::DeviceCodeReissued, origin)
                     .identity(grant.user_id.identity())
@@ -175,6 +175,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
         Poll::Issue { user_id } => {
             may_receive(&ctx.standing, &device.scope).map_err(refused)?;
             let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
+            grant.last_addr = origin.known_addr();
             let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
             grant.pair = Pair::first(&tokens);
             let event = app
@@ -216,9 +217,12 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
     // A directory person's standing and groups are read from the directory
     // again at every refresh, before the decision that issues tokens is
     // made on them (the bound for a change made in the directory: one
-    // access token's lifetime).
-    if matches!(decision, Refresh::Rotate | Refresh::Retry) && ctx.grant.user_id.is_directory() {
-        recheck_directory(app, &ctx.grant.user_id, origin).await?;
+    // access token's lifetime). An OpenID provider's person is refreshed
+    // only within `oidc.session_secs` of their last sign-in there.
+    if matches!(decision, Refresh::Rotate | Refresh::Retry)
+        && ctx.grant.user_id.is_directory()
+        && recheck_directory(app, &ctx.grant.user_id, now, origin).await?
+    {
         ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
         decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
     }
@@ -235,28 +239,48 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
         Refresh::Retry => (EventKind::RefreshRetried, "refresh token presented again: the unused pair was replaced"),
     };
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, g, now);
-    let change = if decision == Refresh::Retry { PairChange::replacing(g, &tokens) } else { PairChange::rotation(g, token.hash, &tokens) };
+    let change = if decision == Refresh::Retry { PairChange::replacing(g, &tokens) } else { PairChange::rotation(g, token.hash, &tokens) }
+        .from_addr(&origin.addr);
     let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
     if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
         app.metrics.token_refreshed();
         tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
         let mut grant = ctx.grant;
         grant.access_issued_at = now;
+        grant.last_addr = origin.known_addr().or(grant.last_addr);
         return Ok(Some(Issued { grant, tokens, state: None }));
     }
     Ok(None)
 }
 
+/// A refresh of an OpenID provider's person past `oidc.session_secs` after
+/// their last sign-in there.
+pub const OIDC_SIGN_IN_AGAIN: &str =
+    "The sign-in through the identity provider is older than this server allows a grant to be refreshed on; sign in again.";
+
 /// Reads a directory person again: gone or disabled there refuses the
-/// refresh; otherwise their groups are brought up to date. A directory out
+/// refresh; otherwise their groups are brought up to date (`true`: the
+/// stored person changed hands, read the context again). A directory out
 /// of reach is `temporarily_unavailable` (the stored groups are kept, and
 /// nothing is issued on them).
-async fn recheck_directory(app: &AppState, user: &strongroom_core::identity::UserId, origin: &Origin) -> Result<(), AuthError> {
+async fn recheck_directory(
+    app: &AppState,
+    user: &strongroom_core::identity::UserId,
+    now: UnixTime,
+    origin: &Origin,
+) -> Result<bool, AuthError> {
     // An OpenID provider is asked nothing at a refresh (it has no lookup
     // without the person): its people's groups are those of their last
-    // sign-in; an administrator disabling them here still ends their grants.
-    if app.oidc.as_ref().is_some_and(|o| o.config.prefix().eq_ignore_ascii_case(user.prefix())) {
-        return Ok(());
+    // sign-in, and their grants are refreshed only within
+    // `oidc.session_secs` of it; past that they sign in again (which reads
+    // their groups afresh). An administrator disabling them here still
+    // ends their grants at once.
+    if let Some(oidc) = app.oidc.as_ref().filter(|o| o.config.prefix().eq_ignore_ascii_case(user.prefix())) {
+        let signed_in = app.store.user_by_id(user.clone()).await?.and_then(|u| u.signed_in_at);
+        return match signed_in {
+            Some(at) if now < at.plus_secs(oidc.config.session_secs) => Ok(false),
+            _ => Err(AuthError::InvalidGrant(OIDC_SIGN_IN_AGAIN)),
+        };
     }
     let Some(dir) = app.directory.as_ref().filter(|d| d.config.prefix().eq_ignore_ascii_case(user.prefix())) else {
         return Err(AuthError::InvalidGrant("The identity provider of this grant's user is no longer configured."));
@@ -264,7 +288,7 @@ async fn recheck_directory(app: &AppState, user: &strongroom_core::identity::Use
     match dir.lookup(user.bare()).await {
         Ok(Some(person)) => {
             login::sync(app, dir, &person, origin).await?;
-            Ok(())
+            Ok(true)
         }
         Ok(None) => Err(AuthError::InvalidGrant("The directory no longer knows this account, or has disabled it.")),
         Err(e) => {
@@ -333,6 +357,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
     };
     may_receive(&standing, &scope).map_err(refused)?;
     let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
+    grant.last_addr = origin.known_addr();
     let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
     grant.pair = Pair::first(&tokens);
     let event = app

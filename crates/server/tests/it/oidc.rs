@@ -116,4 +116,22 @@ async fn a_device_is_approved_through_an_openid_provider() {
     let synced =
         s.store.events(strongroom_store::EventFilter { kind: Some("user.directory_synced".into()), limit: 10, ..Default::default() });
     assert_eq!(synced.await.unwrap().len(), 1, "one person made, at the one sign-in that finished");
+
+    // The bound on groups (oidc.session_secs, 12 h by default): the grant is
+    // refreshed until 12 h after the sign-in, then the person signs in again
+    // (which reads their groups afresh); the access token issued last lives
+    // out its hour. On the manual clock.
+    s.clock.advance_secs(43_200 - 600);
+    let (st, r) = s.refresh("app", t["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(st, StatusCode::OK, "within the session: {r}");
+    let last_access = r["access_token"].as_str().unwrap().to_owned();
+    s.clock.advance_secs(700);
+    let (st, e) = s.refresh("app", r["refresh_token"].as_str().unwrap()).await;
+    assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+    assert!(e["error_description"].as_str().unwrap().contains("sign in again"), "{e}");
+    let (st, me) = s.get_bearer("/vedsdk/Identity/Self", &last_access).await;
+    assert_eq!(st, StatusCode::OK, "the access token issued within the session lives out its lifetime: {me}");
+    s.clock.advance_secs(3_600);
+    let (st, _) = s.get_bearer("/vedsdk/Identity/Self", &last_access).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "and no longer: the bound is oidc.session_secs + one access token's lifetime");
 }

@@ -206,6 +206,8 @@ async fn a_person_sees_and_revokes_the_applications_they_approved() {
     assert_eq!(st, 200, "{html}");
     assert!(html.contains("vcert-sdk app") && html.contains("vault-app app"), "{html}");
     assert!(html.contains("certificate:manage") && html.contains("restricted:manage"), "{html}");
+    // From where: the client address of each grant's last token issue.
+    assert_eq!(html.matches(r#" to <span class="addr">127.0.0.1</span>"#).count(), 2, "{html}");
     assert!(!html.contains(&id_of("bob", "vault-app")), "only alice's grants: {html}");
     let ticket = strongroom_testkit::page::hidden_field(&html, "ticket").unwrap();
 

@@ -4,6 +4,17 @@
 -- reads the membership in the same statement, so a removal takes effect on
 -- the next request.
 
+-- When a directory or an OpenID provider last vouched for a person (their
+-- sign-in through it, or a directory's look-up at a refresh); NULL for
+-- local and machine users. A grant of an OpenID Connect person is refreshed
+-- only within oidc.session_secs of it.
+ALTER TABLE users ADD COLUMN signed_in_at INTEGER;
+
+-- The client address of a grant's last token issue (its first exchange or
+-- its last refresh): "from where" on the person's page of approved
+-- applications. A refresh writes it in the statement that rotates the pair.
+ALTER TABLE grants ADD COLUMN last_addr TEXT;
+
 CREATE TABLE groups (
     id         TEXT PRIMARY KEY,                  -- random UUID, lower case
     name       TEXT NOT NULL,

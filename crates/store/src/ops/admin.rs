@@ -345,18 +345,20 @@ pub(crate) async fn sync_directory_user<C: Conn>(c: &C, u: &User, prefix: &str, 
     let name_key = u.name.to_lowercase();
     c.execute(&sql::FREE_USER_NAME, &values![name_key.as_str(), u.id.as_str()]).await?;
     let existing = user_by_id(c, &u.id).await?;
+    // When the directory or provider vouched for them: this sync's.
+    let signed_in_at = Some(event.at);
     let user = match existing.clone() {
         Some(mut e) => {
-            if e.name != u.name {
-                c.execute(&sql::RENAME_USER, &values![u.name.as_str(), name_key.as_str(), u.id.as_str()]).await?;
-                e.name = u.name.clone();
-            }
+            c.execute(&sql::SYNC_USER, &values![u.name.as_str(), name_key.as_str(), u.id.as_str(), signed_in_at]).await?;
+            e.name = u.name.clone();
+            e.signed_in_at = signed_in_at;
             e
         }
         // No password of ours: `!` is no PHC string, and directory users never take the local path.
         None => {
-            c.execute(&sql::INSERT_USER, &codec::user_row(u, "!")).await?;
-            u.clone()
+            let u = User { signed_in_at, ..u.clone() };
+            c.execute(&sql::INSERT_USER, &codec::user_row(&u, "!")).await?;
+            u
         }
     };
     let mut now_in = Vec::with_capacity(groups.len());

@@ -104,8 +104,8 @@ pub(crate) async fn insert_grant<C: Conn>(c: &C, g: &Grant, event: &Event) -> St
     append_event(c, event).await.map(drop)
 }
 
-/// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?10`).
-pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, change: &'a PairChange) -> [codec::Value<'a>; 10] {
+/// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?11`).
+pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, change: &'a PairChange) -> [codec::Value<'a>; 11] {
     let s = &change.state;
     let p = &s.pair;
     values![
@@ -119,6 +119,7 @@ pub(crate) fn advance_pair_values<'a>(grant_id: &'a GrantId, version: i64, chang
         s.access_issued_at,
         p.generation,
         codec::older_access_bytes(&s.older_access),
+        change.last_addr.as_deref(),
     ]
 }
 

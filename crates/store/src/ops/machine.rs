@@ -94,8 +94,14 @@ pub(crate) async fn insert_machine_grant<C: Conn>(c: &C, m: &MachineGrant, event
     {
         return Ok(MachineIssue::Replayed);
     }
-    let user =
-        User { id: m.grant.user_id.clone(), name: m.grant.user_id.identity(), disabled: false, master_admin: false, created_at: event.at };
+    let user = User {
+        id: m.grant.user_id.clone(),
+        name: m.grant.user_id.identity(),
+        disabled: false,
+        master_admin: false,
+        created_at: event.at,
+        signed_in_at: None,
+    };
     let mut added = event.clone();
     added.kind = EventKind::MachineIdentityAdded;
     added.object = user.name.clone();

@@ -31,13 +31,13 @@ const MAX_BATCH: usize = 64;
 /// Jobs waiting at most (callers wait for room beyond it).
 const QUEUE: usize = 1024;
 
-/// The conditional pair change and its event, in one statement. `$1`-`$10`
-/// are [`sql::ADVANCE_PAIR`]'s, `$11`-`$20` the event. Answers 1 when the
+/// The conditional pair change and its event, in one statement. `$1`-`$11`
+/// are [`sql::ADVANCE_PAIR`]'s, `$12`-`$21` the event. Answers 1 when the
 /// grant moved, else 0 (and writes nothing). (The first new pair of a grant
 /// of before locators, which also writes its slot and may retire a token
 /// row, runs as a transaction of its own.)
 fn advance_pair_sql() -> String {
-    format!("WITH g AS ({} RETURNING id), {} SELECT count(*) FROM g", sql::ADVANCE_PAIR.postgres(), event_cte(11, "g"))
+    format!("WITH g AS ({} RETURNING id), {} SELECT count(*) FROM g", sql::ADVANCE_PAIR.postgres(), event_cte(12, "g"))
 }
 
 /// The rights check, the identical-value check and the upsert with its

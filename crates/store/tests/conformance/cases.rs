@@ -48,7 +48,7 @@ pub(crate) fn first_pair(rng: &dyn Random, grant: &mut Grant) -> IssuedTokens {
 }
 
 pub(crate) async fn user(store: &dyn Store, rng: &Rng, name: &str) -> User {
-    let u = User { id: UserId::generate(rng), name: name.into(), disabled: false, master_admin: false, created_at: T0 };
+    let u = User { id: UserId::generate(rng), name: name.into(), disabled: false, master_admin: false, created_at: T0, signed_in_at: None };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated).object(name)).await.unwrap();
     u
 }
@@ -90,7 +90,8 @@ pub(crate) fn device(rng: &Rng, n: u8) -> DeviceAuthorization {
 pub(crate) async fn users(store: Arc<dyn Store>) {
     let rng = rng();
     let alice = user(&*store, &rng, "Alice").await;
-    let dup = User { id: UserId::generate(&rng), name: "alice".into(), disabled: false, master_admin: false, created_at: T0 };
+    let dup =
+        User { id: UserId::generate(&rng), name: "alice".into(), disabled: false, master_admin: false, created_at: T0, signed_in_at: None };
     assert!(matches!(store.create_user(dup, "x".into(), ev(EventKind::UserCreated)).await, Err(StoreError::Conflict)));
     let (found, hash) = store.user_by_name("ALICE".into()).await.unwrap().unwrap();
     assert_eq!(found, alice);
@@ -645,7 +646,7 @@ pub(crate) async fn writer(store: &dyn Store, master_admin: bool) -> (strongroom
         Err(e) => panic!("{e}"),
     }
     let name = if master_admin { "admin" } else { "writer" };
-    let u = User { id: UserId::generate(&rng), name: name.into(), disabled: false, master_admin, created_at: T0 };
+    let u = User { id: UserId::generate(&rng), name: name.into(), disabled: false, master_admin, created_at: T0, signed_in_at: None };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
     let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
     let t = first_pair(&rng, &mut g);
@@ -1006,7 +1007,14 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     // Rights on a sibling whose name is a prefix do not count (\Team vs \TeamB).
     let (w2, _) = {
         let rng = rng();
-        let u = User { id: UserId::generate(&rng), name: "other".into(), disabled: false, master_admin: false, created_at: T0 };
+        let u = User {
+            id: UserId::generate(&rng),
+            name: "other".into(),
+            disabled: false,
+            master_admin: false,
+            created_at: T0,
+            signed_in_at: None,
+        };
         store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
         let mut g = Grant::new(&rng, "app", u.id.clone(), Scope::parse("restricted:manage").unwrap(), T0, TokenSettings::default());
         first_pair(&rng, &mut g);

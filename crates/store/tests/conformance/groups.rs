@@ -224,3 +224,66 @@ pub(crate) async fn an_oidc_state_is_taken_once_under_concurrency(store: Arc<dyn
     store.insert_oidc_state([5u8; 32], binding, "Y".into(), T0.plus_secs(900), T0.plus_secs(600)).await.unwrap();
     assert_eq!(store.take_oidc_state([5u8; 32], binding, T0.plus_secs(601)).await.unwrap().as_deref(), Some("Y"));
 }
+
+/// `sync_directory_user`: the person as the directory (or OpenID provider)
+/// vouches for them, their groups of that provider set to exactly these,
+/// and `signed_in_at` this sync's time (what `oidc.session_secs` counts
+/// from); a local user has none.
+pub(crate) async fn a_directory_sync_records_when_the_person_signed_in(store: Arc<dyn Store>) {
+    use strongroom_core::event::Event;
+    use strongroom_core::identity::{User, UserId};
+    let rng = rng();
+    let local = user(&*store, &rng, "alice").await;
+    assert_eq!(store.user_by_id(local.id.clone()).await.unwrap().unwrap().signed_in_at, None);
+    let id = UserId::directory("OIDC+sso", "0b5e4bd2-8a4f-4b9e-9a51-4f4b9d5e0c11");
+    let person =
+        User { id: id.clone(), name: "OIDC+sso:carol".into(), disabled: false, master_admin: false, created_at: T0, signed_in_at: None };
+    let devs = Group { id: GroupId::generate(&rng), name: "OIDC+sso:devs".into(), created_at: T0 };
+    let at = |s: i64| Event::new(EventKind::DirectorySynced, T0.plus_secs(s));
+    let first = store.sync_directory_user(person.clone(), "OIDC+sso".into(), vec![devs.clone()], at(10)).await.unwrap();
+    assert_eq!(first.signed_in_at, Some(T0.plus_secs(10)));
+    assert_eq!(store.user_by_id(id.clone()).await.unwrap(), Some(first.clone()));
+    assert_eq!(store.groups_of(id.clone()).await.unwrap().into_iter().map(|g| g.name).collect::<Vec<_>>(), ["OIDC+sso:devs"]);
+    // The next sign-in, out of the group: the time moves, the membership goes.
+    let again = store.sync_directory_user(person, "OIDC+sso".into(), Vec::new(), at(50)).await.unwrap();
+    assert_eq!(again.signed_in_at, Some(T0.plus_secs(50)));
+    assert_eq!(store.user_by_id(id.clone()).await.unwrap().unwrap().signed_in_at, Some(T0.plus_secs(50)));
+    assert!(store.groups_of(id).await.unwrap().is_empty());
+}
+
+/// `grants.last_addr`: the client address of a grant's last token issue,
+/// "from where" on the person's page. Written with the grant, then by the
+/// refresh's one conditional write (no statement of its own); a change that
+/// names no address keeps it; read back by `approved_grants` and the
+/// refresh context.
+pub(crate) async fn a_grants_last_address_follows_its_token_issues(store: Arc<dyn Store>) {
+    use strongroom_core::grant::{Grant, IssuedTokens};
+    use strongroom_core::integration::TokenSettings;
+    use strongroom_core::scope::Scope;
+    use strongroom_core::token::TokenKey;
+    use strongroom_store::PairChange;
+    let rng = rng();
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let mut g = Grant::new(&rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+    let first = crate::cases::first_pair(&rng, &mut g);
+    g.last_addr = Some("192.0.2.1".into());
+    store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+    let shown = || async { store.approved_grants(alice.id.clone(), T0.plus_secs(5)).await.unwrap().remove(0).0.last_addr };
+    assert_eq!(shown().await.as_deref(), Some("192.0.2.1"));
+    // A refresh from elsewhere: its statement writes the address.
+    let presented = first.refresh_presented().unwrap();
+    let ctx = store.refresh_context(presented).await.unwrap().unwrap();
+    assert_eq!(ctx.grant.last_addr.as_deref(), Some("192.0.2.1"));
+    let second = IssuedTokens::mint(&TokenKey::new(crate::cases::KEY), &rng, &ctx.grant, T0.plus_secs(1));
+    let change = PairChange::rotation(&ctx.grant, presented.hash, &second).from_addr("2001:db8::7");
+    assert!(store.advance_pair(ctx.grant.id.clone(), ctx.grant.version, change, ev(EventKind::TokenRefreshed)).await.unwrap());
+    assert_eq!(shown().await.as_deref(), Some("2001:db8::7"));
+    // A change without an address (none known) keeps the last one.
+    let ctx = store.refresh_context(second.refresh_presented().unwrap()).await.unwrap().unwrap();
+    assert_eq!(ctx.grant.last_addr.as_deref(), Some("2001:db8::7"));
+    let third = IssuedTokens::mint(&TokenKey::new(crate::cases::KEY), &rng, &ctx.grant, T0.plus_secs(2));
+    let change = PairChange::replacing(&ctx.grant, &third).from_addr("");
+    assert!(store.advance_pair(ctx.grant.id.clone(), ctx.grant.version, change, ev(EventKind::RefreshRetried)).await.unwrap());
+    assert_eq!(shown().await.as_deref(), Some("2001:db8::7"));
+}

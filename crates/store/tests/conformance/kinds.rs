@@ -28,7 +28,8 @@ fn hash(n: u8) -> TokenHash {
 }
 
 async fn user_and_app(store: &dyn Store, rng: &dyn Random) -> User {
-    let u = User { id: UserId::generate(rng), name: "codec".into(), disabled: false, master_admin: false, created_at: T0 };
+    let u =
+        User { id: UserId::generate(rng), name: "codec".into(), disabled: false, master_admin: false, created_at: T0, signed_in_at: None };
     store.create_user(u.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
     let app = Integration {
         client_id: "app".into(),

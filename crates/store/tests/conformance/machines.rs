@@ -149,6 +149,7 @@ pub(crate) async fn machine_grants_and_their_identities(store: Arc<dyn Store>) {
         disabled: false,
         master_admin: false,
         created_at: T0,
+        signed_in_at: None,
     };
     assert!(store.add_machine_identity(named.clone(), "deploy".into(), ev(EventKind::MachineIdentityAdded)).await.unwrap());
     assert!(store.add_machine_identity(named, "deploy".into(), ev(EventKind::MachineIdentityAdded)).await.unwrap(), "again: nothing new");

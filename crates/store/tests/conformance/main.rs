@@ -111,6 +111,8 @@ conformance!(
     a_removal_from_a_group_wins_against_racing_writes,
     a_persons_approved_grants_are_their_live_ones,
     an_oidc_state_is_taken_once_under_concurrency,
+    a_directory_sync_records_when_the_person_signed_in,
+    a_grants_last_address_follows_its_token_issues,
 );
 
 /// The same, for cases that need the store's copier too.

@@ -659,7 +659,14 @@ fn kind(a: &Action) -> &'static str {
 /// in takes the same path as with the default ones, in microseconds.
 async fn cheap_user(s: &TestServer, name: &str, phc: &str) {
     let now = s.clock.now();
-    let user = User { id: UserId::generate(&*s.state.rng), name: name.to_owned(), disabled: false, master_admin: false, created_at: now };
+    let user = User {
+        id: UserId::generate(&*s.state.rng),
+        name: name.to_owned(),
+        disabled: false,
+        master_admin: false,
+        created_at: now,
+        signed_in_at: None,
+    };
     s.store.create_user(user, phc.to_owned(), Event::new(EventKind::UserCreated, now).object(name)).await.unwrap();
 }
 
