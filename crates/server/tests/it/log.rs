@@ -49,7 +49,17 @@ fn field<'a>(es: &'a [Value], f: &str) -> Vec<&'a Value> {
 
 #[tokio::test]
 async fn the_log_filters_pages_and_follows_rights() {
-    let s = TestServer::start().await;
+    filters_pages_and_rights(TestServer::start().await).await;
+}
+
+/// The same on PostgreSQL (its dialect of the events statement).
+#[tokio::test]
+async fn the_log_filters_pages_and_follows_rights_on_postgres() {
+    let Some(s) = TestServer::start_on_postgres().await else { return };
+    filters_pages_and_rights(s).await;
+}
+
+async fn filters_pages_and_rights(s: TestServer) {
     s.integration("app", SCOPE, |_| {}).await;
     let alice = s.vault_user("alice", TEAM, "read,write").await;
     let ta = token(&s, &alice, SCOPE).await;
