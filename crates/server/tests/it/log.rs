@@ -236,3 +236,31 @@ async fn log_schema_needs_admin_viewlogs_and_the_metadata_stub_answers_empty() {
     let r = s.http.post(s.at("/vedsdk/Metadata/GetItemsForClass")).json(&json!({})).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// One implementation of each administrative act: the CLI's `Admin`, acting
+/// as an API caller, writes the same event naming that caller (its identity,
+/// address and request id), and the log shows it.
+#[tokio::test]
+async fn an_administrative_act_names_whoever_did_it() {
+    use strongroom_server::admin::{Actor, IntegrationSpec};
+    let s = TestServer::start().await;
+    s.integration("app", SCOPE, |_| {}).await;
+    let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(PASSWORD), true).await.unwrap();
+    let rt = token(&s, &root, SCOPE).await;
+    let actor = Actor { identity: root.id.identity(), source: "192.0.2.7".into(), request_id: "req-1".into() };
+    let spec = IntegrationSpec { scope: Some("restricted".into()), ..Default::default() };
+    s.admin.acting_as(actor).create_integration("other", spec.clone()).await.unwrap();
+    s.admin.update_integration("other", IntegrationSpec { name: Some("Other".into()), ..spec }).await.unwrap();
+    let es = events(&s, &rt, &[q("Limit", 2)]).await;
+    assert_eq!(field(&es, "Name"), [&json!("integration.updated"), &json!("integration.created")]);
+    assert_eq!(
+        (es[1]["Text1"].as_str(), es[1]["SourceIP"].as_str(), es[1]["RequestId"].as_str()),
+        (Some(root.id.identity().as_str()), Some("192.0.2.7"), Some("req-1"))
+    );
+    assert_eq!(
+        (es[0]["Text1"].as_str(), es[0]["SourceIP"].as_str()),
+        (Some("admin"), Some("cli")),
+        "the CLI's own handle still names the CLI"
+    );
+    assert!(es.iter().all(|e| e["Data"] == "other"));
+}
