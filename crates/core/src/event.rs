@@ -195,6 +195,71 @@ impl EventKind {
     pub fn parse(s: &str) -> Option<EventKind> {
         EventKind::ALL.iter().copied().find(|k| k.as_str() == s)
     }
+
+    /// The kind's numeric event id in `GET /vedsdk/Log` (`Id`): the group
+    /// `0x0300` (above the product's custom groups `0x0100`-`0x0299`) and
+    /// the kind's place in [`EventKind::ALL`], from 1. `ALL` only grows at
+    /// its end, so a code never changes meaning.
+    pub fn code(self) -> i64 {
+        let place = EventKind::ALL.iter().position(|k| *k == self).map_or(0, |p| p + 1);
+        (0x0300 << 16) | place as i64
+    }
+
+    /// The kind whose [`EventKind::code`] is `code`.
+    pub fn from_code(code: i64) -> Option<EventKind> {
+        EventKind::ALL.iter().copied().find(|k| k.code() == code)
+    }
+
+    /// The product's severity of events of this kind (`GET /vedsdk/Log`):
+    /// a refused attack `Alert`, a refused sign-in or replay `Warning`, an
+    /// administrative change `Notice`, the rest `Info`.
+    pub fn severity(self) -> Severity {
+        use EventKind as K;
+        match self {
+            K::RefreshTokenReuse => Severity::Alert,
+            K::LoginFailed | K::UserCodeFailed | K::Lockout | K::DeviceCodeReplayed | K::JwtReplayed => Severity::Warning,
+            K::UserCreated
+            | K::UserDisabled
+            | K::UserEnabled
+            | K::UserPasswordChanged
+            | K::UserUnlocked
+            | K::UserGrantsRevoked
+            | K::UserDeleted
+            | K::IntegrationCreated
+            | K::IntegrationUpdated
+            | K::IntegrationDeleted
+            | K::GrantRevoked
+            | K::FolderCreated
+            | K::FolderDeleted
+            | K::RightsChanged
+            | K::VaultKeyCreated
+            | K::MasterKeyRecorded
+            | K::EventsArchived
+            | K::JwtIssuerSaved
+            | K::JwtIssuerRemoved
+            | K::MappingSaved
+            | K::MappingRemoved
+            | K::MachineIdentityAdded
+            | K::GroupCreated
+            | K::GroupDeleted
+            | K::GroupMemberAdded
+            | K::GroupMemberRemoved => Severity::Notice,
+            _ => Severity::Info,
+        }
+    }
+
+    /// The part of Strongroom the kind belongs to (`ComponentSubsystem`):
+    /// the text before the dot of [`EventKind::as_str`].
+    pub fn subsystem(self) -> &'static str {
+        self.as_str().split_once('.').map_or(self.as_str(), |(a, _)| a)
+    }
+}
+
+impl Severity {
+    /// The kinds of events of this severity.
+    pub fn kinds(self) -> Vec<EventKind> {
+        EventKind::ALL.iter().copied().filter(|k| k.severity() == self).collect()
+    }
 }
 
 impl fmt::Display for EventKind {
@@ -272,7 +337,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    const ALL: [Severity; 8] = [
+    pub const ALL: [Severity; 8] = [
         Severity::Emergency,
         Severity::Alert,
         Severity::Critical,
@@ -388,6 +453,9 @@ pub struct StoredEvent {
     pub seq: i64,
     pub event: Event,
     pub hash: [u8; 32],
+    /// Read with the event, outside the chain: for a `vault.*` event, the
+    /// first owner folder (by path) of the entry it names, while it has one.
+    pub folder: Option<String>,
 }
 
 /// Where a chain check failed.
@@ -471,6 +539,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn log_codes_and_severities_are_stable_and_distinct() {
+        let codes: std::collections::BTreeSet<i64> = EventKind::ALL.iter().map(|k| k.code()).collect();
+        assert_eq!(codes.len(), EventKind::ALL.len());
+        assert_eq!(EventKind::UserCreated.code(), 0x0300_0001);
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::from_code(k.code()), Some(*k));
+            assert!(k.severity().kinds().contains(k));
+            assert!(!k.subsystem().contains('.'));
+        }
+        assert_eq!(EventKind::from_code(0), None);
+        assert_eq!(Severity::parse("alert"), Some(Severity::Alert));
+        assert_eq!(Severity::parse("7"), Some(Severity::Info));
+        assert_eq!(Severity::parse("Loud"), None);
+        assert_eq!(EventKind::RefreshTokenReuse.severity(), Severity::Alert);
+        assert_eq!(EventKind::VaultAssociated.subsystem(), "vault");
+    }
+
+    #[test]
     fn client_events_are_bounded_and_quoted() {
         assert_eq!(Severity::parse("7"), Some(Severity::Info));
         assert_eq!(Severity::parse(" alert "), Some(Severity::Alert));
@@ -488,7 +574,7 @@ mod tests {
                 let event = Event::new(EventKind::TokenIssued, UnixTime::from_secs(seq)).object(format!("g{seq}"));
                 let hash = chain_hash(&prev, seq, &event);
                 prev = hash;
-                StoredEvent { seq, event, hash }
+                StoredEvent { seq, event, hash, folder: None }
             })
             .collect()
     }

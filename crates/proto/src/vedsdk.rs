@@ -586,48 +586,148 @@ pub struct ErrorOnly {
     pub error: String,
 }
 
-/// One event of `GET /vedsdk/Log`.
+/// One event of `GET /vedsdk/Log`, in the product's shape (`LogEvents[]`)
+/// with Strongroom's own fields after it. How a chained event maps onto it
+/// is in README ("The event log over the API").
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogEvent {
+    /// ISO 8601, UTC: the time the server recorded the event.
+    #[serde(rename = "ClientTimestamp")]
+    pub client_timestamp: String,
+    /// The folder DN (`\VED\Policy\…`) of a vault event's entry, else the event's object.
+    #[serde(rename = "Component")]
+    pub component: String,
+    /// The VaultID of a vault event, else 0.
+    #[serde(rename = "ComponentId")]
+    pub component_id: i64,
+    /// The part of Strongroom: `vault`, `token`, `user`…
+    #[serde(rename = "ComponentSubsystem")]
+    pub component_subsystem: String,
+    /// The API integration (client_id) the event came through, if any.
+    #[serde(rename = "Data")]
+    pub data: String,
+    /// The event's place in the hash chain (unique, increasing).
+    #[serde(rename = "Grouping")]
+    pub grouping: i64,
+    /// The event kind's code (`0x0300nnnn`).
     #[serde(rename = "Id")]
     pub id: i64,
+    /// The event kind, such as `vault.associated`.
+    #[serde(rename = "Name")]
+    pub name: String,
     /// ISO 8601, UTC.
     #[serde(rename = "ServerTimestamp")]
     pub server_timestamp: String,
-    #[serde(rename = "Name")]
-    pub name: String,
-    #[serde(rename = "Identity")]
-    pub identity: String,
-    #[serde(rename = "ClientId")]
-    pub client_id: String,
+    /// `Alert`, `Warning`, `Notice` or `Info`.
+    #[serde(rename = "Severity")]
+    pub severity: String,
     #[serde(rename = "SourceIP")]
     pub source_ip: String,
+    /// The acting identity (`local:{…}`), empty when none.
+    #[serde(rename = "Text1")]
+    pub text1: String,
+    /// The event's detail (never a value, secret or token).
+    #[serde(rename = "Text2")]
+    pub text2: String,
+    /// The VaultID of a vault event, else 0.
+    #[serde(rename = "Value1")]
+    pub value1: i64,
+    /// Always 0.
+    #[serde(rename = "Value2")]
+    pub value2: i64,
+    /// The request's id.
     #[serde(rename = "RequestId")]
     pub request_id: String,
-    #[serde(rename = "Component")]
-    pub component: String,
-    #[serde(rename = "VaultID", skip_serializing_if = "Option::is_none", default)]
-    pub vault_id: Option<i64>,
-    #[serde(rename = "ValueName", skip_serializing_if = "String::is_empty", default)]
-    pub value_name: String,
-    #[serde(rename = "ValueType", skip_serializing_if = "String::is_empty", default)]
-    pub value_type: String,
-    #[serde(rename = "Text")]
-    pub text: String,
+    /// The event's object as recorded (a VaultID, a user, a folder…).
+    #[serde(rename = "Object")]
+    pub object: String,
+    /// The event's chain hash, hex.
     #[serde(rename = "Hash")]
     pub hash: String,
 }
 
-/// `GET /vedsdk/Log` → `{"LogEvents":[…],"Next":n}`; `Next` is the `After`
-/// value of the next page, absent on the last page.
+/// `GET /vedsdk/Log` → `{"LogEvents":[…]}`, the newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogResponse {
     #[serde(rename = "LogEvents")]
     pub log_events: Vec<LogEvent>,
-    #[serde(rename = "Next", skip_serializing_if = "Option::is_none", default)]
-    pub next: Option<i64>,
+}
+
+/// One event definition of `GET /vedsdk/Log/LogSchema`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogEventDefinition {
+    #[serde(rename = "Id")]
+    pub id: i64,
+    #[serde(rename = "Description")]
+    pub description: String,
+    #[serde(rename = "DataFormat")]
+    pub data_format: String,
+    #[serde(rename = "DataTitle")]
+    pub data_title: String,
+    #[serde(rename = "DataType")]
+    pub data_type: String,
+    #[serde(rename = "GroupingTitle")]
+    pub grouping_title: String,
+    #[serde(rename = "GroupingType")]
+    pub grouping_type: String,
+    #[serde(rename = "Text1Title")]
+    pub text1_title: String,
+    #[serde(rename = "Text2Title")]
+    pub text2_title: String,
+    #[serde(rename = "Value1Title")]
+    pub value1_title: String,
+    #[serde(rename = "Value1Type")]
+    pub value1_type: String,
+    #[serde(rename = "Value2Title")]
+    pub value2_title: String,
+    #[serde(rename = "Value2Type")]
+    pub value2_type: String,
+}
+
+/// One application of `GET /vedsdk/Log/LogSchema`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogApplicationDefinition {
+    #[serde(rename = "ApplicationName")]
+    pub application_name: String,
+    #[serde(rename = "Id")]
+    pub id: i64,
+}
+
+/// `GET /vedsdk/Log/LogSchema`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogSchemaResponse {
+    #[serde(rename = "LogEventApplicationDefinitions")]
+    pub applications: Vec<LogApplicationDefinition>,
+    #[serde(rename = "LogEventDefinitions")]
+    pub definitions: Vec<LogEventDefinition>,
+    #[serde(rename = "LogResult")]
+    pub log_result: i32,
+}
+
+/// `POST /vedsdk/Metadata/GetItemsForClass` → `{"Result":0,"Items":[]}`:
+/// Strongroom keeps no custom fields.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MetadataItemsResponse {
+    #[serde(rename = "Result")]
+    pub result: i32,
+    #[serde(rename = "Items")]
+    pub items: Vec<MetadataItem>,
+}
+
+/// A custom field of `Metadata/GetItemsForClass` (Strongroom has none).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MetadataItem {
+    #[serde(rename = "Guid")]
+    pub guid: String,
+    #[serde(rename = "Name")]
+    pub name: String,
 }
 
 #[cfg(test)]

@@ -48,6 +48,32 @@ pub struct Admin {
     pub clock: Arc<dyn Clock>,
     pub rng: Arc<dyn Random>,
     pub keyring: KeyRing,
+    /// Whom every event this handle writes names, and from where.
+    pub actor: Actor,
+}
+
+/// Who performs an administrative act: the CLI on the store
+/// ([`Actor::cli`]), or a caller of the API (their identity, address and
+/// request id), so that one implementation of each act serves both and its
+/// event names whoever did it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub identity: String,
+    pub source: String,
+    pub request_id: String,
+}
+
+impl Actor {
+    /// `strongroom admin` on the store: identity `admin`, source `cli`.
+    pub fn cli() -> Actor {
+        Actor { identity: "admin".into(), source: "cli".into(), request_id: String::new() }
+    }
+}
+
+impl Default for Actor {
+    fn default() -> Self {
+        Actor::cli()
+    }
 }
 
 /// What `admin integrations create` and `update` set. `None` leaves a field
@@ -69,7 +95,13 @@ pub struct IntegrationSpec {
 
 impl Admin {
     fn event(&self, kind: EventKind) -> Event {
-        Event::new(kind, self.clock.now()).identity("admin").origin("cli", "")
+        let a = &self.actor;
+        Event::new(kind, self.clock.now()).identity(&a.identity).origin(&a.source, &a.request_id)
+    }
+
+    /// This handle, its events naming `actor` (an API caller) instead.
+    pub fn acting_as(&self, actor: Actor) -> Admin {
+        Admin { actor, ..self.clone() }
     }
 
     pub async fn create_user(&self, name: &str, password: &Secret, master_admin: bool) -> Result<User, AdminError> {

@@ -133,7 +133,7 @@ impl Line {
             object: self.object,
             detail: self.detail,
         };
-        Some(StoredEvent { seq: self.seq, event, hash: self.hash })
+        Some(StoredEvent { seq: self.seq, event, hash: self.hash, folder: None })
     }
 }
 

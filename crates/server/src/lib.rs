@@ -5,7 +5,7 @@
 //! [`service`] layer knows nothing of HTTP.
 //!
 //! - [`http`]: the router, middleware, extractors, handlers and the approval
-//!   page; `http::secretstore` for the vault and `GET /vedsdk/Log`;
+//!   page; `http::secretstore` for the vault, `http::log` for `GET /vedsdk/Log`;
 //!   `http::sdk_body` reads `/vedsdk` bodies (case-insensitive keys, numeric
 //!   strings, integers written `32.0`; a test in `http::secretstore` reads
 //!   every `proto::vedsdk` request type back through it); `http::respond`,

@@ -567,7 +567,14 @@ pub(crate) fn event(c: &mut Cols<'_>) -> StoreResult<StoredEvent> {
         object: c.text()?,
         detail: c.text()?,
     };
-    Ok(StoredEvent { seq, event, hash: c.hash32()? })
+    Ok(StoredEvent { seq, event, hash: c.hash32()?, folder: None })
+}
+
+/// An event as [`sql::EVENTS`] reads it: [`event`], then its entry's folder.
+pub(crate) fn event_with_folder(c: &mut Cols<'_>) -> StoreResult<StoredEvent> {
+    let mut e = event(c)?;
+    e.folder = c.opt_text()?;
+    Ok(e)
 }
 
 /// The event chain's head: `seq, hash`.

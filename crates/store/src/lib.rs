@@ -341,6 +341,16 @@ pub struct EventFilter {
     pub limit: u32,
     /// Only what this reader may see; `None`: everything (a Master Admin, the admin CLI).
     pub viewer: Option<Viewer>,
+    /// Only events at or below this folder (its [`FolderPath::key`]): a
+    /// `vault.*` event whose entry has an owner there, or another event whose
+    /// object is that folder's path or one below it (compared lower-cased).
+    pub component: Option<String>,
+    /// Only events of one of these kinds (as stored).
+    pub kinds: Option<Vec<String>>,
+    /// Only events whose detail is exactly this.
+    pub detail: Option<String>,
+    /// Skip this many events of the result first.
+    pub offset: u32,
 }
 
 /// A vault entry as stored: its data sealed under data key `key_id`.

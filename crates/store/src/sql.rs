@@ -425,12 +425,27 @@ sql!(
 /// with `object_id` the dialect's reading of `events.object` as a VaultID.
 fn events(object_id: &str, order: &str) -> String {
     format!(
-        "SELECT {} FROM events \
+        "SELECT {}, (SELECT min(o.owner) FROM vault_owners o WHERE events.kind LIKE 'vault.%' AND o.vault_id = {object_id}) \
+         FROM events \
          WHERE (?1::BIGINT IS NULL OR at >= ?1) AND (?2::BIGINT IS NULL OR at < ?2) AND (?3::TEXT IS NULL OR kind = ?3) \
          AND (?4::TEXT IS NULL OR identity = ?4) AND (?5::TEXT IS NULL OR object = ?5) AND seq > coalesce(?6::BIGINT, 0) \
-         AND (?8::BIGINT IS NULL OR seq < ?8) AND {} ORDER BY seq {order} LIMIT ?7",
+         AND (?8::BIGINT IS NULL OR seq < ?8) AND (?13::TEXT IS NULL OR detail = ?13) \
+         AND (?14::TEXT IS NULL OR (',' || ?14 || ',') LIKE ('%,' || kind || ',%')) \
+         AND (?11::TEXT IS NULL OR {component}) AND {} ORDER BY seq {order} LIMIT ?7 OFFSET ?12",
         EVENT_ROWS.column_list(),
-        visible_to("?9::TEXT", "?10::TEXT", object_id)
+        visible_to("?9::TEXT", "?10::TEXT", object_id),
+        component = in_component("?11::TEXT", object_id),
+    )
+}
+
+/// The events at or below folder key `key` (a parameter): a `vault.*`
+/// event whose entry has an owner there or below, any other whose object,
+/// lower-cased, is that folder or one below it.
+fn in_component(key: &str, object_id: &str) -> String {
+    format!(
+        "(CASE WHEN events.kind LIKE 'vault.%' THEN EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = {object_id} \
+         AND (o.owner_key = {key} OR substr(o.owner_key, 1, length({key}) + 1) = {key} || '\\')) \
+         ELSE (lower(events.object) = {key} OR substr(lower(events.object), 1, length({key}) + 1) = {key} || '\\') END)"
     )
 }
 
@@ -445,7 +460,9 @@ fn events_in(order: &str) -> Sql {
 
 /// `?1` since, `?2` until, `?3` kind, `?4` identity, `?5` object, `?6` after
 /// seq, `?7` limit, `?8` before seq, `?9` and `?10` the viewer's identity
-/// and user id: the oldest first.
+/// and user id, `?11` a folder key (see `in_component`), `?12` offset,
+/// `?13` detail, `?14` kinds (comma-separated): the oldest first. Each row
+/// is an event and the first owner folder of the entry a `vault.*` event names.
 pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| events_in("ASC"));
 
 /// [`EVENTS`], the newest first.

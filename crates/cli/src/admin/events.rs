@@ -365,6 +365,7 @@ mod tests {
             .identity("local:{u1}")
             .client_id("app"),
             hash: [0; 32],
+            folder: None,
         };
         e.event.detail = "a \"quoted\" word".into();
         let names = HashMap::from([("local:{u1}".to_owned(), "alice".to_owned())]);

@@ -234,7 +234,13 @@ async fn open(config: &strongroom_server::Config, args: &ConfigArgs) -> Result<A
     };
     // Like `serve`: a key other than the store's would write hashes and seals no server can use.
     master_key::bind(&*store, &keys, &source, SystemClock.now()).await.context("master key")?;
-    Ok(Admin { store, clock: Arc::new(SystemClock), rng: Arc::new(OsRandom), keyring: KeyRing::open(&keys, &config.keys, &OsRandom) })
+    Ok(Admin {
+        store,
+        clock: Arc::new(SystemClock),
+        rng: Arc::new(OsRandom),
+        keyring: KeyRing::open(&keys, &config.keys, &OsRandom),
+        actor: Default::default(),
+    })
 }
 
 /// A path as people should see it: absolute.

@@ -7,6 +7,7 @@ mod extract;
 pub mod fuzzing;
 mod identity;
 mod landing;
+mod log;
 pub mod openapi;
 mod page;
 pub(crate) mod respond;
@@ -98,7 +99,9 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/secretstore/availablenamespaces", get(secretstore::available_namespaces)),
         ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
         ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
-        ("/vedsdk/log", get(secretstore::log).post(identity::write_log)),
+        ("/vedsdk/log", get(log::log).post(identity::write_log)),
+        ("/vedsdk/log/logschema", get(log::log_schema)),
+        ("/vedsdk/metadata/getitemsforclass", post(log::items_for_class)),
     ]
 }
 

@@ -1,4 +1,4 @@
-//! `/vedsdk/SecretStore/*` and `GET /vedsdk/Log` handlers: authenticate,
+//! `/vedsdk/SecretStore/*` handlers: authenticate,
 //! check the scope, parse the body, call the service, shape the answer.
 
 use axum::body::Bytes;
@@ -8,22 +8,20 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use std::collections::HashMap;
 
-use strongroom_core::time::UnixTime;
 use strongroom_core::vault::value::{self, MAX_STRING_BYTES, Value};
 use strongroom_core::vault::{ResultCode, VaultId};
 use strongroom_proto::SecretString;
 use strongroom_proto::vedsdk::{
-    AddRequest, AddResponse, AssociateRequest, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse, LogEvent, LogResponse,
-    LookupAssociationRequest, LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest,
-    NamespacesResponse, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse,
-    RetrieveResponse, TypedNameValue, TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
+    AddRequest, AddResponse, AssociateRequest, DefaultKeyResponse, DissociateRequest, EncryptionKeysResponse, LookupAssociationRequest,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, ResultResponse, RetrieveResponse, TypedNameValue,
+    TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
 };
-use strongroom_store::EventFilter;
 
 use super::extract::bearer_token;
 use super::openapi::{
-    AddAnswer, Forbidden, IdsAnswer, KeysAnswer, LogAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer,
-    Unauthorized, Unavailable, ValueAnswer,
+    AddAnswer, Forbidden, IdsAnswer, KeysAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer, Unauthorized,
+    Unavailable, ValueAnswer,
 };
 use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
@@ -43,7 +41,7 @@ impl From<FieldError> for SdkFailure {
 /// Authenticates, checks `scope`, reads the body, and loads the caller and
 /// the entry the body's `VaultID` names: one context read in all. The
 /// bearer is judged before the body, so a bad token is 401 whatever the body.
-async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
+pub(super) async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
     begin_with(app, origin, req, scope, None).await
 }
 
@@ -67,6 +65,15 @@ async fn begin_with(
     bearer::require(&ctx.access, scope)?;
     let body = body?;
     Ok((Caller::new(ctx, origin), body))
+}
+
+/// Authenticates and loads the caller (whatever the token's scope), for
+/// the calls any valid token may make (`GET Log`); the body is not read.
+pub(super) async fn begin_any_scope(app: &AppState, origin: Origin, req: Request) -> Result<Caller, SdkFailure> {
+    let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
+    let ctx = app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+    bearer::admit(app, &ctx.access).await?;
+    Ok(Caller::new(ctx, origin))
 }
 
 fn success() -> Response {
@@ -508,101 +515,6 @@ pub(crate) async fn rotate_key(
 pub(crate) async fn default_key(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "restricted").await?;
     Ok(ok(&DefaultKeyResponse { default_key: app.keyring.default_name().to_owned() }))
-}
-
-/// The query of `GET /vedsdk/Log` (a description: the handler reads the
-/// names in any case).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code, non_snake_case)]
-struct LogQuery {
-    /// Events at or after this time, UTC ISO 8601.
-    #[param(example = "2024-01-02T03:04:05Z")]
-    FromTime: Option<String>,
-    /// Events before this time, UTC ISO 8601.
-    ToTime: Option<String>,
-    /// An event kind, such as `vault.associate`.
-    Kind: Option<String>,
-    /// The acting identity, `local:{…}`.
-    Identity: Option<String>,
-    /// Events about this entry.
-    VaultID: Option<i64>,
-    /// The `Next` of the previous page.
-    After: Option<i64>,
-    /// Events per page, 1 to 1000 (default 100).
-    Limit: Option<i64>,
-}
-
-/// `GET /vedsdk/Log?FromTime=&ToTime=&Kind=&Identity=&VaultID=&After=&Limit=`
-/// (parameter names in any case), scope `admin:viewlogs`.
-#[utoipa::path(
-    get,
-    path = "/vedsdk/Log",
-    tag = "vedsdk",
-    description = "The event log, oldest first, a page at a time. Parameter names match in any case. Scope `admin:viewlogs`. A Master Admin sees every event; anyone else only the events they acted in and those on vault entries they may read (Read on an owner).",
-    security(("bearer" = [])),
-    params(LogQuery),
-    responses(
-        (status = 200, description = "Done (`Result` 0), or refused with the product's `Result` code and the reason in `Error`.", body = inline(LogAnswer)),
-        SdkRefusals,
-    ),
-)]
-pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
-    let (caller, _) = begin(&app, origin, req, "admin:viewlogs").await?;
-    let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
-    let time = |k: &str| -> Result<Option<UnixTime>, SdkFailure> {
-        match q.get(k) {
-            None => Ok(None),
-            Some(v) => value::parse_date(v)
-                .map(|ticks| Some(UnixTime::from_millis(ticks / 10_000)))
-                .ok_or_else(|| VaultError::params(format!("{k} must be UTC ISO 8601 (YYYY-MM-DDTHH:MM:SSZ).")).into()),
-        }
-    };
-    let int = |k: &str| -> Result<Option<i64>, SdkFailure> {
-        q.get(k).map(|v| v.parse::<i64>().map_err(|_| VaultError::params(format!("{k} must be an integer.")).into())).transpose()
-    };
-    let limit = int("limit")?.unwrap_or(100).clamp(1, 1000);
-    let filter = EventFilter {
-        since: time("fromtime")?,
-        until: time("totime")?,
-        kind: q.get("kind").cloned(),
-        identity: q.get("identity").cloned(),
-        object: int("vaultid")?.map(|v| v.to_string()),
-        after_seq: int("after")?,
-        limit: u32::try_from(limit + 1).unwrap_or(1001),
-        viewer: caller.viewer(),
-        ..Default::default()
-    };
-    let mut events = app.store.events(filter).await.map_err(VaultError::from)?;
-    let next = if events.len() as i64 > limit {
-        events.truncate(limit as usize);
-        events.last().map(|e| e.seq)
-    } else {
-        None
-    };
-    let log_events = events
-        .into_iter()
-        .map(|se| {
-            let e = se.event;
-            let vault_id = if e.kind.as_str().starts_with("vault.") { e.object.parse().ok() } else { None };
-            LogEvent {
-                id: se.seq,
-                server_timestamp: e.at.iso8601(),
-                name: e.kind.as_str().to_owned(),
-                identity: e.identity,
-                client_id: e.client_id,
-                source_ip: e.source,
-                request_id: e.request_id,
-                component: e.object,
-                vault_id,
-                value_name: String::new(),
-                value_type: String::new(),
-                text: e.detail,
-                hash: strongroom_core::hex::encode(&se.hash),
-            }
-        })
-        .collect();
-    Ok(ok(&LogResponse { log_events, next }))
 }
 
 #[cfg(test)]

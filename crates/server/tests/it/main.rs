@@ -23,6 +23,7 @@ mod concurrency;
 mod device_flow;
 mod fuzz;
 mod ldap;
+mod log;
 mod lost_answers;
 mod named_keys;
 mod oauth2_client;

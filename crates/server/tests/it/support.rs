@@ -91,7 +91,13 @@ impl TestServer {
         let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
         let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
         let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
-        let admin = Admin { store: store.clone(), clock: Arc::new(clock.clone()), rng: Arc::new(OsRandom), keyring: state.keyring.clone() };
+        let admin = Admin {
+            store: store.clone(),
+            clock: Arc::new(clock.clone()),
+            rng: Arc::new(OsRandom),
+            keyring: state.keyring.clone(),
+            actor: Default::default(),
+        };
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         TestServer { url, clock, state, store, admin, http, running: Some(running), dir }
     }

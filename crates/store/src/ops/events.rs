@@ -33,9 +33,13 @@ pub(crate) async fn events<C: Conn>(c: &C, f: &EventFilter) -> StoreResult<Vec<S
         f.before_seq,
         f.viewer.as_ref().map(|v| v.identity.as_str()),
         f.viewer.as_ref().map(|v| v.user_id.as_str()),
+        f.component.as_deref(),
+        i64::from(f.offset),
+        f.detail.as_deref(),
+        f.kinds.as_ref().map(|k| k.join(",")),
     ];
     let statement = if f.newest_first { &sql::EVENTS_NEWEST_FIRST } else { &sql::EVENTS };
-    c.query(statement, &params, codec::event).await
+    c.query(statement, &params, codec::event_with_folder).await
 }
 
 pub(crate) async fn event_head<C: Conn>(c: &C) -> StoreResult<(i64, [u8; 32])> {

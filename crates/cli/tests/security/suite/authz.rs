@@ -178,11 +178,11 @@ async fn e5_the_event_log_follows_rights() {
     let m = grant_with(&fx, "app", "mallory", "restricted;admin:viewlogs").await;
     let mallory_identity = s(&m, "identity");
     let seen = log(&fx, &s(&m, "access_token")).await;
-    let others: Vec<&Value> = seen.iter().filter(|e| e["Identity"] != mallory_identity.as_str()).collect();
+    let others: Vec<&Value> = seen.iter().filter(|e| e["Text1"] != mallory_identity.as_str()).collect();
     let alice_identity = s(&alice, "identity");
     let leaks = seen
         .iter()
-        .filter(|e| e["VaultID"] == id || e["Identity"] == alice_identity.as_str() || e.to_string().to_lowercase().contains("payroll"))
+        .filter(|e| e["Value1"] == id || e["Text1"] == alice_identity.as_str() || e.to_string().to_lowercase().contains("payroll"))
         .count();
     // A Master Admin sees every event.
     fx.server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
@@ -191,7 +191,7 @@ async fn e5_the_event_log_follows_rights() {
     let root_sees_payroll = serde_json::to_string(&all_events).unwrap().contains("Database password for payroll");
     // Alice sees her own entry's events.
     let hers = log(&fx, &at).await;
-    let alice_sees_entry = hers.iter().any(|e| e["VaultID"] == id);
+    let alice_sees_entry = hers.iter().any(|e| e["Value1"] == id);
     let ok = report(
         "E5",
         "the event log follows rights",
