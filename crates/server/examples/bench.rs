@@ -18,7 +18,7 @@
 //! PostgreSQL's relation sizes) and the store's size. The targets are
 //! reported as met or not met; nothing here fails on a slow machine.
 //!
-//! Options: `--bin PATH` (default `target/release/strongroom`), `--secs N`
+//! Options (`--help` lists them): `--bin PATH` (default `target/release/strongroom`), `--secs N`
 //! per workload (default 8), `--grants N` (default 1000000), `--entries N`
 //! (default 100000), `--no-scale` (skip the large store), `--pg URL` (then
 //! the small-store workloads again on PostgreSQL, in a fresh schema of the
@@ -100,46 +100,44 @@ fn jwt_fixtures(dir: &Path, n: usize) -> (PathBuf, Vec<String>) {
     (jwks, jwts)
 }
 
+/// `scripts/bench`'s options (`--help` lists them).
+#[derive(clap::Parser)]
+#[command(about = "The benchmark's load generator: run it through scripts/bench, which builds the release server first.")]
 struct Opts {
+    /// The server binary to start.
+    #[arg(long, default_value = "target/release/strongroom")]
     bin: PathBuf,
+    /// Seconds per workload (1 to 60).
+    #[arg(long, default_value_t = 8.0)]
     secs: f64,
+    /// Grants stored for the large-store workloads (at most 10,000,000).
+    #[arg(long, default_value_t = 1_000_000)]
     grants: usize,
+    /// Vault entries stored for the large-store workloads (at most 1,000,000).
+    #[arg(long, default_value_t = 100_000)]
     entries: usize,
+    /// Skip the large store.
+    #[arg(long = "no-scale", action = clap::ArgAction::SetFalse)]
     scale: bool,
-    /// PostgreSQL after SQLite, for the ratios.
+    /// PostgreSQL after SQLite, for the ratios: the small-store workloads
+    /// again in a fresh schema of the database at this (loopback) URL.
+    #[arg(long)]
     pg: Option<String>,
-    /// PostgreSQL instead of SQLite.
+    /// PostgreSQL instead of SQLite (no large store).
+    #[arg(long = "database-url")]
     database_url: Option<String>,
-    /// Small-store workloads to run (all when empty).
+    /// Only these small-store workloads, by the first word of their row
+    /// (`associate,refresh`); `/healthz` always runs, as the reference.
+    #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
 
 fn opts() -> Opts {
-    let mut o = Opts {
-        bin: "target/release/strongroom".into(),
-        secs: 8.0,
-        grants: 1_000_000,
-        entries: 100_000,
-        scale: true,
-        pg: None,
-        database_url: None,
-        only: Vec::new(),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
-        match a.as_str() {
-            "--bin" => o.bin = value().into(),
-            "--secs" => o.secs = value().parse::<f64>().unwrap().clamp(1.0, 60.0),
-            "--grants" => o.grants = value().parse::<usize>().unwrap().min(10_000_000),
-            "--entries" => o.entries = value().parse::<usize>().unwrap().min(1_000_000),
-            "--no-scale" => o.scale = false,
-            "--pg" => o.pg = Some(value()),
-            "--database-url" => o.database_url = Some(value()),
-            "--only" => o.only = value().split(',').map(|w| w.trim().to_lowercase()).collect(),
-            other => panic!("unknown option {other}; see the top of crates/server/examples/bench.rs"),
-        }
-    }
+    let mut o = <Opts as clap::Parser>::parse();
+    o.secs = o.secs.clamp(1.0, 60.0);
+    o.grants = o.grants.min(10_000_000);
+    o.entries = o.entries.min(1_000_000);
+    o.only = o.only.iter().map(|w| w.trim().to_lowercase()).filter(|w| !w.is_empty()).collect();
     if o.database_url.is_some() || !o.only.is_empty() {
         o.scale = false;
     }
