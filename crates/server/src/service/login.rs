@@ -24,6 +24,7 @@ use strongroom_core::identity::{Group, GroupId, User, UserId, login_name, valid_
 use strongroom_core::password;
 use strongroom_core::secret::Secret;
 use strongroom_core::throttle::{self, Admission, Slot};
+use strongroom_core::time::UnixTime;
 
 use super::Origin;
 use super::directory::{Directory, DirectoryError, DirectoryPerson, directory_login};
@@ -162,21 +163,33 @@ async fn authenticate_directory(
 /// their directory groups and memberships. The user as stored (an
 /// administrator may have disabled them here).
 pub async fn sync(app: &AppState, dir: &Directory, person: &DirectoryPerson, origin: &Origin) -> Result<User, StoreError> {
-    let prefix = dir.config.prefix();
-    let now = app.now();
+    let groups = person.groups.iter().map(|g| g.name.as_str());
+    sync_person(app, dir.config.prefix(), &person.id, &person.name, groups, origin, app.now()).await
+}
+
+/// Stores a person an identity provider (`prefix`: a directory's, or an
+/// OpenID provider's) vouches for at `now`: the user row of id
+/// `prefix:stable_id`, named `prefix:name`, signed in now, and their groups
+/// of that provider set to exactly `groups` (by name), with one
+/// `user.directory_synced` event. The user as stored.
+pub async fn sync_person<'a>(
+    app: &AppState,
+    prefix: String,
+    stable_id: &str,
+    name: &str,
+    groups: impl Iterator<Item = &'a str>,
+    origin: &Origin,
+    now: UnixTime,
+) -> Result<User, StoreError> {
     let user = User {
-        id: UserId::directory(&prefix, &person.id),
-        name: format!("{prefix}:{}", person.name),
+        id: UserId::directory(&prefix, stable_id),
+        name: format!("{prefix}:{name}"),
         disabled: false,
         master_admin: false,
         created_at: now,
         signed_in_at: Some(now),
     };
-    let groups = person
-        .groups
-        .iter()
-        .map(|g| Group { id: GroupId::generate(&*app.rng), name: format!("{prefix}:{}", g.name), created_at: now })
-        .collect();
+    let groups = groups.map(|g| Group { id: GroupId::generate(&*app.rng), name: format!("{prefix}:{g}"), created_at: now }).collect();
     let event = app.event(EventKind::DirectorySynced, origin).identity(user.id.identity()).object(user.name.as_str());
     app.store.sync_directory_user(user, prefix, groups, event).await
 }

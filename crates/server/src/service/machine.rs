@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use strongroom_core::event::EventKind;
-use strongroom_core::grant::{Grant, IssuedTokens, Pair};
+use strongroom_core::grant::Grant;
 use strongroom_core::identity::UserId;
 use strongroom_core::integration::Integration;
 use strongroom_core::machine::{Jwt, JwtError, Mapping};
@@ -31,7 +31,7 @@ use strongroom_proto::vedauth::{CertificateRequest, JwtRequest};
 use strongroom_store::{MachineGrant, MachineIssue, Replay};
 
 use super::jwks::KeyCache;
-use super::token::Issued;
+use super::token::{Issued, first_pair};
 use super::{AuthError, CLIENT_ID_REQUIRED, Origin, UNKNOWN_CLIENT};
 use crate::metrics::GrantType;
 use crate::state::AppState;
@@ -151,16 +151,7 @@ async fn issue(
     // No refresh token; the grant ends with its access token.
     settings.refreshable = false;
     settings.grant_validity = settings.access_validity;
-    let mut grant = Grant::new(&*app.rng, client_id, identity, scope, now, settings);
-    grant.last_addr = origin.known_addr();
-    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-    grant.pair = Pair::first(&tokens);
-    let event = app
-        .event(EventKind::TokenIssued, origin)
-        .identity(grant.user_id.identity())
-        .client_id(client_id)
-        .object(grant.id.as_str())
-        .detail(detail);
+    let (grant, tokens, event) = first_pair(app, Grant::new(&*app.rng, client_id, identity, scope, now, settings), origin, now, detail);
     let machine = MachineGrant { grant: grant.clone(), mapping: mapping.name.clone(), replay };
     match app.store.insert_machine_grant(machine, event).await? {
         MachineIssue::Issued => {

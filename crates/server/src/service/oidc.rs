@@ -503,8 +503,6 @@ pub mod page {
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-    use strongroom_core::event::EventKind;
-    use strongroom_core::identity::{Group, GroupId, User, UserId};
     use strongroom_core::random::bytes;
 
     use super::{OidcError, STATE_SECS, person_id};
@@ -574,22 +572,9 @@ pub mod page {
             .await?
             .ok_or(PageError::SignInExpired)?;
         let person = oidc.finish(&app.keys.page, state, code, &redirect_uri(app), now).await.map_err(refused)?;
-        let prefix = oidc.config.prefix();
-        let user = User {
-            id: UserId::directory(&prefix, &person_id(&person.issuer, &person.subject)),
-            name: format!("{prefix}:{}", person.name),
-            disabled: false,
-            master_admin: false,
-            created_at: now,
-            signed_in_at: Some(now),
-        };
-        let groups = person
-            .groups
-            .iter()
-            .map(|g| Group { id: GroupId::generate(&*app.rng), name: format!("{prefix}:{g}"), created_at: now })
-            .collect();
-        let event = app.event(EventKind::DirectorySynced, origin).identity(user.id.identity()).object(user.name.as_str());
-        let user = app.store.sync_directory_user(user, prefix, groups, event).await?;
+        let groups = person.groups.iter().map(String::as_str);
+        let id = person_id(&person.issuer, &person.subject);
+        let user = crate::service::login::sync_person(app, oidc.config.prefix(), &id, &person.name, groups, origin, now).await?;
         if user.disabled {
             return Err(PageError::NotAllowed);
         }

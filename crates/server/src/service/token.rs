@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use strongroom_core::event::EventKind;
+use strongroom_core::event::{Event, EventKind};
 use strongroom_core::grant::device::Poll;
 use strongroom_core::grant::refresh::{self, Refresh, RefreshRejected};
 use strongroom_core::grant::{Grant, IssueRefused, IssuedTokens, Pair, Standing, may_receive};
@@ -174,16 +174,13 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
         },
         Poll::Issue { user_id } => {
             may_receive(&ctx.standing, &device.scope).map_err(refused)?;
-            let mut grant = Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings);
-            grant.last_addr = origin.known_addr();
-            let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-            grant.pair = Pair::first(&tokens);
-            let event = app
-                .event(EventKind::TokenIssued, origin)
-                .identity(grant.user_id.identity())
-                .client_id(client_id)
-                .object(grant.id.as_str())
-                .detail("device code exchanged");
+            let (grant, tokens, event) = first_pair(
+                app,
+                Grant::new(&*app.rng, client_id, user_id, device.scope.clone(), now, settings),
+                origin,
+                now,
+                "device code exchanged",
+            );
             // One conditional write: of concurrent exchanges exactly one redeems.
             if app.store.redeem_device(code_hash, device.version, grant.clone(), event).await? {
                 app.metrics.token_issued();
@@ -298,6 +295,28 @@ async fn recheck_directory(
     }
 }
 
+/// A new grant's first pair, minted at `now` for the client at `origin`, and
+/// the `token.issued` event that records it (`detail`: how it was granted):
+/// the device-code exchange, the password grant and the machine grants.
+pub(crate) fn first_pair(
+    app: &AppState,
+    mut grant: Grant,
+    origin: &Origin,
+    now: UnixTime,
+    detail: impl Into<String>,
+) -> (Grant, IssuedTokens, Event) {
+    grant.last_addr = origin.known_addr();
+    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
+    grant.pair = Pair::first(&tokens);
+    let event = app
+        .event(EventKind::TokenIssued, origin)
+        .identity(grant.user_id.identity())
+        .client_id(grant.client_id.as_str())
+        .object(grant.id.as_str())
+        .detail(detail);
+    (grant, tokens, event)
+}
+
 /// A spent refresh token came back: revoke the whole grant (RFC 9700
 /// §4.14.2) and record it. Returns the error the client gets.
 async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: &Origin, now: UnixTime) -> Result<AuthError, AuthError> {
@@ -356,16 +375,8 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         user_allowed,
     };
     may_receive(&standing, &scope).map_err(refused)?;
-    let mut grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
-    grant.last_addr = origin.known_addr();
-    let tokens = IssuedTokens::mint(&app.keys.token, &*app.rng, &grant, now);
-    grant.pair = Pair::first(&tokens);
-    let event = app
-        .event(EventKind::TokenIssued, origin)
-        .identity(user.id.identity())
-        .client_id(client_id.as_str())
-        .object(grant.id.as_str())
-        .detail("password grant");
+    let grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
+    let (grant, tokens, event) = first_pair(app, grant, origin, now, "password grant");
     app.store.insert_grant(grant.clone(), event).await?;
     app.metrics.token_issued();
     app.metrics.grant_issued(GrantType::Password);
