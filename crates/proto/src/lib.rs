@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod files;
+pub mod groups;
 pub mod hex;
 pub mod time;
 #[cfg(feature = "tls")]

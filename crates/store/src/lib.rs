@@ -829,9 +829,57 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
 }
 
-/// A whole store: every backend implements all four parts.
-pub trait Store: AuthStore + VaultStore + AdminStore + EventStore {}
-impl<T: AuthStore + VaultStore + AdminStore + EventStore> Store for T {}
+/// A local group's team details (VenafiPS's `Teams/*`): a group with them is a team.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Team {
+    pub description: String,
+    /// `TLS`, `SSH`, `Code Signing`, as given.
+    pub products: Vec<String>,
+}
+
+/// A membership change asked of [`GroupStore::change_members`]: the user,
+/// whether they join (or leave), and the event written when that changes anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberChange {
+    pub user: UserId,
+    pub join: bool,
+    pub event: Event,
+}
+
+/// Groups administered over the API (issue 23): creation with members and
+/// owners in one transaction, batches of membership changes, renames,
+/// owners and teams.
+pub trait GroupStore: Send + Sync + fmt::Debug {
+    /// Creates `group` with its `owners`, its team details (a team when
+    /// `Some`) and its members, each member with the event of its change,
+    /// in one transaction with `event` (`Conflict` when the name, in any case, is taken).
+    fn create_group_with(
+        &self,
+        group: Group,
+        owners: Vec<UserId>,
+        team: Option<Team>,
+        members: Vec<MemberChange>,
+        event: Event,
+    ) -> StoreFuture<'_, ()>;
+    /// Applies `changes` to group `group` in one transaction, each one
+    /// conditional write (a join of a member or a leave of a non-member
+    /// changes nothing and writes no event): whether each changed anything.
+    /// `None` when the group is gone.
+    fn change_members(&self, group: GroupId, changes: Vec<MemberChange>) -> StoreFuture<'_, Option<Vec<bool>>>;
+    /// Renames group `group` (`Conflict` when the new name, in any case, is
+    /// a group's or a user's): whether there was such a group.
+    fn rename_group(&self, group: GroupId, name: String, event: Event) -> StoreFuture<'_, bool>;
+    /// The owners of group `group`, by name.
+    fn group_owners(&self, group: GroupId) -> StoreFuture<'_, Vec<User>>;
+    /// Whether user `user` owns group `group`.
+    fn owns_group(&self, group: GroupId, user: UserId) -> StoreFuture<'_, bool>;
+    /// Group `group`'s team details, when it is a team.
+    fn team(&self, group: GroupId) -> StoreFuture<'_, Option<Team>>;
+}
+
+/// A whole store: every backend implements all five parts.
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore> Store for T {}
 
 /// Opens the store a database URL names: `postgres://...`,
 /// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)

@@ -260,6 +260,11 @@ pub(crate) const GROUP_RIGHTS: Table =
 pub(crate) const INTEGRATION_GROUPS: Table =
     Table { name: "integration_groups", columns: &[("client_id", Text), ("group_id", Text)], key: 2 };
 
+pub(crate) const GROUP_OWNERS: Table = Table { name: "group_owners", columns: &[("group_id", Text), ("user_id", Text)], key: 2 };
+
+pub(crate) const GROUP_TEAMS: Table =
+    Table { name: "group_teams", columns: &[("group_id", Text), ("description", Text), ("products", Text)], key: 1 };
+
 pub(crate) const OIDC_STATES: Table = Table {
     name: "oidc_states",
     columns: &[("state_hash", Bytes), ("binding_hash", Bytes), ("user_code", Text), ("expires_at", Int), ("used", Bool)],
@@ -298,4 +303,6 @@ pub const TABLES: &[&Table] = &[
     &GROUP_RIGHTS,
     &INTEGRATION_GROUPS,
     &OIDC_STATES,
+    &GROUP_OWNERS,
+    &GROUP_TEAMS,
 ];

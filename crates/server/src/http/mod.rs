@@ -5,6 +5,7 @@ pub mod client_addr;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+mod groups;
 mod identity;
 mod landing;
 mod log;
@@ -13,6 +14,7 @@ mod page;
 pub(crate) mod respond;
 mod sdk_body;
 mod secretstore;
+mod teams;
 mod vedauth;
 mod vedsdk;
 
@@ -23,7 +25,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::Layer as _;
@@ -102,6 +104,17 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/log", get(log::log).post(identity::write_log)),
         ("/vedsdk/log/logschema", get(log::log_schema)),
         ("/vedsdk/metadata/getitemsforclass", post(log::items_for_class)),
+        ("/vedsdk/identity/addgroup", post(groups::add_group)),
+        ("/vedsdk/identity/addgroupmembers", put(groups::add_members)),
+        ("/vedsdk/identity/removegroupmembers", put(groups::remove_members)),
+        ("/vedsdk/identity/renamegroup", put(groups::rename_group)),
+        ("/vedsdk/identity/group/{prefix}/{universal}", delete(groups::delete_group)),
+        ("/vedsdk/identity/setpassword", post(groups::set_password)),
+        ("/vedsdk/identity/readattribute", post(groups::read_attribute)),
+        ("/vedsdk/teams", post(teams::create)),
+        ("/vedsdk/teams/addteammembers", put(teams::add_members)),
+        ("/vedsdk/teams/removeteammembers", put(teams::remove_members)),
+        ("/vedsdk/teams/local/{guid}", get(teams::get_team).delete(teams::delete_team)),
     ]
 }
 

@@ -102,6 +102,18 @@ pub(crate) const BEARER: &str = "bearer";
         super::log::items_for_class,
         super::secretstore::rotate_key,
         super::secretstore::default_key,
+        super::groups::add_group,
+        super::groups::add_members,
+        super::groups::remove_members,
+        super::groups::rename_group,
+        super::groups::delete_group,
+        super::groups::set_password,
+        super::groups::read_attribute,
+        super::teams::create,
+        super::teams::add_members,
+        super::teams::remove_members,
+        super::teams::get_team,
+        super::teams::delete_team,
     ),
     components(
         schemas(

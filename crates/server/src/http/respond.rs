@@ -17,6 +17,7 @@ use strongroom_store::StoreError;
 use crate::service::AuthError;
 use crate::service::bearer::BearerError;
 use crate::service::device::PageError;
+use crate::service::groups::GroupError;
 use crate::service::vault::VaultError;
 
 /// `application/json; charset=utf-8`: vcert checks the prefix, oauth2-rs
@@ -269,6 +270,14 @@ pub(crate) enum SdkFailure {
     Bearer(BearerError),
     /// Every vault outcome is HTTP 200 with a `Result` code.
     Vault(VaultError),
+    /// The group and password calls (`http::groups`, `http::teams`).
+    Group(GroupError),
+}
+
+impl From<GroupError> for SdkFailure {
+    fn from(e: GroupError) -> Self {
+        SdkFailure::Group(e)
+    }
 }
 
 impl From<BearerError> for SdkFailure {
@@ -289,6 +298,26 @@ impl IntoResponse for SdkFailure {
             SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
             SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
             SdkFailure::Bearer(e) => e.into_response(),
+            // The product's Identity failures: 400 with only `Message`. A
+            // caller without the role (Master Admin, the group's owner) gets
+            // 403 with `Message`: never 401, which means only a bad token.
+            SdkFailure::Group(e) => {
+                let status = match &e {
+                    GroupError::Invalid(_) | GroupError::NotATeam => StatusCode::BAD_REQUEST,
+                    GroupError::NotAllowed(_) => StatusCode::FORBIDDEN,
+                    GroupError::Store(s) if s.is_transient() => return sdk_unavailable(s),
+                    GroupError::Store(s) => {
+                        tracing::error!(kind = %s.kind(), error = %s, "group call failed");
+                        return panicked();
+                    }
+                    GroupError::Internal(why) => {
+                        tracing::error!(error = %why, "group call failed");
+                        return panicked();
+                    }
+                };
+                tracing::info!(reason = %e, "group call refused");
+                json(status, &strongroom_proto::groups::MessageOnly { message: e.to_string() })
+            }
             SdkFailure::Vault(VaultError::Refused { code, message }) => {
                 tracing::info!(result = code.code(), "vault call refused");
                 json(StatusCode::OK, &ResultResponse { result: code.code(), error: Some(message) })

@@ -104,6 +104,43 @@ impl SdkBody {
         }
     }
 
+    /// A list of identities (`Members`, `Owners` of the group calls): each
+    /// a string (read as a prefixed name or universal) or an object with any
+    /// of an identity entry's fields, as given. Missing: an empty list.
+    pub(crate) fn identity_list(&self, names: &[&str]) -> Result<Vec<strongroom_proto::vedsdk::IdentityName>, FieldError> {
+        use strongroom_proto::vedsdk::IdentityName;
+        let wrong = || FieldError(format!("{} must be a list of identities: objects with PrefixedName or PrefixedUniversal.", names[0]));
+        let Some(v) = self.get(names) else { return Ok(Vec::new()) };
+        let Value::Array(items) = v else { return Err(wrong()) };
+        items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(IdentityName { prefixed_name: Some(s.clone()), ..Default::default() }),
+                Value::Object(m) => {
+                    let inner = SdkBody(m.clone());
+                    let field = |f: &str| inner.string(&[f]).map_err(|_| wrong());
+                    Ok(IdentityName {
+                        prefixed_universal: field("PrefixedUniversal")?,
+                        prefixed_name: field("PrefixedName")?,
+                        universal: field("Universal")?,
+                        name: field("Name")?,
+                    })
+                }
+                _ => Err(wrong()),
+            })
+            .collect()
+    }
+
+    /// A list of strings (`Products`); missing: an empty list.
+    pub(crate) fn string_list(&self, names: &[&str]) -> Result<Vec<String>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
+        match self.get(names) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(wrong)).collect(),
+            Some(_) => Err(wrong()),
+        }
+    }
+
     /// A 32-bit integer field (`VaultType`).
     pub(crate) fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
         match self.int64(names) {

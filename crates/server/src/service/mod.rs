@@ -7,6 +7,7 @@ pub mod approved;
 pub mod bearer;
 pub mod device;
 pub mod directory;
+pub mod groups;
 pub mod identity;
 pub mod jwks;
 pub mod keyring;

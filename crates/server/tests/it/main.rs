@@ -22,6 +22,7 @@ mod client_library;
 mod concurrency;
 mod device_flow;
 mod fuzz;
+mod groups;
 mod ldap;
 mod log;
 mod lost_answers;

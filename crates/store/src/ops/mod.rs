@@ -13,6 +13,7 @@
 pub(crate) mod admin;
 pub(crate) mod auth;
 pub(crate) mod events;
+pub(crate) mod groups;
 pub(crate) mod machine;
 pub(crate) mod methods;
 pub(crate) mod transfer;

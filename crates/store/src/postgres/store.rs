@@ -20,7 +20,8 @@ use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{PgStore, classify};
 use crate::codec::{self, Cols, rights, stored_folder};
-use crate::ops::{admin, auth, events, machine, query_one, transfer as copier, vault};
+use crate::ops::{admin, auth, events, groups, machine, query_one, transfer as copier, vault};
+use crate::{GroupStore, MemberChange, Team};
 use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
@@ -139,6 +140,10 @@ impl VaultStore for PgStore {
 
 impl AdminStore for PgStore {
     crate::ops::methods::admin_methods!(on_client, in_tx, on_client, in_plain_tx);
+}
+
+impl GroupStore for PgStore {
+    crate::ops::groups::group_methods!(on_client, in_tx, on_client, in_plain_tx);
 }
 
 impl EventStore for PgStore {

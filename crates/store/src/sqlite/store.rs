@@ -18,7 +18,8 @@ use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
-use crate::ops::{Conn, admin, at_once, auth, events, machine, transfer as copier, vault};
+use crate::ops::{Conn, admin, at_once, auth, events, groups, machine, transfer as copier, vault};
+use crate::{GroupStore, MemberChange, Team};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
     AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary,
@@ -67,6 +68,10 @@ impl VaultStore for SqliteStore {
 
 impl AdminStore for SqliteStore {
     crate::ops::methods::admin_methods!(on_reader, on_writer, on_writer, on_writer);
+}
+
+impl GroupStore for SqliteStore {
+    crate::ops::groups::group_methods!(on_reader, on_writer, on_writer, on_writer);
 }
 
 impl EventStore for SqliteStore {
