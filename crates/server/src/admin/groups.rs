@@ -12,7 +12,11 @@ use super::{Admin, AdminError};
 impl Admin {
     fn member_change(&self, group: &Group, user: &User, join: bool) -> MemberChange {
         let kind = if join { EventKind::GroupMemberAdded } else { EventKind::GroupMemberRemoved };
-        MemberChange { user: user.id.clone(), join, event: self.event(kind).object(group.name.as_str()).detail(format!("user={}", user.name)) }
+        MemberChange {
+            user: user.id.clone(),
+            join,
+            event: self.event(kind).object(group.name.as_str()).detail(format!("user={}", user.name)),
+        }
     }
 
     /// Creates local group `name` with `members` (users) and `owners`, a

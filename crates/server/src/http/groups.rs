@@ -26,7 +26,7 @@ use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
 use crate::service::Origin;
 use crate::service::bearer;
-use crate::service::groups::{self as groups, GroupError};
+use crate::service::groups::{self, GroupError};
 use crate::state::AppState;
 
 pub(crate) fn wire(e: &IdentityEntry) -> WireEntry {
@@ -61,7 +61,8 @@ pub(crate) async fn begin(app: &AppState, req: Request, scope: &'static str) -> 
 /// An identity field (`Group`, `ID`, `Name`) as given: required.
 pub(crate) fn identity_field(body: &SdkBody, name: &'static str) -> Result<strongroom_proto::vedsdk::IdentityName, SdkFailure> {
     let given = body.identity(&[name]).map_err(bad)?;
-    let given = given.ok_or_else(|| GroupError::Invalid(format!("{name} is required: an object with PrefixedName or PrefixedUniversal.")))?;
+    let given =
+        given.ok_or_else(|| GroupError::Invalid(format!("{name} is required: an object with PrefixedName or PrefixedUniversal.")))?;
     Ok(strongroom_proto::vedsdk::IdentityName { prefixed_universal: Some(given), ..Default::default() })
 }
 

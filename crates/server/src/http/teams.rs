@@ -19,7 +19,7 @@ use super::openapi::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable}
 use super::respond::{SdkFailure, ok};
 use crate::service::Origin;
 use crate::service::bearer;
-use crate::service::groups as groups;
+use crate::service::groups;
 use crate::state::AppState;
 
 /// The longest team description kept.

@@ -106,6 +106,16 @@ pub async fn local_group(app: &AppState, n: &IdentityName) -> Result<Group, Grou
     }
 }
 
+/// The local group whose GUID (`{guid}`, braces or none) a path names.
+async fn by_universal(app: &AppState, universal: &str) -> Result<Group, GroupError> {
+    match IdentityRef::parse(universal) {
+        Some(IdentityRef::Universal(id)) => {
+            local_group(app, &IdentityName { prefixed_universal: Some(format!("{LOCAL_PREFIX}:{{{id}}}")), ..Default::default() }).await
+        }
+        _ => Err(GroupError::Invalid("The group must be named by its GUID: {guid}.".into())),
+    }
+}
+
 /// A new group's name as given (`local:NAME` or `NAME`).
 pub fn new_group_name(n: &IdentityName) -> Result<String, GroupError> {
     let bad = || GroupError::Invalid("Name must be a local group's name: local:NAME.".into());
@@ -178,7 +188,7 @@ pub async fn rename_group(
 /// Master Admin deletes a local group; its members remain.
 pub async fn delete_group(app: &AppState, ctx: &AccessContext, origin: &Origin, universal: &str) -> Result<Group, GroupError> {
     master_admin(ctx, "delete groups")?;
-    let g = local_group(app, &IdentityName { prefixed_universal: Some(format!("{LOCAL_PREFIX}:{universal}")), ..Default::default() }).await?;
+    let g = by_universal(app, universal).await?;
     admin_for(app, ctx, origin).delete_group(&g.name).await?;
     Ok(g)
 }
@@ -255,7 +265,7 @@ pub struct TeamView {
 
 /// `GET Teams/local/{guid}`: a plain group is [`GroupError::NotATeam`].
 pub async fn team(app: &AppState, universal: &str) -> Result<TeamView, GroupError> {
-    let g = local_group(app, &IdentityName { prefixed_universal: Some(format!("{LOCAL_PREFIX}:{universal}")), ..Default::default() }).await?;
+    let g = by_universal(app, universal).await?;
     let team = app.store.team(g.id.clone()).await?.ok_or(GroupError::NotATeam)?;
     let entries = |us: Vec<User>| us.iter().map(|u| IdentityEntry::user(&u.id, &u.name)).collect();
     let members = entries(app.store.members_of(g.id.clone()).await?);

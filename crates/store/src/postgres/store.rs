@@ -21,7 +21,6 @@ use strongroom_core::vault::{FolderPath, Rights, VaultId};
 use super::{PgStore, classify};
 use crate::codec::{self, Cols, rights, stored_folder};
 use crate::ops::{admin, auth, events, groups, machine, query_one, transfer as copier, vault};
-use crate::{GroupStore, MemberChange, Team};
 use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
@@ -30,6 +29,7 @@ use crate::{
     IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError,
     StoreFuture, StoreObserver, StoreResult, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
+use crate::{GroupStore, MemberChange, Team};
 
 /// `$1` the access token's grant slot (from its locator), `$2` entry id (or
 /// NULL) → [`sql::located_cols`], then the user's rights (folder keys,

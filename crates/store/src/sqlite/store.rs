@@ -19,13 +19,13 @@ use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
 use crate::ops::{Conn, admin, at_once, auth, events, groups, machine, transfer as copier, vault};
-use crate::{GroupStore, MemberChange, Team};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
     AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary,
     IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture,
     StoreObserver, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
+use crate::{GroupStore, MemberChange, Team};
 
 /// A job on the writer thread: `$body` over the connection `$c`.
 macro_rules! on_writer {
