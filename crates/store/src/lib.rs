@@ -864,8 +864,11 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
     /// Applies `changes` to group `group` in one transaction, each one
     /// conditional write (a join of a member or a leave of a non-member
     /// changes nothing and writes no event): whether each changed anything.
-    /// `None` when the group is gone.
-    fn change_members(&self, group: GroupId, changes: Vec<MemberChange>) -> StoreFuture<'_, Option<Vec<bool>>>;
+    /// With `owner`, only while that user owns the group, checked in the
+    /// same transaction (PostgreSQL: the ownership row share-locked until
+    /// the commit). `None` (nothing written) when the group is gone or
+    /// `owner` does not own it.
+    fn change_members(&self, group: GroupId, changes: Vec<MemberChange>, owner: Option<UserId>) -> StoreFuture<'_, Option<Vec<bool>>>;
     /// Renames group `group` (`Conflict` when the new name, in any case, is
     /// a group's or a user's): whether there was such a group.
     fn rename_group(&self, group: GroupId, name: String, event: Event) -> StoreFuture<'_, bool>;

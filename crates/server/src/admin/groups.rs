@@ -49,10 +49,20 @@ impl Admin {
     /// transaction, each one conditional write with its own event when it
     /// changes anything: whether each changed anything. A removal reaches
     /// the member's tokens at their next request (memberships are read
-    /// live by every rights and allow-list check).
-    pub async fn change_members(&self, group: &Group, users: &[User], join: bool) -> Result<Vec<bool>, AdminError> {
+    /// live by every rights and allow-list check). With `as_owner`, only
+    /// while that user owns the group (checked in the same transaction).
+    pub async fn change_members(
+        &self,
+        group: &Group,
+        users: &[User],
+        join: bool,
+        as_owner: Option<&UserId>,
+    ) -> Result<Vec<bool>, AdminError> {
         let changes = users.iter().map(|u| self.member_change(group, u, join)).collect();
-        self.store.change_members(group.id.clone(), changes).await?.ok_or_else(|| AdminError::NotFound(format!("group {}", group.name)))
+        let done = self.store.change_members(group.id.clone(), changes, as_owner.cloned()).await?;
+        done.ok_or_else(|| {
+            AdminError::NotFound(format!("group {}{}", group.name, if as_owner.is_some() { " (or its ownership)" } else { "" }))
+        })
     }
 
     /// Renames local group `group` to `name` (not a user's or another group's name).

@@ -165,7 +165,14 @@ pub async fn change_members(
         return Err(GroupError::NotAllowed("Only a Master Admin or an owner of the group may change its members.".into()));
     }
     let (users, invalid) = users_of(app, members).await?;
-    let changed = admin_for(app, ctx, origin).change_members(&g, &users, join).await?;
+    // An owner's change holds only while they own the group, checked again in its transaction.
+    let as_owner = (!ctx.master_admin).then_some(&ctx.grant.user_id);
+    let changed = match admin_for(app, ctx, origin).change_members(&g, &users, join, as_owner).await {
+        Err(AdminError::NotFound(_)) if as_owner.is_some() => {
+            return Err(GroupError::NotAllowed("Only a Master Admin or an owner of the group may change its members.".into()));
+        }
+        other => other?,
+    };
     let now = app.store.members_of(g.id.clone()).await?;
     Ok((now.iter().map(|u| IdentityEntry::user(&u.id, &u.name)).collect(), invalid, changed.iter().filter(|c| **c).count()))
 }

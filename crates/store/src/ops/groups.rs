@@ -33,6 +33,16 @@ static OWNERS_OF: LazyLock<Sql> = LazyLock::new(|| {
 
 static OWNS: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT 1 FROM group_owners WHERE group_id = ?1 AND user_id = ?2"));
 
+/// [`OWNS`] in a write: PostgreSQL share-locks the row, so the ownership
+/// cannot go before the change that relied on it commits (SQLite's one
+/// writer serialises anyway).
+static STILL_OWNS: LazyLock<Sql> = LazyLock::new(|| {
+    Sql::dialects(
+        "SELECT 1 FROM group_owners WHERE group_id = ?1 AND user_id = ?2",
+        "SELECT 1 FROM group_owners WHERE group_id = ?1 AND user_id = ?2 FOR SHARE",
+    )
+});
+
 /// A user's name key `?1` taken?
 static USER_NAME_TAKEN: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT 1 FROM users WHERE name_key = ?1"));
 
@@ -75,8 +85,18 @@ pub(crate) async fn create_group_with<C: Conn>(
 }
 
 /// See [`crate::GroupStore::change_members`].
-pub(crate) async fn change_members<C: Conn>(c: &C, group: &GroupId, changes: &[MemberChange]) -> StoreResult<Option<Vec<bool>>> {
+pub(crate) async fn change_members<C: Conn>(
+    c: &C,
+    group: &GroupId,
+    changes: &[MemberChange],
+    owner: Option<&UserId>,
+) -> StoreResult<Option<Vec<bool>>> {
     if !exists(c, &GROUP_EXISTS, &values![group.as_str()]).await? {
+        return Ok(None);
+    }
+    if let Some(o) = owner
+        && !exists(c, &STILL_OWNS, &values![group.as_str(), o.as_str()]).await?
+    {
         return Ok(None);
     }
     let mut out = Vec::with_capacity(changes.len());
@@ -134,8 +154,8 @@ macro_rules! group_methods {
         ) -> StoreFuture<'_, ()> {
             $write!(self, |c| groups::create_group_with(c, &group, &owners, team.as_ref(), &members, &event))
         }
-        fn change_members(&self, group: GroupId, changes: Vec<MemberChange>) -> StoreFuture<'_, Option<Vec<bool>>> {
-            $write!(self, |c| groups::change_members(c, &group, &changes))
+        fn change_members(&self, group: GroupId, changes: Vec<MemberChange>, owner: Option<UserId>) -> StoreFuture<'_, Option<Vec<bool>>> {
+            $write!(self, |c| groups::change_members(c, &group, &changes, owner.as_ref()))
         }
         fn rename_group(&self, group: GroupId, name: String, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| groups::rename_group(c, &group, &name, &event))

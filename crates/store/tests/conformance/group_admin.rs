@@ -60,10 +60,12 @@ pub(crate) async fn groups_made_with_members_owners_and_teams(store: Arc<dyn Sto
 
     // A batch: each change one conditional write, an event only for a change.
     let changes = vec![change(&alice.id, false), change(&alice.id, false), change(&bob.id, true), change(&alice.id, true)];
-    assert_eq!(store.change_members(g.id.clone(), changes).await.unwrap(), Some(vec![true, false, false, true]));
+    assert_eq!(store.change_members(g.id.clone(), changes.clone(), Some(alice.id.clone())).await.unwrap(), None, "alice owns nothing");
+    assert_eq!(store.event_head().await.unwrap().0, head, "a refused batch writes nothing");
+    assert_eq!(store.change_members(g.id.clone(), changes, Some(bob.id.clone())).await.unwrap(), Some(vec![true, false, false, true]));
     assert_eq!(kinds(&events_after(&*store, head).await), [EventKind::GroupMemberRemoved, EventKind::GroupMemberAdded]);
     let gone = GroupId::generate(&rng);
-    assert_eq!(store.change_members(gone.clone(), vec![change(&alice.id, true)]).await.unwrap(), None);
+    assert_eq!(store.change_members(gone.clone(), vec![change(&alice.id, true)], None).await.unwrap(), None);
 
     // Renames: to a free name; not to a user's or a group's.
     let head = store.event_head().await.unwrap().0;
@@ -98,7 +100,7 @@ pub(crate) async fn racing_membership_changes_end_as_the_log_says(store: Arc<dyn
             let join = i % 2 == 0;
             let via_batch = i % 3 == 0;
             if via_batch {
-                store.change_members(g, vec![change(&u, join)]).await.unwrap().unwrap()[0]
+                store.change_members(g, vec![change(&u, join)], None).await.unwrap().unwrap()[0]
             } else if join {
                 store.add_member(g, u.clone(), Event::new(EventKind::GroupMemberAdded, T0)).await.unwrap()
             } else {
