@@ -182,3 +182,14 @@ pub struct TeamResponse {
     #[serde(rename = "Description")]
     pub description: String,
 }
+
+/// HTTP 403 of the calls that need a role: a missing scope
+/// (`insufficient_scope`, as every call), or the caller is no Master Admin
+/// (or, for membership changes, no owner of the group): `Message`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum GroupForbidden {
+    Scope(crate::vedsdk::BearerErrorResponse),
+    Role(MessageOnly),
+}

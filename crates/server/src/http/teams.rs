@@ -10,7 +10,9 @@ use axum::extract::{Path, Request, State};
 use axum::response::Response;
 
 use strongroom_core::identity::IdentityEntry;
-use strongroom_proto::groups::{AddGroupResponse, GroupMembersResponse, MessageOnly, NewTeamRequest, TeamMembersRequest, TeamResponse};
+use strongroom_proto::groups::{
+    AddGroupResponse, GroupForbidden, GroupMembersResponse, MessageOnly, NewTeamRequest, TeamMembersRequest, TeamResponse,
+};
 use strongroom_store::Team;
 
 use super::extract::bearer_token;
@@ -40,7 +42,7 @@ const MAX_DESCRIPTION: usize = 1024;
         (status = 200, description = "The new team.", body = AddGroupResponse),
         (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
         (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
         (status = 408, response = Timeout),
         (status = 413, response = SdkTooLarge),
         (status = 503, response = Unavailable),
@@ -86,7 +88,7 @@ async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -
         (status = 200, description = "The team's members now.", body = GroupMembersResponse),
         (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
         (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
         (status = 408, response = Timeout),
         (status = 413, response = SdkTooLarge),
         (status = 503, response = Unavailable),
@@ -109,7 +111,7 @@ pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req
         (status = 200, description = "The team's members now.", body = GroupMembersResponse),
         (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
         (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
         (status = 408, response = Timeout),
         (status = 413, response = SdkTooLarge),
         (status = 503, response = Unavailable),
@@ -165,7 +167,7 @@ pub(crate) async fn get_team(State(app): State<AppState>, Path(guid): Path<Strin
         (status = 200, description = "Deleted.", body = MessageOnly),
         (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
         (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
         (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
