@@ -137,7 +137,9 @@ pub fn right_flags() -> Vec<(String, Rights)> {
 /// The right to manage a folder's permissions, if `Rights` has one (a name
 /// such as `managepermissions` or `manage_permissions`).
 pub fn manage_flag() -> Option<Rights> {
-    right_flags().into_iter().find_map(|(name, r)| name.to_ascii_lowercase().replace(['_', '-', ' '], "").starts_with("manage").then_some(r))
+    right_flags()
+        .into_iter()
+        .find_map(|(name, r)| name.to_ascii_lowercase().replace(['_', '-', ' '], "").starts_with("manage").then_some(r))
 }
 
 /// Who is signed in and what they may do, read again for this request.

@@ -145,8 +145,12 @@ async fn sign_in_then_every_page_and_action_with_its_event() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()["location"], "/admin");
-    let session_cookie = r.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).find(|v| v.starts_with("sr_admin=")).unwrap();
-    assert!(session_cookie.contains("HttpOnly") && session_cookie.contains("SameSite=Strict") && session_cookie.contains("Path=/admin"), "{session_cookie}");
+    let session_cookie =
+        r.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).find(|v| v.starts_with("sr_admin=")).unwrap();
+    assert!(
+        session_cookie.contains("HttpOnly") && session_cookie.contains("SameSite=Strict") && session_cookie.contains("Path=/admin"),
+        "{session_cookie}"
+    );
     c.absorb(r.headers());
 
     let (st, home) = c.get("/admin").await;
@@ -168,8 +172,9 @@ async fn sign_in_then_every_page_and_action_with_its_event() {
 
     // Integrations: create, edit (scope, users, groups, disabled), delete.
     s.admin.create_group("ops").await.unwrap();
-    let (st, html) =
-        c.post("/admin/integrations/create", &[("client_id", "ci"), ("name", "CI"), ("scope", "restricted:manage"), ("users", "alice")]).await;
+    let (st, html) = c
+        .post("/admin/integrations/create", &[("client_id", "ci"), ("name", "CI"), ("scope", "restricted:manage"), ("users", "alice")])
+        .await;
     assert_eq!(st, StatusCode::OK, "{html}");
     assert!(html.contains("Integration ci created."), "{html}");
     let i = s.store.integration("ci".into()).await.unwrap().unwrap();
@@ -179,7 +184,10 @@ async fn sign_in_then_every_page_and_action_with_its_event() {
     assert_eq!(st, StatusCode::OK);
     assert!(html.contains("Edit <code>ci</code>"), "{html}");
     let (st, html) = c
-        .post("/admin/integrations/update", &[("client_id", "ci"), ("name", "CI"), ("scope", "configuration"), ("users", ""), ("groups", "ops"), ("disabled", "1")])
+        .post(
+            "/admin/integrations/update",
+            &[("client_id", "ci"), ("name", "CI"), ("scope", "configuration"), ("users", ""), ("groups", "ops"), ("disabled", "1")],
+        )
         .await;
     assert_eq!(st, StatusCode::OK, "{html}");
     let i = s.store.integration("ci".into()).await.unwrap().unwrap();
@@ -219,10 +227,15 @@ async fn sign_in_then_every_page_and_action_with_its_event() {
     // Folders: explicit and effective rights, inherited from a folder above and a group.
     s.admin.create_folder("\\VED\\Policy\\Team\\App").await.unwrap();
     let (st, html) = c
-        .post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team"), ("kind", "group"), ("name", "devs"), ("rights", "read"), ("rights", "write")])
+        .post(
+            "/admin/folders/rights",
+            &[("folder", "\\VED\\Policy\\Team"), ("kind", "group"), ("name", "devs"), ("rights", "read"), ("rights", "write")],
+        )
         .await;
     assert_eq!(st, StatusCode::OK, "{html}");
-    let (st, _) = c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team\\App"), ("kind", "user"), ("name", "bob"), ("rights", "view")]).await;
+    let (st, _) = c
+        .post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team\\App"), ("kind", "user"), ("name", "bob"), ("rights", "view")])
+        .await;
     assert_eq!(st, StatusCode::OK);
     assert_eq!(events(&s, "folder.rights_changed").await.last().unwrap().identity, me);
     let (eff, _) = s.admin.effective_rights("\\VED\\Policy\\Team\\App", "bob").await.unwrap();
@@ -235,9 +248,11 @@ async fn sign_in_then_every_page_and_action_with_its_event() {
     c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team\\App"), ("kind", "user"), ("name", "bob")]).await;
     let (eff, _) = s.admin.effective_rights("\\VED\\Policy\\Team\\App", "bob").await.unwrap();
     assert_eq!(eff, Rights::READ.union(Rights::WRITE));
-    let (st, _) = c.post("/admin/folders/rights", &[("folder", "\\VED\\Nope"), ("kind", "user"), ("name", "bob"), ("rights", "read")]).await;
+    let (st, _) =
+        c.post("/admin/folders/rights", &[("folder", "\\VED\\Nope"), ("kind", "user"), ("name", "bob"), ("rights", "read")]).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
-    let (st, _) = c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team"), ("kind", "user"), ("name", "bob"), ("rights", "fly")]).await;
+    let (st, _) =
+        c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team"), ("kind", "user"), ("name", "bob"), ("rights", "fly")]).await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
 
     // Remove the member: they lose the group's rights.

@@ -203,7 +203,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Fold
     tag = "admin console",
     operation_id = "console_folders",
     params(FoldersQuery),
-    responses(PageAnswers),
+    responses(PageAnswers)
 )]
 pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<FoldersQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {

@@ -87,7 +87,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Gran
     tag = "admin console",
     operation_id = "console_grants",
     params(GrantsQuery),
-    responses(PageAnswers),
+    responses(PageAnswers)
 )]
 pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<GrantsQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {

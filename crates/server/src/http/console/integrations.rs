@@ -34,7 +34,9 @@ struct Names {
 
 fn allowed(i: &Integration, n: &Names) -> (bool, String, String) {
     let users = match &i.allowed_users {
-        AllowedUsers::Everyone => return (true, String::new(), names_of(&i.allowed_groups.iter().map(|g| g.as_str()).collect::<Vec<_>>(), &n.groups)),
+        AllowedUsers::Everyone => {
+            return (true, String::new(), names_of(&i.allowed_groups.iter().map(|g| g.as_str()).collect::<Vec<_>>(), &n.groups));
+        }
         AllowedUsers::Only(ids) => names_of(&ids.iter().map(|u| u.as_str()).collect::<Vec<_>>(), &n.users),
     };
     (false, users, names_of(&i.allowed_groups.iter().map(|g| g.as_str()).collect::<Vec<_>>(), &n.groups))
@@ -155,7 +157,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, edit: Op
     tag = "admin console",
     operation_id = "console_integrations",
     params(IntegrationsQuery),
-    responses(PageAnswers),
+    responses(PageAnswers)
 )]
 pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<IntegrationsQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {

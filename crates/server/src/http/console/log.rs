@@ -77,11 +77,12 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
     {
         return Err(ConsoleError::Invalid(format!("No event kind {k}.")));
     }
-    let identity = given(&q.identity).map(|i| {
-        users.iter().find(|u| u.name.eq_ignore_ascii_case(i)).map_or_else(|| i.to_owned(), |u| u.id.identity())
-    });
+    let identity =
+        given(&q.identity).map(|i| users.iter().find(|u| u.name.eq_ignore_ascii_case(i)).map_or_else(|| i.to_owned(), |u| u.id.identity()));
     let time = |v: &Option<String>, what: &str| -> Result<Option<UnixTime>, ConsoleError> {
-        given(v).map(|t| parse_time(t).ok_or_else(|| ConsoleError::Invalid(format!("{what} must be a UTC time such as 2026-01-02T03:04:05Z.")))).transpose()
+        given(v)
+            .map(|t| parse_time(t).ok_or_else(|| ConsoleError::Invalid(format!("{what} must be a UTC time such as 2026-01-02T03:04:05Z."))))
+            .transpose()
     };
     let (since, until) = (time(&q.from, "From")?, time(&q.to, "To")?);
     let page: u32 = match given(&q.page) {
@@ -153,14 +154,7 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
 }
 
 /// The event log.
-#[utoipa::path(
-    get,
-    path = "/admin/log",
-    tag = "admin console",
-    operation_id = "console_log",
-    params(LogQuery),
-    responses(PageAnswers),
-)]
+#[utoipa::path(get, path = "/admin/log", tag = "admin console", operation_id = "console_log", params(LogQuery), responses(PageAnswers))]
 pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<LogQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,

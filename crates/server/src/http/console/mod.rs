@@ -71,7 +71,7 @@ button{padding:.35rem .8rem;font-size:.95rem;border:0;border-radius:.25rem;curso
 button.secondary{background:#e3e6ec;color:#1d2330}button.danger{background:#a32020}\
 .error{background:#fde8e8;color:#8a1c1c;padding:.5rem;border-radius:.3rem}\
 .notice{background:#e6f4ea;color:#1e5631;padding:.5rem;border-radius:.3rem}\
-.muted{color:#596070}code{font-size:.9em}ul.tree{list-style:none;padding-left:1.1rem}ul.tree ul{list-style:none;padding-left:1.1rem}";
+.muted{color:#596070}code{font-size:.9em}ul.tree{list-style:none;padding-left:1.1rem}ul.tree ul{list-style:none;padding-left:1.1rem}ul.tree a[aria-current=page]{font-weight:700}";
 
 /// The console's style sheet.
 #[utoipa::path(
@@ -240,7 +240,12 @@ impl Ctx {
 
     /// "Nothing here for you": 403.
     pub(crate) fn forbidden(&self, current: Nav) -> Response {
-        self.problem(ConsoleError::Forbidden, current, "Nothing to administer here", html! { p { a href="/admin" { "Back to the overview" } } })
+        self.problem(
+            ConsoleError::Forbidden,
+            current,
+            "Nothing to administer here",
+            html! { p { a href="/admin" { "Back to the overview" } } },
+        )
     }
 
     /// Shows `page` with an outcome above it: a notice, or the refusal and its status.
@@ -262,8 +267,10 @@ pub(crate) async fn signed_in(app: &AppState, origin: Origin, headers: &HeaderMa
     match console::standing(app, cookie_value(headers, session_cookie_name(app)), csrf.as_deref()).await {
         Ok(standing) => Ok(Ctx { app: app.clone(), standing, csrf: csrf.unwrap_or_default(), origin }),
         Err(ConsoleError::SignedOut) => Err(Console::SeeOther("/admin".into(), Vec::new()).into_response()),
-        Err(e) => Err(Console::Problem(e, bare("Try again", html! { p { "The console could not read your session. Try again." } }), Vec::new())
-            .into_response()),
+        Err(e) => {
+            Err(Console::Problem(e, bare("Try again", html! { p { "The console could not read your session. Try again." } }), Vec::new())
+                .into_response())
+        }
     }
 }
 
@@ -313,8 +320,12 @@ async fn posted(app: &AppState, req: Request) -> Result<(Form, String), ConsoleE
 
 fn refused(e: ConsoleError) -> Response {
     let text = e.to_string();
-    Console::Problem(e, bare("Not done", html! { p.error role="alert" { (text) } p { a href="/admin" { "Back to the console" } } }), Vec::new())
-        .into_response()
+    Console::Problem(
+        e,
+        bare("Not done", html! { p.error role="alert" { (text) } p { a href="/admin" { "Back to the console" } } }),
+        Vec::new(),
+    )
+    .into_response()
 }
 
 /// A post of the signed-in console: anti-forgery first (403), then the
@@ -457,7 +468,9 @@ pub(crate) struct PostRefusals;
 impl utoipa::IntoResponses for PostRefusals {
     fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
         let html = |d: &str| {
-            let content = ContentBuilder::new().schema(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::schema::Type::String))).build();
+            let content = ContentBuilder::new()
+                .schema(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::schema::Type::String)))
+                .build();
             RefOr::T(ResponseBuilder::new().description(d).content("text/html", content).build())
         };
         [
@@ -482,7 +495,9 @@ pub(crate) struct PageAnswers;
 impl utoipa::IntoResponses for PageAnswers {
     fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
         let html = |d: &str| {
-            let content = ContentBuilder::new().schema(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::schema::Type::String))).build();
+            let content = ContentBuilder::new()
+                .schema(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::schema::Type::String)))
+                .build();
             RefOr::T(ResponseBuilder::new().description(d).content("text/html", content).build())
         };
         [

@@ -122,13 +122,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>) -> Respo
 }
 
 /// Users and groups.
-#[utoipa::path(
-    get,
-    path = "/admin/users",
-    tag = "admin console",
-    operation_id = "console_users",
-    responses(PageAnswers),
-)]
+#[utoipa::path(get, path = "/admin/users", tag = "admin console", operation_id = "console_users", responses(PageAnswers))]
 pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
@@ -175,7 +169,9 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
             let password = Secret::new(form.get("password").to_owned());
             admin.create_user(name, &password, form.ticked("master_admin")).await.map(|u| format!("User {} created.", u.name))
         }
-        ("disable", "disable") => admin.set_user_disabled(name, true).await.map(|n| format!("User {name} disabled; {n} of their grants ended.")),
+        ("disable", "disable") => {
+            admin.set_user_disabled(name, true).await.map(|n| format!("User {name} disabled; {n} of their grants ended."))
+        }
         ("disable", "enable") => admin.set_user_disabled(name, false).await.map(|_| format!("User {name} enabled.")),
         ("create_group", _) => admin.create_group(name).await.map(|g| format!("Group {} created.", g.name)),
         ("members", "add") => {
