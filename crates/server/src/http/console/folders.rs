@@ -219,7 +219,7 @@ pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: H
 /// The form of `POST /admin/folders/rights` (a description).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct RightsForm {
+pub(crate) struct ConsoleRightsForm {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
     /// `\VED\Policy\…`.
@@ -238,7 +238,7 @@ pub(crate) struct RightsForm {
     path = "/admin/folders/rights",
     tag = "admin console",
     operation_id = "console_folder_rights",
-    request_body(content = RightsForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleRightsForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Set; the folder's page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn set_rights(State(app): State<AppState>, origin: Origin, req: Request) -> Response {

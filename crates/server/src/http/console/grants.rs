@@ -103,7 +103,7 @@ pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: H
 /// The form of `POST /admin/grants/revoke` (a description).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct GrantForm {
+pub(crate) struct ConsoleGrantForm {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
     /// The grant's id.
@@ -116,7 +116,7 @@ pub(crate) struct GrantForm {
     path = "/admin/grants/revoke",
     tag = "admin console",
     operation_id = "console_grant_revoke",
-    request_body(content = GrantForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleGrantForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Revoked; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {

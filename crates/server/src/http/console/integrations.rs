@@ -173,7 +173,7 @@ pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: H
 /// The form of the integration posts (a description).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct IntegrationForm {
+pub(crate) struct ConsoleIntegrationForm {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
     client_id: String,
@@ -224,7 +224,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &str) -> Respons
     path = "/admin/integrations/create",
     tag = "admin console",
     operation_id = "console_integration_create",
-    request_body(content = IntegrationForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
@@ -237,7 +237,7 @@ pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Req
     path = "/admin/integrations/update",
     tag = "admin console",
     operation_id = "console_integration_update",
-    request_body(content = IntegrationForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Saved; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn update(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
@@ -250,7 +250,7 @@ pub(crate) async fn update(State(app): State<AppState>, origin: Origin, req: Req
     path = "/admin/integrations/delete",
     tag = "admin console",
     operation_id = "console_integration_delete",
-    request_body(content = IntegrationForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Deleted; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Request) -> Response {

@@ -395,7 +395,7 @@ pub(crate) async fn home(State(app): State<AppState>, origin: Origin, headers: H
     path = "/admin",
     tag = "admin console",
     operation_id = "console_sign_in",
-    request_body(content = SignInForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleSignInForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Signed in: to `/admin`, setting the session cookie."),
         (status = 401, description = "Wrong user name or password.", body = String, content_type = "text/html"),
@@ -429,7 +429,7 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     path = "/admin/signout",
     tag = "admin console",
     operation_id = "console_sign_out",
-    request_body(content = CsrfOnly, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleCsrfOnly, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Signed out: to `/admin`, clearing the session cookie."),
         (status = 403, description = "The form fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
@@ -446,7 +446,7 @@ pub(crate) async fn sign_out(State(app): State<AppState>, req: Request) -> Respo
 /// The sign-in form.
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct SignInForm {
+pub(crate) struct ConsoleSignInForm {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
     username: String,
@@ -456,7 +456,7 @@ pub(crate) struct SignInForm {
 /// A form with only the anti-forgery token.
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct CsrfOnly {
+pub(crate) struct ConsoleCsrfOnly {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
 }

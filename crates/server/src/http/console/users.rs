@@ -137,7 +137,7 @@ pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: H
 /// The form of the user and group posts (a description).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-pub(crate) struct UserForm {
+pub(crate) struct ConsoleUserForm {
     /// The anti-forgery token (equal to the cookie's).
     csrf: String,
     /// A user's or a group's name.
@@ -193,7 +193,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
     path = "/admin/users/create",
     tag = "admin console",
     operation_id = "console_user_create",
-    request_body(content = UserForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn create_user(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
@@ -206,7 +206,7 @@ pub(crate) async fn create_user(State(app): State<AppState>, origin: Origin, req
     path = "/admin/users/disable",
     tag = "admin console",
     operation_id = "console_user_disable",
-    request_body(content = UserForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn disable_user(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
@@ -219,7 +219,7 @@ pub(crate) async fn disable_user(State(app): State<AppState>, origin: Origin, re
     path = "/admin/groups/create",
     tag = "admin console",
     operation_id = "console_group_create",
-    request_body(content = UserForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn create_group(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
@@ -232,7 +232,7 @@ pub(crate) async fn create_group(State(app): State<AppState>, origin: Origin, re
     path = "/admin/groups/members",
     tag = "admin console",
     operation_id = "console_group_members",
-    request_body(content = UserForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
 pub(crate) async fn members(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
