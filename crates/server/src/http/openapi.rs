@@ -437,6 +437,7 @@ mod tests {
             ("/vedauth/device/grants", "get"),
             ("/vedsdk", "get"),
             ("/vedauth/Authorize/IsAuthServer", "get"),
+            ("/admin/style.css", "get"),
         ];
         let mut operations = 0;
         for (path, item) in doc["paths"].as_object().unwrap() {
