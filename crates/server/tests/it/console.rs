@@ -451,3 +451,45 @@ async fn sessions_end_when_idle_or_too_old() {
     b.cookies.insert(session.0.clone(), session.1.clone());
     assert_eq!(b.get("/admin/users").await.0, StatusCode::SEE_OTHER);
 }
+
+/// Changing a folder's permissions needs a Master Admin, or ManagePermissions
+/// on that folder once the vault's rights have it (until then, holding any
+/// right shows the folder read-only and every change is refused).
+#[tokio::test]
+async fn changing_permissions_needs_the_right_on_that_folder() {
+    let s = TestServer::start().await;
+    s.user("bob").await;
+    s.admin.create_folder("\\VED\\Policy\\A\\Sub").await.unwrap();
+    s.admin.create_folder("\\VED\\Policy\\B").await.unwrap();
+    let grant = [("folder", "\\VED\\Policy\\A\\Sub"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
+    let elsewhere = [("folder", "\\VED\\Policy\\B"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
+    match strongroom_server::service::console::manage_flag() {
+        None => {
+            // Every right there is, but no Master Admin: still read-only.
+            let all = Rights::from_bits(u32::MAX).to_string();
+            s.vault_user("manager", "\\VED\\Policy\\A", &all).await;
+            let mut c = Console::signed_in(&s, "manager").await;
+            let (_, html) = c.get("/admin/folders?folder=%5CVED%5CPolicy%5CA%5CSub").await;
+            assert!(html.contains("you may not change them"), "{html}");
+            let before = event_count(&s).await;
+            assert_eq!(c.post("/admin/folders/rights", &grant).await.0, StatusCode::FORBIDDEN);
+            assert_eq!(event_count(&s).await, before);
+        }
+        Some(manage) => {
+            let manager = s.vault_user("manager", "\\VED\\Policy\\A", &manage.to_string()).await;
+            let mut c = Console::signed_in(&s, "manager").await;
+            let (_, html) = c.get("/admin/folders?folder=%5CVED%5CPolicy%5CA%5CSub").await;
+            assert!(html.contains("grant_rights"), "{html}");
+            let (st, html) = c.post("/admin/folders/rights", &grant).await;
+            assert_eq!(st, StatusCode::OK, "{html}");
+            assert_eq!(events(&s, "folder.rights_changed").await.last().unwrap().identity, manager.id.identity());
+            assert_eq!(c.post("/admin/folders/rights", &elsewhere).await.0, StatusCode::FORBIDDEN);
+            assert!(!s.admin.effective_rights("\\VED\\Policy\\B", "bob").await.unwrap().0.contains(Rights::READ));
+        }
+    }
+    // A Master Admin may, anywhere.
+    master(&s, "root").await;
+    let mut r = Console::signed_in(&s, "root").await;
+    assert_eq!(r.post("/admin/folders/rights", &elsewhere).await.0, StatusCode::OK);
+    assert!(s.admin.effective_rights("\\VED\\Policy\\B", "bob").await.unwrap().0.contains(Rights::READ));
+}
