@@ -59,9 +59,12 @@ async fn approve_and_deny_in_a_real_browser() {
     }
 }
 
-/// Saves the page as `name.png` into `STRONGROOM_SCREENSHOTS` when it is set.
+/// Saves the page as `name.png` into `STRONGROOM_SCREENSHOTS` when it is set
+/// (relative to the repository's root).
 async fn screenshot(page: &strongroom_testkit::browser::Session, name: &str) {
     let Some(dir) = std::env::var_os("STRONGROOM_SCREENSHOTS") else { return };
+    // A relative directory is the repository's (tests run in the crate's directory).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir);
     let png = page.client.screenshot().await.unwrap();
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
