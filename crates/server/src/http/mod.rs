@@ -2,6 +2,7 @@
 //! routing case-insensitive.
 
 pub mod client_addr;
+mod console;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -115,6 +116,24 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/teams/addteammembers", put(teams::add_members)),
         ("/vedsdk/teams/removeteammembers", put(teams::remove_members)),
         ("/vedsdk/teams/local/{guid}", get(teams::get_team).delete(teams::delete_team)),
+        // The admin console (issue 23, item 9).
+        ("/admin", get(console::home).post(console::sign_in)),
+        ("/admin/signout", post(console::sign_out)),
+        ("/admin/style.css", get(console::style)),
+        ("/admin/integrations", get(console::integrations::page)),
+        ("/admin/integrations/create", post(console::integrations::create)),
+        ("/admin/integrations/update", post(console::integrations::update)),
+        ("/admin/integrations/delete", post(console::integrations::delete)),
+        ("/admin/users", get(console::users::page)),
+        ("/admin/users/create", post(console::users::create_user)),
+        ("/admin/users/disable", post(console::users::disable_user)),
+        ("/admin/groups/create", post(console::users::create_group)),
+        ("/admin/groups/members", post(console::users::members)),
+        ("/admin/folders", get(console::folders::page)),
+        ("/admin/folders/rights", post(console::folders::set_rights)),
+        ("/admin/grants", get(console::grants::page)),
+        ("/admin/grants/revoke", post(console::grants::revoke)),
+        ("/admin/log", get(console::log::page)),
     ]
 }
 

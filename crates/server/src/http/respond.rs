@@ -221,6 +221,69 @@ impl IntoResponse for Page {
     }
 }
 
+/// An answer of the admin console (`http::console`): a page, a refusal
+/// with its page, or a redirect; each with the cookies it sets, the page's
+/// strict CSP, `no-store`, and no framing.
+#[derive(Debug)]
+pub(crate) enum Console {
+    Ok(maud::Markup, Vec<String>),
+    Problem(crate::service::console::ConsoleError, maud::Markup, Vec<String>),
+    SeeOther(String, Vec<String>),
+}
+
+impl IntoResponse for Console {
+    fn into_response(self) -> Response {
+        use crate::service::console::ConsoleError as E;
+        let (mut r, cookies) = match self {
+            Console::Ok(m, c) => ((StatusCode::OK, Html(m.into_string())).into_response(), c),
+            Console::SeeOther(location, c) => {
+                let mut r = StatusCode::SEE_OTHER.into_response();
+                if let Ok(l) = HeaderValue::from_str(&location) {
+                    r.headers_mut().insert(header::LOCATION, l);
+                }
+                (r, c)
+            }
+            Console::Problem(e, m, c) => {
+                let status = match &e {
+                    E::WrongLogin | E::SignedOut => StatusCode::UNAUTHORIZED,
+                    E::Locked | E::Busy => StatusCode::TOO_MANY_REQUESTS,
+                    E::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                    E::Forged | E::Forbidden => StatusCode::FORBIDDEN,
+                    E::Invalid(_) => StatusCode::BAD_REQUEST,
+                    E::NotFound(_) => StatusCode::NOT_FOUND,
+                    E::Exists(_) => StatusCode::CONFLICT,
+                    E::Store(e) => {
+                        tracing::error!(kind = %e.kind(), error = %e, "admin console: the store failed");
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }
+                    E::Internal(detail) => {
+                        tracing::error!(error = %detail, "admin console failed");
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    }
+                };
+                if matches!(e, E::Forged) {
+                    tracing::info!("admin console: a form failed the anti-forgery checks");
+                }
+                ((status, Html(m.into_string())).into_response(), c)
+            }
+        };
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        );
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        for c in cookies {
+            if let Ok(v) = HeaderValue::from_str(&c) {
+                h.append(header::SET_COOKIE, v);
+            }
+        }
+        r
+    }
+}
+
 /// Body errors on `/vedsdk` (issue 3 adds the vault's own).
 pub(crate) fn not_found() -> Response {
     json(StatusCode::NOT_FOUND, &ErrorResponse { error: "not_found".into(), error_description: Some("No such endpoint.".into()) })

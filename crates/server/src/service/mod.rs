@@ -5,6 +5,7 @@
 
 pub mod approved;
 pub mod bearer;
+pub mod console;
 pub mod device;
 pub mod directory;
 pub mod groups;

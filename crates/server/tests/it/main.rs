@@ -20,6 +20,7 @@ mod bad_input;
 mod browser;
 mod client_library;
 mod concurrency;
+mod console;
 mod device_flow;
 mod fuzz;
 mod groups;
