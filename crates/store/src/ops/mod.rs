@@ -16,6 +16,7 @@ pub(crate) mod events;
 pub(crate) mod machine;
 pub(crate) mod methods;
 pub(crate) mod transfer;
+pub(crate) mod tree;
 pub(crate) mod vault;
 
 use std::future::Future;
