@@ -158,6 +158,16 @@ impl FolderPath {
         Ok(FolderPath { key: shown.to_lowercase(), shown })
     }
 
+    /// `\VED`, the top of the tree.
+    pub fn ved() -> FolderPath {
+        FolderPath { shown: "\\VED".into(), key: "\\ved".into() }
+    }
+
+    /// `\VED\Policy`, the root of the owner folders.
+    pub fn policy_root() -> FolderPath {
+        FolderPath { shown: "\\VED\\Policy".into(), key: "\\ved\\policy".into() }
+    }
+
     /// The path as created.
     pub fn as_str(&self) -> &str {
         &self.shown
@@ -237,6 +247,8 @@ mod tests {
         assert_eq!(FolderPath::parse("\\VED\\\\x"), Err(PathError::EmptySegment));
         assert_eq!(FolderPath::parse("\\VED\\x\\"), Err(PathError::EmptySegment));
         assert_eq!(FolderPath::parse("\\VED\\a\nb"), Err(PathError::Control));
+        assert_eq!(FolderPath::ved(), FolderPath::parse("\\ved").unwrap());
+        assert_eq!(FolderPath::policy_root(), FolderPath::parse("\\VED\\policy").unwrap());
     }
 
     #[test]

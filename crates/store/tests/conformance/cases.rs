@@ -667,7 +667,9 @@ pub(crate) async fn first_data_key(store: &dyn Store) {
 
 /// `f`'s lineage with a GUID for each folder (one random source for the
 /// whole run, so two calls never hand out the same GUID).
-pub(crate) fn lineage(f: &strongroom_core::vault::FolderPath) -> Vec<(strongroom_core::vault::FolderPath, strongroom_core::tree::ObjectGuid)> {
+pub(crate) fn lineage(
+    f: &strongroom_core::vault::FolderPath,
+) -> Vec<(strongroom_core::vault::FolderPath, strongroom_core::tree::ObjectGuid)> {
     static RNG: std::sync::LazyLock<Rng> = std::sync::LazyLock::new(rng);
     strongroom_core::tree::lineage_with_guids(f, &*RNG)
 }
