@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(FolderPath::parse("\\VED\\x\\"), Err(PathError::EmptySegment));
         assert_eq!(FolderPath::parse("\\VED\\a\nb"), Err(PathError::Control));
         assert_eq!(FolderPath::ved(), FolderPath::parse("\\ved").unwrap());
-        assert_eq!(FolderPath::policy_root(), FolderPath::parse("\\VED\\policy").unwrap());
+        assert_eq!(FolderPath::policy_root(), FolderPath::parse("\\VED\\Policy").unwrap());
     }
 
     #[test]
