@@ -38,3 +38,4 @@ mod suite;
 mod support;
 mod vault;
 mod vcert;
+mod venafips;
