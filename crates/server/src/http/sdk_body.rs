@@ -120,9 +120,9 @@ impl SdkBody {
         match self.get(names) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(Value::Number(n)) => match n.as_f64() {
-                Some(f) if f == 0.0 => Ok(Some(false)),
-                Some(f) if f == 1.0 => Ok(Some(true)),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(0) => Ok(Some(false)),
+                Some(1) => Ok(Some(true)),
                 _ => Err(wrong()),
             },
             Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {

@@ -69,7 +69,7 @@ async fn create_answers_each_result_code() {
     assert_eq!(result(&s, "config/create", &bob, json!({"ObjectDN": "\\VED\\Policy\\TeamA\\App", "Class": "Policy"})).await.0, 1);
     // A folder made by the API keeps its GUID, and the event names the caller.
     let events = s.store.events(strongroom_store::EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    let made = events.iter().filter(|e| e.event.kind.as_str() == "folder.created").last().unwrap();
+    let made = events.iter().rfind(|e| e.event.kind.as_str() == "folder.created").unwrap();
     assert_eq!(made.event.object, "\\VED\\Policy\\TeamA\\App");
     assert!(made.event.identity.starts_with("local:{"), "{:?}", made.event.identity);
     // Users: Master Admin only, without a usable password.

@@ -133,7 +133,7 @@ async fn permissions_answer_each_status() {
     assert_eq!(st, StatusCode::CREATED);
     // The change's event names the caller.
     let events = s.store.events(strongroom_store::EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
-    let last = events.iter().filter(|e| e.event.kind.as_str() == "folder.rights_changed").last().unwrap();
+    let last = events.iter().rfind(|e| e.event.kind.as_str() == "folder.rights_changed").unwrap();
     assert_eq!(last.event.identity, format!("local:{bobu}"));
     assert_eq!(last.event.detail, "user=alice created rights=read");
     s.stop().await;
