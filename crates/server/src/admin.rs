@@ -5,6 +5,7 @@
 pub mod groups;
 pub mod machines;
 pub mod migrate;
+pub mod tree;
 
 use std::sync::Arc;
 
@@ -351,7 +352,11 @@ impl Admin {
     pub async fn create_folder(&self, path: &str) -> Result<FolderPath, AdminError> {
         let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::FolderCreated).object(f.as_str());
-        if self.store.create_folders(f.lineage(), event).await? { Ok(f) } else { Err(AdminError::Exists(format!("folder {f}"))) }
+        if self.store.create_folders(strongroom_core::tree::lineage_with_guids(&f, &*self.rng), event).await? {
+            Ok(f)
+        } else {
+            Err(AdminError::Exists(format!("folder {f}")))
+        }
     }
 
     /// Deletes a folder: an empty one, or with `recursive` everything below

@@ -71,6 +71,7 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
@@ -651,8 +652,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>>;
     fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;
     fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>>;
-    /// Creates the folders of `lineage` (top first) that are new; whether the last was; its event if so.
-    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool>;
+    /// Creates the folders of `lineage` (top first, each with the GUID it gets
+    /// if new: `core::tree::lineage_with_guids`) that are new; whether the
+    /// last was; its event if so.
+    fn create_folders(&self, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
     fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>>;
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool>;
     /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
@@ -883,6 +886,11 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
 /// A whole store: every backend implements all five parts.
 pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore {}
 impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore> Store for T {}
+/// A whole store: every backend implements all four parts.
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + TreeStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + TreeStore> Store for T {}
+
+pub use ops::tree::{FolderObject, Holder, RightsChange, TreeStore};
 
 /// Opens the store a database URL names: `postgres://...`,
 /// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)

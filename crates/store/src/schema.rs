@@ -185,7 +185,9 @@ pub(crate) const EVENTS: Table = Table {
 pub(crate) const EVENT_CHECKPOINT: Table =
     Table { name: "event_checkpoint", columns: &[("id", Int), ("seq", Int), ("hash", Bytes)], key: 1 };
 
-pub(crate) const FOLDERS: Table = Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int)], key: 1 };
+/// A folder: its key, path, creation and object GUID (`0010_tree`).
+pub(crate) const FOLDERS: Table =
+    Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int), ("guid", Text)], key: 1 };
 
 pub(crate) const FOLDER_RIGHTS: Table =
     Table { name: "folder_rights", columns: &[("path_key", Text), ("user_id", Text), ("rights", Int)], key: 2 };

@@ -17,7 +17,8 @@ pub(crate) enum RightsCommand {
     Grant {
         folder: String,
         user: String,
-        /// Comma-separated: view, read, write, create, delete.
+        /// Comma-separated: view, read, write, create, delete, rename, revoke, associate,
+        /// policywrite, privatekeyread, privatekeywrite, managepermissions.
         #[arg(long)]
         rights: String,
         /// USER names a group: every member holds these rights while a member.
@@ -68,7 +69,7 @@ pub(crate) async fn run(admin: &Admin, command: RightsCommand) -> Result<Rendere
         RightsCommand::Grant { folder, user, rights, group } => {
             let r = Rights::parse(&rights)
                 .filter(|r| *r != Rights::NONE)
-                .context("rights are a comma-separated list of view, read, write, create, delete")?;
+                .context("rights are a comma-separated list of view, read, write, create, delete, rename, revoke, associate, policywrite, privatekeyread, privatekeywrite, managepermissions")?;
             if group {
                 admin.set_group_rights(&folder, &user, r).await?;
             } else {

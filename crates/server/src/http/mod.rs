@@ -3,6 +3,7 @@
 
 pub mod client_addr;
 mod console;
+mod config;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -12,6 +13,7 @@ mod landing;
 mod log;
 pub mod openapi;
 mod page;
+mod permissions;
 pub(crate) mod respond;
 mod sdk_body;
 mod secretstore;
@@ -134,6 +136,29 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/admin/grants", get(console::grants::page)),
         ("/admin/grants/revoke", post(console::grants::revoke)),
         ("/admin/log", get(console::log::page)),
+        // The \VED tree (issue 23).
+        ("/vedsdk/config/create", post(config::create)),
+        ("/vedsdk/config/delete", post(config::delete)),
+        ("/vedsdk/config/isvalid", post(config::is_valid)),
+        ("/vedsdk/config/dntoguid", post(config::dn_to_guid)),
+        ("/vedsdk/config/guidtodn", post(config::guid_to_dn)),
+        ("/vedsdk/config/enumerate", post(config::enumerate)),
+        ("/vedsdk/config/findobjectsofclass", post(config::find_objects_of_class)),
+        ("/vedsdk/config/renameobject", post(config::rename_object)),
+        ("/vedsdk/permissions/object/{guid}", get(permissions::principals)),
+        (
+            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}",
+            get(permissions::local_entry).post(permissions::local_entry).put(permissions::local_entry).delete(permissions::local_entry),
+        ),
+        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective", get(permissions::local_effective)),
+        (
+            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}",
+            get(permissions::directory_entry)
+                .post(permissions::directory_entry)
+                .put(permissions::directory_entry)
+                .delete(permissions::directory_entry),
+        ),
+        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective", get(permissions::directory_effective)),
     ]
 }
 

@@ -398,3 +398,72 @@ impl IntoResponse for SdkFailure {
         }
     }
 }
+
+// ------------------------------------------------------------------ the \VED tree (issue 23)
+
+/// Why a `Config/*` or `Permissions/*` call did not succeed.
+#[derive(Debug)]
+pub(crate) enum TreeFailure {
+    /// The token, the scope, or a body that does not parse.
+    Sdk(SdkFailure),
+    Tree(crate::service::tree::TreeError),
+}
+
+impl From<SdkFailure> for TreeFailure {
+    fn from(e: SdkFailure) -> Self {
+        TreeFailure::Sdk(e)
+    }
+}
+
+impl From<BearerError> for TreeFailure {
+    fn from(e: BearerError) -> Self {
+        TreeFailure::Sdk(SdkFailure::Bearer(e))
+    }
+}
+
+impl From<crate::service::tree::TreeError> for TreeFailure {
+    fn from(e: crate::service::tree::TreeError) -> Self {
+        TreeFailure::Tree(e)
+    }
+}
+
+impl From<StoreError> for TreeFailure {
+    fn from(e: StoreError) -> Self {
+        TreeFailure::Tree(crate::service::tree::TreeError::Store(e))
+    }
+}
+
+impl IntoResponse for TreeFailure {
+    fn into_response(self) -> Response {
+        use crate::service::tree::TreeError;
+        let error = |status: StatusCode, message: String| json(status, &ErrorOnly { error: message });
+        match self {
+            TreeFailure::Sdk(e) => e.into_response(),
+            // Config: the product's Result codes travel in an HTTP 200 (VenafiPS branches on them).
+            TreeFailure::Tree(TreeError::Result(code, message)) => {
+                tracing::info!(result = code, "config call refused");
+                json(StatusCode::OK, &strongroom_proto::config::ConfigResult { result: code, error: Some(message) })
+            }
+            TreeFailure::Tree(TreeError::BadRequest(m)) => error(StatusCode::BAD_REQUEST, m),
+            // 403, not 401: a 401 means only a bad token in this project (clients refresh on a 401).
+            TreeFailure::Tree(TreeError::Forbidden(m)) => error(StatusCode::FORBIDDEN, m),
+            TreeFailure::Tree(TreeError::NotFound(m)) => error(StatusCode::NOT_FOUND, m),
+            TreeFailure::Tree(TreeError::Conflict(m)) => error(StatusCode::CONFLICT, m),
+            TreeFailure::Tree(TreeError::Store(e)) if e.is_transient() => sdk_unavailable(&e),
+            TreeFailure::Tree(TreeError::Store(e)) => {
+                tracing::error!(kind = %e.kind(), error = %e, "tree call failed");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
+            }
+        }
+    }
+}
+
+/// HTTP 201 with an empty body: a permission entry created.
+pub(crate) fn created() -> Response {
+    StatusCode::CREATED.into_response()
+}
+
+/// HTTP 200 with an empty body: a permission entry replaced or deleted.
+pub(crate) fn done() -> Response {
+    StatusCode::OK.into_response()
+}

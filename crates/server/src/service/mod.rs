@@ -18,6 +18,7 @@ pub mod machine;
 pub mod oidc;
 pub mod revocation;
 pub mod token;
+pub mod tree;
 pub mod vault;
 
 use strongroom_core::event::{Event, EventKind};

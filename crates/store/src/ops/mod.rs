@@ -17,6 +17,7 @@ pub(crate) mod groups;
 pub(crate) mod machine;
 pub(crate) mod methods;
 pub(crate) mod transfer;
+pub(crate) mod tree;
 pub(crate) mod vault;
 
 use std::future::Future;

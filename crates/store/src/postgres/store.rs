@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -16,6 +17,7 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{PgStore, classify};
@@ -144,6 +146,10 @@ impl AdminStore for PgStore {
 
 impl GroupStore for PgStore {
     crate::ops::groups::group_methods!(on_client, in_tx, on_client, in_plain_tx);
+}
+
+impl crate::TreeStore for PgStore {
+    crate::ops::tree::tree_methods!(on_client, in_tx);
 }
 
 impl EventStore for PgStore {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -15,6 +16,7 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
@@ -72,6 +74,10 @@ impl AdminStore for SqliteStore {
 
 impl GroupStore for SqliteStore {
     crate::ops::groups::group_methods!(on_reader, on_writer, on_writer, on_writer);
+}
+
+impl crate::TreeStore for SqliteStore {
+    crate::ops::tree::tree_methods!(on_reader, on_writer);
 }
 
 impl EventStore for SqliteStore {

@@ -25,6 +25,7 @@ mod kinds;
 mod machines;
 mod opening;
 mod tokens;
+mod tree;
 
 /// Every case that needs a store alone.
 mod all {
@@ -35,6 +36,7 @@ mod all {
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
+    pub(crate) use super::tree::*;
 }
 
 use std::sync::Arc;
@@ -77,6 +79,9 @@ macro_rules! conformance {
 }
 
 conformance!(
+    folders_are_objects_with_guids,
+    explicit_entries_change_only_as_asked,
+    racing_entry_changes_each_happen_once,
     users,
     integrations,
     device_flow,
