@@ -22,6 +22,7 @@
 
 pub mod files;
 pub mod hex;
+pub mod oauth;
 pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -114,6 +114,61 @@ impl SdkBody {
     }
 }
 
+/// `oauth/*` (issue 23): booleans, string lists and nested objects.
+impl SdkBody {
+    /// A boolean field: `true`/`false`, 1/0, or a string of either.
+    pub(crate) fn flag(&self, names: &[&str]) -> Result<Option<bool>, FieldError> {
+        let wrong = || FieldError(format!("{} must be true or false.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(0) => Ok(Some(false)),
+                Some(1) => Ok(Some(true)),
+                _ => Err(wrong()),
+            },
+            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => Ok(Some(true)),
+                "false" | "0" => Ok(Some(false)),
+                _ => Err(wrong()),
+            },
+            Some(_) => Err(wrong()),
+        }
+    }
+
+    /// A list of strings (a single string is a list of one).
+    pub(crate) fn strings(&self, names: &[&str]) -> Result<Option<Vec<String>>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
+            Some(Value::Array(a)) => a.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(wrong)).collect::<Result<_, _>>().map(Some),
+            Some(_) => Err(wrong()),
+        }
+    }
+
+    /// A nested object, read the same lenient way.
+    pub(crate) fn object(&self, names: &[&str]) -> Result<Option<SdkBody>, FieldError> {
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(SdkBody(m.clone()))),
+            Some(_) => Err(FieldError(format!("{} must be an object.", names[0]))),
+        }
+    }
+
+    /// A list of objects.
+    pub(crate) fn objects(&self, names: &[&str]) -> Result<Option<Vec<SdkBody>>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of objects.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Array(a)) => {
+                a.iter().map(|v| v.as_object().map(|m| SdkBody(m.clone())).ok_or_else(wrong)).collect::<Result<_, _>>().map(Some)
+            }
+            Some(_) => Err(wrong()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

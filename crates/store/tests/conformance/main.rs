@@ -19,6 +19,7 @@
 mod cases;
 mod deletion;
 mod groups;
+mod integration_versions;
 mod kinds;
 mod machines;
 mod opening;
@@ -29,6 +30,7 @@ mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
     pub(crate) use super::groups::*;
+    pub(crate) use super::integration_versions::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
@@ -113,6 +115,7 @@ conformance!(
     an_oidc_state_is_taken_once_under_concurrency,
     a_directory_sync_records_when_the_person_signed_in,
     a_grants_last_address_follows_its_token_issues,
+    concurrent_integration_updates_keep_every_change,
 );
 
 /// The same, for cases that need the store's copier too.
