@@ -26,6 +26,7 @@ mod ldap;
 mod log;
 mod lost_answers;
 mod named_keys;
+mod oauth_admin;
 mod oauth2_client;
 mod oidc;
 mod operability;
