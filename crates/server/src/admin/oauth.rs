@@ -91,4 +91,3 @@ impl Admin {
         Ok(n)
     }
 }
-

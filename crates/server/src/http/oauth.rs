@@ -219,7 +219,13 @@ pub(crate) async fn get_application(State(app): State<AppState>, origin: Origin,
     let i = i.ok_or_else(|| OAuthFailure::Refused(OAuthResult::ApplicationNotFound, format!("integration {id} not found")))?;
     Ok(answer_application(application(&app, &i, &live_grants(&c.admin).await?)))
 }
-oauth_path!(get_application_doc, "/vedsdk/oauth/GetApplication", "admin", "One API integration by `ApplicationId`; an unknown one is `Result` 2.", OAuthAdminRequest);
+oauth_path!(
+    get_application_doc,
+    "/vedsdk/oauth/GetApplication",
+    "admin",
+    "One API integration by `ApplicationId`; an unknown one is `Result` 2.",
+    OAuthAdminRequest
+);
 
 /// `oauth/GetApplications`.
 pub(crate) async fn get_applications(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
@@ -455,7 +461,8 @@ oauth_path!(
 /// `oauth/DeleteRules`.
 pub(crate) async fn delete_rules(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin:delete").await?;
-    let list = c.body.objects(&["Rules"])?.ok_or_else(|| invalid("Rules is required: a list of {ApplicationId, TrusteePrefixedUniversal}."))?;
+    let list =
+        c.body.objects(&["Rules"])?.ok_or_else(|| invalid("Rules is required: a list of {ApplicationId, TrusteePrefixedUniversal}."))?;
     let mut missing = 0;
     for r in &list {
         if !remove(&app, &c, r).await? {
@@ -463,7 +470,10 @@ pub(crate) async fn delete_rules(State(app): State<AppState>, origin: Origin, re
         }
     }
     if missing > 0 {
-        return Err(OAuthFailure::Refused(OAuthResult::RuleNotFound, format!("{missing} of the rules did not exist; the others were removed.")));
+        return Err(OAuthFailure::Refused(
+            OAuthResult::RuleNotFound,
+            format!("{missing} of the rules did not exist; the others were removed."),
+        ));
     }
     Ok(ok(&OAuthResponse::success()))
 }
@@ -516,9 +526,7 @@ async fn selected(app: &AppState, c: &Call) -> Result<Vec<GrantSummary>, OAuthFa
     let members: Option<Vec<String>> = match grantee(app, &c.body).await? {
         None => None,
         Some(Found::User(u)) => Some(vec![u.id.as_str().to_owned()]),
-        Some(Found::Group(g)) => Some(
-            app.store.members_of(g.id.clone()).await?.into_iter().map(|u| u.id.as_str().to_owned()).collect(),
-        ),
+        Some(Found::Group(g)) => Some(app.store.members_of(g.id.clone()).await?.into_iter().map(|u| u.id.as_str().to_owned()).collect()),
     };
     Ok(live_grants(&c.admin)
         .await?
@@ -566,7 +574,13 @@ pub(crate) async fn grant_count(State(app): State<AppState>, origin: Origin, req
     let n = selected(&app, &c).await?.len();
     Ok(ok(&OAuthResponse { grant_count: Some(i64::try_from(n).unwrap_or(i64::MAX)), ..OAuthResponse::success() }))
 }
-oauth_path!(grant_count_doc, "/vedsdk/oauth/GrantCount", "admin", "How many live grants `GetGrants` would list: `GrantCount`.", OAuthAdminRequest);
+oauth_path!(
+    grant_count_doc,
+    "/vedsdk/oauth/GrantCount",
+    "admin",
+    "How many live grants `GetGrants` would list: `GrantCount`.",
+    OAuthAdminRequest
+);
 
 /// `oauth/UserCount`.
 pub(crate) async fn user_count(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {

@@ -97,7 +97,14 @@ async fn every_oauth_call_as_pyvenafi_sends_it() {
     refused(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": alice_id}), 20).await;
     ok(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": devs_id})).await;
     refused(&s, "createrule", &t, json!({"ApplicationId": "nope", "TrusteePrefixedUniversal": devs_id}), 2).await;
-    refused(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": "local:{00000000-0000-4000-8000-000000000000}"}), 6).await;
+    refused(
+        &s,
+        "createrule",
+        &t,
+        json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": "local:{00000000-0000-4000-8000-000000000000}"}),
+        6,
+    )
+    .await;
     let rules = ok(&s, "getrules", &t, json!({"ApplicationId": "team-app"})).await;
     let trustees: Vec<&str> = rules["Rules"].as_array().unwrap().iter().map(|r| r["TrusteePrefixedUniversal"].as_str().unwrap()).collect();
     assert_eq!(trustees, vec![alice_id.as_str(), devs_id.as_str()]);
@@ -190,10 +197,24 @@ async fn oauth_calls_are_refused_without_the_scope_or_the_role() {
     // No token: 401 (a bad token only).
     let r = s.http.post(s.at("/vedsdk/oauth/getapplication")).json(&body).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    for op in ["createapplication", "getapplication", "getapplications", "enumerateapplications", "updateapplication", "createrule",
-        "getrules", "enumeraterules", "getgrants", "enumerategrants", "grantcount", "usercount", "deleteapplication", "deleterule",
-        "deleterules", "revokegrants"]
-    {
+    for op in [
+        "createapplication",
+        "getapplication",
+        "getapplications",
+        "enumerateapplications",
+        "updateapplication",
+        "createrule",
+        "getrules",
+        "enumeraterules",
+        "getgrants",
+        "enumerategrants",
+        "grantcount",
+        "usercount",
+        "deleteapplication",
+        "deleterule",
+        "deleterules",
+        "revokegrants",
+    ] {
         // The scope missing: 403 insufficient_scope.
         let (status, v) = call(&s, op, &no_scope, body.clone()).await;
         assert_eq!((status, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")), "{op}: {v}");
@@ -205,7 +226,11 @@ async fn oauth_calls_are_refused_without_the_scope_or_the_role() {
     ok(&s, "getapplication", &read_only, body.clone()).await;
     for op in ["deleteapplication", "deleterule", "deleterules", "revokegrants"] {
         let (status, v) = call(&s, op, &read_only, body.clone()).await;
-        assert_eq!((status, v["error_description"].as_str()), (StatusCode::FORBIDDEN, Some("Grant rejected scope 'admin:delete'.")), "{op}");
+        assert_eq!(
+            (status, v["error_description"].as_str()),
+            (StatusCode::FORBIDDEN, Some("Grant rejected scope 'admin:delete'.")),
+            "{op}"
+        );
     }
     // Nothing was changed by any refused call.
     assert!(s.admin.store.integration("team-app".into()).await.unwrap().is_some());
@@ -296,14 +321,23 @@ async fn two_admins_updating_one_application_at_once_keep_both_changes() {
         IntegrationSpec { disabled: Some(true), ..Default::default() },
         IntegrationSpec { password: Some(true), ..Default::default() },
         IntegrationSpec { device: Some(false), ..Default::default() },
-        IntegrationSpec { overrides: strongroom_core::integration::TokenOverrides { poll_interval: Some(9), ..Default::default() }, ..Default::default() },
-        IntegrationSpec { overrides: strongroom_core::integration::TokenOverrides { retry_window: Some(11), ..Default::default() }, ..Default::default() },
+        IntegrationSpec {
+            overrides: strongroom_core::integration::TokenOverrides { poll_interval: Some(9), ..Default::default() },
+            ..Default::default()
+        },
+        IntegrationSpec {
+            overrides: strongroom_core::integration::TokenOverrides { retry_window: Some(11), ..Default::default() },
+            ..Default::default()
+        },
         IntegrationSpec { allow_users: Some(vec!["root".into()]), ..Default::default() },
     ];
-    let tasks: Vec<_> = specs.into_iter().map(|spec| {
-        let admin = admin.clone();
-        tokio::spawn(async move { admin.update_integration("team-app", spec).await.unwrap() })
-    }).collect();
+    let tasks: Vec<_> = specs
+        .into_iter()
+        .map(|spec| {
+            let admin = admin.clone();
+            tokio::spawn(async move { admin.update_integration("team-app", spec).await.unwrap() })
+        })
+        .collect();
     for t in tasks {
         t.await.unwrap();
     }

@@ -43,7 +43,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 7, name: "0007_grant_keyed_tokens", sql: include_str!("../../migrations/postgres/0007_grant_keyed_tokens.sql") },
     Migration { version: 8, name: "0008_machine_grants", sql: include_str!("../../migrations/postgres/0008_machine_grants.sql") },
     Migration { version: 9, name: "0009_people", sql: include_str!("../../migrations/postgres/0009_people.sql") },
-    Migration { version: 12, name: "0012_integration_version", sql: include_str!("../../migrations/postgres/0012_integration_version.sql") },
+    Migration {
+        version: 12,
+        name: "0012_integration_version",
+        sql: include_str!("../../migrations/postgres/0012_integration_version.sql"),
+    },
 ];
 
 /// Connections per replica unless the connection string sets
