@@ -76,7 +76,7 @@ async fn every_oauth_call_as_pyvenafi_sends_it() {
     .await;
     let a = &v["Application"];
     assert_eq!((a["ID"].as_str(), a["Name"].as_str()), (Some("team-app"), Some("Team app")));
-    assert_eq!(a["MaximumScope"], "restricted:manage,delete");
+    assert_eq!(a["MaximumScope"], "restricted:delete,manage");
     assert_eq!((a["AccessValidity"].as_i64(), a["GrantValidity"].as_i64(), a["Renewable"].as_bool()), (Some(600), Some(86400), Some(true)));
     assert_eq!((a["GrantCount"].as_i64(), a["UserCount"].as_i64()), (Some(0), Some(0)));
     refused(&s, "createapplication", &t, json!({"ApplicationId": "team-app", "Scope": "restricted"}), 19).await;
@@ -93,7 +93,7 @@ async fn every_oauth_call_as_pyvenafi_sends_it() {
     let devs_id = devs.identity();
     let v = ok(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": alice_id})).await;
     assert_eq!(v["Rule"]["TrusteePrefixedUniversal"], alice_id.as_str());
-    assert_eq!(v["Rule"]["MaximumScope"], "restricted:manage,delete");
+    assert_eq!(v["Rule"]["MaximumScope"], "restricted:delete,manage");
     refused(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": alice_id}), 20).await;
     ok(&s, "createrule", &t, json!({"ApplicationId": "team-app", "TrusteePrefixedUniversal": devs_id})).await;
     refused(&s, "createrule", &t, json!({"ApplicationId": "nope", "TrusteePrefixedUniversal": devs_id}), 2).await;
@@ -133,7 +133,7 @@ async fn every_oauth_call_as_pyvenafi_sends_it() {
     // UpdateApplication: only what it names changes.
     let v = ok(&s, "updateapplication", &t, json!({"Application": {"ID": "team-app", "Name": "Renamed", "AccessValidity": 900}})).await;
     assert_eq!((v["Application"]["Name"].as_str(), v["Application"]["AccessValidity"].as_i64()), (Some("Renamed"), Some(900)));
-    assert_eq!(v["Application"]["MaximumScope"], "restricted:manage,delete");
+    assert_eq!(v["Application"]["MaximumScope"], "restricted:delete,manage");
     assert_eq!(v["Application"]["GrantValidity"], 86400);
     refused(&s, "updateapplication", &t, json!({"Application": {"ID": "nope", "Name": "x"}}), 2).await;
 
