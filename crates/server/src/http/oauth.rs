@@ -279,7 +279,7 @@ oauth_path!(
 /// `oauth/UpdateApplication`.
 pub(crate) async fn update_application(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
-    let fields = c.body.object(&["Application"])?.unwrap_or_else(|| SdkBody::parse(b"").unwrap_or_default());
+    let fields = c.body.object(&["Application"])?.unwrap_or_default();
     let id = match application_id(&fields) {
         Ok(id) => id,
         Err(_) => application_id(&c.body)?,
