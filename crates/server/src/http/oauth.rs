@@ -236,7 +236,7 @@ pub(crate) async fn get_applications(State(app): State<AppState>, origin: Origin
     let grants = live_grants(&c.admin).await?;
     let list = all
         .iter()
-        .filter(|i| ids.as_ref().is_none_or(|ids| ids.iter().any(|x| *x == i.client_id)))
+        .filter(|i| ids.as_ref().is_none_or(|ids| ids.contains(&i.client_id)))
         .filter(|i| {
             filter.as_ref().is_none_or(|f| i.client_id.to_lowercase().contains(f.as_str()) || i.name.to_lowercase().contains(f.as_str()))
         })
