@@ -26,8 +26,8 @@ pub mod config;
 pub mod files;
 pub mod groups;
 pub mod hex;
-pub mod permissions;
 pub mod oauth;
+pub mod permissions;
 pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;

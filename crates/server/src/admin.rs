@@ -5,8 +5,8 @@
 pub mod groups;
 pub mod machines;
 pub mod migrate;
-pub mod tree;
 pub mod oauth;
+pub mod tree;
 
 use std::sync::Arc;
 

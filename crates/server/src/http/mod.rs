@@ -2,8 +2,8 @@
 //! routing case-insensitive.
 
 pub mod client_addr;
-mod console;
 mod config;
+mod console;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -2,8 +2,9 @@
 //! replayed request by request as the clients send them (paths cased as
 //! they case them, braces percent-encoded as Python's `requests` encodes
 //! them): create a folder, find the user, grant Write (with each client's
-//! pre-reads), read the log, and then the user's token can `Add` under
-//! the folder.
+//! pre-reads), make a group (a team for VenafiPS) with the user in it and
+//! grant it Write on a second folder, read the log, and then the user's
+//! token can `Add` under both folders.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -97,9 +98,38 @@ async fn venafips_creates_a_folder_grants_write_and_reads_the_log() {
     assert_eq!((st, v["ExplicitPermissions"]["IsWriteAllowed"].as_bool()), (StatusCode::OK, Some(true)));
     let (st, v) = send(&s, Method::POST, "Identity/Validate", &t, Some(json!({"ID": {"PrefixedUniversal": id}}))).await;
     assert_eq!((st, v["ID"]["Name"].as_str()), (StatusCode::OK, Some("alice")));
-    let (st, _) = send(&s, Method::PUT, &format!("Permissions/object/{g}/local/{u}"), &t, Some(all12)).await;
+    let (st, _) = send(&s, Method::PUT, &format!("Permissions/object/{g}/local/{u}"), &t, Some(all12.clone())).await;
     assert_eq!(st, StatusCode::OK);
-    // group steps: Identity/AddGroup, Identity/AddGroupMembers / Teams (New-VdcTeam, Add-VdcTeamMember) go here.
+    // 4. Group membership, VenafiPS's only way: New-VdcTeam -Name Deployers -Owner 'local:{root}' -Member 'local:{u}'
+    //    -Product TLS (POST Teams/), then Set-VdcPermission for the team on a second folder (DnToGuid, POST).
+    let (st, v) = send(&s, Method::POST, "config/create", &t, Some(json!({"ObjectDN": "\\VED\\Policy\\TeamB", "Class": "Policy"}))).await;
+    assert_eq!((st, v["Result"].as_i64()), (StatusCode::OK, Some(1)), "{v}");
+    alice_cannot_add_under(&s, "\\VED\\Policy\\TeamB").await;
+    let (st, me) = send(&s, Method::GET, "Identity/Self", &t, None).await;
+    assert_eq!(st, StatusCode::OK);
+    let root_id = me["Identities"][0]["PrefixedUniversal"].as_str().unwrap().to_owned();
+    let team = json!({
+        "Name": {"PrefixedName": "local:Deployers"},
+        "Owners": [{"PrefixedName": "local:root", "PrefixedUniversal": root_id}],
+        "Members": [{"PrefixedName": "local:alice", "PrefixedUniversal": id}],
+        "Products": ["TLS"],
+    });
+    let (st, v) = send(&s, Method::POST, "Teams/", &t, Some(team)).await;
+    assert_eq!((st, v["InvalidMembers"].clone()), (StatusCode::OK, json!([])), "{v}");
+    let team_universal = v["ID"]["Universal"].as_str().unwrap().to_owned();
+    // Add-VdcTeamMember again with alice: Validate twice, then the PUT (no change, no error).
+    for who in [v["ID"]["PrefixedUniversal"].as_str().unwrap().to_owned(), id.clone()] {
+        let (st, v) = send(&s, Method::POST, "Identity/Validate", &t, Some(json!({"ID": {"PrefixedUniversal": who}}))).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+    }
+    let add = json!({"Team": {"PrefixedName": "local:Deployers"}, "Members": [{"PrefixedName": "local:alice", "PrefixedUniversal": id}]});
+    let (st, v) = send(&s, Method::PUT, "Teams/AddTeamMembers", &t, Some(add)).await;
+    assert_eq!((st, v["InvalidMembers"].clone()), (StatusCode::OK, json!([])), "{v}");
+    let (_, v) = send(&s, Method::POST, "config/DnToGuid", &t, Some(json!({"ObjectDN": "\\VED\\Policy\\TeamB"}))).await;
+    let gb = v["GUID"].as_str().unwrap().to_owned();
+    let (st, _) = send(&s, Method::POST, &format!("Permissions/object/{gb}/local/{team_universal}"), &t, Some(all12)).await;
+    assert_eq!(st, StatusCode::CREATED);
+    alice_adds_under(&s, "\\VED\\Policy\\TeamB").await;
     // 5. Read-VdcLog -First 50 -Path '\VED\Policy\TeamA'.
     let (st, v) = send(&s, Method::GET, "Log/?Limit=50&Component=%5CVED%5CPolicy%5CTeamA", &t, None).await;
     assert_eq!(st, StatusCode::OK, "{v}");
@@ -140,7 +170,34 @@ async fn pyvenafi_creates_a_folder_grants_write_and_reads_the_log() {
     assert_eq!(st, StatusCode::OK);
     let (st, v) = send(&s, Method::GET, &format!("{entry}/Effective"), &t, None).await;
     assert_eq!((st, v["EffectivePermissions"]["IsWriteAllowed"].as_bool()), (StatusCode::OK, Some(true)));
-    // group steps: Identity/AddGroup {Name:{PrefixedName:"local:G"}}, Identity/AddGroupMembers go here.
+    // 3. Group.create('Deployers') (Validate: unknown, an empty body; then AddGroup), then
+    //    Group.add_members('local:Deployers', ['local:alice']), then Permissions.update for the group on TeamB.
+    let (st, v) = send(&s, Method::POST, "Identity/Validate", &t, Some(json!({"ID": {"PrefixedName": "local:Deployers"}}))).await;
+    assert_eq!((st, v), (StatusCode::OK, Value::Null), "unknown: an empty body");
+    let (st, v) =
+        send(&s, Method::POST, "Identity/AddGroup", &t, Some(json!({"Name": {"PrefixedName": "local:Deployers"}, "Members": []}))).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let group_universal = v["ID"]["Universal"].as_str().unwrap().to_owned();
+    let body = json!({"Group": {"PrefixedName": "local:Deployers"}, "Members": [{"PrefixedName": "local:alice"}], "ShowMembers": true});
+    let (st, v) = send(&s, Method::PUT, "Identity/AddGroupMembers", &t, Some(body)).await;
+    assert_eq!((st, v["InvalidMembers"].clone()), (StatusCode::OK, json!([])), "pyvenafi raises on any: {v}");
+    let (_, v) = send(
+        &s,
+        Method::POST,
+        "Config/Create",
+        &t,
+        Some(json!({"ObjectDN": "\\VED\\Policy\\TeamB", "Class": "Policy", "NameAttributeList": []})),
+    )
+    .await;
+    assert_eq!(v["Result"].as_i64(), Some(1), "{v}");
+    alice_cannot_add_under(&s, "\\VED\\Policy\\TeamB").await;
+    let gb = v["Object"]["GUID"].as_str().unwrap().to_owned();
+    let group_entry = format!("Permissions/Object/{}/Local/{}", enc(&gb), enc(&group_universal));
+    let (st, _) = send(&s, Method::GET, &group_entry, &t, None).await;
+    assert!(st.is_client_error());
+    let (st, _) = send(&s, Method::POST, &group_entry, &t, Some(json!({"IsWriteAllowed": true}))).await;
+    assert_eq!(st, StatusCode::CREATED);
+    alice_adds_under(&s, "\\VED\\Policy\\TeamB").await;
     // 4. api.websdk.Log.get(limit=50, component=dn).
     let (st, v) = send(&s, Method::GET, "Log?Limit=50&Component=%5CVED%5CPolicy%5CTeamA", &t, None).await;
     assert_eq!(st, StatusCode::OK, "{v}");
