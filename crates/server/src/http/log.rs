@@ -2,13 +2,14 @@
 //! shape), `GET /vedsdk/Log/LogSchema`, and the `Metadata/GetItemsForClass`
 //! stub VenafiPS calls when a session starts.
 
-use axum::extract::{Query, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use std::collections::HashMap;
 
 use strongroom_core::event::{EventKind, Severity, StoredEvent};
 use strongroom_core::time::UnixTime;
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::FolderPath;
 use strongroom_core::vault::value;
 use strongroom_proto::vedsdk::{
@@ -22,6 +23,7 @@ use super::respond::{SdkFailure, ok};
 use super::secretstore::{begin, begin_any_scope};
 use crate::service::Origin;
 use crate::service::bearer::{self, BearerError};
+use crate::service::tree;
 use crate::service::vault::VaultError;
 use crate::state::AppState;
 
@@ -206,6 +208,52 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
         return Ok(ok(&LogResponse { log_events: Vec::new() }));
     };
     let filter = EventFilter { viewer: caller.viewer(), ..filter };
+    let events = app.store.events(filter).await.map_err(VaultError::from)?;
+    Ok(ok(&LogResponse { log_events: events.into_iter().map(log_event).collect() }))
+}
+
+/// `GET /vedsdk/Log/{guid}`: `GET Log` for one object of the `\VED` tree.
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Log/{guid}",
+    tag = "vedsdk",
+    description = "`GET Log` (same filters, same visibility: a Master Admin sees every event, anyone else those they acted in \
+        and those on vault entries they may read) for one object of the `\\VED` tree, by its GUID with or without braces: \
+        a folder's events are those at or below it (`Component`), a local user's or group's those that name it. Any valid \
+        token, whatever its scope. An unknown GUID is `Result` 9 with the reason in `Error`.",
+    security(("bearer" = [])),
+    params(("guid" = String, Path, description = "The object's GUID, with or without braces."), LogQuery),
+    responses(
+        (status = 200, description = "The events, or refused with the product's `Result` code and the reason in `Error`.", body = inline(LogAnswer)),
+        SdkRefusals,
+    ),
+)]
+pub(crate) async fn log_of_object(
+    State(app): State<AppState>,
+    origin: Origin,
+    Path(guid): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    req: Request,
+) -> Answer {
+    let caller = begin_any_scope(&app, origin, req).await?;
+    let mut q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+    let unknown = || params("No object has that GUID.".into());
+    let guid = ObjectGuid::parse(&guid).ok_or_else(unknown)?;
+    let node = tree::node_by_guid(&app, &guid).await.map_err(VaultError::from)?.ok_or_else(unknown)?;
+    let object = match node.kind {
+        tree::Kind::Folder(f) => {
+            q.insert("component".into(), f.as_str().to_owned());
+            None
+        }
+        tree::Kind::Root => None,
+        tree::Kind::IdentityRoot => return Ok(ok(&LogResponse { log_events: Vec::new() })),
+        tree::Kind::User(_) | tree::Kind::Group(_) => Some(node.name().to_owned()),
+    };
+    let Some(filter) = filter_of(&q)? else {
+        return Ok(ok(&LogResponse { log_events: Vec::new() }));
+    };
+    // A user's or group's events name it as their object (`Value1`, a vault id, cannot apply as well).
+    let filter = EventFilter { viewer: caller.viewer(), object: object.or(filter.object), ..filter };
     let events = app.store.events(filter).await.map_err(VaultError::from)?;
     Ok(ok(&LogResponse { log_events: events.into_iter().map(log_event).collect() }))
 }

@@ -107,6 +107,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
         ("/vedsdk/log", get(log::log).post(identity::write_log)),
         ("/vedsdk/log/logschema", get(log::log_schema)),
+        ("/vedsdk/log/{guid}", get(log::log_of_object)),
         ("/vedsdk/metadata/getitemsforclass", post(log::items_for_class)),
         ("/vedsdk/identity/addgroup", post(groups::add_group)),
         ("/vedsdk/identity/addgroupmembers", put(groups::add_members)),

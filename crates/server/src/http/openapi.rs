@@ -98,6 +98,7 @@ pub(crate) const BEARER: &str = "bearer";
         super::secretstore::encryption_keys_in_use,
         super::secretstore::available_namespaces,
         super::log::log,
+        super::log::log_of_object,
         super::log::log_schema,
         super::log::items_for_class,
         super::console::home,

@@ -264,3 +264,54 @@ async fn an_administrative_act_names_whoever_did_it() {
     );
     assert!(es.iter().all(|e| e["Data"] == "other"));
 }
+
+/// `GET Log/{guid}` (pyvenafi's `Log._Guid`): a folder's events are those at
+/// or below it, a user's those that name them; the GUID with braces,
+/// percent-encoded braces or none; the reader's rights still apply.
+#[tokio::test]
+async fn the_log_of_one_object_by_its_guid() {
+    let s = TestServer::start().await;
+    s.integration("app", SCOPE, |_| {}).await;
+    let alice = s.vault_user("alice", TEAM, "read,write").await;
+    let ta = token(&s, &alice, SCOPE).await;
+    let mine = add(&s, &ta, TEAM).await;
+    let bob = s.vault_user("bob", ELSEWHERE, "read,write").await;
+    let tb = token(&s, &bob, "restricted:manage").await;
+    let bobs = add(&s, &tb, ELSEWHERE).await;
+    let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(PASSWORD), true).await.unwrap();
+    let rt = token(&s, &root, SCOPE).await;
+    let team = s.store.folder_object(TEAM.to_lowercase()).await.unwrap().unwrap().guid;
+    let team = team.as_str();
+
+    let value1s = |es: &[Value]| es.iter().map(|e| e["Value1"].as_i64().unwrap()).filter(|v| *v != 0).collect::<Vec<_>>();
+    for path in [format!("/vedsdk/Log/{{{team}}}"), format!("/vedsdk/log/%7B{team}%7D"), format!("/vedsdk/Log/{team}")] {
+        let (st, v) = get(&s, &path, &rt, &[]).await;
+        assert_eq!(st, StatusCode::OK, "{path}: {v}");
+        let es = v["LogEvents"].as_array().unwrap();
+        assert!(!es.is_empty(), "{path}: {v}");
+        assert!(value1s(es).contains(&mine) && !value1s(es).contains(&bobs), "only the folder's entries: {v}");
+        assert!(es.iter().all(|e| e["Component"].as_str().is_some_and(|c| c.starts_with(TEAM))), "{v}");
+    }
+    // The filters apply as on GET Log.
+    let (_, v) = get(&s, &format!("/vedsdk/Log/{team}"), &rt, &[q("Limit", 1)]).await;
+    assert_eq!(v["LogEvents"].as_array().unwrap().len(), 1);
+
+    // A user's events are those that name them (created, rights).
+    let (st, v) = get(&s, &format!("/vedsdk/Log/{{{}}}", bob.id.as_str()), &rt, &[]).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let names: Vec<&str> = v["LogEvents"].as_array().unwrap().iter().map(|e| e["Name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"user.created"), "{v}");
+
+    // Bob reads the log of alice's folder: nothing of hers (Read there is hers, not his).
+    let (st, v) = get(&s, &format!("/vedsdk/Log/{team}"), &tb, &[]).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert!(!value1s(v["LogEvents"].as_array().unwrap()).contains(&mine), "{v}");
+
+    // An unknown or malformed GUID: Result 9 with the reason.
+    for bad in ["{00000000-0000-4000-8000-0000000000ff}", "nope"] {
+        let (st, v) = get(&s, &format!("/vedsdk/Log/{bad}"), &rt, &[]).await;
+        assert_eq!((st, v["Result"].as_i64()), (StatusCode::OK, Some(9)), "{bad}: {v}");
+        assert!(v["Error"].is_string());
+    }
+    s.stop().await;
+}
