@@ -38,7 +38,8 @@ enum Command {
     /// SIGHUP reloads the TLS certificate and key; SIGTERM or Ctrl-C stops it.
     Serve(ConfigArgs),
     /// Administer users, API integrations, grants and the event log, directly
-    /// on the store (also while the server runs).
+    /// on the store (also while the server runs), or with --server URL over
+    /// the API (the token of `strongroom login`, or --token-file).
     ///
     /// Every command but `init`, `restore` and `migrate-store` works on a store
     /// that exists already: one `strongroom serve` or `admin init` made. On a
@@ -50,6 +51,8 @@ enum Command {
         /// Print JSON (one document) instead of tables, for scripts.
         #[arg(long, global = true)]
         json: bool,
+        #[command(flatten)]
+        remote: admin::RemoteArgs,
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
@@ -337,7 +340,11 @@ fn main() -> std::process::ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
-            Command::Admin { config, json, command } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
+            Command::Admin { remote, json, command, .. } if remote.server.is_some() => {
+                init_logging("warn").map_err(client::Failure::from)?;
+                admin::remote::run(&remote, command, json).await
+            }
+            Command::Admin { config, json, command, .. } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
             Command::Config(ConfigCommand::Check { config, json, online }) => config_check(&config, json, online).await,
             Command::Health { config, timeout } => ops::health(&config.load()?, timeout).await.map_err(client::Failure::from),
             Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use strongroom_server::admin::Admin;
 
-use super::{Rendered, count};
+use super::remote::not_over_api;
+use super::{Rendered, Target, count};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum FoldersCommand {
@@ -32,7 +33,14 @@ pub(crate) enum FoldersCommand {
     },
 }
 
-pub(crate) async fn run(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
+pub(crate) async fn run(target: &Target, command: FoldersCommand) -> Result<Rendered> {
+    match target {
+        Target::Store(admin) => run_store(admin, command).await,
+        Target::Server(_) => Err(not_over_api("folders")),
+    }
+}
+
+async fn run_store(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
     Ok(match command {
         FoldersCommand::Create { path } => {
             let f = admin.create_folder(&path).await?;

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use strongroom_server::admin::Admin;
 
-use super::{Rendered, time};
+use super::remote::not_over_api;
+use super::{Rendered, Target, time};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum GrantsCommand {
@@ -28,7 +29,14 @@ pub(crate) enum GrantsCommand {
     },
 }
 
-pub(crate) async fn run(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {
+pub(crate) async fn run(target: &Target, command: GrantsCommand) -> Result<Rendered> {
+    match target {
+        Target::Store(admin) => run_store(admin, command).await,
+        Target::Server(_) => Err(not_over_api("grants")),
+    }
+}
+
+async fn run_store(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {
     Ok(match command {
         GrantsCommand::List { all } => {
             let grants = admin.list_grants(all).await?;

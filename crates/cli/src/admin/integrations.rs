@@ -7,7 +7,8 @@ use serde_json::json;
 use strongroom_core::integration::{AllowedUsers, TokenOverrides};
 use strongroom_server::admin::{Admin, IntegrationSpec};
 
-use super::{Rendered, count, yes};
+use super::remote::not_over_api;
+use super::{Rendered, Target, count, yes};
 
 #[derive(Debug, Args)]
 pub(crate) struct IntegrationArgs {
@@ -122,7 +123,14 @@ pub(crate) enum IntegrationsCommand {
     Delete { client_id: String },
 }
 
-pub(crate) async fn run(admin: &Admin, config: &strongroom_server::Config, command: IntegrationsCommand) -> Result<Rendered> {
+pub(crate) async fn run(target: &Target, config: Option<&strongroom_server::Config>, command: IntegrationsCommand) -> Result<Rendered> {
+    match (target, config) {
+        (Target::Store(admin), Some(config)) => run_store(admin, config, command).await,
+        _ => Err(not_over_api("integrations")),
+    }
+}
+
+async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: IntegrationsCommand) -> Result<Rendered> {
     Ok(match command {
         IntegrationsCommand::Create { client_id, args } => {
             let i = admin.create_integration(&client_id, args.spec(None)).await?;

@@ -7,7 +7,8 @@ use serde_json::json;
 use strongroom_core::vault::Rights;
 use strongroom_server::admin::{Admin, RightsOn};
 
-use super::Rendered;
+use super::remote::not_over_api;
+use super::{Rendered, Target};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RightsCommand {
@@ -63,7 +64,14 @@ fn explain(r: &RightsOn) -> String {
     format!("{} ({})", r.effective, whence.join("; "))
 }
 
-pub(crate) async fn run(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
+pub(crate) async fn run(target: &Target, command: RightsCommand) -> Result<Rendered> {
+    match target {
+        Target::Store(admin) => run_store(admin, command).await,
+        Target::Server(_) => Err(not_over_api("rights")),
+    }
+}
+
+async fn run_store(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
     Ok(match command {
         RightsCommand::Grant { folder, user, rights, group } => {
             let r = Rights::parse(&rights)
