@@ -1,0 +1,165 @@
+//! `strongroom admin --server URL …`: the admin CLI over the API, against
+//! two replicas on one PostgreSQL database. What is changed through one
+//! replica is seen through the other at once (nothing is cached); a listing
+//! over the API prints what the same listing on the store prints, as far as
+//! the API tells the same facts; a token without the scope is refused with
+//! the client's exit code; commands that work only on the store say so and
+//! exit 2; a token file others may read is refused.
+//!
+//! Needs PostgreSQL at `STRONGROOM_TEST_POSTGRES_URL` (skips loudly without it).
+
+use serde_json::Value;
+
+use crate::process::{Run, run};
+use crate::replicas::{Cluster, pg_url};
+
+/// The scope an operator's admin integration offers (README "Administering remotely").
+const ADMIN_SCOPE: &str = "configuration:manage,delete;security:manage,delete;admin:delete";
+const OPS: &str = "ops";
+const ROSA: &str = "rosa";
+const PASSWORD: &str = "a long passphrase";
+
+struct Remote {
+    cluster: Cluster,
+    dir: tempfile::TempDir,
+    /// The operator's token (a Master Admin, [`ADMIN_SCOPE`]).
+    admin_token: std::path::PathBuf,
+    /// A token of the same operator with scope `restricted:manage` only.
+    narrow_token: std::path::PathBuf,
+}
+
+impl Remote {
+    async fn start() -> Remote {
+        let cluster = Cluster::start(2).await;
+        cluster.admin(&["users", "create", OPS, "--master-admin"], &format!("{PASSWORD}\n"));
+        cluster.admin(&["users", "create", ROSA], &format!("{PASSWORD}\n"));
+        cluster.admin(&["integrations", "create", "admin-cli", "--scope", ADMIN_SCOPE, "--allow-user", OPS, "--password-grant", "true"], "");
+        cluster.admin(&["integrations", "create", "narrow", "--scope", "restricted:manage", "--allow-user", OPS, "--password-grant", "true"], "");
+        let dir = tempfile::tempdir().unwrap();
+        let token = cluster.api(0).password_grant("admin-cli", OPS, PASSWORD, ADMIN_SCOPE).await;
+        let admin_token = dir.path().join("admin.token");
+        strongroom_proto::files::write_private(&admin_token, format!("{}\n", token.access_token.expose()).as_bytes()).unwrap();
+        let token = cluster.api(1).password_grant("narrow", OPS, PASSWORD, "restricted:manage").await;
+        let narrow_token = dir.path().join("narrow.token");
+        strongroom_proto::files::write_private(&narrow_token, token.access_token.expose().as_bytes()).unwrap();
+        Remote { cluster, dir, admin_token, narrow_token }
+    }
+
+    /// `strongroom admin --server REPLICA --token-file TOKEN ARGS`.
+    fn on(&self, replica: usize, token: &std::path::Path, args: &[&str]) -> Run {
+        let base = self.cluster.base(replica);
+        let mut all = vec!["admin", "--server", base.as_str(), "--token-file", token.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let config = self.dir.path().join("config");
+        run(&all, &[("STRONGROOM_CONFIG_DIR", config.to_str().unwrap()), ("STRONGROOM_LOG", "warn")])
+    }
+
+    /// [`Remote::on`] with the operator's token; it must succeed.
+    fn ok(&self, replica: usize, args: &[&str]) -> String {
+        let r = self.on(replica, &self.admin_token, args);
+        assert_eq!(r.code, 0, "admin {args:?} through replica {replica}: stdout {}\nstderr {}", r.stdout, r.stderr);
+        r.stdout
+    }
+
+    fn json(&self, replica: usize, args: &[&str]) -> Value {
+        let all: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+        serde_json::from_str(&self.ok(replica, &all)).unwrap()
+    }
+
+    /// The same command on the store.
+    fn direct_json(&self, args: &[&str]) -> Value {
+        let all: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+        serde_json::from_str(&self.cluster.admin(&all, "")).unwrap()
+    }
+}
+
+/// `(name, identity)` of each element of a JSON listing.
+fn named(v: &Value) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap().to_owned(), e["identity"].as_str().unwrap().to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_over_the_api_on_two_replicas_of_one_database() {
+    if pg_url("admin_remote").is_none() {
+        return;
+    }
+    let r = Remote::start().await;
+
+    // Users and groups over Identity/*, through either replica, name the
+    // same identities as the store.
+    let users = r.json(1, &["users", "list"]);
+    assert_eq!(named(&users), named(&r.direct_json(&["users", "list"])));
+    assert_eq!(named(&users).iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), [OPS, ROSA]);
+    let text = r.ok(0, &["users", "list"]);
+    assert!(text.starts_with("NAME") && text.contains(ROSA) && text.contains("local:{"), "{text}");
+
+    r.cluster.admin(&["groups", "add", "deployers"], "");
+    r.cluster.admin(&["groups", "members", "add", "deployers", ROSA], "");
+    for replica in [0, 1] {
+        let groups = r.json(replica, &["groups", "list"]);
+        let direct = r.direct_json(&["groups", "list"]);
+        assert_eq!(named(&groups), named(&direct));
+        assert_eq!(groups[0]["members"], 1, "{groups}");
+        assert_eq!(named(&r.json(replica, &["groups", "members", "list", "deployers"])), named(&r.direct_json(&["groups", "members", "list", "deployers"])));
+    }
+
+    // The event log over GET Log: the same events, field by field, as on the store.
+    let remote = r.json(1, &["events", "list", "--kind", "group.member_added", "--limit", "5"]);
+    let direct = r.direct_json(&["events", "list", "--kind", "group.member_added", "--limit", "5"]);
+    assert_eq!(remote.as_array().unwrap().len(), 1, "{remote}");
+    assert_eq!(remote, direct);
+    let text = r.ok(0, &["events", "list", "--limit", "2"]);
+    assert!(text.starts_with("SEQ") && text.contains("--offset 2 for the next 2"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_over_the_api_have_clear_messages_and_exit_codes() {
+    if pg_url("admin_remote").is_none() {
+        return;
+    }
+    let r = Remote::start().await;
+
+    // A token without the scope: 403, the client's exit code 10.
+    let out = r.on(0, &r.narrow_token, &["users", "list"]);
+    assert_eq!(out.code, 10, "{out:?}");
+    assert!(out.stderr.contains("scope") && out.stderr.contains("configuration"), "{}", out.stderr);
+
+    // Commands that work only on the store: exit 2, saying so.
+    for args in [&["keys", "list"][..], &["init"], &["jwt-issuers", "list"], &["users", "unlock", ROSA], &["events", "verify"]] {
+        let out = r.on(1, &r.admin_token, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("only on the store") && out.stderr.contains("without --server"), "{}", out.stderr);
+    }
+    // STRONGROOM_SERVER works like --server.
+    let config = r.dir.path().join("config");
+    let out = run(
+        &["admin", "--token-file", r.admin_token.to_str().unwrap(), "keys", "list"],
+        &[("STRONGROOM_SERVER", &r.cluster.base(0)), ("STRONGROOM_CONFIG_DIR", config.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("unset STRONGROOM_SERVER"), "{}", out.stderr);
+
+    // A token file others may read is refused before anything is sent.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let open = r.dir.path().join("open.token");
+        std::fs::copy(&r.admin_token, &open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = r.on(0, &open, &["users", "list"]);
+        assert_eq!(out.code, 8, "{out:?}");
+        assert!(out.stderr.contains("open.token") && out.stderr.contains("chmod"), "{}", out.stderr);
+    }
+    // A revoked token: 401, exit 3.
+    let token = std::fs::read_to_string(&r.admin_token).unwrap();
+    assert_eq!(r.cluster.api(1).revoke(token.trim()).await, 200);
+    let out = r.on(0, &r.admin_token, &["users", "list"]);
+    assert_eq!(out.code, 3, "{out:?}");
+}
