@@ -29,7 +29,7 @@ use crate::source::TokenSource;
 #[derive(Debug)]
 pub enum Bearer {
     /// A login's token source (`strongroom login`): refreshed as needed.
-    Source(TokenSource),
+    Source(Box<TokenSource>),
     /// One access token (a token file): a 401 is final.
     Token(Server, SecretString),
 }

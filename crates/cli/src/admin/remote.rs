@@ -43,9 +43,12 @@ impl RemoteArgs {
     pub(crate) fn connect(&self) -> Result<AdminApi, Failure> {
         let server = self.server.as_deref().ok_or_else(|| Failure::new(2, "--server is required"))?;
         match &self.token_file {
-            None => {
-                Ok(AdminApi::new(Bearer::Source(client::source_for(server, self.client_id.clone(), self.ca.clone(), self.pin.clone())?)))
-            }
+            None => Ok(AdminApi::new(Bearer::Source(Box::new(client::source_for(
+                server,
+                self.client_id.clone(),
+                self.ca.clone(),
+                self.pin.clone(),
+            )?)))),
             Some(file) => {
                 let token = read_token_file(file)?;
                 let trust = client::trust_for(server, self.ca.clone(), self.pin.clone())?;

@@ -9,8 +9,10 @@
 //! Needs PostgreSQL at `STRONGROOM_TEST_POSTGRES_URL` (skips loudly without it).
 
 use serde_json::Value;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
 
-use crate::process::{Run, run};
+use crate::process::{BIN, Run, approve, run};
 use crate::replicas::{Cluster, pg_url};
 
 /// The scope an operator's admin integration offers (README "Administering remotely").
@@ -33,8 +35,12 @@ impl Remote {
         let cluster = Cluster::start(2).await;
         cluster.admin(&["users", "create", OPS, "--master-admin"], &format!("{PASSWORD}\n"));
         cluster.admin(&["users", "create", ROSA], &format!("{PASSWORD}\n"));
-        cluster.admin(&["integrations", "create", "admin-cli", "--scope", ADMIN_SCOPE, "--allow-user", OPS, "--password-grant", "true"], "");
-        cluster.admin(&["integrations", "create", "narrow", "--scope", "restricted:manage", "--allow-user", OPS, "--password-grant", "true"], "");
+        cluster
+            .admin(&["integrations", "create", "admin-cli", "--scope", ADMIN_SCOPE, "--allow-user", OPS, "--password-grant", "true"], "");
+        cluster.admin(
+            &["integrations", "create", "narrow", "--scope", "restricted:manage", "--allow-user", OPS, "--password-grant", "true"],
+            "",
+        );
         let dir = tempfile::tempdir().unwrap();
         let token = cluster.api(0).password_grant("admin-cli", OPS, PASSWORD, ADMIN_SCOPE).await;
         let admin_token = dir.path().join("admin.token");
@@ -64,6 +70,42 @@ impl Remote {
     fn json(&self, replica: usize, args: &[&str]) -> Value {
         let all: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
         serde_json::from_str(&self.ok(replica, &all)).unwrap()
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("STRONGROOM_CONFIG_DIR", self.dir.path().join("config").display().to_string()), ("STRONGROOM_LOG", "warn".to_owned())]
+    }
+
+    /// `strongroom login` to replica `replica` as [`OPS`] through the
+    /// admin integration, approved on the page.
+    async fn login(&self, replica: usize) {
+        let base = self.cluster.base(replica);
+        let mut child = Command::new(BIN)
+            .args(["login", "--server", &base, "--client-id", "admin-cli", "--scope", ADMIN_SCOPE, "--no-browser"])
+            .envs(self.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        let link = first.trim().strip_prefix("To sign in, open ").unwrap_or_else(|| panic!("unexpected prompt {first:?}")).to_owned();
+        let page = approve(&self.cluster.http, &link, OPS, PASSWORD, true).await;
+        assert!(page.contains("Access approved"), "{page}");
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    /// `strongroom admin --server REPLICA ARGS` with the token of the last login.
+    fn logged_in(&self, replica: usize, args: &[&str]) -> Run {
+        let base = self.cluster.base(replica);
+        let mut all = vec!["admin", "--server", base.as_str()];
+        all.extend_from_slice(args);
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run(&all, &env)
     }
 
     /// The same command on the store.
@@ -107,8 +149,21 @@ async fn admin_over_the_api_on_two_replicas_of_one_database() {
         let direct = r.direct_json(&["groups", "list"]);
         assert_eq!(named(&groups), named(&direct));
         assert_eq!(groups[0]["members"], 1, "{groups}");
-        assert_eq!(named(&r.json(replica, &["groups", "members", "list", "deployers"])), named(&r.direct_json(&["groups", "members", "list", "deployers"])));
+        assert_eq!(
+            named(&r.json(replica, &["groups", "members", "list", "deployers"])),
+            named(&r.direct_json(&["groups", "members", "list", "deployers"]))
+        );
     }
+
+    // With the token of `strongroom login` (its profile names the integration).
+    r.login(0).await;
+    let out = r.logged_in(0, &["groups", "members", "list", "deployers", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(named(&serde_json::from_str(&out.stdout).unwrap()), named(&r.direct_json(&["groups", "members", "list", "deployers"])));
+    // Another server: no login there.
+    let out = r.logged_in(1, &["users", "list"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("strongroom login"), "{}", out.stderr);
 
     // The event log over GET Log: the same events, field by field, as on the store.
     let remote = r.json(1, &["events", "list", "--kind", "group.member_added", "--limit", "5"]);
