@@ -473,6 +473,16 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_has_no_clashing_options() {
+        // `admin --server`'s options beside the settings' flags and the rest.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+        let parsed =
+            Cli::try_parse_from(["strongroom", "admin", "groups", "list", "--server", "https://h:8443", "--token-file", "/t"]).unwrap();
+        let Command::Admin { remote, .. } = parsed.command else { unreachable!() };
+        assert_eq!(remote.server.as_deref(), Some("https://h:8443"));
+    }
+
+    #[test]
     fn an_unknown_log_format_is_refused() {
         let env = |v: &'static str| move |k: &str| (k == "STRONGROOM_LOG_FORMAT").then(|| v.to_owned());
         assert!(LogSettings::from_env("info", env("json")).unwrap().json);

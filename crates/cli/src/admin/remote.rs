@@ -28,7 +28,7 @@ pub(crate) struct RemoteArgs {
     #[arg(long, env = "STRONGROOM_CLIENT_ID", global = true, value_name = "ID")]
     client_id: Option<String>,
     /// With --server: trust the CA certificate(s) in this PEM file.
-    #[arg(long, visible_alias = "ca-file", env = "STRONGROOM_CA", global = true, conflicts_with = "pin", value_name = "FILE")]
+    #[arg(long, env = "STRONGROOM_CA", global = true, conflicts_with = "pin", value_name = "FILE")]
     ca: Option<PathBuf>,
     /// With --server: trust exactly the server certificate with this SHA-256 fingerprint.
     #[arg(long, env = "STRONGROOM_PIN", global = true, value_name = "SHA256")]
