@@ -33,6 +33,51 @@ pub(crate) enum FoldersCommand {
     },
 }
 
+/// What a folder's deletion took with it (the store's answer; the API's `Config/Delete` tells none of it).
+struct FolderDeletion {
+    folders: u64,
+    owners_removed: u64,
+    entries_deleted: Vec<i64>,
+    rights_removed: u64,
+}
+
+fn folder_deleted(folder: &str, d: Option<FolderDeletion>) -> Rendered {
+    let Some(d) = d else {
+        return Rendered::done(format!("deleted folder {folder}"), json!({"folder": folder, "deleted": true}));
+    };
+    let below = d.folders.saturating_sub(1);
+    let mut text = format!("deleted folder {folder}");
+    if below > 0 {
+        text.push_str(&format!(" and {} below it", count(below, "folder", "folders")));
+    }
+    let ids: Vec<String> = d.entries_deleted.iter().map(ToString::to_string).collect();
+    let mut parts = Vec::new();
+    if d.owners_removed > 0 {
+        parts.push(format!("{} removed from entries' owners", count(d.owners_removed, "owner link", "owner links")));
+    }
+    if !ids.is_empty() {
+        parts.push(format!("{} deleted (VaultID {}: no owner left)", count(ids.len() as u64, "entry", "entries"), ids.join(", ")));
+    }
+    if d.rights_removed > 0 {
+        parts.push(format!("{} removed with it", count(d.rights_removed, "grant of rights", "grants of rights")));
+    }
+    if !parts.is_empty() {
+        text.push_str(&format!(": {}", parts.join(", ")));
+    }
+    Rendered::done(
+        text,
+        json!({"folder": folder, "deleted": true, "folders": d.folders, "owners_removed": d.owners_removed,
+               "entries_deleted": d.entries_deleted, "rights_removed": d.rights_removed}),
+    )
+}
+
+/// The listing of `folders list`.
+fn folder_listing(folders: &[String]) -> Rendered {
+    let rows: Vec<Vec<String>> = folders.iter().map(|f| vec![f.clone()]).collect();
+    let list: Vec<_> = folders.iter().map(|f| json!({"folder": f})).collect();
+    Rendered::table(&["FOLDER"], &rows, json!(list))
+}
+
 pub(crate) async fn run(target: &Target, command: FoldersCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
@@ -47,37 +92,20 @@ async fn run_store(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
             Rendered::done(format!("created folder {f}"), json!({"folder": f.to_string()}))
         }
         FoldersCommand::List => {
-            let folders = admin.folders().await?;
-            let rows: Vec<Vec<String>> = folders.iter().map(|f| vec![f.to_string()]).collect();
-            let list: Vec<_> = folders.iter().map(|f| json!({"folder": f.to_string()})).collect();
-            Rendered::table(&["FOLDER"], &rows, json!(list))
+            let folders: Vec<String> = admin.folders().await?.iter().map(ToString::to_string).collect();
+            folder_listing(&folders)
         }
         FoldersCommand::Delete { path, recursive } => {
             let d = admin.delete_folder(&path, recursive).await?;
-            let below = d.folders.saturating_sub(1);
-            let mut text = format!("deleted folder {}", d.folder);
-            if below > 0 {
-                text.push_str(&format!(" and {} below it", count(below, "folder", "folders")));
-            }
-            let ids: Vec<String> = d.entries_deleted.iter().map(ToString::to_string).collect();
-            let mut parts = Vec::new();
-            if d.owners_removed > 0 {
-                parts.push(format!("{} removed from entries' owners", count(d.owners_removed, "owner link", "owner links")));
-            }
-            if !ids.is_empty() {
-                parts.push(format!("{} deleted (VaultID {}: no owner left)", count(ids.len() as u64, "entry", "entries"), ids.join(", ")));
-            }
-            if d.rights_removed > 0 {
-                parts.push(format!("{} removed with it", count(d.rights_removed, "grant of rights", "grants of rights")));
-            }
-            if !parts.is_empty() {
-                text.push_str(&format!(": {}", parts.join(", ")));
-            }
             let deleted: Vec<i64> = d.entries_deleted.iter().map(|v| v.0).collect();
-            Rendered::done(
-                text,
-                json!({"folder": d.folder.to_string(), "deleted": true, "folders": d.folders, "owners_removed": d.owners_removed,
-                       "entries_deleted": deleted, "rights_removed": d.rights_removed}),
+            folder_deleted(
+                &d.folder.to_string(),
+                Some(FolderDeletion {
+                    folders: d.folders,
+                    owners_removed: d.owners_removed,
+                    entries_deleted: deleted,
+                    rights_removed: d.rights_removed,
+                }),
             )
         }
     })

@@ -29,6 +29,45 @@ pub(crate) enum GrantsCommand {
     },
 }
 
+/// One grant as `grants list` shows it (over the API: live grants, whose
+/// end the API does not tell).
+struct GrantRow {
+    id: String,
+    client_id: String,
+    user: String,
+    identity: String,
+    scope: String,
+    created_at: String,
+    refresh_until: Option<String>,
+    revoked_at: Option<String>,
+}
+
+fn listing(grants: &[GrantRow]) -> Rendered {
+    let state = |g: &GrantRow| match (&g.revoked_at, &g.refresh_until) {
+        (Some(t), _) => format!("revoked {t}"),
+        (None, Some(t)) => format!("until {t}"),
+        (None, None) => "live".to_owned(),
+    };
+    let rows: Vec<Vec<String>> =
+        grants.iter().map(|g| vec![g.id.clone(), g.client_id.clone(), g.user.clone(), g.scope.clone(), state(g)]).collect();
+    let list: Vec<_> = grants
+        .iter()
+        .map(|g| {
+            let mut j = json!({"id": g.id, "client_id": g.client_id, "user": g.user, "identity": g.identity, "scope": g.scope,
+                               "created_at": g.created_at, "revoked_at": g.revoked_at});
+            if let Some(t) = &g.refresh_until {
+                j["refresh_until"] = json!(t);
+            }
+            j
+        })
+        .collect();
+    Rendered::table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], &rows, json!(list))
+}
+
+fn revoked_of_user(user: &str, ended: u64) -> Rendered {
+    Rendered::done(format!("revoked {} of {user}", super::count(ended, "grant", "grants")), json!({"user": user, "grants_revoked": ended}))
+}
+
 pub(crate) async fn run(target: &Target, command: GrantsCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
@@ -40,24 +79,20 @@ async fn run_store(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {
     Ok(match command {
         GrantsCommand::List { all } => {
             let grants = admin.list_grants(all).await?;
-            let state = |g: &strongroom_store::GrantSummary| match g.grant.revoked_at {
-                Some(t) => format!("revoked {}", time(t)),
-                None => format!("until {}", time(g.grant.refresh_until)),
-            };
-            let rows: Vec<Vec<String>> = grants
+            let rows: Vec<GrantRow> = grants
                 .iter()
-                .map(|g| vec![g.grant.id.to_string(), g.grant.client_id.clone(), g.user_name.clone(), g.grant.scope.to_string(), state(g)])
-                .collect();
-            let list: Vec<_> = grants
-                .iter()
-                .map(|g| {
-                    json!({"id": g.grant.id.to_string(), "client_id": g.grant.client_id, "user": g.user_name,
-                           "identity": g.grant.user_id.identity(), "scope": g.grant.scope.to_string(),
-                           "created_at": time(g.grant.created_at), "refresh_until": time(g.grant.refresh_until),
-                           "revoked_at": g.grant.revoked_at.map(time)})
+                .map(|g| GrantRow {
+                    id: g.grant.id.to_string(),
+                    client_id: g.grant.client_id.clone(),
+                    user: g.user_name.clone(),
+                    identity: g.grant.user_id.identity(),
+                    scope: g.grant.scope.to_string(),
+                    created_at: time(g.grant.created_at),
+                    refresh_until: Some(time(g.grant.refresh_until)),
+                    revoked_at: g.grant.revoked_at.map(time),
                 })
                 .collect();
-            Rendered::table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], &rows, json!(list))
+            listing(&rows)
         }
         GrantsCommand::Revoke { id: Some(id), .. } => {
             admin.revoke_grant(&id).await?;
@@ -66,10 +101,7 @@ async fn run_store(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {
         GrantsCommand::Revoke { id: None, user } => {
             let user = user.unwrap_or_default();
             let ended = admin.revoke_user_grants(&user).await?;
-            Rendered::done(
-                format!("revoked {} of {user}", super::count(ended, "grant", "grants")),
-                json!({"user": user, "grants_revoked": ended}),
-            )
+            revoked_of_user(&user, ended)
         }
     })
 }

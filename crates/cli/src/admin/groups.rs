@@ -113,6 +113,17 @@ fn removed(group: &str, removed: Vec<String>) -> Rendered {
     Rendered::done(text, json!({"group": group, "removed": removed}))
 }
 
+/// (Over the API the rights that went with it are not told.)
+fn deleted(name: &str, rights: Option<u64>) -> Rendered {
+    match rights {
+        Some(rights) => Rendered::done(
+            format!("deleted group {name} ({rights} folder rights removed)"),
+            json!({"name": name, "deleted": true, "rights_removed": rights}),
+        ),
+        None => Rendered::done(format!("deleted group {name}"), json!({"name": name, "deleted": true})),
+    }
+}
+
 pub(crate) async fn run(target: &Target, command: GroupsCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
@@ -165,10 +176,7 @@ async fn run_store(admin: &Admin, command: GroupsCommand) -> Result<Rendered> {
         }
         GroupsCommand::Remove { name } => {
             let rights = admin.delete_group(&name).await?;
-            Rendered::done(
-                format!("deleted group {name} ({rights} folder rights removed)"),
-                json!({"name": name, "rights_removed": rights}),
-            )
+            deleted(&name, Some(rights))
         }
         GroupsCommand::Members(MembersCommand::Add { group, users }) => {
             let mut done = Vec::new();

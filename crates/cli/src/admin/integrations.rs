@@ -123,6 +123,76 @@ pub(crate) enum IntegrationsCommand {
     Delete { client_id: String },
 }
 
+/// One integration as `integrations list` shows it: what `oauth/*` tells,
+/// and on the store its grant types and device-flow settings too.
+struct IntegrationRow {
+    client_id: String,
+    name: String,
+    scope: String,
+    /// The users allowed by name; `None`: everyone.
+    users: Option<Vec<String>>,
+    groups: Vec<String>,
+    /// (device, password).
+    grant_types: Option<(bool, bool)>,
+    access_validity: i64,
+    grant_validity: i64,
+    refreshable: bool,
+    /// (device_code_validity, poll_interval, retry_window).
+    device_settings: Option<(i64, i64, i64)>,
+    disabled: bool,
+}
+
+fn listing(list: &[IntegrationRow]) -> Rendered {
+    let full = list.iter().all(|i| i.grant_types.is_some());
+    let mut rows = Vec::new();
+    let mut out = Vec::new();
+    for i in list {
+        let mut shown = match i.users.as_deref() {
+            None => "everyone".to_owned(),
+            Some([]) if i.groups.is_empty() => "nobody".to_owned(),
+            Some(u) => u.join(","),
+        };
+        if !i.groups.is_empty() && i.users.is_some() {
+            let g: Vec<String> = i.groups.iter().map(|g| format!("group:{g}")).collect();
+            shown = if shown.is_empty() { g.join(",") } else { format!("{shown},{}", g.join(",")) };
+        }
+        let mut row = vec![i.client_id.clone(), i.name.clone(), i.scope.clone(), shown];
+        if let Some((device, password)) = i.grant_types.filter(|_| full) {
+            row.extend([yes(device), yes(password)]);
+        }
+        row.extend([
+            format!("{}s", i.access_validity),
+            format!("{}s", i.grant_validity),
+            yes(i.refreshable),
+            if i.disabled { "DISABLED".to_owned() } else { "enabled".to_owned() },
+        ]);
+        rows.push(row);
+        let mut j = json!({
+            "client_id": i.client_id, "name": i.name, "scope": i.scope,
+            "allowed_users": match &i.users { None => json!("everyone"), Some(u) => json!(u) },
+            "allowed_groups": i.groups,
+            "access_validity": i.access_validity, "grant_validity": i.grant_validity, "refreshable": i.refreshable,
+            "disabled": i.disabled,
+        });
+        if let Some((device, password)) = i.grant_types {
+            j["device"] = json!(device);
+            j["password_grant"] = json!(password);
+        }
+        if let Some((code, poll, retry)) = i.device_settings {
+            j["device_code_validity"] = json!(code);
+            j["poll_interval"] = json!(poll);
+            j["retry_window"] = json!(retry);
+        }
+        out.push(j);
+    }
+    let headers: &[&str] = if full {
+        &["CLIENT ID", "NAME", "SCOPE", "USERS", "DEVICE", "PASSWORD", "ACCESS", "GRANT", "REFRESH", "STATE"]
+    } else {
+        &["CLIENT ID", "NAME", "SCOPE", "USERS", "ACCESS", "GRANT", "REFRESH", "STATE"]
+    };
+    Rendered::table(headers, &rows, json!(out))
+}
+
 pub(crate) async fn run(target: &Target, config: Option<&strongroom_server::Config>, command: IntegrationsCommand) -> Result<Rendered> {
     match (target, config) {
         (Target::Store(admin), Some(config)) => run_store(admin, config, command).await,
@@ -157,12 +227,11 @@ async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: I
             let names = admin.user_names().await?;
             let group_names = admin.group_names().await?;
             let mut rows = Vec::new();
-            let mut list = Vec::new();
             for i in admin.list_integrations().await? {
-                let users: Vec<String> = match &i.allowed_users {
-                    AllowedUsers::Everyone => vec!["*".to_owned()],
+                let users = match &i.allowed_users {
+                    AllowedUsers::Everyone => None,
                     AllowedUsers::Only(ids) => {
-                        ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect()
+                        Some(ids.iter().map(|id| names.get(id.as_str()).cloned().unwrap_or_else(|| id.to_string())).collect())
                     }
                 };
                 let groups: Vec<String> = i
@@ -170,43 +239,22 @@ async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: I
                     .iter()
                     .map(|id| group_names.get(id.as_str()).cloned().unwrap_or_else(|| id.as_str().to_owned()))
                     .collect();
-                let mut shown = match users.as_slice() {
-                    [all] if all == "*" => "everyone".to_owned(),
-                    [] if groups.is_empty() => "nobody".to_owned(),
-                    u => u.join(","),
-                };
-                if !groups.is_empty() && shown != "everyone" {
-                    let g: Vec<String> = groups.iter().map(|g| format!("group:{g}")).collect();
-                    shown = if shown.is_empty() { g.join(",") } else { format!("{shown},{}", g.join(",")) };
-                }
                 let s = i.settings(config.tokens);
-                rows.push(vec![
-                    i.client_id.clone(),
-                    i.name.clone(),
-                    i.max_scope.to_string(),
-                    shown,
-                    yes(i.grant_types.device),
-                    yes(i.grant_types.password),
-                    format!("{}s", s.access_validity),
-                    format!("{}s", s.grant_validity),
-                    yes(s.refreshable),
-                    if i.disabled { "DISABLED".to_owned() } else { "enabled".to_owned() },
-                ]);
-                list.push(json!({
-                    "client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(),
-                    "allowed_users": if matches!(i.allowed_users, AllowedUsers::Everyone) { json!("everyone") } else { json!(users) },
-                    "allowed_groups": groups,
-                    "device": i.grant_types.device, "password_grant": i.grant_types.password,
-                    "access_validity": s.access_validity, "grant_validity": s.grant_validity, "refreshable": s.refreshable,
-                    "device_code_validity": s.device_code_validity, "poll_interval": s.poll_interval, "retry_window": s.retry_window,
-                    "disabled": i.disabled,
-                }));
+                rows.push(IntegrationRow {
+                    client_id: i.client_id.clone(),
+                    name: i.name.clone(),
+                    scope: i.max_scope.to_string(),
+                    users,
+                    groups,
+                    grant_types: Some((i.grant_types.device, i.grant_types.password)),
+                    access_validity: s.access_validity,
+                    grant_validity: s.grant_validity,
+                    refreshable: s.refreshable,
+                    device_settings: Some((s.device_code_validity, s.poll_interval, s.retry_window)),
+                    disabled: i.disabled,
+                });
             }
-            Rendered::table(
-                &["CLIENT ID", "NAME", "SCOPE", "USERS", "DEVICE", "PASSWORD", "ACCESS", "GRANT", "REFRESH", "STATE"],
-                &rows,
-                json!(list),
-            )
+            listing(&rows)
         }
         IntegrationsCommand::Delete { client_id } => {
             let d = admin.delete_integration(&client_id).await?;

@@ -119,6 +119,23 @@ fn password_changed(name: &str, ended: Option<u64>) -> Rendered {
     }
 }
 
+/// (grants ended, codes dropped, rights removed): not told over the API.
+fn deleted(name: &str, counts: Option<(u64, u64, u64)>) -> Rendered {
+    match counts {
+        Some((grants_ended, codes_dropped, rights_removed)) => Rendered::done(
+            format!(
+                "deleted user {name}: {} ended, {} dropped, {} removed",
+                count(grants_ended, "grant", "grants"),
+                count(codes_dropped, "approved device code", "approved device codes"),
+                count(rights_removed, "folder right", "folder rights")
+            ),
+            json!({"name": name, "deleted": true, "grants_ended": grants_ended, "codes_dropped": codes_dropped,
+                   "rights_removed": rights_removed}),
+        ),
+        None => Rendered::done(format!("deleted user {name}"), json!({"name": name, "deleted": true})),
+    }
+}
+
 pub(crate) async fn run(target: &Target, command: UsersCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
@@ -193,16 +210,7 @@ async fn run_store(admin: &Admin, command: UsersCommand) -> Result<Rendered> {
         }
         UsersCommand::Delete { name } => {
             let d = admin.delete_user(&name).await?;
-            Rendered::done(
-                format!(
-                    "deleted user {name}: {} ended, {} dropped, {} removed",
-                    count(d.grants_ended, "grant", "grants"),
-                    count(d.codes_dropped, "approved device code", "approved device codes"),
-                    count(d.rights_removed, "folder right", "folder rights")
-                ),
-                json!({"name": name, "deleted": true, "grants_ended": d.grants_ended, "codes_dropped": d.codes_dropped,
-                       "rights_removed": d.rights_removed}),
-            )
+            deleted(&name, Some((d.grants_ended, d.codes_dropped, d.rights_removed)))
         }
     })
 }
