@@ -193,6 +193,35 @@ fn listing(list: &[IntegrationRow]) -> Rendered {
     Rendered::table(headers, &rows, json!(out))
 }
 
+fn created(client_id: &str, name: &str, scope: &str) -> Rendered {
+    Rendered::done(
+        format!("created integration {client_id} ({name}) with scope {scope}"),
+        json!({"client_id": client_id, "name": name, "scope": scope}),
+    )
+}
+
+fn updated(client_id: &str, name: &str, scope: &str, disabled: bool) -> Rendered {
+    Rendered::done(
+        format!("updated integration {client_id} ({name})"),
+        json!({"client_id": client_id, "name": name, "scope": scope, "disabled": disabled}),
+    )
+}
+
+/// (grants ended, device codes dropped): not told over the API.
+fn deleted(client_id: &str, counts: Option<(u64, u64)>) -> Rendered {
+    match counts {
+        Some((grants_ended, codes_dropped)) => Rendered::done(
+            format!(
+                "deleted integration {client_id}: {} ended, {} dropped",
+                count(grants_ended, "grant", "grants"),
+                count(codes_dropped, "device code", "device codes")
+            ),
+            json!({"client_id": client_id, "deleted": true, "grants_ended": grants_ended, "codes_dropped": codes_dropped}),
+        ),
+        None => Rendered::done(format!("deleted integration {client_id}"), json!({"client_id": client_id, "deleted": true})),
+    }
+}
+
 pub(crate) async fn run(target: &Target, config: Option<&strongroom_server::Config>, command: IntegrationsCommand) -> Result<Rendered> {
     match (target, config) {
         (Target::Store(admin), Some(config)) => run_store(admin, config, command).await,
@@ -204,10 +233,7 @@ async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: I
     Ok(match command {
         IntegrationsCommand::Create { client_id, args } => {
             let i = admin.create_integration(&client_id, args.spec(None)).await?;
-            Rendered::done(
-                format!("created integration {} ({}) with scope {}", i.client_id, i.name, i.max_scope),
-                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string()}),
-            )
+            created(&i.client_id, &i.name, &i.max_scope.to_string())
         }
         IntegrationsCommand::Update { client_id, args, disable, enable } => {
             let disabled = if disable {
@@ -218,10 +244,7 @@ async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: I
                 None
             };
             let i = admin.update_integration(&client_id, args.spec(disabled)).await?;
-            Rendered::done(
-                format!("updated integration {} ({})", i.client_id, i.name),
-                json!({"client_id": i.client_id, "name": i.name, "scope": i.max_scope.to_string(), "disabled": i.disabled}),
-            )
+            updated(&i.client_id, &i.name, &i.max_scope.to_string(), i.disabled)
         }
         IntegrationsCommand::List => {
             let names = admin.user_names().await?;
@@ -258,14 +281,7 @@ async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: I
         }
         IntegrationsCommand::Delete { client_id } => {
             let d = admin.delete_integration(&client_id).await?;
-            Rendered::done(
-                format!(
-                    "deleted integration {client_id}: {} ended, {} dropped",
-                    count(d.grants_ended, "grant", "grants"),
-                    count(d.codes_dropped, "device code", "device codes")
-                ),
-                json!({"client_id": client_id, "deleted": true, "grants_ended": d.grants_ended, "codes_dropped": d.codes_dropped}),
-            )
+            deleted(&client_id, Some((d.grants_ended, d.codes_dropped)))
         }
     })
 }

@@ -64,6 +64,20 @@ fn explain(r: &RightsOn) -> String {
     format!("{} ({})", r.effective, whence.join("; "))
 }
 
+fn parse_rights(rights: &str) -> Result<Rights> {
+    Rights::parse(rights).filter(|r| *r != Rights::NONE).context("rights are a comma-separated list of view, read, write, create, delete")
+}
+
+fn granted(folder: &str, user: &str, group: bool, r: Rights) -> Rendered {
+    let who = if group { format!("group {user}") } else { user.to_owned() };
+    Rendered::done(format!("{who} has {r} on {folder}"), json!({"folder": folder, "user": user, "group": group, "rights": r.to_string()}))
+}
+
+fn revoked(folder: &str, user: &str, group: bool) -> Rendered {
+    let who = if group { format!("group {user}") } else { user.to_owned() };
+    Rendered::done(format!("removed {who}'s rights on {folder}"), json!({"folder": folder, "user": user, "group": group, "rights": ""}))
+}
+
 pub(crate) async fn run(target: &Target, command: RightsCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
@@ -74,19 +88,13 @@ pub(crate) async fn run(target: &Target, command: RightsCommand) -> Result<Rende
 async fn run_store(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
     Ok(match command {
         RightsCommand::Grant { folder, user, rights, group } => {
-            let r = Rights::parse(&rights)
-                .filter(|r| *r != Rights::NONE)
-                .context("rights are a comma-separated list of view, read, write, create, delete")?;
+            let r = parse_rights(&rights)?;
             if group {
                 admin.set_group_rights(&folder, &user, r).await?;
             } else {
                 admin.set_rights(&folder, &user, r).await?;
             }
-            let who = if group { format!("group {user}") } else { user.clone() };
-            Rendered::done(
-                format!("{who} has {r} on {folder}"),
-                json!({"folder": folder, "user": user, "group": group, "rights": r.to_string()}),
-            )
+            granted(&folder, &user, group, r)
         }
         RightsCommand::Revoke { folder, user, group } => {
             if group {
@@ -94,11 +102,7 @@ async fn run_store(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
             } else {
                 admin.set_rights(&folder, &user, Rights::NONE).await?;
             }
-            let who = if group { format!("group {user}") } else { user.clone() };
-            Rendered::done(
-                format!("removed {who}'s rights on {folder}"),
-                json!({"folder": folder, "user": user, "group": group, "rights": ""}),
-            )
+            revoked(&folder, &user, group)
         }
         RightsCommand::Show { folder, user, group } => {
             let r = if group { admin.group_rights_on(&folder, &user).await? } else { admin.rights_on(&folder, &user).await? };

@@ -115,7 +115,10 @@ fn password_changed(name: &str, ended: Option<u64>) -> Rendered {
             format!("password changed for {name}; {} revoked", count(ended, "grant", "grants")),
             json!({"name": name, "password_changed": true, "grants_revoked": ended}),
         ),
-        None => Rendered::done(format!("password changed for {name}"), json!({"name": name, "password_changed": true})),
+        None => Rendered::done(
+            format!("password changed for {name}; every grant of theirs ended"),
+            json!({"name": name, "password_changed": true}),
+        ),
     }
 }
 
