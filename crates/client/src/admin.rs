@@ -72,9 +72,14 @@ impl Reply {
     }
 }
 
-/// The server's reason in an error body: `Error`, else `error_description`.
+/// The server's reason in an error body: `Error` (`Config/*`,
+/// `Permissions/*`), `Message` (the group calls) or `error_description`
+/// (a bearer refusal, `oauth/*`).
 fn reason(v: &Value) -> Option<String> {
-    v.get("Error").or_else(|| v.get("error_description")).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned)
+    ["Error", "Message", "error_description"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .map(str::to_owned)
 }
 
 /// A non-2xx answer as a [`ClientError`] (never for a 401: see [`AdminApi::send`]).
@@ -230,6 +235,8 @@ mod tests {
         assert!(matches!(refusal(&reply(409, r#"{"Error":"Permission already exists"}"#)),
             ClientError::Refused { status: 409, code: None, message } if message == "Permission already exists"));
         assert!(matches!(refusal(&reply(400, "")), ClientError::Refused { status: 400, .. }));
+        assert!(matches!(refusal(&reply(400, r#"{"Message":"No such group."}"#)),
+            ClientError::Refused { status: 400, message, .. } if message == "No such group."));
         let e = result_code(&serde_json::json!({"Result": 400, "Error": "No such object"}), 1).unwrap_err();
         assert_eq!(e.to_string(), "refused: No such object (Result 400)");
         assert!(result_code(&serde_json::json!({"Result": 1}), 1).is_ok());
