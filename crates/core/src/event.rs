@@ -83,6 +83,8 @@ pub enum EventKind {
     /// A directory person signed in or refreshed: their row and their
     /// directory groups brought up to date (the detail names the changes).
     DirectorySynced,
+    /// A local group was renamed (`Identity/RenameGroup`).
+    GroupRenamed,
 }
 
 impl EventKind {
@@ -136,6 +138,7 @@ impl EventKind {
         EventKind::GroupMemberAdded,
         EventKind::GroupMemberRemoved,
         EventKind::DirectorySynced,
+        EventKind::GroupRenamed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -189,6 +192,7 @@ impl EventKind {
             EventKind::GroupMemberAdded => "group.member_added",
             EventKind::GroupMemberRemoved => "group.member_removed",
             EventKind::DirectorySynced => "user.directory_synced",
+            EventKind::GroupRenamed => "group.renamed",
         }
     }
 
@@ -243,7 +247,8 @@ impl EventKind {
             | K::GroupCreated
             | K::GroupDeleted
             | K::GroupMemberAdded
-            | K::GroupMemberRemoved => Severity::Notice,
+            | K::GroupMemberRemoved
+            | K::GroupRenamed => Severity::Notice,
             _ => Severity::Info,
         }
     }

@@ -21,6 +21,8 @@
 //!   proto's `ResultCode`); [`vault::value`] the values (and proto's date
 //!   format); [`vault::crypto`] XChaCha20-Poly1305 sealing with bound
 //!   associated data, and lookup hashes.
+//! - [`tree`]: the `\VED` tree as objects (DNs, object GUIDs and the roots'
+//!   fixed ones, `Config` result codes, name patterns, the `Is…Allowed` flags).
 //! - [`time`] (proto's `UnixTime`, `Clock`, `ManualClock`), [`random`]
 //!   (`Random`), [`secret`] (`Secret`), [`mac`], [`hex`] (proto's).
 #![forbid(unsafe_code)]
@@ -38,6 +40,7 @@ pub mod secret;
 pub mod throttle;
 pub mod time;
 pub mod token;
+pub mod tree;
 pub mod vault;
 
 pub use strongroom_proto::hex;

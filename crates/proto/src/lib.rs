@@ -4,6 +4,8 @@
 //!
 //! - [`vedauth`]: token, device and verify bodies, the RFC 6749 error body.
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
+//! - [`config`], [`permissions`]: the `\VED` tree's `Config/*` and
+//!   `Permissions/Object/…` bodies (issue 23).
 //! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
 //!
 //! And, because the client library may depend on nothing else of ours, the
@@ -20,8 +22,11 @@
 //! comments cite the client or document that forces them.
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod files;
+pub mod groups;
 pub mod hex;
+pub mod permissions;
 pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -2,8 +2,10 @@
 //! events. They work directly on the store, so they work while the server
 //! runs (SQLite in WAL mode takes a second writer; PostgreSQL anyway).
 
+pub mod groups;
 pub mod machines;
 pub mod migrate;
+pub mod tree;
 
 use std::sync::Arc;
 
@@ -350,7 +352,11 @@ impl Admin {
     pub async fn create_folder(&self, path: &str) -> Result<FolderPath, AdminError> {
         let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::FolderCreated).object(f.as_str());
-        if self.store.create_folders(f.lineage(), event).await? { Ok(f) } else { Err(AdminError::Exists(format!("folder {f}"))) }
+        if self.store.create_folders(strongroom_core::tree::lineage_with_guids(&f, &*self.rng), event).await? {
+            Ok(f)
+        } else {
+            Err(AdminError::Exists(format!("folder {f}")))
+        }
     }
 
     /// Deletes a folder: an empty one, or with `recursive` everything below
@@ -675,4 +681,50 @@ async fn hash(password: &Secret, rng: Arc<dyn Random>) -> Result<String, AdminEr
         .await
         .map_err(|_| AdminError::Hashing("the hashing task ended".into()))?
         .map_err(|e| AdminError::Hashing(e.to_string()))
+}
+
+// ------------------------------------------------------------------ the admin console's reads (issue 23, item 9)
+
+/// Where a user's rights on a folder come from, as the console shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RightsExplained {
+    pub folder: FolderPath,
+    pub user: String,
+    pub master_admin: bool,
+    /// Everything held there (every right for a Master Admin).
+    pub effective: Rights,
+    /// Each grant on the folder or a folder above it, top first: the
+    /// folder, the group it was granted to (`None`: to the user), the rights.
+    pub sources: Vec<(FolderPath, Option<String>, Rights)>,
+}
+
+impl Admin {
+    /// What `user` holds on `path`, and from where: each folder it was
+    /// granted on, to them or to which group of theirs. Reads only (a
+    /// machine identity never named before is not found, not created).
+    pub async fn explain_rights(&self, path: &str, user: &str) -> Result<RightsExplained, AdminError> {
+        let f = self.folder(path).await?;
+        let (u, _) = self.store.user_by_name(user.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("user {user}")))?;
+        let mut granted: Vec<(String, Option<String>, Rights)> = self
+            .store
+            .all_rights()
+            .await?
+            .into_iter()
+            .filter(|(_, name, _, group)| !group && *name == u.name)
+            .map(|(folder, _, r, _)| (folder.key().to_owned(), None, r))
+            .collect();
+        for g in self.store.groups_of(u.id.clone()).await? {
+            for (key, r) in self.store.group_rights_of(g.id.clone()).await? {
+                granted.push((key, Some(g.name.clone()), r));
+            }
+        }
+        let mut sources = Vec::new();
+        for above in f.lineage() {
+            for (_, group, r) in granted.iter().filter(|(k, _, r)| k == above.key() && *r != Rights::NONE) {
+                sources.push((above.clone(), group.clone(), *r));
+            }
+        }
+        let perms = Permissions { master_admin: u.master_admin, grants: granted.into_iter().map(|(k, _, r)| (k, r)).collect() };
+        Ok(RightsExplained { effective: perms.effective(&f), folder: f, user: u.name, master_admin: u.master_admin, sources })
+    }
 }

@@ -23,6 +23,7 @@ use strongroom_core::scope::Scope;
 use strongroom_core::throttle::{Counter, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::TokenHash;
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
@@ -754,8 +755,8 @@ pub(crate) fn group_row(g: &Group) -> [Value<'_>; 4] {
 }
 
 /// A folder's row ([`schema::FOLDERS`]).
-pub(crate) fn folder_row(f: &FolderPath, created_at: UnixTime) -> [Value<'_>; 3] {
-    values![f.key(), f.as_str(), created_at]
+pub(crate) fn folder_row<'a>(f: &'a FolderPath, created_at: UnixTime, guid: &'a ObjectGuid) -> [Value<'a>; 4] {
+    values![f.key(), f.as_str(), created_at, guid.as_str()]
 }
 
 /// The values of `table`'s row `row`, checked against its length.
@@ -878,7 +879,11 @@ mod tests {
         assert_eq!(grant_row(&sample_grant()).len(), schema::GRANTS.columns.len());
         assert_eq!(user_row(&sample_user(), "h").len(), schema::USERS.columns.len());
         assert_eq!(counter_row(&slot(), &Counter::default()).len(), schema::THROTTLE.columns.len());
-        assert_eq!(folder_row(&FolderPath::parse("\\VED\\Policy").unwrap(), UnixTime::from_secs(1)).len(), schema::FOLDERS.columns.len());
+        let guid = ObjectGuid::from_stored(strongroom_core::tree::POLICY_GUID.to_owned());
+        assert_eq!(
+            folder_row(&FolderPath::parse("\\VED\\Policy").unwrap(), UnixTime::from_secs(1), &guid).len(),
+            schema::FOLDERS.columns.len()
+        );
     }
 
     fn sample_grant() -> Grant {

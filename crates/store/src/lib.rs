@@ -71,6 +71,7 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
@@ -651,8 +652,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>>;
     fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;
     fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>>;
-    /// Creates the folders of `lineage` (top first) that are new; whether the last was; its event if so.
-    fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool>;
+    /// Creates the folders of `lineage` (top first, each with the GUID it gets
+    /// if new: `core::tree::lineage_with_guids`) that are new; whether the
+    /// last was; its event if so.
+    fn create_folders(&self, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
     fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>>;
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool>;
     /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
@@ -829,9 +832,65 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
 }
 
+/// A local group's team details (VenafiPS's `Teams/*`): a group with them is a team.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Team {
+    pub description: String,
+    /// `TLS`, `SSH`, `Code Signing`, as given.
+    pub products: Vec<String>,
+}
+
+/// A membership change asked of [`GroupStore::change_members`]: the user,
+/// whether they join (or leave), and the event written when that changes anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberChange {
+    pub user: UserId,
+    pub join: bool,
+    pub event: Event,
+}
+
+/// Groups administered over the API (issue 23): creation with members and
+/// owners in one transaction, batches of membership changes, renames,
+/// owners and teams.
+pub trait GroupStore: Send + Sync + fmt::Debug {
+    /// Creates `group` with its `owners`, its team details (a team when
+    /// `Some`) and its members, each member with the event of its change,
+    /// in one transaction with `event` (`Conflict` when the name, in any case, is taken).
+    fn create_group_with(
+        &self,
+        group: Group,
+        owners: Vec<UserId>,
+        team: Option<Team>,
+        members: Vec<MemberChange>,
+        event: Event,
+    ) -> StoreFuture<'_, ()>;
+    /// Applies `changes` to group `group` in one transaction, each one
+    /// conditional write (a join of a member or a leave of a non-member
+    /// changes nothing and writes no event): whether each changed anything.
+    /// With `owner`, only while that user owns the group, checked in the
+    /// same transaction (PostgreSQL: the ownership row share-locked until
+    /// the commit). `None` (nothing written) when the group is gone or
+    /// `owner` does not own it.
+    fn change_members(&self, group: GroupId, changes: Vec<MemberChange>, owner: Option<UserId>) -> StoreFuture<'_, Option<Vec<bool>>>;
+    /// Renames group `group` (`Conflict` when the new name, in any case, is
+    /// a group's or a user's): whether there was such a group.
+    fn rename_group(&self, group: GroupId, name: String, event: Event) -> StoreFuture<'_, bool>;
+    /// The owners of group `group`, by name.
+    fn group_owners(&self, group: GroupId) -> StoreFuture<'_, Vec<User>>;
+    /// Whether user `user` owns group `group`.
+    fn owns_group(&self, group: GroupId, user: UserId) -> StoreFuture<'_, bool>;
+    /// Group `group`'s team details, when it is a team.
+    fn team(&self, group: GroupId) -> StoreFuture<'_, Option<Team>>;
+}
+
+/// A whole store: every backend implements all five parts.
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore> Store for T {}
 /// A whole store: every backend implements all four parts.
-pub trait Store: AuthStore + VaultStore + AdminStore + EventStore {}
-impl<T: AuthStore + VaultStore + AdminStore + EventStore> Store for T {}
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + TreeStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + TreeStore> Store for T {}
+
+pub use ops::tree::{FolderObject, Holder, RightsChange, TreeStore};
 
 /// Opens the store a database URL names: `postgres://...`,
 /// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)

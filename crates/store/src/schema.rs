@@ -185,7 +185,9 @@ pub(crate) const EVENTS: Table = Table {
 pub(crate) const EVENT_CHECKPOINT: Table =
     Table { name: "event_checkpoint", columns: &[("id", Int), ("seq", Int), ("hash", Bytes)], key: 1 };
 
-pub(crate) const FOLDERS: Table = Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int)], key: 1 };
+/// A folder: its key, path, creation and object GUID (`0010_tree`).
+pub(crate) const FOLDERS: Table =
+    Table { name: "folders", columns: &[("path_key", Text), ("path", Text), ("created_at", Int), ("guid", Text)], key: 1 };
 
 pub(crate) const FOLDER_RIGHTS: Table =
     Table { name: "folder_rights", columns: &[("path_key", Text), ("user_id", Text), ("rights", Int)], key: 2 };
@@ -260,6 +262,11 @@ pub(crate) const GROUP_RIGHTS: Table =
 pub(crate) const INTEGRATION_GROUPS: Table =
     Table { name: "integration_groups", columns: &[("client_id", Text), ("group_id", Text)], key: 2 };
 
+pub(crate) const GROUP_OWNERS: Table = Table { name: "group_owners", columns: &[("group_id", Text), ("user_id", Text)], key: 2 };
+
+pub(crate) const GROUP_TEAMS: Table =
+    Table { name: "group_teams", columns: &[("group_id", Text), ("description", Text), ("products", Text)], key: 1 };
+
 pub(crate) const OIDC_STATES: Table = Table {
     name: "oidc_states",
     columns: &[("state_hash", Bytes), ("binding_hash", Bytes), ("user_code", Text), ("expires_at", Int), ("used", Bool)],
@@ -298,4 +305,6 @@ pub const TABLES: &[&Table] = &[
     &GROUP_RIGHTS,
     &INTEGRATION_GROUPS,
     &OIDC_STATES,
+    &GROUP_OWNERS,
+    &GROUP_TEAMS,
 ];

@@ -915,6 +915,38 @@ sql!(
 
 sql!(ALLOWED_GROUPS = "SELECT group_id FROM integration_groups WHERE client_id = ?1 ORDER BY group_id");
 
+// ------------------------------------------------------------------ the \VED tree (issue 23)
+
+/// A folder as an object: path, GUID, creation (`ops::tree::folder_object`).
+const TREE_FOLDER_COLS: &str = "SELECT path, guid, created_at FROM folders";
+
+sql!(TREE_FOLDERS = format!("{TREE_FOLDER_COLS} ORDER BY path_key"));
+sql!(TREE_FOLDER = format!("{TREE_FOLDER_COLS} WHERE path_key = ?1"));
+sql!(TREE_FOLDER_BY_GUID = format!("{TREE_FOLDER_COLS} WHERE guid = ?1"));
+
+sql!(
+    /// The explicit entries on folder key `?1`: users' (kind 1), then groups' (kind 2); id, rights.
+    EXPLICIT_RIGHTS = "SELECT 1, user_id, rights FROM folder_rights WHERE path_key = ?1 UNION ALL \
+                       SELECT 2, group_id, rights FROM group_rights WHERE path_key = ?1 ORDER BY 1, 2"
+);
+
+sql!(
+    /// User `?2`'s entry `?3` on folder key `?1`, only if they have none there (a POST).
+    CREATE_USER_ENTRY = "INSERT INTO folder_rights (path_key, user_id, rights) VALUES (?1, ?2, ?3) ON CONFLICT (path_key, user_id) DO NOTHING"
+);
+sql!(
+    /// User `?2`'s entry on folder key `?1` replaced by `?3`, only if there is one (a PUT).
+    REPLACE_USER_ENTRY = "UPDATE folder_rights SET rights = ?3 WHERE path_key = ?1 AND user_id = ?2"
+);
+sql!(
+    /// Group `?2`'s entry `?3` on folder key `?1`, only if it has none there.
+    CREATE_GROUP_ENTRY = "INSERT INTO group_rights (path_key, group_id, rights) VALUES (?1, ?2, ?3) ON CONFLICT (path_key, group_id) DO NOTHING"
+);
+sql!(
+    /// Group `?2`'s entry on folder key `?1` replaced by `?3`, only if there is one.
+    REPLACE_GROUP_ENTRY = "UPDATE group_rights SET rights = ?3 WHERE path_key = ?1 AND group_id = ?2"
+);
+
 sql!(CLEAR_ALLOWED_GROUPS = "DELETE FROM integration_groups WHERE client_id = ?1");
 
 sql!(ALLOW_GROUP = schema::INTEGRATION_GROUPS.insert());

@@ -18,7 +18,8 @@ pub(crate) enum RightsCommand {
     Grant {
         folder: String,
         user: String,
-        /// Comma-separated: view, read, write, create, delete.
+        /// Comma-separated: view, read, write, create, delete, rename, revoke, associate,
+        /// policywrite, privatekeyread, privatekeywrite, managepermissions.
         #[arg(long)]
         rights: String,
         /// USER names a group: every member holds these rights while a member.
@@ -65,7 +66,10 @@ fn explain(r: &RightsOn) -> String {
 }
 
 fn parse_rights(rights: &str) -> Result<Rights> {
-    Rights::parse(rights).filter(|r| *r != Rights::NONE).context("rights are a comma-separated list of view, read, write, create, delete")
+    Rights::parse(rights).filter(|r| *r != Rights::NONE).context(
+        "rights are a comma-separated list of view, read, write, create, delete, rename, revoke, associate, policywrite, \
+         privatekeyread, privatekeywrite, managepermissions",
+    )
 }
 
 fn granted(folder: &str, user: &str, group: bool, r: Rights) -> Rendered {

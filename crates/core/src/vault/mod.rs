@@ -30,15 +30,39 @@ impl Rights {
     pub const WRITE: Rights = Rights(4);
     pub const CREATE: Rights = Rights(8);
     pub const DELETE: Rights = Rights(16);
-    const NAMES: [(&'static str, Rights); 5] =
-        [("view", Rights::VIEW), ("read", Rights::READ), ("write", Rights::WRITE), ("create", Rights::CREATE), ("delete", Rights::DELETE)];
+    /// The product's other permission flags (`IsRenameAllowed` …), kept and
+    /// shown by the Permissions calls; see README "Administering remotely"
+    /// for which of them the vault honours.
+    pub const RENAME: Rights = Rights(32);
+    pub const REVOKE: Rights = Rights(64);
+    pub const ASSOCIATE: Rights = Rights(128);
+    pub const POLICY_WRITE: Rights = Rights(256);
+    pub const PRIVATE_KEY_READ: Rights = Rights(512);
+    pub const PRIVATE_KEY_WRITE: Rights = Rights(1024);
+    pub const MANAGE_PERMISSIONS: Rights = Rights(2048);
+    /// Every flag there is.
+    pub const ALL: Rights = Rights(4095);
+    const NAMES: [(&'static str, Rights); 12] = [
+        ("view", Rights::VIEW),
+        ("read", Rights::READ),
+        ("write", Rights::WRITE),
+        ("create", Rights::CREATE),
+        ("delete", Rights::DELETE),
+        ("rename", Rights::RENAME),
+        ("revoke", Rights::REVOKE),
+        ("associate", Rights::ASSOCIATE),
+        ("policywrite", Rights::POLICY_WRITE),
+        ("privatekeyread", Rights::PRIVATE_KEY_READ),
+        ("privatekeywrite", Rights::PRIVATE_KEY_WRITE),
+        ("managepermissions", Rights::MANAGE_PERMISSIONS),
+    ];
 
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     pub const fn from_bits(b: u32) -> Rights {
-        Rights(b & 31)
+        Rights(b & Rights::ALL.0)
     }
 
     pub const fn union(self, other: Rights) -> Rights {
@@ -49,11 +73,30 @@ impl Rights {
         self.0 & other.0 == other.0
     }
 
-    /// Parses `read,write` (any case).
+    /// These rights with what they imply, as the product reports effective
+    /// permissions: Create implies View, Write implies Read, Manage Policy
+    /// implies Read and Write.
+    pub const fn implied(self) -> Rights {
+        let mut r = self.0;
+        if r & Rights::CREATE.0 != 0 {
+            r |= Rights::VIEW.0;
+        }
+        if r & Rights::POLICY_WRITE.0 != 0 {
+            r |= Rights::READ.0 | Rights::WRITE.0;
+        }
+        if r & Rights::WRITE.0 != 0 {
+            r |= Rights::READ.0;
+        }
+        Rights(r)
+    }
+
+    /// Parses `read,write` (any case; `-`, `_` and spaces inside a name are
+    /// ignored, so `manage-permissions` and `PrivateKeyRead` both work).
     pub fn parse(s: &str) -> Option<Rights> {
         let mut r = Rights::NONE;
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            r = r.union(Rights::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(part))?.1);
+            let squeezed: String = part.chars().filter(|c| !matches!(c, '-' | '_' | ' ')).collect();
+            r = r.union(Rights::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(&squeezed))?.1);
         }
         Some(r)
     }
@@ -113,6 +156,16 @@ impl FolderPath {
         }
         let shown = format!("\\VED{}", segments[1..].iter().map(|seg| format!("\\{}", seg.trim())).collect::<String>());
         Ok(FolderPath { key: shown.to_lowercase(), shown })
+    }
+
+    /// `\VED`, the top of the tree.
+    pub fn ved() -> FolderPath {
+        FolderPath { shown: "\\VED".into(), key: "\\ved".into() }
+    }
+
+    /// `\VED\Policy`, the root of the owner folders.
+    pub fn policy_root() -> FolderPath {
+        FolderPath { shown: "\\VED\\Policy".into(), key: "\\ved\\policy".into() }
     }
 
     /// The path as created.
@@ -194,6 +247,8 @@ mod tests {
         assert_eq!(FolderPath::parse("\\VED\\\\x"), Err(PathError::EmptySegment));
         assert_eq!(FolderPath::parse("\\VED\\x\\"), Err(PathError::EmptySegment));
         assert_eq!(FolderPath::parse("\\VED\\a\nb"), Err(PathError::Control));
+        assert_eq!(FolderPath::ved(), FolderPath::parse("\\ved").unwrap());
+        assert_eq!(FolderPath::policy_root(), FolderPath::parse("\\VED\\Policy").unwrap());
     }
 
     #[test]
@@ -218,5 +273,12 @@ mod tests {
         assert_eq!(Rights::parse("fly"), None);
         assert_eq!(Rights::parse("read,write").unwrap().to_string(), "read,write");
         assert_eq!(Rights::NONE.to_string(), "none");
+        assert_eq!(Rights::parse("Manage-Permissions,privatekeyread"), Some(Rights::MANAGE_PERMISSIONS.union(Rights::PRIVATE_KEY_READ)));
+        assert_eq!(Rights::from_bits(u32::MAX), Rights::ALL);
+        assert_eq!(Rights::from_bits(1 << 12), Rights::NONE, "unknown bits are dropped");
+        assert_eq!(Rights::parse(&Rights::ALL.to_string()), Some(Rights::ALL));
+        assert_eq!(Rights::CREATE.implied(), Rights::CREATE.union(Rights::VIEW));
+        assert_eq!(Rights::WRITE.implied(), Rights::WRITE.union(Rights::READ));
+        assert!(Rights::POLICY_WRITE.implied().contains(Rights::READ.union(Rights::WRITE)));
     }
 }

@@ -2,17 +2,22 @@
 //! routing case-insensitive.
 
 pub mod client_addr;
+mod console;
+mod config;
 mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+mod groups;
 mod identity;
 mod landing;
 mod log;
 pub mod openapi;
 mod page;
+mod permissions;
 pub(crate) mod respond;
 mod sdk_body;
 mod secretstore;
+mod teams;
 mod vedauth;
 mod vedsdk;
 
@@ -23,7 +28,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::Layer as _;
@@ -102,6 +107,58 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/vedsdk/log", get(log::log).post(identity::write_log)),
         ("/vedsdk/log/logschema", get(log::log_schema)),
         ("/vedsdk/metadata/getitemsforclass", post(log::items_for_class)),
+        ("/vedsdk/identity/addgroup", post(groups::add_group)),
+        ("/vedsdk/identity/addgroupmembers", put(groups::add_members)),
+        ("/vedsdk/identity/removegroupmembers", put(groups::remove_members)),
+        ("/vedsdk/identity/renamegroup", put(groups::rename_group)),
+        ("/vedsdk/identity/group/{prefix}/{universal}", delete(groups::delete_group)),
+        ("/vedsdk/identity/setpassword", post(groups::set_password)),
+        ("/vedsdk/identity/readattribute", post(groups::read_attribute)),
+        ("/vedsdk/teams", post(teams::create)),
+        ("/vedsdk/teams/addteammembers", put(teams::add_members)),
+        ("/vedsdk/teams/removeteammembers", put(teams::remove_members)),
+        ("/vedsdk/teams/local/{guid}", get(teams::get_team).delete(teams::delete_team)),
+        // The admin console (issue 23, item 9).
+        ("/admin", get(console::home).post(console::sign_in)),
+        ("/admin/signout", post(console::sign_out)),
+        ("/admin/style.css", get(console::style)),
+        ("/admin/integrations", get(console::integrations::page)),
+        ("/admin/integrations/create", post(console::integrations::create)),
+        ("/admin/integrations/update", post(console::integrations::update)),
+        ("/admin/integrations/delete", post(console::integrations::delete)),
+        ("/admin/users", get(console::users::page)),
+        ("/admin/users/create", post(console::users::create_user)),
+        ("/admin/users/disable", post(console::users::disable_user)),
+        ("/admin/groups/create", post(console::users::create_group)),
+        ("/admin/groups/members", post(console::users::members)),
+        ("/admin/folders", get(console::folders::page)),
+        ("/admin/folders/rights", post(console::folders::set_rights)),
+        ("/admin/grants", get(console::grants::page)),
+        ("/admin/grants/revoke", post(console::grants::revoke)),
+        ("/admin/log", get(console::log::page)),
+        // The \VED tree (issue 23).
+        ("/vedsdk/config/create", post(config::create)),
+        ("/vedsdk/config/delete", post(config::delete)),
+        ("/vedsdk/config/isvalid", post(config::is_valid)),
+        ("/vedsdk/config/dntoguid", post(config::dn_to_guid)),
+        ("/vedsdk/config/guidtodn", post(config::guid_to_dn)),
+        ("/vedsdk/config/enumerate", post(config::enumerate)),
+        ("/vedsdk/config/findobjectsofclass", post(config::find_objects_of_class)),
+        ("/vedsdk/config/renameobject", post(config::rename_object)),
+        ("/vedsdk/permissions/object/{guid}", get(permissions::principals)),
+        (
+            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}",
+            get(permissions::local_entry).post(permissions::local_entry).put(permissions::local_entry).delete(permissions::local_entry),
+        ),
+        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective", get(permissions::local_effective)),
+        (
+            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}",
+            get(permissions::directory_entry)
+                .post(permissions::directory_entry)
+                .put(permissions::directory_entry)
+                .delete(permissions::directory_entry),
+        ),
+        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective", get(permissions::directory_effective)),
     ]
 }
 

@@ -113,7 +113,7 @@ fn message(title: &str, text: &str) -> Markup {
     layout(title, html! { p { (text) } })
 }
 
-fn cookie_name(app: &AppState) -> &'static str {
+pub(super) fn cookie_name(app: &AppState) -> &'static str {
     if app.secure_cookies { COOKIE_SECURE } else { COOKIE_PLAIN }
 }
 
@@ -124,14 +124,14 @@ fn csrf_mac(app: &AppState, nonce: &str) -> String {
 }
 
 /// A new anti-forgery token: 32 random bytes and the server's MAC of them.
-fn new_csrf(app: &AppState) -> String {
+pub(super) fn new_csrf(app: &AppState) -> String {
     let nonce = URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng));
     let mac = csrf_mac(app, &nonce);
     format!("{nonce}.{mac}")
 }
 
 /// The cookie's token, if this server issued it.
-fn cookie_csrf(app: &AppState, headers: &HeaderMap) -> Option<String> {
+pub(super) fn cookie_csrf(app: &AppState, headers: &HeaderMap) -> Option<String> {
     let name = cookie_name(app);
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
@@ -167,7 +167,7 @@ fn origin_of(url: &str) -> Option<String> {
 /// `public_url`, or the `Host` it was sent to under the scheme it arrived
 /// on. A post with neither header (no browser sends such a post from
 /// another site) is left to the cookie check.
-fn same_origin(app: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(app: &AppState, headers: &HeaderMap) -> bool {
     let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
         (Some(o), _) => o.to_str().ok().and_then(origin_of),
         (None, Some(r)) => r.to_str().ok().and_then(origin_of),

@@ -17,6 +17,7 @@ use strongroom_store::StoreError;
 use crate::service::AuthError;
 use crate::service::bearer::BearerError;
 use crate::service::device::PageError;
+use crate::service::groups::GroupError;
 use crate::service::vault::VaultError;
 
 /// `application/json; charset=utf-8`: vcert checks the prefix, oauth2-rs
@@ -220,6 +221,69 @@ impl IntoResponse for Page {
     }
 }
 
+/// An answer of the admin console (`http::console`): a page, a refusal
+/// with its page, or a redirect; each with the cookies it sets, the page's
+/// strict CSP, `no-store`, and no framing.
+#[derive(Debug)]
+pub(crate) enum Console {
+    Ok(maud::Markup, Vec<String>),
+    Problem(crate::service::console::ConsoleError, maud::Markup, Vec<String>),
+    SeeOther(String, Vec<String>),
+}
+
+impl IntoResponse for Console {
+    fn into_response(self) -> Response {
+        use crate::service::console::ConsoleError as E;
+        let (mut r, cookies) = match self {
+            Console::Ok(m, c) => ((StatusCode::OK, Html(m.into_string())).into_response(), c),
+            Console::SeeOther(location, c) => {
+                let mut r = StatusCode::SEE_OTHER.into_response();
+                if let Ok(l) = HeaderValue::from_str(&location) {
+                    r.headers_mut().insert(header::LOCATION, l);
+                }
+                (r, c)
+            }
+            Console::Problem(e, m, c) => {
+                let status = match &e {
+                    E::WrongLogin | E::SignedOut => StatusCode::UNAUTHORIZED,
+                    E::Locked | E::Busy => StatusCode::TOO_MANY_REQUESTS,
+                    E::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                    E::Forged | E::Forbidden => StatusCode::FORBIDDEN,
+                    E::Invalid(_) => StatusCode::BAD_REQUEST,
+                    E::NotFound(_) => StatusCode::NOT_FOUND,
+                    E::Exists(_) => StatusCode::CONFLICT,
+                    E::Store(e) => {
+                        tracing::error!(kind = %e.kind(), error = %e, "admin console: the store failed");
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }
+                    E::Internal(detail) => {
+                        tracing::error!(error = %detail, "admin console failed");
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    }
+                };
+                if matches!(e, E::Forged) {
+                    tracing::info!("admin console: a form failed the anti-forgery checks");
+                }
+                ((status, Html(m.into_string())).into_response(), c)
+            }
+        };
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        );
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        for c in cookies {
+            if let Ok(v) = HeaderValue::from_str(&c) {
+                h.append(header::SET_COOKIE, v);
+            }
+        }
+        r
+    }
+}
+
 /// Body errors on `/vedsdk` (issue 3 adds the vault's own).
 pub(crate) fn not_found() -> Response {
     json(StatusCode::NOT_FOUND, &ErrorResponse { error: "not_found".into(), error_description: Some("No such endpoint.".into()) })
@@ -269,6 +333,14 @@ pub(crate) enum SdkFailure {
     Bearer(BearerError),
     /// Every vault outcome is HTTP 200 with a `Result` code.
     Vault(VaultError),
+    /// The group and password calls (`http::groups`, `http::teams`).
+    Group(GroupError),
+}
+
+impl From<GroupError> for SdkFailure {
+    fn from(e: GroupError) -> Self {
+        SdkFailure::Group(e)
+    }
 }
 
 impl From<BearerError> for SdkFailure {
@@ -289,6 +361,26 @@ impl IntoResponse for SdkFailure {
             SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
             SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
             SdkFailure::Bearer(e) => e.into_response(),
+            // The product's Identity failures: 400 with only `Message`. A
+            // caller without the role (Master Admin, the group's owner) gets
+            // 403 with `Message`: never 401, which means only a bad token.
+            SdkFailure::Group(e) => {
+                let status = match &e {
+                    GroupError::Invalid(_) | GroupError::NotATeam => StatusCode::BAD_REQUEST,
+                    GroupError::NotAllowed(_) => StatusCode::FORBIDDEN,
+                    GroupError::Store(s) if s.is_transient() => return sdk_unavailable(s),
+                    GroupError::Store(s) => {
+                        tracing::error!(kind = %s.kind(), error = %s, "group call failed");
+                        return panicked();
+                    }
+                    GroupError::Internal(why) => {
+                        tracing::error!(error = %why, "group call failed");
+                        return panicked();
+                    }
+                };
+                tracing::info!(reason = %e, "group call refused");
+                json(status, &strongroom_proto::groups::MessageOnly { message: e.to_string() })
+            }
             SdkFailure::Vault(VaultError::Refused { code, message }) => {
                 tracing::info!(result = code.code(), "vault call refused");
                 json(StatusCode::OK, &ResultResponse { result: code.code(), error: Some(message) })
@@ -305,4 +397,73 @@ impl IntoResponse for SdkFailure {
             }
         }
     }
+}
+
+// ------------------------------------------------------------------ the \VED tree (issue 23)
+
+/// Why a `Config/*` or `Permissions/*` call did not succeed.
+#[derive(Debug)]
+pub(crate) enum TreeFailure {
+    /// The token, the scope, or a body that does not parse.
+    Sdk(SdkFailure),
+    Tree(crate::service::tree::TreeError),
+}
+
+impl From<SdkFailure> for TreeFailure {
+    fn from(e: SdkFailure) -> Self {
+        TreeFailure::Sdk(e)
+    }
+}
+
+impl From<BearerError> for TreeFailure {
+    fn from(e: BearerError) -> Self {
+        TreeFailure::Sdk(SdkFailure::Bearer(e))
+    }
+}
+
+impl From<crate::service::tree::TreeError> for TreeFailure {
+    fn from(e: crate::service::tree::TreeError) -> Self {
+        TreeFailure::Tree(e)
+    }
+}
+
+impl From<StoreError> for TreeFailure {
+    fn from(e: StoreError) -> Self {
+        TreeFailure::Tree(crate::service::tree::TreeError::Store(e))
+    }
+}
+
+impl IntoResponse for TreeFailure {
+    fn into_response(self) -> Response {
+        use crate::service::tree::TreeError;
+        let error = |status: StatusCode, message: String| json(status, &ErrorOnly { error: message });
+        match self {
+            TreeFailure::Sdk(e) => e.into_response(),
+            // Config: the product's Result codes travel in an HTTP 200 (VenafiPS branches on them).
+            TreeFailure::Tree(TreeError::Result(code, message)) => {
+                tracing::info!(result = code, "config call refused");
+                json(StatusCode::OK, &strongroom_proto::config::ConfigResult { result: code, error: Some(message) })
+            }
+            TreeFailure::Tree(TreeError::BadRequest(m)) => error(StatusCode::BAD_REQUEST, m),
+            // 403, not 401: a 401 means only a bad token in this project (clients refresh on a 401).
+            TreeFailure::Tree(TreeError::Forbidden(m)) => error(StatusCode::FORBIDDEN, m),
+            TreeFailure::Tree(TreeError::NotFound(m)) => error(StatusCode::NOT_FOUND, m),
+            TreeFailure::Tree(TreeError::Conflict(m)) => error(StatusCode::CONFLICT, m),
+            TreeFailure::Tree(TreeError::Store(e)) if e.is_transient() => sdk_unavailable(&e),
+            TreeFailure::Tree(TreeError::Store(e)) => {
+                tracing::error!(kind = %e.kind(), error = %e, "tree call failed");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
+            }
+        }
+    }
+}
+
+/// HTTP 201 with an empty body: a permission entry created.
+pub(crate) fn created() -> Response {
+    StatusCode::CREATED.into_response()
+}
+
+/// HTTP 200 with an empty body: a permission entry replaced or deleted.
+pub(crate) fn done() -> Response {
+    StatusCode::OK.into_response()
 }

@@ -104,12 +104,83 @@ impl SdkBody {
         }
     }
 
+    /// A list of identities (`Members`, `Owners` of the group calls): each
+    /// a string (read as a prefixed name or universal) or an object with any
+    /// of an identity entry's fields, as given. Missing: an empty list.
+    pub(crate) fn identity_list(&self, names: &[&str]) -> Result<Vec<strongroom_proto::vedsdk::IdentityName>, FieldError> {
+        use strongroom_proto::vedsdk::IdentityName;
+        let wrong = || FieldError(format!("{} must be a list of identities: objects with PrefixedName or PrefixedUniversal.", names[0]));
+        let Some(v) = self.get(names) else { return Ok(Vec::new()) };
+        let Value::Array(items) = v else { return Err(wrong()) };
+        items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(IdentityName { prefixed_name: Some(s.clone()), ..Default::default() }),
+                Value::Object(m) => {
+                    let inner = SdkBody(m.clone());
+                    let field = |f: &str| inner.string(&[f]).map_err(|_| wrong());
+                    Ok(IdentityName {
+                        prefixed_universal: field("PrefixedUniversal")?,
+                        prefixed_name: field("PrefixedName")?,
+                        universal: field("Universal")?,
+                        name: field("Name")?,
+                    })
+                }
+                _ => Err(wrong()),
+            })
+            .collect()
+    }
+
+    /// A list of strings (`Products`); missing: an empty list.
+    pub(crate) fn string_list(&self, names: &[&str]) -> Result<Vec<String>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
+        match self.get(names) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(wrong)).collect(),
+            Some(_) => Err(wrong()),
+        }
+    }
+
     /// A 32-bit integer field (`VaultType`).
     pub(crate) fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
         match self.int64(names) {
             Ok(Some(v)) => i32::try_from(v).map(Some).map_err(|_| FieldError(format!("{} must be a 32-bit integer.", names[0]))),
             Ok(None) => Ok(None),
             Err(_) => Err(FieldError(format!("{} must be a 32-bit integer.", names[0]))),
+        }
+    }
+
+    /// A yes/no field as the clients send it (`Recursive`): `true`/`false`,
+    /// `1`/`0`, or a string of either (`"true"`, `"1"`, any case).
+    pub(crate) fn flag(&self, names: &[&str]) -> Result<Option<bool>, FieldError> {
+        let wrong = || FieldError(format!("{} must be true or false (or 1 or 0).", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(0) => Ok(Some(false)),
+                Some(1) => Ok(Some(true)),
+                _ => Err(wrong()),
+            },
+            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" => Ok(Some(true)),
+                "false" | "0" | "no" | "" => Ok(Some(false)),
+                _ => Err(wrong()),
+            },
+            Some(_) => Err(wrong()),
+        }
+    }
+
+    /// A list of strings (`Classes`); one string is a list of one.
+    pub(crate) fn strings(&self, names: &[&str]) -> Result<Option<Vec<String>>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
+            Some(Value::Array(items)) => {
+                items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(wrong)).collect::<Result<_, _>>().map(Some)
+            }
+            Some(_) => Err(wrong()),
         }
     }
 }
@@ -120,6 +191,20 @@ mod tests {
 
     fn body(s: &str) -> SdkBody {
         SdkBody::parse(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn flags_come_in_three_spellings() {
+        for (s, want) in
+            [("true", true), ("1", true), ("\"true\"", true), ("\"1\"", true), ("false", false), ("0", false), ("\"False\"", false)]
+        {
+            assert_eq!(body(&format!("{{\"recursive\":{s}}}")).flag(&["Recursive"]), Ok(Some(want)), "{s}");
+        }
+        assert!(body("{\"Recursive\":2}").flag(&["Recursive"]).is_err());
+        assert!(body("{\"Recursive\":\"maybe\"}").flag(&["Recursive"]).is_err());
+        assert_eq!(body("{\"Recursive\":null}").flag(&["Recursive"]), Ok(None));
+        assert_eq!(body("{\"Classes\":[\"User\",\"Group\"]}").strings(&["Classes"]), Ok(Some(vec!["User".into(), "Group".into()])));
+        assert!(body("{\"Classes\":[1]}").strings(&["Classes"]).is_err());
     }
 
     #[test]

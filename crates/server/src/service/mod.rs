@@ -5,8 +5,10 @@
 
 pub mod approved;
 pub mod bearer;
+pub mod console;
 pub mod device;
 pub mod directory;
+pub mod groups;
 pub mod identity;
 pub mod jwks;
 pub mod keyring;
@@ -16,6 +18,7 @@ pub mod machine;
 pub mod oidc;
 pub mod revocation;
 pub mod token;
+pub mod tree;
 pub mod vault;
 
 use strongroom_core::event::{Event, EventKind};

@@ -131,6 +131,8 @@ async fn random_requests_never_get_a_5xx() {
         if status != StatusCode::REQUEST_TIMEOUT
             && !(status == StatusCode::OK && path == "/vedauth/device" && method == reqwest::Method::GET)
             && !(status == StatusCode::OK && path == "/vedauth/device/style.css")
+            && !(status == StatusCode::OK && path == "/admin/style.css")
+            && !(status == StatusCode::SEE_OTHER && path.starts_with("/admin"))
             && !(status == StatusCode::OK && path == "/metrics" && ctype.starts_with("application/openmetrics-text"))
         {
             assert!(

@@ -10,6 +10,7 @@ use strongroom_core::event::Event;
 use strongroom_core::identity::{Group, GroupId, User, UserId};
 use strongroom_core::integration::{AllowedUsers, Integration};
 use strongroom_core::time::UnixTime;
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::events::{append_event, deleted_event, ended_grant_event, with_grants_ended};
@@ -244,10 +245,10 @@ pub(crate) async fn approved_grants<C: Conn>(
 }
 
 /// See [`crate::AdminStore::create_folders`].
-pub(crate) async fn create_folders<C: Conn>(c: &C, lineage: &[FolderPath], event: &Event) -> StoreResult<bool> {
+pub(crate) async fn create_folders<C: Conn>(c: &C, lineage: &[(FolderPath, ObjectGuid)], event: &Event) -> StoreResult<bool> {
     let mut last_new = false;
-    for f in lineage {
-        last_new = c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, event.at)).await? == 1;
+    for (f, guid) in lineage {
+        last_new = c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, event.at, guid)).await? == 1;
     }
     if last_new {
         append_event(c, event).await?;

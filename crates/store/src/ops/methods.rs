@@ -195,7 +195,7 @@ macro_rules! admin_methods {
         fn list_grants(&self, include_ended: bool, now: UnixTime) -> StoreFuture<'_, Vec<GrantSummary>> {
             $read!(self, |c| admin::list_grants(c, include_ended, now))
         }
-        fn create_folders(&self, lineage: Vec<FolderPath>, event: Event) -> StoreFuture<'_, bool> {
+        fn create_folders(&self, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| admin::create_folders(c, &lineage, &event))
         }
         fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>> {

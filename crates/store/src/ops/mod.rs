@@ -13,9 +13,11 @@
 pub(crate) mod admin;
 pub(crate) mod auth;
 pub(crate) mod events;
+pub(crate) mod groups;
 pub(crate) mod machine;
 pub(crate) mod methods;
 pub(crate) mod transfer;
+pub(crate) mod tree;
 pub(crate) mod vault;
 
 use std::future::Future;

@@ -43,6 +43,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 7, name: "0007_grant_keyed_tokens", sql: include_str!("../../migrations/postgres/0007_grant_keyed_tokens.sql") },
     Migration { version: 8, name: "0008_machine_grants", sql: include_str!("../../migrations/postgres/0008_machine_grants.sql") },
     Migration { version: 9, name: "0009_people", sql: include_str!("../../migrations/postgres/0009_people.sql") },
+    Migration { version: 10, name: "0010_tree", sql: include_str!("../../migrations/postgres/0010_tree.sql") },
+    Migration { version: 11, name: "0011_group_owners", sql: include_str!("../../migrations/postgres/0011_group_owners.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

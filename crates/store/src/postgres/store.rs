@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -16,11 +17,12 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{PgStore, classify};
 use crate::codec::{self, Cols, rights, stored_folder};
-use crate::ops::{admin, auth, events, machine, query_one, transfer as copier, vault};
+use crate::ops::{admin, auth, events, groups, machine, query_one, transfer as copier, vault};
 use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
 use crate::transfer::{Counters, Row, Table, Transfer};
@@ -29,6 +31,7 @@ use crate::{
     IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreError,
     StoreFuture, StoreObserver, StoreResult, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
+use crate::{GroupStore, MemberChange, Team};
 
 /// `$1` the access token's grant slot (from its locator), `$2` entry id (or
 /// NULL) → [`sql::located_cols`], then the user's rights (folder keys,
@@ -139,6 +142,14 @@ impl VaultStore for PgStore {
 
 impl AdminStore for PgStore {
     crate::ops::methods::admin_methods!(on_client, in_tx, on_client, in_plain_tx);
+}
+
+impl GroupStore for PgStore {
+    crate::ops::groups::group_methods!(on_client, in_tx, on_client, in_plain_tx);
+}
+
+impl crate::TreeStore for PgStore {
+    crate::ops::tree::tree_methods!(on_client, in_tx);
 }
 
 impl EventStore for PgStore {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -15,16 +16,18 @@ use strongroom_core::machine::{JwtIssuer, Mapping};
 use strongroom_core::throttle::{Admission, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
+use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::{Lite, READERS, SqliteStore};
-use crate::ops::{Conn, admin, at_once, auth, events, machine, transfer as copier, vault};
+use crate::ops::{Conn, admin, at_once, auth, events, groups, machine, transfer as copier, vault};
 use crate::transfer::{Counters, Row, Table, Transfer};
 use crate::{
     AddOwner, AdminStore, AuthStore, Checked, DataKeyRecord, Deletion, EventFilter, EventStore, FolderDeletion, GrantSummary,
     IssuerRemoval, LoginContext, MachineGrant, MachineIssue, OwnerRemoval, PairChange, PoolStatus, PutAssociation, SealedItem, StoreFuture,
     StoreObserver, StoredAssociation, VaultContext, VaultEntry, VaultFilter, VaultStore, Writer,
 };
+use crate::{GroupStore, MemberChange, Team};
 
 /// A job on the writer thread: `$body` over the connection `$c`.
 macro_rules! on_writer {
@@ -67,6 +70,14 @@ impl VaultStore for SqliteStore {
 
 impl AdminStore for SqliteStore {
     crate::ops::methods::admin_methods!(on_reader, on_writer, on_writer, on_writer);
+}
+
+impl GroupStore for SqliteStore {
+    crate::ops::groups::group_methods!(on_reader, on_writer, on_writer, on_writer);
+}
+
+impl crate::TreeStore for SqliteStore {
+    crate::ops::tree::tree_methods!(on_reader, on_writer);
 }
 
 impl EventStore for SqliteStore {

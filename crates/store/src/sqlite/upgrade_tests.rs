@@ -1,4 +1,4 @@
-//! Migrations on databases that already hold data: 0004 (named keys) and 0007 (tokens that name their grant).
+//! Migrations on databases that already hold data: 0004 (named keys), 0007 (tokens that name their grant) and 0010 (folder GUIDs).
 
 use rusqlite::Connection;
 
@@ -98,4 +98,35 @@ async fn a_grant_of_migration_6_keeps_working_after_the_upgrade() {
     assert_eq!(next.grant.slot, Some(t.at.slot));
     assert!(next.grant.older_access.len() < OLDER_ACCESS_KEPT, "the access token of before stays in its row, not the ring");
     assert!(store.access_context(a).await.unwrap().is_some_and(|c| c.check(later).is_ok()), "the old access token works until it expires");
+}
+
+/// Folders of before 0010 (the `\VED` tree as objects) get a GUID each: the
+/// roots their fixed ones, every other folder a distinct random version 4
+/// UUID; their keys, rights and owners stay as they were.
+#[test]
+fn folders_from_before_the_tree_get_guids() {
+    let c = Connection::open_in_memory().unwrap();
+    c.execute_batch("PRAGMA foreign_keys=ON; CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        .unwrap();
+    for m in MIGRATIONS.iter().filter(|m| m.version <= 9) {
+        c.execute_batch(m.sql).unwrap();
+        c.execute("INSERT INTO schema_migrations VALUES (?1, ?2, 0)", rusqlite::params![m.version, m.name]).unwrap();
+    }
+    for p in ["\\VED", "\\VED\\Policy", "\\VED\\Policy\\A", "\\VED\\Policy\\B", "\\VED\\Other"] {
+        c.execute("INSERT INTO folders (path_key, path, created_at) VALUES (lower(?1), ?1, 0)", [p]).unwrap();
+    }
+    migrate(&c).unwrap();
+    let mut s = c.prepare("SELECT path_key, guid FROM folders ORDER BY path_key").unwrap();
+    let rows: Vec<(String, String)> = s.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    assert_eq!(rows[0], ("\\ved".to_owned(), strongroom_core::tree::VED_GUID.to_owned()));
+    assert_eq!(rows[2], ("\\ved\\policy".to_owned(), strongroom_core::tree::POLICY_GUID.to_owned()));
+    let random: Vec<&String> = rows.iter().map(|(_, g)| g).filter(|g| !g.starts_with("00000000-")).collect();
+    assert_eq!(random.len(), 3);
+    for g in &random {
+        let parts: Vec<usize> = g.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{g}");
+        assert!(g.chars().all(|ch| ch == '-' || ch.is_ascii_digit() || ('a'..='f').contains(&ch)), "{g}");
+        assert_eq!((&g[14..15], "89ab".contains(&g[19..20])), ("4", true), "version 4, RFC 4122 variant: {g}");
+    }
+    assert!(random[0] != random[1] && random[1] != random[2] && random[0] != random[2]);
 }

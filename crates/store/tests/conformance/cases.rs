@@ -572,7 +572,7 @@ pub(crate) async fn events_follow_rights(store: Arc<dyn Store>) {
     let rng = rng();
     let reader = user(&*store, &rng, "reader").await;
     for f in ["\\VED\\Policy\\Mine\\App", "\\VED\\Policy\\Theirs"] {
-        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+        store.create_folders(crate::cases::lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
     }
     store.set_rights(folder("\\VED\\Policy\\Mine"), reader.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
     let mine = store.allocate_vault_id().await.unwrap();
@@ -665,6 +665,15 @@ pub(crate) async fn first_data_key(store: &dyn Store) {
     store.insert_data_key(key, ev(EventKind::VaultKeyCreated)).await.unwrap();
 }
 
+/// `f`'s lineage with a GUID for each folder (one random source for the
+/// whole run, so two calls never hand out the same GUID).
+pub(crate) fn lineage(
+    f: &strongroom_core::vault::FolderPath,
+) -> Vec<(strongroom_core::vault::FolderPath, strongroom_core::tree::ObjectGuid)> {
+    static RNG: std::sync::LazyLock<Rng> = std::sync::LazyLock::new(rng);
+    strongroom_core::tree::lineage_with_guids(f, &*RNG)
+}
+
 pub(crate) fn folder(p: &str) -> strongroom_core::vault::FolderPath {
     strongroom_core::vault::FolderPath::parse(p).unwrap()
 }
@@ -696,8 +705,8 @@ pub(crate) async fn vault_folders_and_rights(store: Arc<dyn Store>) {
     let rng = rng();
     let alice = user(&*store, &rng, "alice").await;
     let team = folder("\\VED\\Policy\\Team A");
-    assert!(store.create_folders(team.lineage(), ev(EventKind::FolderCreated)).await.unwrap());
-    assert!(!store.create_folders(team.lineage(), ev(EventKind::FolderCreated)).await.unwrap(), "exists");
+    assert!(store.create_folders(crate::cases::lineage(&team), ev(EventKind::FolderCreated)).await.unwrap());
+    assert!(!store.create_folders(crate::cases::lineage(&team), ev(EventKind::FolderCreated)).await.unwrap(), "exists");
     let names: Vec<String> = store.folders().await.unwrap().iter().map(|f| f.as_str().to_owned()).collect();
     assert_eq!(names, ["\\VED", "\\VED\\Policy", "\\VED\\Policy\\Team A"]);
     assert!(store.folder_exists("\\ved\\policy\\team a".into()).await.unwrap());
@@ -730,7 +739,7 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     assert_eq!(store.data_keys().await.unwrap().len(), 1);
     let (w, access) = writer(&*store, true).await;
     for f in ["\\VED\\Policy\\A", "\\VED\\Policy\\B", "\\VED\\Policy\\C"] {
-        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+        store.create_folders(crate::cases::lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
     }
     let a = store.allocate_vault_id().await.unwrap();
     let b = store.allocate_vault_id().await.unwrap();
@@ -976,7 +985,7 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
     let (admin, _) = writer(&*store, true).await;
     let (w, access) = writer(&*store, false).await;
     let team = folder("\\VED\\Policy\\Team");
-    store.create_folders(folder("\\VED\\Policy\\Team\\App").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Team\\App")), ev(EventKind::FolderCreated)).await.unwrap();
     store.set_rights(team.clone(), w.user_id.clone(), Rights::READ.union(Rights::WRITE), ev(EventKind::RightsChanged)).await.unwrap();
     let id = store.allocate_vault_id().await.unwrap();
     // Write inherited from the folder above the owner.
@@ -1021,7 +1030,7 @@ pub(crate) async fn vault_writes_recheck_rights(store: Arc<dyn Store>) {
         store.insert_grant(g.clone(), ev(EventKind::TokenIssued)).await.unwrap();
         (strongroom_store::Writer { grant_id: g.id, user_id: u.id }, ())
     };
-    store.create_folders(folder("\\VED\\Policy\\Tea").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Tea")), ev(EventKind::FolderCreated)).await.unwrap();
     store.set_rights(folder("\\VED\\Policy\\Tea"), w2.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
     assert_eq!(put("n", 6, w2).await, Checked::Denied);
 }
@@ -1056,7 +1065,7 @@ pub(crate) async fn readiness_and_pool(store: Arc<dyn Store>) {
     use strongroom_store::{Checked, PutAssociation};
     first_data_key(&*store).await;
     let (w, _) = writer(&*store, true).await;
-    store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\A")), ev(EventKind::FolderCreated)).await.unwrap();
     let id = store.allocate_vault_id().await.unwrap();
     store.insert_entry(entry(id, &["\\VED\\Policy\\A"]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
     let before = batches.0.lock().unwrap().len();
@@ -1077,7 +1086,7 @@ pub(crate) async fn racing_writes_on_one_row_all_answer(store: Arc<dyn Store>) {
     let rng = Arc::new(rng());
     first_data_key(&*store).await;
     let (w, _) = writer(&*store, true).await;
-    store.create_folders(folder("\\VED\\Policy\\A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\A")), ev(EventKind::FolderCreated)).await.unwrap();
     let alice = user(&*store, &rng, "alice").await;
     for trial in 0..20_i64 {
         let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
@@ -1128,7 +1137,7 @@ pub(crate) async fn simultaneous_associations_each_get_their_answer(store: Arc<d
     let (admin, _) = writer(&*store, true).await;
     let (other, _) = writer(&*store, false).await;
     for f in ["\\VED\\Policy\\A", "\\VED\\Policy\\B"] {
-        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+        store.create_folders(crate::cases::lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
     }
     // `other` may write in A only.
     store.set_rights(folder("\\VED\\Policy\\A"), other.user_id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();

@@ -52,7 +52,7 @@ pub(crate) async fn deleting_a_user_ends_their_grants_and_takes_their_rights(sto
     let approved = DeviceState::Approved { user_id: alice.id.clone() };
     assert!(store.decide_device(code.code_hash, 0, approved, ev(EventKind::DeviceApproved)).await.unwrap());
     let team = folder("\\VED\\Policy\\Team A");
-    store.create_folders(team.lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&team), ev(EventKind::FolderCreated)).await.unwrap();
     store.set_rights(team.clone(), alice.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
     store.set_rights(team, bob.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
     let revoked_before = events_of(&*store, "grant.revoked").await.len();
@@ -149,7 +149,7 @@ pub(crate) async fn a_folder_is_deleted_when_empty_or_with_everything_below_it(s
     let (w, _) = writer(&*store, true).await;
     let alice = user(&*store, &rng, "alice").await;
     for f in ["\\VED\\Policy\\Team A\\App", "\\VED\\Policy\\Team B", "\\VED\\Policy\\Team A2", "\\VED\\Policy\\Empty"] {
-        store.create_folders(folder(f).lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+        store.create_folders(crate::cases::lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
     }
     let mut ids = Vec::new();
     for owners in [
@@ -200,7 +200,7 @@ pub(crate) async fn a_folder_is_deleted_when_empty_or_with_everything_below_it(s
     let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(f, _, _, _)| f.as_str().to_owned()).collect();
     assert_eq!(rights, ["\\VED\\Policy\\Team A2"]);
     // The new folder of the same name starts empty and without rights.
-    store.create_folders(folder("\\VED\\Policy\\Team A").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Team A")), ev(EventKind::FolderCreated)).await.unwrap();
     assert!(
         store
             .vault_ids(strongroom_store::VaultFilter { owner_key: Some("\\ved\\policy\\team a".into()), ..Default::default() })

@@ -46,7 +46,7 @@ pub(crate) async fn groups_and_their_members(store: Arc<dyn Store>) {
     let after = store.events(EventFilter { after_seq: Some(before), limit: 100, ..Default::default() }).await.unwrap();
     assert_eq!(kinds(&after), [EventKind::GroupMemberAdded, EventKind::GroupMemberAdded, EventKind::GroupMemberRemoved]);
     // Deleting the group takes its members, rights and places on integrations.
-    store.create_folders(folder("\\VED\\Policy\\Ops").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Ops")), ev(EventKind::FolderCreated)).await.unwrap();
     store.set_group_rights(folder("\\VED\\Policy\\Ops"), ops.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
     let mut app = integration("app");
     app.allowed_users = AllowedUsers::Only(vec![]);
@@ -66,7 +66,7 @@ pub(crate) async fn group_rights_add_up_and_stop_with_the_membership(store: Arc<
     first_data_key(&*store).await;
     let (w, access) = writer(&*store, false).await;
     let team = folder("\\VED\\Policy\\Team");
-    store.create_folders(folder("\\VED\\Policy\\Team\\App").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Team\\App")), ev(EventKind::FolderCreated)).await.unwrap();
     let devs = group(&*store, "devs").await;
     store.set_rights(team.clone(), w.user_id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
     store.set_group_rights(team.clone(), devs.id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
@@ -134,7 +134,7 @@ pub(crate) async fn a_group_on_an_integration_admits_its_members_while_they_are_
 pub(crate) async fn a_removal_from_a_group_wins_against_racing_writes(store: Arc<dyn Store>) {
     first_data_key(&*store).await;
     let (w, _) = writer(&*store, false).await;
-    store.create_folders(folder("\\VED\\Policy\\Team").lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder("\\VED\\Policy\\Team")), ev(EventKind::FolderCreated)).await.unwrap();
     let devs = group(&*store, "devs").await;
     store.set_group_rights(folder("\\VED\\Policy\\Team"), devs.id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
     store.add_member(devs.id.clone(), w.user_id.clone(), ev(EventKind::GroupMemberAdded)).await.unwrap();

@@ -111,7 +111,7 @@ pub(crate) async fn rows_made_by_the_codec_read_back_through_the_store(store: Ar
     assert_eq!((ctx.device, ctx.grant), (device, None));
 
     let folder = FolderPath::parse("\\VED\\Policy\\Codec").unwrap();
-    store.create_folders(folder.lineage(), ev(EventKind::FolderCreated)).await.unwrap();
+    store.create_folders(crate::cases::lineage(&folder), ev(EventKind::FolderCreated)).await.unwrap();
     let key = DataKeyRecord { id: 1, key_name: "Software:Default".into(), wrapped: vec![1; 48], created_at: T0 };
     store.insert_data_key(key, ev(EventKind::VaultKeyCreated)).await.unwrap();
     let id = VaultId(7_000);

@@ -12,26 +12,31 @@
 //! JWT issuers, mappings, machine identities and the JWT replay record,
 //! attacked concurrently (on PostgreSQL through two stores, as two replicas).
 //! create nothing; `groups`: groups in the rights model and on
-//! integrations, and a removal racing writes; `tokens`: grants of before locators, token storage
+//! integrations, and a removal racing writes; `group_admin`: groups made
+//! with members, owners and teams, membership batches, renames, racing changes; `tokens`: grants of before locators, token storage
 //! that does not grow with refreshes, and the event archive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
 mod deletion;
+mod group_admin;
 mod groups;
 mod kinds;
 mod machines;
 mod opening;
 mod tokens;
+mod tree;
 
 /// Every case that needs a store alone.
 mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
+    pub(crate) use super::group_admin::*;
     pub(crate) use super::groups::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
+    pub(crate) use super::tree::*;
 }
 
 use std::sync::Arc;
@@ -74,6 +79,9 @@ macro_rules! conformance {
 }
 
 conformance!(
+    folders_are_objects_with_guids,
+    explicit_entries_change_only_as_asked,
+    racing_entry_changes_each_happen_once,
     users,
     integrations,
     device_flow,
@@ -113,6 +121,8 @@ conformance!(
     an_oidc_state_is_taken_once_under_concurrency,
     a_directory_sync_records_when_the_person_signed_in,
     a_grants_last_address_follows_its_token_issues,
+    groups_made_with_members_owners_and_teams,
+    racing_membership_changes_end_as_the_log_says,
 );
 
 /// The same, for cases that need the store's copier too.

@@ -1,0 +1,334 @@
+//! `/vedsdk/Config/*`: the `\VED` tree's folders and local identities as
+//! objects (admin-api.md §2a). Every answer the product gives a `Result`
+//! for is HTTP 200 with that `Result` (VenafiPS branches on it after a
+//! successful call); 401 and 403 are the token's and the scope's.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
+use axum::response::Response;
+
+use strongroom_core::grant::AccessContext;
+use strongroom_core::tree::{IDENTITY_DN, result};
+use strongroom_proto::config::{
+    ConfigObject, ConfigRequest, ConfigResult, DnToGuidResponse, GuidToDnResponse, ObjectResponse, ObjectsResponse,
+};
+
+use super::extract::bearer_token;
+use super::openapi::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::respond::{SdkFailure, TreeFailure, ok};
+use super::sdk_body::{FieldError, SdkBody};
+use crate::service::Origin;
+use crate::service::bearer;
+use crate::service::tree::{self, Listing, Node, TreeError};
+use crate::state::AppState;
+
+/// Authenticates (a bad token is 401 whatever the body), checks `scope`
+/// (`None`: any scope), reads the body.
+async fn begin(app: &AppState, req: Request, scope: Option<&'static str>) -> Result<(AccessContext, SdkBody), TreeFailure> {
+    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
+    if let Some(s) = scope {
+        bearer::require(&ctx, s)?;
+    }
+    let bytes = match Bytes::from_request(req, &()).await {
+        Ok(b) => b,
+        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge.into()),
+        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into()).into()),
+    };
+    Ok((ctx, SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?))
+}
+
+fn bad(e: FieldError) -> TreeFailure {
+    SdkFailure::BadJson(e.0).into()
+}
+
+fn wire(n: &Node) -> ConfigObject {
+    ConfigObject {
+        absolute_guid: n.guid.braced(),
+        dn: n.dn.clone(),
+        guid: n.guid.braced(),
+        id: n.guid.id(),
+        name: n.name().to_owned(),
+        parent: n.parent(),
+        revision: n.revision,
+        type_name: n.class.to_owned(),
+    }
+}
+
+fn object(n: &Node) -> Response {
+    ok(&ObjectResponse { object: Some(wire(n)), result: result::SUCCESS, error: None })
+}
+
+fn dn_of(body: &SdkBody) -> Result<Option<String>, TreeFailure> {
+    body.string(&["ObjectDN"]).map_err(bad)
+}
+
+fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
+    dn_of(body)?.ok_or_else(|| TreeFailure::Tree(TreeError::Result(result::OBJECT_DOES_NOT_EXIST, "ObjectDN is required.".into())))
+}
+
+/// `POST Config/Create`: scope `configuration:manage`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/Create",
+    tag = "vedsdk",
+    description = "Creates an object. `Class` `Policy`: a folder whose parent exists, for a caller with Create on the \
+        parent (or a Master Admin). `Class` `User` at `\\VED\\Identity\\<name>`: a local user without a usable password \
+        (set one with `admin users passwd`), Master Admin only; `Group` likewise a local group. HTTP 200 with `Result` 1 and \
+        `Object`, or `Result` 7 (insufficient privileges), 400 (the parent does not exist, or the caller cannot see it), 401 \
+        (it exists), 405 (an invalid name), 406 (an invalid class), 407 (not allowed under that parent), with `Error`. \
+        `NameAttributeList` is read and ignored. Scope `configuration:manage`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 and `Object`, or a failure's `Result` and `Error`.", body = ObjectResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
+    let dn = required_dn(&body)?;
+    let class = body.string(&["Class"]).map_err(bad)?.unwrap_or_default();
+    let node = tree::create(&app, &ctx, &origin, &dn, &class).await?;
+    Ok(object(&node))
+}
+
+/// `POST Config/Delete`: scope `configuration:delete`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/Delete",
+    tag = "vedsdk",
+    description = "Deletes an object. A folder needs Delete on it (or a Master Admin); one with folders below it or \
+        owning vault entries is `Result` 402 unless `Recursive` (`true`, `1` or `\"true\"`), which deletes the folders \
+        below it and every entry left without an owner. A user or group under `\\VED\\Identity` (Master Admin only) is \
+        deleted as `admin users delete` / `admin groups delete` do. `Result` 1, or 7, 400, 402 with `Error`. Scope \
+        `configuration:delete`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1, or a failure's `Result` and `Error`.", body = ConfigResult),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration:delete")).await?;
+    let dn = required_dn(&body)?;
+    let recursive = body.flag(&["Recursive"]).map_err(bad)?.unwrap_or(false);
+    tree::delete(&app, &ctx, &origin, &dn, recursive).await?;
+    Ok(ok(&ConfigResult { result: result::SUCCESS, error: None }))
+}
+
+/// `POST Config/IsValid`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/IsValid",
+    tag = "vedsdk",
+    description = "Whether the object `ObjectDN` or `ObjectGUID` (braces optional) names exists: `Result` 1 with \
+        `Object`, or `Result` 400 with `Error` (also for an object the caller may not see). Scope `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 and `Object`, or `Result` 400 and `Error`.", body = ObjectResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn is_valid(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+    let guid = body.string(&["ObjectGUID"]).map_err(bad)?;
+    let perms = tree::caller_rights(&app, &ctx).await?;
+    let node = tree::find(&app, &perms, dn_of(&body)?.as_deref(), guid.as_deref()).await?;
+    Ok(object(&node))
+}
+
+/// `POST Config/DnToGuid`: any scope.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/DnToGuid",
+    tag = "vedsdk",
+    description = "The GUID (with braces), class and revision of the object `ObjectDN`; `Result` 400 with `Error` when \
+        there is none (or the caller may not see it). Any valid token, whatever its scope.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 with `GUID`, or a failure's `Result` and `Error`.", body = DnToGuidResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn dn_to_guid(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, None).await?;
+    let dn = required_dn(&body)?;
+    let perms = tree::caller_rights(&app, &ctx).await?;
+    let n = tree::find(&app, &perms, Some(&dn), None).await?;
+    Ok(ok(&DnToGuidResponse {
+        guid: Some(n.guid.braced()),
+        class_name: Some(n.class.to_owned()),
+        revision: Some(n.revision),
+        hierarchical_guid: Some(n.guid.braced()),
+        result: result::SUCCESS,
+        error: None,
+    }))
+}
+
+/// `POST Config/GuidToDn`: any scope.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/GuidToDn",
+    tag = "vedsdk",
+    description = "The DN, class and revision of the object `ObjectGUID` (braces optional); `Result` 400 with `Error` \
+        when there is none (or the caller may not see it). Any valid token, whatever its scope.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 with `ObjectDN`, or a failure's `Result` and `Error`.", body = GuidToDnResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn guid_to_dn(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, None).await?;
+    let guid = body.string(&["ObjectGUID"]).map_err(bad)?.unwrap_or_default();
+    let perms = tree::caller_rights(&app, &ctx).await?;
+    let n = tree::find(&app, &perms, None, Some(&guid)).await?;
+    Ok(ok(&GuidToDnResponse {
+        object_dn: Some(n.dn.clone()),
+        class_name: Some(n.class.to_owned()),
+        revision: Some(n.revision),
+        hierarchical_guid: Some(n.guid.braced()),
+        result: result::SUCCESS,
+        error: None,
+    }))
+}
+
+/// Lists below `ObjectDN` (default `default_dn`) for Enumerate and FindObjectsOfClass.
+async fn list(
+    app: &AppState,
+    ctx: &AccessContext,
+    body: &SdkBody,
+    default_dn: &str,
+    classes: &[String],
+    recursive_default: bool,
+) -> Result<Response, TreeFailure> {
+    let dn = dn_of(body)?;
+    let recursive = body.flag(&["Recursive"]).map_err(bad)?.unwrap_or(recursive_default && dn.is_none());
+    let pattern = body.string(&["Pattern"]).map_err(bad)?.unwrap_or_default();
+    let perms = tree::caller_rights(app, ctx).await?;
+    let base = tree::find(app, &perms, Some(dn.as_deref().unwrap_or(default_dn)), None).await?;
+    let found = tree::children(app, &perms, &base, &Listing { recursive, pattern: &pattern, classes }).await?;
+    Ok(ok(&ObjectsResponse { objects: found.iter().map(wire).collect(), result: result::SUCCESS, error: None }))
+}
+
+/// `POST Config/Enumerate`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/Enumerate",
+    tag = "vedsdk",
+    description = "The objects below `ObjectDN` (default `\\VED\\Policy`) the caller may see: its children, or with \
+        `Recursive` everything below it; `Pattern` keeps those whose name matches (`*` any run, `?` one character, `\\` \
+        escapes). `\\VED\\Identity` lists local users and groups. `Result` 1 with `Objects`, or 400 with `Error`. Scope \
+        `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 with `Objects`, or a failure's `Result` and `Error`.", body = ObjectsResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn enumerate(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+    list(&app, &ctx, &body, strongroom_core::tree::POLICY_DN, &[], false).await
+}
+
+/// `POST Config/FindObjectsOfClass`: scope `configuration`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/FindObjectsOfClass",
+    tag = "vedsdk",
+    description = "The objects of `Class` or `Classes` (`Policy`, `User`, `Group`, `Top`) below `ObjectDN` the caller \
+        may see, `Recursive` and `Pattern` as Enumerate's. Without `ObjectDN`, the whole tree from `\\VED`. Scope \
+        `configuration`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1 with `Objects`, or a failure's `Result` and `Error`.", body = ObjectsResponse),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+    let mut classes = body.strings(&["Classes"]).map_err(bad)?.unwrap_or_default();
+    classes.extend(body.string(&["Class"]).map_err(bad)?);
+    if classes.is_empty() {
+        return Err(TreeError::Result(result::OBJECT_INVALID_CLASS, "Class or Classes is required.".into()).into());
+    }
+    let base = if dn_of(&body)?.is_none() && classes.iter().all(|c| ["User", "Group"].iter().any(|k| k.eq_ignore_ascii_case(c))) {
+        IDENTITY_DN
+    } else {
+        strongroom_core::tree::VED_DN
+    };
+    list(&app, &ctx, &body, base, &classes, true).await
+}
+
+/// `POST Config/RenameObject`: scope `configuration:manage`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/RenameObject",
+    tag = "vedsdk",
+    description = "Not supported: renaming or moving an object would change the keys its rights, folders below it and \
+        vault owners are stored under. Every valid call is answered `Result` 7 with `Error` saying so, after the object is \
+        looked up (400 when it does not exist). Scope `configuration:manage`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 400 or 7 with `Error`.", body = ConfigResult),
+        (status = 400, response = BadJson),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn rename_object(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+    let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
+    let dn = required_dn(&body)?;
+    let perms = tree::caller_rights(&app, &ctx).await?;
+    tree::find(&app, &perms, Some(&dn), None).await?;
+    Err(TreeError::Result(
+        result::INSUFFICIENT_PRIVILEGES,
+        "Renaming and moving objects is not supported by this server: create the new folder, move the entries' owners \
+         (SecretStore/OwnerAdd, OwnerDelete) and delete the old one."
+            .into(),
+    )
+    .into())
+}

@@ -1,0 +1,270 @@
+//! Folders and permissions: the folder tree; for a folder, each user's and
+//! group's explicit rights there, and the effective rights of a chosen user
+//! with where each comes from (the folder it was granted on, to them or to
+//! a group of theirs); grant and revoke.
+//!
+//! A Master Admin sees every folder and changes anything. Anyone else sees
+//! the folders they hold a right on (and those below them), and may change
+//! the permissions only where they hold ManagePermissions (once `Rights`
+//! has it: `service::console::manage_flag`); the post checks it again.
+
+use axum::extract::{Query, Request, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use strongroom_core::vault::{FolderPath, Rights};
+
+use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
+use crate::service::Origin;
+use crate::service::console::{ConsoleError, right_flags};
+use crate::state::AppState;
+
+const TITLE: &str = "Folders and permissions";
+
+#[derive(Deserialize, utoipa::IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FoldersQuery {
+    /// The folder to show, `\VED\Policy\…`.
+    folder: Option<String>,
+    /// A user whose effective rights on the folder to show.
+    user: Option<String>,
+}
+
+fn link(folder: &FolderPath) -> String {
+    format!("/admin/folders?{}", serde_urlencoded::to_string([("folder", folder.as_str())]).unwrap_or_default())
+}
+
+fn parent_key(f: &FolderPath) -> Option<String> {
+    let l = f.lineage();
+    (l.len() >= 2).then(|| l[l.len() - 2].key().to_owned())
+}
+
+/// The tree of `folders` below `parent` (`None`: those whose parent is not shown).
+fn tree(folders: &[FolderPath], parent: Option<&str>, selected: Option<&FolderPath>) -> Markup {
+    let children: Vec<&FolderPath> = folders
+        .iter()
+        .filter(|f| match (parent, parent_key(f)) {
+            (Some(p), Some(k)) => k == p,
+            (None, k) => k.is_none_or(|k| !folders.iter().any(|o| o.key() == k)),
+            (Some(_), None) => false,
+        })
+        .collect();
+    html! {
+        @if !children.is_empty() {
+            ul.tree {
+                @for f in children {
+                    li {
+                        a href=(link(f)) aria-current=[(selected == Some(f)).then_some("page")] {
+                            (f.lineage().last().map_or(f.as_str(), |l| l.as_str().rsplit('\\').next().unwrap_or(l.as_str())))
+                        }
+                        (tree(folders, Some(f.key()), selected))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rights_boxes(prefix: &str, held: Rights) -> Markup {
+    html! {
+        @for (name, r) in right_flags() {
+            span { input type="checkbox" id=(format!("{prefix}_{name}")) name="rights" value=(name) checked[held.contains(r) && r != Rights::NONE];
+                label.inline for=(format!("{prefix}_{name}")) { (name) } " " }
+        }
+    }
+}
+
+async fn body(ctx: &Ctx, q: &FoldersQuery) -> Result<Markup, ConsoleError> {
+    let admin = ctx.admin();
+    let s = &ctx.standing;
+    let visible: Vec<FolderPath> = admin.folders().await?.into_iter().filter(|f| s.may_see(f)).collect();
+    let selected = match q.folder.as_deref().filter(|f| !f.trim().is_empty()) {
+        None => None,
+        Some(p) => {
+            let f = FolderPath::parse(p).map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+            match visible.iter().find(|v| v.key() == f.key()) {
+                Some(v) => Some(v.clone()),
+                None if s.master_admin() => return Err(ConsoleError::NotFound(format!("folder {f}"))),
+                None => return Err(ConsoleError::Forbidden),
+            }
+        }
+    };
+    let explicit: Vec<(String, Rights, bool)> = match &selected {
+        Some(f) => admin.all_rights().await?.into_iter().filter(|(p, ..)| p.key() == f.key()).map(|(_, n, r, g)| (n, r, g)).collect(),
+        None => Vec::new(),
+    };
+    let explained = match (&selected, q.user.as_deref().map(str::trim).filter(|u| !u.is_empty())) {
+        (Some(f), Some(u)) => match admin.explain_rights(f.as_str(), u).await {
+            Ok(x) => Some(Ok(x)),
+            Err(crate::admin::AdminError::Store(e)) => return Err(e.into()),
+            Err(e) => Some(Err(ConsoleError::from(e).to_string())),
+        },
+        _ => None,
+    };
+    let csrf = &ctx.csrf;
+    Ok(html! {
+        @if visible.is_empty() { p { "There are no folders you may see." } }
+        nav aria-label="Folder tree" { (tree(&visible, None, selected.as_ref())) }
+        @if let Some(f) = &selected {
+            @let manage = s.may_manage(f);
+            h2 #folder { "Folder " code { (f.as_str()) } }
+            @if !manage { p.muted { "You may see this folder's permissions; you may not change them." } }
+            table {
+                caption { "Rights granted on this folder" }
+                thead { tr { th scope="col" { "Granted to" } th scope="col" { "Kind" } th scope="col" { "Rights" }
+                    @if manage { th scope="col" { "Action" } } } }
+                tbody {
+                    @if explicit.is_empty() { tr { td colspan="4" { span.muted { "Nothing is granted here." } } } }
+                    @for (name, rights, group) in &explicit {
+                        tr {
+                            th scope="row" { (name) }
+                            td { @if *group { "group" } @else { "user" } }
+                            td { (rights) }
+                            @if manage {
+                                td {
+                                    form method="post" action="/admin/folders/rights" {
+                                        (csrf_field(csrf))
+                                        input type="hidden" name="folder" value=(f.as_str());
+                                        input type="hidden" name="kind" value=(if *group { "group" } else { "user" });
+                                        input type="hidden" name="name" value=(name);
+                                        button.danger type="submit" aria-label=(format!("Revoke every right of {name} here")) { "Revoke" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if manage {
+                h2 { "Grant rights here" }
+                form method="post" action="/admin/folders/rights" {
+                    (csrf_field(csrf))
+                    input type="hidden" name="folder" value=(f.as_str());
+                    div.field { label for="grant_kind" { "To a" }
+                        select id="grant_kind" name="kind" { option value="user" { "user" } option value="group" { "group" } } }
+                    div.field { label for="grant_name" { "Name" } input type="text" id="grant_name" name="name" required maxlength="300"; }
+                    fieldset { legend { "Rights (replacing what is granted to them here; none revokes)" } (rights_boxes("grant", Rights::NONE)) }
+                    button type="submit" id="grant_rights" { "Set rights" }
+                }
+            }
+            h2 #effective { "Effective rights of a user" }
+            form method="get" action="/admin/folders" {
+                input type="hidden" name="folder" value=(f.as_str());
+                label for="effective_user" { "User name" }
+                input type="text" id="effective_user" name="user" value=(q.user.as_deref().unwrap_or("")) maxlength="300";
+                " " button type="submit" id="show_effective" { "Show" }
+            }
+            @match &explained {
+                None => {}
+                Some(Err(e)) => { p.error role="alert" { (e) } }
+                Some(Ok(x)) => {
+                    table {
+                        caption { "What " (x.user) " may do on " code { (x.folder.as_str()) } }
+                        thead { tr { th scope="col" { "Right" } th scope="col" { "Held" } th scope="col" { "From where" } } }
+                        tbody {
+                            @for (name, r) in right_flags() {
+                                tr {
+                                    th scope="row" { (name) }
+                                    td { @if x.effective.contains(r) { "yes" } @else { "no" } }
+                                    td {
+                                        @if x.master_admin { "Master Admin (every right everywhere)" }
+                                        @for (on, group, _) in x.sources.iter().filter(|(_, _, g)| g.contains(r)) {
+                                            div {
+                                                "granted on " code { (on.as_str()) }
+                                                @if on == &x.folder { " (this folder)" } @else { " (inherited)" }
+                                                @match group { Some(g) => { " to group " strong { (g) } } None => { " to the user" } }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &FoldersQuery) -> Response {
+    match (body(ctx, q).await, outcome) {
+        (Ok(page), None) => ctx.page(Nav::Folders, TITLE, page),
+        (Ok(page), Some(o)) => ctx.after(o, Nav::Folders, TITLE, page),
+        (Err(e), _) => ctx.problem(e, Nav::Folders, TITLE, html! { p { a href="/admin/folders" { "Back to the folder tree" } } }),
+    }
+}
+
+/// The folder tree, and a folder's permissions.
+#[utoipa::path(
+    get,
+    path = "/admin/folders",
+    tag = "admin console",
+    operation_id = "console_folders",
+    params(FoldersQuery),
+    responses(PageAnswers)
+)]
+pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<FoldersQuery>) -> Response {
+    let ctx = match signed_in(&app, origin, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if !ctx.standing.has_any() {
+        return ctx.forbidden(Nav::Folders);
+    }
+    show(&ctx, None, &q).await
+}
+
+/// The form of `POST /admin/folders/rights` (a description).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ConsoleRightsForm {
+    /// The anti-forgery token (equal to the cookie's).
+    csrf: String,
+    /// `\VED\Policy\…`.
+    folder: String,
+    /// `user` or `group`.
+    kind: String,
+    /// The user's or group's name.
+    name: String,
+    /// One field per right held (`read`, `write`, …); none revokes every right there.
+    rights: Option<String>,
+}
+
+/// Set (grant, change, revoke) a user's or group's rights on a folder.
+#[utoipa::path(
+    post,
+    path = "/admin/folders/rights",
+    tag = "admin console",
+    operation_id = "console_folder_rights",
+    request_body(content = ConsoleRightsForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Set; the folder's page again.", body = String, content_type = "text/html"), PostRefusals),
+)]
+pub(crate) async fn set_rights(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (ctx, form) = match signed_in_post(&app, origin, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let folder = match FolderPath::parse(form.get("folder")) {
+        Ok(f) => f,
+        Err(e) => return show(&ctx, Some(Err(ConsoleError::Invalid(e.to_string()))), &FoldersQuery::default()).await,
+    };
+    // Checked on the server whatever the page showed: a Master Admin, or ManagePermissions there.
+    if !ctx.standing.may_manage(&folder) {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let q = FoldersQuery { folder: Some(folder.as_str().to_owned()), user: None };
+    let Some(rights) = Rights::parse(&form.all("rights").join(",")) else {
+        return show(&ctx, Some(Err(ConsoleError::Invalid("Unknown right.".into()))), &q).await;
+    };
+    let admin = ctx.admin();
+    let name = form.get("name");
+    let outcome = match form.get("kind") {
+        "group" => admin.set_group_rights(folder.as_str(), name, rights).await,
+        "user" => admin.set_rights(folder.as_str(), name, rights).await,
+        _ => Err(crate::admin::AdminError::Invalid("Choose a user or a group.".into())),
+    }
+    .map(|()| format!("Rights of {name} on {folder} set to {rights}."));
+    show(&ctx, Some(outcome.map_err(ConsoleError::from)), &q).await
+}

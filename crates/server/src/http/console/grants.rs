@@ -1,0 +1,133 @@
+//! Grants (Master Admins only): the live grants, filtered by user or
+//! integration; revoke one.
+
+use axum::extract::{Query, Request, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
+use crate::service::Origin;
+use crate::service::console::ConsoleError;
+use crate::state::AppState;
+
+const TITLE: &str = "Grants";
+
+#[derive(Deserialize, utoipa::IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct GrantsQuery {
+    /// Only this user's grants (their name, any case).
+    user: Option<String>,
+    /// Only this integration's grants (its client id, exactly).
+    integration: Option<String>,
+}
+
+async fn body(ctx: &Ctx, q: &GrantsQuery) -> Result<Markup, ConsoleError> {
+    let user = q.user.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    let integration = q.integration.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    let grants: Vec<_> = ctx
+        .admin()
+        .list_grants(false)
+        .await?
+        .into_iter()
+        .filter(|g| user.is_none_or(|u| g.user_name.eq_ignore_ascii_case(u)))
+        .filter(|g| integration.is_none_or(|i| g.grant.client_id == i))
+        .collect();
+    let csrf = &ctx.csrf;
+    Ok(html! {
+        form method="get" action="/admin/grants" {
+            label for="filter_user" { "User" }
+            input type="text" id="filter_user" name="user" value=(user.unwrap_or("")) maxlength="300";
+            " "
+            label for="filter_integration" { "Integration (client ID)" }
+            input type="text" id="filter_integration" name="integration" value=(integration.unwrap_or("")) maxlength="128";
+            " " button type="submit" id="filter" { "Filter" }
+        }
+        table {
+            caption.muted { (grants.len()) " live grants" }
+            thead { tr { th scope="col" { "Grant" } th scope="col" { "User" } th scope="col" { "Integration" } th scope="col" { "Scope" }
+                th scope="col" { "Approved" } th scope="col" { "Last issued" } th scope="col" { "Ends" } th scope="col" { "Action" } } }
+            tbody {
+                @for g in &grants {
+                    tr {
+                        td { code { (g.grant.id.as_str().get(..8).unwrap_or(g.grant.id.as_str())) } }
+                        td { (g.user_name) }
+                        td { code { (g.grant.client_id) } }
+                        td { code { (g.grant.scope) } }
+                        td { (g.grant.created_at.iso8601()) }
+                        td { (g.grant.access_issued_at.iso8601()) @if let Some(a) = &g.grant.last_addr { " to " (a) } }
+                        td { (g.grant.refresh_until.iso8601()) }
+                        td {
+                            form method="post" action="/admin/grants/revoke" {
+                                (csrf_field(csrf))
+                                input type="hidden" name="grant" value=(g.grant.id.as_str());
+                                button.danger type="submit" aria-label=(format!("Revoke the grant of {} to {}", g.user_name, g.grant.client_id)) { "Revoke" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &GrantsQuery) -> Response {
+    match (body(ctx, q).await, outcome) {
+        (Ok(page), None) => ctx.page(Nav::Grants, TITLE, page),
+        (Ok(page), Some(o)) => ctx.after(o, Nav::Grants, TITLE, page),
+        (Err(e), _) => ctx.problem(e, Nav::Grants, TITLE, html! {}),
+    }
+}
+
+/// The live grants.
+#[utoipa::path(
+    get,
+    path = "/admin/grants",
+    tag = "admin console",
+    operation_id = "console_grants",
+    params(GrantsQuery),
+    responses(PageAnswers)
+)]
+pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<GrantsQuery>) -> Response {
+    let ctx = match signed_in(&app, origin, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Grants);
+    }
+    show(&ctx, None, &q).await
+}
+
+/// The form of `POST /admin/grants/revoke` (a description).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ConsoleGrantForm {
+    /// The anti-forgery token (equal to the cookie's).
+    csrf: String,
+    /// The grant's id.
+    grant: String,
+}
+
+/// Revoke a grant: its tokens stop working at once.
+#[utoipa::path(
+    post,
+    path = "/admin/grants/revoke",
+    tag = "admin console",
+    operation_id = "console_grant_revoke",
+    request_body(content = ConsoleGrantForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Revoked; the list again.", body = String, content_type = "text/html"), PostRefusals),
+)]
+pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let (ctx, form) = match signed_in_post(&app, origin, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Grants);
+    }
+    let id = form.get("grant");
+    let outcome = ctx.admin().revoke_grant(id).await.map(|()| "Grant revoked: its tokens no longer work.".to_owned());
+    show(&ctx, Some(outcome.map_err(ConsoleError::from)), &GrantsQuery::default()).await
+}

@@ -1,0 +1,185 @@
+//! VenafiPS's `Teams/*` (admin-api.md §2c, §5 step 4): `POST Teams/`,
+//! `PUT Teams/AddTeamMembers`, `PUT Teams/RemoveTeamMembers`,
+//! `GET`/`DELETE Teams/local/{guid}`. A team is a local group with owners, a
+//! description and products (migration 0011); the membership calls are
+//! `Identity/AddGroupMembers`' (one implementation), and work on any local
+//! group. `GET` of a plain group answers 400 "Failed to read the team
+//! identity", as the product (VenafiPS's `Get-VdcTeam -All` skips those).
+
+use axum::extract::{Path, Request, State};
+use axum::response::Response;
+
+use strongroom_core::identity::IdentityEntry;
+use strongroom_proto::groups::{
+    AddGroupResponse, GroupForbidden, GroupMembersResponse, MessageOnly, NewTeamRequest, TeamMembersRequest, TeamResponse,
+};
+use strongroom_store::Team;
+
+use super::extract::bearer_token;
+use super::groups::{bad, begin, identity_field, wire};
+use super::openapi::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::respond::{SdkFailure, ok};
+use crate::service::Origin;
+use crate::service::bearer;
+use crate::service::groups;
+use crate::state::AppState;
+
+/// The longest team description kept.
+const MAX_DESCRIPTION: usize = 1024;
+
+/// `POST Teams/`: scope `configuration:manage`, Master Admin.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Teams",
+    tag = "vedsdk",
+    description = "Creates a team: a local group with its members, `Owners` (who may add and remove members), `Products` and \
+        `Description`, in one transaction with its events. Members and owners that name no user here are answered in \
+        `InvalidMembers` / `InvalidOwners`; `Assets` is accepted and not kept (grant rights with `Permissions/*`). \
+        Scope `configuration:manage`; Master Admin.",
+    security(("bearer" = [])),
+    request_body(content = NewTeamRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The new team.", body = AddGroupResponse),
+        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
+        (status = 401, response = Unauthorized),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+    let name = identity_field(&body, "Name")?;
+    let members = body.identity_list(&["Members"]).map_err(bad)?;
+    let owners = body.identity_list(&["Owners"]).map_err(bad)?;
+    let products = body.string_list(&["Products"]).map_err(bad)?;
+    body.string_list(&["Assets"]).map_err(bad)?;
+    let description = body.string(&["Description"]).map_err(bad)?.unwrap_or_default();
+    if description.len() > MAX_DESCRIPTION || products.iter().any(|p| p.len() > 64 || p.contains('\n')) || products.len() > 16 {
+        return Err(groups::GroupError::Invalid("Description is at most 1024 bytes; Products at most 16 names of 64 bytes.".into()).into());
+    }
+    let team = Team { description, products };
+    let (g, invalid_members, invalid_owners) = groups::add_group(&app, &ctx, &origin, &name, &members, &owners, Some(team)).await?;
+    let message = Some(format!("Team {} created.", g.name));
+    Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message }))
+}
+
+async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
+    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+    let team = identity_field(&body, "Team")?;
+    let members = body.identity_list(&["Members"]).map_err(bad)?;
+    let (now, invalid_members, changed) = groups::change_members(&app, &ctx, &origin, &team, &members, join).await?;
+    let message = format!("{changed} member(s) {}.", if join { "added" } else { "removed" });
+    Ok(ok(&GroupMembersResponse { members: now.iter().map(wire).collect(), invalid_members, message }))
+}
+
+/// `PUT Teams/AddTeamMembers`: as `Identity/AddGroupMembers`.
+#[utoipa::path(
+    put,
+    path = "/vedsdk/Teams/AddTeamMembers",
+    tag = "vedsdk",
+    description = "Adds users to a team (or any local group): `Identity/AddGroupMembers` with `Team` for `Group`. Members may \
+        carry `PrefixedName` and `PrefixedUniversal` both (VenafiPS sends both; `PrefixedUniversal` decides). Scope \
+        `configuration:manage`; Master Admin or an owner of the team.",
+    security(("bearer" = [])),
+    request_body(content = TeamMembersRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The team's members now.", body = GroupMembersResponse),
+        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
+        (status = 401, response = Unauthorized),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+    members_call(app, origin, req, true).await
+}
+
+/// `PUT Teams/RemoveTeamMembers`: as `Identity/RemoveGroupMembers`.
+#[utoipa::path(
+    put,
+    path = "/vedsdk/Teams/RemoveTeamMembers",
+    tag = "vedsdk",
+    description = "Removes users from a team (or any local group): `Identity/RemoveGroupMembers` with `Team` for `Group`. \
+        Scope `configuration:manage`; Master Admin or an owner of the team.",
+    security(("bearer" = [])),
+    request_body(content = TeamMembersRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The team's members now.", body = GroupMembersResponse),
+        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
+        (status = 401, response = Unauthorized),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
+        (status = 408, response = Timeout),
+        (status = 413, response = SdkTooLarge),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn remove_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+    members_call(app, origin, req, false).await
+}
+
+/// `GET Teams/local/{guid}`: scope `configuration`.
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Teams/local/{guid}",
+    tag = "vedsdk",
+    description = "A team: its identity, members, owners, products and description (`Assets` always empty). A plain group \
+        (made by `Identity/AddGroup` or `admin groups add`) answers 400 `Failed to read the team identity`, as the product. \
+        The GUID with braces, `%7B…%7D`, or none. Scope `configuration`.",
+    params(("guid" = String, Path, description = "`{guid}`")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The team.", body = TeamResponse),
+        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 408, response = Timeout),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn get_team(State(app): State<AppState>, Path(guid): Path<String>, req: Request) -> Result<Response, SdkFailure> {
+    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
+    bearer::require(&ctx, "configuration")?;
+    let t = groups::team(&app, &guid).await?;
+    Ok(ok(&TeamResponse {
+        id: wire(&IdentityEntry::group(&t.group)),
+        members: t.members.iter().map(wire).collect(),
+        owners: t.owners.iter().map(wire).collect(),
+        assets: Vec::new(),
+        products: t.team.products,
+        description: t.team.description,
+    }))
+}
+
+/// `DELETE Teams/local/{guid}`: scope `configuration:delete`, Master Admin.
+#[utoipa::path(
+    delete,
+    path = "/vedsdk/Teams/local/{guid}",
+    tag = "vedsdk",
+    description = "Deletes a team (or any local group), as `DELETE Identity/Group/local/{guid}`: its members remain. Scope \
+        `configuration:delete`; Master Admin.",
+    params(("guid" = String, Path, description = "`{guid}`")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Deleted.", body = MessageOnly),
+        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
+        (status = 401, response = Unauthorized),
+        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
+        (status = 408, response = Timeout),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn delete_team(
+    State(app): State<AppState>,
+    origin: Origin,
+    Path(guid): Path<String>,
+    req: Request,
+) -> Result<Response, SdkFailure> {
+    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
+    bearer::require(&ctx, "configuration:delete")?;
+    let g = groups::delete_group(&app, &ctx, &origin, &guid).await?;
+    Ok(ok(&MessageOnly { message: format!("Team {} deleted.", g.name) }))
+}

@@ -1,0 +1,495 @@
+//! The admin console (`/admin`) over HTTP, as a browser without JavaScript
+//! uses it: sign-in, each page, each action's effect and its event naming
+//! the signed-in person, forged posts refused, a person without rights
+//! seeing nothing and refused on every post, and the session's limits on
+//! the manual clock.
+
+use std::collections::BTreeMap;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+
+use strongroom_core::secret::Secret;
+use strongroom_core::vault::Rights;
+use strongroom_store::EventFilter;
+
+use crate::support::{PASSWORD, TestServer, hidden_field};
+
+/// One browser on the console: its cookies and anti-forgery token.
+pub struct Console<'a> {
+    s: &'a TestServer,
+    cookies: BTreeMap<String, String>,
+    pub csrf: String,
+}
+
+impl<'a> Console<'a> {
+    /// Opens `/admin` (the sign-in form, setting the anti-forgery cookie).
+    pub async fn open(s: &'a TestServer) -> Console<'a> {
+        let mut c = Console { s, cookies: BTreeMap::new(), csrf: String::new() };
+        let (st, html) = c.get("/admin").await;
+        assert_eq!(st, StatusCode::OK, "{html}");
+        assert!(html.contains("Sign in to the admin console"), "{html}");
+        c.csrf = hidden_field(&html, "csrf").unwrap();
+        c
+    }
+
+    /// Opens the console and signs in as `user`.
+    pub async fn signed_in(s: &'a TestServer, user: &str) -> Console<'a> {
+        let mut c = Console::open(s).await;
+        let (st, html) = c.sign_in(user, PASSWORD).await;
+        assert_eq!(st, StatusCode::SEE_OTHER, "{html}");
+        c
+    }
+
+    pub async fn sign_in(&mut self, user: &str, password: &str) -> (StatusCode, String) {
+        self.post("/admin", &[("username", user), ("password", password)]).await
+    }
+
+    fn absorb(&mut self, headers: &HeaderMap) {
+        for v in headers.get_all("set-cookie") {
+            let v = v.to_str().unwrap();
+            let (kv, attrs) = v.split_once(';').unwrap_or((v, ""));
+            let (k, val) = kv.split_once('=').unwrap();
+            if attrs.contains("Max-Age=0") {
+                self.cookies.remove(k);
+            } else {
+                self.cookies.insert(k.to_owned(), val.to_owned());
+            }
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+
+    pub async fn get(&mut self, path: &str) -> (StatusCode, String) {
+        let r = self.s.http.get(self.s.at(path)).header("cookie", self.cookie_header()).send().await.unwrap();
+        let st = r.status();
+        if st == StatusCode::OK {
+            assert_headers(r.headers());
+        }
+        self.absorb(r.headers());
+        (st, r.text().await.unwrap())
+    }
+
+    /// Posts `form` with the anti-forgery field, the cookies and `Origin`, as the page does.
+    pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+        let mut form = form.to_vec();
+        let csrf = self.csrf.clone();
+        form.push(("csrf", &csrf));
+        self.post_raw(path, &form, Some(&self.s.url.clone()), true).await
+    }
+
+    /// Posts exactly `form`, with `origin` and (or not) the cookies.
+    pub async fn post_raw(&mut self, path: &str, form: &[(&str, &str)], origin: Option<&str>, cookies: bool) -> (StatusCode, String) {
+        let mut req = self.s.http.post(self.s.at(path)).form(form);
+        if cookies {
+            req = req.header("cookie", self.cookie_header());
+        }
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        let r = req.send().await.unwrap();
+        let st = r.status();
+        assert_eq!(r.headers()["cache-control"], "no-store");
+        self.absorb(r.headers());
+        (st, r.text().await.unwrap())
+    }
+}
+
+fn assert_headers(h: &HeaderMap) {
+    assert!(h["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"), "{h:?}");
+    assert_eq!(h["cache-control"], "no-store");
+    assert_eq!(h["x-frame-options"], "DENY");
+}
+
+/// The rows of a page's (first) table.
+fn table(html: &str) -> &str {
+    html.split("<tbody>").nth(1).and_then(|t| t.split("</tbody>").next()).unwrap_or("")
+}
+
+async fn master(s: &TestServer, name: &str) -> strongroom_core::identity::User {
+    s.admin.create_user(name, &Secret::new(PASSWORD), true).await.unwrap()
+}
+
+/// Events of `kind`, newest last.
+async fn events(s: &TestServer, kind: &str) -> Vec<strongroom_core::event::Event> {
+    let f = EventFilter { kind: Some(kind.into()), limit: 10_000, ..Default::default() };
+    s.store.events(f).await.unwrap().into_iter().map(|e| e.event).collect()
+}
+
+async fn event_count(s: &TestServer) -> usize {
+    s.store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap().len()
+}
+
+#[tokio::test]
+async fn sign_in_then_every_page_and_action_with_its_event() {
+    let s = TestServer::start().await;
+    let root = master(&s, "root").await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+
+    // Sign-in: the guessing limits' wrong password first, then the session.
+    let mut c = Console::open(&s).await;
+    let (st, html) = c.sign_in("root", "wrong password!").await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert!(html.contains("wrong"), "{html}");
+    let r = s
+        .http
+        .post(s.at("/admin"))
+        .header("cookie", c.cookie_header())
+        .header("origin", &s.url)
+        .form(&[("username", "root"), ("password", PASSWORD), ("csrf", &c.csrf)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/admin");
+    let session_cookie =
+        r.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).find(|v| v.starts_with("sr_admin=")).unwrap();
+    assert!(
+        session_cookie.contains("HttpOnly") && session_cookie.contains("SameSite=Strict") && session_cookie.contains("Path=/admin"),
+        "{session_cookie}"
+    );
+    c.absorb(r.headers());
+
+    let (st, home) = c.get("/admin").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(home.contains("Signed in as <strong>root</strong>") && home.contains("Master Admin"), "{home}");
+    for (path, heading) in [
+        ("/admin/integrations", "Integrations"),
+        ("/admin/users", "Users and groups"),
+        ("/admin/folders", "Folders and permissions"),
+        ("/admin/grants", "Grants"),
+        ("/admin/log", "Event log"),
+    ] {
+        let (st, html) = c.get(path).await;
+        assert_eq!(st, StatusCode::OK, "{path}: {html}");
+        assert!(html.contains(&format!("<h1>{heading}</h1>")), "{path}: {html}");
+        assert!(html.contains("aria-current=\"page\""), "{path}");
+    }
+    let me = root.id.identity();
+
+    // Integrations: create, edit (scope, users, groups, disabled), delete.
+    s.admin.create_group("ops").await.unwrap();
+    let (st, html) = c
+        .post("/admin/integrations/create", &[("client_id", "ci"), ("name", "CI"), ("scope", "restricted:manage"), ("users", "alice")])
+        .await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("Integration ci created."), "{html}");
+    let i = s.store.integration("ci".into()).await.unwrap().unwrap();
+    assert_eq!(i.allowed_users, strongroom_core::integration::AllowedUsers::Only(vec![alice.id.clone()]));
+    assert_eq!(events(&s, "integration.created").await.last().unwrap().identity, me);
+    let (st, html) = c.get("/admin/integrations?edit=ci").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("Edit <code>ci</code>"), "{html}");
+    let (st, html) = c
+        .post(
+            "/admin/integrations/update",
+            &[("client_id", "ci"), ("name", "CI"), ("scope", "configuration"), ("users", ""), ("groups", "ops"), ("disabled", "1")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let i = s.store.integration("ci".into()).await.unwrap().unwrap();
+    assert_eq!((i.max_scope.to_string().as_str(), i.disabled, i.allowed_groups.len()), ("configuration", true, 1));
+    assert_eq!(events(&s, "integration.updated").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/integrations/update", &[("client_id", "ci"), ("scope", "no such scope!")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    let (st, _) = c.post("/admin/integrations/create", &[("client_id", "ci"), ("scope", "configuration")]).await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    let (st, html) = c.post("/admin/integrations/delete", &[("client_id", "ci")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(s.store.integration("ci".into()).await.unwrap().is_none());
+    assert_eq!(events(&s, "integration.deleted").await.last().unwrap().identity, me);
+    let (st, _) = c.post("/admin/integrations/delete", &[("client_id", "ci")]).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+
+    // Users and groups.
+    let (st, html) = c.post("/admin/users/create", &[("name", "bob"), ("password", PASSWORD)]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(events(&s, "user.created").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/users/disable", &[("name", "bob"), ("action", "disable")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(s.store.user_by_name("bob".into()).await.unwrap().unwrap().0.disabled);
+    assert_eq!(events(&s, "user.disabled").await.last().unwrap().identity, me);
+    c.post("/admin/users/disable", &[("name", "bob"), ("action", "enable")]).await;
+    assert!(!s.store.user_by_name("bob".into()).await.unwrap().unwrap().0.disabled);
+    let (st, _) = c.post("/admin/groups/create", &[("name", "devs")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(events(&s, "group.created").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/groups/members", &[("group", "devs"), ("user", "bob"), ("action", "add")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(s.admin.members("devs").await.unwrap().len(), 1);
+    assert_eq!(events(&s, "group.member_added").await.last().unwrap().identity, me);
+    let (_, html) = c.get("/admin/users").await;
+    assert!(html.contains("Remove bob from devs"), "{html}");
+
+    // Folders: explicit and effective rights, inherited from a folder above and a group.
+    s.admin.create_folder("\\VED\\Policy\\Team\\App").await.unwrap();
+    let (st, html) = c
+        .post(
+            "/admin/folders/rights",
+            &[("folder", "\\VED\\Policy\\Team"), ("kind", "group"), ("name", "devs"), ("rights", "read"), ("rights", "write")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let (st, _) = c
+        .post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team\\App"), ("kind", "user"), ("name", "bob"), ("rights", "view")])
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(events(&s, "folder.rights_changed").await.last().unwrap().identity, me);
+    let (eff, _) = s.admin.effective_rights("\\VED\\Policy\\Team\\App", "bob").await.unwrap();
+    assert_eq!(eff, Rights::READ.union(Rights::WRITE).union(Rights::VIEW));
+    let (st, html) = c.get("/admin/folders?folder=%5CVED%5CPolicy%5CTeam%5CApp&user=bob").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("<td>view</td>"), "explicit: {html}");
+    assert!(html.contains("(inherited) to group <strong>devs</strong>") && html.contains("(this folder) to the user"), "{html}");
+    // Revoke: no rights there any more.
+    c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team\\App"), ("kind", "user"), ("name", "bob")]).await;
+    let (eff, _) = s.admin.effective_rights("\\VED\\Policy\\Team\\App", "bob").await.unwrap();
+    assert_eq!(eff, Rights::READ.union(Rights::WRITE));
+    let (st, _) =
+        c.post("/admin/folders/rights", &[("folder", "\\VED\\Nope"), ("kind", "user"), ("name", "bob"), ("rights", "read")]).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, _) =
+        c.post("/admin/folders/rights", &[("folder", "\\VED\\Policy\\Team"), ("kind", "user"), ("name", "bob"), ("rights", "fly")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+
+    // Remove the member: they lose the group's rights.
+    c.post("/admin/groups/members", &[("group", "devs"), ("user", "bob"), ("action", "remove")]).await;
+    assert!(s.admin.members("devs").await.unwrap().is_empty());
+    assert_eq!(events(&s, "group.member_removed").await.last().unwrap().identity, me);
+
+    // Grants: the list, filtered, and a revocation that ends the token.
+    let t = s.tokens_for(&alice, "app", "restricted:manage").await;
+    let access = t["access_token"].as_str().unwrap();
+    let (_, html) = c.get("/admin/grants?user=ALICE").await;
+    assert!(html.contains("1 live grants"), "{html}");
+    let (_, html) = c.get("/admin/grants?integration=other").await;
+    assert!(html.contains("0 live grants"), "{html}");
+    let (_, html) = c.get("/admin/integrations").await;
+    assert!(html.contains("<td>1</td>"), "grant count: {html}");
+    let grant = s.admin.list_grants(false).await.unwrap()[0].grant.id.as_str().to_owned();
+    let (st, html) = c.post("/admin/grants/revoke", &[("grant", &grant)]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let (st, _) = s.get_bearer("/vedauth/authorize/verify", access).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert_eq!(events(&s, "grant.revoked").await.last().unwrap().identity, me);
+    let (st, _) = c.post("/admin/grants/revoke", &[("grant", &grant)]).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+
+    // The log: newest first, filters, pages.
+    let (_, html) = c.get("/admin/log").await;
+    let rows = table(&html);
+    let newest = rows.find("grant.revoked").unwrap();
+    assert!(newest < rows.find("user.created").unwrap(), "newest first");
+    let (_, html) = c.get("/admin/log?kind=group.created&identity=root").await;
+    assert!(table(&html).contains("group.created") && !table(&html).contains("user.created"), "{html}");
+    for n in 0..60 {
+        s.admin.create_group(&format!("g{n}")).await.unwrap();
+    }
+    let (_, html) = c.get("/admin/log").await;
+    assert!(html.contains("id=\"older\""), "a second page");
+    let (st, html) = c.get("/admin/log?page=1").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("Page 2"), "{html}");
+    let future = "2999-01-01T00:00";
+    let (_, html) = c.get(&format!("/admin/log?from={future}")).await;
+    assert!(html.contains("No events."), "{html}");
+    let (st, _) = c.get("/admin/log?from=yesterday").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    let (st, _) = c.get("/admin/log?kind=no.such").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+
+    // Sign out: the session is gone.
+    let (st, _) = c.post("/admin/signout", &[]).await;
+    assert_eq!(st, StatusCode::SEE_OTHER);
+    let (st, html) = c.get("/admin").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("Sign in to the admin console"));
+    let (st, _) = c.get("/admin/users").await;
+    assert_eq!(st, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn forged_posts_are_refused_and_change_nothing() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    let mut c = Console::signed_in(&s, "root").await;
+    let before = event_count(&s).await;
+    let csrf = c.csrf.clone();
+    let url = s.url.clone();
+    let form = |csrf: &'static str| vec![("name", "mallory"), ("password", PASSWORD), ("master_admin", "1"), ("csrf", csrf)];
+    let leaked: &'static str = Box::leak(csrf.clone().into_boxed_str());
+    for (what, fields, origin, cookies) in [
+        ("no token", vec![("name", "mallory"), ("password", PASSWORD), ("master_admin", "1")], Some(url.as_str()), true),
+        ("a wrong token", form("x"), Some(url.as_str()), true),
+        ("another site's Origin", form(leaked), Some("http://evil.example"), true),
+        ("no cookies", form(leaked), Some(url.as_str()), false),
+    ] {
+        let (st, html) = c.post_raw("/admin/users/create", &fields, origin, cookies).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{what}: {html}");
+        assert!(html.contains("Nothing was changed"), "{what}: {html}");
+    }
+    // Another session's token with this session's cookie.
+    let mut other = Console::open(&s).await;
+    let (st, _) = other.post_raw("/admin/grants/revoke", &[("grant", "x"), ("csrf", &csrf)], Some(&url), true).await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    assert!(s.store.user_by_name("mallory".into()).await.unwrap().is_none());
+    assert_eq!(event_count(&s).await, before, "nothing written");
+    // The same post from the page itself works.
+    let (st, _) = c.post("/admin/users/create", &[("name", "mallory"), ("password", PASSWORD)]).await;
+    assert_eq!(st, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn without_rights_nothing_is_shown_and_every_post_is_refused() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    s.user("nobody").await;
+    s.vault_user("viewer", "\\VED\\Policy\\A", "read").await;
+    s.admin.create_folder("\\VED\\Policy\\B").await.unwrap();
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let posts: [(&str, &[(&str, &str)]); 9] = [
+        ("/admin/integrations/create", &[("client_id", "x"), ("scope", "configuration")]),
+        ("/admin/integrations/update", &[("client_id", "app"), ("scope", "configuration")]),
+        ("/admin/integrations/delete", &[("client_id", "app")]),
+        ("/admin/users/create", &[("name", "x"), ("password", PASSWORD), ("master_admin", "1")]),
+        ("/admin/users/disable", &[("name", "root"), ("action", "disable")]),
+        ("/admin/groups/create", &[("name", "x")]),
+        ("/admin/groups/members", &[("group", "x"), ("user", "nobody"), ("action", "add")]),
+        ("/admin/folders/rights", &[("folder", "\\VED\\Policy\\A"), ("kind", "user"), ("name", "viewer"), ("rights", "write")]),
+        ("/admin/grants/revoke", &[("grant", "x")]),
+    ];
+
+    // No right at all: an overview that says so, 403 everywhere else.
+    let mut c = Console::signed_in(&s, "nobody").await;
+    let (st, html) = c.get("/admin").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("nothing here for you"), "{html}");
+    assert!(!html.contains("/admin/integrations") && !html.contains("/admin/log"), "no links: {html}");
+    for p in ["/admin/integrations", "/admin/users", "/admin/folders", "/admin/grants", "/admin/log"] {
+        let (st, html) = c.get(p).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{p}");
+        assert!(html.contains("There is nothing here for you"), "{p}: {html}");
+    }
+    let before = event_count(&s).await;
+    for (p, form) in posts {
+        let (st, _) = c.post(p, form).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{p}");
+    }
+
+    // Read on one folder: that folder (read-only), the events they may see, nothing else.
+    let mut v = Console::signed_in(&s, "viewer").await;
+    let (_, html) = v.get("/admin").await;
+    assert!(html.contains("/admin/folders") && !html.contains("/admin/integrations"), "{html}");
+    let (st, html) = v.get("/admin/folders").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains(">A</a>") && !html.contains(">B</a>"), "{html}");
+    let (st, html) = v.get("/admin/folders?folder=%5CVED%5CPolicy%5CA").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("you may not change them") && !html.contains("grant_rights"), "{html}");
+    let (st, _) = v.get("/admin/folders?folder=%5CVED%5CPolicy%5CB").await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let (st, html) = v.get("/admin/log").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(!table(&html).contains("integration.created") && !table(&html).contains("user.created"), "only what they may see: {html}");
+    for (p, form) in posts {
+        let (st, _) = v.post(p, form).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{p}");
+    }
+    for p in ["/admin/integrations", "/admin/users", "/admin/grants"] {
+        assert_eq!(v.get(p).await.0, StatusCode::FORBIDDEN, "{p}");
+    }
+    assert_eq!(event_count(&s).await, before, "nothing written");
+    assert!(!s.admin.effective_rights("\\VED\\Policy\\A", "viewer").await.unwrap().0.contains(Rights::WRITE));
+
+    // A right taken away, or the account disabled, applies at the next request.
+    s.admin.set_rights("\\VED\\Policy\\A", "viewer", Rights::NONE).await.unwrap();
+    assert_eq!(v.get("/admin/folders").await.0, StatusCode::FORBIDDEN);
+    s.admin.set_user_disabled("viewer", true).await.unwrap();
+    assert_eq!(v.get("/admin/folders").await.0, StatusCode::SEE_OTHER);
+    let (st, _) = v.post("/admin/folders/rights", posts[7].1).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+
+    // A Master Admin's standing is read again too.
+    let mut r = Console::signed_in(&s, "root").await;
+    assert_eq!(r.get("/admin/users").await.0, StatusCode::OK);
+    s.admin.set_user_disabled("root", true).await.unwrap();
+    assert_eq!(r.get("/admin/users").await.0, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn sessions_end_when_idle_or_too_old() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    // Idle: 15 minutes without a request.
+    let mut c = Console::signed_in(&s, "root").await;
+    s.clock.advance_secs(14 * 60);
+    assert_eq!(c.get("/admin/users").await.0, StatusCode::OK, "renewed");
+    s.clock.advance_secs(14 * 60);
+    assert_eq!(c.get("/admin/users").await.0, StatusCode::OK, "renewed again");
+    s.clock.advance_secs(15 * 60);
+    assert_eq!(c.get("/admin/users").await.0, StatusCode::SEE_OTHER, "idle too long");
+    let (st, _) = c.post("/admin/groups/create", &[("name", "late")]).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert!(s.admin.group("late").await.is_err());
+
+    // At most 8 hours, however busy.
+    let mut c = Console::signed_in(&s, "root").await;
+    for _ in 0..47 {
+        s.clock.advance_secs(10 * 60);
+        assert_eq!(c.get("/admin").await.0, StatusCode::OK);
+    }
+    s.clock.advance_secs(10 * 60);
+    assert_eq!(c.get("/admin/users").await.0, StatusCode::SEE_OTHER, "8 hours after the sign-in");
+
+    // A cookie made for another browser (its anti-forgery token) is no session.
+    let a = Console::signed_in(&s, "root").await;
+    let mut b = Console::open(&s).await;
+    let session = a.cookies.iter().find(|(k, _)| k.as_str() == "sr_admin").unwrap();
+    b.cookies.insert(session.0.clone(), session.1.clone());
+    assert_eq!(b.get("/admin/users").await.0, StatusCode::SEE_OTHER);
+}
+
+/// Changing a folder's permissions needs a Master Admin, or ManagePermissions
+/// on that folder once the vault's rights have it (until then, holding any
+/// right shows the folder read-only and every change is refused).
+#[tokio::test]
+async fn changing_permissions_needs_the_right_on_that_folder() {
+    let s = TestServer::start().await;
+    s.user("bob").await;
+    s.admin.create_folder("\\VED\\Policy\\A\\Sub").await.unwrap();
+    s.admin.create_folder("\\VED\\Policy\\B").await.unwrap();
+    let grant = [("folder", "\\VED\\Policy\\A\\Sub"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
+    let elsewhere = [("folder", "\\VED\\Policy\\B"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
+    match strongroom_server::service::console::manage_flag() {
+        None => {
+            // Every right there is, but no Master Admin: still read-only.
+            let all = Rights::from_bits(u32::MAX).to_string();
+            s.vault_user("manager", "\\VED\\Policy\\A", &all).await;
+            let mut c = Console::signed_in(&s, "manager").await;
+            let (_, html) = c.get("/admin/folders?folder=%5CVED%5CPolicy%5CA%5CSub").await;
+            assert!(html.contains("you may not change them"), "{html}");
+            let before = event_count(&s).await;
+            assert_eq!(c.post("/admin/folders/rights", &grant).await.0, StatusCode::FORBIDDEN);
+            assert_eq!(event_count(&s).await, before);
+        }
+        Some(manage) => {
+            let manager = s.vault_user("manager", "\\VED\\Policy\\A", &manage.to_string()).await;
+            let mut c = Console::signed_in(&s, "manager").await;
+            let (_, html) = c.get("/admin/folders?folder=%5CVED%5CPolicy%5CA%5CSub").await;
+            assert!(html.contains("grant_rights"), "{html}");
+            let (st, html) = c.post("/admin/folders/rights", &grant).await;
+            assert_eq!(st, StatusCode::OK, "{html}");
+            assert_eq!(events(&s, "folder.rights_changed").await.last().unwrap().identity, manager.id.identity());
+            assert_eq!(c.post("/admin/folders/rights", &elsewhere).await.0, StatusCode::FORBIDDEN);
+            assert!(!s.admin.effective_rights("\\VED\\Policy\\B", "bob").await.unwrap().0.contains(Rights::READ));
+        }
+    }
+    // A Master Admin may, anywhere.
+    master(&s, "root").await;
+    let mut r = Console::signed_in(&s, "root").await;
+    assert_eq!(r.post("/admin/folders/rights", &elsewhere).await.0, StatusCode::OK);
+    assert!(s.admin.effective_rights("\\VED\\Policy\\B", "bob").await.unwrap().0.contains(Rights::READ));
+}

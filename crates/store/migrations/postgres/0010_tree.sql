@@ -1,0 +1,15 @@
+-- The \VED tree as objects (issue 23). A folder is an object with a GUID
+-- (lower case, no braces), fixed for \VED and \VED\Policy, random for every
+-- other folder; local users and groups already have one (their id). A
+-- folder keeps its GUID for its life: the store copier carries it over.
+ALTER TABLE folders ADD COLUMN guid TEXT;
+
+UPDATE folders SET guid = CASE path_key
+    WHEN '\ved' THEN '00000000-0000-4000-8000-00000000ed01'
+    WHEN '\ved\policy' THEN '00000000-0000-4000-8000-00000000ed02'
+    WHEN '\ved\identity' THEN '00000000-0000-4000-8000-00000000ed03'
+    ELSE gen_random_uuid()::TEXT
+END;
+
+ALTER TABLE folders ALTER COLUMN guid SET NOT NULL;
+CREATE UNIQUE INDEX folders_guid ON folders(guid);

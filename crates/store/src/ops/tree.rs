@@ -1,0 +1,146 @@
+//! The `\VED` tree as objects (issue 23): folders with their GUIDs, and the
+//! explicit permission entries on a folder, each changed by one
+//! conditional write with its event (`Permissions/Object/…`: a POST
+//! inserts only where there is no entry, a PUT replaces only an entry that
+//! is there, a DELETE deletes only one that is there; the row count says
+//! which happened, and only a write that happened appends its event).
+
+use std::fmt;
+
+use strongroom_core::event::Event;
+use strongroom_core::identity::{GroupId, UserId};
+use strongroom_core::time::UnixTime;
+use strongroom_core::tree::ObjectGuid;
+use strongroom_core::vault::{FolderPath, Rights};
+
+use super::Conn;
+use super::events::append_event;
+use crate::codec::{Cols, values};
+use crate::sql;
+use crate::{StoreFuture, StoreResult};
+
+/// A folder as an object of the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FolderObject {
+    pub path: FolderPath,
+    pub guid: ObjectGuid,
+    pub created_at: UnixTime,
+}
+
+/// Who holds an explicit entry: a user (`folder_rights`) or a group (`group_rights`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Holder {
+    User(UserId),
+    Group(GroupId),
+}
+
+/// One change of an explicit entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RightsChange {
+    /// Only where the holder has no entry on the folder.
+    Create(Rights),
+    /// Only where the holder has one.
+    Replace(Rights),
+    /// Only where the holder has one.
+    Delete,
+}
+
+impl fmt::Display for RightsChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RightsChange::Create(r) => write!(f, "created rights={r}"),
+            RightsChange::Replace(r) => write!(f, "replaced rights={r}"),
+            RightsChange::Delete => f.write_str("deleted"),
+        }
+    }
+}
+
+/// The store's side of the tree.
+pub trait TreeStore: Send + Sync + fmt::Debug {
+    /// Every folder, by key.
+    fn folder_objects(&self) -> StoreFuture<'_, Vec<FolderObject>>;
+    /// The folder of key `key`, if any.
+    fn folder_object(&self, key: String) -> StoreFuture<'_, Option<FolderObject>>;
+    fn folder_object_by_guid(&self, guid: ObjectGuid) -> StoreFuture<'_, Option<FolderObject>>;
+    /// The explicit entries on folder `key`: users' first, then groups', each by id.
+    fn explicit_rights(&self, key: String) -> StoreFuture<'_, Vec<(Holder, Rights)>>;
+    /// Changes `holder`'s explicit entry on `folder` as `change` says, in one
+    /// conditional statement; `event` is appended only when it changed a
+    /// row. Whether it did (`false`: a POST found an entry, a PUT or DELETE
+    /// none, or the folder is gone).
+    fn change_rights(&self, folder: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool>;
+}
+
+fn folder_object(r: &mut Cols<'_>) -> StoreResult<FolderObject> {
+    Ok(FolderObject { path: r.folder()?, guid: ObjectGuid::from_stored(r.text()?), created_at: r.time()? })
+}
+
+pub(crate) async fn folder_objects<C: Conn>(c: &C) -> StoreResult<Vec<FolderObject>> {
+    c.query(&sql::TREE_FOLDERS, &[], folder_object).await
+}
+
+pub(crate) async fn folder_object_by_key<C: Conn>(c: &C, key: &str) -> StoreResult<Option<FolderObject>> {
+    c.query_opt(&sql::TREE_FOLDER, &values![key], folder_object).await
+}
+
+pub(crate) async fn folder_object_by_guid<C: Conn>(c: &C, guid: &ObjectGuid) -> StoreResult<Option<FolderObject>> {
+    c.query_opt(&sql::TREE_FOLDER_BY_GUID, &values![guid.as_str()], folder_object).await
+}
+
+pub(crate) async fn explicit_rights<C: Conn>(c: &C, key: &str) -> StoreResult<Vec<(Holder, Rights)>> {
+    c.query(&sql::EXPLICIT_RIGHTS, &values![key], |r| {
+        let kind = r.int()?;
+        let id = r.text()?;
+        let holder = if kind == 1 { Holder::User(UserId::from_stored(id)) } else { Holder::Group(GroupId::from_stored(id)) };
+        Ok((holder, r.rights()?))
+    })
+    .await
+}
+
+/// See [`TreeStore::change_rights`].
+pub(crate) async fn change_rights<C: Conn>(
+    c: &C,
+    f: &FolderPath,
+    holder: &Holder,
+    change: RightsChange,
+    event: &Event,
+) -> StoreResult<bool> {
+    let (id, user) = match holder {
+        Holder::User(u) => (u.as_str(), true),
+        Holder::Group(g) => (g.as_str(), false),
+    };
+    let n = match (change, user) {
+        (RightsChange::Create(r), true) => c.execute(&sql::CREATE_USER_ENTRY, &values![f.key(), id, r.bits()]).await?,
+        (RightsChange::Create(r), false) => c.execute(&sql::CREATE_GROUP_ENTRY, &values![f.key(), id, r.bits()]).await?,
+        (RightsChange::Replace(r), true) => c.execute(&sql::REPLACE_USER_ENTRY, &values![f.key(), id, r.bits()]).await?,
+        (RightsChange::Replace(r), false) => c.execute(&sql::REPLACE_GROUP_ENTRY, &values![f.key(), id, r.bits()]).await?,
+        (RightsChange::Delete, true) => c.execute(&sql::DELETE_RIGHTS, &values![f.key(), id]).await?,
+        (RightsChange::Delete, false) => c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), id]).await?,
+    };
+    if n == 1 {
+        append_event(c, event).await?;
+    }
+    Ok(n == 1)
+}
+
+/// The methods of [`TreeStore`], alike on both backends (see [`super::methods`]).
+macro_rules! tree_methods {
+    ($read:ident, $write:ident) => {
+        fn folder_objects(&self) -> StoreFuture<'_, Vec<FolderObject>> {
+            $read!(self, |c| tree::folder_objects(c))
+        }
+        fn folder_object(&self, key: String) -> StoreFuture<'_, Option<FolderObject>> {
+            $read!(self, |c| tree::folder_object_by_key(c, &key))
+        }
+        fn folder_object_by_guid(&self, guid: ObjectGuid) -> StoreFuture<'_, Option<FolderObject>> {
+            $read!(self, |c| tree::folder_object_by_guid(c, &guid))
+        }
+        fn explicit_rights(&self, key: String) -> StoreFuture<'_, Vec<(Holder, Rights)>> {
+            $read!(self, |c| tree::explicit_rights(c, &key))
+        }
+        fn change_rights(&self, f: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| tree::change_rights(c, &f, &holder, change, &event))
+        }
+    };
+}
+pub(crate) use tree_methods;
