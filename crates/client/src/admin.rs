@@ -1,6 +1,7 @@
 //! Typed administrative calls, one function per product call, for
 //! `strongroom admin --server` and any other program: the event log
-//! (`GET Log`), identities and groups (`Identity/*`), each sending the
+//! (`GET Log`), identities, groups and passwords (`Identity/*`), the `\VED`
+//! tree (`Config/*`) and its permissions (`Permissions/Object/…`), each sending the
 //! `strongroom_proto` request type and reading its response type.
 //!
 //! Every failure is a [`ClientError`], by what the server answered: 401
@@ -17,6 +18,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use strongroom_proto::SecretString;
+use strongroom_proto::config::{ConfigObject, ConfigRequest, ConfigResult, DnToGuidResponse, Flag, ObjectResponse, ObjectsResponse};
+use strongroom_proto::groups::{
+    AddGroupRequest, AddGroupResponse, GroupMembersRequest, GroupMembersResponse, IdResponse, MessageOnly, SetPasswordRequest,
+};
+use strongroom_proto::permissions::{EffectivePermissions, Permissions, PermissionsRequest, PrincipalPermissions};
 use strongroom_proto::vedsdk::{
     BrowseRequest, IdentitiesResponse, IdentityEntry, IdentityName, IdentityRequest, LogEvent, LogResponse, ValidateResponse,
 };
@@ -208,11 +214,153 @@ impl AdminApi {
         let r: IdentitiesResponse = self.sdk::<(), _>(Method::GET, "/vedsdk/Identity/Self", None).await?;
         Ok(r.identities)
     }
+
+    // --- The \VED tree (Config/*) ---
+
+    /// One `Config/*` call: HTTP 200 with `Result` 1, else a refusal.
+    async fn config<T: DeserializeOwned>(&self, op: &str, body: &ConfigRequest) -> ClientResult<T> {
+        let path = format!("/vedsdk/Config/{op}");
+        let r = self.send(Method::POST, &path, &[], Some(body)).await?.success()?;
+        let v = r.json()?;
+        result_code(&v, CONFIG_SUCCESS)?;
+        shape(&path, v)
+    }
+
+    /// `Config/Create`: an object of `class` (`Policy`, a folder; `User`) at `dn`.
+    pub async fn create_object(&self, dn: &str, class: &str) -> ClientResult<ConfigObject> {
+        let body = ConfigRequest { object_dn: Some(dn.to_owned()), class: Some(class.to_owned()), ..ConfigRequest::default() };
+        let r: ObjectResponse = self.config("Create", &body).await?;
+        r.object.ok_or_else(|| ClientError::BadResponse("Config/Create: no Object".into()))
+    }
+
+    /// `Config/Delete` (`recursive`: what is below it too).
+    pub async fn delete_object(&self, dn: &str, recursive: bool) -> ClientResult<()> {
+        let body =
+            ConfigRequest { object_dn: Some(dn.to_owned()), recursive: Some(Flag::Int(i64::from(recursive))), ..ConfigRequest::default() };
+        self.config::<ConfigResult>("Delete", &body).await.map(drop)
+    }
+
+    /// `Config/FindObjectsOfClass`: the objects of `class` at or below `dn`.
+    pub async fn find_objects_of_class(&self, dn: &str, class: &str) -> ClientResult<Vec<ConfigObject>> {
+        let body = ConfigRequest {
+            object_dn: Some(dn.to_owned()),
+            class: Some(class.to_owned()),
+            recursive: Some(Flag::Bool(true)),
+            ..ConfigRequest::default()
+        };
+        Ok(self.config::<ObjectsResponse>("FindObjectsOfClass", &body).await?.objects)
+    }
+
+    /// `Config/Enumerate`: the objects below `dn` (all levels with `recursive`).
+    pub async fn enumerate(&self, dn: &str, recursive: bool) -> ClientResult<Vec<ConfigObject>> {
+        let body = ConfigRequest { object_dn: Some(dn.to_owned()), recursive: Some(Flag::Bool(recursive)), ..ConfigRequest::default() };
+        Ok(self.config::<ObjectsResponse>("Enumerate", &body).await?.objects)
+    }
+
+    /// `Config/DnToGuid`: the object's `{GUID}`.
+    pub async fn dn_to_guid(&self, dn: &str) -> ClientResult<String> {
+        let body = ConfigRequest { object_dn: Some(dn.to_owned()), ..ConfigRequest::default() };
+        let r: DnToGuidResponse = self.config("DnToGuid", &body).await?;
+        r.guid.ok_or_else(|| ClientError::BadResponse("Config/DnToGuid: no GUID".into()))
+    }
+
+    // --- Permissions on objects (Permissions/Object/…) ---
+
+    fn permissions_path(object: &str, principal: &str) -> String {
+        format!("/vedsdk/Permissions/Object/{}/local/{}", bare(object), bare(principal))
+    }
+
+    /// `GET Permissions/Object/{guid}`: the principals with an explicit entry (`local:{…}`).
+    pub async fn principals(&self, object: &str) -> ClientResult<Vec<String>> {
+        self.sdk::<(), _>(Method::GET, &format!("/vedsdk/Permissions/Object/{}", bare(object)), None).await
+    }
+
+    /// `GET Permissions/Object/{guid}/local/{principal}`: the explicit and
+    /// implicit permissions; `None` when the principal has no explicit entry.
+    pub async fn permissions(&self, object: &str, principal: &str) -> ClientResult<Option<PrincipalPermissions>> {
+        let path = Self::permissions_path(object, principal);
+        let r = self.send::<()>(Method::GET, &path, &[], None).await?;
+        if r.status == 404 {
+            return Ok(None);
+        }
+        let v = r.success()?.json()?;
+        shape(&path, v).map(Some)
+    }
+
+    /// `GET …/Effective`: what the principal may do on the object.
+    pub async fn effective_permissions(&self, object: &str, principal: &str) -> ClientResult<Permissions> {
+        let path = format!("{}/Effective", Self::permissions_path(object, principal));
+        let r: EffectivePermissions = self.sdk::<(), _>(Method::GET, &path, None).await?;
+        Ok(r.effective)
+    }
+
+    /// `POST` the principal's explicit entry (201), or `PUT` it when one
+    /// exists (the server's 409): the entry becomes `flags`.
+    pub async fn set_permissions(&self, object: &str, principal: &str, flags: &PermissionsRequest) -> ClientResult<()> {
+        let path = Self::permissions_path(object, principal);
+        let r = self.send(Method::POST, &path, &[], Some(flags)).await?;
+        if r.status != 409 {
+            return r.success().map(drop);
+        }
+        self.send(Method::PUT, &path, &[], Some(flags)).await?.success().map(drop)
+    }
+
+    /// `DELETE` the principal's explicit entry; `false` when there was none (404).
+    pub async fn delete_permissions(&self, object: &str, principal: &str) -> ClientResult<bool> {
+        let r = self.send::<()>(Method::DELETE, &Self::permissions_path(object, principal), &[], None).await?;
+        if r.status == 404 && r.json().ok().is_some_and(|v| v.get("error").is_none()) {
+            return Ok(false);
+        }
+        r.success().map(|_| true)
+    }
+
+    // --- Groups and passwords (Identity/AddGroup …, SetPassword) ---
+
+    /// `POST /vedsdk/Identity/AddGroup`: a new local group `local:NAME`, with no members.
+    pub async fn add_group(&self, name: &str) -> ClientResult<IdentityEntry> {
+        let body = AddGroupRequest { name: local_name(name), ..AddGroupRequest::default() };
+        let r: AddGroupResponse = self.sdk(Method::POST, "/vedsdk/Identity/AddGroup", Some(&body)).await?;
+        Ok(r.id)
+    }
+
+    /// `PUT /vedsdk/Identity/AddGroupMembers`: the members now, and those asked for that name no user.
+    pub async fn add_group_members(&self, group: &IdentityName, members: Vec<IdentityName>) -> ClientResult<GroupMembersResponse> {
+        let body = GroupMembersRequest { group: group.clone(), members, show_members: Some(true) };
+        self.sdk(Method::PUT, "/vedsdk/Identity/AddGroupMembers", Some(&body)).await
+    }
+
+    /// `PUT /vedsdk/Identity/RemoveGroupMembers`.
+    pub async fn remove_group_members(&self, group: &IdentityName, members: Vec<IdentityName>) -> ClientResult<GroupMembersResponse> {
+        let body = GroupMembersRequest { group: group.clone(), members, show_members: Some(true) };
+        self.sdk(Method::PUT, "/vedsdk/Identity/RemoveGroupMembers", Some(&body)).await
+    }
+
+    /// `DELETE /vedsdk/Identity/Group/local/{guid}` (`universal` with or without braces).
+    pub async fn delete_group(&self, universal: &str) -> ClientResult<()> {
+        let guid = universal.trim_start_matches('{').trim_end_matches('}');
+        let _: MessageOnly = self.sdk::<(), _>(Method::DELETE, &format!("/vedsdk/Identity/Group/local/{guid}"), None).await?;
+        Ok(())
+    }
+
+    /// `POST /vedsdk/Identity/SetPassword` (a Master Admin sets anyone's; every grant of the user ends).
+    pub async fn set_password(&self, id: &IdentityName, password: SecretString) -> ClientResult<IdentityEntry> {
+        let body = SetPasswordRequest { id: id.clone(), password, old_password: None };
+        let r: IdResponse = self.sdk(Method::POST, "/vedsdk/Identity/SetPassword", Some(&body)).await?;
+        Ok(r.id)
+    }
 }
 
 /// `local:NAME` as an `ID`.
 pub fn local_name(name: &str) -> IdentityName {
     IdentityName { prefixed_name: Some(format!("local:{name}")), ..IdentityName::default() }
+}
+
+/// `Config/*`'s `Result` of success.
+const CONFIG_SUCCESS: i64 = 1;
+
+/// A GUID without its braces, for a path.
+fn bare(guid: &str) -> &str {
+    guid.trim().trim_start_matches('{').trim_end_matches('}')
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_client::ClientError;
+use strongroom_client::admin::AdminApi;
 use strongroom_server::admin::Admin;
 
-use super::remote::not_over_api;
 use super::{Rendered, Target, count};
 
 #[derive(Debug, Subcommand)]
@@ -81,9 +82,47 @@ fn folder_listing(folders: &[String]) -> Rendered {
 pub(crate) async fn run(target: &Target, command: FoldersCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
-        Target::Server(_) => Err(not_over_api("folders")),
+        Target::Server(api) => run_api(api, command).await,
     }
 }
+
+async fn run_api(api: &AdminApi, command: FoldersCommand) -> Result<Rendered> {
+    Ok(match command {
+        FoldersCommand::Create { path } => {
+            let path = path.trim_end_matches('\\').to_owned();
+            // The folders above it first, as on the store (each one that exists is left as it is).
+            let parts: Vec<&str> = path.split('\\').collect();
+            for k in 4..parts.len() {
+                let above = parts[..k].join("\\");
+                match api.create_object(&above, "Policy").await {
+                    Ok(_) => {}
+                    Err(ClientError::Refused { code: Some(OBJECT_EXISTS), .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let f = api.create_object(&path, "Policy").await?;
+            Rendered::done(format!("created folder {}", f.dn), json!({"folder": f.dn}))
+        }
+        FoldersCommand::List => {
+            // The two roots are always there (the store lists them too); the rest is below \VED\Policy.
+            let mut folders = vec!["\\VED".to_owned(), "\\VED\\Policy".to_owned()];
+            for o in api.find_objects_of_class("\\VED\\Policy", "Policy").await? {
+                if !folders.iter().any(|f| f.eq_ignore_ascii_case(&o.dn)) {
+                    folders.push(o.dn);
+                }
+            }
+            folders.sort_by_key(|f| f.to_lowercase());
+            folder_listing(&folders)
+        }
+        FoldersCommand::Delete { path, recursive } => {
+            api.delete_object(&path, recursive).await?;
+            folder_deleted(path.trim_end_matches('\\'), None)
+        }
+    })
+}
+
+/// `Config/Create`'s `Result` for an object that exists.
+const OBJECT_EXISTS: i32 = 401;
 
 async fn run_store(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
     Ok(match command {

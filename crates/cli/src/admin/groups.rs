@@ -1,6 +1,6 @@
 //! `strongroom admin groups ...`
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -9,7 +9,6 @@ use strongroom_core::time::UnixTime;
 use strongroom_proto::vedsdk::IdentityName;
 use strongroom_server::admin::Admin;
 
-use super::remote::not_over_api;
 use super::{Rendered, Target, time};
 
 #[derive(Debug, Subcommand)]
@@ -148,11 +147,55 @@ async fn run_api(api: &AdminApi, command: GroupsCommand) -> Result<Rendered> {
             let rows: Vec<(String, String)> = members.into_iter().map(|u| (u.name, u.prefixed_universal)).collect();
             member_listing(&rows)
         }
-        GroupsCommand::Add { .. } => return Err(not_over_api("groups add")),
-        GroupsCommand::Remove { .. } => return Err(not_over_api("groups remove")),
-        GroupsCommand::Members(MembersCommand::Add { .. }) => return Err(not_over_api("groups members add")),
-        GroupsCommand::Members(MembersCommand::Remove { .. }) => return Err(not_over_api("groups members remove")),
+        GroupsCommand::Add { name } => {
+            let g = api.add_group(&name).await?;
+            created(&g.name, &g.prefixed_universal)
+        }
+        GroupsCommand::Remove { name } => {
+            let g = api.validate(&local_name(&name)).await?.filter(|g| g.kind & identity_type::GROUP != 0);
+            let g = g.with_context(|| format!("no group {name}"))?;
+            api.delete_group(&g.universal).await?;
+            deleted(&name, None)
+        }
+        GroupsCommand::Members(MembersCommand::Add { group, users }) => {
+            let before = member_names(api, &group).await?;
+            let r = api.add_group_members(&local_name(&group), users.iter().map(|u| local_name(u)).collect()).await?;
+            let invalid = invalid(&r.invalid_members);
+            let asked: Vec<String> = users.iter().filter(|u| !invalid.contains(&u.to_lowercase())).cloned().collect();
+            let done = asked.iter().filter(|u| !before.contains(&u.to_lowercase())).cloned().collect();
+            with_invalid(added(&group, &asked, done), &invalid)
+        }
+        GroupsCommand::Members(MembersCommand::Remove { group, users }) => {
+            let before = member_names(api, &group).await?;
+            let r = api.remove_group_members(&local_name(&group), users.iter().map(|u| local_name(u)).collect()).await?;
+            let invalid = invalid(&r.invalid_members);
+            let done = users.iter().filter(|u| before.contains(&u.to_lowercase())).cloned().collect();
+            with_invalid(removed(&group, done), &invalid)
+        }
     })
+}
+
+/// The members' names of a group, lower-cased.
+async fn member_names(api: &AdminApi, group: &str) -> Result<std::collections::HashSet<String>> {
+    Ok(api.members(&local_name(group)).await?.into_iter().map(|m| m.name.to_lowercase()).collect())
+}
+
+/// The names the server found no user by, lower-cased (`local:` left off).
+fn invalid(names: &[IdentityName]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|n| n.prefixed_name.clone().or_else(|| n.name.clone()).or_else(|| n.prefixed_universal.clone()))
+        .map(|n| n.strip_prefix("local:").unwrap_or(&n).to_lowercase())
+        .collect()
+}
+
+/// A membership change that named users the server has not: done for the
+/// others, a failure for them (exit 1), as on the store.
+fn with_invalid(mut r: Rendered, invalid: &[String]) -> Rendered {
+    if !invalid.is_empty() {
+        r.failure = Some(format!("no such user: {}", invalid.join(", ")));
+    }
+    r
 }
 
 async fn run_store(admin: &Admin, command: GroupsCommand) -> Result<Rendered> {

@@ -4,7 +4,9 @@ use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_client::admin::{AdminApi, identity_type, local_name};
 use strongroom_core::vault::Rights;
+use strongroom_proto::permissions::{Permissions, PermissionsRequest};
 use strongroom_server::admin::{Admin, RightsOn};
 
 use super::remote::not_over_api;
@@ -85,8 +87,102 @@ fn revoked(folder: &str, user: &str, group: bool) -> Rendered {
 pub(crate) async fn run(target: &Target, command: RightsCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
-        Target::Server(_) => Err(not_over_api("rights")),
+        Target::Server(api) => run_api(api, command).await,
     }
+}
+
+/// Each right and its flag in `Permissions/*` (admin-api.md §3).
+const FLAGS: [(Rights, &str); 12] = [
+    (Rights::VIEW, "IsViewAllowed"),
+    (Rights::READ, "IsReadAllowed"),
+    (Rights::WRITE, "IsWriteAllowed"),
+    (Rights::CREATE, "IsCreateAllowed"),
+    (Rights::DELETE, "IsDeleteAllowed"),
+    (Rights::RENAME, "IsRenameAllowed"),
+    (Rights::REVOKE, "IsRevokeAllowed"),
+    (Rights::ASSOCIATE, "IsAssociateAllowed"),
+    (Rights::POLICY_WRITE, "IsPolicyWriteAllowed"),
+    (Rights::PRIVATE_KEY_READ, "IsPrivateKeyReadAllowed"),
+    (Rights::PRIVATE_KEY_WRITE, "IsPrivateKeyWriteAllowed"),
+    (Rights::MANAGE_PERMISSIONS, "IsManagePermissionsAllowed"),
+];
+
+/// `r` as a `Permissions/*` body: every flag given, exactly `r`'s set.
+fn flags_of(r: Rights) -> PermissionsRequest {
+    let on = |flag: Rights| Some(r.contains(flag));
+    PermissionsRequest {
+        is_view_allowed: on(Rights::VIEW),
+        is_read_allowed: on(Rights::READ),
+        is_write_allowed: on(Rights::WRITE),
+        is_create_allowed: on(Rights::CREATE),
+        is_delete_allowed: on(Rights::DELETE),
+        is_rename_allowed: on(Rights::RENAME),
+        is_revoke_allowed: on(Rights::REVOKE),
+        is_associate_allowed: on(Rights::ASSOCIATE),
+        is_policy_write_allowed: on(Rights::POLICY_WRITE),
+        is_private_key_read_allowed: on(Rights::PRIVATE_KEY_READ),
+        is_private_key_write_allowed: on(Rights::PRIVATE_KEY_WRITE),
+        is_manage_permissions_allowed: on(Rights::MANAGE_PERMISSIONS),
+    }
+}
+
+/// The rights an answer's flags say.
+fn rights_of(p: &Permissions) -> Rights {
+    let set = p.flags();
+    FLAGS.iter().filter(|(_, name)| set.iter().any(|(n, on)| n == name && *on)).fold(Rights::NONE, |a, (r, _)| a.union(*r))
+}
+
+/// The folder's GUID and the principal's `Universal` (a user, or with `group` a group).
+async fn object_and_principal(api: &AdminApi, folder: &str, who: &str, group: bool) -> Result<(String, String)> {
+    let object = api.dn_to_guid(folder.trim_end_matches('\\')).await?;
+    let e = api.validate(&local_name(who)).await?.filter(|e| (e.kind & identity_type::USER == 0) == group);
+    let e = e.with_context(|| format!("no such {}: {who}", if group { "group" } else { "user" }))?;
+    Ok((object, e.universal))
+}
+
+async fn run_api(api: &AdminApi, command: RightsCommand) -> Result<Rendered> {
+    Ok(match command {
+        RightsCommand::Grant { folder, user, rights, group } => {
+            let r = parse_rights(&rights)?;
+            let (object, principal) = object_and_principal(api, &folder, &user, group).await?;
+            api.set_permissions(&object, &principal, &flags_of(r)).await?;
+            granted(&folder, &user, group, r)
+        }
+        RightsCommand::Revoke { folder, user, group } => {
+            let (object, principal) = object_and_principal(api, &folder, &user, group).await?;
+            api.delete_permissions(&object, &principal).await?;
+            revoked(&folder, &user, group)
+        }
+        RightsCommand::Show { folder, user, group } => {
+            let (object, principal) = object_and_principal(api, &folder, &user, group).await?;
+            let effective = rights_of(&api.effective_permissions(&object, &principal).await?);
+            let (here, inherited) = match api.permissions(&object, &principal).await? {
+                Some(p) => (rights_of(&p.explicit), rights_of(&p.implicit)),
+                None => (Rights::NONE, effective),
+            };
+            let mut whence = Vec::new();
+            let both = here != Rights::NONE && inherited != Rights::NONE;
+            if here != Rights::NONE {
+                whence.push(if both { format!("{here} granted here") } else { "granted here".to_owned() });
+            }
+            if inherited != Rights::NONE {
+                whence.push(if both { format!("{inherited} inherited") } else { "inherited".to_owned() });
+            }
+            let text = if effective == Rights::NONE { "none".to_owned() } else { format!("{effective} ({})", whence.join("; ")) };
+            let mut sources = Vec::new();
+            if here != Rights::NONE {
+                sources.push(json!({"folder": folder, "rights": here.to_string(), "inherited": false}));
+            }
+            if inherited != Rights::NONE {
+                sources.push(json!({"rights": inherited.to_string(), "inherited": true}));
+            }
+            Rendered::done(
+                format!("{user} on {folder}: {text}"),
+                json!({"folder": folder, "user": user, "rights": effective.to_string(), "sources": sources}),
+            )
+        }
+        RightsCommand::List => return Err(not_over_api("rights list")),
+    })
 }
 
 async fn run_store(admin: &Admin, command: RightsCommand) -> Result<Rendered> {

@@ -4,8 +4,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
-use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type};
+use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type, local_name};
 use strongroom_core::time::UnixTime;
+use strongroom_proto::SecretString;
 use strongroom_server::admin::Admin;
 
 use super::remote::not_over_api;
@@ -154,9 +155,27 @@ async fn run_api(api: &AdminApi, command: UsersCommand) -> Result<Rendered> {
                 users.into_iter().map(|u| UserRow { name: u.name, identity: u.prefixed_universal, details: None }).collect();
             listing(&rows)
         }
-        UsersCommand::Create { .. } => return Err(not_over_api("users create")),
-        UsersCommand::SetPassword { .. } => return Err(not_over_api("users set-password")),
-        UsersCommand::Delete { .. } => return Err(not_over_api("users delete")),
+        UsersCommand::Create { master_admin: true, .. } => {
+            return Err(not_over_api("users create --master-admin (the role is given on the store)"));
+        }
+        UsersCommand::Create { name, master_admin: false } => {
+            let password = read_password("Password: ")?;
+            api.create_object(&format!("\\VED\\Identity\\{name}"), "User").await?;
+            let user = api.set_password(&local_name(&name), SecretString(password.expose().to_owned())).await?;
+            created(&user.name, &user.prefixed_universal, None)
+        }
+        UsersCommand::Delete { name } => {
+            api.delete_object(&format!("\\VED\\Identity\\{name}"), false).await?;
+            deleted(&name, None)
+        }
+        UsersCommand::SetPassword { keep_grants: true, .. } => {
+            return Err(not_over_api("users set-password --keep-grants (Identity/SetPassword ends every grant of the user)"));
+        }
+        UsersCommand::SetPassword { name, keep_grants: false } => {
+            let password = read_password("New password: ")?;
+            api.set_password(&local_name(&name), SecretString(password.expose().to_owned())).await?;
+            password_changed(&name, None)
+        }
         UsersCommand::Disable { .. } => return Err(not_over_api("users disable")),
         UsersCommand::Enable { .. } => return Err(not_over_api("users enable")),
         UsersCommand::Unlock { .. } => return Err(not_over_api("users unlock")),

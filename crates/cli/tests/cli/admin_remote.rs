@@ -38,6 +38,10 @@ impl Remote {
         cluster
             .admin(&["integrations", "create", "admin-cli", "--scope", ADMIN_SCOPE, "--allow-user", OPS, "--password-grant", "true"], "");
         cluster.admin(
+            &["integrations", "create", "rosa-app", "--scope", "restricted:manage", "--allow-user", ROSA, "--password-grant", "true"],
+            "",
+        );
+        cluster.admin(
             &["integrations", "create", "narrow", "--scope", "restricted:manage", "--allow-user", OPS, "--password-grant", "true"],
             "",
         );
@@ -108,6 +112,28 @@ impl Remote {
         run(&all, &env)
     }
 
+    /// [`Remote::on`] with the operator's token, `stdin` written to the command.
+    fn with_stdin(&self, replica: usize, args: &[&str], stdin: &str) -> Run {
+        let base = self.cluster.base(replica);
+        let mut all = vec!["admin", "--server", base.as_str(), "--token-file", self.admin_token.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let mut child = Command::new(BIN)
+            .args(&all)
+            .envs(self.env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// The same command on the store.
     fn direct_json(&self, args: &[&str]) -> Value {
         let all: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
@@ -172,6 +198,90 @@ async fn admin_over_the_api_on_two_replicas_of_one_database() {
     assert_eq!(remote, direct);
     let text = r.ok(0, &["events", "list", "--limit", "2"]);
     assert!(text.starts_with("SEQ") && text.contains("--offset 2 for the next 2"), "{text}");
+
+    // The \VED tree: folders over Config/*, rights over Permissions/*.
+    let team = "\\VED\\Policy\\Team A";
+    let app = "\\VED\\Policy\\Team A\\App";
+    assert_eq!(r.json(0, &["folders", "create", app])["folder"], app, "the folder above it is made first");
+    assert_eq!(r.json(1, &["folders", "list"]), r.direct_json(&["folders", "list"]));
+    let out = r.on(1, &r.admin_token, &["folders", "create", app]);
+    assert_eq!(out.code, 7, "{out:?}");
+    assert!(out.stderr.contains("Result 401"), "{}", out.stderr);
+    assert_eq!(r.ok(1, &["rights", "grant", team, ROSA, "--rights", "read,write"]).trim(), format!("{ROSA} has read,write on {team}"));
+    let show = |replica: usize| r.json(replica, &["rights", "show", app, ROSA]);
+    let direct = r.direct_json(&["rights", "show", app, ROSA]);
+    assert_eq!(show(0)["rights"], direct["rights"], "{direct}");
+    assert_eq!(r.json(0, &["rights", "show", team, ROSA])["sources"][0]["inherited"], false);
+    assert_eq!(show(1)["sources"][0]["inherited"], true);
+    // Granting again replaces (the server's 409, then PUT).
+    r.ok(0, &["rights", "grant", team, ROSA, "--rights", "view"]);
+    assert_eq!(r.direct_json(&["rights", "show", team, ROSA])["rights"], r.json(1, &["rights", "show", team, ROSA])["rights"]);
+    r.ok(1, &["rights", "grant", team, "deployers", "--group", "--rights", "read"]);
+    let all = r.direct_json(&["rights", "list"]);
+    assert!(all.as_array().unwrap().iter().any(|g| g["user"] == "deployers" && g["group"] == true && g["folder"] == team), "{all}");
+    r.ok(0, &["rights", "revoke", team, ROSA]);
+    let all = r.direct_json(&["rights", "list"]);
+    assert!(!all.as_array().unwrap().iter().any(|g| g["user"] == ROSA), "{all}");
+    // A folder with a folder below it is deleted only with --recursive.
+    let out = r.on(0, &r.admin_token, &["folders", "delete", team]);
+    assert_eq!(out.code, 7, "{out:?}");
+    assert!(out.stderr.contains("Result 402"), "{}", out.stderr);
+    assert_eq!(r.ok(1, &["folders", "delete", team, "--recursive"]).trim(), format!("deleted folder {team}"));
+    assert_eq!(r.json(0, &["folders", "list"]), r.direct_json(&["folders", "list"]));
+    assert!(!r.ok(0, &["folders", "list"]).contains("Team A"));
+    // A user deleted through one replica is gone through the other.
+    r.cluster.admin(&["users", "create", "temp"], &format!("{PASSWORD}\n"));
+    assert_eq!(r.ok(0, &["users", "delete", "temp"]).trim(), "deleted user temp");
+    assert!(!named(&r.json(1, &["users", "list"])).iter().any(|(n, _)| n == "temp"));
+    // Changes through one replica, seen through the other at once.
+    // Groups (Identity/AddGroup, AddGroupMembers, RemoveGroupMembers, DELETE Identity/Group).
+    let out = r.json(0, &["groups", "add", "platform"]);
+    assert_eq!(out["name"], "platform");
+    assert!(named(&r.json(1, &["groups", "list"])).iter().any(|(n, id)| n == "platform" && *id == out["identity"]));
+    assert_eq!(r.ok(1, &["groups", "members", "add", "platform", ROSA]).trim(), format!("added {ROSA} to platform"));
+    assert_eq!(
+        named(&r.json(0, &["groups", "members", "list", "platform"])),
+        named(&r.direct_json(&["groups", "members", "list", "platform"]))
+    );
+    assert_eq!(r.json(0, &["groups", "members", "list", "platform"]).as_array().unwrap().len(), 1);
+    assert_eq!(r.ok(0, &["groups", "members", "add", "platform", ROSA]).trim(), "no change: already members of platform");
+    let out = r.on(1, &r.admin_token, &["groups", "members", "add", "platform", "nobody"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no such user: nobody"), "{}", out.stderr);
+    assert_eq!(r.ok(1, &["groups", "members", "remove", "platform", ROSA]).trim(), format!("removed {ROSA} from platform"));
+    assert_eq!(r.json(0, &["groups", "members", "list", "platform"]), serde_json::json!([]));
+    assert_eq!(r.ok(0, &["groups", "remove", "platform"]).trim(), "deleted group platform");
+    assert!(!named(&r.json(1, &["groups", "list"])).iter().any(|(n, _)| n == "platform"));
+    // The events name the operator who acted through the API.
+    let ev = r.json(1, &["events", "list", "--kind", "group.deleted", "--limit", "1"]);
+    assert_eq!(ev[0]["user"], OPS, "{ev}");
+
+    // A new password through replica 0 works for sign-in through replica 1 at once.
+    let out = r.with_stdin(0, &["users", "set-password", ROSA], "another long passphrase\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("every grant of theirs ended"), "{}", out.stdout);
+    let (status, _) = r
+        .cluster
+        .api(1)
+        .post_json(
+            "/vedauth/authorize/oauth",
+            &serde_json::json!({"client_id": "rosa-app", "username": ROSA, "password": PASSWORD, "scope": "restricted:manage"}),
+        )
+        .await;
+    assert_eq!(status, 400, "the old password no longer works");
+    r.cluster.api(1).password_grant("rosa-app", ROSA, "another long passphrase", "restricted:manage").await;
+
+    // A user made through one replica (Config/Create, then Identity/SetPassword), seen through the other.
+    let out = r.with_stdin(1, &["users", "create", "carol", "--json"], "carol's long passphrase\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    let carol: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        named(&r.json(0, &["users", "list"])).contains(&("carol".to_owned(), carol["identity"].as_str().unwrap().to_owned())),
+        "{carol}"
+    );
+    assert_eq!(named(&r.json(0, &["users", "list"])), named(&r.direct_json(&["users", "list"])));
+    let out = r.with_stdin(0, &["users", "create", "dave", "--master-admin"], "dave's long passphrase\n");
+    assert_eq!(out.code, 2, "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
