@@ -883,12 +883,9 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
     fn team(&self, group: GroupId) -> StoreFuture<'_, Option<Team>>;
 }
 
-/// A whole store: every backend implements all five parts.
-pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore {}
-impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore> Store for T {}
-/// A whole store: every backend implements all four parts.
-pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + TreeStore {}
-impl<T: AuthStore + VaultStore + AdminStore + EventStore + TreeStore> Store for T {}
+/// A whole store: every backend implements all six parts.
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore> Store for T {}
 
 pub use ops::tree::{FolderObject, Holder, RightsChange, TreeStore};
 
