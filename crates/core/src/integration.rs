@@ -107,6 +107,9 @@ pub struct Integration {
     pub grant_types: GrantTypes,
     pub overrides: TokenOverrides,
     pub disabled: bool,
+    /// Moves on by one with every change of the integration: a change is
+    /// written only if the row is still at the version it was read at.
+    pub version: i64,
 }
 
 impl Integration {

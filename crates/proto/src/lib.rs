@@ -27,6 +27,7 @@ pub mod files;
 pub mod groups;
 pub mod hex;
 pub mod permissions;
+pub mod oauth;
 pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -6,6 +6,7 @@ pub mod groups;
 pub mod machines;
 pub mod migrate;
 pub mod tree;
+pub mod oauth;
 
 use std::sync::Arc;
 
@@ -76,6 +77,18 @@ impl Default for Actor {
     fn default() -> Self {
         Actor::cli()
     }
+}
+
+/// How many times a change of an integration that lost a race with another
+/// administrator's is read and applied again before it gives up (busy).
+pub const CHANGE_ATTEMPTS: usize = 32;
+
+/// Whether a change function altered what it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Changed {
+    Yes,
+    /// Nothing to write (no event either).
+    No,
 }
 
 /// What `admin integrations create` and `update` set. `None` leaves a field
@@ -212,6 +225,7 @@ impl Admin {
             },
             overrides: spec.overrides,
             disabled: spec.disabled.unwrap_or(false),
+            version: 0,
         };
         check_overrides(&integration.overrides)?;
         match self.store.create_integration(integration.clone(), self.event(EventKind::IntegrationCreated).client_id(client_id)).await {
@@ -221,45 +235,76 @@ impl Admin {
         }
     }
 
+    /// Changes what `spec` names of integration `client_id` (the rest stays
+    /// as it is). One conditional write: if another administrator changed
+    /// the integration since it was read, it is read again and `spec`
+    /// applied to what they wrote, so neither change is lost.
     pub async fn update_integration(&self, client_id: &str, spec: IntegrationSpec) -> Result<Integration, AdminError> {
-        let mut i =
-            self.store.integration(client_id.to_owned()).await?.ok_or_else(|| AdminError::NotFound(format!("integration {client_id}")))?;
-        if let Some(n) = &spec.name {
-            i.name = n.clone();
+        let allowed = self.allowed(&spec).await?;
+        let groups = self.allowed_groups(&spec).await?;
+        let scope = spec.scope.as_deref().map(parse_scope).transpose()?;
+        let event = self.event(EventKind::IntegrationUpdated).client_id(client_id);
+        self.change_integration(client_id, event, |i| {
+            if let Some(n) = &spec.name {
+                i.name = n.clone();
+            }
+            if let Some(s) = &scope {
+                i.max_scope = s.clone();
+            }
+            if let Some(a) = &allowed {
+                i.allowed_users = a.clone();
+            }
+            if let Some(g) = &groups {
+                i.allowed_groups = g.clone();
+            }
+            if let Some(d) = spec.device {
+                i.grant_types.device = d;
+            }
+            if let Some(p) = spec.password {
+                i.grant_types.password = p;
+            }
+            if let Some(d) = spec.disabled {
+                i.disabled = d;
+            }
+            let o = spec.overrides;
+            i.overrides = TokenOverrides {
+                access_validity: o.access_validity.or(i.overrides.access_validity),
+                grant_validity: o.grant_validity.or(i.overrides.grant_validity),
+                refreshable: o.refreshable.or(i.overrides.refreshable),
+                device_code_validity: o.device_code_validity.or(i.overrides.device_code_validity),
+                poll_interval: o.poll_interval.or(i.overrides.poll_interval),
+                retry_window: o.retry_window.or(i.overrides.retry_window),
+            };
+            check_overrides(&i.overrides)?;
+            Ok(Changed::Yes)
+        })
+        .await
+    }
+
+    /// Reads integration `client_id`, lets `change` alter it, and writes it
+    /// only if it is still at the version read (`event` with it); a lost
+    /// race reads again and applies `change` again, at most
+    /// [`CHANGE_ATTEMPTS`] times. `Changed::No` writes nothing. The
+    /// integration as written.
+    pub(crate) async fn change_integration<F>(&self, client_id: &str, event: Event, mut change: F) -> Result<Integration, AdminError>
+    where
+        F: FnMut(&mut Integration) -> Result<Changed, AdminError>,
+    {
+        let not_found = || AdminError::NotFound(format!("integration {client_id}"));
+        for _ in 0..CHANGE_ATTEMPTS {
+            let mut i = self.store.integration(client_id.to_owned()).await?.ok_or_else(not_found)?;
+            if change(&mut i)? == Changed::No {
+                return Ok(i);
+            }
+            if self.store.update_integration(i.clone(), event.clone()).await? {
+                i.version += 1;
+                return Ok(i);
+            }
         }
-        if let Some(s) = &spec.scope {
-            i.max_scope = parse_scope(s)?;
-        }
-        if let Some(a) = self.allowed(&spec).await? {
-            i.allowed_users = a;
-        }
-        if let Some(g) = self.allowed_groups(&spec).await? {
-            i.allowed_groups = g;
-        }
-        if let Some(d) = spec.device {
-            i.grant_types.device = d;
-        }
-        if let Some(p) = spec.password {
-            i.grant_types.password = p;
-        }
-        if let Some(d) = spec.disabled {
-            i.disabled = d;
-        }
-        let o = spec.overrides;
-        i.overrides = TokenOverrides {
-            access_validity: o.access_validity.or(i.overrides.access_validity),
-            grant_validity: o.grant_validity.or(i.overrides.grant_validity),
-            refreshable: o.refreshable.or(i.overrides.refreshable),
-            device_code_validity: o.device_code_validity.or(i.overrides.device_code_validity),
-            poll_interval: o.poll_interval.or(i.overrides.poll_interval),
-            retry_window: o.retry_window.or(i.overrides.retry_window),
-        };
-        check_overrides(&i.overrides)?;
-        if self.store.update_integration(i.clone(), self.event(EventKind::IntegrationUpdated).client_id(client_id)).await? {
-            Ok(i)
-        } else {
-            Err(AdminError::NotFound(format!("integration {client_id}")))
-        }
+        Err(AdminError::Store(StoreError::new(
+            strongroom_store::ErrorKind::Busy,
+            format!("integration {client_id} changed under every one of {CHANGE_ATTEMPTS} attempts"),
+        )))
     }
 
     /// Deletes a user: every grant of theirs ends (each with its

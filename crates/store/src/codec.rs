@@ -531,6 +531,7 @@ pub(crate) fn integration(c: &mut Cols<'_>) -> StoreResult<Integration> {
     let disabled = c.bool()?;
     c.skip(1); // created_at
     let retry_window = c.opt_int()?;
+    let version = c.int()?;
     Ok(Integration {
         client_id,
         name,
@@ -540,6 +541,7 @@ pub(crate) fn integration(c: &mut Cols<'_>) -> StoreResult<Integration> {
         grant_types,
         overrides: TokenOverrides { access_validity, grant_validity, refreshable, device_code_validity, poll_interval, retry_window },
         disabled,
+        version,
     })
 }
 
@@ -669,7 +671,9 @@ pub(crate) fn user_row<'a>(u: &'a User, password_hash: &'a str) -> [Value<'a>; 8
 }
 
 /// An integration's row ([`schema::INTEGRATIONS`]), created at `created_at`.
-pub(crate) fn integration_row(i: &Integration, created_at: UnixTime) -> [Value<'_>; 14] {
+/// Its `version` is the one it was read at: an insert writes it as it is,
+/// an update only over a row still at it (and moves it on).
+pub(crate) fn integration_row(i: &Integration, created_at: UnixTime) -> [Value<'_>; 15] {
     let o = &i.overrides;
     values![
         i.client_id.as_str(),
@@ -686,6 +690,7 @@ pub(crate) fn integration_row(i: &Integration, created_at: UnixTime) -> [Value<'
         i.disabled,
         created_at,
         o.retry_window,
+        i.version,
     ]
 }
 

@@ -647,7 +647,9 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn unlock(&self, name_key: String, event: Event) -> StoreFuture<'_, u64>;
     /// `Conflict` if the client id is taken.
     fn create_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, ()>;
-    /// Replaces every field but the client id. False if no such integration.
+    /// Replaces every field but the client id, in one conditional write: only if the row is still
+    /// at `integration.version` (which then moves on by one). False, and nothing written, if there
+    /// is no such integration or it changed since it was read (read it again and re-apply).
     fn update_integration(&self, integration: Integration, event: Event) -> StoreFuture<'_, bool>;
     fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>>;
     fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>>;

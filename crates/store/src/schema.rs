@@ -95,6 +95,7 @@ pub(crate) const INTEGRATIONS: Table = Table {
         ("disabled", Bool),
         ("created_at", Int),
         ("retry_window", Int),
+        ("version", Int),
     ],
     key: 1,
 };

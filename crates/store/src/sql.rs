@@ -744,17 +744,26 @@ sql!(INSERT_INTEGRATION = schema::INTEGRATIONS.insert());
 
 sql!(
     /// Every field of integration `?1` from its row (`codec::integration_row`),
-    /// but its creation time, which stays (every parameter is used, so that
-    /// PostgreSQL knows each one's type).
+    /// but its creation time, which stays, if the row is still at the
+    /// version the row names, which moves on by one (every parameter is
+    /// used, so that PostgreSQL knows each one's type).
     UPDATE_INTEGRATION = {
+        let mut at_version = String::new();
         let set: Vec<String> = schema::INTEGRATIONS
             .columns
             .iter()
             .enumerate()
             .skip(1)
-            .map(|(k, (c, _))| if *c == "created_at" { format!("{c} = coalesce({c}, ?{})", k + 1) } else { format!("{c} = ?{}", k + 1) })
+            .map(|(k, (c, _))| match *c {
+                "created_at" => format!("{c} = coalesce({c}, ?{})", k + 1),
+                "version" => {
+                    at_version = format!(" AND version = ?{}", k + 1);
+                    "version = version + 1".to_owned()
+                }
+                _ => format!("{c} = ?{}", k + 1),
+            })
             .collect();
-        format!("UPDATE integrations SET {} WHERE client_id = ?1", set.join(", "))
+        format!("UPDATE integrations SET {} WHERE client_id = ?1{at_version}", set.join(", "))
     }
 );
 

@@ -11,6 +11,7 @@ mod groups;
 mod identity;
 mod landing;
 mod log;
+mod oauth;
 pub mod openapi;
 mod page;
 mod permissions;
@@ -159,6 +160,23 @@ fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
                 .delete(permissions::directory_entry),
         ),
         ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective", get(permissions::directory_effective)),
+        // issue 23, item 5: API integrations over the product's oauth/* calls.
+        ("/vedsdk/oauth/createapplication", post(oauth::create_application)),
+        ("/vedsdk/oauth/getapplication", post(oauth::get_application)),
+        ("/vedsdk/oauth/getapplications", post(oauth::get_applications)),
+        ("/vedsdk/oauth/enumerateapplications", post(oauth::enumerate_applications)),
+        ("/vedsdk/oauth/updateapplication", post(oauth::update_application)),
+        ("/vedsdk/oauth/deleteapplication", post(oauth::delete_application)),
+        ("/vedsdk/oauth/createrule", post(oauth::create_rule)),
+        ("/vedsdk/oauth/getrules", post(oauth::get_rules)),
+        ("/vedsdk/oauth/enumeraterules", post(oauth::enumerate_rules)),
+        ("/vedsdk/oauth/deleterule", post(oauth::delete_rule)),
+        ("/vedsdk/oauth/deleterules", post(oauth::delete_rules)),
+        ("/vedsdk/oauth/getgrants", post(oauth::get_grants)),
+        ("/vedsdk/oauth/enumerategrants", post(oauth::enumerate_grants)),
+        ("/vedsdk/oauth/grantcount", post(oauth::grant_count)),
+        ("/vedsdk/oauth/usercount", post(oauth::user_count)),
+        ("/vedsdk/oauth/revokegrants", post(oauth::revoke_grants)),
     ]
 }
 

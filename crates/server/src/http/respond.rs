@@ -467,3 +467,51 @@ pub(crate) fn created() -> Response {
 pub(crate) fn done() -> Response {
     StatusCode::OK.into_response()
 }
+
+/// Why an `oauth/*` call did not succeed (issue 23).
+#[derive(Debug)]
+pub(crate) enum OAuthFailure {
+    /// The token, the scope or the body.
+    Sdk(SdkFailure),
+    /// The caller is not a Master Admin (Strongroom's OAuth administrator):
+    /// 403 `insufficient_rights`. The product answers 401, but a 401 means
+    /// only a bad token here (clients answer it by refreshing).
+    Rights,
+    /// HTTP 200 with the product's `Result` code and `error_description`.
+    Refused(strongroom_proto::oauth::OAuthResult, String),
+    Store(StoreError),
+}
+
+impl From<SdkFailure> for OAuthFailure {
+    fn from(e: SdkFailure) -> Self {
+        OAuthFailure::Sdk(e)
+    }
+}
+
+impl IntoResponse for OAuthFailure {
+    fn into_response(self) -> Response {
+        use strongroom_proto::oauth::{OAuthResponse, OAuthResult};
+        match self {
+            OAuthFailure::Sdk(e) => e.into_response(),
+            OAuthFailure::Rights => {
+                tracing::info!("oauth call refused: not an administrator");
+                json(
+                    StatusCode::FORBIDDEN,
+                    &BearerErrorResponse {
+                        error: "insufficient_rights".to_owned(),
+                        error_description: "API integrations are administered by Master Admins only.".to_owned(),
+                    },
+                )
+            }
+            OAuthFailure::Refused(code, message) => {
+                tracing::info!(result = code.code(), "oauth call refused");
+                ok(&OAuthResponse::failure(code, message))
+            }
+            OAuthFailure::Store(e) if e.is_transient() => sdk_unavailable(&e),
+            OAuthFailure::Store(e) => {
+                tracing::error!(kind = %e.kind(), error = %e, "oauth store call failed");
+                ok(&OAuthResponse::failure(OAuthResult::Failure, "The request could not be completed; nothing was changed.".into()))
+            }
+        }
+    }
+}

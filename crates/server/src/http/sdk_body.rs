@@ -150,7 +150,7 @@ impl SdkBody {
         }
     }
 
-    /// A yes/no field as the clients send it (`Recursive`): `true`/`false`,
+    /// A yes/no field as the clients send it (`Recursive`, `Renewable`): `true`/`false`,
     /// `1`/`0`, or a string of either (`"true"`, `"1"`, any case).
     pub(crate) fn flag(&self, names: &[&str]) -> Result<Option<bool>, FieldError> {
         let wrong = || FieldError(format!("{} must be true or false (or 1 or 0).", names[0]));
@@ -179,6 +179,30 @@ impl SdkBody {
             Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
             Some(Value::Array(items)) => {
                 items.iter().map(|v| v.as_str().map(str::to_owned).ok_or_else(wrong)).collect::<Result<_, _>>().map(Some)
+            }
+            Some(_) => Err(wrong()),
+        }
+    }
+}
+
+/// `oauth/*` (issue 23): nested objects.
+impl SdkBody {
+    /// A nested object, read the same lenient way.
+    pub(crate) fn object(&self, names: &[&str]) -> Result<Option<SdkBody>, FieldError> {
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(SdkBody(m.clone()))),
+            Some(_) => Err(FieldError(format!("{} must be an object.", names[0]))),
+        }
+    }
+
+    /// A list of objects.
+    pub(crate) fn objects(&self, names: &[&str]) -> Result<Option<Vec<SdkBody>>, FieldError> {
+        let wrong = || FieldError(format!("{} must be a list of objects.", names[0]));
+        match self.get(names) {
+            None => Ok(None),
+            Some(Value::Array(a)) => {
+                a.iter().map(|v| v.as_object().map(|m| SdkBody(m.clone())).ok_or_else(wrong)).collect::<Result<_, _>>().map(Some)
             }
             Some(_) => Err(wrong()),
         }

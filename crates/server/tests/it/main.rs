@@ -30,6 +30,7 @@ mod log;
 mod lost_answers;
 mod named_keys;
 mod oauth2_client;
+mod oauth_admin;
 mod oidc;
 mod operability;
 mod password_grant;

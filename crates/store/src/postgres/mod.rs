@@ -45,6 +45,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 9, name: "0009_people", sql: include_str!("../../migrations/postgres/0009_people.sql") },
     Migration { version: 10, name: "0010_tree", sql: include_str!("../../migrations/postgres/0010_tree.sql") },
     Migration { version: 11, name: "0011_group_owners", sql: include_str!("../../migrations/postgres/0011_group_owners.sql") },
+    Migration {
+        version: 12,
+        name: "0012_integration_version",
+        sql: include_str!("../../migrations/postgres/0012_integration_version.sql"),
+    },
 ];
 
 /// Connections per replica unless the connection string sets

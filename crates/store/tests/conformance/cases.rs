@@ -67,6 +67,7 @@ pub(crate) fn integration(client_id: &str) -> Integration {
         grant_types: GrantTypes::default(),
         overrides: TokenOverrides::default(),
         disabled: false,
+        version: 0,
     }
 }
 
@@ -127,6 +128,8 @@ pub(crate) async fn integrations(store: Arc<dyn Store>) {
     i.allowed_users = AllowedUsers::Everyone;
     i.disabled = true;
     assert!(store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap());
+    assert!(!store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap(), "a stale version writes nothing");
+    i.version += 1;
     assert_eq!(store.integration("App-1".into()).await.unwrap(), Some(i.clone()));
     assert!(!store.update_integration(integration("nope"), ev(EventKind::IntegrationUpdated)).await.unwrap());
     assert_eq!(store.list_integrations().await.unwrap(), vec![i]);
@@ -550,14 +553,16 @@ pub(crate) async fn access_follows_the_integration_and_user(store: Arc<dyn Store
     assert!(check().await.is_ok());
     // The maximum scope reduced: the token's grant no longer stands.
     i.max_scope = Scope::parse("restricted:manage").unwrap();
-    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap());
+    i.version += 1;
     assert!(check().await.is_err(), "a scope reduction reaches the live token");
     i.max_scope = Scope::parse("restricted:manage,delete").unwrap();
-    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap());
+    i.version += 1;
     assert!(check().await.is_ok());
     // Taken off the allow-list.
     i.allowed_users = AllowedUsers::Only(vec![]);
-    store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap();
+    assert!(store.update_integration(i.clone(), ev(EventKind::IntegrationUpdated)).await.unwrap());
     assert!(check().await.is_err(), "an allow-list removal reaches the live token");
     // The vault context sees the same standing.
     let ctx = store.vault_context(t, None).await.unwrap().unwrap();

@@ -40,6 +40,7 @@ async fn user_and_app(store: &dyn Store, rng: &dyn Random) -> User {
         grant_types: GrantTypes::default(),
         overrides: TokenOverrides::default(),
         disabled: false,
+        version: 0,
     };
     store.create_integration(app, ev(EventKind::IntegrationCreated)).await.unwrap();
     u

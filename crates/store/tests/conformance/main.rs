@@ -21,6 +21,7 @@ mod cases;
 mod deletion;
 mod group_admin;
 mod groups;
+mod integration_versions;
 mod kinds;
 mod machines;
 mod opening;
@@ -33,6 +34,7 @@ mod all {
     pub(crate) use super::deletion::*;
     pub(crate) use super::group_admin::*;
     pub(crate) use super::groups::*;
+    pub(crate) use super::integration_versions::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
@@ -123,6 +125,7 @@ conformance!(
     a_grants_last_address_follows_its_token_issues,
     groups_made_with_members_owners_and_teams,
     racing_membership_changes_end_as_the_log_says,
+    concurrent_integration_updates_keep_every_change,
 );
 
 /// The same, for cases that need the store's copier too.
