@@ -1,7 +1,8 @@
 //! Typed administrative calls, one function per product call, for
 //! `strongroom admin --server` and any other program: the event log
 //! (`GET Log`), identities, groups and passwords (`Identity/*`), the `\VED`
-//! tree (`Config/*`) and its permissions (`Permissions/Object/…`), each sending the
+//! tree (`Config/*`) and its permissions (`Permissions/Object/…`), API
+//! integrations and grants (`oauth/*`), each sending the
 //! `strongroom_proto` request type and reading its response type.
 //!
 //! Every failure is a [`ClientError`], by what the server answered: 401
@@ -22,6 +23,7 @@ use strongroom_proto::config::{ConfigObject, ConfigRequest, ConfigResult, DnToGu
 use strongroom_proto::groups::{
     AddGroupRequest, AddGroupResponse, GroupMembersRequest, GroupMembersResponse, IdResponse, MessageOnly, SetPasswordRequest,
 };
+use strongroom_proto::oauth::{OAuthAdminRequest, OAuthApplication, OAuthApplicationRequest, OAuthGrant, OAuthResponse, OAuthRule};
 use strongroom_proto::permissions::{EffectivePermissions, Permissions, PermissionsRequest, PrincipalPermissions};
 use strongroom_proto::vedsdk::{
     BrowseRequest, IdentitiesResponse, IdentityEntry, IdentityName, IdentityRequest, LogEvent, LogResponse, ValidateResponse,
@@ -347,6 +349,88 @@ impl AdminApi {
         let body = SetPasswordRequest { id: id.clone(), password, old_password: None };
         let r: IdResponse = self.sdk(Method::POST, "/vedsdk/Identity/SetPassword", Some(&body)).await?;
         Ok(r.id)
+    }
+
+    // --- API integrations and grants (oauth/*) ---
+
+    /// One `oauth/*` call: HTTP 200 with `Result` 0, else a refusal.
+    async fn oauth<B: Serialize + ?Sized>(&self, op: &str, body: &B) -> ClientResult<OAuthResponse> {
+        let path = format!("/vedsdk/oauth/{op}");
+        let r = self.send(Method::POST, &path, &[], Some(body)).await?.success()?;
+        let v = r.json()?;
+        result_code(&v, 0)?;
+        shape(&path, v)
+    }
+
+    /// `oauth/CreateApplication`.
+    pub async fn create_application(&self, app: &OAuthApplicationRequest) -> ClientResult<OAuthApplication> {
+        let r = self.oauth("CreateApplication", app).await?;
+        r.application.ok_or_else(|| ClientError::BadResponse("oauth/CreateApplication: no Application".into()))
+    }
+
+    /// `oauth/UpdateApplication`: the fields given change, the others stay.
+    pub async fn update_application(&self, app: &OAuthApplicationRequest) -> ClientResult<OAuthApplication> {
+        let r = self.oauth("UpdateApplication", &serde_json::json!({"Application": app})).await?;
+        r.application.ok_or_else(|| ClientError::BadResponse("oauth/UpdateApplication: no Application".into()))
+    }
+
+    /// `oauth/GetApplications`: every API integration.
+    pub async fn applications(&self) -> ClientResult<Vec<OAuthApplication>> {
+        Ok(self.oauth("GetApplications", &OAuthAdminRequest::default()).await?.applications.unwrap_or_default())
+    }
+
+    /// `oauth/DeleteApplication`.
+    pub async fn delete_application(&self, client_id: &str) -> ClientResult<()> {
+        self.oauth("DeleteApplication", &OAuthAdminRequest { application_id: Some(client_id.to_owned()), ..Default::default() })
+            .await
+            .map(drop)
+    }
+
+    /// `oauth/GetRules`: who may use an integration.
+    pub async fn rules(&self, client_id: &str) -> ClientResult<Vec<OAuthRule>> {
+        let r = self.oauth("GetRules", &OAuthAdminRequest { application_id: Some(client_id.to_owned()), ..Default::default() }).await?;
+        Ok(r.rules.unwrap_or_default())
+    }
+
+    /// `oauth/CreateRule`: `trustee` (`local:NAME` or `local:{guid}`, a user or a group) may use the integration.
+    pub async fn create_rule(&self, client_id: &str, trustee: &str) -> ClientResult<()> {
+        let body = OAuthAdminRequest {
+            application_id: Some(client_id.to_owned()),
+            trustee_prefixed_universal: Some(trustee.to_owned()),
+            ..Default::default()
+        };
+        self.oauth("CreateRule", &body).await.map(drop)
+    }
+
+    /// `oauth/DeleteRule`.
+    pub async fn delete_rule(&self, client_id: &str, trustee: &str) -> ClientResult<()> {
+        let body = OAuthAdminRequest {
+            application_id: Some(client_id.to_owned()),
+            trustee_prefixed_universal: Some(trustee.to_owned()),
+            ..Default::default()
+        };
+        self.oauth("DeleteRule", &body).await.map(drop)
+    }
+
+    /// `oauth/GetGrants`: the live grants (of `grantee`, of `client_id`, or all).
+    pub async fn grants(&self, grantee: Option<&str>, client_id: Option<&str>) -> ClientResult<Vec<OAuthGrant>> {
+        let body = OAuthAdminRequest {
+            application_id: client_id.map(str::to_owned),
+            grantee_prefixed_universal: grantee.map(str::to_owned),
+            ..Default::default()
+        };
+        Ok(self.oauth("GetGrants", &body).await?.grants.unwrap_or_default())
+    }
+
+    /// `oauth/RevokeGrants`: ends the live grants of `grantee` (a user, or
+    /// each member of a group) and/or of `client_id`; how many.
+    pub async fn revoke_grants(&self, grantee: Option<&str>, client_id: Option<&str>) -> ClientResult<i64> {
+        let body = OAuthAdminRequest {
+            application_id: client_id.map(str::to_owned),
+            grantee_prefixed_universal: grantee.map(str::to_owned),
+            ..Default::default()
+        };
+        Ok(self.oauth("RevokeGrants", &body).await?.revoked.unwrap_or(0))
     }
 }
 

@@ -3,7 +3,9 @@
 use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
+use std::collections::HashMap;
 
+use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type};
 use strongroom_server::admin::Admin;
 
 use super::remote::not_over_api;
@@ -71,8 +73,42 @@ fn revoked_of_user(user: &str, ended: u64) -> Rendered {
 pub(crate) async fn run(target: &Target, command: GrantsCommand) -> Result<Rendered> {
     match target {
         Target::Store(admin) => run_store(admin, command).await,
-        Target::Server(_) => Err(not_over_api("grants")),
+        Target::Server(api) => run_api(api, command).await,
     }
+}
+
+async fn run_api(api: &AdminApi, command: GrantsCommand) -> Result<Rendered> {
+    Ok(match command {
+        GrantsCommand::List { all: true } => return Err(not_over_api("grants list --all (oauth/GetGrants lists live grants)")),
+        GrantsCommand::List { all: false } => {
+            let names: HashMap<String, String> =
+                api.browse("", BROWSE_MAX, identity_type::USER).await?.into_iter().map(|u| (u.prefixed_universal, u.name)).collect();
+            let rows: Vec<GrantRow> = api
+                .grants(None, None)
+                .await?
+                .into_iter()
+                .map(|g| GrantRow {
+                    id: g.grant_id,
+                    client_id: g.application,
+                    user: names.get(&g.grantee_prefixed_universal).cloned().unwrap_or_else(|| g.grantee_prefixed_universal.clone()),
+                    identity: g.grantee_prefixed_universal,
+                    scope: g.scope,
+                    created_at: g.grant_issued_on_ISO8601,
+                    refresh_until: None,
+                    revoked_at: None,
+                })
+                .collect();
+            listing(&rows)
+        }
+        GrantsCommand::Revoke { id: Some(_), .. } => {
+            return Err(not_over_api("grants revoke ID (oauth/RevokeGrants revokes by user or integration: use --user)"));
+        }
+        GrantsCommand::Revoke { id: None, user } => {
+            let user = user.unwrap_or_default();
+            let ended = api.revoke_grants(Some(&format!("local:{user}")), None).await?;
+            revoked_of_user(&user, u64::try_from(ended).unwrap_or(0))
+        }
+    })
 }
 
 async fn run_store(admin: &Admin, command: GrantsCommand) -> Result<Rendered> {

@@ -1,10 +1,14 @@
 //! `strongroom admin integrations ...`
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
+use std::collections::HashMap;
 
+use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type};
 use strongroom_core::integration::{AllowedUsers, TokenOverrides};
+use strongroom_proto::oauth::OAuthApplicationRequest;
+use strongroom_proto::vedsdk::{IdentityEntry, IdentityName};
 use strongroom_server::admin::{Admin, IntegrationSpec};
 
 use super::remote::not_over_api;
@@ -149,7 +153,8 @@ fn listing(list: &[IntegrationRow]) -> Rendered {
     for i in list {
         let mut shown = match i.users.as_deref() {
             None => "everyone".to_owned(),
-            Some([]) if i.groups.is_empty() => "nobody".to_owned(),
+            // Over the API an integration without rules may admit everyone or nobody: `oauth/*` does not say.
+            Some([]) if i.groups.is_empty() => if full { "nobody" } else { "no rule" }.to_owned(),
             Some(u) => u.join(","),
         };
         if !i.groups.is_empty() && i.users.is_some() {
@@ -225,8 +230,151 @@ fn deleted(client_id: &str, counts: Option<(u64, u64)>) -> Rendered {
 pub(crate) async fn run(target: &Target, config: Option<&strongroom_server::Config>, command: IntegrationsCommand) -> Result<Rendered> {
     match (target, config) {
         (Target::Store(admin), Some(config)) => run_store(admin, config, command).await,
-        _ => Err(not_over_api("integrations")),
+        (Target::Server(api), _) => run_api(api, command).await,
+        (Target::Store(_), None) => Err(anyhow::anyhow!("the store's configuration is needed")),
     }
+}
+
+/// The options `oauth/*` has no field for, by flag, when given.
+fn not_in_oauth(args: &IntegrationArgs) -> Option<&'static str> {
+    [
+        (args.allow_all_users, "--allow-all-users"),
+        (args.device.is_some(), "--device"),
+        (args.password_grant.is_some(), "--password-grant"),
+        (args.device_code_validity.is_some(), "--device-code-validity"),
+        (args.poll_interval.is_some(), "--poll-interval"),
+        (args.retry_window.is_some(), "--retry-window"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+impl IntegrationArgs {
+    /// The application's fields, for `oauth/CreateApplication` and `UpdateApplication`.
+    fn application(&self, client_id: &str) -> OAuthApplicationRequest {
+        OAuthApplicationRequest {
+            application_id: Some(client_id.to_owned()),
+            name: self.name.clone(),
+            scope: None,
+            maximum_scope: self.scope.clone(),
+            access_validity: self.access_validity,
+            grant_validity: self.grant_validity,
+            renewable: self.refreshable,
+        }
+    }
+
+    /// The trustees the options ask for (`local:NAME`), when they replace the list.
+    fn trustees(&self) -> (Option<Vec<String>>, Option<Vec<String>>) {
+        let users = if self.allow_no_users {
+            Some(Vec::new())
+        } else if self.allow_users.is_empty() {
+            None
+        } else {
+            Some(self.allow_users.iter().map(|u| format!("local:{u}")).collect())
+        };
+        let groups = if self.allow_no_groups {
+            Some(Vec::new())
+        } else if self.allow_groups.is_empty() {
+            None
+        } else {
+            Some(self.allow_groups.iter().map(|g| format!("local:{g}")).collect())
+        };
+        (users, groups)
+    }
+}
+
+/// Makes the integration's rules of one kind (users or groups) those `wanted` names.
+async fn set_rules(api: &AdminApi, client_id: &str, wanted: &[String], groups: bool) -> Result<()> {
+    let mut want: Vec<IdentityEntry> = Vec::new();
+    for w in wanted {
+        let name = IdentityName { prefixed_name: Some(w.clone()), ..IdentityName::default() };
+        let e = api.validate(&name).await?.with_context(|| format!("no such {}: {}", if groups { "group" } else { "user" }, &w[6..]))?;
+        want.push(e);
+    }
+    let kinds = identities(api).await?;
+    for r in api.rules(client_id).await? {
+        let is_group = kinds.get(&r.trustee_prefixed_universal).is_some_and(|(_, g)| *g);
+        if is_group == groups && !want.iter().any(|e| e.prefixed_universal == r.trustee_prefixed_universal) {
+            api.delete_rule(client_id, &r.trustee_prefixed_universal).await?;
+        }
+    }
+    let have: Vec<String> = api.rules(client_id).await?.into_iter().map(|r| r.trustee_prefixed_universal).collect();
+    for e in want {
+        if !have.contains(&e.prefixed_universal) {
+            api.create_rule(client_id, &e.prefixed_universal).await?;
+        }
+    }
+    Ok(())
+}
+
+/// `local:{…}` → (name, whether a group) of every user and group.
+async fn identities(api: &AdminApi) -> Result<HashMap<String, (String, bool)>> {
+    let all = api.browse("", BROWSE_MAX, identity_type::USER | identity_type::GROUP | identity_type::DISTRIBUTION).await?;
+    Ok(all.into_iter().map(|e| (e.prefixed_universal, (e.name, e.kind & identity_type::USER == 0))).collect())
+}
+
+async fn apply_rules(api: &AdminApi, client_id: &str, args: &IntegrationArgs) -> Result<()> {
+    let (users, groups) = args.trustees();
+    if let Some(u) = users {
+        set_rules(api, client_id, &u, false).await?;
+    }
+    if let Some(g) = groups {
+        set_rules(api, client_id, &g, true).await?;
+    }
+    Ok(())
+}
+
+async fn run_api(api: &AdminApi, command: IntegrationsCommand) -> Result<Rendered> {
+    Ok(match command {
+        IntegrationsCommand::Create { client_id, args } => {
+            if let Some(flag) = not_in_oauth(&args) {
+                return Err(not_over_api(&format!("integrations create {flag}")));
+            }
+            let app = api.create_application(&args.application(&client_id)).await?;
+            apply_rules(api, &client_id, &args).await?;
+            created(&app.id, &app.name, &app.maximum_scope)
+        }
+        IntegrationsCommand::Update { client_id, args, disable, enable } => {
+            if let Some(flag) = not_in_oauth(&args).or(disable.then_some("--disable")).or(enable.then_some("--enable")) {
+                return Err(not_over_api(&format!("integrations update {flag}")));
+            }
+            let app = api.update_application(&args.application(&client_id)).await?;
+            apply_rules(api, &client_id, &args).await?;
+            updated(&app.id, &app.name, &app.maximum_scope, app.disabled)
+        }
+        IntegrationsCommand::List => {
+            let kinds = identities(api).await?;
+            let mut rows = Vec::new();
+            for a in api.applications().await? {
+                let (mut users, mut groups) = (Vec::new(), Vec::new());
+                for r in api.rules(&a.id).await? {
+                    match kinds.get(&r.trustee_prefixed_universal) {
+                        Some((name, true)) => groups.push(name.clone()),
+                        Some((name, false)) => users.push(name.clone()),
+                        None => users.push(r.trustee_prefixed_universal),
+                    }
+                }
+                rows.push(IntegrationRow {
+                    client_id: a.id,
+                    name: a.name,
+                    scope: a.maximum_scope,
+                    users: Some(users),
+                    groups,
+                    grant_types: None,
+                    access_validity: a.access_validity,
+                    grant_validity: a.grant_validity,
+                    refreshable: a.renewable,
+                    device_settings: None,
+                    disabled: a.disabled,
+                });
+            }
+            listing(&rows)
+        }
+        IntegrationsCommand::Delete { client_id } => {
+            api.delete_application(&client_id).await?;
+            deleted(&client_id, None)
+        }
+    })
 }
 
 async fn run_store(admin: &Admin, config: &strongroom_server::Config, command: IntegrationsCommand) -> Result<Rendered> {

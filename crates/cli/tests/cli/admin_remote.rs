@@ -282,6 +282,41 @@ async fn admin_over_the_api_on_two_replicas_of_one_database() {
     assert_eq!(named(&r.json(0, &["users", "list"])), named(&r.direct_json(&["users", "list"])));
     let out = r.with_stdin(0, &["users", "create", "dave", "--master-admin"], "dave's long passphrase\n");
     assert_eq!(out.code, 2, "{out:?}");
+    let rosa_password = "another long passphrase";
+
+    // API integrations and grants (oauth/*).
+    let out = r.json(1, &["integrations", "create", "ci-app", "--name", "CI", "--scope", "restricted:manage", "--allow-user", ROSA]);
+    assert_eq!(out["client_id"], "ci-app");
+    let listed = r.json(0, &["integrations", "list"]);
+    let ci = listed.as_array().unwrap().iter().find(|i| i["client_id"] == "ci-app").unwrap().clone();
+    assert_eq!((ci["name"].clone(), ci["allowed_users"].clone()), (serde_json::json!("CI"), serde_json::json!([ROSA])), "{ci}");
+    let direct = r.direct_json(&["integrations", "list"]);
+    let d = direct.as_array().unwrap().iter().find(|i| i["client_id"] == "ci-app").unwrap();
+    for k in ["name", "scope", "allowed_users", "allowed_groups", "access_validity", "grant_validity", "refreshable", "disabled"] {
+        assert_eq!(ci[k], d[k], "{k}");
+    }
+    r.ok(0, &["integrations", "update", "ci-app", "--name", "CI builds", "--allow-group", "deployers"]);
+    let ci = r.json(1, &["integrations", "list"]);
+    let ci = ci.as_array().unwrap().iter().find(|i| i["client_id"] == "ci-app").unwrap().clone();
+    assert_eq!(
+        (ci["name"].clone(), ci["allowed_groups"].clone()),
+        (serde_json::json!("CI builds"), serde_json::json!(["deployers"])),
+        "{ci}"
+    );
+    let out = r.on(0, &r.admin_token, &["integrations", "create", "x", "--scope", "restricted", "--password-grant", "true"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    // Grants: rosa's grant listed through one replica, revoked through the other, refused everywhere at once.
+    let pw = r.cluster.api(0).password_grant("rosa-app", ROSA, rosa_password, "restricted:manage").await;
+    let grants = r.json(1, &["grants", "list"]);
+    assert!(grants.as_array().unwrap().iter().any(|g| g["user"] == ROSA && g["client_id"] == "rosa-app"), "{grants}");
+    assert_eq!(r.cluster.api(1).verify(pw.access_token.expose()).await, 200);
+    let live = grants.as_array().unwrap().iter().filter(|g| g["user"] == ROSA).count();
+    assert_eq!(live, r.direct_json(&["grants", "list"]).as_array().unwrap().iter().filter(|g| g["user"] == ROSA).count());
+    let out = r.json(0, &["grants", "revoke", "--user", ROSA]);
+    assert_eq!(out["grants_revoked"], live, "{out}");
+    assert_eq!(r.cluster.api(1).verify(pw.access_token.expose()).await, 401);
+    assert_eq!(r.ok(0, &["integrations", "delete", "ci-app"]).trim(), "deleted integration ci-app");
+    assert!(!r.json(1, &["integrations", "list"]).as_array().unwrap().iter().any(|i| i["client_id"] == "ci-app"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
