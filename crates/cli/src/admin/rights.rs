@@ -7,9 +7,9 @@ use serde_json::json;
 use strongroom_client::admin::{AdminApi, identity_type, local_name};
 use strongroom_core::vault::Rights;
 use strongroom_proto::permissions::{Permissions, PermissionsRequest};
+use strongroom_proto::vedsdk::IdentityName;
 use strongroom_server::admin::{Admin, RightsOn};
 
-use super::remote::not_over_api;
 use super::{Rendered, Target};
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +65,14 @@ fn explain(r: &RightsOn) -> String {
         })
         .collect();
     format!("{} ({})", r.effective, whence.join("; "))
+}
+
+/// `rights list`: (folder, user or group, rights, whether a group).
+fn rights_listing(all: &[(String, String, Rights, bool)]) -> Rendered {
+    let rows: Vec<Vec<String>> =
+        all.iter().map(|(f, u, r, g)| vec![f.clone(), if *g { format!("group:{u}") } else { u.clone() }, r.to_string()]).collect();
+    let list: Vec<_> = all.iter().map(|(f, u, r, g)| json!({"folder": f, "user": u, "group": g, "rights": r.to_string()})).collect();
+    Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, json!(list))
 }
 
 fn parse_rights(rights: &str) -> Result<Rights> {
@@ -181,7 +189,35 @@ async fn run_api(api: &AdminApi, command: RightsCommand) -> Result<Rendered> {
                 json!({"folder": folder, "user": user, "rights": effective.to_string(), "sources": sources}),
             )
         }
-        RightsCommand::List => return Err(not_over_api("rights list")),
+        RightsCommand::List => {
+            // Every folder (the roots too), the principals with an explicit
+            // entry on it, and each one's entry.
+            let mut folders = Vec::new();
+            for root in ["\\VED", "\\VED\\Policy"] {
+                match api.dn_to_guid(root).await {
+                    Ok(guid) => folders.push((root.to_owned(), guid)),
+                    // A server that does not show a root as an object: nothing is granted there through it.
+                    Err(strongroom_client::ClientError::Refused { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            for o in api.find_objects_of_class("\\VED\\Policy", "Policy").await? {
+                if !folders.iter().any(|(f, _)| f.eq_ignore_ascii_case(&o.dn)) {
+                    folders.push((o.dn, o.guid));
+                }
+            }
+            let mut all = Vec::new();
+            for (folder, guid) in folders {
+                for principal in api.principals(&guid).await? {
+                    let id = IdentityName { prefixed_universal: Some(principal.clone()), ..IdentityName::default() };
+                    let Some(e) = api.validate(&id).await? else { continue };
+                    let Some(p) = api.permissions(&guid, &e.universal).await? else { continue };
+                    all.push((folder.clone(), e.name, rights_of(&p.explicit), e.kind & identity_type::USER == 0));
+                }
+            }
+            all.sort_by_key(|(f, u, _, g)| (f.to_lowercase(), *g, u.to_lowercase()));
+            rights_listing(&all)
+        }
     })
 }
 
@@ -218,14 +254,9 @@ async fn run_store(admin: &Admin, command: RightsCommand) -> Result<Rendered> {
             )
         }
         RightsCommand::List => {
-            let all = admin.all_rights().await?;
-            let rows: Vec<Vec<String>> = all
-                .iter()
-                .map(|(f, u, r, g)| vec![f.to_string(), if *g { format!("group:{u}") } else { u.clone() }, r.to_string()])
-                .collect();
-            let list: Vec<_> =
-                all.iter().map(|(f, u, r, g)| json!({"folder": f.to_string(), "user": u, "group": g, "rights": r.to_string()})).collect();
-            Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, json!(list))
+            let all: Vec<(String, String, Rights, bool)> =
+                admin.all_rights().await?.into_iter().map(|(f, u, r, g)| (f.to_string(), u, r, g)).collect();
+            rights_listing(&all)
         }
     })
 }

@@ -219,6 +219,14 @@ async fn admin_over_the_api_on_two_replicas_of_one_database() {
     r.ok(1, &["rights", "grant", team, "deployers", "--group", "--rights", "read"]);
     let all = r.direct_json(&["rights", "list"]);
     assert!(all.as_array().unwrap().iter().any(|g| g["user"] == "deployers" && g["group"] == true && g["folder"] == team), "{all}");
+    let sorted = |v: Value| {
+        let mut all: Vec<String> = v.as_array().unwrap().iter().map(Value::to_string).collect();
+        all.sort();
+        all
+    };
+    let listed = sorted(r.json(0, &["rights", "list"]));
+    assert_eq!(listed, sorted(r.direct_json(&["rights", "list"])));
+    assert_eq!(listed.len(), 2, "{listed:?}");
     r.ok(0, &["rights", "revoke", team, ROSA]);
     let all = r.direct_json(&["rights", "list"]);
     assert!(!all.as_array().unwrap().iter().any(|g| g["user"] == ROSA), "{all}");
