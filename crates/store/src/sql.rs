@@ -952,6 +952,20 @@ sql!(
     CREATE_GROUP_ENTRY = "INSERT INTO group_rights (path_key, group_id, rights) VALUES (?1, ?2, ?3) ON CONFLICT (path_key, group_id) DO NOTHING"
 );
 sql!(
+    /// The folders of the subtree of key `?1` (`?2`: the key and a backslash), top first: path, GUID, creation.
+    TREE_SUBTREE = format!("{TREE_FOLDER_COLS} WHERE {SUBTREE} ORDER BY path_key")
+);
+sql!(
+    /// A folder's new row (key `?1`, path `?2`, creation `?3`) under a placeholder GUID `?4` while the old row holds the real one.
+    INSERT_MOVED_FOLDER = "INSERT INTO folders (path_key, path, created_at, guid) VALUES (?1, ?2, ?3, ?4)"
+);
+sql!(MOVE_USER_RIGHTS = "UPDATE folder_rights SET path_key = ?2 WHERE path_key = ?1");
+sql!(MOVE_GROUP_RIGHTS = "UPDATE group_rights SET path_key = ?2 WHERE path_key = ?1");
+sql!(MOVE_OWNERS = "UPDATE vault_owners SET owner_key = ?2, owner = ?3 WHERE owner_key = ?1");
+sql!(DELETE_FOLDER_ROW = "DELETE FROM folders WHERE path_key = ?1");
+sql!(SET_FOLDER_GUID = "UPDATE folders SET guid = ?2 WHERE path_key = ?1");
+
+sql!(
     /// Group `?2`'s entry on folder key `?1` replaced by `?3`, only if there is one.
     REPLACE_GROUP_ENTRY = "UPDATE group_rights SET rights = ?3 WHERE path_key = ?1 AND group_id = ?2"
 );

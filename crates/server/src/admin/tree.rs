@@ -9,7 +9,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::identity::{User, UserId, valid_user_name};
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids, well_known_guid};
 use strongroom_core::vault::FolderPath;
-use strongroom_store::{FolderObject, Holder, RightsChange, StoreError};
+use strongroom_store::{FolderObject, Holder, Renamed, RightsChange, StoreError};
 
 use super::{Admin, AdminError};
 
@@ -56,6 +56,18 @@ impl Admin {
             Ok(()) => Ok(user),
             Err(StoreError::Conflict) => Err(AdminError::Exists(format!("user {name}"))),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Renames or moves folder `from` to `to` (whose parent the caller
+    /// checked), everything below it with it, in one transaction: a
+    /// `folder.created` event on `to` whose detail says from where.
+    pub async fn rename_folder(&self, from: &FolderPath, to: &FolderPath) -> Result<u64, AdminError> {
+        let event = self.event(EventKind::FolderCreated).object(to.as_str());
+        match self.store.rename_folder(from.clone(), to.clone(), event).await? {
+            Renamed::Moved(n) => Ok(n),
+            Renamed::NotFound => Err(AdminError::NotFound(format!("folder {from}"))),
+            Renamed::Exists => Err(AdminError::Exists(format!("folder {to}"))),
         }
     }
 

@@ -304,13 +304,14 @@ pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Requ
     post,
     path = "/vedsdk/Config/RenameObject",
     tag = "vedsdk",
-    description = "Not supported: renaming or moving an object would change the keys its rights, folders below it and \
-        vault owners are stored under. Every valid call is answered `Result` 7 with `Error` saying so, after the object is \
-        looked up (400 when it does not exist). Scope `configuration:manage`.",
+    description = "Renames or moves the folder `ObjectDN` to `NewObjectDN`, with everything below it, in one \
+        transaction: each folder keeps its GUID, and its rights and the vault entries it owns follow it. Needs Rename on \
+        the folder and Create on the new parent (or a Master Admin). `Result` 1, or 7, 400 (no such object or new \
+        parent), 401 (the new DN is taken), 405, 406 (not a folder), 407, with `Error`. Scope `configuration:manage`.",
     security(("bearer" = [])),
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
-        (status = 200, description = "`Result` 400 or 7 with `Error`.", body = ConfigResult),
+        (status = 200, description = "`Result` 1, or a failure's `Result` and `Error`.", body = ConfigResult),
         (status = 400, response = BadJson),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
@@ -319,16 +320,10 @@ pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Requ
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn rename_object(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn rename_object(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
     let dn = required_dn(&body)?;
-    let perms = tree::caller_rights(&app, &ctx).await?;
-    tree::find(&app, &perms, Some(&dn), None).await?;
-    Err(TreeError::Result(
-        result::INSUFFICIENT_PRIVILEGES,
-        "Renaming and moving objects is not supported by this server: create the new folder, move the entries' owners \
-         (SecretStore/OwnerAdd, OwnerDelete) and delete the old one."
-            .into(),
-    )
-    .into())
+    let new_dn = body.string(&["NewObjectDN"]).map_err(bad)?.unwrap_or_default();
+    tree::rename(&app, &ctx, &origin, &dn, &new_dn).await?;
+    Ok(ok(&ConfigResult { result: result::SUCCESS, error: None }))
 }

@@ -331,6 +331,46 @@ pub async fn delete(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &s
     }
 }
 
+/// `Config/RenameObject`: a folder renamed or moved, with everything below
+/// it. Needs Rename on it and Create on the new parent (or a Master Admin).
+pub async fn rename(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &str, new_dn: &str) -> Result<(), TreeError> {
+    let perms = caller_rights(app, ctx).await?;
+    let node = find(app, &perms, Some(dn), None).await?;
+    let Kind::Folder(from) = &node.kind else {
+        return refuse(result::OBJECT_INVALID_CLASS, "Only folders can be renamed or moved here.");
+    };
+    if node.guid.as_str() == POLICY_GUID || node.guid.as_str() == VED_GUID {
+        return refuse(result::INSUFFICIENT_PRIVILEGES, "The roots of the tree cannot be renamed.");
+    }
+    let Dn::Folder(to) = parse_dn(new_dn)? else {
+        return refuse(result::OBJECT_INVALID_CONTAINMENT, "A folder moves only to a place for folders.");
+    };
+    let parent_dn = tree::parent_of(to.as_str()).unwrap_or_else(|| VED_DN.to_owned());
+    let parent = match node_by_dn(app, &parse_dn(&parent_dn)?).await? {
+        Some(p) if visible(&perms, &p) => p,
+        _ => return refuse(result::OBJECT_DOES_NOT_EXIST, format!("The new parent {parent_dn} does not exist.")),
+    };
+    let Kind::Folder(pf) = &parent.kind else {
+        return refuse(result::OBJECT_INVALID_CONTAINMENT, "A folder moves only under a folder.");
+    };
+    if !held(&perms, from).contains(Rights::RENAME) || !held(&perms, pf).contains(Rights::CREATE) {
+        return refuse(result::INSUFFICIENT_PRIVILEGES, "Renaming needs Rename on the folder and Create on the new parent.");
+    }
+    // The roots have no row until a folder is made under them.
+    if tree::well_known_guid(pf.key()).is_some() && app.store.folder_object(pf.key().to_owned()).await?.is_none() {
+        match admin_for(app, ctx, origin).create_folder(pf.as_str()).await {
+            Ok(_) | Err(AdminError::Exists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match admin_for(app, ctx, origin).rename_folder(from, &to).await {
+        Ok(_) => Ok(()),
+        Err(AdminError::NotFound(_)) => absent(),
+        Err(AdminError::Exists(_)) => refuse(result::OBJECT_ALREADY_EXISTS, "The new DN is taken (or lies inside the folder itself)."),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What `Enumerate` and `FindObjectsOfClass` list below an object.
 #[derive(Debug)]
 pub struct Listing<'a> {

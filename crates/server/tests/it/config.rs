@@ -201,10 +201,41 @@ async fn delete_refuses_children_and_entries_unless_recursive() {
     s.admin.create_group("ops").await.unwrap();
     assert_eq!(result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Identity\\ops"})).await.0, 1);
     assert!(s.store.group_by_name("ops".into()).await.unwrap().is_none());
-    // Renaming is refused with its documented code.
-    s.admin.create_folder("\\VED\\Policy\\R").await.unwrap();
-    let (r, v) = result(&s, "Config/RenameObject", &root, json!({"ObjectDN": "\\VED\\Policy\\R", "NewObjectDN": "\\VED\\Policy\\S"})).await;
-    assert_eq!(r, 7, "{v}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn rename_moves_a_folder_with_its_guid_rights_and_entries() {
+    let (s, root, bob, _) = setup().await;
+    for f in ["\\VED\\Policy\\R\\Sub", "\\VED\\Policy\\Taken", "\\VED\\Policy\\Target"] {
+        s.admin.create_folder(f).await.unwrap();
+    }
+    s.admin.set_rights("\\VED\\Policy\\R\\Sub", "bob", Rights::parse("view,read,write").unwrap()).await.unwrap();
+    let (_, v) = s
+        .sdk("Add", &bob, json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\R\\Sub", "Base64Data": "eA=="}))
+        .await;
+    let id = v["VaultID"].as_i64().unwrap();
+    let (_, v) = result(&s, "Config/IsValid", &root, json!({"ObjectDN": "\\VED\\Policy\\R\\Sub"})).await;
+    let guid = v["Object"]["GUID"].clone();
+    let rename = |from: &str, to: &str| json!({"ObjectDN": from, "NewObjectDN": to});
+    // Bob may see Sub but holds no Rename.
+    assert_eq!(result(&s, "Config/RenameObject", &bob, rename("\\VED\\Policy\\R\\Sub", "\\VED\\Policy\\S2")).await.0, 7);
+    assert_eq!(result(&s, "Config/RenameObject", &root, rename("\\VED\\Policy\\R", "\\VED\\Policy\\Taken")).await.0, 401);
+    assert_eq!(result(&s, "Config/RenameObject", &root, rename("\\VED\\Policy\\R", "\\VED\\Policy\\Nope\\R")).await.0, 400);
+    assert_eq!(result(&s, "Config/RenameObject", &root, rename("\\VED\\Policy\\Nope", "\\VED\\Policy\\X")).await.0, 400);
+    assert_eq!(result(&s, "Config/RenameObject", &root, rename("\\VED\\Identity\\bob", "\\VED\\Identity\\rob")).await.0, 406);
+    assert_eq!(result(&s, "Config/RenameObject", &root, rename("\\VED\\Policy\\R", "\\VED\\Policy\\R\\Sub\\In")).await.0, 401);
+    assert_eq!(result(&s, "config/renameobject", &root, rename("\\VED\\Policy\\R", "\\VED\\Policy\\Target\\Moved")).await.0, 1);
+    assert_eq!(result(&s, "Config/IsValid", &root, json!({"ObjectDN": "\\VED\\Policy\\R\\Sub"})).await.0, 400);
+    let (r, v) = result(&s, "Config/IsValid", &root, json!({"ObjectGUID": guid})).await;
+    assert_eq!((r, v["Object"]["DN"].as_str()), (1, Some("\\VED\\Policy\\Target\\Moved\\Sub")), "the GUID follows the folder");
+    // The entry's owner and Bob's rights followed: he still writes there.
+    let owners = s.store.owners_of(vec![strongroom_core::vault::VaultId(id)]).await.unwrap();
+    assert_eq!(owners[0].1.iter().map(|o| o.as_str().to_owned()).collect::<Vec<_>>(), ["\\VED\\Policy\\Target\\Moved\\Sub"]);
+    let (_, v) = s
+        .sdk("Add", &bob, json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\Target\\Moved\\Sub", "Base64Data": "eA=="}))
+        .await;
+    assert_eq!(v["Result"].as_i64(), Some(0), "{v}");
     s.stop().await;
 }
 

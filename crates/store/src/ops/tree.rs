@@ -55,6 +55,16 @@ impl fmt::Display for RightsChange {
     }
 }
 
+/// What `rename_folder` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renamed {
+    /// The folders moved (the folder and those below it).
+    Moved(u64),
+    NotFound,
+    /// The new path is taken, or lies inside the folder itself.
+    Exists,
+}
+
 /// The store's side of the tree.
 pub trait TreeStore: Send + Sync + fmt::Debug {
     /// Every folder, by key.
@@ -69,6 +79,11 @@ pub trait TreeStore: Send + Sync + fmt::Debug {
     /// row. Whether it did (`false`: a POST found an entry, a PUT or DELETE
     /// none, or the folder is gone).
     fn change_rights(&self, folder: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool>;
+    /// Renames or moves folder `from` (and everything below it) to `to`,
+    /// in one transaction with its event: each folder keeps its GUID and
+    /// creation, its rights (users' and groups') and the vault entries it
+    /// owns follow it. `to`'s parent is the caller's to check.
+    fn rename_folder(&self, from: FolderPath, to: FolderPath, event: Event) -> StoreFuture<'_, Renamed>;
 }
 
 fn folder_object(r: &mut Cols<'_>) -> StoreResult<FolderObject> {
@@ -123,6 +138,41 @@ pub(crate) async fn change_rights<C: Conn>(
     Ok(n == 1)
 }
 
+/// See [`TreeStore::rename_folder`].
+pub(crate) async fn rename_folder<C: Conn>(c: &C, from: &FolderPath, to: &FolderPath, event: &Event) -> StoreResult<Renamed> {
+    let below = format!("{}\\", from.key());
+    if to.key() == from.key() || to.key().starts_with(&below) {
+        return Ok(Renamed::Exists);
+    }
+    if folder_object_by_key(c, to.key()).await?.is_some() {
+        return Ok(Renamed::Exists);
+    }
+    let subtree = c.query(&sql::TREE_SUBTREE, &values![from.key(), below.as_str()], folder_object).await?;
+    if subtree.is_empty() {
+        return Ok(Renamed::NotFound);
+    }
+    let mut moved = Vec::with_capacity(subtree.len());
+    for o in &subtree {
+        let rest = &o.path.as_str()[from.as_str().len()..];
+        let path =
+            FolderPath::parse(&format!("{}{rest}", to.as_str())).map_err(|e| crate::StoreError::other(format!("renamed path: {e}")))?;
+        // Keys below the new path are free: the new path itself is, and nothing lies below a free key.
+        let placeholder = format!("moving:{}", o.guid.as_str());
+        c.execute(&sql::INSERT_MOVED_FOLDER, &values![path.key(), path.as_str(), o.created_at, placeholder.as_str()]).await?;
+        c.execute(&sql::MOVE_USER_RIGHTS, &values![o.path.key(), path.key()]).await?;
+        c.execute(&sql::MOVE_GROUP_RIGHTS, &values![o.path.key(), path.key()]).await?;
+        c.execute(&sql::MOVE_OWNERS, &values![o.path.key(), path.key(), path.as_str()]).await?;
+        moved.push((o, path));
+    }
+    for (o, path) in &moved {
+        c.execute(&sql::DELETE_FOLDER_ROW, &values![o.path.key()]).await?;
+        c.execute(&sql::SET_FOLDER_GUID, &values![path.key(), o.guid.as_str()]).await?;
+    }
+    let n = moved.len() as u64;
+    append_event(c, &Event { detail: format!("renamed from {from} folders={n}"), ..event.clone() }).await?;
+    Ok(Renamed::Moved(n))
+}
+
 /// The methods of [`TreeStore`], alike on both backends (see [`super::methods`]).
 macro_rules! tree_methods {
     ($read:ident, $write:ident) => {
@@ -140,6 +190,9 @@ macro_rules! tree_methods {
         }
         fn change_rights(&self, f: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| tree::change_rights(c, &f, &holder, change, &event))
+        }
+        fn rename_folder(&self, from: FolderPath, to: FolderPath, event: Event) -> StoreFuture<'_, tree::Renamed> {
+            $write!(self, |c| tree::rename_folder(c, &from, &to, &event))
         }
     };
 }

@@ -84,6 +84,7 @@ conformance!(
     folders_are_objects_with_guids,
     explicit_entries_change_only_as_asked,
     racing_entry_changes_each_happen_once,
+    a_renamed_folder_keeps_its_guid_rights_and_entries,
     users,
     integrations,
     device_flow,

@@ -87,3 +87,40 @@ pub(crate) async fn racing_entry_changes_each_happen_once(store: Arc<dyn Store>)
     }
     assert_eq!(changes(&*store).await, 20, "one event per change that happened");
 }
+
+pub(crate) async fn a_renamed_folder_keeps_its_guid_rights_and_entries(store: Arc<dyn Store>) {
+    use strongroom_store::Renamed;
+    let rng = rng();
+    for f in ["\\VED\\Policy\\Team\\App", "\\VED\\Policy\\Teams", "\\VED\\Policy\\Other"] {
+        store.create_folders(lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
+    }
+    let alice = user(&*store, &rng, "alice").await;
+    let g = Group { id: GroupId::generate(&rng), name: "ops".into(), created_at: T0 };
+    store.create_group(g.clone(), ev(EventKind::GroupCreated)).await.unwrap();
+    store.set_rights(folder("\\VED\\Policy\\Team"), alice.id.clone(), Rights::WRITE, ev(EventKind::RightsChanged)).await.unwrap();
+    store.set_group_rights(folder("\\VED\\Policy\\Team\\App"), g.id.clone(), Rights::READ, ev(EventKind::RightsChanged)).await.unwrap();
+    crate::cases::first_data_key(&*store).await;
+    let id = store.allocate_vault_id().await.unwrap();
+    let (w, _) = crate::cases::writer(&*store, true).await;
+    store.insert_entry(crate::cases::entry(id, &["\\VED\\Policy\\Team\\App"]), w, ev(EventKind::VaultAdded)).await.unwrap();
+    let team_guid = store.folder_object("\\ved\\policy\\team".into()).await.unwrap().unwrap().guid;
+    let app_guid = store.folder_object("\\ved\\policy\\team\\app".into()).await.unwrap().unwrap().guid;
+
+    let rename = |a: &str, b: &str| store.rename_folder(folder(a), folder(b), ev(EventKind::FolderCreated));
+    assert_eq!(rename("\\VED\\Policy\\Nope", "\\VED\\Policy\\X").await.unwrap(), Renamed::NotFound);
+    assert_eq!(rename("\\VED\\Policy\\Team", "\\VED\\Policy\\Other").await.unwrap(), Renamed::Exists);
+    assert_eq!(rename("\\VED\\Policy\\Team", "\\VED\\Policy\\Team\\App\\In").await.unwrap(), Renamed::Exists, "not into itself");
+    // `Teams` shares the prefix `Team` but is not below it: it stays.
+    assert_eq!(rename("\\VED\\Policy\\Team", "\\VED\\Policy\\Other\\Moved").await.unwrap(), Renamed::Moved(2));
+    let moved = store.folder_object("\\ved\\policy\\other\\moved\\app".into()).await.unwrap().unwrap();
+    assert_eq!((moved.path.as_str(), &moved.guid), ("\\VED\\Policy\\Other\\Moved\\App", &app_guid));
+    assert_eq!(store.folder_object_by_guid(team_guid).await.unwrap().unwrap().path.as_str(), "\\VED\\Policy\\Other\\Moved");
+    assert!(store.folder_object("\\ved\\policy\\team".into()).await.unwrap().is_none());
+    assert!(store.folder_object("\\ved\\policy\\teams".into()).await.unwrap().is_some());
+    assert_eq!(store.rights_of(alice.id.clone()).await.unwrap(), [("\\ved\\policy\\other\\moved".to_owned(), Rights::WRITE)]);
+    assert_eq!(store.group_rights_of(g.id.clone()).await.unwrap(), [("\\ved\\policy\\other\\moved\\app".to_owned(), Rights::READ)]);
+    let owners = store.owners_of(vec![id]).await.unwrap();
+    assert_eq!(owners[0].1.iter().map(|o| o.as_str().to_owned()).collect::<Vec<_>>(), ["\\VED\\Policy\\Other\\Moved\\App"]);
+    let last = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap().pop().unwrap();
+    assert_eq!(last.event.detail, "renamed from \\VED\\Policy\\Team folders=2");
+}
