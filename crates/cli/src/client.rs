@@ -33,7 +33,10 @@ Exit codes:
   7  the vault refused the call (the message gives the Result code)
   8  the local token cache or profile is unusable (the message says why)
   9  the login was denied, expired or cancelled
- 10  the server refused the request (scope, client id, ...)";
+ 10  the server refused the request (scope, client id, ...)
+With `admin --server`, 7 is also an administrative call the server refused
+(the message gives its Result code or HTTP status), and 2 a command that
+works only on the store.";
 
 /// Where to connect.
 #[derive(Debug, Args, Clone)]
@@ -207,7 +210,7 @@ pub(crate) fn exit_code(e: &ClientError) -> u8 {
         ClientError::Unreachable(_) | ClientError::WrongProtocol(_) => 4,
         ClientError::Tls(_) => 5,
         ClientError::ServerError { .. } | ClientError::BadResponse(_) => 6,
-        ClientError::Vault { .. } => 7,
+        ClientError::Vault { .. } | ClientError::Refused { .. } => 7,
         ClientError::Cache { .. } | ClientError::Config(_) => 8,
         ClientError::AccessDenied | ClientError::LoginExpired | ClientError::Cancelled => 9,
         ClientError::Auth { .. } | ClientError::Forbidden(_) => 10,
@@ -224,7 +227,14 @@ impl From<ClientError> for Failure {
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
         let broken_pipe = e.chain().any(is_broken_pipe);
-        Failure { broken_pipe, ..Failure::new(1, chain_text(&e)) }
+        // An `admin --server` call's failure keeps the client's exit code;
+        // a command the API cannot run is a usage error (2).
+        let code = match crate::admin::remote::client_error(&e) {
+            Some(c) => exit_code(c),
+            None if e.chain().any(|c| c.is::<crate::admin::remote::Unavailable>()) => 2,
+            None => 1,
+        };
+        Failure { broken_pipe, ..Failure::new(code, chain_text(&e)) }
     }
 }
 
@@ -285,6 +295,29 @@ impl Target {
             _ => Err(Failure::new(3, "no server: run `strongroom login --server URL --client-id ID`")),
         }
     }
+}
+
+/// The token source of `admin --server`: the client id and trust given,
+/// else the saved profile's (its trust only for the same server).
+pub(crate) fn source_for(
+    server: &str,
+    client_id: Option<String>,
+    ca: Option<PathBuf>,
+    pin: Option<String>,
+) -> Result<TokenSource, Failure> {
+    let target = Target { server: Some(server.to_owned()), client_id, ca, pin, json: false };
+    source(&target.resolve()?)
+}
+
+/// The TLS trust for `server`: `--ca` or `--pin`, else the saved
+/// profile's for the same server, else the web PKI.
+pub(crate) fn trust_for(server: &str, ca: Option<PathBuf>, pin: Option<String>) -> Result<Trust, Failure> {
+    let target = Target { server: Some(server.to_owned()), client_id: None, ca, pin, json: false };
+    if let Some(t) = target.trust() {
+        return Ok(t);
+    }
+    let saved: Option<Profile> = std::fs::read(profile_path()?).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    Ok(saved.filter(|p| p.server == server).map(|p| p.trust).unwrap_or_default())
 }
 
 fn source(p: &Profile) -> Result<TokenSource, Failure> {

@@ -38,7 +38,8 @@ enum Command {
     /// SIGHUP reloads the TLS certificate and key; SIGTERM or Ctrl-C stops it.
     Serve(ConfigArgs),
     /// Administer users, API integrations, grants and the event log, directly
-    /// on the store (also while the server runs).
+    /// on the store (also while the server runs), or with --server URL over
+    /// the API (the token of `strongroom login`, or --token-file).
     ///
     /// Every command but `init`, `restore` and `migrate-store` works on a store
     /// that exists already: one `strongroom serve` or `admin init` made. On a
@@ -50,6 +51,8 @@ enum Command {
         /// Print JSON (one document) instead of tables, for scripts.
         #[arg(long, global = true)]
         json: bool,
+        #[command(flatten)]
+        remote: admin::RemoteArgs,
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
@@ -337,7 +340,11 @@ fn main() -> std::process::ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await.map_err(client::Failure::from),
-            Command::Admin { config, json, command } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
+            Command::Admin { remote, json, command, .. } if remote.server.is_some() => {
+                init_logging("warn").map_err(client::Failure::from)?;
+                admin::remote::run(&remote, command, json).await
+            }
+            Command::Admin { config, json, command, .. } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
             Command::Config(ConfigCommand::Check { config, json, online }) => config_check(&config, json, online).await,
             Command::Health { config, timeout } => ops::health(&config.load()?, timeout).await.map_err(client::Failure::from),
             Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),
@@ -463,6 +470,16 @@ mod tests {
         let Command::Admin { config, .. } = parsed.command else { unreachable!() };
         let c = config.load_with(|_| None).unwrap();
         assert_eq!((c.data_dir, c.database_url), (PathBuf::from("/d"), "/d/x.db".to_owned()));
+    }
+
+    #[test]
+    fn the_command_line_has_no_clashing_options() {
+        // `admin --server`'s options beside the settings' flags and the rest.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+        let parsed =
+            Cli::try_parse_from(["strongroom", "admin", "groups", "list", "--server", "https://h:8443", "--token-file", "/t"]).unwrap();
+        let Command::Admin { remote, .. } = parsed.command else { unreachable!() };
+        assert_eq!(remote.server.as_deref(), Some("https://h:8443"));
     }
 
     #[test]

@@ -305,7 +305,11 @@ const OTHER_VARIABLES: &[(&str, &str)] = &[
     ("STRONGROOM_LOG, RUST_LOG", "The log filter (tracing's EnvFilter syntax); default info for serve, warn for admin."),
     ("STRONGROOM_LOG_FORMAT", "text (the default) or json."),
     ("SOFTHSM2_CONF", "For SoftHSM2 keys: the softhsm2.conf naming the token directory (read by SoftHSM2 itself)."),
-    ("STRONGROOM_SERVER, STRONGROOM_CLIENT_ID, STRONGROOM_CA, STRONGROOM_PIN", "The client verbs' --server, --client-id, --ca and --pin."),
+    (
+        "STRONGROOM_SERVER, STRONGROOM_CLIENT_ID, STRONGROOM_CA, STRONGROOM_PIN",
+        "The client verbs' --server, --client-id, --ca and --pin, and admin's (STRONGROOM_SERVER set: admin runs over the API).",
+    ),
+    ("STRONGROOM_TOKEN_FILE", "admin --server's --token-file: a file (mode 0600) holding an access token."),
     (
         "STRONGROOM_CONFIG_DIR",
         "Where the client keeps profile.json and tokens/ (else $XDG_CONFIG_HOME/strongroom, else ~/.config/strongroom).",

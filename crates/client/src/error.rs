@@ -48,6 +48,11 @@ pub enum ClientError {
     /// A vault call answered a non-zero `Result`.
     #[error("vault: {message} (Result {code})")]
     Vault { code: i32, message: String },
+    /// An administrative call was refused: a `Result` other than success
+    /// (`code`, the product's number, with HTTP 200), or an HTTP 4xx other
+    /// than 401 and 403, with the server's reason.
+    #[error("refused: {message} ({})", refusal(*.status, *.code))]
+    Refused { status: u16, code: Option<i32>, message: String },
     /// The local token cache is unusable.
     #[error("token cache {path}: {problem}")]
     Cache { path: String, problem: String },
@@ -70,6 +75,13 @@ impl ClientError {
     /// and not a transport failure.
     pub fn is_transport(&self) -> bool {
         matches!(self, ClientError::Unreachable(_))
+    }
+}
+
+fn refusal(status: u16, code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("Result {c}"),
+        None => format!("HTTP {status}"),
     }
 }
 

@@ -128,6 +128,33 @@ impl Server {
     }
 }
 
+impl Server {
+    /// An administrative call with a bearer token: any method, a query,
+    /// a JSON body or none. Answers the status and the body as they came
+    /// (the caller classifies them, see `admin`); only a failure to get an
+    /// answer is an error here. A GET's 503 is sent again after its
+    /// `Retry-After`, as for reads; a change is sent once.
+    pub(crate) async fn bearer_call<B: Serialize + ?Sized>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, String)],
+        token: &str,
+        body: Option<&B>,
+    ) -> ClientResult<(u16, Vec<u8>)> {
+        let again = method == reqwest::Method::GET;
+        let mut req = self.http.request(method, self.url(path)).bearer_auth(token);
+        if !query.is_empty() {
+            req = req.query(query);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let (status, _ct, bytes) = self.send(req, again).await?;
+        Ok((status, bytes))
+    }
+}
+
 /// Times a 503 is sent again (see [`Server::send`]).
 const UNAVAILABLE_RETRIES: u32 = 2;
 

@@ -11,6 +11,8 @@
 //! - [`tokens`]: `Tokens` and the pure rule of when to refresh (`decide`).
 //! - [`cache`]: one `0600` file per server and client id, written
 //!   atomically, and a cross-process lock file.
+//! - [`admin`]: typed administrative calls (`GET Log`, `Identity/*`, …),
+//!   one function per product call, for `strongroom admin --server`.
 //! - [`vault`]: typed calls for the SecretStore family, sending the
 //!   `strongroom_proto::vedsdk` request types.
 //! - [`tls`]: the web PKI, a custom CA or a pinned certificate (SHA-256) for
@@ -25,6 +27,7 @@
 //! Tokens and device codes never reach a log line or `Debug` output.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod cache;
 pub mod device;
 pub mod error;

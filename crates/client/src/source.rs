@@ -161,6 +161,28 @@ impl TokenSource {
         Err(ClientError::Unauthorized)
     }
 
+    /// [`TokenSource::call`] for the administrative calls: any method and
+    /// query; the status and body as they came. A 401 refreshes once and
+    /// sends again; a second 401 is [`ClientError::Unauthorized`].
+    pub(crate) async fn call_raw<B: Serialize + ?Sized>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&B>,
+    ) -> ClientResult<(u16, Vec<u8>)> {
+        for attempt in 0..2 {
+            let token = self.access_token().await?;
+            let (status, bytes) = self.server.bearer_call(method.clone(), path, query, token.expose(), body).await?;
+            match status {
+                401 if attempt == 0 => self.expire_now().await,
+                401 => break,
+                _ => return Ok((status, bytes)),
+            }
+        }
+        Err(ClientError::Unauthorized)
+    }
+
     /// Revokes the grant on the server (if it still knows the token) and
     /// deletes the cache. Returns whether the server revoked something.
     pub async fn logout(&self) -> ClientResult<bool> {

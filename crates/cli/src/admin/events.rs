@@ -11,13 +11,17 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use std::path::PathBuf;
+use strongroom_client::ClientError;
+use strongroom_client::admin::{BROWSE_MAX, identity_type};
 use strongroom_core::event::StoredEvent;
 use strongroom_core::time::UnixTime;
+use strongroom_proto::vedsdk::LogEvent;
 use strongroom_server::admin::Admin;
 use strongroom_server::archive::{self, ChainPoint};
 use strongroom_store::EventFilter;
 
-use super::{Rendered, hex, time};
+use super::remote::not_over_api;
+use super::{Rendered, Target, hex, time};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum EventsCommand {
@@ -76,6 +80,10 @@ pub(crate) struct ListArgs {
     /// How many events to show.
     #[arg(long, default_value_t = 100)]
     limit: u32,
+    /// Skip this many of the events that match first (page back with --offset
+    /// and --limit; over the API, where --before and --after are not offered).
+    #[arg(long, default_value_t = 0)]
+    offset: u32,
     /// The oldest events first.
     #[arg(long)]
     oldest_first: bool,
@@ -94,6 +102,7 @@ impl ListArgs {
             before_seq: self.before,
             newest_first: !self.oldest_first && self.after.is_none(),
             limit: self.limit.clamp(1, 10_000),
+            offset: self.offset,
             ..Default::default()
         }
     }
@@ -102,9 +111,89 @@ impl ListArgs {
 /// Past this many, the footer stops counting ("more than …").
 const COUNT_CAP: u64 = 100_000;
 
-/// Identities (`local:{…}`) to user names, for the IDENTITY column.
-async fn names(admin: &Admin) -> Result<HashMap<String, String>> {
-    Ok(admin.list_users().await?.into_iter().map(|u| (u.id.identity(), u.name)).collect())
+impl ListArgs {
+    /// The query of `GET /vedsdk/Log` for these options: what the API can
+    /// filter by (the kind, the limit, the offset), newest first.
+    fn query(&self) -> Result<Vec<(&'static str, String)>> {
+        if self.after.is_some() || self.before.is_some() || self.oldest_first {
+            return Err(not_over_api("events list --after/--before/--oldest-first (GET Log pages newest first: use --offset)"));
+        }
+        let mut q = vec![("Limit", self.limit.clamp(1, API_MAX_LIMIT).to_string())];
+        if self.offset > 0 {
+            q.push(("Offset", self.offset.to_string()));
+        }
+        if let Some(k) = &self.kind {
+            q.push(("Kind", k.clone()));
+        }
+        Ok(q)
+    }
+}
+
+/// The most events one `GET Log` answers.
+const API_MAX_LIMIT: u32 = 1000;
+
+/// One event as listed: from the store, or from `GET Log`'s `LogEvents`
+/// (which carry the same facts, see README "The event log over the API").
+pub(crate) struct EventRow {
+    seq: i64,
+    at: String,
+    kind: String,
+    identity: String,
+    client_id: String,
+    object: String,
+    source: String,
+    request_id: String,
+    detail: String,
+    hash: String,
+}
+
+impl From<&StoredEvent> for EventRow {
+    fn from(e: &StoredEvent) -> EventRow {
+        let ev = &e.event;
+        EventRow {
+            seq: e.seq,
+            at: time(ev.at),
+            kind: ev.kind.to_string(),
+            identity: ev.identity.clone(),
+            client_id: ev.client_id.clone(),
+            object: ev.object.clone(),
+            source: ev.source.clone(),
+            request_id: ev.request_id.clone(),
+            detail: ev.detail.clone(),
+            hash: hex(&e.hash),
+        }
+    }
+}
+
+impl From<LogEvent> for EventRow {
+    fn from(e: LogEvent) -> EventRow {
+        EventRow {
+            seq: e.grouping,
+            at: e.server_timestamp,
+            kind: e.name,
+            identity: e.text1,
+            client_id: e.data,
+            object: e.object,
+            source: e.source_ip,
+            request_id: e.request_id,
+            detail: e.text2,
+            hash: e.hash,
+        }
+    }
+}
+
+/// Identities (`local:{…}`) to user names, for the IDENTITY column. Over
+/// the API: `Identity/Browse`, which needs scope `configuration`; without
+/// it the identities are shown alone.
+async fn names(target: &Target) -> Result<HashMap<String, String>> {
+    Ok(match target {
+        Target::Store(admin) => admin.list_users().await?.into_iter().map(|u| (u.id.identity(), u.name)).collect(),
+        Target::Server(api) => match api.browse("", BROWSE_MAX, identity_type::USER).await {
+            Ok(users) => users.into_iter().map(|u| (u.prefixed_universal, u.name)).collect(),
+            Err(ClientError::Forbidden(_)) => HashMap::new(),
+            Err(e) => return Err(e.into()),
+        },
+    })
 }
 
 /// `local:{…} (alice)`, or the identity as stored (`admin`, empty, or a
@@ -116,11 +205,32 @@ fn identity_shown(identity: &str, names: &HashMap<String, String>) -> String {
     }
 }
 
-fn json_of(e: &StoredEvent, names: &HashMap<String, String>) -> serde_json::Value {
-    let ev = &e.event;
-    json!({"seq": e.seq, "at": time(ev.at), "kind": ev.kind.as_str(), "identity": ev.identity, "user": names.get(&ev.identity),
-           "client_id": ev.client_id, "object": ev.object, "source": ev.source, "request_id": ev.request_id, "detail": ev.detail,
-           "hash": hex(&e.hash)})
+fn json_of(e: &EventRow, names: &HashMap<String, String>) -> serde_json::Value {
+    json!({"seq": e.seq, "at": e.at, "kind": e.kind, "identity": e.identity, "user": names.get(&e.identity),
+           "client_id": e.client_id, "object": e.object, "source": e.source, "request_id": e.request_id, "detail": e.detail,
+           "hash": e.hash})
+}
+
+/// The listing of `events list`.
+fn listing(events: &[EventRow], names: &HashMap<String, String>) -> Rendered {
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            vec![
+                e.seq.to_string(),
+                e.at.clone(),
+                e.kind.clone(),
+                identity_shown(&e.identity, names),
+                e.client_id.clone(),
+                e.object.clone(),
+                e.source.clone(),
+                e.request_id.clone(),
+                e.detail.clone(),
+            ]
+        })
+        .collect();
+    let list: Vec<_> = events.iter().map(|e| json_of(e, names)).collect();
+    Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list))
 }
 
 /// How many events the filter matches beyond those shown: on the far side of
@@ -164,7 +274,25 @@ async fn remaining(admin: &Admin, f: &EventFilter, edge: i64) -> Result<(u64, bo
     Ok((n, false))
 }
 
-pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendered> {
+pub(crate) async fn run(target: &Target, command: EventsCommand) -> Result<Rendered> {
+    let admin = match (target, command) {
+        (Target::Server(api), EventsCommand::List(args)) => {
+            let events: Vec<EventRow> = api.log(&args.query()?).await?.into_iter().map(EventRow::from).collect();
+            let mut r = listing(&events, &names(target).await?);
+            let limit = args.limit.clamp(1, API_MAX_LIMIT);
+            if events.len() as u32 == limit {
+                r.text.push_str(&format!(
+                    "… older events may not be shown: --offset {} for the next {limit}\n",
+                    args.offset.saturating_add(limit)
+                ));
+            }
+            return Ok(r);
+        }
+        (Target::Server(_), EventsCommand::Verify(_)) => return Err(not_over_api("events verify")),
+        (Target::Server(_), EventsCommand::Archive(_)) => return Err(not_over_api("events archive")),
+        (Target::Store(admin), command) => (admin, command),
+    };
+    let (admin, command) = admin;
     match command {
         EventsCommand::Verify(args) => verify(admin, &args.archive).await,
         EventsCommand::Archive(args) => {
@@ -192,28 +320,8 @@ pub(crate) async fn run(admin: &Admin, command: EventsCommand) -> Result<Rendere
         }
         EventsCommand::List(args) => {
             let f = args.filter();
-            let events = admin.events(f.clone()).await?;
-            let names = names(admin).await?;
-            let rows: Vec<Vec<String>> = events
-                .iter()
-                .map(|e| {
-                    let ev = &e.event;
-                    vec![
-                        e.seq.to_string(),
-                        time(ev.at),
-                        ev.kind.to_string(),
-                        identity_shown(&ev.identity, &names),
-                        ev.client_id.clone(),
-                        ev.object.clone(),
-                        ev.source.clone(),
-                        ev.request_id.clone(),
-                        ev.detail.clone(),
-                    ]
-                })
-                .collect();
-            let list: Vec<_> = events.iter().map(|e| json_of(e, &names)).collect();
-            let mut r =
-                Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list));
+            let events: Vec<EventRow> = admin.events(f.clone()).await?.iter().map(EventRow::from).collect();
+            let mut r = listing(&events, &names(target).await?);
             // The footer (text only: --json stays one array; scripts page with --after until a page is short).
             if let Some(edge) = events.last().map(|e| e.seq) {
                 let (more, capped) = remaining(admin, &f, edge).await?;
@@ -260,16 +368,15 @@ async fn verify(admin: &Admin, files: &[PathBuf]) -> Result<Rendered> {
 }
 
 /// One event as a line of `--follow`: `SEQ AT KIND key=value …`.
-fn line_of(e: &StoredEvent, names: &HashMap<String, String>) -> String {
-    let ev = &e.event;
-    let mut line = format!("{} {} {}", e.seq, time(ev.at), ev.kind);
+fn line_of(e: &EventRow, names: &HashMap<String, String>) -> String {
+    let mut line = format!("{} {} {}", e.seq, e.at, e.kind);
     for (k, v) in [
-        ("identity", identity_shown(&ev.identity, names)),
-        ("client", ev.client_id.clone()),
-        ("object", ev.object.clone()),
-        ("source", ev.source.clone()),
-        ("request", ev.request_id.clone()),
-        ("detail", ev.detail.clone()),
+        ("identity", identity_shown(&e.identity, names)),
+        ("client", e.client_id.clone()),
+        ("object", e.object.clone()),
+        ("source", e.source.clone()),
+        ("request", e.request_id.clone()),
+        ("detail", e.detail.clone()),
     ] {
         if !v.is_empty() {
             line.push_str(&format!(" {k}={v:?}"));
@@ -278,16 +385,59 @@ fn line_of(e: &StoredEvent, names: &HashMap<String, String>) -> String {
     line
 }
 
+/// The events after `last` (oldest first; at most 1000 from the store): on
+/// the store by sequence number; over the API, `GET Log` pages (newest
+/// first) until one reaches `last`.
+async fn newer(target: &Target, f: &EventFilter, args: &ListArgs, last: i64) -> Result<Vec<EventRow>> {
+    match target {
+        Target::Store(admin) => Ok(admin
+            .events(EventFilter { after_seq: Some(last), limit: 1000, newest_first: false, before_seq: None, ..f.clone() })
+            .await?
+            .iter()
+            .map(EventRow::from)
+            .collect()),
+        Target::Server(api) => {
+            let mut found = Vec::new();
+            let mut offset = 0u32;
+            loop {
+                let mut q = vec![("Limit", API_MAX_LIMIT.to_string()), ("Offset", offset.to_string())];
+                if let Some(k) = &args.kind {
+                    q.push(("Kind", k.clone()));
+                }
+                let page = api.log(&q).await?;
+                let n = page.len();
+                let mut reached = false;
+                for e in page {
+                    if e.grouping <= last {
+                        reached = true;
+                        break;
+                    }
+                    found.push(EventRow::from(e));
+                }
+                if reached || n < API_MAX_LIMIT as usize {
+                    break;
+                }
+                offset += API_MAX_LIMIT;
+            }
+            found.reverse();
+            Ok(found)
+        }
+    }
+}
+
 /// `events list --follow`: the newest events, oldest of them first, then
 /// every new one as it comes (polled once a second), until Ctrl-C or
 /// SIGTERM (or the reader of the output goes away).
-pub(crate) async fn follow(admin: &Admin, args: ListArgs, json: bool) -> Result<()> {
-    let mut f = EventFilter { newest_first: true, ..args.filter() };
-    let mut first = admin.events(f.clone()).await?;
+pub(crate) async fn follow(target: &Target, args: ListArgs, json: bool) -> Result<()> {
+    let f = EventFilter { newest_first: true, ..args.filter() };
+    let mut first: Vec<EventRow> = match target {
+        Target::Store(admin) => admin.events(f.clone()).await?.iter().map(EventRow::from).collect(),
+        Target::Server(api) => api.log(&args.query()?).await?.into_iter().map(EventRow::from).collect(),
+    };
     first.reverse();
-    let mut names = names(admin).await?;
+    let mut names = names(target).await?;
     let mut last = args.after.unwrap_or(0);
-    let print = |events: &[StoredEvent], names: &HashMap<String, String>| -> Result<()> {
+    let print = |events: &[EventRow], names: &HashMap<String, String>| -> Result<()> {
         let mut out = std::io::stdout().lock();
         for e in events {
             if json {
@@ -306,8 +456,6 @@ pub(crate) async fn follow(admin: &Admin, args: ListArgs, json: bool) -> Result<
     if !json {
         eprintln!("(following: new events appear as they are written; Ctrl-C to stop)");
     }
-    f.newest_first = false;
-    f.before_seq = None;
     let stop = stop_signal();
     tokio::pin!(stop);
     loop {
@@ -316,14 +464,14 @@ pub(crate) async fn follow(admin: &Admin, args: ListArgs, json: bool) -> Result<
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
         loop {
-            let page = admin.events(EventFilter { after_seq: Some(last), limit: 1000, ..f.clone() }).await?;
+            let page = newer(target, &f, &args, last).await?;
             let Some(newest) = page.last() else { break };
             last = newest.seq;
-            if page.iter().any(|e| !e.event.identity.is_empty() && !names.contains_key(&e.event.identity)) {
-                names = self::names(admin).await?;
+            if page.iter().any(|e| !e.identity.is_empty() && !names.contains_key(&e.identity)) {
+                names = self::names(target).await?;
             }
             print(&page, &names)?;
-            if page.len() < 1000 {
+            if page.len() < 1000 || matches!(target, Target::Server(_)) {
                 break;
             }
         }
@@ -370,7 +518,7 @@ mod tests {
         e.event.detail = "a \"quoted\" word".into();
         let names = HashMap::from([("local:{u1}".to_owned(), "alice".to_owned())]);
         assert_eq!(
-            line_of(&e, &names),
+            line_of(&EventRow::from(&e), &names),
             "7 1970-01-01T00:00:00Z token.issued identity=\"local:{u1} (alice)\" client=\"app\" detail=\"a \\\"quoted\\\" word\""
         );
     }

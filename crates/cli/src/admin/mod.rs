@@ -1,10 +1,15 @@
 //! `strongroom admin ...`: one handler per command group (`users`,
-//! `integrations`, `grants`, `events`, `folders`, `rights`, `keys`,
+//! `groups`, `integrations`, `grants`, `events`, `folders`, `rights`, `keys`,
 //! `jwt-issuers`, `mappings`, and the
-//! `groups`, `integrations`, `grants`, `events`, `folders`, `rights`, `keys`, and the
 //! store's own: `init`, `backup`, `restore`, `migrate-store`). Each returns
 //! what it has to say as a [`Rendered`]: its text for people and its JSON
 //! for scripts; [`run`] prints one of them.
+//!
+//! One command tree, two places to run it ([`Target`]): on the store
+//! (`Admin`, the default), or over the API with `--server` (`remote`: the
+//! product's own calls through `strongroom_client::admin`). Each handler
+//! gathers the facts from its target and renders them once, so a command
+//! prints the same either way, as far as the API tells the same facts.
 //!
 //! Only `init` (and `restore` and `migrate-store`, which fill a new store)
 //! creates a store: every other command opens one that exists
@@ -17,6 +22,7 @@ mod groups;
 mod integrations;
 mod keys;
 mod machines;
+pub(crate) mod remote;
 mod rights;
 mod store;
 mod users;
@@ -42,6 +48,7 @@ pub(crate) use groups::GroupsCommand;
 pub(crate) use integrations::IntegrationsCommand;
 pub(crate) use keys::KeysCommand;
 pub(crate) use machines::{JwtIssuersCommand, MappingsCommand};
+pub(crate) use remote::RemoteArgs;
 pub(crate) use rights::RightsCommand;
 pub(crate) use users::UsersCommand;
 
@@ -172,6 +179,12 @@ impl Output {
     }
 }
 
+/// Where a command runs: on the store, or over a server's API.
+pub(crate) enum Target {
+    Store(Admin),
+    Server(strongroom_client::admin::AdminApi),
+}
+
 pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, command: AdminCommand, json: bool) -> Result<()> {
     let out = Output { json };
     let rendered = match command {
@@ -183,26 +196,12 @@ pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, c
         AdminCommand::Keys(KeysCommand::Create { name }) => keys::create(config, &name).await?,
         // Everything else: on the store that exists.
         AdminCommand::Events(EventsCommand::List(list)) if list.follow => {
-            let admin = open(config, args).await?;
-            return events::follow(&admin, list, json).await;
+            let target = Target::Store(open(config, args).await?);
+            return events::follow(&target, list, json).await;
         }
         command => {
-            let admin = open(config, args).await?;
-            match command {
-                AdminCommand::Users(c) => users::run(&admin, c).await?,
-                AdminCommand::Groups(c) => groups::run(&admin, c).await?,
-                AdminCommand::Integrations(c) => integrations::run(&admin, config, c).await?,
-                AdminCommand::Grants(c) => grants::run(&admin, c).await?,
-                AdminCommand::Events(c) => events::run(&admin, c).await?,
-                AdminCommand::Folders(c) => folders::run(&admin, c).await?,
-                AdminCommand::Rights(c) => rights::run(&admin, c).await?,
-                AdminCommand::Keys(c) => keys::run(&admin, c).await?,
-                AdminCommand::JwtIssuers(c) => machines::issuers(&admin, c).await?,
-                AdminCommand::Mappings(c) => machines::mappings(&admin, c).await?,
-                AdminCommand::Init | AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. } => {
-                    Rendered::default()
-                }
-            }
+            let target = Target::Store(open(config, args).await?);
+            dispatch(&target, Some(config), command).await?
         }
     };
     out.print(&rendered)?;
@@ -210,6 +209,32 @@ pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, c
         Some(f) => bail!("{f}"),
         None => Ok(()),
     }
+}
+
+/// Runs a command of one group on `target` (`config`: the store's, when on the store).
+pub(crate) async fn dispatch(target: &Target, config: Option<&strongroom_server::Config>, command: AdminCommand) -> Result<Rendered> {
+    let admin = match target {
+        Target::Store(admin) => Some(admin),
+        Target::Server(_) => None,
+    };
+    Ok(match (command, admin) {
+        (AdminCommand::Users(c), _) => users::run(target, c).await?,
+        (AdminCommand::Groups(c), _) => groups::run(target, c).await?,
+        (AdminCommand::Integrations(c), _) => integrations::run(target, config, c).await?,
+        (AdminCommand::Grants(c), _) => grants::run(target, c).await?,
+        (AdminCommand::Events(c), _) => events::run(target, c).await?,
+        (AdminCommand::Folders(c), _) => folders::run(target, c).await?,
+        (AdminCommand::Rights(c), _) => rights::run(target, c).await?,
+        (AdminCommand::Keys(c), Some(admin)) => keys::run(admin, c).await?,
+        (AdminCommand::JwtIssuers(c), Some(admin)) => machines::issuers(admin, c).await?,
+        (AdminCommand::Mappings(c), Some(admin)) => machines::mappings(admin, c).await?,
+        (AdminCommand::Keys(_), None) => return Err(remote::not_over_api("keys")),
+        (AdminCommand::JwtIssuers(_), None) => return Err(remote::not_over_api("jwt-issuers")),
+        (AdminCommand::Mappings(_), None) => return Err(remote::not_over_api("mappings")),
+        (AdminCommand::Init | AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. }, _) => {
+            Rendered::default()
+        }
+    })
 }
 
 /// Opens the store the configuration names, which must exist, with the

@@ -33,6 +33,7 @@
 //! under load.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
+mod admin_remote;
 mod admin_store;
 mod backup;
 mod client;
