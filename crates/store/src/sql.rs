@@ -1024,12 +1024,14 @@ mod tests {
     }
 
     #[test]
-    fn the_integration_update_sets_every_column_but_its_key_and_creation() {
+    fn the_integration_update_sets_every_column_but_its_key_and_creation_at_the_version_read() {
         assert_eq!(
             UPDATE_INTEGRATION.sqlite(),
             "UPDATE integrations SET name = ?2, max_scope = ?3, allow_all_users = ?4, allow_device = ?5, allow_password = ?6, \
              access_validity = ?7, grant_validity = ?8, refreshable = ?9, device_code_validity = ?10, poll_interval = ?11, \
-             disabled = ?12, created_at = coalesce(created_at, ?13), retry_window = ?14 WHERE client_id = ?1"
+             disabled = ?12, created_at = coalesce(created_at, ?13), retry_window = ?14, version = version + 1 \
+             WHERE client_id = ?1 AND version = ?15",
+            "only over the row as it was read, which it moves on"
         );
     }
 }
