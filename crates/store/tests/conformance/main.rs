@@ -38,8 +38,8 @@ mod all {
     pub(crate) use super::integration_versions::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
-    pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
     pub(crate) use super::recheck::*;
+    pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
     pub(crate) use super::tree::*;
 }
 

@@ -88,7 +88,8 @@ pub(crate) async fn a_delegated_permission_change_rechecks_the_managers_right(st
     assert_eq!(c(RightsChange::Replace(Rights::WRITE)).await.unwrap(), RightsOutcome::Denied);
 
     // A Master Admin needs no right; nobody (the CLI) is not checked.
-    let root = User { id: UserId::generate(&rng), name: "root".into(), disabled: false, master_admin: true, created_at: T0, signed_in_at: None };
+    let root =
+        User { id: UserId::generate(&rng), name: "root".into(), disabled: false, master_admin: true, created_at: T0, signed_in_at: None };
     store.create_user(root.clone(), "$argon2id$fake".into(), ev(EventKind::UserCreated)).await.unwrap();
     assert_eq!(set(&*store, &team, target.clone(), Rights::WRITE, Some(&root.id), "by root").await, RightsOutcome::Changed);
     assert_eq!(set(&*store, &team, target.clone(), Rights::READ, None, "cli").await, RightsOutcome::Changed);
@@ -161,7 +162,8 @@ pub(crate) async fn a_permission_change_on_a_missing_folder_is_not_found(store: 
     let rng = rng();
     let alice = Holder::User(user(&*store, &rng, "alice").await.id);
     let nope = folder("\\VED\\Policy\\Nope");
-    for change in [RightsChange::Create(Rights::READ), RightsChange::Replace(Rights::READ), RightsChange::Delete, RightsChange::Set(Rights::READ)]
+    for change in
+        [RightsChange::Create(Rights::READ), RightsChange::Replace(Rights::READ), RightsChange::Delete, RightsChange::Set(Rights::READ)]
     {
         let out = store.change_rights(nope.clone(), alice.clone(), change, None, changed("cli")).await.unwrap();
         assert_eq!(out, RightsOutcome::NoFolder, "{change:?}");

@@ -69,7 +69,10 @@ pub(crate) async fn explicit_entries_change_only_as_asked(store: Arc<dyn Store>)
     assert_eq!(changes(&*store).await, 5);
     // Gone with its folder.
     assert_eq!(
-        store.change_rights(folder("\\VED\\Policy\\Nope"), u.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged)).await.unwrap(),
+        store
+            .change_rights(folder("\\VED\\Policy\\Nope"), u.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged))
+            .await
+            .unwrap(),
         RightsOutcome::NoFolder
     );
 }
@@ -81,12 +84,15 @@ pub(crate) async fn racing_entry_changes_each_happen_once(store: Arc<dyn Store>)
     let alice = user(&*store, &rng, "alice").await;
     let h = Holder::User(alice.id.clone());
     for round in 0..10 {
-        let creates =
-            (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Create(Rights::READ), None, ev(EventKind::RightsChanged)));
-        let won = futures_util::future::join_all(creates).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
+        let creates = (0..8)
+            .map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Create(Rights::READ), None, ev(EventKind::RightsChanged)));
+        let won =
+            futures_util::future::join_all(creates).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
         assert_eq!(won, 1, "round {round}: one create wins");
-        let deletes = (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged)));
-        let won = futures_util::future::join_all(deletes).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
+        let deletes =
+            (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged)));
+        let won =
+            futures_util::future::join_all(deletes).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
         assert_eq!(won, 1, "round {round}: one delete wins");
     }
     assert_eq!(changes(&*store).await, 20, "one event per change that happened");
