@@ -19,7 +19,7 @@ use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock, UnixTime};
-use strongroom_store::{Deletion, EventFilter, FolderDeletion, GrantSummary, Store, StoreError};
+use strongroom_store::{Deletion, EventFilter, FolderDeletion, GrantSummary, Holder, RightsChange, RightsOutcome, Store, StoreError};
 
 use crate::config::check_tokens;
 use crate::service::keyring::{KeyRing, KeyRingError, Moved, settings};
@@ -33,6 +33,9 @@ pub enum AdminError {
     NotFound(String),
     #[error("{0} already exists")]
     Exists(String),
+    /// The user the handle acts for ([`Admin::on_behalf_of`]) may no longer do this.
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Hashing a new password failed (not the store's failure, nor the input's).
@@ -53,6 +56,10 @@ pub struct Admin {
     pub keyring: KeyRing,
     /// Whom every event this handle writes names, and from where.
     pub actor: Actor,
+    /// The user the API or console acts for: a change of permissions is
+    /// re-checked against what they hold now, in the write's own
+    /// transaction. `None` (the CLI, which has the store): no check.
+    pub on_behalf_of: Option<UserId>,
 }
 
 /// Who performs an administrative act: the CLI on the store
@@ -117,6 +124,14 @@ impl Admin {
     /// This handle, its events naming `actor` (an API caller) instead.
     pub fn acting_as(&self, actor: Actor) -> Admin {
         Admin { actor, ..self.clone() }
+    }
+
+    /// This handle, its changes of permissions made for user `user` (a
+    /// delegated caller): each re-checks in its own transaction that they
+    /// are still enabled and a Master Admin or hold ManagePermissions on
+    /// the folder or above it.
+    pub fn on_behalf_of(&self, user: UserId) -> Admin {
+        Admin { on_behalf_of: Some(user), ..self.clone() }
     }
 
     pub async fn create_user(&self, name: &str, password: &Secret, master_admin: bool) -> Result<User, AdminError> {
@@ -447,7 +462,7 @@ impl Admin {
     pub async fn set_rights(&self, path: &str, user: &str, rights: Rights) -> Result<(), AdminError> {
         let (f, u) = self.folder_and_user(path, user).await?;
         let event = self.event(EventKind::RightsChanged).object(f.as_str()).detail(format!("user={} rights={rights}", u.name));
-        Ok(self.store.set_rights(f, u.id, rights, event).await?)
+        self.set_entry(f, Holder::User(u.id), rights, event).await
     }
 
     /// Sets a group's rights on a folder (replacing what was granted there).
@@ -455,7 +470,16 @@ impl Admin {
         let f = self.folder(path).await?;
         let g = self.group(group).await?;
         let event = self.event(EventKind::RightsChanged).object(f.as_str()).detail(format!("group={} rights={rights}", g.name));
-        Ok(self.store.set_group_rights(f, g.id, rights, event).await?)
+        self.set_entry(f, Holder::Group(g.id), rights, event).await
+    }
+
+    /// Sets `holder`'s entry on `f`, re-checked for [`Admin::on_behalf_of`]'s user.
+    async fn set_entry(&self, f: FolderPath, holder: Holder, rights: Rights, event: Event) -> Result<(), AdminError> {
+        match self.store.change_rights(f.clone(), holder, RightsChange::Set(rights), self.on_behalf_of.clone(), event).await? {
+            RightsOutcome::Changed | RightsOutcome::Unchanged => Ok(()),
+            RightsOutcome::Denied => Err(AdminError::Forbidden(format!("managing permissions on {f} needs ManagePermissions there"))),
+            RightsOutcome::NoFolder => Err(AdminError::NotFound(format!("folder {f}"))),
+        }
     }
 
     /// What group `group` holds on `path`, inherited rights included, and where each comes from.

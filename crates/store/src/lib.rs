@@ -889,7 +889,7 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
 pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore {}
 impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore> Store for T {}
 
-pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, TreeStore};
+pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};
 
 /// Opens the store a database URL names: `postgres://...`,
 /// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)

@@ -497,6 +497,19 @@ sql!(
 );
 
 sql!(
+    /// May user `?1` still change the permissions of folder key `?2`: enabled,
+    /// and a Master Admin or holding ManagePermissions there or above it
+    /// (granted to them or to a group they are a member of now).
+    MAY_MANAGE_FOLDER = format!(
+        "SELECT EXISTS (SELECT 1 FROM users u WHERE u.id = ?1 AND NOT u.disabled \
+         AND (u.master_admin OR EXISTS (SELECT 1 FROM {held} r WHERE (r.rights & {manage}) <> 0 AND {})))",
+        covers("?2"),
+        held = held_rights("u.id"),
+        manage = Rights::MANAGE_PERMISSIONS.bits()
+    )
+);
+
+sql!(
     /// Is user `?2` (grant `?1`) still a Master Admin with a grant that stands.
     IS_MASTER_ADMIN = format!("SELECT EXISTS (SELECT 1 {} AND u.master_admin)", grant_stands("?1", "?2"))
 );

@@ -265,6 +265,7 @@ async fn open(config: &strongroom_server::Config, args: &ConfigArgs) -> Result<A
         rng: Arc::new(OsRandom),
         keyring: KeyRing::open(&keys, &config.keys, &OsRandom),
         actor: Default::default(),
+        on_behalf_of: None,
     })
 }
 

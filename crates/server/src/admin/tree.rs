@@ -9,7 +9,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::identity::{User, UserId, valid_user_name};
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids, well_known_guid};
 use strongroom_core::vault::FolderPath;
-use strongroom_store::{FolderObject, Holder, Renamed, RightsChange, StoreError};
+use strongroom_store::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, StoreError};
 
 use super::{Admin, AdminError};
 
@@ -74,13 +74,21 @@ impl Admin {
     /// Changes `holder`'s explicit entry on folder `f` (`who` names the
     /// holder in the event): create only where there is none, replace or
     /// delete only where there is one, in one conditional write. Whether it
-    /// changed anything (`false`: nothing written, no event).
+    /// changed anything (`false`: nothing written, no event). Made for a
+    /// delegated caller ([`Admin::on_behalf_of`]), it is re-checked in the
+    /// write's transaction (`Forbidden` when they lost the right); a folder
+    /// gone by then is `NotFound`.
     pub async fn change_permission(&self, f: &FolderPath, holder: Holder, who: &str, change: RightsChange) -> Result<bool, AdminError> {
         let kind = match holder {
             Holder::User(_) => "user",
             Holder::Group(_) => "group",
         };
         let event = self.event(EventKind::RightsChanged).object(f.as_str()).detail(format!("{kind}={who} {change}"));
-        Ok(self.store.change_rights(f.clone(), holder, change, event).await?)
+        match self.store.change_rights(f.clone(), holder, change, self.on_behalf_of.clone(), event).await? {
+            RightsOutcome::Changed => Ok(true),
+            RightsOutcome::Unchanged => Ok(false),
+            RightsOutcome::Denied => Err(AdminError::Forbidden(format!("managing permissions on {f} needs ManagePermissions there"))),
+            RightsOutcome::NoFolder => Err(AdminError::NotFound(format!("folder {f}"))),
+        }
     }
 }

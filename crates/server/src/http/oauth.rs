@@ -92,7 +92,14 @@ async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str
         Err(_) => return Err(OAuthFailure::Sdk(SdkFailure::BadJson("The request body could not be read.".into()))),
     };
     let actor = Actor { identity: ctx.grant.user_id.identity(), source: origin.addr, request_id: origin.request_id };
-    let admin = Admin { store: app.store.clone(), clock: app.clock.clone(), rng: app.rng.clone(), keyring: app.keyring.clone(), actor };
+    let admin = Admin {
+        store: app.store.clone(),
+        clock: app.clock.clone(),
+        rng: app.rng.clone(),
+        keyring: app.keyring.clone(),
+        actor,
+        on_behalf_of: None,
+    };
     Ok(Call { admin, body })
 }
 

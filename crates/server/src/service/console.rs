@@ -77,6 +77,7 @@ impl From<AdminError> for ConsoleError {
             AdminError::Invalid(m) => ConsoleError::Invalid(m),
             AdminError::NotFound(m) => ConsoleError::NotFound(m),
             AdminError::Exists(m) => ConsoleError::Exists(m),
+            AdminError::Forbidden(_) => ConsoleError::Forbidden,
             AdminError::Store(e) => ConsoleError::Store(e),
             other => ConsoleError::Internal(other.to_string()),
         }
@@ -182,7 +183,9 @@ impl Standing {
         (!self.master_admin()).then(|| Viewer { identity: self.user.id.identity(), user_id: self.user.id.clone() })
     }
 
-    /// The one implementation of each administrative act, its events naming this person.
+    /// The one implementation of each administrative act, its events naming
+    /// this person, its changes of permissions re-checked against what they
+    /// hold at the write.
     pub fn admin(&self, app: &AppState, origin: &Origin) -> Admin {
         Admin {
             store: app.store.clone(),
@@ -190,7 +193,9 @@ impl Standing {
             rng: app.rng.clone(),
             keyring: app.keyring.clone(),
             actor: Actor { identity: self.user.id.identity(), source: origin.addr.clone(), request_id: origin.request_id.clone() },
+            on_behalf_of: None,
         }
+        .on_behalf_of(self.user.id.clone())
     }
 
     /// The session with this request as its last sight.

@@ -47,6 +47,7 @@ impl From<AdminError> for GroupError {
             AdminError::NotFound(m) => GroupError::Invalid(format!("{m} not found")),
             AdminError::Exists(m) => GroupError::Invalid(format!("{m} already exists")),
             AdminError::Store(e) => GroupError::Store(e),
+            AdminError::Forbidden(m) => GroupError::NotAllowed(m),
             e @ (AdminError::Hashing(_) | AdminError::Chain(_) | AdminError::Keys(_)) => GroupError::Internal(e.to_string()),
         }
     }
@@ -61,6 +62,7 @@ pub fn admin_for(app: &AppState, ctx: &AccessContext, origin: &Origin) -> Admin 
         rng: app.rng.clone(),
         keyring: app.keyring.clone(),
         actor: Actor::cli(),
+        on_behalf_of: None,
     };
     admin.acting_as(Actor { identity: ctx.grant.user_id.identity(), source: origin.addr.clone(), request_id: origin.request_id.clone() })
 }

@@ -226,10 +226,19 @@ pub async fn find(app: &AppState, perms: &Permissions, dn: Option<&str>, guid: O
     }
 }
 
-/// The handle whose acts name the caller.
+/// The handle whose acts name the caller, and whose changes of
+/// permissions are re-checked against what the caller holds at the write.
 pub fn admin_for(app: &AppState, ctx: &AccessContext, origin: &Origin) -> Admin {
-    Admin { store: app.store.clone(), clock: app.clock.clone(), rng: app.rng.clone(), keyring: app.keyring.clone(), actor: Actor::cli() }
-        .acting_as(Actor { identity: ctx.grant.user_id.identity(), source: origin.addr.clone(), request_id: origin.request_id.clone() })
+    Admin {
+        store: app.store.clone(),
+        clock: app.clock.clone(),
+        rng: app.rng.clone(),
+        keyring: app.keyring.clone(),
+        actor: Actor::cli(),
+        on_behalf_of: None,
+    }
+    .acting_as(Actor { identity: ctx.grant.user_id.identity(), source: origin.addr.clone(), request_id: origin.request_id.clone() })
+    .on_behalf_of(ctx.grant.user_id.clone())
 }
 
 /// `Config/Create`.
@@ -440,16 +449,21 @@ pub async fn principal(app: &AppState, ptype: &str, pname: Option<&str>, id: &st
     })
 }
 
+/// A Permissions call's refusal when the caller may not manage the folder.
+const NEEDS_MANAGE: &str = "Managing permissions on this object needs ManagePermissions on it, or a Master Admin.";
+/// A Permissions call's answer when the object is not there.
+const NO_OBJECT: &str = "Object does not exist.";
+
 /// The folder a Permissions call is about, which the caller must manage.
 pub async fn managed_folder(app: &AppState, ctx: &AccessContext, guid: &str) -> Result<FolderPath, TreeError> {
     let g = ObjectGuid::parse(guid).ok_or_else(|| TreeError::BadRequest("The object GUID is not a GUID.".into()))?;
     let perms = caller_rights(app, ctx).await?;
-    let node = node_by_guid(app, &g).await?.ok_or_else(|| TreeError::BadRequest("Object does not exist.".into()))?;
+    let node = node_by_guid(app, &g).await?.ok_or_else(|| TreeError::BadRequest(NO_OBJECT.into()))?;
     let Kind::Folder(f) = node.kind else {
         return Err(TreeError::BadRequest("Permissions are kept on folders only (\\VED and \\VED\\Policy and below).".into()));
     };
     if !held(&perms, &f).contains(Rights::MANAGE_PERMISSIONS) {
-        return Err(TreeError::Forbidden("Managing permissions on this object needs ManagePermissions on it, or a Master Admin.".into()));
+        return Err(TreeError::Forbidden(NEEDS_MANAGE.into()));
     }
     Ok(f)
 }
@@ -512,12 +526,18 @@ pub async fn change(
             Err(e) => return Err(e.into()),
         }
     }
-    if admin.change_permission(f, holder, who, change).await? {
-        return Ok(());
+    match admin.change_permission(f, holder, who, change).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        // The caller lost ManagePermissions (or was disabled) after the pre-check: the same answer it gives.
+        Err(AdminError::Forbidden(_)) => return Err(TreeError::Forbidden(NEEDS_MANAGE.into())),
+        // The folder was deleted meanwhile: as if it had been gone at the pre-check.
+        Err(AdminError::NotFound(_)) => return Err(TreeError::BadRequest(NO_OBJECT.into())),
+        Err(e) => return Err(e.into()),
     }
     Err(match change {
         RightsChange::Create(_) => TreeError::Conflict("Permission already exists".into()),
-        RightsChange::Replace(_) => TreeError::NotFound("Permission does not exist so cannot be updated".into()),
+        RightsChange::Replace(_) | RightsChange::Set(_) => TreeError::NotFound("Permission does not exist so cannot be updated".into()),
         RightsChange::Delete => TreeError::NotFound("Permission does not exist".into()),
     })
 }

@@ -276,3 +276,63 @@ async fn two_administrators_on_two_replicas_lose_no_write_on_postgres() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A delegated manager (not a Master Admin) holding ManagePermissions adds
+/// an entry; once the Master Admin removes their right through the API,
+/// their next POST is 403 and writes nothing. The handle acting for them
+/// (API and console alike) is refused at the write too, and a change on a
+/// folder gone by then is not found, not a failure.
+#[tokio::test]
+async fn a_delegated_manager_loses_the_right_to_change_permissions_at_once() {
+    use strongroom_server::admin::AdminError;
+    use strongroom_store::{Holder, RightsChange};
+    let (s, root, bob_token, bob) = setup().await;
+    s.admin.create_folder("\\VED\\Policy\\TeamA").await.unwrap();
+    s.user("alice").await;
+    s.user("carol").await;
+    let g = folder_guid(&s, "\\VED\\Policy\\TeamA").await;
+    let (alice, carol, bobu) = (universal(&s, "alice").await, universal(&s, "carol").await, bob.id.universal());
+    let bob_entry = format!("Permissions/Object/{g}/local/{bobu}");
+    let (st, body) = send(&s, Method::POST, &bob_entry, &root, Some(json!({"IsManagePermissionsAllowed": true}))).await;
+    assert_eq!(st, StatusCode::CREATED, "{body}");
+
+    let (st, body) =
+        send(&s, Method::POST, &format!("Permissions/Object/{g}/local/{alice}"), &bob_token, Some(json!({"IsReadAllowed": true}))).await;
+    assert_eq!(st, StatusCode::CREATED, "{body}");
+    let by_bob = |events: &[strongroom_core::event::StoredEvent]| {
+        events.iter().filter(|e| e.event.kind.as_str() == "folder.rights_changed" && e.event.identity == format!("local:{bobu}")).count()
+    };
+    let all = || s.store.events(strongroom_store::EventFilter { limit: 10_000, ..Default::default() });
+    assert_eq!(by_bob(&all().await.unwrap()), 1);
+
+    // The Master Admin takes bob's right away through the API.
+    let (st, body) = send(&s, Method::DELETE, &bob_entry, &root, None).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let carol_entry = format!("Permissions/Object/{g}/local/{carol}");
+    let (st, body) = send(&s, Method::POST, &carol_entry, &bob_token, Some(json!({"IsReadAllowed": true}))).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{body}");
+    let (st, _) = send(&s, Method::GET, &carol_entry, &root, None).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "nothing was written");
+    assert_eq!(by_bob(&all().await.unwrap()), 1, "no event for the refused change");
+
+    // The write itself re-checks: a handle acting for bob (as the API and the console build it) is refused there.
+    let actor = strongroom_server::admin::Actor { identity: bob.id.identity(), source: "192.0.2.9".into(), request_id: "r".into() };
+    let for_bob = s.admin.acting_as(actor).on_behalf_of(bob.id.clone());
+    let team = strongroom_core::vault::FolderPath::parse("\\VED\\Policy\\TeamA").unwrap();
+    let carol_id = s.store.user_by_name("carol".into()).await.unwrap().unwrap().0.id;
+    let refused = for_bob.change_permission(&team, Holder::User(carol_id.clone()), "carol", RightsChange::Create(Rights::READ)).await;
+    assert!(matches!(refused, Err(AdminError::Forbidden(_))), "{refused:?}");
+    assert!(matches!(for_bob.set_rights("\\VED\\Policy\\TeamA", "carol", Rights::READ).await, Err(AdminError::Forbidden(_))));
+    assert!(matches!(for_bob.set_group_rights("\\VED\\Policy\\TeamA", "nobody", Rights::READ).await, Err(AdminError::NotFound(_))));
+    assert_eq!(by_bob(&all().await.unwrap()), 1);
+    // Given back, the same handle may.
+    s.admin.set_rights("\\VED\\Policy", "bob", Rights::MANAGE_PERMISSIONS).await.unwrap();
+    assert!(for_bob.set_rights("\\VED\\Policy\\TeamA", "carol", Rights::READ).await.is_ok());
+    assert_eq!(by_bob(&all().await.unwrap()), 2);
+
+    // A folder deleted before the write: not found (the API answers it as the missing object it is).
+    let gone = strongroom_core::vault::FolderPath::parse("\\VED\\Policy\\Gone").unwrap();
+    let missing = s.admin.change_permission(&gone, Holder::User(carol_id), "carol", RightsChange::Create(Rights::READ)).await;
+    assert!(matches!(missing, Err(AdminError::NotFound(_))), "{missing:?}");
+    s.stop().await;
+}

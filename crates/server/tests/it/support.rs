@@ -97,6 +97,7 @@ impl TestServer {
             rng: Arc::new(OsRandom),
             keyring: state.keyring.clone(),
             actor: Default::default(),
+            on_behalf_of: None,
         };
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         TestServer { url, clock, state, store, admin, http, running: Some(running), dir }

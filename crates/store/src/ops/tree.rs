@@ -43,6 +43,23 @@ pub enum RightsChange {
     Replace(Rights),
     /// Only where the holder has one.
     Delete,
+    /// Whatever is there (an entry, or none): `Rights::NONE` removes it.
+    Set(Rights),
+}
+
+/// What `change_rights` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RightsOutcome {
+    /// Written, with its event.
+    Changed,
+    /// Nothing to change: a create found an entry, a replace or delete none.
+    Unchanged,
+    /// The user the change was made for may no longer make it (disabled,
+    /// or neither a Master Admin nor holding ManagePermissions on the
+    /// folder or above it): nothing written.
+    Denied,
+    /// No such folder (deleted before the change): nothing written.
+    NoFolder,
 }
 
 impl fmt::Display for RightsChange {
@@ -51,6 +68,7 @@ impl fmt::Display for RightsChange {
             RightsChange::Create(r) => write!(f, "created rights={r}"),
             RightsChange::Replace(r) => write!(f, "replaced rights={r}"),
             RightsChange::Delete => f.write_str("deleted"),
+            RightsChange::Set(r) => write!(f, "rights={r}"),
         }
     }
 }
@@ -76,9 +94,20 @@ pub trait TreeStore: Send + Sync + fmt::Debug {
     fn explicit_rights(&self, key: String) -> StoreFuture<'_, Vec<(Holder, Rights)>>;
     /// Changes `holder`'s explicit entry on `folder` as `change` says, in one
     /// conditional statement; `event` is appended only when it changed a
-    /// row. Whether it did (`false`: a POST found an entry, a PUT or DELETE
-    /// none, or the folder is gone).
-    fn change_rights(&self, folder: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool>;
+    /// row (a `Set` always appends it). In the same transaction, first:
+    /// the folder must exist (`NoFolder`), and when the change is made for
+    /// user `by` (a delegated caller; `None`: the CLI on the store), `by`
+    /// must still be enabled and a Master Admin or hold ManagePermissions
+    /// on the folder or above it (`Denied`): a right removed before this
+    /// transaction is never bypassed.
+    fn change_rights(
+        &self,
+        folder: FolderPath,
+        holder: Holder,
+        change: RightsChange,
+        by: Option<UserId>,
+        event: Event,
+    ) -> StoreFuture<'_, RightsOutcome>;
     /// Renames or moves folder `from` (and everything below it) to `to`,
     /// in one transaction with its event: each folder keeps its GUID and
     /// creation, its rights (users' and groups') and the vault entries it
@@ -118,8 +147,17 @@ pub(crate) async fn change_rights<C: Conn>(
     f: &FolderPath,
     holder: &Holder,
     change: RightsChange,
+    by: Option<&UserId>,
     event: &Event,
-) -> StoreResult<bool> {
+) -> StoreResult<RightsOutcome> {
+    if !super::exists(c, &sql::FOLDER_EXISTS, &values![f.key()]).await? {
+        return Ok(RightsOutcome::NoFolder);
+    }
+    if let Some(by) = by
+        && !super::flag(c, &sql::MAY_MANAGE_FOLDER, &values![by.as_str(), f.key()]).await?
+    {
+        return Ok(RightsOutcome::Denied);
+    }
     let (id, user) = match holder {
         Holder::User(u) => (u.as_str(), true),
         Holder::Group(g) => (g.as_str(), false),
@@ -131,11 +169,16 @@ pub(crate) async fn change_rights<C: Conn>(
         (RightsChange::Replace(r), false) => c.execute(&sql::REPLACE_GROUP_ENTRY, &values![f.key(), id, r.bits()]).await?,
         (RightsChange::Delete, true) => c.execute(&sql::DELETE_RIGHTS, &values![f.key(), id]).await?,
         (RightsChange::Delete, false) => c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), id]).await?,
+        (RightsChange::Set(Rights::NONE), true) => c.execute(&sql::DELETE_RIGHTS, &values![f.key(), id]).await?.max(1),
+        (RightsChange::Set(Rights::NONE), false) => c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), id]).await?.max(1),
+        (RightsChange::Set(r), true) => c.execute(&sql::SET_RIGHTS, &values![f.key(), id, r.bits()]).await?.max(1),
+        (RightsChange::Set(r), false) => c.execute(&sql::SET_GROUP_RIGHTS, &values![f.key(), id, r.bits()]).await?.max(1),
     };
     if n == 1 {
         append_event(c, event).await?;
+        return Ok(RightsOutcome::Changed);
     }
-    Ok(n == 1)
+    Ok(RightsOutcome::Unchanged)
 }
 
 /// See [`TreeStore::rename_folder`].
@@ -188,8 +231,15 @@ macro_rules! tree_methods {
         fn explicit_rights(&self, key: String) -> StoreFuture<'_, Vec<(Holder, Rights)>> {
             $read!(self, |c| tree::explicit_rights(c, &key))
         }
-        fn change_rights(&self, f: FolderPath, holder: Holder, change: RightsChange, event: Event) -> StoreFuture<'_, bool> {
-            $write!(self, |c| tree::change_rights(c, &f, &holder, change, &event))
+        fn change_rights(
+            &self,
+            f: FolderPath,
+            holder: Holder,
+            change: RightsChange,
+            by: Option<UserId>,
+            event: Event,
+        ) -> StoreFuture<'_, tree::RightsOutcome> {
+            $write!(self, |c| tree::change_rights(c, &f, &holder, change, by.as_ref(), &event))
         }
         fn rename_folder(&self, from: FolderPath, to: FolderPath, event: Event) -> StoreFuture<'_, tree::Renamed> {
             $write!(self, |c| tree::rename_folder(c, &from, &to, &event))

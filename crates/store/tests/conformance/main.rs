@@ -25,6 +25,7 @@ mod integration_versions;
 mod kinds;
 mod machines;
 mod opening;
+mod recheck;
 mod tokens;
 mod tree;
 
@@ -37,6 +38,7 @@ mod all {
     pub(crate) use super::integration_versions::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
     pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
+    pub(crate) use super::recheck::*;
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
     pub(crate) use super::tree::*;
 }
@@ -84,6 +86,9 @@ conformance!(
     folders_are_objects_with_guids,
     explicit_entries_change_only_as_asked,
     racing_entry_changes_each_happen_once,
+    a_delegated_permission_change_rechecks_the_managers_right,
+    a_racing_removal_of_the_managers_right_is_never_bypassed,
+    a_permission_change_on_a_missing_folder_is_not_found,
     a_renamed_folder_keeps_its_guid_rights_and_entries,
     users,
     integrations,

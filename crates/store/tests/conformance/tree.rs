@@ -9,7 +9,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::identity::{Group, GroupId};
 use strongroom_core::tree::{ObjectGuid, POLICY_GUID, VED_GUID};
 use strongroom_core::vault::Rights;
-use strongroom_store::{EventFilter, Holder, RightsChange, Store};
+use strongroom_store::{EventFilter, Holder, RightsChange, RightsOutcome, Store};
 
 use crate::cases::{T0, ev, folder, lineage, rng, user};
 
@@ -48,7 +48,10 @@ pub(crate) async fn explicit_entries_change_only_as_asked(store: Arc<dyn Store>)
     let g = Group { id: GroupId::generate(&rng), name: "ops".into(), created_at: T0 };
     store.create_group(g.clone(), ev(EventKind::GroupCreated)).await.unwrap();
     let (u, gr) = (Holder::User(alice.id.clone()), Holder::Group(g.id.clone()));
-    let change = |h: &Holder, c| store.change_rights(team.clone(), h.clone(), c, ev(EventKind::RightsChanged));
+    let change = |h: &Holder, c| {
+        let out = store.change_rights(team.clone(), h.clone(), c, None, ev(EventKind::RightsChanged));
+        async move { out.await.map(|o| o == RightsOutcome::Changed) }
+    };
     assert!(!change(&u, RightsChange::Replace(Rights::READ)).await.unwrap(), "nothing to replace");
     assert!(!change(&u, RightsChange::Delete).await.unwrap(), "nothing to delete");
     assert_eq!(changes(&*store).await, 0, "no event for a change that did not happen");
@@ -65,8 +68,12 @@ pub(crate) async fn explicit_entries_change_only_as_asked(store: Arc<dyn Store>)
     assert_eq!(store.explicit_rights(team.key().to_owned()).await.unwrap(), [(u.clone(), Rights::READ)]);
     assert_eq!(changes(&*store).await, 5);
     // Gone with its folder.
-    assert!(
-        !store.change_rights(folder("\\VED\\Policy\\Nope"), u.clone(), RightsChange::Delete, ev(EventKind::RightsChanged)).await.unwrap()
+    assert_eq!(
+        store
+            .change_rights(folder("\\VED\\Policy\\Nope"), u.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged))
+            .await
+            .unwrap(),
+        RightsOutcome::NoFolder
     );
 }
 
@@ -77,12 +84,15 @@ pub(crate) async fn racing_entry_changes_each_happen_once(store: Arc<dyn Store>)
     let alice = user(&*store, &rng, "alice").await;
     let h = Holder::User(alice.id.clone());
     for round in 0..10 {
-        let creates =
-            (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Create(Rights::READ), ev(EventKind::RightsChanged)));
-        let won = futures_util::future::join_all(creates).await.into_iter().filter(|r| *r.as_ref().unwrap()).count();
+        let creates = (0..8)
+            .map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Create(Rights::READ), None, ev(EventKind::RightsChanged)));
+        let won =
+            futures_util::future::join_all(creates).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
         assert_eq!(won, 1, "round {round}: one create wins");
-        let deletes = (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Delete, ev(EventKind::RightsChanged)));
-        let won = futures_util::future::join_all(deletes).await.into_iter().filter(|r| *r.as_ref().unwrap()).count();
+        let deletes =
+            (0..8).map(|_| store.change_rights(team.clone(), h.clone(), RightsChange::Delete, None, ev(EventKind::RightsChanged)));
+        let won =
+            futures_util::future::join_all(deletes).await.into_iter().filter(|r| *r.as_ref().unwrap() == RightsOutcome::Changed).count();
         assert_eq!(won, 1, "round {round}: one delete wins");
     }
     assert_eq!(changes(&*store).await, 20, "one event per change that happened");

@@ -266,5 +266,9 @@ pub(crate) async fn set_rights(State(app): State<AppState>, origin: Origin, req:
         _ => Err(crate::admin::AdminError::Invalid("Choose a user or a group.".into())),
     }
     .map(|()| format!("Rights of {name} on {folder} set to {rights}."));
+    // Re-checked at the write: ManagePermissions (or Master Admin) lost since the check above.
+    if matches!(outcome, Err(crate::admin::AdminError::Forbidden(_))) {
+        return ctx.forbidden(Nav::Folders);
+    }
     show(&ctx, Some(outcome.map_err(ConsoleError::from)), &q).await
 }
