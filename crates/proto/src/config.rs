@@ -96,10 +96,11 @@ pub struct ObjectResponse {
 }
 
 /// `Config/Enumerate` and `Config/FindObjectsOfClass`: `{"Objects":[…],"Result":1}`.
+/// A refusal is `{"Result":…,"Error":…}` without `Objects` (as every `Config` call's).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ObjectsResponse {
-    #[serde(rename = "Objects")]
+    #[serde(rename = "Objects", default)]
     pub objects: Vec<ConfigObject>,
     #[serde(rename = "Result")]
     pub result: i32,
