@@ -274,9 +274,17 @@ pub(crate) async fn signed_in(app: &AppState, origin: Origin, headers: &HeaderMa
     }
 }
 
-/// A form posted by the console's own page: its fields, in order.
-#[derive(Debug, Default)]
+/// A form posted by the console's own page: its fields, in order. `Debug`
+/// shows the fields' names only: a form may carry a password or the
+/// anti-forgery token.
+#[derive(Default)]
 pub(crate) struct Form(Vec<(String, String)>);
+
+impl std::fmt::Debug for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Form").field(&self.0.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>()).finish()
+    }
+}
 
 impl Form {
     /// The first value of `name`, trimmed (`""` when absent).
@@ -523,4 +531,18 @@ pub(crate) fn yes_no(b: bool) -> &'static str {
 /// The hidden anti-forgery field of every form.
 pub(crate) fn csrf_field(csrf: &str) -> Markup {
     html! { input type="hidden" name="csrf" value=(csrf); }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Form;
+
+    #[test]
+    fn a_forms_debug_names_its_fields_and_shows_no_value() {
+        let form =
+            Form(vec![("name".into(), "alice".into()), ("password".into(), "hunter2-secret".into()), ("csrf".into(), "t0ken".into())]);
+        let shown = format!("{form:?}");
+        assert_eq!(shown, r#"Form(["name", "password", "csrf"])"#);
+        assert_eq!(form.get("password"), "hunter2-secret", "the value is still there to use");
+    }
 }
