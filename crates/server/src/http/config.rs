@@ -14,7 +14,7 @@ use strongroom_proto::config::{
 };
 
 use super::extract::bearer_token;
-use super::openapi::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::openapi::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, TreeFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
 use crate::service::Origin;
@@ -81,12 +81,7 @@ fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1 and `Object`, or a failure's `Result` and `Error`.", body = ObjectResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
@@ -111,12 +106,7 @@ pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Req
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1, or a failure's `Result` and `Error`.", body = ConfigResult),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
@@ -138,12 +128,7 @@ pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Req
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1 and `Object`, or `Result` 400 and `Error`.", body = ObjectResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn is_valid(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
@@ -251,12 +236,7 @@ async fn list(
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1 with `Objects`, or a failure's `Result` and `Error`.", body = ObjectsResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn enumerate(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
@@ -276,12 +256,7 @@ pub(crate) async fn enumerate(State(app): State<AppState>, req: Request) -> Resu
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1 with `Objects`, or a failure's `Result` and `Error`.", body = ObjectsResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
@@ -312,12 +287,7 @@ pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Requ
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`Result` 1, or a failure's `Result` and `Error`.", body = ConfigResult),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn rename_object(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
