@@ -179,6 +179,14 @@ impl Admin {
         ended.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
     }
 
+    /// Ends every console session of user `name`, on every replica.
+    pub async fn end_console_sessions(&self, name: &str) -> Result<(), AdminError> {
+        let not_found = || AdminError::NotFound(format!("user {name}"));
+        let user = self.store.user_by_name(name.to_lowercase()).await?.ok_or_else(not_found)?.0;
+        let event = self.event(EventKind::ConsoleSessionsEnded).object(name).detail("ended by an administrator");
+        if self.store.end_console_sessions(user.id, event).await? { Ok(()) } else { Err(not_found()) }
+    }
+
     /// Revokes every grant user `name` holds. The grants revoked.
     pub async fn revoke_user_grants(&self, name: &str) -> Result<u64, AdminError> {
         let event = self.event(EventKind::UserGrantsRevoked).object(name).detail("revoked by an administrator");
@@ -432,8 +440,8 @@ impl Admin {
                 if subfolders == 1 { "folder" } else { "folders" },
                 if entries == 1 { "entry" } else { "entries" }
             ))),
-            FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed } => {
-                Ok(FolderDeleted { folder: f, folders, owners_removed, entries_deleted, rights_removed })
+            FolderDeletion::Deleted { folders, owners_removed, entries_orphaned, rights_removed } => {
+                Ok(FolderDeleted { folder: f, folders, owners_removed, entries_orphaned, rights_removed })
             }
         }
     }
@@ -699,7 +707,7 @@ pub struct FolderDeleted {
     /// The folder and the folders below it.
     pub folders: u64,
     pub owners_removed: u64,
-    pub entries_deleted: Vec<strongroom_core::vault::VaultId>,
+    pub entries_orphaned: Vec<strongroom_core::vault::VaultId>,
     pub rights_removed: u64,
 }
 

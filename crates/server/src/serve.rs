@@ -346,26 +346,41 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     Ok(())
 }
 
-/// Deletes ended device codes, grants and tokens every ten minutes; with a
-/// retention setting, archives the events older than it every hour (and at
-/// start).
+/// Runs [`upkeep`] once a minute, for ever.
 async fn janitor(app: AppState, retention: Option<crate::config::Retention>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
     for round in 0u64.. {
         tick.tick().await;
+        upkeep(&app, round, retention.as_ref()).await;
+    }
+}
+
+/// The janitor's work of minute `round`: JWT replay records of expired
+/// tokens every minute (so a record is kept until its token expires, and
+/// about a minute more); ended device codes, grants and tokens every ten
+/// minutes, an hour after they ended; with a retention setting, the events
+/// older than it archived every hour (and at start). Every replica runs it:
+/// each deletion is one statement that another replica's run makes a no-op.
+pub async fn upkeep(app: &AppState, round: u64, retention: Option<&crate::config::Retention>) {
+    match app.store.purge_replays(app.now()).await {
+        Ok(n) if n > 0 => tracing::info!(rows = n, "purged the replay records of expired JWTs"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "purging JWT replay records failed"),
+    }
+    if round.is_multiple_of(10) {
         match app.store.purge(app.now().plus_secs(-3600)).await {
             Ok(n) if n > 0 => tracing::info!(rows = n, "purged ended grants and codes"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "purge failed"),
         }
-        if let Some(r) = retention.as_ref().filter(|_| round % 6 == 0) {
-            match crate::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
-                Ok(Some(a)) => {
-                    tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "archiving events past their retention failed"),
+    }
+    if let Some(r) = retention.filter(|_| round.is_multiple_of(60)) {
+        match crate::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
+            Ok(Some(a)) => {
+                tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
             }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "archiving events past their retention failed"),
         }
     }
 }

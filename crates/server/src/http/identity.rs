@@ -236,8 +236,10 @@ fn log_result(result: i32, error: Option<String>) -> Response {
     description = "Writes an event to the chained log as a `client.log` event under the caller's identity: `Component` \
         becomes its object, `ID`, `Severity` and the other fields its detail (each field at most 1024 bytes). Keys match \
         in any case; numbers may be numeric strings (Go vcert sends every field as a string). `LogResult` 0 is success; \
-        1, with `Error`, a refused event or one that could not be stored (nothing written). A database that is busy or \
-        out of reach for a moment gets 503 `temporarily_unavailable`. Any valid token, whatever its scope.",
+        1, with `Error`, a refused event or one that could not be stored (nothing written). Each identity writes at most \
+        120 events a minute (counted on every replica together); past that, 429 with `Retry-After` and `LogResult` 1, \
+        nothing written. A database that is busy or out of reach for a moment gets 503 `temporarily_unavailable`. Any \
+        valid token, whatever its scope.",
     security(("bearer" = [])),
     request_body(content = LogRequest, content_type = "application/json"),
     responses(
@@ -246,6 +248,7 @@ fn log_result(result: i32, error: Option<String>) -> Response {
         (status = 401, response = Unauthorized),
         (status = 408, response = Timeout),
         (status = 413, response = SdkTooLarge),
+        (status = 429, description = "Over the identity's quota (120 events a minute): `LogResult` 1 with the reason in `Error`, and `Retry-After`; nothing was written.", body = LogResultResponse),
         (status = 503, response = Unavailable),
     ),
 )]
@@ -262,7 +265,11 @@ pub(crate) async fn write_log(State(app): State<AppState>, origin: Origin, req: 
         Err(why) => return Ok(log_result(1, Some(why))),
     };
     match crate::service::log::write(&app, &ctx, &entry, &origin).await {
-        Ok(()) => Ok(log_result(0, None)),
+        Ok(Ok(())) => Ok(log_result(0, None)),
+        Ok(Err(until)) => {
+            let wait_ms = until.millis().saturating_sub(app.now().millis());
+            Err(SdkFailure::LogQuota { retry_after_secs: (wait_ms.saturating_add(999) / 1000).max(1) })
+        }
         // The database busy or out of reach for a moment: 503, try again.
         Err(e) if e.is_transient() => Err(SdkFailure::Vault(e.into())),
         Err(e) => {

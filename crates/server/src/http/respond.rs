@@ -335,6 +335,11 @@ pub(crate) enum SdkFailure {
     Vault(VaultError),
     /// The group and password calls (`http::groups`, `http::teams`).
     Group(GroupError),
+    /// `POST Log` past the identity's quota: HTTP 429 with `Retry-After`
+    /// (these seconds) and `{"LogResult": 1, "Error": ...}`; nothing written.
+    LogQuota {
+        retry_after_secs: i64,
+    },
 }
 
 impl From<GroupError> for SdkFailure {
@@ -361,6 +366,20 @@ impl IntoResponse for SdkFailure {
             SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
             SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
             SdkFailure::Bearer(e) => e.into_response(),
+            SdkFailure::LogQuota { retry_after_secs } => {
+                let rule = strongroom_core::throttle::Rule::IDENTITY_CLIENT_EVENTS;
+                tracing::info!(retry_after_secs, "client event refused: over the identity's quota");
+                let error = format!(
+                    "Too many events from this identity: at most {} in {} seconds. Nothing was written; try again in {retry_after_secs} s.",
+                    rule.limit, rule.window_secs
+                );
+                let mut r =
+                    json(StatusCode::TOO_MANY_REQUESTS, &strongroom_proto::vedsdk::LogResultResponse { log_result: 1, error: Some(error) });
+                if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                r
+            }
             // The product's Identity failures: 400 with only `Message`. A
             // caller without the role (Master Admin, the group's owner) gets
             // 403 with `Message`: never 401, which means only a bad token.

@@ -4,11 +4,14 @@
 //! [`login::authenticate`] (the guessing limits of every sign-in apply).
 //! The session is a cookie the server MACs (under the page key, bound to
 //! the browser's anti-forgery token): the user's id, when they signed in,
-//! and when they were last seen. It ends after [`IDLE_SECS`] without a
-//! request or [`MAX_SECS`] after the sign-in, whichever comes first; every
-//! request that passes sets it again with the new "last seen". Signing out
-//! clears it in the browser (nothing is stored on the server, so a copy of
-//! the cookie taken before lives until its idle limit).
+//! when they were last seen, and the user's console epoch at the sign-in.
+//! It ends after [`IDLE_SECS`] without a request or [`MAX_SECS`] after the
+//! sign-in, whichever comes first; every request that passes sets it again
+//! with the new "last seen". It also ends, on the server, when the user's
+//! console epoch moves on (`AdminStore::end_console_sessions`): signing out,
+//! a password change, disabling the user, or an administrator's
+//! `admin users end-sessions` move it, so every copy of every console
+//! cookie of that user stops working at once, on every replica.
 //!
 //! Nothing about the person is kept in the session but their id: every
 //! request reads the user again (there, enabled, Master Admin) and their
@@ -90,11 +93,14 @@ pub struct Session {
     pub user_id: UserId,
     pub signed_in: UnixTime,
     pub seen: UnixTime,
+    /// The user's console epoch when they signed in: the session is good
+    /// only while it is still theirs.
+    pub epoch: i64,
 }
 
 fn mac(key: &[u8; 32], payload: &str, csrf: &str) -> Vec<u8> {
     let mut mac = strongroom_core::mac::hmac_sha256(key);
-    mac.update(b"strongroom/admin-console-session/v1\0");
+    mac.update(b"strongroom/admin-console-session/v2\0");
     mac.update(payload.as_bytes());
     mac.update(b"\0");
     mac.update(csrf.as_bytes());
@@ -103,7 +109,7 @@ fn mac(key: &[u8; 32], payload: &str, csrf: &str) -> Vec<u8> {
 
 /// The cookie value of `s`, bound to the browser's anti-forgery token.
 pub fn seal(key: &[u8; 32], s: &Session, csrf: &str) -> String {
-    let payload = format!("{}.{}.{}", URL_SAFE_NO_PAD.encode(s.user_id.as_str()), s.signed_in.millis(), s.seen.millis());
+    let payload = format!("{}.{}.{}.{}", URL_SAFE_NO_PAD.encode(s.user_id.as_str()), s.signed_in.millis(), s.seen.millis(), s.epoch);
     format!("{payload}.{}", URL_SAFE_NO_PAD.encode(mac(key, &payload, csrf)))
 }
 
@@ -119,10 +125,11 @@ pub fn open(key: &[u8; 32], value: &str, csrf: &str, now: UnixTime) -> Option<Se
     let user = String::from_utf8(URL_SAFE_NO_PAD.decode(parts.next()?).ok()?).ok()?;
     let signed_in = UnixTime::from_millis(parts.next()?.parse().ok()?);
     let seen = UnixTime::from_millis(parts.next()?.parse().ok()?);
+    let epoch = parts.next()?.parse().ok()?;
     if parts.next().is_some() || now >= seen.plus_secs(IDLE_SECS) || now >= signed_in.plus_secs(MAX_SECS) || now < signed_in {
         return None;
     }
-    Some(Session { user_id: UserId::from_stored(user), signed_in, seen })
+    Some(Session { user_id: UserId::from_stored(user), signed_in, seen, epoch })
 }
 
 /// Every right the vault names (`Rights`' own names, from its `Display`),
@@ -215,16 +222,33 @@ pub async fn sign_in(app: &AppState, username: &str, password: &Secret, origin: 
         Err(LoginError::Store(e)) => return Err(e.into()),
     };
     let now = app.now();
-    Ok(Session { user_id: user.id, signed_in: now, seen: now })
+    let epoch = app.store.console_epoch(user.id.clone()).await?;
+    Ok(Session { user_id: user.id, signed_in: now, seen: now, epoch })
+}
+
+/// Signs out: ends every console session of the session's user (every
+/// copy of the cookie, on every replica), with its event. A cookie that
+/// opens no session ends nothing.
+pub async fn sign_out(app: &AppState, value: Option<&str>, csrf: &str, origin: &Origin) -> Result<(), ConsoleError> {
+    let Some(session) = value.and_then(|v| open(&app.keys.page, v, csrf, app.now())) else { return Ok(()) };
+    let event = app
+        .event(strongroom_core::event::EventKind::ConsoleSessionsEnded, origin)
+        .identity(session.user_id.identity())
+        .object(session.user_id.as_str())
+        .detail("signed out of the console");
+    app.store.end_console_sessions(session.user_id, event).await?;
+    Ok(())
 }
 
 /// The standing of the session in cookie `value`, read again now: the
-/// user must still exist and be enabled.
+/// user must still exist and be enabled, and the session's epoch must
+/// still be theirs.
 pub async fn standing(app: &AppState, value: Option<&str>, csrf: Option<&str>) -> Result<Standing, ConsoleError> {
     let (Some(value), Some(csrf)) = (value, csrf) else { return Err(ConsoleError::SignedOut) };
     let session = open(&app.keys.page, value, csrf, app.now()).ok_or(ConsoleError::SignedOut)?;
-    let user = app.store.user_by_id(session.user_id.clone()).await?.ok_or(ConsoleError::SignedOut)?;
-    if user.disabled {
+    let (user, epoch) = tokio::try_join!(app.store.user_by_id(session.user_id.clone()), app.store.console_epoch(session.user_id.clone()))?;
+    let user = user.ok_or(ConsoleError::SignedOut)?;
+    if user.disabled || epoch != session.epoch {
         return Err(ConsoleError::SignedOut);
     }
     let held = if user.master_admin { Vec::new() } else { app.store.rights_of(user.id.clone()).await? };
@@ -239,7 +263,7 @@ mod tests {
     fn sessions_bind_user_browser_and_time() {
         let key = [5u8; 32];
         let t0 = UnixTime::from_secs(1_800_000_000);
-        let s = Session { user_id: UserId::from_stored("LDAP+dir:0b8f7f8e-1111".into()), signed_in: t0, seen: t0 };
+        let s = Session { user_id: UserId::from_stored("LDAP+dir:0b8f7f8e-1111".into()), signed_in: t0, seen: t0, epoch: 3 };
         let v = seal(&key, &s, "csrf-a");
         assert_eq!(open(&key, &v, "csrf-a", t0.plus_secs(60)), Some(s.clone()));
         assert_eq!(open(&key, &v, "csrf-b", t0), None, "another browser");
@@ -249,9 +273,14 @@ mod tests {
         let v2 = seal(&key, &later, "csrf-a");
         assert!(open(&key, &v2, "csrf-a", t0.plus_secs(MAX_SECS - 1)).is_some());
         assert_eq!(open(&key, &v2, "csrf-a", t0.plus_secs(MAX_SECS)), None, "past the longest session");
+        let other_epoch = seal(&key, &Session { epoch: 4, ..s.clone() }, "csrf-a");
+        assert_eq!(open(&key, &other_epoch, "csrf-a", t0).map(|s| s.epoch), Some(4), "the epoch is carried as sealed");
+        let (payload, mac) = v.rsplit_once('.').unwrap();
+        let bumped = format!("{}4.{mac}", payload.strip_suffix('3').unwrap());
+        assert_eq!(open(&key, &bumped, "csrf-a", t0), None, "an epoch changed in the cookie");
         let forged = v.replacen('.', "x.", 1);
         assert_eq!(open(&key, &forged, "csrf-a", t0), None, "another payload");
-        for junk in ["", ".", "a.b.c.d", "....", "x.1.2.###"] {
+        for junk in ["", ".", "a.b.c.d", "....", "x.1.2.###", "x.1.2.3.4.###"] {
             assert_eq!(open(&key, junk, "csrf-a", t0), None, "{junk:?}");
         }
     }

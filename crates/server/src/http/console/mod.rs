@@ -431,7 +431,8 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     }
 }
 
-/// Sign out: the session cookie is cleared.
+/// Sign out: every console session of the user ends on the server (every
+/// copy of the cookie, on every replica), and the cookie is cleared.
 #[utoipa::path(
     post,
     path = "/admin/signout",
@@ -439,14 +440,19 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     operation_id = "console_sign_out",
     request_body(content = ConsoleCsrfOnly, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "Signed out: to `/admin`, clearing the session cookie."),
+        (status = 303, description = "Signed out: every console session of the user ended on the server; to `/admin`, clearing the session cookie."),
         (status = 403, description = "The form fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
+        (status = 503, description = "The store did not answer: nothing ended; try again.", body = String, content_type = "text/html"),
         (status = 408, response = super::openapi::Timeout),
     ),
 )]
-pub(crate) async fn sign_out(State(app): State<AppState>, req: Request) -> Response {
+pub(crate) async fn sign_out(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+    let session = cookie_value(req.headers(), session_cookie_name(&app)).map(str::to_owned);
     match posted(&app, req).await {
-        Ok((_, csrf)) => Console::SeeOther("/admin".into(), cookies(&app, None, &csrf)).into_response(),
+        Ok((_, csrf)) => match console::sign_out(&app, session.as_deref(), &csrf, &origin).await {
+            Ok(()) => Console::SeeOther("/admin".into(), cookies(&app, None, &csrf)).into_response(),
+            Err(e) => refused(e),
+        },
         Err(e) => refused(e),
     }
 }

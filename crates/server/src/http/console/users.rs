@@ -50,6 +50,12 @@ async fn body(ctx: &Ctx) -> Result<Markup, ConsoleError> {
                                     button.danger type="submit" aria-label=(format!("Disable {}", u.name)) { "Disable" }
                                 }
                             }
+                            form method="post" action="/admin/users/disable" {
+                                (csrf_field(csrf))
+                                input type="hidden" name="name" value=(u.name);
+                                input type="hidden" name="action" value="end_sessions";
+                                button.secondary type="submit" aria-label=(format!("End the console sessions of {}", u.name)) { "End sessions" }
+                            }
                         }
                     }
                 }
@@ -146,7 +152,7 @@ pub(crate) struct ConsoleUserForm {
     password: Option<String>,
     /// `1`: the new user is a Master Admin.
     master_admin: Option<String>,
-    /// `disable`/`enable` (users), `add`/`remove` (members).
+    /// `disable`/`enable`/`end_sessions` (users), `add`/`remove` (members).
     action: Option<String>,
     /// The group (members).
     group: Option<String>,
@@ -173,6 +179,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
             admin.set_user_disabled(name, true).await.map(|n| format!("User {name} disabled; {n} of their grants ended."))
         }
         ("disable", "enable") => admin.set_user_disabled(name, false).await.map(|_| format!("User {name} enabled.")),
+        ("disable", "end_sessions") => admin.end_console_sessions(name).await.map(|()| format!("Every console session of {name} ended.")),
         ("create_group", _) => admin.create_group(name).await.map(|g| format!("Group {} created.", g.name)),
         ("members", "add") => {
             let (g, u) = (form.get("group"), form.get("user"));
@@ -200,7 +207,7 @@ pub(crate) async fn create_user(State(app): State<AppState>, origin: Origin, req
     act(app, origin, req, "create_user").await
 }
 
-/// Disable (ending their grants) or enable a user.
+/// Disable (ending their grants) or enable a user, or end their console sessions.
 #[utoipa::path(
     post,
     path = "/admin/users/disable",
