@@ -18,7 +18,7 @@ use crate::support::{PASSWORD, TestServer, hidden_field};
 /// One browser on the console: its cookies and anti-forgery token.
 pub struct Console<'a> {
     s: &'a TestServer,
-    cookies: BTreeMap<String, String>,
+    pub cookies: BTreeMap<String, String>,
     pub csrf: String,
 }
 
