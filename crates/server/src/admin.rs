@@ -14,7 +14,7 @@ use strongroom_core::event::{ChainError, Event, EventKind, StoredEvent};
 use strongroom_core::grant::GrantId;
 use strongroom_core::identity::{Group, GroupId, User, UserId, valid_user_name};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings, valid_client_id};
-use strongroom_core::password::{self, MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
+use strongroom_core::password;
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
@@ -419,6 +419,7 @@ impl Admin {
     /// Creates a folder of the owner tree, and any missing folders above it.
     pub async fn create_folder(&self, path: &str) -> Result<FolderPath, AdminError> {
         let f = FolderPath::parse(path).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        f.check_new().map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::FolderCreated).object(f.as_str());
         if self.store.create_folders(strongroom_core::tree::lineage_with_guids(&f, &*self.rng), event).await? {
             Ok(f)
@@ -741,11 +742,10 @@ fn parse_scope(s: &str) -> Result<Scope, AdminError> {
 }
 
 fn check_password(p: &Secret) -> Result<(), AdminError> {
-    let n = p.expose().chars().count();
-    if n < MIN_PASSWORD_LEN || p.expose().len() > MAX_PASSWORD_LEN {
-        return Err(AdminError::Invalid(format!("passwords are {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN} characters")));
+    match password::weakness(p.expose()) {
+        Some(why) => Err(AdminError::Invalid(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn check_overrides(o: &TokenOverrides) -> Result<(), AdminError> {

@@ -21,6 +21,7 @@ impl Admin {
     /// `\VED\Policy` always do: their rows are made with it when missing).
     /// `Exists` when the folder is there already.
     pub async fn create_folder_object(&self, f: &FolderPath) -> Result<FolderObject, AdminError> {
+        f.check_new().map_err(|e| AdminError::Invalid(e.to_string()))?;
         let lineage: Vec<(FolderPath, ObjectGuid)> = lineage_with_guids(f, &*self.rng)
             .into_iter()
             .enumerate()
@@ -63,6 +64,7 @@ impl Admin {
     /// checked), everything below it with it, in one transaction: a
     /// `folder.created` event on `to` whose detail says from where.
     pub async fn rename_folder(&self, from: &FolderPath, to: &FolderPath) -> Result<u64, AdminError> {
+        to.check_new().map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::FolderCreated).object(to.as_str());
         match self.store.rename_folder(from.clone(), to.clone(), event).await? {
             Renamed::Moved(n) => Ok(n),

@@ -356,7 +356,9 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
         Err(LoginError::Invalid) => return Err(AuthError::InvalidGrant("Username or password is invalid.")),
         Err(LoginError::Locked) => return Err(AuthError::InvalidGrant("Too many failed attempts; try again later.")),
         Err(LoginError::Busy) => {
-            return Err(AuthError::TemporarilyUnavailable("Too many sign-ins of this user from this address at this moment; try again."));
+            return Err(AuthError::TemporarilyUnavailable(
+                "Too many sign-ins of this user are being checked at this moment; try again in a few seconds.",
+            ));
         }
         Err(LoginError::Unavailable) => {
             return Err(AuthError::TemporarilyUnavailable("The identity provider cannot be reached at this moment; try again."));

@@ -295,9 +295,7 @@ async fn m5_client_event_quota_under_a_parallel_flood() {
     }
     let stored = |s: &TestServer| {
         let store = s.store.clone();
-        async move {
-            store.events(EventFilter { kind: Some("client.log".into()), limit: 1000, ..Default::default() }).await.unwrap().len()
-        }
+        async move { store.events(EventFilter { kind: Some("client.log".into()), limit: 1000, ..Default::default() }).await.unwrap().len() }
     };
     let in_log = stored(&s).await;
     let other = post(bt.clone()).await.0;
@@ -313,7 +311,12 @@ async fn m5_client_event_quota_under_a_parallel_flood() {
             other.as_u16(),
             later.as_u16()
         ),
-        written == 120 && refused == FLOOD - 120 && retry_ok == refused && in_log == 120 && other == StatusCode::OK && later == StatusCode::OK,
+        written == 120
+            && refused == FLOOD - 120
+            && retry_ok == refused
+            && in_log == 120
+            && other == StatusCode::OK
+            && later == StatusCode::OK,
     );
     assert!(m5, "M5");
 }
@@ -324,7 +327,8 @@ async fn m5_client_event_quota_under_a_parallel_flood() {
 async fn m6_allow_list_removal_and_disable_revoke() {
     let s = TestServer::start().await;
     let (alice, bob) = (s.user("alice").await, s.user("bob").await);
-    let only = |names: &[&str]| IntegrationSpec { allow_users: Some(names.iter().map(|n| (*n).to_owned()).collect()), ..Default::default() };
+    let only =
+        |names: &[&str]| IntegrationSpec { allow_users: Some(names.iter().map(|n| (*n).to_owned()).collect()), ..Default::default() };
     s.integration("app", "restricted", |i| {
         i.allow_all_users = false;
         i.allow_users = Some(vec!["alice".into(), "bob".into()]);
