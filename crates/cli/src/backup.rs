@@ -258,7 +258,7 @@ async fn restore_and_verify(
     recorded: Option<&Sidecar>,
 ) -> Result<(Snapshot, i64)> {
     let dir = &config.data_dir;
-    strongroom_server::keys::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+    strongroom_keyring::keys::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     let snap = sqlite::restore_file(file, db).with_context(|| format!("restoring {} into {}", file.display(), db.display()))?;
     if let Some(r) = recorded
         && (r.event_seq, r.event_hash.as_str()) != (snap.event_seq, hex(&snap.event_hash).as_str())

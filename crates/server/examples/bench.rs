@@ -54,7 +54,7 @@ use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKind, mint_device_code, mint_user_code};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, VaultId};
-use strongroom_server::keys::{self, Keys};
+use strongroom_keyring::keys::{self, Keys};
 use strongroom_server::state::OsRandom;
 use strongroom_store::transfer::{self, Cell, Counters, Row, Table, Transfer};
 use strongroom_store::{Store, StoredAssociation, VaultEntry};

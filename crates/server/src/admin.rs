@@ -22,8 +22,8 @@ use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::{Deletion, EventFilter, FolderDeletion, GrantSummary, Holder, RightsChange, RightsOutcome, Store, StoreError};
 
 use crate::config::check_tokens;
-use crate::service::keyring::{KeyRing, KeyRingError, Moved, settings};
 use strongroom_core::vault::{FolderPath, Permissions, Rights};
+use strongroom_keyring::{KeyRing, KeyRingError, Moved, settings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use strongroom_core::integration::TokenSettings;
 
 use crate::http::client_addr::Network;
-use crate::service::keyring::settings::{KeysConfig, RawKeys};
+use strongroom_keyring::settings::{KeysConfig, RawKeys};
 
 /// The file as written by people. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]

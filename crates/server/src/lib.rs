@@ -17,9 +17,9 @@
 //!   `http::fuzzing`, the fuzz targets' entry points (not an API).
 //! - [`service`]: load, ask `core`, write: the token flows (`service::token`,
 //!   `service::device`, `service::login`, `service::bearer`), the vault
-//!   (`service::vault`) and its key ring (`service::keyring`: named keys
-//!   `Driver:Name`, `Software:Default` from the master key, PKCS#11 keys in a
-//!   token).
+//!   (`service::vault`), whose key ring is the `strongroom-keyring` crate
+//!   (named keys `Driver:Name`, `Software:Default` from the master key,
+//!   PKCS#11 keys in a token).
 //! - [`certificate`]: the certificate grant's listener (client certificates
 //!   verified by rustls against the certificate mappings' CAs and CRLs) and
 //!   the identity a certificate gives; `service::machine` has both machine
@@ -28,7 +28,7 @@
 //!   counters counted once the store has committed, the store's batches and
 //!   failures by kind (its [`strongroom_store::StoreObserver`]), pool and
 //!   memory gauges read at scrape.
-//! - [`config`] (`strongroom.toml`, `STRONGROOM_*`, flags), [`keys`] (the
+//! - [`config`] (`strongroom.toml`, `STRONGROOM_*`, flags), `strongroom_keyring::keys` (the
 //!   master key and the keys derived from it; `keys::check_private`),
 //!   [`hashing`] (password checks on dedicated threads with reusable argon2
 //!   buffers), [`tls`] (the serving certificate), [`first_bytes`] (a
@@ -48,7 +48,6 @@ pub mod config;
 pub mod first_bytes;
 pub mod hashing;
 pub mod http;
-pub mod keys;
 pub mod metrics;
 pub mod serve;
 pub mod service;

@@ -18,13 +18,13 @@ use crate::config::{Config, JwtSettings, Tls};
 use crate::first_bytes::FirstBytes;
 use crate::hashing::HashPool;
 use crate::http::{self, Limits};
-use crate::keys::{self, KeyError, KeySource, Keys};
 use crate::metrics::{Metrics, Observer};
 use crate::service::jwks::{KeyCache, KeysError};
-use crate::service::keyring::{KeyRing, KeyRingError};
 use crate::service::machine::MachineState;
 use crate::state::{AppState, OsRandom, SystemClock};
 use crate::tls::{self, TlsError};
+use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
+use strongroom_keyring::{KeyRing, KeyRingError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

@@ -10,10 +10,10 @@ use strongroom_store::Store;
 
 use crate::hashing::HashPool;
 use crate::http::client_addr::Network;
-use crate::keys::Keys;
 use crate::metrics::Metrics;
-use crate::service::keyring::KeyRing;
 use crate::service::machine::MachineState;
+use strongroom_keyring::KeyRing;
+use strongroom_keyring::keys::Keys;
 
 /// The shared state of the HTTP edge.
 #[derive(Clone, Debug)]

@@ -4,8 +4,8 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_keyring::KeyRing;
 use strongroom_server::admin::Admin;
-use strongroom_server::service::keyring::KeyRing;
 use strongroom_server::state::OsRandom;
 
 use super::{Rendered, time};

@@ -35,9 +35,9 @@ use std::sync::Arc;
 
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock as _, UnixTime};
+use strongroom_keyring::KeyRing;
+use strongroom_keyring::keys as master_key;
 use strongroom_server::admin::Admin;
-use strongroom_server::keys as master_key;
-use strongroom_server::service::keyring::KeyRing;
 use strongroom_server::state::{OsRandom, SystemClock};
 use strongroom_store::StoreError;
 

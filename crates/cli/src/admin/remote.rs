@@ -60,7 +60,7 @@ impl RemoteArgs {
 
 /// The access token in `file`: its first line, the file private to its owner.
 fn read_token_file(file: &std::path::Path) -> Result<SecretString, Failure> {
-    strongroom_server::keys::check_private(file).map_err(|e| Failure::new(8, format!("--token-file: {e}")))?;
+    strongroom_keyring::keys::check_private(file).map_err(|e| Failure::new(8, format!("--token-file: {e}")))?;
     let text = std::fs::read_to_string(file).map_err(|e| Failure::new(8, format!("--token-file {}: {e}", file.display())))?;
     let token = text.lines().next().unwrap_or("").trim();
     if token.is_empty() {

@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use strongroom_core::time::Clock as _;
-use strongroom_server::keys as master_key;
-use strongroom_server::keys::KeySource;
+use strongroom_keyring::keys as master_key;
+use strongroom_keyring::keys::KeySource;
 use strongroom_server::state::{OsRandom, SystemClock};
 use strongroom_store::Probe;
 

@@ -11,7 +11,6 @@ pub mod directory;
 pub mod groups;
 pub mod identity;
 pub mod jwks;
-pub mod keyring;
 pub mod log;
 pub mod login;
 pub mod machine;

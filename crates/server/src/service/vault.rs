@@ -14,8 +14,8 @@ use strongroom_store::{
 };
 
 use super::Origin;
-use super::keyring::KeyRingError;
 use crate::state::AppState;
+use strongroom_keyring::KeyRingError;
 
 /// Largest secret (decoded `Base64Data`), bytes.
 pub const MAX_DATA_BYTES: usize = 512 * 1024;

@@ -88,7 +88,7 @@ impl TestServer {
         let config = raw.validate().unwrap();
         // Start the manual clock at the real time, so timestamps look sane.
         let clock = ManualClock::new(strongroom_server::state::SystemClock.now());
-        let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
+        let keys = strongroom_keyring::keys::Keys::from_master(&[42; 32]);
         let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
         let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
         let admin = Admin {

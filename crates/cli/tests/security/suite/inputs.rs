@@ -347,12 +347,12 @@ macro_rules! secret_type {
 fn secret_types() -> bool {
     const LEAK: &str = "leak-me-7f3a";
     let probes_work = EqProbe::<String>::EQ && DisplayProbe::<String>::DISPLAY && !EqProbe::<Lcg>::EQ && !DisplayProbe::<Lcg>::DISPLAY;
-    let keys = strongroom_server::keys::Keys::from_master(&[7; 32]);
+    let keys = strongroom_keyring::keys::Keys::from_master(&[7; 32]);
     let strict = [
         secret_type!(strongroom_core::secret::Secret, strongroom_core::secret::Secret::new(LEAK)),
         secret_type!(strongroom_core::token::TokenKey, strongroom_core::token::TokenKey::new([0x6c; 32])),
         secret_type!(strongroom_core::vault::crypto::Key, strongroom_core::vault::crypto::Key::new([0x6c; 32])),
-        secret_type!(strongroom_server::keys::Keys, keys),
+        secret_type!(strongroom_keyring::keys::Keys, keys),
     ];
     let wire = secret_type!(strongroom_proto::SecretString, strongroom_proto::SecretString(LEAK.into()));
     // The wire type's equality is by content (constant-time: `subtle`).

@@ -212,7 +212,16 @@ pub fn check_private(path: &Path) -> Result<(), KeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::OsRandom;
+
+    /// The operating system's random source, as the server's.
+    #[derive(Debug)]
+    struct OsRandom;
+
+    impl Random for OsRandom {
+        fn fill(&self, dest: &mut [u8]) {
+            getrandom::getrandom(dest).unwrap();
+        }
+    }
 
     #[test]
     fn created_once_then_reloaded_with_the_same_keys() {

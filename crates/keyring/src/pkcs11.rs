@@ -91,7 +91,7 @@ fn softhsm_hint(library: &Path) -> String {
 type Kept = Arc<Mutex<Option<Session>>>;
 
 /// One PKCS#11 library, shared by every key on it in this process.
-pub struct Module {
+pub(crate) struct Module {
     library: PathBuf,
     state: RwLock<ModuleState>,
     next_key: AtomicU64,
@@ -122,7 +122,7 @@ impl fmt::Debug for Module {
 impl Module {
     /// The module for `library`, shared with every other key of this
     /// process on it. `rng` keys the digests of refused PINs.
-    pub fn shared(library: &Path, rng: &dyn Random) -> Arc<Module> {
+    pub(crate) fn shared(library: &Path, rng: &dyn Random) -> Arc<Module> {
         let path = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_owned());
         let mut all = MODULES.lock().unwrap_or_else(PoisonError::into_inner);
         all.retain(|(_, m)| m.strong_count() > 0);
@@ -286,7 +286,7 @@ fn may_present(flags: PinFlags, refused_before: bool) -> Result<(), Withheld> {
 }
 
 /// One configured key in a token.
-pub struct Pkcs11Key {
+pub(crate) struct Pkcs11Key {
     config: Pkcs11KeyConfig,
     module: Arc<Module>,
     /// This key's slot in the module's sessions.
@@ -317,15 +317,10 @@ impl Drop for Pkcs11Key {
 impl Pkcs11Key {
     /// Nothing is loaded yet. `rng` keys the refused PINs' digests if this
     /// is the first key on its library.
-    pub fn new(config: Pkcs11KeyConfig, rng: &dyn Random) -> Pkcs11Key {
+    pub(crate) fn new(config: Pkcs11KeyConfig, rng: &dyn Random) -> Pkcs11Key {
         let module = Module::shared(&config.library, rng);
         let id = module.next_key.fetch_add(1, Ordering::Relaxed);
         Pkcs11Key { config, module, id }
-    }
-
-    /// The module this key uses (shared by every key on its library).
-    pub fn module(&self) -> &Arc<Module> {
-        &self.module
     }
 
     /// Where the PIN comes from, for messages.
@@ -645,13 +640,13 @@ mod tests {
         let a = Pkcs11Key::new(config("PKCS11:a", lib.to_str().unwrap()), &Fixed(1));
         let b = Pkcs11Key::new(config("PKCS11:b", spelled_otherwise.to_str().unwrap()), &Fixed(2));
         let c = Pkcs11Key::new(config("PKCS11:c", "/nonexistent/other.so"), &Fixed(3));
-        assert!(Arc::ptr_eq(a.module(), b.module()), "one module per library");
-        assert!(!Arc::ptr_eq(a.module(), c.module()));
+        assert!(Arc::ptr_eq(&a.module, &b.module), "one module per library");
+        assert!(!Arc::ptr_eq(&a.module, &c.module));
         assert_ne!(a.id, b.id);
-        assert_eq!(a.module().digest("x"), b.module().digest("x"), "refusals are shared by the keys of a token");
+        assert_eq!(&a.module.digest("x"), &b.module.digest("x"), "refusals are shared by the keys of a token");
         let e = a.wrap(&Key::new([1; 32]), b"aad", [0; 24]).unwrap_err();
         assert!(e.message.starts_with("loading the PKCS#11 module"), "{e}");
-        let weak = Arc::downgrade(a.module());
+        let weak = Arc::downgrade(&a.module);
         drop((a, b));
         assert!(weak.upgrade().is_none(), "a module no key uses is unloaded");
     }

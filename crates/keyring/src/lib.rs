@@ -1,4 +1,5 @@
-//! The vault's key ring: named keys (`Driver:Name`) that wrap data keys,
+//! Strongroom's keys: the master key and the keys derived from it ([`keys`]),
+//! and the vault's key ring: named keys (`Driver:Name`) that wrap data keys,
 //! one current data key per named key for new writes, old data keys kept for
 //! reading until everything has been re-sealed under the current one.
 //!
@@ -11,7 +12,10 @@
 //! never are: every use asks the token, so an entry under an HSM key cannot
 //! be read while its token is absent or refuses the PIN.
 
-pub mod pkcs11;
+#![forbid(unsafe_code)]
+
+pub mod keys;
+mod pkcs11;
 pub mod settings;
 
 use std::collections::BTreeMap;
