@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use strongroom_core::integration::TokenSettings;
 
 use crate::http::client_addr::Network;
+pub use strongroom_idp::jwks::JwtSettings;
 use strongroom_keyring::settings::{KeysConfig, RawKeys};
 
 /// The file as written by people. Every field is optional.
@@ -75,24 +76,6 @@ pub struct RawCertificate {
     pub reload_secs: Option<i64>,
 }
 
-/// The JWT grant's key handling.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JwtSettings {
-    /// How long fetched keys are used before they are fetched again.
-    pub key_cache_secs: i64,
-    /// The shortest time between two fetches of one issuer's keys for an unknown `kid`.
-    pub refetch_min_secs: i64,
-    /// The most one fetch (discovery and JWKS together) may take.
-    pub fetch_timeout_secs: i64,
-    pub ca_file: Option<PathBuf>,
-}
-
-impl Default for JwtSettings {
-    fn default() -> Self {
-        JwtSettings { key_cache_secs: 300, refetch_min_secs: 10, fetch_timeout_secs: 5, ca_file: None }
-    }
-}
-
 /// The certificate grant's listener.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertificateSettings {
@@ -127,11 +110,11 @@ pub struct RawOidc {
 pub const OIDC_SECRET_ENV: &str = "STRONGROOM_OIDC_CLIENT_SECRET";
 
 impl RawOidc {
-    fn validate(self) -> Result<Option<crate::service::oidc::OidcConfig>, ConfigError> {
+    fn validate(self) -> Result<Option<strongroom_idp::oidc::OidcConfig>, ConfigError> {
         let Some(issuer) = self.issuer.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
         let issuer = issuer.trim().trim_end_matches('/').to_owned();
-        if !(issuer.starts_with("https://") || crate::service::jwks::is_loopback_http(&issuer)) {
+        if !(issuer.starts_with("https://") || strongroom_idp::jwks::is_loopback_http(&issuer)) {
             return Err(bad("oidc.issuer", format!("{issuer:?}: an https:// URL (http:// only on a loopback address)")));
         }
         let client_id =
@@ -144,7 +127,7 @@ impl RawOidc {
         if !(1..=60).contains(&timeout_secs) {
             return Err(bad("oidc.timeout_secs", "1 to 60".into()));
         }
-        let session_secs = self.session_secs.unwrap_or(crate::service::oidc::SESSION_SECS);
+        let session_secs = self.session_secs.unwrap_or(strongroom_idp::oidc::SESSION_SECS);
         if !(300..=2_592_000).contains(&session_secs) {
             return Err(bad("oidc.session_secs", "300 to 2592000 (30 days)".into()));
         }
@@ -152,7 +135,7 @@ impl RawOidc {
             (Some(_), _) => None,
             (None, e) => Some(e.unwrap_or_else(|| OIDC_SECRET_ENV.to_owned())),
         };
-        Ok(Some(crate::service::oidc::OidcConfig {
+        Ok(Some(strongroom_idp::oidc::OidcConfig {
             issuer,
             client_id,
             client_secret_file: self.client_secret_file,
@@ -199,8 +182,8 @@ pub struct RawLdap {
 pub const LDAP_PASSWORD_ENV: &str = "STRONGROOM_LDAP_BIND_PASSWORD";
 
 impl RawLdap {
-    fn validate(self) -> Result<Option<crate::service::directory::LdapConfig>, ConfigError> {
-        use crate::service::directory::{LdapConfig, Profile};
+    fn validate(self) -> Result<Option<strongroom_idp::directory::LdapConfig>, ConfigError> {
+        use strongroom_idp::directory::{LdapConfig, Profile};
         let Some(url) = self.url.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
         let url = url.trim().to_owned();
@@ -327,9 +310,9 @@ pub struct Config {
     /// `[certificate] listen`: the certificate grant, on a listener of its own.
     pub certificate: Option<CertificateSettings>,
     /// `[ldap]`: the directory people may sign in through, if any.
-    pub ldap: Option<crate::service::directory::LdapConfig>,
+    pub ldap: Option<strongroom_idp::directory::LdapConfig>,
     /// `[oidc]`: the OpenID Connect provider of the approval page, if any.
-    pub oidc: Option<crate::service::oidc::OidcConfig>,
+    pub oidc: Option<strongroom_idp::oidc::OidcConfig>,
 }
 
 /// The event log's retention: events older than `days` days go to a new

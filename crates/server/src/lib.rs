@@ -21,9 +21,10 @@
 //!   (named keys `Driver:Name`, `Software:Default` from the master key,
 //!   PKCS#11 keys in a token).
 //! - [`certificate`]: the certificate grant's listener (client certificates
-//!   verified by rustls against the certificate mappings' CAs and CRLs) and
-//!   the identity a certificate gives; `service::machine` has both machine
-//!   grants, `service::jwks` the JWT issuers' key cache.
+//!   verified by rustls against the certificate mappings' CAs and CRLs, with
+//!   the verifier and the matching of `strongroom_idp::certificate`);
+//!   `service::machine` has both machine grants. Directories, OpenID
+//!   providers and JWT issuers' keys are `strongroom_idp`'s.
 //! - [`metrics`]: the Prometheus registry: requests by route template, token
 //!   counters counted once the store has committed, the store's batches and
 //!   failures by kind (its [`strongroom_store::StoreObserver`]), pool and

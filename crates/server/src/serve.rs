@@ -19,10 +19,10 @@ use crate::first_bytes::FirstBytes;
 use crate::hashing::HashPool;
 use crate::http::{self, Limits};
 use crate::metrics::{Metrics, Observer};
-use crate::service::jwks::{KeyCache, KeysError};
 use crate::service::machine::MachineState;
 use crate::state::{AppState, OsRandom, SystemClock};
 use crate::tls::{self, TlsError};
+use strongroom_idp::jwks::{KeyCache, KeysError};
 use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
 use strongroom_keyring::{KeyRing, KeyRingError};
 
@@ -47,7 +47,7 @@ pub enum ServeError {
     #[error("[oidc]: {0}")]
     Oidc(KeysError),
     #[error("[certificate]: {0}")]
-    Certificate(#[from] crate::certificate::CertError),
+    Certificate(#[from] strongroom_idp::certificate::CertError),
 }
 
 /// Passwords checked at once: each argon2id run holds 19 MiB and a core.
@@ -63,7 +63,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         tracing::error!(error = %e, "[jwt] settings: the key fetcher uses the public roots only");
         KeyCache::new(&JwtSettings { ca_file: None, ..config.jwt.clone() }).unwrap_or_else(|_| fallback_key_cache())
     });
-    let crls = config.certificate.as_ref().map(|c| crate::certificate::load_crls(&c.crl_files)).transpose().unwrap_or_else(|e| {
+    let crls = config.certificate.as_ref().map(|c| strongroom_idp::certificate::load_crls(&c.crl_files)).transpose().unwrap_or_else(|e| {
         tracing::error!(error = %e, "[certificate] crl_files");
         None
     });
@@ -86,8 +86,8 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         tls_here: config.tls != Tls::Off,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
         trusted_proxies: config.trusted_proxies.clone(),
-        directory: config.ldap.clone().map(|c| Arc::new(crate::service::directory::Directory::new(c))),
-        oidc: config.oidc.clone().and_then(|c| match crate::service::oidc::Oidc::new(c, &config.jwt) {
+        directory: config.ldap.clone().map(|c| Arc::new(strongroom_idp::directory::Directory::new(c))),
+        oidc: config.oidc.clone().and_then(|c| match strongroom_idp::oidc::Oidc::new(c, &config.jwt) {
             Ok(o) => Some(Arc::new(o)),
             Err(e) => {
                 // `run` checks this before it builds the state: only a caller that skipped it lands here.
@@ -223,10 +223,10 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     // Settings that name files: a bad one stops the start, naming it.
     KeyCache::new(&config.jwt)?;
     if let Some(o) = &config.oidc {
-        crate::service::oidc::Oidc::new(o.clone(), &config.jwt).map_err(ServeError::Oidc)?;
+        strongroom_idp::oidc::Oidc::new(o.clone(), &config.jwt).map_err(ServeError::Oidc)?;
     }
     if let Some(c) = &config.certificate {
-        crate::certificate::load_crls(&c.crl_files)?;
+        strongroom_idp::certificate::load_crls(&c.crl_files)?;
     }
     keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
     // One server per SQLite store: a second one (another unit, a second

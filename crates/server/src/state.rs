@@ -42,9 +42,9 @@ pub struct AppState {
     /// The JWT and certificate grants' keys and settings.
     pub machine: MachineState,
     /// The LDAP or Active Directory provider (`[ldap]`), if any.
-    pub directory: Option<Arc<crate::service::directory::Directory>>,
+    pub directory: Option<Arc<strongroom_idp::directory::Directory>>,
     /// The OpenID Connect provider (`[oidc]`), if any.
-    pub oidc: Option<Arc<crate::service::oidc::Oidc>>,
+    pub oidc: Option<Arc<strongroom_idp::oidc::Oidc>>,
 }
 
 impl AppState {

@@ -180,7 +180,7 @@ impl Admin {
     pub async fn save_cert_mapping(&self, spec: MappingSpec, ca_pem: String, field: &str) -> Result<Mapping, AdminError> {
         let scope = self.check_mapping(&spec).await?;
         let field = CertField::parse(field).ok_or_else(|| invalid("--identity-from is cn, email or upn"))?;
-        let n = crate::certificate::bundle_certs(&ca_pem).map_err(|e| invalid(format!("--ca-file: {e}")))?.len();
+        let n = strongroom_idp::certificate::bundle_certs(&ca_pem).map_err(|e| invalid(format!("--ca-file: {e}")))?.len();
         let detail = format!("kind=cert cas={n} identity_from={}", field.as_str());
         self.save_mapping(spec, scope, MappingRule::Cert { ca_bundle: ca_pem, field }, detail).await
     }

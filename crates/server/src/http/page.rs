@@ -531,7 +531,7 @@ const OIDC_COOKIE: &str = "sr_oidc";
     ),
 )]
 pub(crate) async fn oidc_start(State(app): State<AppState>, Query(q): Query<ShowQuery>) -> Response {
-    match crate::service::oidc::page::start(&app, q.user_code.as_deref().unwrap_or("")).await {
+    match crate::service::oidc::start(&app, q.user_code.as_deref().unwrap_or("")).await {
         Ok(started) => {
             let secure = if app.secure_cookies { "; Secure" } else { "" };
             let cookie = format!("{OIDC_COOKIE}={}; Path=/vedauth/device/oidc; HttpOnly; SameSite=Lax{secure}", started.binding);
@@ -592,7 +592,7 @@ pub(crate) async fn oidc_callback(
     // The strict anti-forgery cookie does not come with a redirect from
     // another site: a new token for the consent form when it is missing.
     let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
-    match crate::service::oidc::page::finish(&app, &state, &code, &binding, &csrf, &origin).await {
+    match crate::service::oidc::finish(&app, &state, &code, &binding, &csrf, &origin).await {
         Ok(c) => with_cookie(&app, Page::Ok(consent_page(&c, &csrf)), &csrf),
         Err(e) => {
             let text = e.to_string();

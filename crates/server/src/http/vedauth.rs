@@ -190,7 +190,7 @@ pub(crate) async fn certificate(
             })
             .and_then(|h| headers.get(h))
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::certificate::chain_from_header),
+            .and_then(strongroom_idp::certificate::chain_from_header),
     };
     let issued = machine::certificate_grant(&app, req, chain, &origin).await?;
     Ok(ok(&token_response(&app, issued)))

@@ -27,8 +27,8 @@ use strongroom_core::throttle::{self, Admission, Slot};
 use strongroom_core::time::UnixTime;
 
 use super::Origin;
-use super::directory::{Directory, DirectoryError, DirectoryPerson, directory_login};
 use crate::state::AppState;
+use strongroom_idp::directory::{Directory, DirectoryError, DirectoryPerson, directory_login};
 use strongroom_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

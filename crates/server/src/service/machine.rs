@@ -12,7 +12,7 @@
 //! administrator naming it, to grant it rights first).
 //!
 //! The JWT grant: one read of the issuer (by `iss`) and its mappings, the
-//! keys from [`super::jwks::KeyCache`], the pure checks of
+//! keys from [`strongroom_idp::jwks::KeyCache`], the pure checks of
 //! [`strongroom_core::machine`], then one write
 //! ([`strongroom_store::AuthStore::insert_machine_grant`]) whose first
 //! statement records the JWT (its `jti`, or its signature's digest) until it
@@ -30,11 +30,11 @@ use strongroom_core::scope::Scope;
 use strongroom_proto::vedauth::{CertificateRequest, JwtRequest};
 use strongroom_store::{MachineGrant, MachineIssue, Replay};
 
-use super::jwks::KeyCache;
 use super::token::{Issued, first_pair};
 use super::{AuthError, CLIENT_ID_REQUIRED, Origin, UNKNOWN_CLIENT};
 use crate::metrics::GrantType;
 use crate::state::AppState;
+use strongroom_idp::jwks::KeyCache;
 
 /// What the machine grants need beyond the shared state.
 #[derive(Debug, Clone)]
@@ -202,7 +202,7 @@ async fn certificate_inner(
     let (client_id, integration, scope) = start(app, req.client_id, req.scope).await?;
     let cert = cert.ok_or(AuthError::InvalidGrant(NO_CERTIFICATE))?;
     let mappings = app.store.mappings().await?;
-    let matched = crate::certificate::match_mappings(&cert, &mappings, &app.machine.crls, app.now());
+    let matched = strongroom_idp::certificate::match_mappings(&cert, &mappings, &app.machine.crls, app.now());
     if matched.is_empty() {
         return Err(AuthError::InvalidGrant(CERT_REFUSED));
     }

@@ -28,7 +28,23 @@ use std::time::Duration;
 use strongroom_core::machine::{Jwk, JwtIssuer, KeySource};
 use strongroom_core::time::UnixTime;
 
-use crate::config::JwtSettings;
+/// The JWT grant's key handling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtSettings {
+    /// How long fetched keys are used before they are fetched again.
+    pub key_cache_secs: i64,
+    /// The shortest time between two fetches of one issuer's keys for an unknown `kid`.
+    pub refetch_min_secs: i64,
+    /// The most one fetch (discovery and JWKS together) may take.
+    pub fetch_timeout_secs: i64,
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl Default for JwtSettings {
+    fn default() -> Self {
+        JwtSettings { key_cache_secs: 300, refetch_min_secs: 10, fetch_timeout_secs: 5, ca_file: None }
+    }
+}
 
 /// The largest key document read (JWKS or discovery).
 const MAX_DOCUMENT: usize = 1 << 20;
