@@ -20,11 +20,15 @@
 //! passwords per user and address (reset by a success), 20 per address,
 //! 10 per user from addresses that never signed in as it, in 15 minutes;
 //! and 5 unknown, expired or decided codes per user (10 per address) in 10
-//! minutes. Verify answers 401 for a token retired, revoked,
+//! minutes. A refresh or a retry keeps the grant's earlier access tokens
+//! that still work at that moment, the four newest of them (an access token
+//! expires at its 600th second: one refreshed away at that instant is
+//! forgotten). Verify answers 401 for a token retired, revoked,
 //! expired or of a disabled user, and its first use of a grant's newest
 //! access token makes that pair used; Revoke answers 200 for any stored
-//! access token (expired or not) of a grant not yet revoked, even one past
-//! its end, and 202 otherwise.
+//! access token (expired or not: the newest, or an earlier one kept) of a
+//! grant not yet revoked, even one past its end, and 202 otherwise (a token
+//! forgotten is unknown).
 //!
 //! A device start is always accepted: a case makes at most 30, under the
 //! address's quota of 60 in 10 minutes. Left out: other clients, integration
@@ -73,6 +77,8 @@ const INTERVAL_MS: i64 = 5_000;
 const SLACK_MS: i64 = 1_000;
 const SLOW_DOWN_MS: i64 = 5_000;
 const RETRY_MS: i64 = 30_000;
+/// Earlier access tokens a grant keeps besides its newest one.
+const OLDER_ACCESS_KEPT: usize = 4;
 
 /// Clock steps: on and around every boundary above.
 const STEPS_MS: [i64; 16] =
@@ -216,7 +222,8 @@ struct Code {
 struct Access {
     token: String,
     expires: i64,
-    /// Gone from the server: retired by a retry, or its grant revoked.
+    /// Gone from the server: retired by a retry, its grant revoked, or not
+    /// kept by a later refresh or retry (expired then, or past the four newest).
     gone: bool,
 }
 
@@ -237,6 +244,22 @@ struct Grant {
 impl Grant {
     fn working(&self) -> usize {
         self.refresh.len() - 1
+    }
+
+    /// A new pair issued at `now` (after the newest access token is
+    /// retired, for a retry): of the earlier access tokens, the server keeps
+    /// the four newest that still work; the others are forgotten.
+    fn new_pair(&mut self, access: Access, refresh: String, now: i64) {
+        let mut kept = 0;
+        for a in self.access.iter_mut().rev().filter(|a| !a.gone) {
+            if now < a.expires && kept < OLDER_ACCESS_KEPT {
+                kept += 1;
+            } else {
+                a.gone = true;
+            }
+        }
+        self.access.push(access);
+        self.refresh.push(refresh);
     }
 
     fn revoke(&mut self) {
@@ -536,8 +559,8 @@ impl Case<'_> {
                 if retire && let Some(a) = g.access.last_mut() {
                     a.gone = true;
                 }
-                g.access.push(Access { token: access, expires: (now + ACCESS_MS).min(g.refresh_until), gone: false });
-                g.refresh.push(refresh);
+                let expires = (now + ACCESS_MS).min(g.refresh_until);
+                g.new_pair(Access { token: access, expires, gone: false }, refresh, now);
                 g.rotated_from = rotated_from;
                 g.used = false;
             }
