@@ -227,10 +227,14 @@ pub async fn sign_in(app: &AppState, username: &str, password: &Secret, origin: 
 }
 
 /// Signs out: ends every console session of the session's user (every
-/// copy of the cookie, on every replica), with its event. A cookie that
-/// opens no session ends nothing.
+/// copy of the cookie, on every replica), with its event. A cookie whose
+/// session has ended already (idle, or its epoch gone) ends nothing more.
 pub async fn sign_out(app: &AppState, value: Option<&str>, csrf: &str, origin: &Origin) -> Result<(), ConsoleError> {
-    let Some(session) = value.and_then(|v| open(&app.keys.page, v, csrf, app.now())) else { return Ok(()) };
+    let session = match standing(app, value, Some(csrf)).await {
+        Ok(s) => s.session,
+        Err(ConsoleError::SignedOut) => return Ok(()),
+        Err(e) => return Err(e),
+    };
     let event = app
         .event(strongroom_core::event::EventKind::ConsoleSessionsEnded, origin)
         .identity(session.user_id.identity())
