@@ -208,11 +208,6 @@ impl Directory {
         }
     }
 
-    /// The identity of a person: `LDAP+corp:{<id>}`.
-    pub fn identity_id(&self, person_id: &str) -> String {
-        format!("{}:{person_id}", self.config.prefix())
-    }
-
     async fn connect(&self) -> Result<Conn, DirectoryError> {
         let tls = self.tls.clone().map_err(DirectoryError::Config)?;
         let settings = LdapConnSettings::new().set_conn_timeout(self.config.timeout).set_starttls(self.config.starttls).set_config(tls);

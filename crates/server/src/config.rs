@@ -795,12 +795,6 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: toml::Value) {
 }
 
 impl RawConfig {
-    /// Reads a TOML file.
-    pub fn from_file(path: &Path) -> Result<RawConfig, ConfigError> {
-        let table = Self::file_table(path)?;
-        Self::from_table(table, Some(path))
-    }
-
     fn file_table(path: &Path) -> Result<toml::Table, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
