@@ -43,7 +43,7 @@ where
     }
 }
 
-use crate::service::machine::ClientCertificate;
+use strongroom_app::service::machine::ClientCertificate;
 
 /// What the listener's verifier was built from, to rebuild it only when the mappings change.
 fn fingerprint(mappings: &[Mapping]) -> Vec<(String, String)> {
@@ -60,7 +60,7 @@ fn fingerprint(mappings: &[Mapping]) -> Vec<(String, String)> {
 /// reading the mappings again every `reload` seconds.
 pub async fn spawn(
     listener: std::net::TcpListener,
-    state: crate::state::AppState,
+    state: crate::state::HttpState,
     limits: crate::http::Limits,
     files: crate::serve::TlsFiles,
     reload: i64,

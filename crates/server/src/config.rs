@@ -895,7 +895,7 @@ impl RawConfig {
             poll_interval: t.poll_interval.unwrap_or(d.poll_interval),
             retry_window: t.retry_window.unwrap_or(d.retry_window),
         };
-        check_tokens(&tokens)?;
+        strongroom_core::integration::check_tokens(&tokens).map_err(|e| ConfigError::Invalid { name: e.name, message: e.message })?;
         if tokens.grant_validity < tokens.access_validity {
             return Err(ConfigError::Invalid {
                 name: "tokens.grant_validity",
@@ -1012,22 +1012,6 @@ impl RawConfig {
 /// the system picks for each listener: never the same.
 fn same_listener(a: SocketAddr, b: SocketAddr) -> bool {
     a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
-}
-
-/// Bounds on token lifetimes, shared with `admin integrations` overrides.
-pub fn check_tokens(t: &TokenSettings) -> Result<(), ConfigError> {
-    let within = |name: &'static str, v: i64, lo: i64, hi: i64| {
-        if (lo..=hi).contains(&v) {
-            Ok(())
-        } else {
-            Err(ConfigError::Invalid { name, message: format!("{v} is outside {lo}..={hi} seconds") })
-        }
-    };
-    within("access_validity", t.access_validity, 1, 10 * 365 * 86_400)?;
-    within("grant_validity", t.grant_validity, 1, 100 * 365 * 86_400)?;
-    within("device_code_validity", t.device_code_validity, 10, 86_400)?;
-    within("poll_interval", t.poll_interval, 1, 300)?;
-    within("retry_window", t.retry_window, 0, 300)
 }
 
 #[cfg(test)]

@@ -16,12 +16,13 @@ use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, JwtSettings, Tls};
 use crate::first_bytes::FirstBytes;
-use crate::hashing::HashPool;
 use crate::http::{self, Limits};
 use crate::metrics::{Metrics, Observer};
-use crate::service::machine::MachineState;
-use crate::state::{AppState, OsRandom, SystemClock};
+use crate::state::HttpState;
 use crate::tls::{self, TlsError};
+use strongroom_app::hashing::HashPool;
+use strongroom_app::service::machine::MachineState;
+use strongroom_app::{App, OsRandom, SystemClock};
 use strongroom_idp::jwks::{KeyCache, KeysError};
 use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
 use strongroom_keyring::{KeyRing, KeyRingError};
@@ -54,7 +55,7 @@ pub enum ServeError {
 const CONCURRENT_HASHES: usize = 2;
 
 /// Builds the shared state from its parts.
-pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
+pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> HttpState {
     let metrics = Arc::new(Metrics::new());
     store.observe(Arc::new(Observer(metrics.clone())));
     let keyring = KeyRing::open(&keys, &config.keys, &*rng);
@@ -72,9 +73,9 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         crls: Arc::new(crls.unwrap_or_default()),
         proxy_header: config.certificate.as_ref().and_then(|c| c.proxy_header.clone()),
     };
-    AppState {
+    let app = App {
         machine,
-        metrics,
+        observer: metrics.clone(),
         store,
         clock,
         rng,
@@ -82,10 +83,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         keys: Arc::new(keys),
         tokens: config.tokens,
         public_url: config.public_url.clone(),
-        secure_cookies: config.tls != Tls::Off || config.public_url.starts_with("https://"),
-        tls_here: config.tls != Tls::Off,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
-        trusted_proxies: config.trusted_proxies.clone(),
         directory: config.ldap.clone().map(|c| Arc::new(strongroom_idp::directory::Directory::new(c))),
         oidc: config.oidc.clone().and_then(|c| match strongroom_idp::oidc::Oidc::new(c, &config.jwt) {
             Ok(o) => Some(Arc::new(o)),
@@ -95,6 +93,13 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
                 None
             }
         }),
+    };
+    HttpState {
+        app,
+        metrics,
+        secure_cookies: config.tls != Tls::Off || config.public_url.starts_with("https://"),
+        tls_here: config.tls != Tls::Off,
+        trusted_proxies: config.trusted_proxies.clone(),
     }
 }
 
@@ -347,7 +352,7 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
 }
 
 /// Runs [`upkeep`] once a minute, for ever.
-async fn janitor(app: AppState, retention: Option<crate::config::Retention>) {
+async fn janitor(app: HttpState, retention: Option<crate::config::Retention>) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     for round in 0u64.. {
         tick.tick().await;
@@ -361,7 +366,7 @@ async fn janitor(app: AppState, retention: Option<crate::config::Retention>) {
 /// minutes, an hour after they ended; with a retention setting, the events
 /// older than it archived every hour (and at start). Every replica runs it:
 /// each deletion is one statement that another replica's run makes a no-op.
-pub async fn upkeep(app: &AppState, round: u64, retention: Option<&crate::config::Retention>) {
+pub async fn upkeep(app: &HttpState, round: u64, retention: Option<&crate::config::Retention>) {
     match app.store.purge_replays(app.now()).await {
         Ok(n) if n > 0 => tracing::info!(rows = n, "purged the replay records of expired JWTs"),
         Ok(_) => {}
@@ -375,7 +380,7 @@ pub async fn upkeep(app: &AppState, round: u64, retention: Option<&crate::config
         }
     }
     if let Some(r) = retention.filter(|_| round.is_multiple_of(60)) {
-        match crate::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
+        match strongroom_app::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
             Ok(Some(a)) => {
                 tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
             }

@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::ClientError;
 use strongroom_client::admin::AdminApi;
-use strongroom_server::admin::Admin;
 
 use super::{Rendered, Target, count};
 

@@ -7,9 +7,9 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
+use strongroom_app::admin::machines::{IssuerSpec, MappingSpec};
 use strongroom_core::machine::{Algorithm, JwtIssuer, Mapping, MappingRule};
-use strongroom_server::admin::Admin;
-use strongroom_server::admin::machines::{IssuerSpec, MappingSpec};
 
 use super::{Rendered, count, time};
 

@@ -4,10 +4,10 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type, local_name};
 use strongroom_core::time::UnixTime;
 use strongroom_proto::SecretString;
-use strongroom_server::admin::Admin;
 
 use super::remote::not_over_api;
 use super::{Rendered, Target, count, read_password, time};

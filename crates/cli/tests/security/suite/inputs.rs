@@ -203,7 +203,7 @@ async fn h2_user_code_format_and_normalisation() {
         accepted += usize::from(hidden_field(&page, "ticket").is_some());
     }
     const CODES: usize = 100_000;
-    let rng = strongroom_server::state::OsRandom;
+    let rng = strongroom_app::OsRandom;
     let mut counts = [[0u64; 20]; 8];
     let mut violations = 0;
     for _ in 0..CODES {
@@ -247,7 +247,7 @@ fn h1_token_entropy() {
         DEVICE_CODE_BYTES, Locator, TOKEN_BYTES, TOKEN_RANDOM_BYTES, TokenKey, TokenKind, mint_device_code, new_slot,
     };
     const N: usize = 200_000;
-    let rng = strongroom_server::state::OsRandom;
+    let rng = strongroom_app::OsRandom;
     let key = TokenKey::new([9; 32]);
     let (mut tokens, mut random_parts, mut codes) = (HashSet::with_capacity(N), HashSet::with_capacity(N), HashSet::with_capacity(N));
     let (mut misshapen, mut unlocated) = (0, 0);

@@ -18,11 +18,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use strongroom_app::admin::IntegrationSpec;
+use strongroom_app::admin::machines::{IssuerSpec, MappingSpec};
 use strongroom_core::secret::Secret;
 use strongroom_core::time::Clock as _;
 use strongroom_core::vault::Rights;
-use strongroom_server::admin::IntegrationSpec;
-use strongroom_server::admin::machines::{IssuerSpec, MappingSpec};
 use strongroom_store::EventFilter;
 
 use super::report;

@@ -17,8 +17,8 @@ use strongroom_store::PairChange;
 
 use super::login::{self, LoginError};
 use super::{AuthError, CLIENT_ID_REQUIRED, CLIENT_MISMATCH, DEVICE_CODE_INVALID, Origin, REFRESH_INVALID, UNKNOWN_CLIENT};
-use crate::metrics::GrantType;
-use crate::state::AppState;
+use crate::App;
+use crate::GrantType;
 
 /// A grant and the tokens just issued under it.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ fn required(v: Option<String>) -> Option<String> {
 }
 
 /// `POST Authorize/Token`: picks the shape (seed §4.1) and runs it.
-pub async fn token(app: &AppState, req: TokenRequest, origin: &Origin) -> Result<Issued, AuthError> {
+pub async fn token(app: &App, req: TokenRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let client_id = required(req.client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let device_code = req.device_code.filter(|c| !c.expose().is_empty());
     let refresh_token = req.refresh_token.filter(|c| !c.expose().is_empty());
@@ -111,7 +111,7 @@ fn contended() -> AuthError {
 /// The device-code exchange: one context read, the pure poll decision,
 /// then one conditional write. A lost write (someone else changed the code
 /// or its grant first) reads and decides again.
-async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, origin: &Origin) -> Result<Issued, AuthError> {
+async fn exchange_device_code(app: &App, client_id: &str, code: Secret, origin: &Origin) -> Result<Issued, AuthError> {
     if !looks_like_device_code(code.expose()) {
         return Err(AuthError::InvalidGrant(DEVICE_CODE_INVALID));
     }
@@ -120,7 +120,7 @@ async fn exchange_device_code(app: &AppState, client_id: &str, code: Secret, ori
 }
 
 /// One attempt of [`exchange_device_code`]: `None` when its conditional write lost.
-async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, origin: &Origin) -> Result<Option<Issued>, AuthError> {
+async fn exchange_once(app: &App, client_id: &str, code_hash: TokenHash, origin: &Origin) -> Result<Option<Issued>, AuthError> {
     let ctx = app.store.device_context(code_hash).await?.ok_or(AuthError::InvalidGrant(DEVICE_CODE_INVALID))?;
     let device = &ctx.device;
     if device.client_id == client_id && !ctx.device_flow_enabled {
@@ -158,7 +158,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
                     .object(grant.id.as_str())
                     .detail("device code presented again: the unused pair was replaced");
                 if app.store.advance_pair(grant.id.clone(), grant.version, change, event).await? {
-                    app.metrics.token_issued();
+                    app.observer.token_issued();
                     tracing::debug!(grant = %grant.id, client_id, "device code exchanged again: pair replaced");
                     let mut grant = grant.clone();
                     grant.access_issued_at = now;
@@ -183,8 +183,8 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
             );
             // One conditional write: of concurrent exchanges exactly one redeems.
             if app.store.redeem_device(code_hash, device.version, grant.clone(), event).await? {
-                app.metrics.token_issued();
-                app.metrics.grant_issued(GrantType::Device);
+                app.observer.token_issued();
+                app.observer.grant_issued(GrantType::Device);
                 tracing::debug!(grant = %grant.id, client_id, "device code exchanged");
                 return Ok(Some(Issued { grant, tokens, state: None }));
             }
@@ -198,7 +198,7 @@ async fn exchange_once(app: &AppState, client_id: &str, code_hash: TokenHash, or
 /// simultaneous presentations of one token, one rotates, the others see a
 /// just-rotated token and retry in turn, and the grant ends with exactly one
 /// working refresh token.
-async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Origin) -> Result<Issued, AuthError> {
+async fn refresh(app: &App, client_id: &str, presented: Secret, origin: &Origin) -> Result<Issued, AuthError> {
     if !looks_like_token(presented.expose()) {
         return Err(AuthError::InvalidGrant(REFRESH_INVALID));
     }
@@ -207,7 +207,7 @@ async fn refresh(app: &AppState, client_id: &str, presented: Secret, origin: &Or
 }
 
 /// One attempt of [`refresh`]: `None` when its conditional write lost.
-async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin: &Origin) -> Result<Option<Issued>, AuthError> {
+async fn refresh_once(app: &App, client_id: &str, token: Presented, origin: &Origin) -> Result<Option<Issued>, AuthError> {
     let mut ctx = app.store.refresh_context(token).await?.ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
     let now = app.now();
     let mut decision = ctx.decide(client_id, now, refresh::window(ctx.retry_window, app.tokens.retry_window));
@@ -240,7 +240,7 @@ async fn refresh_once(app: &AppState, client_id: &str, token: Presented, origin:
         .from_addr(&origin.addr);
     let event = app.event(kind, origin).identity(g.user_id.identity()).client_id(client_id).object(g.id.as_str()).detail(detail);
     if app.store.advance_pair(g.id.clone(), g.version, change, event).await? {
-        app.metrics.token_refreshed();
+        app.observer.token_refreshed();
         tracing::debug!(grant = %g.id, client_id, retried = decision == Refresh::Retry, "refresh token rotated");
         let mut grant = ctx.grant;
         grant.access_issued_at = now;
@@ -260,12 +260,7 @@ pub const OIDC_SIGN_IN_AGAIN: &str =
 /// stored person changed hands, read the context again). A directory out
 /// of reach is `temporarily_unavailable` (the stored groups are kept, and
 /// nothing is issued on them).
-async fn recheck_directory(
-    app: &AppState,
-    user: &strongroom_core::identity::UserId,
-    now: UnixTime,
-    origin: &Origin,
-) -> Result<bool, AuthError> {
+async fn recheck_directory(app: &App, user: &strongroom_core::identity::UserId, now: UnixTime, origin: &Origin) -> Result<bool, AuthError> {
     // An OpenID provider is asked nothing at a refresh (it has no lookup
     // without the person): its people's groups are those of their last
     // sign-in, and their grants are refreshed only within
@@ -299,7 +294,7 @@ async fn recheck_directory(
 /// the `token.issued` event that records it (`detail`: how it was granted):
 /// the device-code exchange, the password grant and the machine grants.
 pub(crate) fn first_pair(
-    app: &AppState,
+    app: &App,
     mut grant: Grant,
     origin: &Origin,
     now: UnixTime,
@@ -319,7 +314,7 @@ pub(crate) fn first_pair(
 
 /// A spent refresh token came back: revoke the whole grant (RFC 9700
 /// §4.14.2) and record it. Returns the error the client gets.
-async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: &Origin, now: UnixTime) -> Result<AuthError, AuthError> {
+async fn reuse_detected(app: &App, grant: &Grant, client_id: &str, origin: &Origin, now: UnixTime) -> Result<AuthError, AuthError> {
     let event = app
         .event(EventKind::RefreshTokenReuse, origin)
         .identity(grant.user_id.identity())
@@ -330,8 +325,8 @@ async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: 
     // the revocation committed (a racing presentation that finds the grant
     // revoked already writes no event and counts nothing).
     if app.store.revoke_grant(grant.id.clone(), now, event).await? {
-        app.metrics.refresh_reuse();
-        app.metrics.grant_revoked();
+        app.observer.refresh_reuse();
+        app.observer.grant_revoked();
         tracing::warn!(grant = %grant.id, "refresh token reuse: grant revoked");
     }
     Ok(AuthError::InvalidGrant(REFRESH_INVALID))
@@ -339,7 +334,7 @@ async fn reuse_detected(app: &AppState, grant: &Grant, client_id: &str, origin: 
 
 /// `POST Authorize/OAuth`: user name and password, when the integration
 /// allows it.
-pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) -> Result<Issued, AuthError> {
+pub async fn password_grant(app: &App, req: OAuthRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let client_id = required(req.client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let integration = app.store.integration(client_id.clone()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
     if !integration.grant_types.password {
@@ -380,7 +375,7 @@ pub async fn password_grant(app: &AppState, req: OAuthRequest, origin: &Origin) 
     let grant = Grant::new(&*app.rng, &client_id, user.id.clone(), scope, now, integration.settings(app.tokens));
     let (grant, tokens, event) = first_pair(app, grant, origin, now, "password grant");
     app.store.insert_grant(grant.clone(), event).await?;
-    app.metrics.token_issued();
-    app.metrics.grant_issued(GrantType::Password);
+    app.observer.token_issued();
+    app.observer.grant_issued(GrantType::Password);
     Ok(Issued { grant, tokens, state: req.state })
 }

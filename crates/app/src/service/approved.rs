@@ -21,7 +21,7 @@ use strongroom_core::time::UnixTime;
 use super::Origin;
 use super::device::PageError;
 use super::login::{self, LoginError};
-use crate::state::AppState;
+use crate::App;
 
 /// How long a signed-in list may be acted on.
 const TICKET_SECS: i64 = 600;
@@ -38,7 +38,7 @@ pub struct Approved {
 }
 
 /// Signs in and lists the person's grants.
-pub async fn sign_in(app: &AppState, username: &str, password: &Secret, csrf: &str, origin: &Origin) -> Result<Approved, PageError> {
+pub async fn sign_in(app: &App, username: &str, password: &Secret, csrf: &str, origin: &Origin) -> Result<Approved, PageError> {
     let user = match login::authenticate(app, username, password, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
@@ -50,7 +50,7 @@ pub async fn sign_in(app: &AppState, username: &str, password: &Secret, csrf: &s
     list(app, user, csrf, None).await
 }
 
-async fn list(app: &AppState, user: User, csrf: &str, revoked: Option<String>) -> Result<Approved, PageError> {
+async fn list(app: &App, user: User, csrf: &str, revoked: Option<String>) -> Result<Approved, PageError> {
     let now = app.now();
     let grants = app.store.approved_grants(user.id.clone(), now).await?;
     let ticket = sign(&app.keys.page, &user.id, now.plus_secs(TICKET_SECS), csrf);
@@ -58,7 +58,7 @@ async fn list(app: &AppState, user: User, csrf: &str, revoked: Option<String>) -
 }
 
 /// Revokes grant `grant` of the ticket's person, then lists again.
-pub async fn revoke(app: &AppState, ticket: &str, csrf: &str, grant: &str, origin: &Origin) -> Result<Approved, PageError> {
+pub async fn revoke(app: &App, ticket: &str, csrf: &str, grant: &str, origin: &Origin) -> Result<Approved, PageError> {
     let now = app.now();
     let user_id = verify(&app.keys.page, ticket, csrf, now).ok_or(PageError::BadForm)?;
     let user = app.store.user_by_id(user_id).await?.ok_or(PageError::BadForm)?;
@@ -77,7 +77,7 @@ pub async fn revoke(app: &AppState, ticket: &str, csrf: &str, grant: &str, origi
         .object(g.id.as_str())
         .detail("revoked by its user (applications I have approved)");
     if app.store.revoke_grant(GrantId::from_stored(g.id.as_str().to_owned()), now, event).await? {
-        app.metrics.grant_revoked();
+        app.observer.grant_revoked();
     }
     list(app, user, csrf, Some(application)).await
 }

@@ -8,7 +8,7 @@ use strongroom_core::token::TokenKind;
 use strongroom_proto::vedauth::RevocationRequest;
 
 use super::{AuthError, Origin};
-use crate::state::AppState;
+use crate::App;
 
 /// What a revocation did; the client gets 200 either way (RFC 7009 §2.2:
 /// an unknown or already invalid token is not an error).
@@ -25,12 +25,7 @@ pub enum Revocation {
 /// §2.3.1 clients send it). `token_type_hint` says where to look first; the
 /// other kind is looked at too (§2.1). A token of another client is refused
 /// with `unauthorized_client`, changing nothing.
-pub async fn revoke(
-    app: &AppState,
-    req: RevocationRequest,
-    basic_client: Option<String>,
-    origin: &Origin,
-) -> Result<Revocation, AuthError> {
+pub async fn revoke(app: &App, req: RevocationRequest, basic_client: Option<String>, origin: &Origin) -> Result<Revocation, AuthError> {
     let token = req.token.as_ref().map(|t| t.0.as_str()).filter(|t| !t.is_empty()).ok_or(AuthError::InvalidRequest("token is required"))?;
     let client_id = req
         .client_id
@@ -68,7 +63,7 @@ pub async fn revoke(
         .object(g.id.as_str())
         .detail("revoked by the client (RFC 7009)");
     if app.store.revoke_grant(g.id.clone(), app.now(), event).await? {
-        app.metrics.grant_revoked();
+        app.observer.grant_revoked();
         Ok(Revocation::Revoked)
     } else {
         Ok(Revocation::Nothing)

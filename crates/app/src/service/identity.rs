@@ -5,7 +5,7 @@
 use strongroom_core::identity::{Group, GroupId, IdentityEntry, IdentityRef, User, UserId, browse_kinds, browse_matches};
 use strongroom_store::StoreError;
 
-use crate::state::AppState;
+use crate::App;
 
 /// A local identity found by its name or universal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub const BROWSE_DEFAULT: usize = 50;
 
 /// The identity `r` names, if this server has it. A name is a user's first
 /// (users and groups share names; `admin groups add` refuses a user's).
-pub async fn resolve(app: &AppState, r: &IdentityRef) -> Result<Option<Found>, StoreError> {
+pub async fn resolve(app: &App, r: &IdentityRef) -> Result<Option<Found>, StoreError> {
     Ok(match r {
         IdentityRef::Universal(id) => {
             if let Some(u) = app.store.user_by_id(UserId::from_stored(id.clone())).await? {
@@ -62,7 +62,7 @@ pub async fn resolve(app: &AppState, r: &IdentityRef) -> Result<Option<Found>, S
 
 /// `Identity/Self`: the caller, then the groups they are in now, then
 /// their provider (local, or their directory).
-pub async fn self_entries(app: &AppState, id: &UserId, name: &str) -> Result<Vec<IdentityEntry>, StoreError> {
+pub async fn self_entries(app: &App, id: &UserId, name: &str) -> Result<Vec<IdentityEntry>, StoreError> {
     let mut out = vec![IdentityEntry::user(id, name)];
     out.extend(app.store.groups_of(id.clone()).await?.iter().map(IdentityEntry::group));
     out.push(IdentityEntry::provider(id.prefix()));
@@ -70,7 +70,7 @@ pub async fn self_entries(app: &AppState, id: &UserId, name: &str) -> Result<Vec
 }
 
 /// `Identity/GetMemberships`: the groups a user is in (none for a group).
-pub async fn memberships(app: &AppState, found: &Found) -> Result<Vec<IdentityEntry>, StoreError> {
+pub async fn memberships(app: &App, found: &Found) -> Result<Vec<IdentityEntry>, StoreError> {
     Ok(match found {
         Found::User(u) => app.store.groups_of(u.id.clone()).await?.iter().map(IdentityEntry::group).collect(),
         Found::Group(_) => Vec::new(),
@@ -78,7 +78,7 @@ pub async fn memberships(app: &AppState, found: &Found) -> Result<Vec<IdentityEn
 }
 
 /// `Identity/GetMembers`: a group's members; `None` for a user.
-pub async fn members(app: &AppState, found: &Found) -> Result<Option<Vec<IdentityEntry>>, StoreError> {
+pub async fn members(app: &App, found: &Found) -> Result<Option<Vec<IdentityEntry>>, StoreError> {
     Ok(match found {
         Found::Group(g) => Some(app.store.members_of(g.id.clone()).await?.iter().map(|u| IdentityEntry::user(&u.id, &u.name)).collect()),
         Found::User(_) => None,
@@ -87,7 +87,7 @@ pub async fn members(app: &AppState, found: &Found) -> Result<Option<Vec<Identit
 
 /// `Identity/Browse`: users, then groups, whose name matches `filter`, by
 /// name, at most `limit`.
-pub async fn browse(app: &AppState, filter: &str, limit: usize, identity_type: i32) -> Result<Vec<IdentityEntry>, StoreError> {
+pub async fn browse(app: &App, filter: &str, limit: usize, identity_type: i32) -> Result<Vec<IdentityEntry>, StoreError> {
     let (users, groups) = browse_kinds(identity_type);
     let mut out = Vec::new();
     // Matched on the name as shown (`alice` of `LDAP+dir:alice`), or the prefixed name.

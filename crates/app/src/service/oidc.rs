@@ -7,17 +7,17 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use strongroom_core::random::bytes;
 
+use crate::App;
 use crate::service::Origin;
 use crate::service::device::{self, Consent, PageError};
-use crate::state::AppState;
 use strongroom_idp::oidc::{OidcError, STATE_SECS, person_id};
 
 /// Where the provider sends the browser back.
-pub fn redirect_uri(app: &AppState) -> String {
+pub fn redirect_uri(app: &App) -> String {
     format!("{}/vedauth/device/oidc/callback", app.public_url)
 }
 
-fn keyed(app: &AppState, what: &[u8], value: &str) -> [u8; 32] {
+fn keyed(app: &App, what: &[u8], value: &str) -> [u8; 32] {
     strongroom_core::mac::hmac_sha256_of(&app.keys.page, &[what, value.as_bytes()])
 }
 
@@ -30,7 +30,7 @@ pub struct Started {
 }
 
 /// Starts a sign-in for the device code `user_code` (as typed; checked after the sign-in).
-pub async fn start(app: &AppState, user_code: &str) -> Result<Started, PageError> {
+pub async fn start(app: &App, user_code: &str) -> Result<Started, PageError> {
     let oidc = app.oidc.as_ref().ok_or(PageError::BadForm)?;
     let state = URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng));
     let binding = URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng));
@@ -65,7 +65,7 @@ fn refused(e: OidcError) -> PageError {
 
 /// The callback: takes the state (once), exchanges the code, checks the
 /// id token, stores the person, and shows the device's request.
-pub async fn finish(app: &AppState, state: &str, code: &str, binding: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
+pub async fn finish(app: &App, state: &str, code: &str, binding: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
     let oidc = app.oidc.as_ref().ok_or(PageError::BadForm)?;
     let now = app.now();
     let user_code = app

@@ -32,8 +32,8 @@ use strongroom_store::{MachineGrant, MachineIssue, Replay};
 
 use super::token::{Issued, first_pair};
 use super::{AuthError, CLIENT_ID_REQUIRED, Origin, UNKNOWN_CLIENT};
-use crate::metrics::GrantType;
-use crate::state::AppState;
+use crate::App;
+use crate::GrantType;
 use strongroom_idp::jwks::KeyCache;
 
 /// What the machine grants need beyond the shared state.
@@ -61,7 +61,7 @@ fn required(v: Option<String>) -> Option<String> {
 }
 
 /// The client id, integration and scope every grant starts with.
-async fn start(app: &AppState, client_id: Option<String>, scope: Option<String>) -> Result<(String, Integration, Scope), AuthError> {
+async fn start(app: &App, client_id: Option<String>, scope: Option<String>) -> Result<(String, Integration, Scope), AuthError> {
     let client_id = required(client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let integration = app.store.integration(client_id.clone()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
     let scope_text = required(scope).ok_or(AuthError::InvalidScope("scope is required."))?;
@@ -70,20 +70,20 @@ async fn start(app: &AppState, client_id: Option<String>, scope: Option<String>)
 }
 
 /// Counts the outcome of a machine grant of `kind`.
-fn counted(app: &AppState, kind: GrantType, r: Result<Issued, AuthError>) -> Result<Issued, AuthError> {
+fn counted(app: &App, kind: GrantType, r: Result<Issued, AuthError>) -> Result<Issued, AuthError> {
     match &r {
         Ok(_) => {
-            app.metrics.token_issued();
-            app.metrics.grant_issued(kind);
+            app.observer.token_issued();
+            app.observer.grant_issued(kind);
         }
         Err(AuthError::Store(_) | AuthError::Internal(_)) => {}
-        Err(_) => app.metrics.grant_refused(kind),
+        Err(_) => app.observer.grant_refused(kind),
     }
     r
 }
 
 /// `POST Authorize/Jwt`.
-pub async fn jwt_grant(app: &AppState, req: JwtRequest, origin: &Origin) -> Result<Issued, AuthError> {
+pub async fn jwt_grant(app: &App, req: JwtRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let r = jwt_grant_inner(app, req, origin).await;
     if let Err(e) = &r {
         tracing::info!(error = %e.code(), description = %e.description(), "JWT grant refused");
@@ -91,7 +91,7 @@ pub async fn jwt_grant(app: &AppState, req: JwtRequest, origin: &Origin) -> Resu
     counted(app, GrantType::Jwt, r)
 }
 
-async fn jwt_grant_inner(app: &AppState, req: JwtRequest, origin: &Origin) -> Result<Issued, AuthError> {
+async fn jwt_grant_inner(app: &App, req: JwtRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let (client_id, integration, scope) = start(app, req.client_id, req.scope).await?;
     let text = req.jwt.filter(|j| !j.expose().is_empty()).ok_or(AuthError::InvalidRequest("jwt is required."))?;
     let bad = |e: JwtError| AuthError::InvalidGrant(e.description());
@@ -106,7 +106,7 @@ async fn jwt_grant_inner(app: &AppState, req: JwtRequest, origin: &Origin) -> Re
     let keys = app
         .machine
         .keys
-        .keys(&issuer, jwt.kid.as_deref(), now, |ok| app.metrics.key_fetch(ok))
+        .keys(&issuer, jwt.kid.as_deref(), now, |ok| app.observer.key_fetch(ok))
         .await
         .map_err(|_| AuthError::InvalidGrant(KEYS_UNAVAILABLE))?;
     jwt.verify(&keys).map_err(bad)?;
@@ -127,7 +127,7 @@ async fn jwt_grant_inner(app: &AppState, req: JwtRequest, origin: &Origin) -> Re
 /// the integration's, then the one write.
 #[allow(clippy::too_many_arguments)]
 async fn issue(
-    app: &AppState,
+    app: &App,
     client_id: &str,
     integration: &Integration,
     scope: Scope,
@@ -181,7 +181,7 @@ pub struct ClientCertificate(pub Option<Vec<Vec<u8>>>);
 
 /// `POST Authorize/Certificate`.
 pub async fn certificate_grant(
-    app: &AppState,
+    app: &App,
     req: CertificateRequest,
     cert: Option<Vec<Vec<u8>>>,
     origin: &Origin,
@@ -193,12 +193,7 @@ pub async fn certificate_grant(
     counted(app, GrantType::Certificate, r)
 }
 
-async fn certificate_inner(
-    app: &AppState,
-    req: CertificateRequest,
-    cert: Option<Vec<Vec<u8>>>,
-    origin: &Origin,
-) -> Result<Issued, AuthError> {
+async fn certificate_inner(app: &App, req: CertificateRequest, cert: Option<Vec<Vec<u8>>>, origin: &Origin) -> Result<Issued, AuthError> {
     let (client_id, integration, scope) = start(app, req.client_id, req.scope).await?;
     let cert = cert.ok_or(AuthError::InvalidGrant(NO_CERTIFICATE))?;
     let mappings = app.store.mappings().await?;

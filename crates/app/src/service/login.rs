@@ -27,7 +27,7 @@ use strongroom_core::throttle::{self, Admission, Slot};
 use strongroom_core::time::UnixTime;
 
 use super::Origin;
-use crate::state::AppState;
+use crate::App;
 use strongroom_idp::directory::{Directory, DirectoryError, DirectoryPerson, directory_login};
 use strongroom_store::StoreError;
 
@@ -55,7 +55,7 @@ const MAX_NAME: usize = 64;
 /// Checks a user name and password. Disabled users and wrong passwords look
 /// the same from outside, and an unknown user takes the same time as a
 /// wrong password (a dummy hash is checked).
-pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin: &Origin) -> Result<User, LoginError> {
+pub async fn authenticate(app: &App, name: &str, password: &Secret, origin: &Origin) -> Result<User, LoginError> {
     if let Some(dir) = &app.directory {
         if let Some(login) = directory_login(name, &dir.config) {
             return authenticate_directory(app, dir, login, password, origin).await;
@@ -106,7 +106,7 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
             let event = app.event(EventKind::LoginFailed, origin).object(name_key).detail("wrong user name or password");
             // The failure that locks was checked like the others: it is
             // answered as wrong; the attempts after it are refused unchecked.
-            app.metrics.lockouts(app.store.attempt_failed(slots, event).await?);
+            app.observer.lockouts(app.store.attempt_failed(slots, event).await?);
             Err(LoginError::Invalid)
         }
     }
@@ -114,13 +114,7 @@ pub async fn authenticate(app: &AppState, name: &str, password: &Secret, origin:
 
 /// A sign-in through the directory: `login` as the person typed it (without
 /// the domain or prefix).
-async fn authenticate_directory(
-    app: &AppState,
-    dir: &Directory,
-    login: &str,
-    password: &Secret,
-    origin: &Origin,
-) -> Result<User, LoginError> {
+async fn authenticate_directory(app: &App, dir: &Directory, login: &str, password: &Secret, origin: &Origin) -> Result<User, LoginError> {
     let prefix = dir.config.prefix();
     let mut name_key = format!("{prefix}:{login}").to_lowercase();
     if login.trim().is_empty() || name_key.len() > 2 * MAX_NAME {
@@ -155,14 +149,14 @@ async fn authenticate_directory(
         }
     };
     let event = app.event(EventKind::LoginFailed, origin).object(name_key).detail(why);
-    app.metrics.lockouts(app.store.attempt_failed(slots, event).await?);
+    app.observer.lockouts(app.store.attempt_failed(slots, event).await?);
     Err(LoginError::Invalid)
 }
 
 /// Stores a person as the directory describes them now: their user row,
 /// their directory groups and memberships. The user as stored (an
 /// administrator may have disabled them here).
-pub async fn sync(app: &AppState, dir: &Directory, person: &DirectoryPerson, origin: &Origin) -> Result<User, StoreError> {
+pub async fn sync(app: &App, dir: &Directory, person: &DirectoryPerson, origin: &Origin) -> Result<User, StoreError> {
     let groups = person.groups.iter().map(|g| g.name.as_str());
     sync_person(app, dir.config.prefix(), &person.id, &person.name, groups, origin, app.now()).await
 }
@@ -173,7 +167,7 @@ pub async fn sync(app: &AppState, dir: &Directory, person: &DirectoryPerson, ori
 /// of that provider set to exactly `groups` (by name), with one
 /// `user.directory_synced` event. The user as stored.
 pub async fn sync_person<'a>(
-    app: &AppState,
+    app: &App,
     prefix: String,
     stable_id: &str,
     name: &str,

@@ -174,7 +174,7 @@ mod tests {
     #[tokio::test]
     async fn checks_run_on_the_pool() {
         let pool = HashPool::new(2, 4);
-        let phc = password::hash(&Secret::new("pw-123456"), &crate::state::OsRandom).unwrap();
+        let phc = password::hash(&Secret::new("pw-123456"), &crate::OsRandom).unwrap();
         let (a, b) = tokio::join!(pool.verify(Secret::new("pw-123456"), phc.clone()), pool.verify(Secret::new("nope"), phc));
         assert!(a.unwrap());
         assert!(!b.unwrap());
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn own_hashes_verify_in_the_buffer() {
         let mut v = Verifier::new();
-        let phc = password::hash(&Secret::new("correct horse"), &crate::state::OsRandom).unwrap();
+        let phc = password::hash(&Secret::new("correct horse"), &crate::OsRandom).unwrap();
         assert_eq!(v.verify(&Secret::new("correct horse"), &phc), (true, Path::Buffer));
         assert_eq!(v.verify(&Secret::new("correct horsE"), &phc), (false, Path::Buffer));
         assert_eq!(v.verify(&Secret::new("correct horse"), &phc), (true, Path::Buffer), "the reused buffer still works");

@@ -4,7 +4,7 @@ use strongroom_core::grant::{AccessContext, AccessRefused};
 use strongroom_core::token::{Presented, TokenKind, looks_like_token};
 use strongroom_store::StoreError;
 
-use crate::state::AppState;
+use crate::App;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BearerError {
@@ -24,12 +24,12 @@ pub enum BearerError {
 
 /// Finds the grant behind a presented token, if the token exists at all
 /// (expired or not).
-pub async fn lookup(app: &AppState, token: Option<&str>) -> Result<AccessContext, BearerError> {
+pub async fn lookup(app: &App, token: Option<&str>) -> Result<AccessContext, BearerError> {
     app.store.access_context(presented(app, token)?).await?.ok_or(BearerError::Unknown)
 }
 
 /// The grant behind a token that may be used now.
-pub async fn authenticate(app: &AppState, token: Option<&str>) -> Result<AccessContext, BearerError> {
+pub async fn authenticate(app: &App, token: Option<&str>) -> Result<AccessContext, BearerError> {
     let ctx = lookup(app, token).await?;
     admit(app, &ctx).await?;
     Ok(ctx)
@@ -38,7 +38,7 @@ pub async fn authenticate(app: &AppState, token: Option<&str>) -> Result<AccessC
 /// Whether the token of `ctx` may be used now; records the first use of a
 /// grant's newest pair (a used pair can no longer be replaced by a retry of
 /// the refresh that produced it). That write happens once per pair.
-pub async fn admit(app: &AppState, ctx: &AccessContext) -> Result<(), BearerError> {
+pub async fn admit(app: &App, ctx: &AccessContext) -> Result<(), BearerError> {
     ctx.check(app.now()).map_err(BearerError::Refused)?;
     if ctx.first_use_of_pair() {
         app.store.mark_pair_used(ctx.grant.id.clone(), ctx.token_hash).await?;
@@ -48,7 +48,7 @@ pub async fn admit(app: &AppState, ctx: &AccessContext) -> Result<(), BearerErro
 
 /// A presented bearer token as the store looks it up (its hash and
 /// locator), if it could be one.
-pub fn presented(app: &AppState, token: Option<&str>) -> Result<Presented, BearerError> {
+pub fn presented(app: &App, token: Option<&str>) -> Result<Presented, BearerError> {
     let token = token.ok_or(BearerError::Missing)?;
     if !looks_like_token(token) {
         return Err(BearerError::Unknown);

@@ -18,8 +18,8 @@ use strongroom_store::{StoreError, Team};
 use super::Origin;
 use super::identity::{Found, resolve};
 use super::login::{LoginError, authenticate};
+use crate::App;
 use crate::admin::{Actor, Admin, AdminError};
-use crate::state::AppState;
 
 /// Why a group or password call did not succeed.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +55,7 @@ impl From<AdminError> for GroupError {
 
 /// The administrator's handle acting as the caller of `ctx`: its events
 /// name them, their address and the request.
-pub fn admin_for(app: &AppState, ctx: &AccessContext, origin: &Origin) -> Admin {
+pub fn admin_for(app: &App, ctx: &AccessContext, origin: &Origin) -> Admin {
     let admin = Admin {
         store: app.store.clone(),
         clock: app.clock.clone(),
@@ -74,7 +74,7 @@ pub fn chosen(n: &IdentityName) -> Option<&str> {
 }
 
 /// The identity `n` names, if any.
-pub async fn find(app: &AppState, n: &IdentityName) -> Result<Option<Found>, StoreError> {
+pub async fn find(app: &App, n: &IdentityName) -> Result<Option<Found>, StoreError> {
     match chosen(n).and_then(IdentityRef::parse) {
         Some(r) => resolve(app, &r).await,
         None => Ok(None),
@@ -83,7 +83,7 @@ pub async fn find(app: &AppState, n: &IdentityName) -> Result<Option<Found>, Sto
 
 /// The users `names` name, and those that name none (a group, an unknown
 /// identity, a malformed one), as given. A user named twice counts once.
-pub async fn users_of(app: &AppState, names: &[IdentityName]) -> Result<(Vec<User>, Vec<IdentityName>), StoreError> {
+pub async fn users_of(app: &App, names: &[IdentityName]) -> Result<(Vec<User>, Vec<IdentityName>), StoreError> {
     let (mut users, mut invalid): (Vec<User>, Vec<IdentityName>) = (Vec::new(), Vec::new());
     for n in names {
         match find(app, n).await? {
@@ -99,7 +99,7 @@ pub async fn users_of(app: &AppState, names: &[IdentityName]) -> Result<(Vec<Use
 }
 
 /// The local group `n` names: 400 when it names none, a user, or a directory's group.
-pub async fn local_group(app: &AppState, n: &IdentityName) -> Result<Group, GroupError> {
+pub async fn local_group(app: &App, n: &IdentityName) -> Result<Group, GroupError> {
     match find(app, n).await? {
         Some(Found::Group(g)) if g.prefix() == LOCAL_PREFIX => Ok(g),
         Some(Found::Group(_)) => Err(GroupError::Invalid("A directory's group: its members come from the directory.".into())),
@@ -109,7 +109,7 @@ pub async fn local_group(app: &AppState, n: &IdentityName) -> Result<Group, Grou
 }
 
 /// The local group whose GUID (`{guid}`, braces or none) a path names.
-async fn by_universal(app: &AppState, universal: &str) -> Result<Group, GroupError> {
+async fn by_universal(app: &App, universal: &str) -> Result<Group, GroupError> {
     match IdentityRef::parse(universal) {
         Some(IdentityRef::Universal(id)) => {
             local_group(app, &IdentityName { prefixed_universal: Some(format!("{LOCAL_PREFIX}:{{{id}}}")), ..Default::default() }).await
@@ -135,7 +135,7 @@ fn master_admin(ctx: &AccessContext, what: &str) -> Result<(), GroupError> {
 /// `team` is given) with its valid members and owners; the invalid ones
 /// are answered, as given.
 pub async fn add_group(
-    app: &AppState,
+    app: &App,
     ctx: &AccessContext,
     origin: &Origin,
     name: &IdentityName,
@@ -155,7 +155,7 @@ pub async fn add_group(
 /// caller is a Master Admin or one of its owners. The group's members
 /// afterwards, the members asked for that name no user, and how many changed.
 pub async fn change_members(
-    app: &AppState,
+    app: &App,
     ctx: &AccessContext,
     origin: &Origin,
     group: &IdentityName,
@@ -181,7 +181,7 @@ pub async fn change_members(
 
 /// `Identity/RenameGroup`: a Master Admin renames a local group.
 pub async fn rename_group(
-    app: &AppState,
+    app: &App,
     ctx: &AccessContext,
     origin: &Origin,
     group: &IdentityName,
@@ -195,7 +195,7 @@ pub async fn rename_group(
 
 /// `DELETE Identity/Group/local/{guid}`, `DELETE Teams/local/{guid}`: a
 /// Master Admin deletes a local group; its members remain.
-pub async fn delete_group(app: &AppState, ctx: &AccessContext, origin: &Origin, universal: &str) -> Result<Group, GroupError> {
+pub async fn delete_group(app: &App, ctx: &AccessContext, origin: &Origin, universal: &str) -> Result<Group, GroupError> {
     master_admin(ctx, "delete groups")?;
     let g = by_universal(app, universal).await?;
     admin_for(app, ctx, origin).delete_group(&g.name).await?;
@@ -210,7 +210,7 @@ pub async fn delete_group(app: &AppState, ctx: &AccessContext, origin: &Origin, 
 /// set-password`): a reset after a compromise leaves nothing behind, and a
 /// user setting their own password signs in again.
 pub async fn set_password(
-    app: &AppState,
+    app: &App,
     ctx: &AccessContext,
     origin: &Origin,
     id: &IdentityName,
@@ -247,7 +247,7 @@ pub async fn set_password(
 /// `Name` and `Full Name` (their name); a group's `Name`, `Full Name`,
 /// `Group Membership` (its members' prefixed names) and `Owner` (its
 /// owners'); any other attribute has no values here.
-pub async fn read_attribute(app: &AppState, id: &IdentityName, attribute: &str) -> Result<Vec<String>, GroupError> {
+pub async fn read_attribute(app: &App, id: &IdentityName, attribute: &str) -> Result<Vec<String>, GroupError> {
     let found = find(app, id).await?.ok_or_else(|| GroupError::Invalid("No such identity.".into()))?;
     let entry = found.entry();
     let a = attribute.trim().to_lowercase();
@@ -273,7 +273,7 @@ pub struct TeamView {
 }
 
 /// `GET Teams/local/{guid}`: a plain group is [`GroupError::NotATeam`].
-pub async fn team(app: &AppState, universal: &str) -> Result<TeamView, GroupError> {
+pub async fn team(app: &App, universal: &str) -> Result<TeamView, GroupError> {
     let g = by_universal(app, universal).await?;
     let team = app.store.team(g.id.clone()).await?.ok_or(GroupError::NotATeam)?;
     let entries = |us: Vec<User>| us.iter().map(|u| IdentityEntry::user(&u.id, &u.name)).collect();

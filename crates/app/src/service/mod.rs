@@ -23,7 +23,7 @@ use strongroom_core::identity::UserId;
 use strongroom_core::integration::Integration;
 use strongroom_store::StoreError;
 
-use crate::state::AppState;
+use crate::App;
 
 /// Who is asking, for events and per-address throttling.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Origin {
     }
 }
 
-impl AppState {
+impl App {
     /// A new event at the current time, stamped with the request's origin.
     pub fn event(&self, kind: EventKind, origin: &Origin) -> Event {
         Event::new(kind, self.now()).origin(&origin.addr, &origin.request_id)

@@ -21,7 +21,7 @@ use strongroom_store::StoreError;
 
 use super::login::{self, LoginError};
 use super::{AuthError, CLIENT_ID_REQUIRED, Origin, UNKNOWN_CLIENT};
-use crate::state::AppState;
+use crate::App;
 
 /// A started device authorization, for the response.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ pub struct Started {
 }
 
 /// `POST Authorize/Device`.
-pub async fn start(app: &AppState, req: DeviceRequest, origin: &Origin) -> Result<Started, AuthError> {
+pub async fn start(app: &App, req: DeviceRequest, origin: &Origin) -> Result<Started, AuthError> {
     let client_id = req.client_id.filter(|c| !c.is_empty()).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let integration = app.store.integration(client_id.clone()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
     if integration.disabled || !integration.grant_types.device {
@@ -135,7 +135,7 @@ const TICKET_SECS: i64 = 300;
 
 /// Step one: check the password and the user code, and show the request.
 pub async fn sign_in(
-    app: &AppState,
+    app: &App,
     username: &str,
     password: &Secret,
     user_code_input: &str,
@@ -155,7 +155,7 @@ pub async fn sign_in(
 
 /// Step one for a person signed in already (through an OpenID provider):
 /// check the user code, and show the request.
-pub async fn consent_for(app: &AppState, user: User, user_code_input: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
+pub async fn consent_for(app: &App, user: User, user_code_input: &str, csrf: &str, origin: &Origin) -> Result<Consent, PageError> {
     // The code is compared only after the attempt took its slots: parallel
     // guesses cannot outrun the count.
     let slots = throttle::code_slots(user.id.as_str(), &user.name.to_lowercase(), &origin.addr);
@@ -176,7 +176,7 @@ pub async fn consent_for(app: &AppState, user: User, user_code_input: &str, csrf
             .detail("user code not recognised, expired or already answered");
         // The failure that locks was checked like the others: it is answered
         // as unknown; the attempts after it are refused unchecked.
-        app.metrics.lockouts(app.store.attempt_failed(slots, event).await?);
+        app.observer.lockouts(app.store.attempt_failed(slots, event).await?);
         return Err(PageError::UnknownCode);
     };
     if !app.store.attempt_succeeded(slots, None, app.now()).await? {
@@ -206,7 +206,7 @@ pub struct Decided {
 }
 
 /// Step two: record the user's answer.
-pub async fn decide(app: &AppState, ticket: &str, csrf: &str, approve: bool, origin: &Origin) -> Result<Decided, PageError> {
+pub async fn decide(app: &App, ticket: &str, csrf: &str, approve: bool, origin: &Origin) -> Result<Decided, PageError> {
     let now = app.now();
     let (user_id, code_hash) = verify_ticket(&app.keys.page, ticket, csrf, now).ok_or(PageError::BadForm)?;
     let user = app.store.user_by_id(user_id.clone()).await?.ok_or(PageError::BadForm)?;

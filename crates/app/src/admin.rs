@@ -21,7 +21,7 @@ use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock, UnixTime};
 use strongroom_store::{Deletion, EventFilter, FolderDeletion, GrantSummary, Holder, RightsChange, RightsOutcome, Store, StoreError};
 
-use crate::config::check_tokens;
+use strongroom_core::integration::check_tokens;
 use strongroom_core::vault::{FolderPath, Permissions, Rights};
 use strongroom_keyring::{KeyRing, KeyRingError, Moved, settings};
 

@@ -7,7 +7,7 @@ use strongroom_core::time::UnixTime;
 use strongroom_store::StoreError;
 
 use super::Origin;
-use crate::state::AppState;
+use crate::App;
 
 /// Writes a client's event to the chain, under the identity and client id
 /// of the token that sent it: a `client.log` event whose `object` is the
@@ -17,7 +17,7 @@ use crate::state::AppState;
 /// Each identity writes at most [`Rule::IDENTITY_CLIENT_EVENTS`] (120 a
 /// minute, counted in the store, so on every replica together): past it,
 /// `Ok(Err(until))` and nothing is written.
-pub async fn write(app: &AppState, ctx: &AccessContext, entry: &ClientLog, origin: &Origin) -> Result<Result<(), UnixTime>, StoreError> {
+pub async fn write(app: &App, ctx: &AccessContext, entry: &ClientLog, origin: &Origin) -> Result<Result<(), UnixTime>, StoreError> {
     let identity = ctx.grant.user_id.identity();
     let event = app
         .event(EventKind::ClientLog, origin)

@@ -14,7 +14,7 @@ use strongroom_store::{
 };
 
 use super::Origin;
-use crate::state::AppState;
+use crate::App;
 use strongroom_keyring::KeyRingError;
 
 /// Largest secret (decoded `Base64Data`), bytes.
@@ -127,7 +127,7 @@ impl Caller {
         }
     }
 
-    fn event(&self, app: &AppState, kind: EventKind, id: Option<VaultId>) -> Event {
+    fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
         let mut e = app.event(kind, &self.origin).identity(self.user_id.identity()).client_id(self.client_id.as_str());
         if let Some(id) = id {
             e.object = id.to_string();
@@ -214,7 +214,7 @@ impl std::fmt::Debug for AddRequest {
 
 /// `Add`: Write on the owner, which must be an existing folder (Result 9
 /// otherwise, checked before the rights, both by the write itself).
-pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<VaultId> {
+pub async fn add(app: &App, c: &Caller, req: AddRequest) -> VaultResult<VaultId> {
     let owner = folder(req.owner)?;
     let now = app.now();
     let name = req.key_name.as_deref().unwrap_or(app.keyring.default_name());
@@ -228,7 +228,7 @@ pub async fn add(app: &AppState, c: &Caller, req: AddRequest) -> VaultResult<Vau
 }
 
 /// `Retrieve`: Master Admin only. Returns (data, VaultType).
-pub async fn retrieve(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
+pub async fn retrieve(app: &App, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
     c.require_master_admin()?;
     let e = c.entry(id)?;
     let key = app.keyring.key(&*app.store, e.key_id).await?;
@@ -236,7 +236,7 @@ pub async fn retrieve(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<(V
     Ok((data, e.vault_type))
 }
 
-pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, value: Value) -> VaultResult<()> {
+pub async fn associate(app: &App, c: &Caller, id: VaultId, name: String, value: Value) -> VaultResult<()> {
     let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
@@ -258,7 +258,7 @@ pub async fn associate(app: &AppState, c: &Caller, id: VaultId, name: String, va
     }
 }
 
-pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<String>, value: Option<Value>) -> VaultResult<()> {
+pub async fn dissociate(app: &App, c: &Caller, id: VaultId, name: Option<String>, value: Option<Value>) -> VaultResult<()> {
     let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
@@ -281,7 +281,7 @@ pub async fn dissociate(app: &AppState, c: &Caller, id: VaultId, name: Option<St
 
 /// Keeps the ids whose entry the caller may `needed` on some owner of;
 /// the rest are left out silently, as the product does.
-async fn visible(app: &AppState, c: &Caller, ids: Vec<VaultId>, needed: Rights) -> VaultResult<Vec<VaultId>> {
+async fn visible(app: &App, c: &Caller, ids: Vec<VaultId>, needed: Rights) -> VaultResult<Vec<VaultId>> {
     if c.perms.master_admin {
         return Ok(ids);
     }
@@ -289,7 +289,7 @@ async fn visible(app: &AppState, c: &Caller, ids: Vec<VaultId>, needed: Rights) 
     Ok(owners.into_iter().filter(|(_, o)| c.perms.on_any(o, needed)).map(|(id, _)| id).collect())
 }
 
-pub async fn lookup_by_association(app: &AppState, c: &Caller, name: String, value: Option<Value>) -> VaultResult<Vec<VaultId>> {
+pub async fn lookup_by_association(app: &App, c: &Caller, name: String, value: Option<Value>) -> VaultResult<Vec<VaultId>> {
     let lookup = value.map(|v| crypto::lookup_hash(&app.keyring.lookup, &name, v.value_type(), &v.to_bytes()));
     let found = app.store.lookup_by_association(name, lookup).await?;
     Ok(found.into_iter().filter(|(_, owners)| c.perms.on_any(owners, Rights::READ)).map(|(id, _)| id).collect())
@@ -300,7 +300,7 @@ fn open_association(key: &crypto::Key, id: VaultId, a: &StoredAssociation) -> Va
     Value::from_bytes(a.value_type, &plain).ok_or_else(VaultError::crypto)
 }
 
-pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &str) -> VaultResult<Value> {
+pub async fn lookup_association(app: &App, c: &Caller, id: VaultId, name: &str) -> VaultResult<Value> {
     let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::READ) {
         return Err(VaultError::denied());
@@ -314,7 +314,7 @@ pub async fn lookup_association(app: &AppState, c: &Caller, id: VaultId, name: &
 }
 
 /// `LookupAllAssociationsbyVaultid`: the docs require Write on an owner.
-pub async fn all_associations(app: &AppState, c: &Caller, id: VaultId) -> VaultResult<Vec<(String, Value)>> {
+pub async fn all_associations(app: &App, c: &Caller, id: VaultId) -> VaultResult<Vec<(String, Value)>> {
     let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
@@ -327,31 +327,31 @@ pub async fn all_associations(app: &AppState, c: &Caller, id: VaultId) -> VaultR
     Ok(out)
 }
 
-pub async fn lookup_by_owner(app: &AppState, c: &Caller, owner: Option<String>, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
+pub async fn lookup_by_owner(app: &App, c: &Caller, owner: Option<String>, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
     c.require_master_admin()?;
     let path = folder(owner)?;
     Ok(app.store.vault_ids(VaultFilter { vault_type, owner_key: Some(path.key().to_owned()), orphans_only: false }).await?)
 }
 
-pub async fn lookup_by_type(app: &AppState, c: &Caller, vault_type: i32) -> VaultResult<Vec<VaultId>> {
+pub async fn lookup_by_type(app: &App, c: &Caller, vault_type: i32) -> VaultResult<Vec<VaultId>> {
     let ids = app.store.vault_ids(VaultFilter { vault_type: Some(vault_type), ..Default::default() }).await?;
     visible(app, c, ids, Rights::READ).await
 }
 
-pub async fn orphans(app: &AppState, c: &Caller, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
+pub async fn orphans(app: &App, c: &Caller, vault_type: Option<i32>) -> VaultResult<Vec<VaultId>> {
     c.require_master_admin()?;
     Ok(app.store.vault_ids(VaultFilter { vault_type, owner_key: None, orphans_only: true }).await?)
 }
 
 /// `GET Lookup`: every entry the caller may read.
-pub async fn lookup_all(app: &AppState, c: &Caller) -> VaultResult<Vec<VaultId>> {
+pub async fn lookup_all(app: &App, c: &Caller) -> VaultResult<Vec<VaultId>> {
     let ids = app.store.vault_ids(VaultFilter::default()).await?;
     visible(app, c, ids, Rights::READ).await
 }
 
 /// `OwnerAdd`: Write on the new owner and on an existing owner of the entry
 /// (otherwise anyone could pull any entry into their own folder).
-pub async fn owner_add(app: &AppState, c: &Caller, id: VaultId, owner: Option<String>) -> VaultResult<()> {
+pub async fn owner_add(app: &App, c: &Caller, id: VaultId, owner: Option<String>) -> VaultResult<()> {
     let e = c.entry(id)?;
     let owner = folder(owner)?;
     if !c.perms.effective(&owner).contains(Rights::WRITE) || !c.perms.on_any(&e.owners, Rights::WRITE) {
@@ -367,7 +367,7 @@ pub async fn owner_add(app: &AppState, c: &Caller, id: VaultId, owner: Option<St
 
 /// `OwnerDelete`: Write on the owner. Without a VaultID the owner is removed
 /// from every entry it owns; an entry that loses its last owner is deleted.
-pub async fn owner_delete(app: &AppState, c: &Caller, id: Option<VaultId>, owner: Option<String>) -> VaultResult<()> {
+pub async fn owner_delete(app: &App, c: &Caller, id: Option<VaultId>, owner: Option<String>) -> VaultResult<()> {
     let owner = folder(owner)?;
     if let Some(id) = id {
         c.entry(id)?;
@@ -388,14 +388,14 @@ pub async fn owner_lookup(c: &Caller, id: VaultId) -> VaultResult<Vec<String>> {
     Ok(c.entry(id)?.owners.iter().map(|o| o.as_str().to_owned()).collect())
 }
 
-pub async fn mutate(app: &AppState, c: &Caller, id: VaultId, vault_type: i32) -> VaultResult<()> {
+pub async fn mutate(app: &App, c: &Caller, id: VaultId, vault_type: i32) -> VaultResult<()> {
     c.require_master_admin()?;
     c.entry(id)?;
     let event = c.event(app, EventKind::VaultMutated, Some(id)).detail(format!("type={vault_type}"));
     if checked(app.store.mutate_entry(id, vault_type, c.writer(), event).await?)? { Ok(()) } else { Err(VaultError::no_entry(id)) }
 }
 
-pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
+pub async fn keys_in_use(app: &App) -> VaultResult<Vec<String>> {
     Ok(app.store.key_names_in_use().await?.into_iter().map(|(name, _)| name).collect())
 }
 
@@ -403,7 +403,7 @@ pub async fn keys_in_use(app: &AppState) -> VaultResult<Vec<String>> {
 /// data and associations (Result 11 if any fails: nothing is moved) and
 /// seals them under the current data key of `new_name` (Result 21 if that
 /// key is unknown or unusable), in one write.
-pub async fn rotate_entry(app: &AppState, c: &Caller, id: VaultId, new_name: &str) -> VaultResult<String> {
+pub async fn rotate_entry(app: &App, c: &Caller, id: VaultId, new_name: &str) -> VaultResult<String> {
     let e = c.entry(id)?;
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());

@@ -22,9 +22,9 @@ use strongroom_core::vault::{FolderPath, Permissions, Rights};
 use strongroom_store::{FolderObject, Holder, RightsChange, StoreError};
 
 use super::Origin;
+use crate::App;
 use crate::admin::{Actor, Admin, AdminError};
 use crate::service::identity::{Found, resolve};
-use crate::state::AppState;
 
 /// Why a tree call did not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +134,7 @@ fn local_group(g: &Group) -> bool {
 }
 
 /// What the caller may do where: their rights read now (one read).
-pub async fn caller_rights(app: &AppState, ctx: &AccessContext) -> Result<Permissions, StoreError> {
+pub async fn caller_rights(app: &App, ctx: &AccessContext) -> Result<Permissions, StoreError> {
     let grants = if ctx.master_admin { Vec::new() } else { app.store.rights_of(ctx.grant.user_id.clone()).await? };
     Ok(Permissions { master_admin: ctx.master_admin, grants })
 }
@@ -152,7 +152,7 @@ fn visible(perms: &Permissions, node: &Node) -> bool {
 }
 
 /// The object `dn` names, if it exists (whoever may see it).
-pub async fn node_by_dn(app: &AppState, dn: &Dn) -> Result<Option<Node>, StoreError> {
+pub async fn node_by_dn(app: &App, dn: &Dn) -> Result<Option<Node>, StoreError> {
     Ok(match dn {
         Dn::Root => Some(match app.store.folder_object("\\ved".into()).await? {
             Some(f) => Node::folder(f),
@@ -168,7 +168,7 @@ pub async fn node_by_dn(app: &AppState, dn: &Dn) -> Result<Option<Node>, StoreEr
     })
 }
 
-async fn identity_by_name(app: &AppState, name: &str) -> Result<Option<Node>, StoreError> {
+async fn identity_by_name(app: &App, name: &str) -> Result<Option<Node>, StoreError> {
     if let Some((u, _)) = app.store.user_by_name(name.to_owned()).await?
         && local_user(&u)
     {
@@ -178,7 +178,7 @@ async fn identity_by_name(app: &AppState, name: &str) -> Result<Option<Node>, St
 }
 
 /// The object of GUID `guid`, if it exists.
-pub async fn node_by_guid(app: &AppState, guid: &ObjectGuid) -> Result<Option<Node>, StoreError> {
+pub async fn node_by_guid(app: &App, guid: &ObjectGuid) -> Result<Option<Node>, StoreError> {
     match guid.as_str() {
         VED_GUID => return node_by_dn(app, &Dn::Root).await,
         POLICY_GUID => return node_by_dn(app, &Dn::Folder(FolderPath::policy_root())).await,
@@ -211,7 +211,7 @@ fn parse_dn(dn: &str) -> Result<Dn, TreeError> {
 }
 
 /// The object a DN or GUID names, if the caller may see it (else `Result` 400).
-pub async fn find(app: &AppState, perms: &Permissions, dn: Option<&str>, guid: Option<&str>) -> Result<Node, TreeError> {
+pub async fn find(app: &App, perms: &Permissions, dn: Option<&str>, guid: Option<&str>) -> Result<Node, TreeError> {
     let node = match (dn, guid) {
         (Some(d), _) => node_by_dn(app, &parse_dn(d)?).await?,
         (None, Some(g)) => match ObjectGuid::parse(g) {
@@ -228,7 +228,7 @@ pub async fn find(app: &AppState, perms: &Permissions, dn: Option<&str>, guid: O
 
 /// The handle whose acts name the caller, and whose changes of
 /// permissions are re-checked against what the caller holds at the write.
-pub fn admin_for(app: &AppState, ctx: &AccessContext, origin: &Origin) -> Admin {
+pub fn admin_for(app: &App, ctx: &AccessContext, origin: &Origin) -> Admin {
     Admin {
         store: app.store.clone(),
         clock: app.clock.clone(),
@@ -242,7 +242,7 @@ pub fn admin_for(app: &AppState, ctx: &AccessContext, origin: &Origin) -> Admin 
 }
 
 /// `Config/Create`.
-pub async fn create(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &str, class_name: &str) -> Result<Node, TreeError> {
+pub async fn create(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, class_name: &str) -> Result<Node, TreeError> {
     let perms = caller_rights(app, ctx).await?;
     let dn = parse_dn(dn)?;
     let admin = admin_for(app, ctx, origin);
@@ -304,7 +304,7 @@ pub async fn create(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &s
 /// entries, is refused (402) unless `recursive`; recursive deletion needs
 /// Delete on the folder (which covers everything below it) and deletes the
 /// entries left without an owner, each with its event.
-pub async fn delete(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &str, recursive: bool) -> Result<(), TreeError> {
+pub async fn delete(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, recursive: bool) -> Result<(), TreeError> {
     let perms = caller_rights(app, ctx).await?;
     let node = find(app, &perms, Some(dn), None).await?;
     let admin = admin_for(app, ctx, origin);
@@ -342,7 +342,7 @@ pub async fn delete(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &s
 
 /// `Config/RenameObject`: a folder renamed or moved, with everything below
 /// it. Needs Rename on it and Create on the new parent (or a Master Admin).
-pub async fn rename(app: &AppState, ctx: &AccessContext, origin: &Origin, dn: &str, new_dn: &str) -> Result<(), TreeError> {
+pub async fn rename(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, new_dn: &str) -> Result<(), TreeError> {
     let perms = caller_rights(app, ctx).await?;
     let node = find(app, &perms, Some(dn), None).await?;
     let Kind::Folder(from) = &node.kind else {
@@ -390,7 +390,7 @@ pub struct Listing<'a> {
 }
 
 /// The objects below `base` the caller may see, by DN.
-pub async fn children(app: &AppState, perms: &Permissions, base: &Node, l: &Listing<'_>) -> Result<Vec<Node>, TreeError> {
+pub async fn children(app: &App, perms: &Permissions, base: &Node, l: &Listing<'_>) -> Result<Vec<Node>, TreeError> {
     let mut out: Vec<Node> = Vec::new();
     let at_root = base.guid.as_str() == VED_GUID;
     if at_root {
@@ -428,7 +428,7 @@ pub async fn children(app: &AppState, perms: &Permissions, base: &Node, l: &List
 /// A principal as the path names it: `local/{guid}`, or a directory's
 /// `AD/corp/{guid}` / `LDAP/corp/{guid}` (paths arrive lower-cased: the
 /// directory's prefix is matched in any case against the configured one).
-pub async fn principal(app: &AppState, ptype: &str, pname: Option<&str>, id: &str) -> Result<(Holder, String, Option<User>), TreeError> {
+pub async fn principal(app: &App, ptype: &str, pname: Option<&str>, id: &str) -> Result<(Holder, String, Option<User>), TreeError> {
     let unknown = || TreeError::BadRequest("Unable to verify principal: no such identity.".into());
     let spelled = match pname {
         None if ptype.eq_ignore_ascii_case(LOCAL_PREFIX) => format!("{LOCAL_PREFIX}:{id}"),
@@ -455,7 +455,7 @@ const NEEDS_MANAGE: &str = "Managing permissions on this object needs ManagePerm
 const NO_OBJECT: &str = "Object does not exist.";
 
 /// The folder a Permissions call is about, which the caller must manage.
-pub async fn managed_folder(app: &AppState, ctx: &AccessContext, guid: &str) -> Result<FolderPath, TreeError> {
+pub async fn managed_folder(app: &App, ctx: &AccessContext, guid: &str) -> Result<FolderPath, TreeError> {
     let g = ObjectGuid::parse(guid).ok_or_else(|| TreeError::BadRequest("The object GUID is not a GUID.".into()))?;
     let perms = caller_rights(app, ctx).await?;
     let node = node_by_guid(app, &g).await?.ok_or_else(|| TreeError::BadRequest(NO_OBJECT.into()))?;
@@ -469,7 +469,7 @@ pub async fn managed_folder(app: &AppState, ctx: &AccessContext, guid: &str) -> 
 }
 
 /// `GET Permissions/Object/{guid}`: the principals with an explicit entry.
-pub async fn principals(app: &AppState, ctx: &AccessContext, guid: &str) -> Result<Vec<String>, TreeError> {
+pub async fn principals(app: &App, ctx: &AccessContext, guid: &str) -> Result<Vec<String>, TreeError> {
     let f = managed_folder(app, ctx, guid).await?;
     let mut out = Vec::new();
     for (holder, _) in app.store.explicit_rights(f.key().to_owned()).await? {
@@ -492,7 +492,7 @@ pub struct Held {
     pub master_admin: bool,
 }
 
-pub async fn held_by(app: &AppState, f: &FolderPath, holder: &Holder, user: Option<&User>) -> Result<Held, TreeError> {
+pub async fn held_by(app: &App, f: &FolderPath, holder: &Holder, user: Option<&User>) -> Result<Held, TreeError> {
     let explicit = app.store.explicit_rights(f.key().to_owned()).await?.into_iter().find(|(h, _)| h == holder).map(|(_, r)| r);
     let mut grants = match holder {
         Holder::User(u) => app.store.rights_of(u.clone()).await?,
@@ -510,7 +510,7 @@ pub async fn held_by(app: &AppState, f: &FolderPath, holder: &Holder, user: Opti
 
 /// Changes an explicit entry (POST, PUT, DELETE): one conditional write.
 pub async fn change(
-    app: &AppState,
+    app: &App,
     ctx: &AccessContext,
     origin: &Origin,
     f: &FolderPath,

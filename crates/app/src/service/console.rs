@@ -32,8 +32,8 @@ use strongroom_store::{StoreError, Viewer};
 
 use super::Origin;
 use super::login::{self, LoginError};
+use crate::App;
 use crate::admin::{Actor, Admin, AdminError};
-use crate::state::AppState;
 
 /// A session ends after this long without a request (15 minutes).
 pub const IDLE_SECS: i64 = 15 * 60;
@@ -193,7 +193,7 @@ impl Standing {
     /// The one implementation of each administrative act, its events naming
     /// this person, its changes of permissions re-checked against what they
     /// hold at the write.
-    pub fn admin(&self, app: &AppState, origin: &Origin) -> Admin {
+    pub fn admin(&self, app: &App, origin: &Origin) -> Admin {
         Admin {
             store: app.store.clone(),
             clock: app.clock.clone(),
@@ -212,7 +212,7 @@ impl Standing {
 }
 
 /// Signs in: the user, and their new session.
-pub async fn sign_in(app: &AppState, username: &str, password: &Secret, origin: &Origin) -> Result<Session, ConsoleError> {
+pub async fn sign_in(app: &App, username: &str, password: &Secret, origin: &Origin) -> Result<Session, ConsoleError> {
     let user = match login::authenticate(app, username, password, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(ConsoleError::WrongLogin),
@@ -229,7 +229,7 @@ pub async fn sign_in(app: &AppState, username: &str, password: &Secret, origin: 
 /// Signs out: ends every console session of the session's user (every
 /// copy of the cookie, on every replica), with its event. A cookie whose
 /// session has ended already (idle, or its epoch gone) ends nothing more.
-pub async fn sign_out(app: &AppState, value: Option<&str>, csrf: &str, origin: &Origin) -> Result<(), ConsoleError> {
+pub async fn sign_out(app: &App, value: Option<&str>, csrf: &str, origin: &Origin) -> Result<(), ConsoleError> {
     let session = match standing(app, value, Some(csrf)).await {
         Ok(s) => s.session,
         Err(ConsoleError::SignedOut) => return Ok(()),
@@ -247,7 +247,7 @@ pub async fn sign_out(app: &AppState, value: Option<&str>, csrf: &str, origin: &
 /// The standing of the session in cookie `value`, read again now: the
 /// user must still exist and be enabled, and the session's epoch must
 /// still be theirs.
-pub async fn standing(app: &AppState, value: Option<&str>, csrf: Option<&str>) -> Result<Standing, ConsoleError> {
+pub async fn standing(app: &App, value: Option<&str>, csrf: Option<&str>) -> Result<Standing, ConsoleError> {
     let (Some(value), Some(csrf)) = (value, csrf) else { return Err(ConsoleError::SignedOut) };
     let session = open(&app.keys.page, value, csrf, app.now()).ok_or(ConsoleError::SignedOut)?;
     let (user, epoch) = tokio::try_join!(app.store.user_by_id(session.user_id.clone()), app.store.console_epoch(session.user_id.clone()))?;
