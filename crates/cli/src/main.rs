@@ -369,7 +369,7 @@ fn main() -> std::process::ExitCode {
 
 fn print_openapi() -> Result<()> {
     use std::io::Write as _;
-    let doc = strongroom_server::http::openapi::document_json()?;
+    let doc = strongroom_http::openapi::document_json()?;
     std::io::stdout().lock().write_all(doc.as_bytes())?;
     Ok(())
 }

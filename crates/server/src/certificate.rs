@@ -60,8 +60,8 @@ fn fingerprint(mappings: &[Mapping]) -> Vec<(String, String)> {
 /// reading the mappings again every `reload` seconds.
 pub async fn spawn(
     listener: std::net::TcpListener,
-    state: crate::state::HttpState,
-    limits: crate::http::Limits,
+    state: strongroom_http::state::HttpState,
+    limits: strongroom_http::Limits,
     files: crate::serve::TlsFiles,
     reload: i64,
 ) -> Result<crate::serve::Running, crate::serve::ServeError> {
@@ -75,7 +75,7 @@ pub async fn spawn(
     let handle = axum_server::Handle::new();
     let acceptor =
         CertAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(config.clone()).handshake_timeout(Duration::from_secs(10)) };
-    let app = crate::http::certificate_app(state.clone(), limits);
+    let app = strongroom_http::certificate_app(state.clone(), limits);
     // As on the main listener: the first bytes after the handshake, and each request head, within 10 s.
     let read_timeout = Duration::from_secs(10);
     let mut server = axum_server::from_tcp(listener)

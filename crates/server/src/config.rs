@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use strongroom_core::integration::TokenSettings;
 
-use crate::http::client_addr::Network;
+use strongroom_http::client_addr::Network;
 pub use strongroom_idp::jwks::JwtSettings;
 use strongroom_keyring::settings::{KeysConfig, RawKeys};
 

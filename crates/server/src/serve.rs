@@ -16,13 +16,13 @@ use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, JwtSettings, Tls};
 use crate::first_bytes::FirstBytes;
-use crate::http::{self, Limits};
-use crate::metrics::{Metrics, Observer};
-use crate::state::HttpState;
 use crate::tls::{self, TlsError};
 use strongroom_app::hashing::HashPool;
 use strongroom_app::service::machine::MachineState;
 use strongroom_app::{App, OsRandom, SystemClock};
+use strongroom_http::Limits;
+use strongroom_http::metrics::{Metrics, Observer};
+use strongroom_http::state::HttpState;
 use strongroom_idp::jwks::{KeyCache, KeysError};
 use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
 use strongroom_keyring::{KeyRing, KeyRingError};
@@ -306,7 +306,7 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     // The metrics listener (plain HTTP, meant for a private address) first.
     let metrics = match metrics_listener {
         Some(l) => {
-            let m = spawn(l, http::metrics_app(state.clone()), None)?;
+            let m = spawn(l, strongroom_http::metrics_app(state.clone()), None)?;
             tracing::info!(listen = %m.addr, "metrics served");
             Some(m)
         }
@@ -328,7 +328,7 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
         }
         None => None,
     };
-    let running = spawn(listener, http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
+    let running = spawn(listener, strongroom_http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
     let janitor = tokio::spawn(janitor(state, config.events_retention.clone()));
     #[cfg(unix)]

@@ -29,7 +29,7 @@ mod rand_free {
 /// Every route the router serves (from the router's own list, so a new
 /// route is fuzzed without editing this file), and one it does not.
 fn paths() -> Vec<&'static str> {
-    let mut p = strongroom_server::http::route_paths();
+    let mut p = strongroom_http::route_paths();
     p.push("/nope");
     p
 }

@@ -16,9 +16,9 @@ use strongroom_core::integration::Integration;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock as _, ManualClock};
 use strongroom_core::token::{TokenKind, normalize_user_code};
+use strongroom_http::state::HttpState;
 use strongroom_server::config::RawConfig;
 use strongroom_server::serve::{self, Running};
-use strongroom_server::{HttpState, http};
 use strongroom_store::Store;
 use strongroom_testkit::page::Page;
 
@@ -90,7 +90,7 @@ impl TestServer {
         let clock = ManualClock::new(strongroom_app::SystemClock.now());
         let keys = strongroom_keyring::keys::Keys::from_master(&[42; 32]);
         let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
-        let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
+        let running = serve::spawn(listener, strongroom_http::app(state.clone(), serve::limits(&config)), None).unwrap();
         let admin = Admin {
             store: store.clone(),
             clock: Arc::new(clock.clone()),

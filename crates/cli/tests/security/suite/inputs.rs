@@ -77,7 +77,7 @@ async fn fuzz() -> FuzzRun {
     let g = fx.grant("app").await;
     let token = g["access_token"].as_str().unwrap().to_owned();
     let rt = g["refresh_token"].as_str().unwrap().to_owned();
-    let paths = strongroom_server::http::route_paths();
+    let paths = strongroom_http::route_paths();
     // A new connection per request: the server closes a connection whose
     // oversized body it did not read, and a pooled one would then fail the
     // next request in the client.

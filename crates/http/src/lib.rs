@@ -1,5 +1,29 @@
-//! The axum edge: routes, middleware, and the path normalisation that makes
-//! routing case-insensitive.
+//! Strongroom's HTTP edge, over the application (`strongroom_app`): the
+//! product's API (`/vedauth`, `/vedsdk`), the approval page, the admin
+//! console, routes, middleware and the path normalisation that makes
+//! routing case-insensitive, the OpenAPI document, and the Prometheus
+//! metrics. Only [`respond`] chooses HTTP statuses.
+//!
+//! May not depend on the runtime (`strongroom-server`: configuration,
+//! listeners, TLS, start-up), which builds the [`state::HttpState`] and the
+//! [`Limits`] this crate serves with.
+//!
+//! `secretstore` for the vault, `log` for `GET /vedsdk/Log`; `sdk_body`
+//! reads `/vedsdk` bodies (case-insensitive keys, numeric strings, integers
+//! written `32.0`; a test in `secretstore` reads every `proto::vedsdk`
+//! request type back through it); `respond`, the only place that picks
+//! statuses (a store failure of a passing kind is 503
+//! `temporarily_unavailable` with `Retry-After`), wrapping the application's
+//! errors; `responses`, the responses operations share; [`openapi`], the
+//! OpenAPI 3.1 document served at `/openapi.json`, gathered from the
+//! handlers' `#[utoipa::path]` attributes; [`metrics`], the Prometheus
+//! registry (requests by route template, the application's outcomes as its
+//! `Observer`, the store's batches and failures as its `StoreObserver`, pool
+//! and memory gauges read at scrape); [`state`], `HttpState` (the `App` and
+//! the edge's settings); [`fuzzing`], the fuzz targets' entry points (not an
+//! API).
+
+#![forbid(unsafe_code)]
 
 pub mod client_addr;
 mod config;
@@ -12,14 +36,16 @@ mod health;
 mod identity;
 mod landing;
 mod log;
+pub mod metrics;
 mod oauth;
 pub mod openapi;
 mod page;
 mod permissions;
-pub(crate) mod respond;
+mod respond;
 mod responses;
 mod sdk_body;
 mod secretstore;
+pub mod state;
 mod teams;
 mod vedauth;
 mod vedsdk;

@@ -9,7 +9,7 @@ use strongroom_proto::vedsdk::VersionResponse;
 use super::extract::bearer_token;
 use super::respond::ok;
 use super::responses::{Timeout, Unauthorized, Unavailable};
-use crate::http::respond::BearerRefusal;
+use crate::respond::BearerRefusal;
 use crate::state::HttpState;
 use strongroom_app::service::bearer;
 

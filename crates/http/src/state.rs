@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use strongroom_app::App;
 
-use crate::http::client_addr::Network;
+use crate::client_addr::Network;
 use crate::metrics::Metrics;
 
 /// The shared state of the HTTP edge.

@@ -21,7 +21,7 @@ use super::extract::bearer_token;
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
 use super::secretstore::{begin, begin_any_scope};
-use crate::http::respond::BearerRefusal;
+use crate::respond::BearerRefusal;
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
 
 use super::client_addr::client_addr;
-use crate::http::respond::AuthRefusal;
+use crate::respond::AuthRefusal;
 use crate::state::HttpState;
 use strongroom_app::service::{AuthError, Origin};
 

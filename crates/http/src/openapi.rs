@@ -343,7 +343,7 @@ mod tests {
     fn every_route_is_described() {
         let doc = document();
         let described: std::collections::BTreeSet<String> = doc.paths.paths.keys().map(|p| p.to_ascii_lowercase()).collect();
-        let served: std::collections::BTreeSet<String> = crate::http::route_paths().into_iter().map(str::to_owned).collect();
+        let served: std::collections::BTreeSet<String> = crate::route_paths().into_iter().map(str::to_owned).collect();
         let missing: Vec<_> = served.difference(&described).collect();
         assert!(missing.is_empty(), "routes without a #[utoipa::path] listed in ApiDoc: {missing:?}");
         let extra: Vec<_> = described.difference(&served).collect();

@@ -13,7 +13,7 @@ use strongroom_proto::vedauth::{
 use super::extract::{FormOrJson, basic_client_id, bearer_token};
 use super::respond::{Revoked, ok};
 use super::responses::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
-use crate::http::respond::{AuthRefusal, BearerRefusal};
+use crate::respond::{AuthRefusal, BearerRefusal};
 use crate::state::HttpState;
 use strongroom_app::service::bearer::{self, BearerError};
 use strongroom_app::service::machine::{self, ClientCertificate};
