@@ -68,7 +68,7 @@ fn input(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 #[test]
-fn fuzz_targets_survive_the_corpus_and_random_inputs() {
+fn g1_fuzz_targets_survive_the_corpus_and_random_inputs() {
     let mut seeds_total = 0;
     for (name, target) in TARGETS {
         let seeds = corpus(name);

@@ -4,15 +4,14 @@
 //! which would otherwise wait out real seconds; and L1, L2 (a directory's
 //! sign-in and groups, on the in-process server). Each prints one line,
 //! `SECURITY <id> <name>: <figure> — pass|FAIL`, before asserting.
-//! `scripts/test` skips `suite::`; `scripts/security` runs it once, one test
-//! at a time.
+//! `scripts/test` runs them with every other test and prints those lines.
 
 mod a4_replay_by_age;
 mod a7_model;
 mod on_the_clock;
 mod people;
 
-/// Prints a test's line for `scripts/security`'s summary; returns `pass`.
+/// Prints a test's line for the security suite's summary; returns `pass`.
 pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {
     eprintln!("SECURITY {id} {name}: {figure} — {}", if pass { "pass" } else { "FAIL" });
     pass
