@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+use strongroom_app::SystemClock;
 use strongroom_core::time::Clock as _;
-use strongroom_server::state::SystemClock;
 use strongroom_store::sqlite::{self, Snapshot};
 
 use crate::admin::{Rendered, hex};
@@ -258,7 +258,7 @@ async fn restore_and_verify(
     recorded: Option<&Sidecar>,
 ) -> Result<(Snapshot, i64)> {
     let dir = &config.data_dir;
-    strongroom_server::keys::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+    strongroom_keyring::keys::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     let snap = sqlite::restore_file(file, db).with_context(|| format!("restoring {} into {}", file.display(), db.display()))?;
     if let Some(r) = recorded
         && (r.event_seq, r.event_hash.as_str()) != (snap.event_seq, hex(&snap.event_hash).as_str())
@@ -266,7 +266,7 @@ async fn restore_and_verify(
         bail!("{} does not hold the event-chain head its sidecar {} recorded", file.display(), sidecar_path(file).display());
     }
     let store = strongroom_store::open(&config.database_url).await.context("opening the restored store")?;
-    let n = strongroom_server::admin::verify_store_events(&*store).await.context("verifying the restored event log");
+    let n = strongroom_app::admin::verify_store_events(&*store).await.context("verifying the restored event log");
     drop(store);
     Ok((snap, n?.events))
 }

@@ -11,6 +11,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use strongroom_app::SystemClock;
 use strongroom_client::cache::{TokenCache, config_dir, write_private};
 use strongroom_client::device::{DeviceLogin, TokioSleeper};
 use strongroom_client::source::TokenSource;
@@ -18,7 +19,6 @@ use strongroom_client::tls::Trust;
 use strongroom_client::vault::{AssociationValue as Value, Vault};
 use strongroom_client::{ClientError, Server};
 use strongroom_proto::time::{Clock as _, UnixTime, parse_date};
-use strongroom_server::state::SystemClock;
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:

@@ -480,6 +480,20 @@ mod tests {
             Cli::try_parse_from(["strongroom", "admin", "groups", "list", "--server", "https://h:8443", "--token-file", "/t"]).unwrap();
         let Command::Admin { remote, .. } = parsed.command else { unreachable!() };
         assert_eq!(remote.server.as_deref(), Some("https://h:8443"));
+        // A command's positional CLIENT_ID and the global --client-id are two
+        // arguments (the README's `integrations create ci-app` over the API).
+        for args in [
+            &["strongroom", "admin", "integrations", "create", "ci-app", "--scope", "restricted:manage", "--server", "https://h"][..],
+            &["strongroom", "admin", "--server", "https://h", "--client-id", "strongroom-admin", "integrations", "delete", "ci-app"],
+            &["strongroom", "admin", "integrations", "update", "ci-app", "--client-id", "strongroom-admin", "--server", "https://h"],
+        ] {
+            let parsed = Cli::try_parse_from(args).unwrap();
+            let Command::Admin { remote, command, .. } = parsed.command else { unreachable!() };
+            let shown = format!("{command:?}");
+            assert!(shown.contains("\"ci-app\""), "{args:?}: {shown}");
+            let wanted = args.contains(&"--client-id").then_some("strongroom-admin");
+            assert_eq!(remote.client_id.as_deref(), wanted, "{args:?}");
+        }
     }
 
     #[test]

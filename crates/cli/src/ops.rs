@@ -7,11 +7,11 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use strongroom_app::OsRandom;
+use strongroom_keyring::KeyRing;
+use strongroom_keyring::keys;
+use strongroom_keyring::settings::PinSource;
 use strongroom_server::config::{Config, Kind, SETTINGS, Tls};
-use strongroom_server::keys;
-use strongroom_server::service::keyring::KeyRing;
-use strongroom_server::service::keyring::settings::PinSource;
-use strongroom_server::state::OsRandom;
 use strongroom_store::Probe;
 
 /// How long `config check --online` waits for the database.

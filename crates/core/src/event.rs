@@ -85,6 +85,12 @@ pub enum EventKind {
     DirectorySynced,
     /// A local group was renamed (`Identity/RenameGroup`).
     GroupRenamed,
+    /// A folder deletion left an entry without an owner: kept as an orphan
+    /// (`SecretStore/OrphanLookup`), never deleted with the folder.
+    VaultOrphaned,
+    /// Every console session of a user ended (sign-out, or an
+    /// administrator's `admin users end-sessions`).
+    ConsoleSessionsEnded,
 }
 
 impl EventKind {
@@ -139,6 +145,8 @@ impl EventKind {
         EventKind::GroupMemberRemoved,
         EventKind::DirectorySynced,
         EventKind::GroupRenamed,
+        EventKind::VaultOrphaned,
+        EventKind::ConsoleSessionsEnded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -193,6 +201,8 @@ impl EventKind {
             EventKind::GroupMemberRemoved => "group.member_removed",
             EventKind::DirectorySynced => "user.directory_synced",
             EventKind::GroupRenamed => "group.renamed",
+            EventKind::VaultOrphaned => "vault.orphaned",
+            EventKind::ConsoleSessionsEnded => "user.console_sessions_ended",
         }
     }
 
@@ -248,7 +258,9 @@ impl EventKind {
             | K::GroupDeleted
             | K::GroupMemberAdded
             | K::GroupMemberRemoved
-            | K::GroupRenamed => Severity::Notice,
+            | K::GroupRenamed
+            | K::VaultOrphaned
+            | K::ConsoleSessionsEnded => Severity::Notice,
             _ => Severity::Info,
         }
     }

@@ -129,6 +129,27 @@ pub fn valid_client_id(id: &str) -> bool {
     (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
+/// A token lifetime outside its bounds: the setting's name and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {message}")]
+pub struct OutOfBounds {
+    pub name: &'static str,
+    pub message: String,
+}
+
+/// Bounds on token lifetimes, the server's defaults' and each integration's
+/// overrides' alike.
+pub fn check_tokens(t: &TokenSettings) -> Result<(), OutOfBounds> {
+    let within = |name: &'static str, v: i64, lo: i64, hi: i64| {
+        if (lo..=hi).contains(&v) { Ok(()) } else { Err(OutOfBounds { name, message: format!("{v} is outside {lo}..={hi} seconds") }) }
+    };
+    within("access_validity", t.access_validity, 1, 10 * 365 * 86_400)?;
+    within("grant_validity", t.grant_validity, 1, 100 * 365 * 86_400)?;
+    within("device_code_validity", t.device_code_validity, 10, 86_400)?;
+    within("poll_interval", t.poll_interval, 1, 300)?;
+    within("retry_window", t.retry_window, 0, 300)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -497,8 +497,11 @@ impl Jwt {
                 format!("jti:{j}")
             }
             Some(_) => return Err(JwtError::BadJti),
-            // No jti: the token itself is its own id (its signature's digest).
-            None => format!("sig:{}", crate::hex::encode(&sha256(&self.signature))),
+            // No jti: the token itself is its own id, as the digest of what
+            // was signed. Not of the signature: an ECDSA signature (r, s) has
+            // a twin (r, n - s) that verifies the same input, so a digest of
+            // the signature would let a used token be presented once more.
+            None => format!("in:{}", crate::hex::encode(&sha256(self.signing_input()))),
         };
         Ok(Checked { expires: UnixTime::from_secs(exp.saturating_add(skew)), replay_key })
     }
@@ -510,7 +513,7 @@ pub struct Checked {
     /// Until when the token could be presented: its replay record is kept so long.
     pub expires: UnixTime,
     /// What makes it single-use: `jti:<jti>`, or without a `jti`, the
-    /// digest of its signature.
+    /// digest of its signing input (header and claims as sent).
     pub replay_key: String,
 }
 
@@ -673,7 +676,51 @@ mod tests {
         }
         // Within the skew: accepted.
         let (t, _) = signed(serde_json::json!({"iss": "https://issuer.test", "aud": "strongroom", "exp": 9_990, "nbf": 10_020}));
-        assert!(Jwt::parse(&t).unwrap().check_claims(&issuer(), now).unwrap().replay_key.starts_with("sig:"));
+        assert!(Jwt::parse(&t).unwrap().check_claims(&issuer(), now).unwrap().replay_key.starts_with("in:"));
+    }
+
+    /// `n - s` for a P-256 signature's `s` (big-endian, 32 bytes).
+    fn p256_twin(s: &[u8]) -> Vec<u8> {
+        const N: [u8; 32] = [
+            0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7,
+            0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+        ];
+        let mut out = vec![0u8; 32];
+        let mut borrow = 0i16;
+        for i in (0..32).rev() {
+            let mut d = i16::from(N[i]) - i16::from(s[i]) - borrow;
+            borrow = i16::from(d < 0);
+            if d < 0 {
+                d += 256;
+            }
+            out[i] = u8::try_from(d).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn an_ecdsa_signature_and_its_twin_are_one_token_for_replay() {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+        let claims = serde_json::json!({"iss": "https://issuer.test", "aud": "strongroom", "exp": 10_600});
+        let input = format!("{}.{}", b64(&serde_json::json!({"alg": "ES256"})), b64(&claims));
+        let sig = pair.sign(&rng, input.as_bytes()).unwrap();
+        let (r, s) = sig.as_ref().split_at(32);
+        let twin = [r, &p256_twin(s)].concat();
+        let keys = vec![Jwk { kid: None, alg: None, material: KeyMaterial::P256 { point: pair.public_key().as_ref().to_vec() } }];
+        let mut es256 = issuer();
+        es256.algorithms = vec![Algorithm::ES256];
+        let key_of = |sig: &[u8]| {
+            let jwt = Jwt::parse(&format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))).unwrap();
+            jwt.verify(&keys).unwrap();
+            jwt.check_claims(&es256, UnixTime::from_secs(10_000)).unwrap().replay_key
+        };
+        // Both verify (the malleability is real), and both are one token.
+        assert_ne!(sig.as_ref(), twin.as_slice());
+        assert_eq!(key_of(sig.as_ref()), key_of(&twin));
+        assert!(key_of(&twin).starts_with("in:"));
     }
 
     #[test]

@@ -16,6 +16,115 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 /// Shortest password `admin` accepts for a new user.
 pub const MIN_PASSWORD_LEN: usize = 8;
 
+/// Passwords seen most often in breach corpora (and this product's own
+/// names), refused for new passwords whatever their case (ASVS 2.1.7, NIST
+/// SP 800-63B 5.1.1.2: "passwords obtained from previous breach corpuses",
+/// "dictionary words", "context-specific words"). A short list on purpose:
+/// it stops what an attacker tries first, not every weak password.
+const COMMON: &[&str] = &[
+    "123456",
+    "123456789",
+    "12345678",
+    "password",
+    "qwerty123",
+    "qwerty1",
+    "111111",
+    "12345",
+    "secret",
+    "123123",
+    "1234567890",
+    "000000",
+    "abc123",
+    "password1",
+    "iloveyou",
+    "1q2w3e4r",
+    "1q2w3e4r5t",
+    "654321",
+    "qwertyuiop",
+    "123321",
+    "666666",
+    "987654321",
+    "1qaz2wsx",
+    "zaq12wsx",
+    "123qwe",
+    "7777777",
+    "555555",
+    "112233",
+    "dragon",
+    "monkey",
+    "letmein",
+    "football",
+    "baseball",
+    "welcome",
+    "welcome1",
+    "admin",
+    "admin123",
+    "administrator",
+    "passw0rd",
+    "p@ssw0rd",
+    "p@ssword",
+    "password123",
+    "password12",
+    "password!",
+    "qwerty12",
+    "qwerty",
+    "qazwsx",
+    "sunshine",
+    "princess",
+    "shadow",
+    "master",
+    "superman",
+    "trustno1",
+    "starwars",
+    "whatever",
+    "michael",
+    "jennifer",
+    "charlie",
+    "11111111",
+    "22222222",
+    "88888888",
+    "12341234",
+    "123456a",
+    "a123456",
+    "123456789a",
+    "aa123456",
+    "asdfghjkl",
+    "asdfgh",
+    "zxcvbnm",
+    "zxcvbnm123",
+    "computer",
+    "internet",
+    "changeme",
+    "changeme123",
+    "default",
+    "guest",
+    "test1234",
+    "testtest",
+    "1password",
+    "strongroom",
+    "venafi",
+];
+
+/// Why a new password is refused: too short or long, one of the
+/// [`COMMON`] ones, or one character repeated. `None`: acceptable.
+pub fn weakness(password: &str) -> Option<String> {
+    let n = password.chars().count();
+    if n < MIN_PASSWORD_LEN || password.len() > MAX_PASSWORD_LEN {
+        return Some(format!("passwords are {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN} characters"));
+    }
+    let lower = password.to_lowercase();
+    if COMMON.contains(&lower.as_str()) {
+        return Some("this password is among the most common ones (found in breach lists): choose another".into());
+    }
+    let mut chars = password.chars();
+    if let Some(first) = chars.next()
+        && chars.all(|c| c == first)
+    {
+        return Some("a password of one character repeated is refused: choose another".into());
+    }
+    None
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
     #[error("password hashing failed")]
@@ -53,6 +162,17 @@ pub fn dummy_hash() -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn common_and_short_passwords_are_weak() {
+        for weak in ["password", "12345678", "PassWord1", "Qwerty123", "aaaaaaaaaa", "short", "strongroom"] {
+            assert!(weakness(weak).is_some(), "{weak}");
+        }
+        for fine in ["correct horse battery", "a long new password 1", "zT8#qL1!vR"] {
+            assert_eq!(weakness(fine), None, "{fine}");
+        }
+        assert!(weakness(&"x".repeat(MAX_PASSWORD_LEN + 1)).is_some());
+    }
+
     use super::*;
     use std::sync::atomic::{AtomicU8, Ordering};
 

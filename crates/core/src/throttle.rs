@@ -48,6 +48,9 @@ impl Rule {
     /// Per client address: 60 device authorizations started in 10 minutes
     /// (each creates rows; the endpoint needs no credentials).
     pub const ADDRESS_DEVICE_STARTS: Rule = Rule { limit: 60, window_secs: 600, lockout_secs: 0 };
+    /// Per identity: 120 events written through `POST /vedsdk/Log` a minute
+    /// (each is a row of the chained log, kept until it is archived).
+    pub const IDENTITY_CLIENT_EVENTS: Rule = Rule { limit: 120, window_secs: 60, lockout_secs: 0 };
 }
 
 /// Days an address stays known to a user name after its last sign-in there.

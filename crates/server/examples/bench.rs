@@ -46,6 +46,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use strongroom_app::OsRandom;
 use strongroom_core::grant::Grant;
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
 use strongroom_core::integration::TokenSettings;
@@ -54,8 +55,7 @@ use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenHash, TokenKind, mint_device_code, mint_user_code};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, VaultId};
-use strongroom_server::keys::{self, Keys};
-use strongroom_server::state::OsRandom;
+use strongroom_keyring::keys::{self, Keys};
 use strongroom_store::transfer::{self, Cell, Counters, Row, Table, Transfer};
 use strongroom_store::{Store, StoredAssociation, VaultEntry};
 

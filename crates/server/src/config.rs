@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use strongroom_core::integration::TokenSettings;
 
 use crate::http::client_addr::Network;
-use crate::service::keyring::settings::{KeysConfig, RawKeys};
+pub use strongroom_idp::jwks::JwtSettings;
+use strongroom_keyring::settings::{KeysConfig, RawKeys};
 
 /// The file as written by people. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -75,24 +76,6 @@ pub struct RawCertificate {
     pub reload_secs: Option<i64>,
 }
 
-/// The JWT grant's key handling.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JwtSettings {
-    /// How long fetched keys are used before they are fetched again.
-    pub key_cache_secs: i64,
-    /// The shortest time between two fetches of one issuer's keys for an unknown `kid`.
-    pub refetch_min_secs: i64,
-    /// The most one fetch (discovery and JWKS together) may take.
-    pub fetch_timeout_secs: i64,
-    pub ca_file: Option<PathBuf>,
-}
-
-impl Default for JwtSettings {
-    fn default() -> Self {
-        JwtSettings { key_cache_secs: 300, refetch_min_secs: 10, fetch_timeout_secs: 5, ca_file: None }
-    }
-}
-
 /// The certificate grant's listener.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertificateSettings {
@@ -127,11 +110,11 @@ pub struct RawOidc {
 pub const OIDC_SECRET_ENV: &str = "STRONGROOM_OIDC_CLIENT_SECRET";
 
 impl RawOidc {
-    fn validate(self) -> Result<Option<crate::service::oidc::OidcConfig>, ConfigError> {
+    fn validate(self) -> Result<Option<strongroom_idp::oidc::OidcConfig>, ConfigError> {
         let Some(issuer) = self.issuer.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
         let issuer = issuer.trim().trim_end_matches('/').to_owned();
-        if !(issuer.starts_with("https://") || crate::service::jwks::is_loopback_http(&issuer)) {
+        if !(issuer.starts_with("https://") || strongroom_idp::jwks::is_loopback_http(&issuer)) {
             return Err(bad("oidc.issuer", format!("{issuer:?}: an https:// URL (http:// only on a loopback address)")));
         }
         let client_id =
@@ -144,7 +127,7 @@ impl RawOidc {
         if !(1..=60).contains(&timeout_secs) {
             return Err(bad("oidc.timeout_secs", "1 to 60".into()));
         }
-        let session_secs = self.session_secs.unwrap_or(crate::service::oidc::SESSION_SECS);
+        let session_secs = self.session_secs.unwrap_or(strongroom_idp::oidc::SESSION_SECS);
         if !(300..=2_592_000).contains(&session_secs) {
             return Err(bad("oidc.session_secs", "300 to 2592000 (30 days)".into()));
         }
@@ -152,7 +135,7 @@ impl RawOidc {
             (Some(_), _) => None,
             (None, e) => Some(e.unwrap_or_else(|| OIDC_SECRET_ENV.to_owned())),
         };
-        Ok(Some(crate::service::oidc::OidcConfig {
+        Ok(Some(strongroom_idp::oidc::OidcConfig {
             issuer,
             client_id,
             client_secret_file: self.client_secret_file,
@@ -199,8 +182,8 @@ pub struct RawLdap {
 pub const LDAP_PASSWORD_ENV: &str = "STRONGROOM_LDAP_BIND_PASSWORD";
 
 impl RawLdap {
-    fn validate(self) -> Result<Option<crate::service::directory::LdapConfig>, ConfigError> {
-        use crate::service::directory::{LdapConfig, Profile};
+    fn validate(self) -> Result<Option<strongroom_idp::directory::LdapConfig>, ConfigError> {
+        use strongroom_idp::directory::{LdapConfig, Profile};
         let Some(url) = self.url.filter(|u| !u.trim().is_empty()) else { return Ok(None) };
         let bad = |name: &'static str, message: String| ConfigError::Invalid { name, message };
         let url = url.trim().to_owned();
@@ -327,9 +310,9 @@ pub struct Config {
     /// `[certificate] listen`: the certificate grant, on a listener of its own.
     pub certificate: Option<CertificateSettings>,
     /// `[ldap]`: the directory people may sign in through, if any.
-    pub ldap: Option<crate::service::directory::LdapConfig>,
+    pub ldap: Option<strongroom_idp::directory::LdapConfig>,
     /// `[oidc]`: the OpenID Connect provider of the approval page, if any.
-    pub oidc: Option<crate::service::oidc::OidcConfig>,
+    pub oidc: Option<strongroom_idp::oidc::OidcConfig>,
 }
 
 /// The event log's retention: events older than `days` days go to a new
@@ -812,12 +795,6 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: toml::Value) {
 }
 
 impl RawConfig {
-    /// Reads a TOML file.
-    pub fn from_file(path: &Path) -> Result<RawConfig, ConfigError> {
-        let table = Self::file_table(path)?;
-        Self::from_table(table, Some(path))
-    }
-
     fn file_table(path: &Path) -> Result<toml::Table, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
@@ -918,7 +895,7 @@ impl RawConfig {
             poll_interval: t.poll_interval.unwrap_or(d.poll_interval),
             retry_window: t.retry_window.unwrap_or(d.retry_window),
         };
-        check_tokens(&tokens)?;
+        strongroom_core::integration::check_tokens(&tokens).map_err(|e| ConfigError::Invalid { name: e.name, message: e.message })?;
         if tokens.grant_validity < tokens.access_validity {
             return Err(ConfigError::Invalid {
                 name: "tokens.grant_validity",
@@ -1035,22 +1012,6 @@ impl RawConfig {
 /// the system picks for each listener: never the same.
 fn same_listener(a: SocketAddr, b: SocketAddr) -> bool {
     a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
-}
-
-/// Bounds on token lifetimes, shared with `admin integrations` overrides.
-pub fn check_tokens(t: &TokenSettings) -> Result<(), ConfigError> {
-    let within = |name: &'static str, v: i64, lo: i64, hi: i64| {
-        if (lo..=hi).contains(&v) {
-            Ok(())
-        } else {
-            Err(ConfigError::Invalid { name, message: format!("{v} is outside {lo}..={hi} seconds") })
-        }
-    };
-    within("access_validity", t.access_validity, 1, 10 * 365 * 86_400)?;
-    within("grant_validity", t.grant_validity, 1, 100 * 365 * 86_400)?;
-    within("device_code_validity", t.device_code_validity, 10, 86_400)?;
-    within("poll_interval", t.poll_interval, 1, 300)?;
-    within("retry_window", t.retry_window, 0, 300)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Strongroom's server: the HTTP edge (`/vedauth`, `/vedsdk`, the approval
-//! page), TLS, configuration, start-up and shutdown.
+//! page, the console), TLS, configuration, start-up and shutdown, over the
+//! application (`strongroom_app`: the services and the administrative acts,
+//! which know no HTTP).
 //!
-//! Architecture invariant: only [`http::respond`] chooses HTTP statuses; the
-//! [`service`] layer knows nothing of HTTP.
+//! Architecture invariant: only [`http::respond`] chooses HTTP statuses.
 //!
 //! - [`http`]: the router, middleware, extractors, handlers and the approval
 //!   page; `http::secretstore` for the vault, `http::log` for `GET /vedsdk/Log`;
@@ -15,45 +16,29 @@
 //!   handlers' `#[utoipa::path]` attributes with the shared responses (among
 //!   them `Timeout`, the timeout layer's 408, and `AuthUnavailable`);
 //!   `http::fuzzing`, the fuzz targets' entry points (not an API).
-//! - [`service`]: load, ask `core`, write: the token flows (`service::token`,
-//!   `service::device`, `service::login`, `service::bearer`), the vault
-//!   (`service::vault`) and its key ring (`service::keyring`: named keys
-//!   `Driver:Name`, `Software:Default` from the master key, PKCS#11 keys in a
-//!   token).
 //! - [`certificate`]: the certificate grant's listener (client certificates
-//!   verified by rustls against the certificate mappings' CAs and CRLs) and
-//!   the identity a certificate gives; `service::machine` has both machine
-//!   grants, `service::jwks` the JWT issuers' key cache.
-//! - [`metrics`]: the Prometheus registry: requests by route template, token
-//!   counters counted once the store has committed, the store's batches and
-//!   failures by kind (its [`strongroom_store::StoreObserver`]), pool and
-//!   memory gauges read at scrape.
-//! - [`config`] (`strongroom.toml`, `STRONGROOM_*`, flags), [`keys`] (the
-//!   master key and the keys derived from it; `keys::check_private`),
-//!   [`hashing`] (password checks on dedicated threads with reusable argon2
-//!   buffers), [`tls`] (the serving certificate), [`first_bytes`] (a
-//!   deadline for a connection's first bytes; HTTP/2's preface refused),
-//!   [`serve`] (start-up, shutdown, the janitor), [`state`] (`AppState`, the
-//!   system clock and OS randomness: their only readers).
-//! - [`admin`]: what `strongroom admin` does, on the store directly;
-//!   `admin::migrate` copies a store into an empty one and checks counts and
-//!   the chain; [`archive`], the event log's archive (`admin events archive`
-//!   and the retention setting) and the verification of archive files.
+//!   verified by rustls against the certificate mappings' CAs and CRLs, with
+//!   the verifier and the matching of `strongroom_idp::certificate`).
+//! - [`metrics`]: the Prometheus registry: requests by route template, the
+//!   application's outcomes (it is the application's `Observer`), the
+//!   store's batches and failures by kind (its
+//!   [`strongroom_store::StoreObserver`]), pool and memory gauges read at
+//!   scrape.
+//! - [`config`] (`strongroom.toml`, `STRONGROOM_*`, flags), [`tls`] (the
+//!   serving certificate), [`first_bytes`] (a deadline for a connection's
+//!   first bytes; HTTP/2's preface refused), [`serve`] (start-up, shutdown,
+//!   the janitor), [`state`] (`HttpState`: the application and the edge's
+//!   settings).
 #![forbid(unsafe_code)]
 
-pub mod admin;
-pub mod archive;
 pub mod certificate;
 pub mod config;
 pub mod first_bytes;
-pub mod hashing;
 pub mod http;
-pub mod keys;
 pub mod metrics;
 pub mod serve;
-pub mod service;
 pub mod state;
 pub mod tls;
 
 pub use config::Config;
-pub use state::AppState;
+pub use state::HttpState;

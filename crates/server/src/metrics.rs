@@ -19,6 +19,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
+use strongroom_app::{GrantType, Observer as AppObserver};
 
 use strongroom_store::{ErrorKind, PoolStatus, StoreObserver};
 
@@ -50,26 +51,6 @@ struct GrantLabels {
 struct KeyFetchLabels {
     /// `ok` or `failed`.
     outcome: &'static str,
-}
-
-/// The grant types `strongroom_grants_issued` counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GrantType {
-    Password,
-    Device,
-    Jwt,
-    Certificate,
-}
-
-impl GrantType {
-    fn label(self) -> &'static str {
-        match self {
-            GrantType::Password => "password",
-            GrantType::Device => "device",
-            GrantType::Jwt => "jwt",
-            GrantType::Certificate => "certificate",
-        }
-    }
 }
 
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
@@ -105,6 +86,34 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The application's outcomes, counted (each once its write committed).
+impl AppObserver for Metrics {
+    fn token_issued(&self) {
+        Metrics::token_issued(self);
+    }
+    fn grant_issued(&self, kind: GrantType) {
+        Metrics::grant_issued(self, kind);
+    }
+    fn grant_refused(&self, kind: GrantType) {
+        Metrics::grant_refused(self, kind);
+    }
+    fn key_fetch(&self, ok: bool) {
+        Metrics::key_fetch(self, ok);
+    }
+    fn token_refreshed(&self) {
+        Metrics::token_refreshed(self);
+    }
+    fn grant_revoked(&self) {
+        Metrics::grant_revoked(self);
+    }
+    fn refresh_reuse(&self) {
+        Metrics::refresh_reuse(self);
+    }
+    fn lockouts(&self, n: usize) {
+        Metrics::lockouts(self, n);
     }
 }
 

@@ -16,15 +16,16 @@ use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, JwtSettings, Tls};
 use crate::first_bytes::FirstBytes;
-use crate::hashing::HashPool;
 use crate::http::{self, Limits};
-use crate::keys::{self, KeyError, KeySource, Keys};
 use crate::metrics::{Metrics, Observer};
-use crate::service::jwks::{KeyCache, KeysError};
-use crate::service::keyring::{KeyRing, KeyRingError};
-use crate::service::machine::MachineState;
-use crate::state::{AppState, OsRandom, SystemClock};
+use crate::state::HttpState;
 use crate::tls::{self, TlsError};
+use strongroom_app::hashing::HashPool;
+use strongroom_app::service::machine::MachineState;
+use strongroom_app::{App, OsRandom, SystemClock};
+use strongroom_idp::jwks::{KeyCache, KeysError};
+use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
+use strongroom_keyring::{KeyRing, KeyRingError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -47,14 +48,14 @@ pub enum ServeError {
     #[error("[oidc]: {0}")]
     Oidc(KeysError),
     #[error("[certificate]: {0}")]
-    Certificate(#[from] crate::certificate::CertError),
+    Certificate(#[from] strongroom_idp::certificate::CertError),
 }
 
 /// Passwords checked at once: each argon2id run holds 19 MiB and a core.
 const CONCURRENT_HASHES: usize = 2;
 
 /// Builds the shared state from its parts.
-pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> AppState {
+pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>, keys: Keys, config: &Config) -> HttpState {
     let metrics = Arc::new(Metrics::new());
     store.observe(Arc::new(Observer(metrics.clone())));
     let keyring = KeyRing::open(&keys, &config.keys, &*rng);
@@ -63,7 +64,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         tracing::error!(error = %e, "[jwt] settings: the key fetcher uses the public roots only");
         KeyCache::new(&JwtSettings { ca_file: None, ..config.jwt.clone() }).unwrap_or_else(|_| fallback_key_cache())
     });
-    let crls = config.certificate.as_ref().map(|c| crate::certificate::load_crls(&c.crl_files)).transpose().unwrap_or_else(|e| {
+    let crls = config.certificate.as_ref().map(|c| strongroom_idp::certificate::load_crls(&c.crl_files)).transpose().unwrap_or_else(|e| {
         tracing::error!(error = %e, "[certificate] crl_files");
         None
     });
@@ -72,9 +73,9 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         crls: Arc::new(crls.unwrap_or_default()),
         proxy_header: config.certificate.as_ref().and_then(|c| c.proxy_header.clone()),
     };
-    AppState {
+    let app = App {
         machine,
-        metrics,
+        observer: metrics.clone(),
         store,
         clock,
         rng,
@@ -82,12 +83,9 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
         keys: Arc::new(keys),
         tokens: config.tokens,
         public_url: config.public_url.clone(),
-        secure_cookies: config.tls != Tls::Off || config.public_url.starts_with("https://"),
-        tls_here: config.tls != Tls::Off,
         hashing: HashPool::new(CONCURRENT_HASHES, 64),
-        trusted_proxies: config.trusted_proxies.clone(),
-        directory: config.ldap.clone().map(|c| Arc::new(crate::service::directory::Directory::new(c))),
-        oidc: config.oidc.clone().and_then(|c| match crate::service::oidc::Oidc::new(c, &config.jwt) {
+        directory: config.ldap.clone().map(|c| Arc::new(strongroom_idp::directory::Directory::new(c))),
+        oidc: config.oidc.clone().and_then(|c| match strongroom_idp::oidc::Oidc::new(c, &config.jwt) {
             Ok(o) => Some(Arc::new(o)),
             Err(e) => {
                 // `run` checks this before it builds the state: only a caller that skipped it lands here.
@@ -95,6 +93,13 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
                 None
             }
         }),
+    };
+    HttpState {
+        app,
+        metrics,
+        secure_cookies: config.tls != Tls::Off || config.public_url.starts_with("https://"),
+        tls_here: config.tls != Tls::Off,
+        trusted_proxies: config.trusted_proxies.clone(),
     }
 }
 
@@ -223,10 +228,10 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     // Settings that name files: a bad one stops the start, naming it.
     KeyCache::new(&config.jwt)?;
     if let Some(o) = &config.oidc {
-        crate::service::oidc::Oidc::new(o.clone(), &config.jwt).map_err(ServeError::Oidc)?;
+        strongroom_idp::oidc::Oidc::new(o.clone(), &config.jwt).map_err(ServeError::Oidc)?;
     }
     if let Some(c) = &config.certificate {
-        crate::certificate::load_crls(&c.crl_files)?;
+        strongroom_idp::certificate::load_crls(&c.crl_files)?;
     }
     keys::create_private_dir(&config.data_dir).map_err(|e| KeyError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
     // One server per SQLite store: a second one (another unit, a second
@@ -346,26 +351,41 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     Ok(())
 }
 
-/// Deletes ended device codes, grants and tokens every ten minutes; with a
-/// retention setting, archives the events older than it every hour (and at
-/// start).
-async fn janitor(app: AppState, retention: Option<crate::config::Retention>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(600));
+/// Runs [`upkeep`] once a minute, for ever.
+async fn janitor(app: HttpState, retention: Option<crate::config::Retention>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
     for round in 0u64.. {
         tick.tick().await;
+        upkeep(&app, round, retention.as_ref()).await;
+    }
+}
+
+/// The janitor's work of minute `round`: JWT replay records of expired
+/// tokens every minute (so a record is kept until its token expires, and
+/// about a minute more); ended device codes, grants and tokens every ten
+/// minutes, an hour after they ended; with a retention setting, the events
+/// older than it archived every hour (and at start). Every replica runs it:
+/// each deletion is one statement that another replica's run makes a no-op.
+pub async fn upkeep(app: &HttpState, round: u64, retention: Option<&crate::config::Retention>) {
+    match app.store.purge_replays(app.now()).await {
+        Ok(n) if n > 0 => tracing::info!(rows = n, "purged the replay records of expired JWTs"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "purging JWT replay records failed"),
+    }
+    if round.is_multiple_of(10) {
         match app.store.purge(app.now().plus_secs(-3600)).await {
             Ok(n) if n > 0 => tracing::info!(rows = n, "purged ended grants and codes"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "purge failed"),
         }
-        if let Some(r) = retention.as_ref().filter(|_| round % 6 == 0) {
-            match crate::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
-                Ok(Some(a)) => {
-                    tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "archiving events past their retention failed"),
+    }
+    if let Some(r) = retention.filter(|_| round.is_multiple_of(60)) {
+        match strongroom_app::archive::archive_older_than(&*app.store, r.days, &r.archive_dir, app.now()).await {
+            Ok(Some(a)) => {
+                tracing::info!(events = a.events, last = a.last.seq, file = %a.path.display(), "archived events past their retention")
             }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "archiving events past their retention failed"),
         }
     }
 }

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::keys::write_private;
+use strongroom_keyring::keys::write_private;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -45,7 +45,7 @@ pub fn ensure_self_signed(data_dir: &Path, hosts: &[String]) -> Result<(PathBuf,
         return Ok((cert, key, false));
     }
     let dir = data_dir.join("tls");
-    crate::keys::create_private_dir(&dir).map_err(|e| TlsError::Io(format!("creating {}: {e}", dir.display())))?;
+    strongroom_keyring::keys::create_private_dir(&dir).map_err(|e| TlsError::Io(format!("creating {}: {e}", dir.display())))?;
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     for h in hosts {
         if !names.contains(h) {
@@ -60,7 +60,7 @@ pub fn ensure_self_signed(data_dir: &Path, hosts: &[String]) -> Result<(PathBuf,
     write_private(&key, generated.key_pair.serialize_pem().as_bytes())
         .map_err(|e| TlsError::Io(format!("writing {}: {e}", key.display())))?;
     // Public, but never writable by others, whatever the umask.
-    crate::keys::write_new(&cert, generated.cert.pem().as_bytes(), 0o644)
+    strongroom_keyring::keys::write_new(&cert, generated.cert.pem().as_bytes(), 0o644)
         .map_err(|e| TlsError::Io(format!("writing {}: {e}", cert.display())))?;
     Ok((cert, key, true))
 }

@@ -5,12 +5,18 @@
 //! `fuzz/corpus/<target>/`, every crash input in `fuzz/artifacts/<target>/`
 //! if any were kept, and a bounded proptest of random and mutated inputs.
 //! A panic is a finding. Prints one `SECURITY G1` line with the counts.
+//!
+//! The random half is a function of its seed, printed at the start (a fresh
+//! one each run; target number `i` runs from the seed plus `i`):
+//! `STRONGROOM_FUZZ_SEED=<seed>` replays a run, and a failure prints that
+//! command.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use strongroom_server::http::fuzzing;
 
 type Target = (&'static str, fn(&[u8]));
@@ -69,8 +75,11 @@ fn input(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 
 #[test]
 fn g1_fuzz_targets_survive_the_corpus_and_random_inputs() {
+    let seed = strongroom_testkit::seed("STRONGROOM_FUZZ_SEED");
+    let replay = format!("STRONGROOM_FUZZ_SEED={seed} cargo test --workspace --test fuzz_corpus -- --nocapture");
+    eprintln!("G1: seed {seed}; to replay this run: {replay}");
     let mut seeds_total = 0;
-    for (name, target) in TARGETS {
+    for (i, (name, target)) in (0u64..).zip(TARGETS) {
         let seeds = corpus(name);
         assert!(!seeds.is_empty(), "fuzz/corpus/{name} is empty");
         seeds_total += seeds.len();
@@ -78,18 +87,22 @@ fn g1_fuzz_targets_survive_the_corpus_and_random_inputs() {
             target(s);
             EXECS.fetch_add(1, Ordering::Relaxed);
         }
-        let mut runner =
-            proptest::test_runner::TestRunner::new(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() });
-        runner
+        let config = ProptestConfig {
+            cases: CASES,
+            rng_seed: RngSeed::Fixed(seed.wrapping_add(i)),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        proptest::test_runner::TestRunner::new(config)
             .run(&input(seeds), |bytes| {
                 target(&bytes);
                 EXECS.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             })
-            .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
+            .unwrap_or_else(|e| panic!("fuzz target {name}: {e} (seed {seed}; replay: {replay})"));
     }
     eprintln!(
-        "SECURITY G1 fuzz targets (stable runner): {} targets ({}), {seeds_total} corpus files + {CASES} random/mutated cases each, {} executions, 0 panics — pass",
+        "SECURITY G1 fuzz targets (stable runner): {} targets ({}), {seeds_total} corpus files + {CASES} random/mutated cases each (seed {seed}), {} executions, 0 panics — pass",
         TARGETS.len(),
         TARGETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
         EXECS.load(Ordering::Relaxed)

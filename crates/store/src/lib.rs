@@ -457,8 +457,9 @@ pub enum FolderDeletion {
         folders: u64,
         /// Owner links of entries to the deleted folders, removed.
         owners_removed: u64,
-        /// Entries left without any owner, deleted (each with its `vault.deleted` event).
-        entries_deleted: Vec<VaultId>,
+        /// Entries left without any owner: kept as orphans (each with its `vault.orphaned` event),
+        /// found by `OrphanLookup`, re-owned or deleted by a Master Admin.
+        entries_orphaned: Vec<VaultId>,
         /// Rights granted on the deleted folders, removed with them.
         rights_removed: u64,
     },
@@ -476,7 +477,7 @@ pub struct MachineGrant {
     pub replay: Option<Replay>,
 }
 
-/// A JWT's replay record: issuer name, key (`jti:…` or `sig:…`), kept until `expires`.
+/// A JWT's replay record: issuer name, key (`jti:…`, or `in:…` the digest of the signing input), kept until `expires`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Replay {
     pub issuer: String,
@@ -636,7 +637,15 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
     /// Replaces user `name`'s password hash; with `end_grants`, revokes their live grants as
     /// disabling does. `None` if no such user, else the grants revoked.
+    /// Also ends every console session of the user ([`AdminStore::end_console_sessions`], without
+    /// its event), as disabling them does.
     fn set_user_password(&self, name: String, password_hash: String, end_grants: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// User `user`'s console epoch: a console session is good only while the epoch it was issued
+    /// under is still the user's. 0 until it first moves.
+    fn console_epoch(&self, user: UserId) -> StoreFuture<'_, i64>;
+    /// Moves user `user`'s console epoch on by one, so every console session of theirs, every
+    /// copy of its cookie, on every replica, ends; with `event`. False if there is no such user.
+    fn end_console_sessions(&self, user: UserId, event: Event) -> StoreFuture<'_, bool>;
     /// Revokes every live grant of user `name` at `event.at`. `None` if no such user, else the
     /// grants revoked (the event is written either way).
     fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>>;
@@ -726,7 +735,7 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn delete_integration(&self, client_id: String, event: Event) -> StoreFuture<'_, Option<Deletion>>;
     /// Deletes a folder in one transaction: only an empty one (no folder below it, owning no entry)
     /// unless `recursive`, which deletes every folder below it too, removes those folders from the
-    /// owners of entries and deletes the entries left without an owner (one `vault.deleted` event
+    /// owners of entries and keeps the entries left without an owner as orphans (one `vault.orphaned` event
     /// each). Rights granted on deleted folders go with them. `event` gets the counts in its detail.
     fn delete_folder(&self, folder: FolderPath, recursive: bool, event: Event) -> StoreFuture<'_, FolderDeletion>;
     /// The check value of the master key the store was first opened with.
@@ -832,6 +841,13 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     /// and sign-in origins not seen for [`strongroom_core::throttle::ORIGIN_RETENTION_DAYS`] days.
     /// Events are kept (see [`EventStore::archive_events`]). Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
+    /// Deletes the JWT replay records of tokens expired before `now` (an expired token is
+    /// refused by its claims, so its record stops nothing any more). Returns rows deleted.
+    fn purge_replays(&self, now: UnixTime) -> StoreFuture<'_, u64>;
+    /// A client's event (`POST /vedsdk/Log`) under a quota: one slot of counter `key` under `rule`
+    /// and the event, in one transaction. `Err(until)`, and nothing written, when the counter is
+    /// full: there is room again at `until`.
+    fn append_client_event(&self, event: Event, key: String, rule: Rule) -> StoreFuture<'_, Result<(), UnixTime>>;
 }
 
 /// A local group's team details (VenafiPS's `Teams/*`): a group with them is a team.

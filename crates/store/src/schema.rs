@@ -274,6 +274,8 @@ pub(crate) const OIDC_STATES: Table = Table {
     key: 1,
 };
 
+pub(crate) const CONSOLE_EPOCHS: Table = Table { name: "console_epochs", columns: &[("user_id", Text), ("epoch", Int)], key: 1 };
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -308,4 +310,5 @@ pub const TABLES: &[&Table] = &[
     &OIDC_STATES,
     &GROUP_OWNERS,
     &GROUP_TEAMS,
+    &CONSOLE_EPOCHS,
 ];

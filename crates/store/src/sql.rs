@@ -469,15 +469,20 @@ pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| events_in("ASC"));
 pub(crate) static EVENTS_NEWEST_FIRST: LazyLock<Sql> = LazyLock::new(|| events_in("DESC"));
 
 /// What `purge` deletes, each with `?1` the time before which things ended.
-pub(crate) static PURGE: LazyLock<[Sql; 5]> = LazyLock::new(|| {
+pub(crate) static PURGE: LazyLock<[Sql; 4]> = LazyLock::new(|| {
     [
-        Sql::new("DELETE FROM jwt_replay WHERE expires_at < ?1"),
         Sql::new("DELETE FROM device_codes WHERE expires_at < ?1"),
         Sql::new("DELETE FROM grants WHERE refresh_until < ?1"),
         Sql::new("DELETE FROM access_tokens WHERE expires_at < ?1"),
         Sql::new("DELETE FROM throttle WHERE window_start < ?1 AND (locked_until IS NULL OR locked_until < ?1)"),
     ]
 });
+
+sql!(
+    /// JWT replay records whose token expired before `?1`: an expired token is refused by its
+    /// claims, so its record has nothing left to stop.
+    PURGE_REPLAYS = "DELETE FROM jwt_replay WHERE expires_at < ?1"
+);
 
 sql!(
     /// Sign-in origins not seen since `?1`.
@@ -694,6 +699,19 @@ sql!(SET_USER_DISABLED = "UPDATE users SET disabled = ?1 WHERE id = ?2");
 
 sql!(SET_USER_PASSWORD = "UPDATE users SET password_hash = ?1 WHERE id = ?2");
 
+sql!(USER_EXISTS = "SELECT 1 FROM users WHERE id = ?1");
+
+sql!(
+    /// User `?1`'s console epoch (no row: 0).
+    CONSOLE_EPOCH = "SELECT epoch FROM console_epochs WHERE user_id = ?1"
+);
+
+sql!(
+    /// Moves user `?1`'s console epoch on by one: every console session of theirs ends.
+    END_CONSOLE_SESSIONS = "INSERT INTO console_epochs (user_id, epoch) VALUES (?1, 1) \
+         ON CONFLICT (user_id) DO UPDATE SET epoch = console_epochs.epoch + 1"
+);
+
 sql!(
     /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
     /// ([`DELETE_USER_ACCESS`]).
@@ -734,6 +752,17 @@ fn live_grants(column: &str) -> String {
 sql!(USER_LIVE_GRANTS = live_grants("user_id"));
 
 sql!(CLIENT_LIVE_GRANTS = live_grants("client_id"));
+
+sql!(
+    /// The live grants of integration `?1` that it no longer lets stand: all of them while it is
+    /// disabled, else those of users no longer on its allow-list (directly, through a group, or
+    /// as a machine identity of one of its mappings).
+    CLIENT_STOPPED_GRANTS = format!(
+        "SELECT g.id FROM grants g JOIN integrations i ON i.client_id = g.client_id \
+         WHERE g.client_id = ?1 AND g.revoked_at IS NULL AND (i.disabled OR NOT {}) ORDER BY g.created_at, g.id",
+        allowed("g.client_id", "g.user_id")
+    )
+);
 
 sql!(
     /// Device codes user `?1` approved that were not exchanged.

@@ -2,6 +2,7 @@
 //! openssl), and the one rule for when it is missing: skip with a loud
 //! message, or fail when `STRONGROOM_REQUIRE_ALL_TESTS=1` (CI sets it).
 
+use std::hash::{BuildHasher as _, RandomState};
 use std::time::Duration;
 
 /// The test server's URL when `STRONGROOM_TEST_POSTGRES_URL` is not set.
@@ -17,6 +18,18 @@ pub fn require_all() -> bool {
 pub fn skip(what: &str) {
     assert!(!require_all(), "{what} (STRONGROOM_REQUIRE_ALL_TESTS=1 forbids skipping)");
     eprintln!("\n!!! SKIPPED: {what} !!!\n");
+}
+
+/// The seed of a randomised test's run: the number the environment
+/// variable `var` holds, to replay a run, or a fresh one. The test prints it
+/// with `var`'s name, so that a red run can be replayed exactly.
+pub fn seed(var: &str) -> u64 {
+    match std::env::var(var) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{var}={v:?} is not a seed (a number from 0 to 2^64 - 1)")),
+        // The standard library's hasher keys are random (from the OS) and
+        // differ from one `RandomState` to the next: a fresh seed.
+        Err(_) => RandomState::new().hash_one(var),
+    }
 }
 
 /// `STRONGROOM_TEST_POSTGRES_URL`, or [`DEFAULT_POSTGRES_URL`].

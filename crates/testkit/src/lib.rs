@@ -2,8 +2,9 @@
 //! Strongroom, written once.
 //!
 //! - [`env`]: the skip rule (a loud `!!! SKIPPED` line, or a failure under
-//!   `STRONGROOM_REQUIRE_ALL_TESTS=1`) and [`env::pg_url_or_skip`], which
-//!   probes the server `STRONGROOM_TEST_POSTGRES_URL` names.
+//!   `STRONGROOM_REQUIRE_ALL_TESTS=1`), [`env::pg_url_or_skip`], which
+//!   probes the server `STRONGROOM_TEST_POSTGRES_URL` names, and
+//!   [`env::seed`], a randomised test's seed (fresh, or one to replay).
 //! - [`process`]: `strongroom serve` as a child process on `127.0.0.1:0`,
 //!   its address read from its own `strongroom serving listen=…` log line
 //!   (no port is picked by binding and dropping a socket), and one-shot
@@ -40,4 +41,4 @@ pub mod pg;
 pub mod process;
 
 pub use api::{Api, Fail, TokensExt};
-pub use env::{pg_url_or_skip, postgres_url, require_all, skip};
+pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};

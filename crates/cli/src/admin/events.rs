@@ -11,13 +11,13 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use std::path::PathBuf;
+use strongroom_app::admin::Admin;
+use strongroom_app::archive::{self, ChainPoint};
 use strongroom_client::ClientError;
 use strongroom_client::admin::{BROWSE_MAX, identity_type};
 use strongroom_core::event::StoredEvent;
 use strongroom_core::time::UnixTime;
 use strongroom_proto::vedsdk::LogEvent;
-use strongroom_server::admin::Admin;
-use strongroom_server::archive::{self, ChainPoint};
 use strongroom_store::EventFilter;
 
 use super::remote::not_over_api;

@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::ClientError;
 use strongroom_client::admin::AdminApi;
-use strongroom_server::admin::Admin;
 
 use super::{Rendered, Target, count};
 
@@ -38,7 +38,7 @@ pub(crate) enum FoldersCommand {
 struct FolderDeletion {
     folders: u64,
     owners_removed: u64,
-    entries_deleted: Vec<i64>,
+    entries_orphaned: Vec<i64>,
     rights_removed: u64,
 }
 
@@ -51,7 +51,7 @@ fn folder_deleted(folder: &str, d: Option<FolderDeletion>) -> Rendered {
     if below > 0 {
         text.push_str(&format!(" and {} below it", count(below, "folder", "folders")));
     }
-    let ids: Vec<String> = d.entries_deleted.iter().map(ToString::to_string).collect();
+    let ids: Vec<String> = d.entries_orphaned.iter().map(ToString::to_string).collect();
     let mut parts = Vec::new();
     if d.owners_removed > 0 {
         parts.push(format!("{} removed from entries' owners", count(d.owners_removed, "owner link", "owner links")));
@@ -68,7 +68,7 @@ fn folder_deleted(folder: &str, d: Option<FolderDeletion>) -> Rendered {
     Rendered::done(
         text,
         json!({"folder": folder, "deleted": true, "folders": d.folders, "owners_removed": d.owners_removed,
-               "entries_deleted": d.entries_deleted, "rights_removed": d.rights_removed}),
+               "entries_orphaned": d.entries_orphaned, "rights_removed": d.rights_removed}),
     )
 }
 
@@ -136,13 +136,13 @@ async fn run_store(admin: &Admin, command: FoldersCommand) -> Result<Rendered> {
         }
         FoldersCommand::Delete { path, recursive } => {
             let d = admin.delete_folder(&path, recursive).await?;
-            let deleted: Vec<i64> = d.entries_deleted.iter().map(|v| v.0).collect();
+            let deleted: Vec<i64> = d.entries_orphaned.iter().map(|v| v.0).collect();
             folder_deleted(
                 &d.folder.to_string(),
                 Some(FolderDeletion {
                     folders: d.folders,
                     owners_removed: d.owners_removed,
-                    entries_deleted: deleted,
+                    entries_orphaned: deleted,
                     rights_removed: d.rights_removed,
                 }),
             )

@@ -5,8 +5,8 @@ use clap::Subcommand;
 use serde_json::json;
 use std::collections::HashMap;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type};
-use strongroom_server::admin::Admin;
 
 use super::remote::not_over_api;
 use super::{Rendered, Target, time};

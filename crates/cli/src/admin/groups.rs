@@ -4,10 +4,10 @@ use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type, local_name};
 use strongroom_core::time::UnixTime;
 use strongroom_proto::vedsdk::IdentityName;
-use strongroom_server::admin::Admin;
 
 use super::{Rendered, Target, time};
 

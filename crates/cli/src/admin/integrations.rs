@@ -5,11 +5,11 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use std::collections::HashMap;
 
+use strongroom_app::admin::{Admin, IntegrationSpec};
 use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type};
 use strongroom_core::integration::{AllowedUsers, TokenOverrides};
 use strongroom_proto::oauth::OAuthApplicationRequest;
 use strongroom_proto::vedsdk::{IdentityEntry, IdentityName};
-use strongroom_server::admin::{Admin, IntegrationSpec};
 
 use super::remote::not_over_api;
 use super::{Rendered, Target, count, yes};

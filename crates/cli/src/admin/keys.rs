@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
-use strongroom_server::admin::Admin;
-use strongroom_server::service::keyring::KeyRing;
-use strongroom_server::state::OsRandom;
+use strongroom_app::OsRandom;
+use strongroom_app::admin::Admin;
+use strongroom_keyring::KeyRing;
 
 use super::{Rendered, time};
 

@@ -7,9 +7,9 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
+use strongroom_app::admin::machines::{IssuerSpec, MappingSpec};
 use strongroom_core::machine::{Algorithm, JwtIssuer, Mapping, MappingRule};
-use strongroom_server::admin::Admin;
-use strongroom_server::admin::machines::{IssuerSpec, MappingSpec};
 
 use super::{Rendered, count, time};
 
@@ -126,7 +126,7 @@ fn mapping_json(m: &Mapping) -> serde_json::Value {
         }
         MappingRule::Cert { ca_bundle, field } => {
             v["identity_from"] = json!(field.as_str());
-            v["cas"] = json!(strongroom_server::certificate::bundle_certs(ca_bundle).map_or(0, |c| c.len()));
+            v["cas"] = json!(strongroom_idp::certificate::bundle_certs(ca_bundle).map_or(0, |c| c.len()));
             v["identity"] = json!(format!("cert+{}:<{}>", m.name, field.as_str()));
         }
     }

@@ -33,12 +33,12 @@ use std::io::Write as _;
 use std::io::{BufRead as _, IsTerminal as _};
 use std::sync::Arc;
 
+use strongroom_app::admin::Admin;
+use strongroom_app::{OsRandom, SystemClock};
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock as _, UnixTime};
-use strongroom_server::admin::Admin;
-use strongroom_server::keys as master_key;
-use strongroom_server::service::keyring::KeyRing;
-use strongroom_server::state::{OsRandom, SystemClock};
+use strongroom_keyring::KeyRing;
+use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
 pub(crate) use events::EventsCommand;

@@ -25,8 +25,11 @@ pub(crate) struct RemoteArgs {
     #[arg(long, env = "STRONGROOM_SERVER", global = true, value_name = "URL")]
     pub(crate) server: Option<String>,
     /// With --server: the API integration whose login's token is used (default: the last login's).
-    #[arg(long, env = "STRONGROOM_CLIENT_ID", global = true, value_name = "ID")]
-    client_id: Option<String>,
+    /// (Its own id: a command's positional `CLIENT_ID`, as `integrations
+    /// create`'s, would otherwise share clap's id `client_id` with it and
+    /// fill this option instead.)
+    #[arg(id = "remote_client_id", long = "client-id", env = "STRONGROOM_CLIENT_ID", global = true, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
     /// With --server: trust the CA certificate(s) in this PEM file.
     #[arg(long, env = "STRONGROOM_CA", global = true, conflicts_with = "pin", value_name = "FILE")]
     ca: Option<PathBuf>,
@@ -60,7 +63,7 @@ impl RemoteArgs {
 
 /// The access token in `file`: its first line, the file private to its owner.
 fn read_token_file(file: &std::path::Path) -> Result<SecretString, Failure> {
-    strongroom_server::keys::check_private(file).map_err(|e| Failure::new(8, format!("--token-file: {e}")))?;
+    strongroom_keyring::keys::check_private(file).map_err(|e| Failure::new(8, format!("--token-file: {e}")))?;
     let text = std::fs::read_to_string(file).map_err(|e| Failure::new(8, format!("--token-file {}: {e}", file.display())))?;
     let token = text.lines().next().unwrap_or("").trim();
     if token.is_empty() {

@@ -4,11 +4,11 @@ use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::{Admin, RightsOn};
 use strongroom_client::admin::{AdminApi, identity_type, local_name};
 use strongroom_core::vault::Rights;
 use strongroom_proto::permissions::{Permissions, PermissionsRequest};
 use strongroom_proto::vedsdk::IdentityName;
-use strongroom_server::admin::{Admin, RightsOn};
 
 use super::{Rendered, Target};
 

@@ -5,10 +5,10 @@ use serde_json::json;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use strongroom_app::{OsRandom, SystemClock};
 use strongroom_core::time::Clock as _;
-use strongroom_server::keys as master_key;
-use strongroom_server::keys::KeySource;
-use strongroom_server::state::{OsRandom, SystemClock};
+use strongroom_keyring::keys as master_key;
+use strongroom_keyring::keys::KeySource;
 use strongroom_store::Probe;
 
 use super::{Rendered, shown};
@@ -104,8 +104,7 @@ pub(crate) async fn migrate_store(from: &str, to: &str, json: bool) -> Result<Re
             from.to_owned()
         }
     };
-    let done =
-        strongroom_server::admin::migrate::migrate_store(&source, to, |table, rows| say(format!("copied {table}: {rows} rows"))).await;
+    let done = strongroom_app::admin::migrate::migrate_store(&source, to, |table, rows| say(format!("copied {table}: {rows} rows"))).await;
     drop(snapshot);
     let done = done.context("migrate-store")?;
     let total: u64 = done.tables.iter().map(|(_, n)| n).sum();

@@ -4,10 +4,10 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
+use strongroom_app::admin::Admin;
 use strongroom_client::admin::{AdminApi, BROWSE_MAX, identity_type, local_name};
 use strongroom_core::time::UnixTime;
 use strongroom_proto::SecretString;
-use strongroom_server::admin::Admin;
 
 use super::remote::not_over_api;
 use super::{Rendered, Target, count, read_password, time};
@@ -42,6 +42,10 @@ pub(crate) enum UsersCommand {
     /// Clear the guessing locks and counts against a user name (wrong passwords from
     /// any address, wrong user codes), so they can sign in again at once.
     Unlock { name: String },
+    /// End every admin console session of a user, on every replica: each copy
+    /// of their session cookie stops working at its next request. (Signing
+    /// out, a new password and disabling the user do this too.)
+    EndSessions { name: String },
     /// Delete a user: every grant of theirs ends at once (each revocation is
     /// an event), device codes they approved and nobody exchanged are
     /// dropped, their rights and their places on integrations' user lists go.
@@ -179,6 +183,7 @@ async fn run_api(api: &AdminApi, command: UsersCommand) -> Result<Rendered> {
         UsersCommand::Disable { .. } => return Err(not_over_api("users disable")),
         UsersCommand::Enable { .. } => return Err(not_over_api("users enable")),
         UsersCommand::Unlock { .. } => return Err(not_over_api("users unlock")),
+        UsersCommand::EndSessions { .. } => return Err(not_over_api("users end-sessions")),
     })
 }
 
@@ -229,6 +234,10 @@ async fn run_store(admin: &Admin, command: UsersCommand) -> Result<Rendered> {
                 format!("unlocked {name} ({} cleared)", count(cleared, "counter", "counters")),
                 json!({"name": name, "counters_cleared": cleared}),
             )
+        }
+        UsersCommand::EndSessions { name } => {
+            admin.end_console_sessions(&name).await?;
+            Rendered::done(format!("ended every console session of {name}"), json!({"name": name, "console_sessions_ended": true}))
         }
         UsersCommand::Delete { name } => {
             let d = admin.delete_user(&name).await?;

@@ -233,7 +233,7 @@ fn assert_no_secrets(output: &str, data_dir: &Path, plaintexts: &[&str]) {
     let hex = std::fs::read_to_string(data_dir.join("master.key")).unwrap();
     let hex = hex.trim();
     let master: [u8; 32] = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect::<Vec<_>>().try_into().unwrap();
-    let keys = strongroom_server::keys::Keys::from_master(&master);
+    let keys = strongroom_keyring::keys::Keys::from_master(&master);
     let mut secret_bytes: Vec<Vec<u8>> = vec![master.to_vec(), keys.page.to_vec(), keys.vault_kek.to_vec(), keys.vault_lookup.to_vec()];
     let db = rusqlite::Connection::open(data_dir.join("strongroom.db")).unwrap();
     let mut st = db.prepare("SELECT id, key_name, wrapped FROM data_keys").unwrap();

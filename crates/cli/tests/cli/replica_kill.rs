@@ -269,10 +269,10 @@ struct Tally {
 /// judged by the rule the server applies (`RefreshContext::decide`), which
 /// changes nothing: presenting them would (a spent token revokes its grant).
 async fn working_refresh_tokens(cluster: &Cluster, clients: &[Client]) -> Tally {
+    use strongroom_app::SystemClock;
     use strongroom_core::grant::refresh::{Refresh, window};
     use strongroom_core::time::Clock as _;
     use strongroom_core::token::TokenKind;
-    use strongroom_server::state::SystemClock;
     let now = SystemClock.now();
     let mut t = Tally::default();
     for c in clients {

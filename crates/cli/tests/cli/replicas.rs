@@ -14,15 +14,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use strongroom_app::OsRandom;
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
 use strongroom_core::random::Random as _;
 use strongroom_core::scope::Scope;
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{TokenKind, mint_device_code, mint_user_code};
+use strongroom_keyring::keys::Keys;
 use strongroom_proto::vedauth::{TokenRequest, TokenResponse};
-use strongroom_server::keys::Keys;
-use strongroom_server::state::OsRandom;
 use strongroom_store::Store;
 pub use strongroom_testkit::api::{exchange, refresh};
 use strongroom_testkit::{Api, Fail, TokensExt as _};

@@ -47,7 +47,7 @@ pub fn rand_hex(n: usize) -> String {
 /// Random bytes from the OS (the server's own source, through `core`).
 pub fn getrandom(buf: &mut [u8]) {
     use strongroom_core::random::Random as _;
-    strongroom_server::state::OsRandom.fill(buf);
+    strongroom_app::OsRandom.fill(buf);
 }
 
 /// A running server with its base URL and an HTTP client.

@@ -135,9 +135,32 @@ pub enum PathError {
     Control,
     #[error("a folder path is at most 1024 characters")]
     TooLong,
+    /// A new folder named `.` or `..`, or with an invisible character
+    /// (bidirectional overrides, zero-width and other format characters):
+    /// names that would show one folder and be another.
+    #[error("a folder name may not be . or .., nor hold invisible or direction-changing characters")]
+    Misleading,
+}
+
+/// Characters that show nothing or change the direction of what follows
+/// (Unicode format characters a name could hide behind): soft hyphen, the
+/// Arabic letter mark, the Mongolian vowel separator, zero-width spaces and
+/// joiners, the direction marks, embeddings, overrides and isolates, the
+/// invisible operators, and the byte-order mark.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
 }
 
 impl FolderPath {
+    /// Whether this path may be given to a folder made now: no segment is
+    /// `.` or `..` or holds an invisible character. (Paths are read back
+    /// with [`FolderPath::parse`] alone, so folders made before this rule
+    /// still open.)
+    pub fn check_new(&self) -> Result<(), PathError> {
+        let bad = |seg: &str| seg == "." || seg == ".." || seg.chars().any(invisible);
+        if self.shown.split('\\').any(bad) { Err(PathError::Misleading) } else { Ok(()) }
+    }
+
     pub fn parse(s: &str) -> Result<FolderPath, PathError> {
         let s = s.trim();
         if s.len() > 1024 {
@@ -249,6 +272,23 @@ mod tests {
         assert_eq!(FolderPath::parse("\\VED\\a\nb"), Err(PathError::Control));
         assert_eq!(FolderPath::ved(), FolderPath::parse("\\ved").unwrap());
         assert_eq!(FolderPath::policy_root(), FolderPath::parse("\\VED\\Policy").unwrap());
+    }
+
+    #[test]
+    fn new_folders_may_not_mislead() {
+        for ok in ["\\VED\\Policy\\Team A", "\\VED\\Policy\\.hidden", "\\VED\\Policy\\a..b", "\\VED\\Policy\\Équipe"] {
+            assert_eq!(FolderPath::parse(ok).unwrap().check_new(), Ok(()), "{ok}");
+        }
+        for bad in [
+            "\\VED\\Policy\\.",
+            "\\VED\\Policy\\..\\x",
+            "\\VED\\Policy\\Team\u{202e}A",
+            "\\VED\\Policy\\Te\u{200b}am",
+            "\\VED\\\u{feff}Policy",
+        ] {
+            let p = FolderPath::parse(bad).unwrap();
+            assert_eq!(p.check_new(), Err(PathError::Misleading), "{bad:?}");
+        }
     }
 
     #[test]

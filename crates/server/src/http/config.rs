@@ -14,17 +14,17 @@ use strongroom_proto::config::{
 };
 
 use super::extract::bearer_token;
-use super::openapi::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, TreeFailure, ok};
+use super::responses::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::sdk_body::{FieldError, SdkBody};
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::tree::{self, Listing, Node, TreeError};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::tree::{self, Listing, Node, TreeError};
 
 /// Authenticates (a bad token is 401 whatever the body), checks `scope`
 /// (`None`: any scope), reads the body.
-async fn begin(app: &AppState, req: Request, scope: Option<&'static str>) -> Result<(AccessContext, SdkBody), TreeFailure> {
+async fn begin(app: &HttpState, req: Request, scope: Option<&'static str>) -> Result<(AccessContext, SdkBody), TreeFailure> {
     let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
     if let Some(s) = scope {
         bearer::require(&ctx, s)?;
@@ -84,7 +84,7 @@ fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
     let dn = required_dn(&body)?;
     let class = body.string(&["Class"]).map_err(bad)?.unwrap_or_default();
@@ -109,7 +109,7 @@ pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration:delete")).await?;
     let dn = required_dn(&body)?;
     let recursive = body.flag(&["Recursive"]).map_err(bad)?.unwrap_or(false);
@@ -131,7 +131,7 @@ pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn is_valid(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn is_valid(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration")).await?;
     let guid = body.string(&["ObjectGUID"]).map_err(bad)?;
     let perms = tree::caller_rights(&app, &ctx).await?;
@@ -157,7 +157,7 @@ pub(crate) async fn is_valid(State(app): State<AppState>, req: Request) -> Resul
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn dn_to_guid(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn dn_to_guid(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, None).await?;
     let dn = required_dn(&body)?;
     let perms = tree::caller_rights(&app, &ctx).await?;
@@ -190,7 +190,7 @@ pub(crate) async fn dn_to_guid(State(app): State<AppState>, req: Request) -> Res
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn guid_to_dn(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn guid_to_dn(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, None).await?;
     let guid = body.string(&["ObjectGUID"]).map_err(bad)?.unwrap_or_default();
     let perms = tree::caller_rights(&app, &ctx).await?;
@@ -207,7 +207,7 @@ pub(crate) async fn guid_to_dn(State(app): State<AppState>, req: Request) -> Res
 
 /// Lists below `ObjectDN` (default `default_dn`) for Enumerate and FindObjectsOfClass.
 async fn list(
-    app: &AppState,
+    app: &HttpState,
     ctx: &AccessContext,
     body: &SdkBody,
     default_dn: &str,
@@ -239,7 +239,7 @@ async fn list(
         SdkRefusals,
     ),
 )]
-pub(crate) async fn enumerate(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn enumerate(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration")).await?;
     list(&app, &ctx, &body, strongroom_core::tree::POLICY_DN, &[], false).await
 }
@@ -259,7 +259,7 @@ pub(crate) async fn enumerate(State(app): State<AppState>, req: Request) -> Resu
         SdkRefusals,
     ),
 )]
-pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn find_objects_of_class(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration")).await?;
     let mut classes = body.strings(&["Classes"]).map_err(bad)?.unwrap_or_default();
     classes.extend(body.string(&["Class"]).map_err(bad)?);
@@ -290,7 +290,7 @@ pub(crate) async fn find_objects_of_class(State(app): State<AppState>, req: Requ
         SdkRefusals,
     ),
 )]
-pub(crate) async fn rename_object(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn rename_object(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
     let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
     let dn = required_dn(&body)?;
     let new_dn = body.string(&["NewObjectDN"]).map_err(bad)?.unwrap_or_default();

@@ -8,8 +8,14 @@ use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
 
 use super::client_addr::client_addr;
-use crate::service::{AuthError, Origin};
-use crate::state::AppState;
+use crate::http::respond::AuthRefusal;
+use crate::state::HttpState;
+use strongroom_app::service::{AuthError, Origin};
+
+/// The request's id as text (set by `tower_http`'s `SetRequestIdLayer`).
+pub(crate) fn request_id_of(ext: &axum::http::Extensions) -> String {
+    ext.get::<tower_http::request_id::RequestId>().and_then(|r| r.header_value().to_str().ok()).unwrap_or_default().to_owned()
+}
 
 /// A `/vedauth` body: JSON or `application/x-www-form-urlencoded` (both
 /// allowed for the device flow; oauth2-rs sends only form). Any failure is an
@@ -51,12 +57,12 @@ where
     S: Send + Sync,
     T: DeserializeOwned,
 {
-    type Rejection = AuthError;
+    type Rejection = AuthRefusal;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let kind = body_kind(req.headers());
         let bytes = read_body(req, state).await?;
-        parse_form_or_json(kind, &bytes).map(FormOrJson)
+        Ok(FormOrJson(parse_form_or_json(kind, &bytes)?))
     }
 }
 
@@ -70,17 +76,17 @@ pub(crate) fn parse_form_or_json<T: DeserializeOwned>(kind: Option<BodyKind>, by
     parsed.map_err(AuthError::InvalidRequest)
 }
 
-impl FromRequestParts<AppState> for Origin {
+impl FromRequestParts<HttpState> for Origin {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, app: &HttpState) -> Result<Self, Self::Rejection> {
         let forwarded = parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
         let addr = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(a)| client_addr(a.ip(), forwarded, &app.trusted_proxies).to_string())
             .unwrap_or_else(|| "unknown".to_owned());
-        let request_id = super::request_id_of(&parts.extensions);
+        let request_id = request_id_of(&parts.extensions);
         Ok(Origin { addr, request_id })
     }
 }

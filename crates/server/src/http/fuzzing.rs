@@ -132,8 +132,8 @@ pub fn jwt(data: &[u8]) {
         max_scope: scope,
         created_at: now,
     };
-    if let Some(chain) = crate::certificate::chain_from_header(&text) {
-        let _ = crate::certificate::match_mappings(&chain, std::slice::from_ref(&cert_mapping), &[], now);
+    if let Some(chain) = strongroom_idp::certificate::chain_from_header(&text) {
+        let _ = strongroom_idp::certificate::match_mappings(&chain, std::slice::from_ref(&cert_mapping), &[], now);
     }
-    let _ = crate::certificate::match_mappings(&[data.to_vec()], std::slice::from_ref(&cert_mapping), &[], now);
+    let _ = strongroom_idp::certificate::match_mappings(&[data.to_vec()], std::slice::from_ref(&cert_mapping), &[], now);
 }

@@ -21,13 +21,13 @@ use strongroom_proto::groups::{
 use strongroom_proto::vedsdk::IdentityEntry as WireEntry;
 
 use super::extract::bearer_token;
-use super::openapi::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, ok};
+use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::sdk_body::{FieldError, SdkBody};
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::groups::{self, GroupError};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::groups::{self, GroupError};
 
 pub(crate) fn wire(e: &IdentityEntry) -> WireEntry {
     WireEntry {
@@ -47,7 +47,7 @@ pub(crate) fn bad(e: FieldError) -> SdkFailure {
 
 /// Authenticates (the bearer before the body: a bad token is 401 whatever
 /// the body), requires `scope`, reads the body.
-pub(crate) async fn begin(app: &AppState, req: Request, scope: &'static str) -> Result<(AccessContext, SdkBody), SdkFailure> {
+pub(crate) async fn begin(app: &HttpState, req: Request, scope: &'static str) -> Result<(AccessContext, SdkBody), SdkFailure> {
     let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
     bearer::require(&ctx, scope)?;
     let bytes = match Bytes::from_request(req, &()).await {
@@ -88,7 +88,7 @@ pub(crate) fn identity_field(body: &SdkBody, name: &'static str) -> Result<stron
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_group(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn add_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "configuration:manage").await?;
     let name = identity_field(&body, "Name")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
@@ -98,7 +98,7 @@ pub(crate) async fn add_group(State(app): State<AppState>, origin: Origin, req: 
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message: None }))
 }
 
-async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
+async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "configuration:manage").await?;
     let group = identity_field(&body, "Group")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
@@ -129,7 +129,7 @@ async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     members_call(app, origin, req, true).await
 }
 
@@ -153,7 +153,7 @@ pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn remove_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     members_call(app, origin, req, false).await
 }
 
@@ -176,7 +176,7 @@ pub(crate) async fn remove_members(State(app): State<AppState>, origin: Origin, 
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn rename_group(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn rename_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "configuration:manage").await?;
     let group = identity_field(&body, "Group")?;
     let new_name = body.string(&["NewGroupName"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("NewGroupName is required.".into()))?;
@@ -203,7 +203,7 @@ pub(crate) async fn rename_group(State(app): State<AppState>, origin: Origin, re
     ),
 )]
 pub(crate) async fn delete_group(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path((prefix, universal)): Path<(String, String)>,
     req: Request,
@@ -238,7 +238,7 @@ pub(crate) async fn delete_group(
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn set_password(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn set_password(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "security:manage").await?;
     let id = identity_field(&body, "ID")?;
     let password = body.string(&["Password"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("Password is required.".into()))?;
@@ -269,7 +269,7 @@ pub(crate) async fn set_password(State(app): State<AppState>, origin: Origin, re
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn read_attribute(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn read_attribute(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req, "configuration").await?;
     let id = identity_field(&body, "ID")?;
     let name = body.string(&["AttributeName"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("AttributeName is required.".into()))?;

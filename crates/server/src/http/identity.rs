@@ -17,13 +17,13 @@ use strongroom_proto::vedsdk::{
 };
 
 use super::extract::bearer_token;
-use super::openapi::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, ok};
+use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::sdk_body::SdkBody;
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::identity::{self as people, BROWSE_DEFAULT, BROWSE_MAX, Found};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::identity::{self as people, BROWSE_DEFAULT, BROWSE_MAX, Found};
 
 fn wire(e: &IdentityEntry) -> WireEntry {
     WireEntry {
@@ -52,7 +52,7 @@ fn wire(e: &IdentityEntry) -> WireEntry {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn self_(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn self_(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
     let identities = people::self_entries(&app, &ctx.grant.user_id, &ctx.user_name).await.map_err(bearer::BearerError::from)?;
     Ok(ok(&IdentitiesResponse { identities: identities.iter().map(wire).collect() }))
@@ -60,7 +60,7 @@ pub(crate) async fn self_(State(app): State<AppState>, req: Request) -> Result<R
 
 /// Authenticates (the bearer before the body: a bad token is 401 whatever
 /// the body), requires scope `configuration`, reads the body.
-async fn begin(app: &AppState, req: Request) -> Result<(AccessContext, SdkBody), SdkFailure> {
+async fn begin(app: &HttpState, req: Request) -> Result<(AccessContext, SdkBody), SdkFailure> {
     let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
     bearer::require(&ctx, "configuration")?;
     let bytes = match Bytes::from_request(req, &()).await {
@@ -73,7 +73,7 @@ async fn begin(app: &AppState, req: Request) -> Result<(AccessContext, SdkBody),
 
 /// The identity the body's `ID` names: `Ok(None)` when this server has none
 /// by that name; 400 when `ID` is missing or cannot name an identity.
-async fn named(app: &AppState, body: &SdkBody) -> Result<Option<Found>, SdkFailure> {
+async fn named(app: &HttpState, body: &SdkBody) -> Result<Option<Found>, SdkFailure> {
     let given = body.identity(&["ID"]).map_err(|e| SdkFailure::BadJson(e.0))?;
     let given = given.ok_or_else(|| SdkFailure::BadJson("ID is required: an object with PrefixedName or PrefixedUniversal.".into()))?;
     let r = IdentityRef::parse(&given).ok_or_else(|| {
@@ -107,7 +107,7 @@ fn unknown() -> SdkFailure {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn validate(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn validate(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req).await?;
     Ok(match named(&app, &body).await? {
         Some(found) => ok(&ValidateResponse { id: wire(&found.entry()) }),
@@ -135,7 +135,7 @@ pub(crate) async fn validate(State(app): State<AppState>, req: Request) -> Resul
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn browse(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn browse(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req).await?;
     let bad = |e: super::sdk_body::FieldError| SdkFailure::BadJson(e.0);
     let filter = body.text(&["Filter"]).map_err(bad)?.unwrap_or_default();
@@ -171,7 +171,7 @@ pub(crate) async fn browse(State(app): State<AppState>, req: Request) -> Result<
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn memberships(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn memberships(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req).await?;
     let found = named(&app, &body).await?.ok_or_else(unknown)?;
     let groups = people::memberships(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
@@ -197,7 +197,7 @@ pub(crate) async fn memberships(State(app): State<AppState>, req: Request) -> Re
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn members(State(app): State<AppState>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn members(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req).await?;
     let found = named(&app, &body).await?.ok_or_else(unknown)?;
     let members = people::members(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
@@ -236,8 +236,10 @@ fn log_result(result: i32, error: Option<String>) -> Response {
     description = "Writes an event to the chained log as a `client.log` event under the caller's identity: `Component` \
         becomes its object, `ID`, `Severity` and the other fields its detail (each field at most 1024 bytes). Keys match \
         in any case; numbers may be numeric strings (Go vcert sends every field as a string). `LogResult` 0 is success; \
-        1, with `Error`, a refused event or one that could not be stored (nothing written). A database that is busy or \
-        out of reach for a moment gets 503 `temporarily_unavailable`. Any valid token, whatever its scope.",
+        1, with `Error`, a refused event or one that could not be stored (nothing written). Each identity writes at most \
+        120 events a minute (counted on every replica together); past that, 429 with `Retry-After` and `LogResult` 1, \
+        nothing written. A database that is busy or out of reach for a moment gets 503 `temporarily_unavailable`. Any \
+        valid token, whatever its scope.",
     security(("bearer" = [])),
     request_body(content = LogRequest, content_type = "application/json"),
     responses(
@@ -246,10 +248,11 @@ fn log_result(result: i32, error: Option<String>) -> Response {
         (status = 401, response = Unauthorized),
         (status = 408, response = Timeout),
         (status = 413, response = SdkTooLarge),
+        (status = 429, description = "Over the identity's quota (120 events a minute): `LogResult` 1 with the reason in `Error`, and `Retry-After`; nothing was written.", body = LogResultResponse),
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn write_log(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn write_log(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
     let bytes = match Bytes::from_request(req, &()).await {
         Ok(b) => b,
@@ -261,8 +264,12 @@ pub(crate) async fn write_log(State(app): State<AppState>, origin: Origin, req: 
         Ok(e) => e,
         Err(why) => return Ok(log_result(1, Some(why))),
     };
-    match crate::service::log::write(&app, &ctx, &entry, &origin).await {
-        Ok(()) => Ok(log_result(0, None)),
+    match strongroom_app::service::log::write(&app, &ctx, &entry, &origin).await {
+        Ok(Ok(())) => Ok(log_result(0, None)),
+        Ok(Err(until)) => {
+            let wait_ms = until.millis().saturating_sub(app.now().millis());
+            Err(SdkFailure::LogQuota { retry_after_secs: (wait_ms.saturating_add(999) / 1000).max(1) })
+        }
         // The database busy or out of reach for a moment: 503, try again.
         Err(e) if e.is_transient() => Err(SdkFailure::Vault(e.into())),
         Err(e) => {

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse as _, Response};
 use maud::html;
 
 use super::respond::Page;
-use crate::state::AppState;
+use crate::state::HttpState;
 
 /// `GET /`.
 #[utoipa::path(
@@ -15,7 +15,7 @@ use crate::state::AppState;
     tag = "server",
     responses((status = 200, description = "A page linking to the approval page, health and the API description.", content_type = "text/html; charset=utf-8", body = String)),
 )]
-pub(crate) async fn page(State(app): State<AppState>) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>) -> Response {
     let base = &app.public_url;
     Page::Ok(html! {
         (maud::DOCTYPE)

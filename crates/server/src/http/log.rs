@@ -18,14 +18,15 @@ use strongroom_proto::vedsdk::{
 use strongroom_store::EventFilter;
 
 use super::extract::bearer_token;
-use super::openapi::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, ok};
+use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
 use super::secretstore::{begin, begin_any_scope};
-use crate::service::Origin;
-use crate::service::bearer::{self, BearerError};
-use crate::service::tree;
-use crate::service::vault::VaultError;
-use crate::state::AppState;
+use crate::http::respond::BearerRefusal;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::tree;
+use strongroom_app::service::vault::VaultError;
 
 type Answer = Result<Response, SdkFailure>;
 
@@ -201,7 +202,7 @@ pub(crate) fn log_event(se: StoredEvent) -> LogEvent {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
+pub(crate) async fn log(State(app): State<HttpState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
     let caller = begin_any_scope(&app, origin, req).await?;
     let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let Some(filter) = filter_of(&q)? else {
@@ -229,7 +230,7 @@ pub(crate) async fn log(State(app): State<AppState>, origin: Origin, Query(q): Q
     ),
 )]
 pub(crate) async fn log_of_object(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path(guid): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -273,7 +274,7 @@ const APPLICATION_ID: i64 = 0x0300;
         SdkRefusals,
     ),
 )]
-pub(crate) async fn log_schema(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn log_schema(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "admin:viewlogs").await?;
     let definitions = EventKind::ALL
         .iter()
@@ -313,7 +314,7 @@ pub(crate) async fn log_schema(State(app): State<AppState>, origin: Origin, req:
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn items_for_class(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
+pub(crate) async fn items_for_class(State(app): State<HttpState>, headers: HeaderMap) -> Result<Response, BearerRefusal> {
     bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
     Ok(ok(&MetadataItemsResponse { result: 0, items: Vec::new() }))
 }

@@ -8,6 +8,7 @@ mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
 mod groups;
+mod health;
 mod identity;
 mod landing;
 mod log;
@@ -16,6 +17,7 @@ pub mod openapi;
 mod page;
 mod permissions;
 pub(crate) mod respond;
+mod responses;
 mod sdk_body;
 mod secretstore;
 mod teams;
@@ -41,7 +43,7 @@ use tower_http::trace::TraceLayer;
 
 use strongroom_core::random::Random;
 
-use crate::state::AppState;
+use crate::state::HttpState;
 
 /// Limits applied to every request.
 #[derive(Clone, Copy, Debug)]
@@ -55,14 +57,14 @@ pub struct Limits {
 
 /// Every route: its path (as normalised) and its handlers. [`app`] serves
 /// exactly these; [`route_paths`] lists them for tests.
-fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
+fn routes() -> Vec<(&'static str, MethodRouter<HttpState>)> {
     vec![
         ("/", get(landing::page)),
         ("/.well-known/oauth-authorization-server", get(vedauth::metadata)),
-        ("/healthz", get(healthz)),
-        ("/health/live", get(live)),
-        ("/health/ready", get(ready)),
-        ("/metrics", get(metrics)),
+        ("/healthz", get(health::healthz)),
+        ("/health/live", get(health::live)),
+        ("/health/ready", get(health::ready)),
+        ("/metrics", get(health::metrics)),
         ("/openapi.json", get(openapi::openapi_json)),
         ("/vedauth/authorize/device", post(vedauth::device)),
         ("/vedauth/authorize/token", post(vedauth::token)),
@@ -188,17 +190,17 @@ pub fn route_paths() -> Vec<&'static str> {
 }
 
 /// The whole HTTP application, ready to serve.
-pub fn app(state: AppState, limits: Limits) -> Router {
+pub fn app(state: HttpState, limits: Limits) -> Router {
     build(state, limits, &|path| limits.metrics_here || path != "/metrics")
 }
 
 /// What the certificate listener serves: the certificate grant (and
 /// `IsAuthServer`, `/healthz`), with the same layers as [`app`].
-pub fn certificate_app(state: AppState, limits: Limits) -> Router {
+pub fn certificate_app(state: HttpState, limits: Limits) -> Router {
     build(state, limits, &|path| matches!(path, "/vedauth/authorize/certificate" | "/vedauth/authorize/isauthserver" | "/healthz"))
 }
 
-fn build(state: AppState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Router {
+fn build(state: HttpState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Router {
     let router = routes()
         .into_iter()
         .filter(|(path, _)| keep(path))
@@ -262,8 +264,8 @@ fn normalize_path(mut req: Request) -> Request {
 }
 
 /// The serving only `GET /metrics`, for `[metrics] listen`.
-pub fn metrics_app(state: AppState) -> Router {
-    Router::new().route("/metrics", get(metrics)).fallback(|| async { respond::not_found() }).with_state(state)
+pub fn metrics_app(state: HttpState) -> Router {
+    Router::new().route("/metrics", get(health::metrics)).fallback(|| async { respond::not_found() }).with_state(state)
 }
 
 fn x_request_id() -> HeaderName {
@@ -306,15 +308,10 @@ impl MakeRequestId for MakeId {
     }
 }
 
-/// The request's id as text (set by [`SetRequestIdLayer`]).
-pub(crate) fn request_id_of(ext: &axum::http::Extensions) -> String {
-    ext.get::<RequestId>().and_then(|r| r.header_value().to_str().ok()).unwrap_or_default().to_owned()
-}
-
 /// Every request's span: its id, method and path without the query (the
 /// approval link carries the user code); never headers or bodies.
 fn request_span(req: &Request) -> tracing::Span {
-    let id = request_id_of(req.extensions());
+    let id = extract::request_id_of(req.extensions());
     tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
 }
 
@@ -331,78 +328,13 @@ fn access_log(res: &Response, latency: Duration, _span: &tracing::Span) {
 }
 
 /// Counts the request by route template (never the raw path) and status.
-async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Response {
+async fn observe(State(app): State<HttpState>, req: Request, next: Next) -> Response {
     let route = req.extensions().get::<MatchedPath>().map_or("unmatched", |m| m.as_str()).to_owned();
     let method = req.method().clone();
     let started = Instant::now();
     let res = next.run(req).await;
     app.metrics.request(&route, &method, res.status().as_u16(), started.elapsed());
     res
-}
-
-/// Liveness: the process answers.
-#[utoipa::path(
-    get,
-    path = "/health/live",
-    tag = "server",
-    responses((status = 200, description = "The process serves.", body = openapi::HealthStatus)),
-)]
-async fn live() -> Response {
-    respond::healthy(true)
-}
-
-/// Readiness: the store answers within two seconds and its schema is at
-/// this binary's migrations.
-#[utoipa::path(
-    get,
-    path = "/health/ready",
-    tag = "server",
-    responses(
-        (status = 200, description = "The store can take writes and its schema is current.", body = openapi::HealthStatus),
-        (status = 503, description = "The store does not answer, or its schema is not this binary's.", body = openapi::HealthStatus),
-        (status = 408, response = openapi::Timeout),
-    ),
-)]
-async fn ready(State(app): State<AppState>) -> Response {
-    let outcome = tokio::time::timeout(Duration::from_secs(2), app.store.ready()).await;
-    let ok = match outcome {
-        Ok(Ok(())) => true,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "not ready");
-            false
-        }
-        Err(_) => {
-            tracing::warn!("not ready: the store did not answer within 2 s");
-            false
-        }
-    };
-    respond::healthy(ok)
-}
-
-/// `/healthz`, kept for existing probes: the same answer as `/health/ready`.
-#[utoipa::path(
-    get,
-    path = "/healthz",
-    tag = "server",
-    responses(
-        (status = 200, description = "Ready (an alias of `/health/ready`).", body = openapi::HealthStatus),
-        (status = 503, description = "Not ready.", body = openapi::HealthStatus),
-        (status = 408, response = openapi::Timeout),
-    ),
-)]
-async fn healthz(state: State<AppState>) -> Response {
-    ready(state).await
-}
-
-/// Prometheus metrics (counts only: no token, name or address in a label).
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "server",
-    responses((status = 200, description = "The metrics in the OpenMetrics text format.", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String)),
-)]
-async fn metrics(State(app): State<AppState>) -> Response {
-    respond::metrics(app.metrics.render(app.store.pool_status()))
 }
 
 #[cfg(test)]

@@ -20,15 +20,15 @@ use strongroom_proto::oauth::{
 use strongroom_store::GrantSummary;
 
 use super::extract::bearer_token;
-use super::openapi::SdkRefusals;
 use super::respond::{OAuthFailure, SdkFailure, ok};
+use super::responses::SdkRefusals;
 use super::sdk_body::{FieldError, SdkBody};
-use crate::admin::oauth::Trustee;
-use crate::admin::{Actor, Admin, AdminError, IntegrationSpec};
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::identity::{self as people, Found};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::admin::oauth::Trustee;
+use strongroom_app::admin::{Actor, Admin, AdminError, IntegrationSpec};
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::identity::{self as people, Found};
 
 type Answer = Result<Response, OAuthFailure>;
 
@@ -80,7 +80,7 @@ struct Call {
 
 /// Authenticates (a bad token is 401 whatever the body), requires `scope`
 /// and a Master Admin, reads the body.
-async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<Call, OAuthFailure> {
+async fn begin(app: &HttpState, origin: Origin, req: Request, scope: &'static str) -> Result<Call, OAuthFailure> {
     let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
     bearer::require(&ctx, scope)?;
     if !ctx.master_admin {
@@ -108,7 +108,7 @@ async fn live_grants(admin: &Admin) -> Result<Vec<GrantSummary>, OAuthFailure> {
     admin.list_grants(false).await.map_err(|e| refused(e, OAuthResult::GrantNotFound))
 }
 
-fn application(app: &AppState, i: &Integration, grants: &[GrantSummary]) -> OAuthApplication {
+fn application(app: &HttpState, i: &Integration, grants: &[GrantSummary]) -> OAuthApplication {
     let s = i.settings(app.tokens);
     let mine: Vec<&GrantSummary> = grants.iter().filter(|g| g.grant.client_id == i.client_id).collect();
     let users: BTreeSet<&str> = mine.iter().map(|g| g.grant.user_id.as_str()).collect();
@@ -200,7 +200,7 @@ macro_rules! oauth_path {
 }
 
 /// `oauth/CreateApplication`.
-pub(crate) async fn create_application(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn create_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let id = application_id(&c.body)?;
     let spec = spec_of(&c.body)?;
@@ -219,7 +219,7 @@ oauth_path!(
 );
 
 /// `oauth/GetApplication`.
-pub(crate) async fn get_application(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn get_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let id = application_id(&c.body)?;
     let i = c.admin.store.integration(id.clone()).await?;
@@ -235,7 +235,7 @@ oauth_path!(
 );
 
 /// `oauth/GetApplications`.
-pub(crate) async fn get_applications(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn get_applications(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let ids = c.body.strings(&["ApplicationIds", "ApplicationIDs"])?;
     let filter = c.body.string(&["Filter"])?.map(|f| f.trim().to_lowercase()).filter(|f| !f.is_empty());
@@ -260,7 +260,7 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateApplications`.
-pub(crate) async fn enumerate_applications(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn enumerate_applications(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let mut all = c.admin.list_integrations().await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))?;
     match c.body.string(&["OrderBy"])?.map(|o| o.trim().to_ascii_lowercase()).as_deref() {
@@ -284,7 +284,7 @@ oauth_path!(
 );
 
 /// `oauth/UpdateApplication`.
-pub(crate) async fn update_application(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn update_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let fields = c.body.object(&["Application"])?.unwrap_or_default();
     let id = match application_id(&fields) {
@@ -311,7 +311,7 @@ oauth_path!(
 );
 
 /// `oauth/DeleteApplication`.
-pub(crate) async fn delete_application(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn delete_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin:delete").await?;
     let id = application_id(&c.body)?;
     c.admin.delete_integration(&id).await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))?;
@@ -328,7 +328,7 @@ oauth_path!(
 // ------------------------------------------------------------------ rules
 
 /// The user or group a `…PrefixedUniversal` names, and its label for events.
-async fn trustee(app: &AppState, given: &str) -> Result<(Trustee, String), OAuthFailure> {
+async fn trustee(app: &HttpState, given: &str) -> Result<(Trustee, String), OAuthFailure> {
     let r = IdentityRef::parse(given).ok_or_else(|| invalid("TrusteePrefixedUniversal must be local:{GUID} of a user or group."))?;
     match people::resolve(app, &r).await? {
         Some(Found::User(u)) => Ok((Trustee::User(u.id.clone()), u.id.identity())),
@@ -344,7 +344,7 @@ fn trustee_of(b: &SdkBody) -> Result<String, OAuthFailure> {
 }
 
 /// Every rule of integration `i`: its users, then its groups.
-fn rules_of(app: &AppState, i: &Integration, groups: &HashMap<String, String>) -> Vec<OAuthRule> {
+fn rules_of(app: &HttpState, i: &Integration, groups: &HashMap<String, String>) -> Vec<OAuthRule> {
     let s = i.settings(app.tokens);
     let rule = |who: String| OAuthRule {
         application_id: i.client_id.clone(),
@@ -370,7 +370,7 @@ async fn group_identities(admin: &Admin) -> Result<HashMap<String, String>, OAut
 }
 
 /// `oauth/CreateRule`.
-pub(crate) async fn create_rule(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn create_rule(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let id = application_id(&c.body)?;
     let (who, label) = trustee(&app, &trustee_of(&c.body)?).await?;
@@ -393,7 +393,7 @@ oauth_path!(
     OAuthAdminRequest
 );
 
-async fn rules(app: &AppState, c: &Call) -> Result<Vec<OAuthRule>, OAuthFailure> {
+async fn rules(app: &HttpState, c: &Call) -> Result<Vec<OAuthRule>, OAuthFailure> {
     let only_app = c.body.string(&["ApplicationId", "ApplicationID"])?.filter(|s| !s.trim().is_empty());
     let only_trustee = match c.body.identity(&["TrusteePrefixedUniversal", "Trustee"])?.filter(|s| !s.trim().is_empty()) {
         Some(t) => Some(trustee(app, &t).await?.1),
@@ -415,7 +415,7 @@ async fn rules(app: &AppState, c: &Call) -> Result<Vec<OAuthRule>, OAuthFailure>
 }
 
 /// `oauth/GetRules`.
-pub(crate) async fn get_rules(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn get_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let list = rules(&app, &c).await?;
     Ok(ok(&OAuthResponse { rules: Some(list), ..OAuthResponse::success() }))
@@ -429,7 +429,7 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateRules`.
-pub(crate) async fn enumerate_rules(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn enumerate_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let list = page(&c.body, rules(&app, &c).await?)?;
     Ok(ok(&OAuthResponse { rules: Some(list), ..OAuthResponse::success() }))
@@ -443,14 +443,14 @@ oauth_path!(
 );
 
 /// Removes one rule: whether it was there.
-async fn remove(app: &AppState, c: &Call, b: &SdkBody) -> Result<bool, OAuthFailure> {
+async fn remove(app: &HttpState, c: &Call, b: &SdkBody) -> Result<bool, OAuthFailure> {
     let id = application_id(b)?;
     let (who, label) = trustee(app, &trustee_of(b)?).await?;
     c.admin.remove_rule(&id, &who, &label).await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))
 }
 
 /// `oauth/DeleteRule`.
-pub(crate) async fn delete_rule(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn delete_rule(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin:delete").await?;
     if !remove(&app, &c, &c.body).await? {
         return Err(OAuthFailure::Refused(OAuthResult::RuleNotFound, "No such rule.".into()));
@@ -466,7 +466,7 @@ oauth_path!(
 );
 
 /// `oauth/DeleteRules`.
-pub(crate) async fn delete_rules(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn delete_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin:delete").await?;
     let list =
         c.body.objects(&["Rules"])?.ok_or_else(|| invalid("Rules is required: a list of {ApplicationId, TrusteePrefixedUniversal}."))?;
@@ -518,7 +518,7 @@ fn wire_grant(g: &GrantSummary) -> OAuthGrant {
 }
 
 /// The user a `GranteePrefixedUniversal` names (a group's grants are its members').
-async fn grantee(app: &AppState, b: &SdkBody) -> Result<Option<Found>, OAuthFailure> {
+async fn grantee(app: &HttpState, b: &SdkBody) -> Result<Option<Found>, OAuthFailure> {
     let Some(given) = b.identity(&["GranteePrefixedUniversal", "Grantee"])?.filter(|s| !s.trim().is_empty()) else { return Ok(None) };
     let r = IdentityRef::parse(&given).ok_or_else(|| invalid("GranteePrefixedUniversal must be local:{GUID} of a user."))?;
     match people::resolve(app, &r).await? {
@@ -528,7 +528,7 @@ async fn grantee(app: &AppState, b: &SdkBody) -> Result<Option<Found>, OAuthFail
 }
 
 /// The live grants the body's `GranteePrefixedUniversal` and `ApplicationId` select.
-async fn selected(app: &AppState, c: &Call) -> Result<Vec<GrantSummary>, OAuthFailure> {
+async fn selected(app: &HttpState, c: &Call) -> Result<Vec<GrantSummary>, OAuthFailure> {
     let only_app = c.body.string(&["ApplicationId", "ApplicationID"])?.filter(|s| !s.trim().is_empty());
     let members: Option<Vec<String>> = match grantee(app, &c.body).await? {
         None => None,
@@ -544,7 +544,7 @@ async fn selected(app: &AppState, c: &Call) -> Result<Vec<GrantSummary>, OAuthFa
 }
 
 /// `oauth/GetGrants`.
-pub(crate) async fn get_grants(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn get_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let list = selected(&app, &c).await?.iter().map(wire_grant).collect();
     Ok(ok(&OAuthResponse { grants: Some(list), ..OAuthResponse::success() }))
@@ -558,7 +558,7 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateGrants`.
-pub(crate) async fn enumerate_grants(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn enumerate_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let mut all = selected(&app, &c).await?;
     if c.body.flag(&["Descending"])?.unwrap_or(false) {
@@ -576,7 +576,7 @@ oauth_path!(
 );
 
 /// `oauth/GrantCount`.
-pub(crate) async fn grant_count(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn grant_count(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let n = selected(&app, &c).await?.len();
     Ok(ok(&OAuthResponse { grant_count: Some(i64::try_from(n).unwrap_or(i64::MAX)), ..OAuthResponse::success() }))
@@ -590,7 +590,7 @@ oauth_path!(
 );
 
 /// `oauth/UserCount`.
-pub(crate) async fn user_count(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn user_count(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin").await?;
     let users: BTreeSet<String> = selected(&app, &c).await?.into_iter().map(|g| g.grant.user_id.as_str().to_owned()).collect();
     Ok(ok(&OAuthResponse { user_count: Some(i64::try_from(users.len()).unwrap_or(i64::MAX)), ..OAuthResponse::success() }))
@@ -604,7 +604,7 @@ oauth_path!(
 );
 
 /// `oauth/RevokeGrants`.
-pub(crate) async fn revoke_grants(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn revoke_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let c = begin(&app, origin, req, "admin:delete").await?;
     let only_app = c.body.string(&["ApplicationId", "ApplicationID"])?.filter(|s| !s.trim().is_empty());
     let who = grantee(&app, &c.body).await?;

@@ -36,9 +36,9 @@ use strongroom_proto::SecretString;
 
 use super::extract::read_body;
 use super::respond::{Page, css};
-use crate::service::Origin;
-use crate::service::device::{self, PageError};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::device::{self, PageError};
 
 /// The anti-forgery cookie over HTTPS, and over plain HTTP (development and
 /// tests, where browsers refuse `__Host-` cookies, which must be `Secure`).
@@ -81,7 +81,7 @@ fn layout(title: &str, body: Markup) -> Markup {
     }
 }
 
-fn sign_in_form(app: &AppState, csrf: &str, user_code: &str, username: &str, error: Option<&PageError>) -> Markup {
+fn sign_in_form(app: &HttpState, csrf: &str, user_code: &str, username: &str, error: Option<&PageError>) -> Markup {
     let oidc = app.oidc.as_ref().map(|o| o.config.name.clone());
     layout(
         "Sign in to approve a device",
@@ -113,25 +113,25 @@ fn message(title: &str, text: &str) -> Markup {
     layout(title, html! { p { (text) } })
 }
 
-pub(super) fn cookie_name(app: &AppState) -> &'static str {
+pub(super) fn cookie_name(app: &HttpState) -> &'static str {
     if app.secure_cookies { COOKIE_SECURE } else { COOKIE_PLAIN }
 }
 
 /// The MAC of an anti-forgery token's random part.
-fn csrf_mac(app: &AppState, nonce: &str) -> String {
+fn csrf_mac(app: &HttpState, nonce: &str) -> String {
     let mac = strongroom_core::mac::hmac_sha256_of(&app.keys.page, &[b"strongroom/csrf-token/v1", &[0], nonce.as_bytes()]);
     URL_SAFE_NO_PAD.encode(&mac[..16])
 }
 
 /// A new anti-forgery token: 32 random bytes and the server's MAC of them.
-pub(super) fn new_csrf(app: &AppState) -> String {
+pub(super) fn new_csrf(app: &HttpState) -> String {
     let nonce = URL_SAFE_NO_PAD.encode(bytes::<32>(&*app.rng));
     let mac = csrf_mac(app, &nonce);
     format!("{nonce}.{mac}")
 }
 
 /// The cookie's token, if this server issued it.
-pub(super) fn cookie_csrf(app: &AppState, headers: &HeaderMap) -> Option<String> {
+pub(super) fn cookie_csrf(app: &HttpState, headers: &HeaderMap) -> Option<String> {
     let name = cookie_name(app);
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
@@ -141,7 +141,7 @@ pub(super) fn cookie_csrf(app: &AppState, headers: &HeaderMap) -> Option<String>
     })
 }
 
-fn with_cookie(app: &AppState, page: Page, csrf: &str) -> Response {
+fn with_cookie(app: &HttpState, page: Page, csrf: &str) -> Response {
     let mut r = page.into_response();
     let cookie = if app.secure_cookies {
         format!("{COOKIE_SECURE}={csrf}; Path=/; Secure; HttpOnly; SameSite=Strict")
@@ -167,7 +167,7 @@ fn origin_of(url: &str) -> Option<String> {
 /// `public_url`, or the `Host` it was sent to under the scheme it arrived
 /// on. A post with neither header (no browser sends such a post from
 /// another site) is left to the cookie check.
-pub(super) fn same_origin(app: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(app: &HttpState, headers: &HeaderMap) -> bool {
     let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
         (Some(o), _) => o.to_str().ok().and_then(origin_of),
         (None, Some(r)) => r.to_str().ok().and_then(origin_of),
@@ -196,7 +196,7 @@ pub(crate) struct ShowQuery {
     params(ShowQuery),
     responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
 )]
-pub(crate) async fn show(State(app): State<AppState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
+pub(crate) async fn show(State(app): State<HttpState>, headers: HeaderMap, Query(q): Query<ShowQuery>) -> Response {
     let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
     let code: String = q.user_code.unwrap_or_default().chars().take(32).collect();
     with_cookie(&app, Page::Ok(sign_in_form(&app, &csrf, &code, "", None)), &csrf)
@@ -240,7 +240,7 @@ impl Posted for DecisionForm {
 
 /// Parses a form posted by our own page, after the anti-forgery checks.
 /// Returns the form and the browser's anti-forgery token.
-async fn posted<T: Posted>(app: &AppState, req: Request) -> Result<(T, String), PageError> {
+async fn posted<T: Posted>(app: &HttpState, req: Request) -> Result<(T, String), PageError> {
     let headers = req.headers();
     if !same_origin(app, headers) {
         tracing::info!(origin = ?headers.get(header::ORIGIN), referer_sent = headers.contains_key(header::REFERER), "approval page: a post from another origin");
@@ -273,11 +273,11 @@ async fn posted<T: Posted>(app: &AppState, req: Request) -> Result<(T, String), 
         (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
         (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
         (status = 429, description = "Too many wrong passwords or codes: locked for a while.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
-pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn sign_in(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<SignInForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
@@ -330,11 +330,11 @@ fn consent_page(c: &device::Consent, csrf: &str) -> Markup {
         (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
         (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
         (status = 429, description = "The user is locked out for a while.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
-pub(crate) async fn decide(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn decide(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<DecisionForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open the link again.")).into_response(),
@@ -378,7 +378,7 @@ fn approved_sign_in_form(csrf: &str, username: &str, error: Option<&PageError>) 
     )
 }
 
-fn approved_list(csrf: &str, a: &crate::service::approved::Approved) -> Markup {
+fn approved_list(csrf: &str, a: &strongroom_app::service::approved::Approved) -> Markup {
     layout(
         "Applications you have approved",
         html! {
@@ -417,7 +417,7 @@ fn approved_list(csrf: &str, a: &crate::service::approved::Approved) -> Markup {
     tag = "approval page",
     responses((status = 200, description = "The sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html")),
 )]
-pub(crate) async fn approved(State(app): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn approved(State(app): State<HttpState>, headers: HeaderMap) -> Response {
     let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
     with_cookie(&app, Page::Ok(approved_sign_in_form(&csrf, "", None)), &csrf)
 }
@@ -461,17 +461,17 @@ impl Posted for RevokeForm {
         (status = 400, description = "The form is incomplete, or fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
         (status = 401, description = "Wrong user name or password.", body = String, content_type = "text/html"),
         (status = 429, description = "Too many wrong passwords: locked for a while.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The store or the directory did not answer.", body = String, content_type = "text/html"),
     ),
 )]
-pub(crate) async fn approved_sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn approved_sign_in(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<ApprovedSignInForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
     };
     let password = Secret::new(form.password.0);
-    match crate::service::approved::sign_in(&app, &form.username, &password, &csrf, &origin).await {
+    match strongroom_app::service::approved::sign_in(&app, &form.username, &password, &csrf, &origin).await {
         Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
         Err(e) => {
             let page = approved_sign_in_form(&csrf, &form.username, Some(&e));
@@ -490,16 +490,16 @@ pub(crate) async fn approved_sign_in(State(app): State<AppState>, origin: Origin
         (status = 200, description = "The grant is revoked (if it was the person's and live); the list again.", body = String, content_type = "text/html"),
         (status = 400, description = "The form is incomplete, fails the anti-forgery checks, or its ticket is not valid (any more).", body = String, content_type = "text/html"),
         (status = 403, description = "The person's account is disabled.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
-pub(crate) async fn approved_revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn approved_revoke(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted::<RevokeForm>(&app, req).await {
         Ok(v) => v,
         Err(e) => return Page::Problem(e, message("Sign in again", "This page has expired. Open it again.")).into_response(),
     };
-    match crate::service::approved::revoke(&app, &form.ticket, &csrf, &form.grant, &origin).await {
+    match strongroom_app::service::approved::revoke(&app, &form.ticket, &csrf, &form.grant, &origin).await {
         Ok(a) => with_cookie(&app, Page::Ok(approved_list(&csrf, &a)), &csrf),
         Err(e) => {
             let text = e.to_string();
@@ -526,12 +526,12 @@ const OIDC_COOKIE: &str = "sr_oidc";
     responses(
         (status = 303, description = "To the provider's authorization endpoint (code flow, PKCE S256, state and nonce); sets the browser-binding cookie."),
         (status = 400, description = "No OpenID provider is configured.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The provider or the store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
-pub(crate) async fn oidc_start(State(app): State<AppState>, Query(q): Query<ShowQuery>) -> Response {
-    match crate::service::oidc::page::start(&app, q.user_code.as_deref().unwrap_or("")).await {
+pub(crate) async fn oidc_start(State(app): State<HttpState>, Query(q): Query<ShowQuery>) -> Response {
+    match strongroom_app::service::oidc::start(&app, q.user_code.as_deref().unwrap_or("")).await {
         Ok(started) => {
             let secure = if app.secure_cookies { "; Secure" } else { "" };
             let cookie = format!("{OIDC_COOKIE}={}; Path=/vedauth/device/oidc; HttpOnly; SameSite=Lax{secure}", started.binding);
@@ -566,12 +566,12 @@ pub(crate) struct CallbackQuery {
         (status = 404, description = "No such code, or it expired.", body = String, content_type = "text/html"),
         (status = 409, description = "The code was decided already.", body = String, content_type = "text/html"),
         (status = 429, description = "Too many wrong codes: locked for a while.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
         (status = 503, description = "The provider or the store did not answer.", body = String, content_type = "text/html"),
     ),
 )]
 pub(crate) async fn oidc_callback(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
@@ -592,7 +592,7 @@ pub(crate) async fn oidc_callback(
     // The strict anti-forgery cookie does not come with a redirect from
     // another site: a new token for the consent form when it is missing.
     let csrf = cookie_csrf(&app, &headers).unwrap_or_else(|| new_csrf(&app));
-    match crate::service::oidc::page::finish(&app, &state, &code, &binding, &csrf, &origin).await {
+    match strongroom_app::service::oidc::finish(&app, &state, &code, &binding, &csrf, &origin).await {
         Ok(c) => with_cookie(&app, Page::Ok(consent_page(&c, &csrf)), &csrf),
         Err(e) => {
             let text = e.to_string();

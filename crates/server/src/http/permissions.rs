@@ -20,15 +20,15 @@ use strongroom_proto::permissions::{EffectivePermissions, Permissions as Flags, 
 use strongroom_store::RightsChange;
 
 use super::extract::bearer_token;
-use super::openapi::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, TreeFailure, created, done, ok};
+use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::sdk_body::SdkBody;
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::tree::{self, TreeError};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::tree::{self, TreeError};
 
-async fn caller(app: &AppState, token: Option<String>, scope: &'static str) -> Result<AccessContext, TreeFailure> {
+async fn caller(app: &HttpState, token: Option<String>, scope: &'static str) -> Result<AccessContext, TreeFailure> {
     let ctx = bearer::authenticate(app, token.as_deref()).await?;
     bearer::require(&ctx, scope)?;
     Ok(ctx)
@@ -63,7 +63,7 @@ struct Who<'a> {
 }
 
 async fn entry(
-    app: &AppState,
+    app: &HttpState,
     ctx: &AccessContext,
     origin: &Origin,
     guid: &str,
@@ -87,7 +87,7 @@ async fn entry(
     }
 }
 
-async fn effective(app: &AppState, ctx: &AccessContext, guid: &str, who: Who<'_>) -> Result<Response, TreeFailure> {
+async fn effective(app: &HttpState, ctx: &AccessContext, guid: &str, who: Who<'_>) -> Result<Response, TreeFailure> {
     let f = tree::managed_folder(app, ctx, guid).await?;
     let (holder, _, user) = tree::principal(app, who.ptype, who.provider, who.id).await?;
     let held = tree::held_by(app, &f, &holder, user.as_ref()).await?;
@@ -96,7 +96,7 @@ async fn effective(app: &AppState, ctx: &AccessContext, guid: &str, who: Who<'_>
 }
 
 /// What a method on an entry does.
-async fn on_entry(app: AppState, origin: Origin, req: Request, guid: String, who: Who<'_>) -> Result<Response, TreeFailure> {
+async fn on_entry(app: HttpState, origin: Origin, req: Request, guid: String, who: Who<'_>) -> Result<Response, TreeFailure> {
     let method = req.method().clone();
     let token = bearer_token(req.headers());
     if method == axum::http::Method::GET {
@@ -132,7 +132,7 @@ async fn on_entry(app: AppState, origin: Origin, req: Request, guid: String, who
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn principals(State(app): State<AppState>, Path(guid): Path<String>, req: Request) -> Result<Response, TreeFailure> {
+pub(crate) async fn principals(State(app): State<HttpState>, Path(guid): Path<String>, req: Request) -> Result<Response, TreeFailure> {
     let ctx = caller(&app, bearer_token(req.headers()), "security").await?;
     Ok(ok(&tree::principals(&app, &ctx, &guid).await?))
 }
@@ -170,7 +170,7 @@ pub(crate) async fn principals(State(app): State<AppState>, Path(guid): Path<Str
     ),
 )]
 pub(crate) async fn local_entry(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path((guid, ptype, principal)): Path<(String, String, String)>,
     req: Request,
@@ -207,7 +207,7 @@ pub(crate) async fn local_entry(
     ),
 )]
 pub(crate) async fn directory_entry(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path((guid, ptype, provider, id)): Path<(String, String, String, String)>,
     req: Request,
@@ -239,7 +239,7 @@ pub(crate) async fn directory_entry(
     ),
 )]
 pub(crate) async fn local_effective(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     Path((guid, ptype, principal)): Path<(String, String, String)>,
     req: Request,
 ) -> Result<Response, TreeFailure> {
@@ -270,7 +270,7 @@ pub(crate) async fn local_effective(
     ),
 )]
 pub(crate) async fn directory_effective(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     Path((guid, ptype, provider, id)): Path<(String, String, String, String)>,
     req: Request,
 ) -> Result<Response, TreeFailure> {

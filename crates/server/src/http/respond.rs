@@ -14,11 +14,11 @@ use strongroom_proto::vedauth::{ErrorResponse, RevokeResponse};
 use strongroom_proto::vedsdk::{BearerErrorResponse, ErrorOnly, ResultCode, ResultResponse};
 use strongroom_store::StoreError;
 
-use crate::service::AuthError;
-use crate::service::bearer::BearerError;
-use crate::service::device::PageError;
-use crate::service::groups::GroupError;
-use crate::service::vault::VaultError;
+use strongroom_app::service::AuthError;
+use strongroom_app::service::bearer::BearerError;
+use strongroom_app::service::device::PageError;
+use strongroom_app::service::groups::GroupError;
+use strongroom_app::service::vault::VaultError;
 
 /// `application/json; charset=utf-8`: vcert checks the prefix, oauth2-rs
 /// checks it case-insensitively.
@@ -59,9 +59,27 @@ pub(crate) fn empty_ok() -> Response {
     (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], "").into_response()
 }
 
-impl IntoResponse for AuthError {
+/// A `/vedauth` refusal (the application's [`AuthError`]) as HTTP: the one
+/// place its statuses are chosen.
+#[derive(Debug)]
+pub(crate) struct AuthRefusal(pub(crate) AuthError);
+
+impl From<AuthError> for AuthRefusal {
+    fn from(e: AuthError) -> Self {
+        AuthRefusal(e)
+    }
+}
+
+impl From<strongroom_store::StoreError> for AuthRefusal {
+    fn from(e: strongroom_store::StoreError) -> Self {
+        AuthRefusal(e.into())
+    }
+}
+
+impl IntoResponse for AuthRefusal {
     fn into_response(self) -> Response {
-        let status = match &self {
+        let AuthRefusal(this) = self;
+        let status = match &this {
             AuthError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             AuthError::TooManyStarts => StatusCode::TOO_MANY_REQUESTS,
             AuthError::TemporarilyUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -90,10 +108,10 @@ impl IntoResponse for AuthError {
             | AuthError::SlowDown
             | AuthError::AccessDenied => StatusCode::BAD_REQUEST,
         };
-        if !matches!(self, AuthError::AuthorizationPending | AuthError::SlowDown) {
-            tracing::info!(error = self.code(), description = self.description(), "token request refused");
+        if !matches!(this, AuthError::AuthorizationPending | AuthError::SlowDown) {
+            tracing::info!(error = this.code(), description = this.description(), "token request refused");
         }
-        let mut r = json(status, &ErrorResponse { error: self.code().to_owned(), error_description: Some(self.description().to_owned()) });
+        let mut r = json(status, &ErrorResponse { error: this.code().to_owned(), error_description: Some(this.description().to_owned()) });
         if status == StatusCode::SERVICE_UNAVAILABLE {
             retry_after(&mut r);
         }
@@ -120,11 +138,22 @@ fn sdk_unavailable(e: &StoreError) -> Response {
     r
 }
 
-impl IntoResponse for BearerError {
+/// A bearer token's refusal (the application's [`BearerError`]) as HTTP.
+#[derive(Debug)]
+pub(crate) struct BearerRefusal(pub(crate) BearerError);
+
+impl From<BearerError> for BearerRefusal {
+    fn from(e: BearerError) -> Self {
+        BearerRefusal(e)
+    }
+}
+
+impl IntoResponse for BearerRefusal {
     fn into_response(self) -> Response {
+        let BearerRefusal(this) = self;
         // 401 only for a bad token: clients answer a 401 by refreshing
         // (pyvenafi retries four times), so permissions get 403.
-        let (status, error, description) = match &self {
+        let (status, error, description) = match &this {
             BearerError::Missing => (StatusCode::UNAUTHORIZED, "invalid_token", "A valid access token is required.".to_owned()),
             BearerError::Unknown | BearerError::Refused(_) => {
                 (StatusCode::UNAUTHORIZED, "invalid_token", "The access token is invalid, expired or revoked.".to_owned())
@@ -135,7 +164,7 @@ impl IntoResponse for BearerError {
             // Whatever the store's failure, the token could not be checked: never a 401.
             BearerError::Store(e) => return sdk_unavailable(e),
         };
-        tracing::info!(reason = %self, "bearer refused");
+        tracing::info!(reason = %this, "bearer refused");
         let mut r = json(status, &BearerErrorResponse { error: error.to_owned(), error_description: description });
         let challenge = match status {
             StatusCode::UNAUTHORIZED => Some("Bearer realm=\"strongroom\", error=\"invalid_token\""),
@@ -227,13 +256,13 @@ impl IntoResponse for Page {
 #[derive(Debug)]
 pub(crate) enum Console {
     Ok(maud::Markup, Vec<String>),
-    Problem(crate::service::console::ConsoleError, maud::Markup, Vec<String>),
+    Problem(strongroom_app::service::console::ConsoleError, maud::Markup, Vec<String>),
     SeeOther(String, Vec<String>),
 }
 
 impl IntoResponse for Console {
     fn into_response(self) -> Response {
-        use crate::service::console::ConsoleError as E;
+        use strongroom_app::service::console::ConsoleError as E;
         let (mut r, cookies) = match self {
             Console::Ok(m, c) => ((StatusCode::OK, Html(m.into_string())).into_response(), c),
             Console::SeeOther(location, c) => {
@@ -335,6 +364,11 @@ pub(crate) enum SdkFailure {
     Vault(VaultError),
     /// The group and password calls (`http::groups`, `http::teams`).
     Group(GroupError),
+    /// `POST Log` past the identity's quota: HTTP 429 with `Retry-After`
+    /// (these seconds) and `{"LogResult": 1, "Error": ...}`; nothing written.
+    LogQuota {
+        retry_after_secs: i64,
+    },
 }
 
 impl From<GroupError> for SdkFailure {
@@ -360,7 +394,21 @@ impl IntoResponse for SdkFailure {
         match self {
             SdkFailure::BadJson(message) => json(StatusCode::BAD_REQUEST, &ErrorOnly { error: message }),
             SdkFailure::TooLarge => json(StatusCode::PAYLOAD_TOO_LARGE, &ErrorOnly { error: "The request body is too large.".into() }),
-            SdkFailure::Bearer(e) => e.into_response(),
+            SdkFailure::Bearer(e) => BearerRefusal(e).into_response(),
+            SdkFailure::LogQuota { retry_after_secs } => {
+                let rule = strongroom_core::throttle::Rule::IDENTITY_CLIENT_EVENTS;
+                tracing::info!(retry_after_secs, "client event refused: over the identity's quota");
+                let error = format!(
+                    "Too many events from this identity: at most {} in {} seconds. Nothing was written; try again in {retry_after_secs} s.",
+                    rule.limit, rule.window_secs
+                );
+                let mut r =
+                    json(StatusCode::TOO_MANY_REQUESTS, &strongroom_proto::vedsdk::LogResultResponse { log_result: 1, error: Some(error) });
+                if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                r
+            }
             // The product's Identity failures: 400 with only `Message`. A
             // caller without the role (Master Admin, the group's owner) gets
             // 403 with `Message`: never 401, which means only a bad token.
@@ -406,7 +454,7 @@ impl IntoResponse for SdkFailure {
 pub(crate) enum TreeFailure {
     /// The token, the scope, or a body that does not parse.
     Sdk(SdkFailure),
-    Tree(crate::service::tree::TreeError),
+    Tree(strongroom_app::service::tree::TreeError),
 }
 
 impl From<SdkFailure> for TreeFailure {
@@ -421,21 +469,21 @@ impl From<BearerError> for TreeFailure {
     }
 }
 
-impl From<crate::service::tree::TreeError> for TreeFailure {
-    fn from(e: crate::service::tree::TreeError) -> Self {
+impl From<strongroom_app::service::tree::TreeError> for TreeFailure {
+    fn from(e: strongroom_app::service::tree::TreeError) -> Self {
         TreeFailure::Tree(e)
     }
 }
 
 impl From<StoreError> for TreeFailure {
     fn from(e: StoreError) -> Self {
-        TreeFailure::Tree(crate::service::tree::TreeError::Store(e))
+        TreeFailure::Tree(strongroom_app::service::tree::TreeError::Store(e))
     }
 }
 
 impl IntoResponse for TreeFailure {
     fn into_response(self) -> Response {
-        use crate::service::tree::TreeError;
+        use strongroom_app::service::tree::TreeError;
         let error = |status: StatusCode, message: String| json(status, &ErrorOnly { error: message });
         match self {
             TreeFailure::Sdk(e) => e.into_response(),

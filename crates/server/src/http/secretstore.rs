@@ -19,16 +19,16 @@ use strongroom_proto::vedsdk::{
 };
 
 use super::extract::bearer_token;
-use super::openapi::{
+use super::respond::{SdkFailure, ok};
+use super::responses::{
     AddAnswer, Forbidden, IdsAnswer, KeysAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer, Unauthorized,
     Unavailable, ValueAnswer,
 };
-use super::respond::{SdkFailure, ok};
 use super::sdk_body::{FieldError, SdkBody};
-use crate::service::Origin;
-use crate::service::bearer::{self, BearerError};
-use crate::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer::{self, BearerError};
+use strongroom_app::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
 
 type Answer = Result<Response, SdkFailure>;
 
@@ -41,13 +41,13 @@ impl From<FieldError> for SdkFailure {
 /// Authenticates, checks `scope`, reads the body, and loads the caller and
 /// the entry the body's `VaultID` names: one context read in all. The
 /// bearer is judged before the body, so a bad token is 401 whatever the body.
-pub(super) async fn begin(app: &AppState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
+pub(super) async fn begin(app: &HttpState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
     begin_with(app, origin, req, scope, None).await
 }
 
 /// [`begin`], with the entry named by the path (`path_id`) rather than the body.
 async fn begin_with(
-    app: &AppState,
+    app: &HttpState,
     origin: Origin,
     req: Request,
     scope: &'static str,
@@ -69,7 +69,7 @@ async fn begin_with(
 
 /// Authenticates and loads the caller (whatever the token's scope), for
 /// the calls any valid token may make (`GET Log`); the body is not read.
-pub(super) async fn begin_any_scope(app: &AppState, origin: Origin, req: Request) -> Result<Caller, SdkFailure> {
+pub(super) async fn begin_any_scope(app: &HttpState, origin: Origin, req: Request) -> Result<Caller, SdkFailure> {
     let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
     let ctx = app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
     bearer::admit(app, &ctx.access).await?;
@@ -145,7 +145,7 @@ fn value(b: &SdkBody) -> Result<Option<Value>, SdkFailure> {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn add(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let vault_type = required(b.int32(&["VaultType"])?, "VaultType")?;
     let key_name = b.string(&["Keyname"])?;
@@ -174,7 +174,7 @@ pub(crate) async fn add(State(app): State<AppState>, origin: Origin, req: Reques
         SdkRefusals,
     ),
 )]
-pub(crate) async fn retrieve(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn retrieve(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let (data, vault_type) = svc::retrieve(&app, &c, vault_id(&b)?).await?;
     Ok(ok(&RetrieveResponse { base64_data: SecretString(STANDARD.encode(data)), result: 0, vault_type }))
@@ -192,7 +192,7 @@ pub(crate) async fn retrieve(State(app): State<AppState>, origin: Origin, req: R
         SdkRefusals,
     ),
 )]
-pub(crate) async fn associate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn associate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let id = vault_id(&b)?;
     let n = required(name(&b)?, "Name")?;
@@ -213,7 +213,7 @@ pub(crate) async fn associate(State(app): State<AppState>, origin: Origin, req: 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn dissociate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn dissociate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let id = vault_id(&b)?;
     let n = name(&b)?;
@@ -234,7 +234,7 @@ pub(crate) async fn dissociate(State(app): State<AppState>, origin: Origin, req:
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn lookup_by_association(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let n = required(name(&b)?, "Name")?;
     Ok(ids(svc::lookup_by_association(&app, &c, n, value(&b)?).await?))
@@ -252,7 +252,7 @@ pub(crate) async fn lookup_by_association(State(app): State<AppState>, origin: O
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_association(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn lookup_association(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let id = vault_id(&b)?;
     let n = required(name(&b)?, "Name")?;
@@ -272,7 +272,7 @@ pub(crate) async fn lookup_association(State(app): State<AppState>, origin: Orig
         SdkRefusals,
     ),
 )]
-pub(crate) async fn all_associations(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn all_associations(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let list = svc::all_associations(&app, &c, vault_id(&b)?).await?;
     let typed_name_values = list
@@ -294,7 +294,7 @@ pub(crate) async fn all_associations(State(app): State<AppState>, origin: Origin
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_owner(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn lookup_by_owner(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
     Ok(ids(svc::lookup_by_owner(&app, &c, b.string(&["Owner"])?, b.int32(&["VaultType"])?).await?))
@@ -312,7 +312,7 @@ pub(crate) async fn lookup_by_owner(State(app): State<AppState>, origin: Origin,
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_vault_type(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn lookup_by_vault_type(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
     Ok(ids(svc::lookup_by_type(&app, &c, t).await?))
@@ -330,7 +330,7 @@ pub(crate) async fn lookup_by_vault_type(State(app): State<AppState>, origin: Or
         SdkRefusals,
     ),
 )]
-pub(crate) async fn orphan_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn orphan_lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     Ok(ids(svc::orphans(&app, &c, b.int32(&["VaultType"])?).await?))
 }
@@ -347,7 +347,7 @@ pub(crate) async fn orphan_lookup(State(app): State<AppState>, origin: Origin, r
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_add(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn owner_add(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
     svc::owner_add(&app, &c, vault_id(&b)?, b.string(&["Owner"])?).await?;
@@ -366,7 +366,7 @@ pub(crate) async fn owner_add(State(app): State<AppState>, origin: Origin, req: 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn owner_delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:delete").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
     let id = b.int64(&["VaultID"])?.map(VaultId);
@@ -386,7 +386,7 @@ pub(crate) async fn owner_delete(State(app): State<AppState>, origin: Origin, re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn owner_lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted").await?;
     svc::namespace(b.string(&["Namespace"])?)?;
     let owners = svc::owner_lookup(&c, vault_id(&b)?).await?;
@@ -405,7 +405,7 @@ pub(crate) async fn owner_lookup(State(app): State<AppState>, origin: Origin, re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn mutate(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn mutate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
     svc::mutate(&app, &c, vault_id(&b)?, t).await?;
@@ -423,7 +423,7 @@ pub(crate) async fn mutate(State(app): State<AppState>, origin: Origin, req: Req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let (c, _) = begin(&app, origin, req, "restricted").await?;
     Ok(ids(svc::lookup_all(&app, &c).await?))
 }
@@ -439,7 +439,7 @@ pub(crate) async fn lookup(State(app): State<AppState>, origin: Origin, req: Req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn encryption_keys_in_use(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn encryption_keys_in_use(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "restricted").await?;
     Ok(ok(&EncryptionKeysResponse { encryption_keys: svc::keys_in_use(&app).await?, result: 0 }))
 }
@@ -459,7 +459,7 @@ pub(crate) async fn encryption_keys_in_use(State(app): State<AppState>, origin: 
     ),
 )]
 /// `GET /vedsdk/SecretStore/AvailableNamespaces`.
-pub(crate) async fn available_namespaces(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn available_namespaces(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "restricted:manage").await?;
     Ok(ok(&NamespacesResponse { namespaces: vec![strongroom_core::vault::NAMESPACE.to_owned()], result: 0 }))
 }
@@ -482,7 +482,7 @@ pub(crate) async fn available_namespaces(State(app): State<AppState>, origin: Or
 /// `GET RotateKey/{vaultid}?newkeyname=` (parameter name in any case), scope
 /// `admin:rotate`: moves one entry under another named key.
 pub(crate) async fn rotate_key(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path(vault_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -512,7 +512,7 @@ pub(crate) async fn rotate_key(
     ),
 )]
 /// `GET /vedsdk/Crypto/DefaultKey`: the key `Add` uses when `Keyname` is absent.
-pub(crate) async fn default_key(State(app): State<AppState>, origin: Origin, req: Request) -> Answer {
+pub(crate) async fn default_key(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
     let _ = begin(&app, origin, req, "restricted").await?;
     Ok(ok(&DefaultKeyResponse { default_key: app.keyring.default_name().to_owned() }))
 }

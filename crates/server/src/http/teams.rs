@@ -17,12 +17,12 @@ use strongroom_store::Team;
 
 use super::extract::bearer_token;
 use super::groups::{bad, begin, identity_field, wire};
-use super::openapi::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use super::respond::{SdkFailure, ok};
-use crate::service::Origin;
-use crate::service::bearer;
-use crate::service::groups;
-use crate::state::AppState;
+use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::bearer;
+use strongroom_app::service::groups;
 
 /// The longest team description kept.
 const MAX_DESCRIPTION: usize = 1024;
@@ -48,7 +48,7 @@ const MAX_DESCRIPTION: usize = 1024;
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "configuration:manage").await?;
     let name = identity_field(&body, "Name")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
@@ -65,7 +65,7 @@ pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Req
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message }))
 }
 
-async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
+async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
     let (ctx, body) = begin(&app, req, "configuration:manage").await?;
     let team = identity_field(&body, "Team")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
@@ -94,7 +94,7 @@ async fn members_call(app: AppState, origin: Origin, req: Request, join: bool) -
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     members_call(app, origin, req, true).await
 }
 
@@ -117,7 +117,7 @@ pub(crate) async fn add_members(State(app): State<AppState>, origin: Origin, req
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn remove_members(State(app): State<AppState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
     members_call(app, origin, req, false).await
 }
 
@@ -140,7 +140,7 @@ pub(crate) async fn remove_members(State(app): State<AppState>, origin: Origin, 
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn get_team(State(app): State<AppState>, Path(guid): Path<String>, req: Request) -> Result<Response, SdkFailure> {
+pub(crate) async fn get_team(State(app): State<HttpState>, Path(guid): Path<String>, req: Request) -> Result<Response, SdkFailure> {
     let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
     bearer::require(&ctx, "configuration")?;
     let t = groups::team(&app, &guid).await?;
@@ -173,7 +173,7 @@ pub(crate) async fn get_team(State(app): State<AppState>, Path(guid): Path<Strin
     ),
 )]
 pub(crate) async fn delete_team(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     Path(guid): Path<String>,
     req: Request,

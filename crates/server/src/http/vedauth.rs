@@ -11,16 +11,17 @@ use strongroom_proto::vedauth::{
 };
 
 use super::extract::{FormOrJson, basic_client_id, bearer_token};
-use super::openapi::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
 use super::respond::{Revoked, ok};
-use crate::service::bearer::{self, BearerError};
-use crate::service::machine::{self, ClientCertificate};
-use crate::service::token::Issued;
-use crate::service::{AuthError, Origin, device, revocation, token};
-use crate::state::AppState;
+use super::responses::{AuthRefused, AuthTooLarge, AuthUnavailable, Timeout, Unauthorized, Unavailable};
+use crate::http::respond::{AuthRefusal, BearerRefusal};
+use crate::state::HttpState;
+use strongroom_app::service::bearer::{self, BearerError};
+use strongroom_app::service::machine::{self, ClientCertificate};
+use strongroom_app::service::token::Issued;
+use strongroom_app::service::{Origin, device, revocation, token};
 use strongroom_core::event::EventKind;
 
-fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
+fn token_response(app: &HttpState, issued: Issued) -> TokenResponse {
     let Issued { grant, tokens, state } = issued;
     TokenResponse {
         access_token: SecretString(tokens.access.expose().to_owned()),
@@ -51,10 +52,10 @@ fn token_response(app: &AppState, issued: Issued) -> TokenResponse {
     ),
 )]
 pub(crate) async fn device(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     FormOrJson(req): FormOrJson<DeviceRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     let started = device::start(&app, req, &origin).await?;
     let verification_uri = format!("{}/vedauth/device", app.public_url);
     Ok(ok(&DeviceResponse {
@@ -86,10 +87,10 @@ pub(crate) async fn device(
     ),
 )]
 pub(crate) async fn token(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     FormOrJson(req): FormOrJson<TokenRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     let issued = token::token(&app, req, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
 }
@@ -113,10 +114,10 @@ pub(crate) async fn token(
     ),
 )]
 pub(crate) async fn oauth(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     FormOrJson(req): FormOrJson<OAuthRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     let issued = token::password_grant(&app, req, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
 }
@@ -142,10 +143,10 @@ pub(crate) async fn oauth(
     ),
 )]
 pub(crate) async fn jwt(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     FormOrJson(req): FormOrJson<JwtRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     let issued = machine::jwt_grant(&app, req, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
 }
@@ -170,13 +171,13 @@ pub(crate) async fn jwt(
     ),
 )]
 pub(crate) async fn certificate(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     cert: Option<axum::Extension<ClientCertificate>>,
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     FormOrJson(req): FormOrJson<CertificateRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     let chain = match cert {
         // The certificate listener: what rustls verified, or nothing.
         Some(axum::Extension(ClientCertificate(chain))) => chain,
@@ -190,7 +191,7 @@ pub(crate) async fn certificate(
             })
             .and_then(|h| headers.get(h))
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::certificate::chain_from_header),
+            .and_then(strongroom_idp::certificate::chain_from_header),
     };
     let issued = machine::certificate_grant(&app, req, chain, &origin).await?;
     Ok(ok(&token_response(&app, issued)))
@@ -222,7 +223,7 @@ pub(crate) async fn is_auth_server() -> Response {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
+pub(crate) async fn verify(State(app): State<HttpState>, headers: HeaderMap) -> Result<Response, BearerRefusal> {
     let ctx = bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
     let g = &ctx.grant;
     Ok(ok(&VerifyResponse {
@@ -257,13 +258,13 @@ pub(crate) async fn verify(State(app): State<AppState>, headers: HeaderMap) -> R
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
+pub(crate) async fn revoke(State(app): State<HttpState>, origin: Origin, headers: HeaderMap) -> Response {
     let ctx = match bearer::lookup(&app, bearer_token(&headers).as_deref()).await {
         Ok(ctx) => ctx,
         Err(BearerError::Missing | BearerError::Unknown | BearerError::Refused(_) | BearerError::InsufficientScope(_)) => {
             return Revoked::NotFound.into_response();
         }
-        Err(e @ BearerError::Store(_)) => return e.into_response(),
+        Err(e @ BearerError::Store(_)) => return BearerRefusal(e).into_response(),
     };
     let g = &ctx.grant;
     let event = app
@@ -278,7 +279,7 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
             Revoked::Done(format!("Grant for identity {} with scope {} has been revoked", g.user_id.identity(), g.scope)).into_response()
         }
         Ok(false) => Revoked::NotFound.into_response(),
-        Err(e) => BearerError::from(e).into_response(),
+        Err(e) => BearerRefusal(BearerError::from(e)).into_response(),
     }
 }
 
@@ -304,11 +305,11 @@ pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, headers:
     ),
 )]
 pub(crate) async fn revoke_rfc7009(
-    State(app): State<AppState>,
+    State(app): State<HttpState>,
     origin: Origin,
     headers: HeaderMap,
     FormOrJson(req): FormOrJson<RevocationRequest>,
-) -> Result<Response, AuthError> {
+) -> Result<Response, AuthRefusal> {
     revocation::revoke(&app, req, basic_client_id(&headers), &origin).await?;
     Ok(super::respond::revoked_rfc7009())
 }
@@ -322,7 +323,7 @@ pub(crate) async fn revoke_rfc7009(
         find the token, device authorization and revocation endpoints here.",
     responses((status = 200, description = "The metadata.", body = AuthorizationServerMetadata)),
 )]
-pub(crate) async fn metadata(State(app): State<AppState>) -> Response {
+pub(crate) async fn metadata(State(app): State<HttpState>) -> Response {
     let base = &app.public_url;
     let none = vec!["none".to_owned()];
     ok(&AuthorizationServerMetadata {

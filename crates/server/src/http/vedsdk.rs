@@ -7,10 +7,11 @@ use axum::response::Response;
 use strongroom_proto::vedsdk::VersionResponse;
 
 use super::extract::bearer_token;
-use super::openapi::{Timeout, Unauthorized, Unavailable};
 use super::respond::ok;
-use crate::service::bearer::{self, BearerError};
-use crate::state::AppState;
+use super::responses::{Timeout, Unauthorized, Unavailable};
+use crate::http::respond::BearerRefusal;
+use crate::state::HttpState;
+use strongroom_app::service::bearer;
 
 /// The WebSDK API level Strongroom serves. Clients parse it to pick API
 /// features (pyvenafi reads major.minor), so it is the product version whose
@@ -42,7 +43,7 @@ pub(crate) async fn ping() -> Response {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn version(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, BearerError> {
+pub(crate) async fn version(State(app): State<HttpState>, headers: HeaderMap) -> Result<Response, BearerRefusal> {
     bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
     Ok(ok(&VersionResponse { version: API_VERSION.to_owned() }))
 }

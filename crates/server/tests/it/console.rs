@@ -18,7 +18,7 @@ use crate::support::{PASSWORD, TestServer, hidden_field};
 /// One browser on the console: its cookies and anti-forgery token.
 pub struct Console<'a> {
     s: &'a TestServer,
-    cookies: BTreeMap<String, String>,
+    pub cookies: BTreeMap<String, String>,
     pub csrf: String,
 }
 
@@ -463,7 +463,7 @@ async fn changing_permissions_needs_the_right_on_that_folder() {
     s.admin.create_folder("\\VED\\Policy\\B").await.unwrap();
     let grant = [("folder", "\\VED\\Policy\\A\\Sub"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
     let elsewhere = [("folder", "\\VED\\Policy\\B"), ("kind", "user"), ("name", "bob"), ("rights", "read")];
-    match strongroom_server::service::console::manage_flag() {
+    match strongroom_app::service::console::manage_flag() {
         None => {
             // Every right there is, but no Master Admin: still read-only.
             let all = Rights::from_bits(u32::MAX).to_string();

@@ -288,7 +288,7 @@ async fn disabled_users_and_integrations_lose_access_at_once() {
     let t = s.tokens_for(&alice, "app", "restricted").await;
     let access = t["access_token"].as_str().unwrap();
     assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::OK, "a new grant works");
-    let spec = strongroom_server::admin::IntegrationSpec { disabled: Some(true), ..Default::default() };
+    let spec = strongroom_app::admin::IntegrationSpec { disabled: Some(true), ..Default::default() };
     s.admin.update_integration("app", spec).await.unwrap();
     assert_eq!(s.get_bearer("/vedauth/authorize/verify", access).await.0, StatusCode::UNAUTHORIZED);
     let (st, e) = s.post_json("/vedauth/authorize/device", json!({"client_id": "app", "scope": "restricted"})).await;

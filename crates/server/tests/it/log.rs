@@ -242,7 +242,7 @@ async fn log_schema_needs_admin_viewlogs_and_the_metadata_stub_answers_empty() {
 /// address and request id), and the log shows it.
 #[tokio::test]
 async fn an_administrative_act_names_whoever_did_it() {
-    use strongroom_server::admin::{Actor, IntegrationSpec};
+    use strongroom_app::admin::{Actor, IntegrationSpec};
     let s = TestServer::start().await;
     s.integration("app", SCOPE, |_| {}).await;
     let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(PASSWORD), true).await.unwrap();

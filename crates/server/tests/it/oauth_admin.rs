@@ -7,9 +7,9 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use strongroom_app::admin::IntegrationSpec;
 use strongroom_core::identity::User;
 use strongroom_core::secret::Secret;
-use strongroom_server::admin::IntegrationSpec;
 
 use crate::support::{PASSWORD, TestServer};
 

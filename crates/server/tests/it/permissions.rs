@@ -284,7 +284,7 @@ async fn two_administrators_on_two_replicas_lose_no_write_on_postgres() {
 /// folder gone by then is not found, not a failure.
 #[tokio::test]
 async fn a_delegated_manager_loses_the_right_to_change_permissions_at_once() {
-    use strongroom_server::admin::AdminError;
+    use strongroom_app::admin::AdminError;
     use strongroom_store::{Holder, RightsChange};
     let (s, root, bob_token, bob) = setup().await;
     s.admin.create_folder("\\VED\\Policy\\TeamA").await.unwrap();
@@ -316,7 +316,7 @@ async fn a_delegated_manager_loses_the_right_to_change_permissions_at_once() {
     assert_eq!(by_bob(&all().await.unwrap()), 1, "no event for the refused change");
 
     // The write itself re-checks: a handle acting for bob (as the API and the console build it) is refused there.
-    let actor = strongroom_server::admin::Actor { identity: bob.id.identity(), source: "192.0.2.9".into(), request_id: "r".into() };
+    let actor = strongroom_app::admin::Actor { identity: bob.id.identity(), source: "192.0.2.9".into(), request_id: "r".into() };
     let for_bob = s.admin.acting_as(actor).on_behalf_of(bob.id.clone());
     let team = strongroom_core::vault::FolderPath::parse("\\VED\\Policy\\TeamA").unwrap();
     let carol_id = s.store.user_by_name("carol".into()).await.unwrap().unwrap().0.id;

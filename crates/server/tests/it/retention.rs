@@ -4,9 +4,9 @@
 //! archive withdrawn); the stored log and the files verify, and a file
 //! edited afterwards does not.
 
+use strongroom_app::archive::{self, ArchiveError};
 use strongroom_core::event::EventKind;
 use strongroom_core::time::Clock as _;
-use strongroom_server::archive::{self, ArchiveError};
 
 use crate::support::TestServer;
 

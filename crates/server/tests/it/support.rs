@@ -8,17 +8,17 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+use strongroom_app::OsRandom;
+use strongroom_app::admin::{Admin, IntegrationSpec};
 use strongroom_core::grant::device::DeviceState;
 use strongroom_core::identity::User;
 use strongroom_core::integration::Integration;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::{Clock as _, ManualClock};
 use strongroom_core::token::{TokenKind, normalize_user_code};
-use strongroom_server::admin::{Admin, IntegrationSpec};
 use strongroom_server::config::RawConfig;
 use strongroom_server::serve::{self, Running};
-use strongroom_server::state::OsRandom;
-use strongroom_server::{AppState, http};
+use strongroom_server::{HttpState, http};
 use strongroom_store::Store;
 use strongroom_testkit::page::Page;
 
@@ -28,7 +28,7 @@ pub const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 pub struct TestServer {
     pub url: String,
     pub clock: ManualClock,
-    pub state: AppState,
+    pub state: HttpState,
     pub store: Arc<dyn Store>,
     pub admin: Admin,
     pub http: reqwest::Client,
@@ -87,8 +87,8 @@ impl TestServer {
         raw.public_url = Some(url.clone());
         let config = raw.validate().unwrap();
         // Start the manual clock at the real time, so timestamps look sane.
-        let clock = ManualClock::new(strongroom_server::state::SystemClock.now());
-        let keys = strongroom_server::keys::Keys::from_master(&[42; 32]);
+        let clock = ManualClock::new(strongroom_app::SystemClock.now());
+        let keys = strongroom_keyring::keys::Keys::from_master(&[42; 32]);
         let state = serve::state(store.clone(), Arc::new(clock.clone()), Arc::new(OsRandom), keys, &config);
         let running = serve::spawn(listener, http::app(state.clone(), serve::limits(&config)), None).unwrap();
         let admin = Admin {

@@ -13,7 +13,7 @@ use strongroom_core::time::UnixTime;
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
-use super::events::{append_event, deleted_event, ended_grant_event, with_grants_ended};
+use super::events::{append_event, ended_grant_event, orphaned_event, with_grants_ended};
 use super::{Conn, exists, int, query_one};
 use crate::codec::{self, values};
 use crate::sql::{self, Sql};
@@ -121,28 +121,34 @@ pub(crate) async fn delete_folder<C: Conn>(c: &C, folder: &FolderPath, recursive
         return Ok(FolderDeletion::NotEmpty { subfolders: folders - 1, entries: owned.len() as u64 });
     }
     let owners_removed = c.execute(&sql::DELETE_SUBTREE_OWNERS, &subtree).await?;
-    let mut entries_deleted = Vec::new();
+    // An entry left without an owner is kept as an orphan, never deleted:
+    // deleting folders needs only Delete on them, while deleting an entry
+    // needs Write on its owner through the vault. `SecretStore/OrphanLookup`
+    // finds it; a Master Admin re-owns it (`OwnerAdd`) or deletes it.
+    let mut entries_orphaned = Vec::new();
     for id in owned {
         if int(c, &sql::OWNER_COUNT, &values![id]).await? == 0 {
-            c.execute(&sql::DELETE_ENTRY, &values![id]).await?;
-            let why = format!("its last owner folder was deleted ({})", event.object);
-            append_event(c, &deleted_event(event, id, why)).await?;
-            entries_deleted.push(id);
+            let why = format!("its last owner folder was deleted ({}): kept as an orphan", event.object);
+            append_event(c, &orphaned_event(event, id, why)).await?;
+            entries_orphaned.push(id);
         }
     }
     let rights_removed = int(c, &sql::SUBTREE_RIGHTS_COUNT, &subtree).await?.unsigned_abs();
     c.execute(&sql::DELETE_SUBTREE, &subtree).await?;
     let detail = format!(
-        "recursive={recursive} folders={folders} owners_removed={owners_removed} entries_deleted={} rights_removed={rights_removed}",
-        entries_deleted.len()
+        "recursive={recursive} folders={folders} owners_removed={owners_removed} entries_orphaned={} rights_removed={rights_removed}",
+        entries_orphaned.len()
     );
     append_event(c, &Event { detail, ..event.clone() }).await?;
-    Ok(FolderDeletion::Deleted { folders, owners_removed, entries_deleted, rights_removed })
+    Ok(FolderDeletion::Deleted { folders, owners_removed, entries_orphaned, rights_removed })
 }
 
 pub(crate) async fn set_user_disabled<C: Conn>(c: &C, name: &str, disabled: bool, event: &Event) -> StoreResult<Option<u64>> {
     let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
     c.execute(&sql::SET_USER_DISABLED, &values![disabled, user_id.as_str()]).await?;
+    if disabled {
+        c.execute(&sql::END_CONSOLE_SESSIONS, &values![user_id.as_str()]).await?;
+    }
     let ended = if disabled { end_grants(c, &user_id, event.at, true).await? } else { 0 };
     append_event(c, &with_grants_ended(event.clone(), ended)).await?;
     Ok(Some(ended))
@@ -157,9 +163,26 @@ pub(crate) async fn set_user_password<C: Conn>(
 ) -> StoreResult<Option<u64>> {
     let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
     c.execute(&sql::SET_USER_PASSWORD, &values![password_hash, user_id.as_str()]).await?;
+    // A new password ends every console session, whatever `end` says of grants.
+    c.execute(&sql::END_CONSOLE_SESSIONS, &values![user_id.as_str()]).await?;
     let ended = if end { end_grants(c, &user_id, event.at, false).await? } else { 0 };
     append_event(c, &with_grants_ended(event.clone(), ended)).await?;
     Ok(Some(ended))
+}
+
+/// See [`crate::AdminStore::console_epoch`].
+pub(crate) async fn console_epoch<C: Conn>(c: &C, user: &UserId) -> StoreResult<i64> {
+    Ok(c.query_opt(&sql::CONSOLE_EPOCH, &values![user.as_str()], |r| r.int()).await?.unwrap_or(0))
+}
+
+/// See [`crate::AdminStore::end_console_sessions`].
+pub(crate) async fn end_console_sessions<C: Conn>(c: &C, user: &UserId, event: &Event) -> StoreResult<bool> {
+    if !exists(c, &sql::USER_EXISTS, &values![user.as_str()]).await? {
+        return Ok(false);
+    }
+    c.execute(&sql::END_CONSOLE_SESSIONS, &values![user.as_str()]).await?;
+    append_event(c, event).await?;
+    Ok(true)
 }
 
 pub(crate) async fn revoke_user_grants<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<Option<u64>> {
@@ -213,7 +236,11 @@ pub(crate) async fn update_integration<C: Conn>(c: &C, i: &Integration, event: &
     let n = c.execute(&sql::UPDATE_INTEGRATION, &codec::integration_row(i, event.at)).await?;
     if n == 1 {
         save_allowed(c, i).await?;
-        append_event(c, event).await?;
+        // What the change stops is revoked, not paused: disabled, every
+        // grant of the integration; a user off its allow-list, theirs. Put
+        // back or enabled again, nothing of before comes back to life.
+        let ended = end_grants_where(c, &sql::CLIENT_STOPPED_GRANTS, &i.client_id, event).await?;
+        append_event(c, &with_grants_ended(event.clone(), ended)).await?;
     }
     Ok(n == 1)
 }

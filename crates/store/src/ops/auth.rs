@@ -179,7 +179,7 @@ pub(crate) async fn login_context<C: Conn>(c: &C, name_key: &str, addr: &str) ->
 
 /// Counter `key`, locked for this transaction (created at zero if absent,
 /// so that there is a row to lock).
-async fn counter<C: Conn>(c: &C, key: &str) -> StoreResult<Counter> {
+pub(crate) async fn counter<C: Conn>(c: &C, key: &str) -> StoreResult<Counter> {
     c.execute(&sql::ZERO_COUNTER, &values![key]).await?;
     query_one(c, &sql::COUNTER, &values![key], codec::counter).await
 }
@@ -199,7 +199,7 @@ async fn counters<C: Conn>(c: &C, slots: &[Slot]) -> StoreResult<Vec<Counter>> {
 }
 
 /// Writes `slot`'s counter.
-async fn put_counter<C: Conn>(c: &C, slot: &Slot, counter: &Counter) -> StoreResult<()> {
+pub(crate) async fn put_counter<C: Conn>(c: &C, slot: &Slot, counter: &Counter) -> StoreResult<()> {
     c.execute(&sql::PUT_COUNTER, &codec::counter_row(slot, counter)).await.map(drop)
 }
 

@@ -1,10 +1,11 @@
 //! The chained event log, and the store's upkeep.
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
-use strongroom_core::throttle::ORIGIN_RETENTION_DAYS;
+use strongroom_core::throttle::{ORIGIN_RETENTION_DAYS, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::VaultId;
 
+use super::auth::{counter, put_counter};
 use super::{Conn, query_one};
 use crate::codec::{self, values};
 use crate::sql;
@@ -64,6 +65,25 @@ pub(crate) async fn archive_events<C: Conn>(c: &C, from: i64, through: (i64, [u8
     Ok(true)
 }
 
+/// See [`crate::EventStore::append_client_event`]: the counter's slot and
+/// the event in one transaction (PostgreSQL takes the chain's head first;
+/// SQLite has one writer), so parallel writers cannot outrun the count.
+pub(crate) async fn append_client_event<C: Conn>(c: &C, e: &Event, key: &str, rule: Rule) -> StoreResult<Result<(), UnixTime>> {
+    let current = counter(c, key).await?;
+    let Some(after) = current.count(rule, e.at) else {
+        // Room again when the window ends.
+        return Ok(Err(current.window_start.plus_secs(rule.window_secs)));
+    };
+    put_counter(c, &Slot { key: key.to_owned(), subject: None, rule, reset_on_success: false }, &after).await?;
+    append_event(c, e).await?;
+    Ok(Ok(()))
+}
+
+/// See [`crate::EventStore::purge_replays`].
+pub(crate) async fn purge_replays<C: Conn>(c: &C, now: UnixTime) -> StoreResult<u64> {
+    c.execute(&sql::PURGE_REPLAYS, &values![now]).await
+}
+
 /// See [`crate::EventStore::purge`].
 pub(crate) async fn purge<C: Conn>(c: &C, before: UnixTime) -> StoreResult<u64> {
     let mut n = 0;
@@ -98,15 +118,25 @@ pub(crate) fn with_grants_ended(mut event: Event, ended: u64) -> Event {
     event
 }
 
-/// The `vault.deleted` event that goes with `cause` (an owner removal, a
-/// folder deletion) having left entry `id` with no owner.
+/// The `vault.orphaned` event that goes with `cause` (a folder deletion)
+/// having left entry `id` with no owner.
+pub(crate) fn orphaned_event(cause: &Event, id: VaultId, detail: String) -> Event {
+    derived(cause, EventKind::VaultOrphaned, id.to_string(), detail)
+}
+
+/// The `vault.deleted` event that goes with `cause` (an owner removal)
+/// having left entry `id` with no owner.
 pub(crate) fn deleted_event(cause: &Event, id: VaultId, detail: String) -> Event {
     derived(cause, EventKind::VaultDeleted, id.to_string(), detail)
 }
 
-/// The `grant.revoked` event that goes with the deletion `cause` (of a user
-/// or an integration) ending grant `id`.
+/// The `grant.revoked` event that goes with `cause` (the deletion of a user
+/// or an integration, or a change of an integration) ending grant `id`.
 pub(crate) fn ended_grant_event(cause: &Event, id: &str) -> Event {
-    let whose = if cause.kind == EventKind::UserDeleted { "user" } else { "integration" };
-    derived(cause, EventKind::GrantRevoked, id.to_owned(), format!("{whose} deleted by an administrator"))
+    let why = match cause.kind {
+        EventKind::UserDeleted => "user deleted by an administrator",
+        EventKind::IntegrationUpdated => "integration disabled, or its user taken off its allow-list, by an administrator",
+        _ => "integration deleted by an administrator",
+    };
+    derived(cause, EventKind::GrantRevoked, id.to_owned(), why.to_owned())
 }

@@ -171,6 +171,12 @@ macro_rules! admin_methods {
         fn set_user_password(&self, name: String, password_hash: String, end: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
             $write!(self, |c| admin::set_user_password(c, &name, &password_hash, end, &event))
         }
+        fn console_epoch(&self, user: UserId) -> StoreFuture<'_, i64> {
+            $read!(self, |c| admin::console_epoch(c, &user))
+        }
+        fn end_console_sessions(&self, user: UserId, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| admin::end_console_sessions(c, &user, &event))
+        }
         fn revoke_user_grants(&self, name: String, event: Event) -> StoreFuture<'_, Option<u64>> {
             $write!(self, |c| admin::revoke_user_grants(c, &name, &event))
         }
@@ -322,6 +328,12 @@ macro_rules! event_methods {
         }
         fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64> {
             $write!(self, |c| events::purge(c, before))
+        }
+        fn purge_replays(&self, now: UnixTime) -> StoreFuture<'_, u64> {
+            $single!(self, |c| events::purge_replays(c, now))
+        }
+        fn append_client_event(&self, event: Event, key: String, rule: Rule) -> StoreFuture<'_, Result<(), UnixTime>> {
+            $write!(self, |c| events::append_client_event(c, &event, &key, rule))
         }
     };
 }

@@ -50,6 +50,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0012_integration_version",
         sql: include_str!("../../migrations/postgres/0012_integration_version.sql"),
     },
+    Migration { version: 13, name: "0013_console_epochs", sql: include_str!("../../migrations/postgres/0013_console_epochs.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

@@ -184,19 +184,28 @@ pub(crate) async fn a_folder_is_deleted_when_empty_or_with_everything_below_it(s
     // Empty: deleted.
     assert_eq!(
         store.delete_folder(folder("\\VED\\Policy\\Empty"), false, ev(EventKind::FolderDeleted)).await.unwrap(),
-        FolderDeletion::Deleted { folders: 1, owners_removed: 0, entries_deleted: vec![], rights_removed: 0 }
+        FolderDeletion::Deleted { folders: 1, owners_removed: 0, entries_orphaned: vec![], rights_removed: 0 }
     );
-    // Recursive: Team A and App go; entries owned only there go; the one
-    // also owned by Team B stays with that owner; Team A2 is untouched.
+    // Recursive: Team A and App go; entries owned only there stay, as
+    // orphans (a folder's Delete right is not the vault's); the one also
+    // owned by Team B stays with that owner; Team A2 is untouched.
     let done = store
         .delete_folder(folder("\\VED\\Policy\\Team A"), true, ev(EventKind::FolderDeleted).object("\\VED\\Policy\\Team A"))
         .await
         .unwrap();
-    assert_eq!(done, FolderDeletion::Deleted { folders: 2, owners_removed: 3, entries_deleted: vec![ids[0], ids[2]], rights_removed: 1 });
+    assert_eq!(done, FolderDeletion::Deleted { folders: 2, owners_removed: 3, entries_orphaned: vec![ids[0], ids[2]], rights_removed: 1 });
     let names: Vec<String> = store.folders().await.unwrap().iter().map(|f| f.as_str().to_owned()).collect();
     assert_eq!(names, ["\\VED", "\\VED\\Policy", "\\VED\\Policy\\Team A2", "\\VED\\Policy\\Team B"]);
     let owners = store.owners_of(ids.clone()).await.unwrap();
-    assert_eq!(owners, vec![(ids[1], vec![folder("\\VED\\Policy\\Team B")]), (ids[3], vec![folder("\\VED\\Policy\\Team A2")])]);
+    assert_eq!(
+        owners,
+        vec![
+            (ids[0], vec![]),
+            (ids[1], vec![folder("\\VED\\Policy\\Team B")]),
+            (ids[2], vec![]),
+            (ids[3], vec![folder("\\VED\\Policy\\Team A2")])
+        ]
+    );
     let rights: Vec<String> = store.all_rights().await.unwrap().into_iter().map(|(f, _, _, _)| f.as_str().to_owned()).collect();
     assert_eq!(rights, ["\\VED\\Policy\\Team A2"]);
     // The new folder of the same name starts empty and without rights.
@@ -208,17 +217,20 @@ pub(crate) async fn a_folder_is_deleted_when_empty_or_with_everything_below_it(s
             .unwrap()
             .is_empty()
     );
-    let deleted: Vec<(String, String)> =
-        events_of(&*store, "vault.deleted").await.into_iter().map(|e| (e.event.object, e.event.detail)).collect();
-    assert_eq!(deleted.len(), 2);
-    assert_eq!(deleted[0].0, ids[0].to_string());
-    assert!(deleted[0].1.contains("Team A"), "{deleted:?}");
+    let orphans = store.vault_ids(strongroom_store::VaultFilter { orphans_only: true, ..Default::default() }).await.unwrap();
+    assert_eq!(orphans, vec![ids[0], ids[2]], "kept, found by OrphanLookup");
+    assert!(events_of(&*store, "vault.deleted").await.is_empty());
+    let orphaned: Vec<(String, String)> =
+        events_of(&*store, "vault.orphaned").await.into_iter().map(|e| (e.event.object, e.event.detail)).collect();
+    assert_eq!(orphaned.len(), 2);
+    assert_eq!(orphaned[0].0, ids[0].to_string());
+    assert!(orphaned[0].1.contains("Team A") && orphaned[0].1.contains("orphan"), "{orphaned:?}");
     let folders: Vec<String> = events_of(&*store, "folder.deleted").await.into_iter().map(|e| e.event.detail).collect();
     assert_eq!(
         folders,
         [
-            "recursive=false folders=1 owners_removed=0 entries_deleted=0 rights_removed=0",
-            "recursive=true folders=2 owners_removed=3 entries_deleted=2 rights_removed=1"
+            "recursive=false folders=1 owners_removed=0 entries_orphaned=0 rights_removed=0",
+            "recursive=true folders=2 owners_removed=3 entries_orphaned=2 rights_removed=1"
         ]
     );
     chain_intact(&*store).await;

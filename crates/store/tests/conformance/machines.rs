@@ -44,7 +44,7 @@ pub(crate) fn jwt_mapping() -> Mapping {
     }
 }
 
-fn machine_grant(rng: &Rng, mapping: &Mapping, subject: &str, jti: Option<&str>) -> MachineGrant {
+pub(crate) fn machine_grant(rng: &Rng, mapping: &Mapping, subject: &str, jti: Option<&str>) -> MachineGrant {
     machine_grant_and_tokens(rng, mapping, subject, jti).0
 }
 
@@ -92,7 +92,7 @@ pub(crate) async fn machine_config(store: Arc<dyn Store>) {
     );
 }
 
-async fn configured(store: &dyn Store) {
+pub(crate) async fn configured(store: &dyn Store) {
     // Nobody on its list: a machine identity is allowed through its mapping only.
     let mut app = integration("app");
     app.allowed_users = strongroom_core::integration::AllowedUsers::Only(Vec::new());

@@ -19,6 +19,7 @@
 
 mod cases;
 mod deletion;
+mod findings;
 mod group_admin;
 mod groups;
 mod integration_versions;
@@ -33,6 +34,7 @@ mod tree;
 mod all {
     pub(crate) use super::cases::*;
     pub(crate) use super::deletion::*;
+    pub(crate) use super::findings::*;
     pub(crate) use super::group_admin::*;
     pub(crate) use super::groups::*;
     pub(crate) use super::integration_versions::*;
@@ -83,6 +85,10 @@ macro_rules! conformance {
 }
 
 conformance!(
+    an_integration_change_revokes_the_grants_it_stops,
+    console_epochs_move_on_sign_out_password_and_disable,
+    replay_records_go_at_their_tokens_expiry,
+    client_events_hold_their_quota_under_concurrency,
     folders_are_objects_with_guids,
     explicit_entries_change_only_as_asked,
     racing_entry_changes_each_happen_once,

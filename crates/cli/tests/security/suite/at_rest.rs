@@ -406,7 +406,7 @@ fn d3_nonce_uniqueness() {
     use std::collections::HashSet;
     use strongroom_core::vault::crypto::{Key, seal};
     const SEALS: usize = 200_000;
-    let rng = strongroom_server::state::OsRandom;
+    let rng = strongroom_app::OsRandom;
     let key = Key::generate(&rng);
     let mut nonces = HashSet::with_capacity(SEALS);
     let mut cts = HashSet::with_capacity(SEALS);

@@ -203,7 +203,7 @@ async fn h2_user_code_format_and_normalisation() {
         accepted += usize::from(hidden_field(&page, "ticket").is_some());
     }
     const CODES: usize = 100_000;
-    let rng = strongroom_server::state::OsRandom;
+    let rng = strongroom_app::OsRandom;
     let mut counts = [[0u64; 20]; 8];
     let mut violations = 0;
     for _ in 0..CODES {
@@ -247,7 +247,7 @@ fn h1_token_entropy() {
         DEVICE_CODE_BYTES, Locator, TOKEN_BYTES, TOKEN_RANDOM_BYTES, TokenKey, TokenKind, mint_device_code, new_slot,
     };
     const N: usize = 200_000;
-    let rng = strongroom_server::state::OsRandom;
+    let rng = strongroom_app::OsRandom;
     let key = TokenKey::new([9; 32]);
     let (mut tokens, mut random_parts, mut codes) = (HashSet::with_capacity(N), HashSet::with_capacity(N), HashSet::with_capacity(N));
     let (mut misshapen, mut unlocated) = (0, 0);
@@ -347,12 +347,12 @@ macro_rules! secret_type {
 fn secret_types() -> bool {
     const LEAK: &str = "leak-me-7f3a";
     let probes_work = EqProbe::<String>::EQ && DisplayProbe::<String>::DISPLAY && !EqProbe::<Lcg>::EQ && !DisplayProbe::<Lcg>::DISPLAY;
-    let keys = strongroom_server::keys::Keys::from_master(&[7; 32]);
+    let keys = strongroom_keyring::keys::Keys::from_master(&[7; 32]);
     let strict = [
         secret_type!(strongroom_core::secret::Secret, strongroom_core::secret::Secret::new(LEAK)),
         secret_type!(strongroom_core::token::TokenKey, strongroom_core::token::TokenKey::new([0x6c; 32])),
         secret_type!(strongroom_core::vault::crypto::Key, strongroom_core::vault::crypto::Key::new([0x6c; 32])),
-        secret_type!(strongroom_server::keys::Keys, keys),
+        secret_type!(strongroom_keyring::keys::Keys, keys),
     ];
     let wire = secret_type!(strongroom_proto::SecretString, strongroom_proto::SecretString(LEAK.into()));
     // The wire type's equality is by content (constant-time: `subtle`).

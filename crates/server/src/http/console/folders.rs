@@ -17,9 +17,9 @@ use serde::Deserialize;
 use strongroom_core::vault::{FolderPath, Rights};
 
 use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
-use crate::service::Origin;
-use crate::service::console::{ConsoleError, right_flags};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::{ConsoleError, right_flags};
 
 const TITLE: &str = "Folders and permissions";
 
@@ -98,7 +98,7 @@ async fn body(ctx: &Ctx, q: &FoldersQuery) -> Result<Markup, ConsoleError> {
     let explained = match (&selected, q.user.as_deref().map(str::trim).filter(|u| !u.is_empty())) {
         (Some(f), Some(u)) => match admin.explain_rights(f.as_str(), u).await {
             Ok(x) => Some(Ok(x)),
-            Err(crate::admin::AdminError::Store(e)) => return Err(e.into()),
+            Err(strongroom_app::admin::AdminError::Store(e)) => return Err(e.into()),
             Err(e) => Some(Err(ConsoleError::from(e).to_string())),
         },
         _ => None,
@@ -205,7 +205,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Fold
     params(FoldersQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<FoldersQuery>) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<FoldersQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
@@ -241,7 +241,7 @@ pub(crate) struct ConsoleRightsForm {
     request_body(content = ConsoleRightsForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Set; the folder's page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn set_rights(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn set_rights(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (ctx, form) = match signed_in_post(&app, origin, req).await {
         Ok(v) => v,
         Err(r) => return r,
@@ -263,11 +263,11 @@ pub(crate) async fn set_rights(State(app): State<AppState>, origin: Origin, req:
     let outcome = match form.get("kind") {
         "group" => admin.set_group_rights(folder.as_str(), name, rights).await,
         "user" => admin.set_rights(folder.as_str(), name, rights).await,
-        _ => Err(crate::admin::AdminError::Invalid("Choose a user or a group.".into())),
+        _ => Err(strongroom_app::admin::AdminError::Invalid("Choose a user or a group.".into())),
     }
     .map(|()| format!("Rights of {name} on {folder} set to {rights}."));
     // Re-checked at the write: ManagePermissions (or Master Admin) lost since the check above.
-    if matches!(outcome, Err(crate::admin::AdminError::Forbidden(_))) {
+    if matches!(outcome, Err(strongroom_app::admin::AdminError::Forbidden(_))) {
         return ctx.forbidden(Nav::Folders);
     }
     show(&ctx, Some(outcome.map_err(ConsoleError::from)), &q).await

@@ -8,9 +8,9 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
-use crate::service::Origin;
-use crate::service::console::ConsoleError;
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Grants";
 
@@ -89,7 +89,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Gran
     params(GrantsQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<GrantsQuery>) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<GrantsQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
@@ -119,7 +119,7 @@ pub(crate) struct ConsoleGrantForm {
     request_body(content = ConsoleGrantForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Revoked; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn revoke(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn revoke(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (ctx, form) = match signed_in_post(&app, origin, req).await {
         Ok(v) => v,
         Err(r) => return r,

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use strongroom_core::integration::{AllowedUsers, Integration};
 
 use super::{Ctx, Form, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post, yes_no};
-use crate::admin::IntegrationSpec;
-use crate::service::Origin;
-use crate::service::console::ConsoleError;
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::admin::IntegrationSpec;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Integrations";
 
@@ -159,7 +159,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, edit: Op
     params(IntegrationsQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<IntegrationsQuery>) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<IntegrationsQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
@@ -190,7 +190,7 @@ pub(crate) struct ConsoleIntegrationForm {
     disabled: Option<String>,
 }
 
-async fn act(app: AppState, origin: Origin, req: Request, what: &str) -> Response {
+async fn act(app: HttpState, origin: Origin, req: Request, what: &str) -> Response {
     let (ctx, form) = match signed_in_post(&app, origin, req).await {
         Ok(v) => v,
         Err(r) => return r,
@@ -214,7 +214,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &str) -> Respons
             None,
         ),
     };
-    let edit = edit.filter(|_| !matches!(outcome, Err(crate::admin::AdminError::NotFound(_))));
+    let edit = edit.filter(|_| !matches!(outcome, Err(strongroom_app::admin::AdminError::NotFound(_))));
     show(&ctx, Some(outcome.map_err(ConsoleError::from)), edit).await
 }
 
@@ -227,7 +227,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &str) -> Respons
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "create").await
 }
 
@@ -240,7 +240,7 @@ pub(crate) async fn create(State(app): State<AppState>, origin: Origin, req: Req
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Saved; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn update(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn update(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "update").await
 }
 
@@ -253,6 +253,6 @@ pub(crate) async fn update(State(app): State<AppState>, origin: Origin, req: Req
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Deleted; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn delete(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "delete").await
 }

@@ -16,9 +16,9 @@ use strongroom_core::time::UnixTime;
 use strongroom_store::EventFilter;
 
 use super::{Ctx, Nav, PageAnswers, signed_in};
-use crate::service::Origin;
-use crate::service::console::ConsoleError;
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Event log";
 
@@ -155,7 +155,7 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
 
 /// The event log.
 #[utoipa::path(get, path = "/admin/log", tag = "admin console", operation_id = "console_log", params(LogQuery), responses(PageAnswers))]
-pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap, Query(q): Query<LogQuery>) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<LogQuery>) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
         Err(r) => return r,

@@ -19,7 +19,7 @@
 //!   and the events they may read, and may change only the permissions of
 //!   folders they hold ManagePermissions on (once `Rights` has it); every
 //!   other post is refused with 403 on the server, whatever the page showed.
-//! - Every change calls the one implementation in `crate::admin`, through
+//! - Every change calls the one implementation in `strongroom_app::admin`, through
 //!   an `Admin` acting as the signed-in person, so its chained event names them.
 
 pub(crate) mod folders;
@@ -40,9 +40,9 @@ use strongroom_core::secret::Secret;
 use super::extract::read_body;
 use super::page::{cookie_csrf, new_csrf, same_origin};
 use super::respond::{Console, css};
-use crate::service::Origin;
-use crate::service::console::{self, ConsoleError, Standing};
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::{self, ConsoleError, Standing};
 
 /// The session cookie over HTTPS (`__Host-`: `Secure`, `Path=/`, no
 /// `Domain`) and over plain HTTP (development and tests).
@@ -187,12 +187,12 @@ fn sign_in_form(csrf: &str, username: &str, error: Option<&ConsoleError>) -> Mar
     )
 }
 
-fn session_cookie_name(app: &AppState) -> &'static str {
+fn session_cookie_name(app: &HttpState) -> &'static str {
     if app.secure_cookies { SESSION_SECURE } else { SESSION_PLAIN }
 }
 
 /// `Set-Cookie` values: the session (or its removal) and the anti-forgery token.
-fn cookies(app: &AppState, session: Option<&str>, csrf: &str) -> Vec<String> {
+fn cookies(app: &HttpState, session: Option<&str>, csrf: &str) -> Vec<String> {
     let (attrs, csrf_name) = if app.secure_cookies {
         ("Path=/; Secure; HttpOnly; SameSite=Strict", "__Host-sr_csrf")
     } else {
@@ -215,7 +215,7 @@ fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 /// A signed-in request: who, their browser's anti-forgery token, and from where.
 pub(crate) struct Ctx {
-    pub(crate) app: AppState,
+    pub(crate) app: HttpState,
     pub(crate) standing: Standing,
     pub(crate) csrf: String,
     pub(crate) origin: Origin,
@@ -256,13 +256,13 @@ impl Ctx {
         }
     }
 
-    pub(crate) fn admin(&self) -> crate::admin::Admin {
+    pub(crate) fn admin(&self) -> strongroom_app::admin::Admin {
         self.standing.admin(&self.app, &self.origin)
     }
 }
 
 /// The signed-in person of a page's request; without a session, to the sign-in page.
-pub(crate) async fn signed_in(app: &AppState, origin: Origin, headers: &HeaderMap) -> Result<Ctx, Response> {
+pub(crate) async fn signed_in(app: &HttpState, origin: Origin, headers: &HeaderMap) -> Result<Ctx, Response> {
     let csrf = cookie_csrf(app, headers);
     match console::standing(app, cookie_value(headers, session_cookie_name(app)), csrf.as_deref()).await {
         Ok(standing) => Ok(Ctx { app: app.clone(), standing, csrf: csrf.unwrap_or_default(), origin }),
@@ -311,7 +311,7 @@ impl Form {
 /// The anti-forgery checks of a post, then its form: `Origin` (or
 /// `Referer`) this server, the cookie's token this server's, the form's
 /// `csrf` field equal to it. Returns the form and the token.
-async fn posted(app: &AppState, req: Request) -> Result<(Form, String), ConsoleError> {
+async fn posted(app: &HttpState, req: Request) -> Result<(Form, String), ConsoleError> {
     let headers = req.headers();
     if !same_origin(app, headers) {
         return Err(ConsoleError::Forged);
@@ -338,7 +338,7 @@ fn refused(e: ConsoleError) -> Response {
 
 /// A post of the signed-in console: anti-forgery first (403), then the
 /// session (401), both before anything is changed.
-pub(crate) async fn signed_in_post(app: &AppState, origin: Origin, req: Request) -> Result<(Ctx, Form), Response> {
+pub(crate) async fn signed_in_post(app: &HttpState, origin: Origin, req: Request) -> Result<(Ctx, Form), Response> {
     let session = cookie_value(req.headers(), session_cookie_name(app)).map(str::to_owned);
     let (form, csrf) = posted(app, req).await.map_err(refused)?;
     match console::standing(app, session.as_deref(), Some(&csrf)).await {
@@ -356,10 +356,10 @@ pub(crate) async fn signed_in_post(app: &AppState, origin: Origin, req: Request)
     responses(
         (status = 200, description = "Signed in: the overview, saying what the person may administer (or that there is nothing for them). Otherwise the sign-in form; sets the anti-forgery cookie.", body = String, content_type = "text/html"),
         (status = 503, description = "The store did not answer.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
     ),
 )]
-pub(crate) async fn home(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
+pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: HeaderMap) -> Response {
     let csrf = cookie_csrf(&app, &headers);
     let ctx = match console::standing(&app, cookie_value(&headers, session_cookie_name(&app)), csrf.as_deref()).await {
         Ok(standing) => Ctx { app: app.clone(), standing, csrf: csrf.unwrap_or_default(), origin },
@@ -410,10 +410,10 @@ pub(crate) async fn home(State(app): State<AppState>, origin: Origin, headers: H
         (status = 403, description = "The form fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
         (status = 429, description = "Too many wrong passwords: locked for a while.", body = String, content_type = "text/html"),
         (status = 503, description = "The store or the directory did not answer.", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 408, response = super::responses::Timeout),
     ),
 )]
-pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn sign_in(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     let (form, csrf) = match posted(&app, req).await {
         Ok(v) => v,
         Err(e) => return refused(e),
@@ -431,7 +431,8 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     }
 }
 
-/// Sign out: the session cookie is cleared.
+/// Sign out: every console session of the user ends on the server (every
+/// copy of the cookie, on every replica), and the cookie is cleared.
 #[utoipa::path(
     post,
     path = "/admin/signout",
@@ -439,14 +440,19 @@ pub(crate) async fn sign_in(State(app): State<AppState>, origin: Origin, req: Re
     operation_id = "console_sign_out",
     request_body(content = ConsoleCsrfOnly, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "Signed out: to `/admin`, clearing the session cookie."),
+        (status = 303, description = "Signed out: every console session of the user ended on the server; to `/admin`, clearing the session cookie."),
         (status = 403, description = "The form fails the anti-forgery checks (cookie, field, `Origin`).", body = String, content_type = "text/html"),
-        (status = 408, response = super::openapi::Timeout),
+        (status = 503, description = "The store did not answer: nothing ended; try again.", body = String, content_type = "text/html"),
+        (status = 408, response = super::responses::Timeout),
     ),
 )]
-pub(crate) async fn sign_out(State(app): State<AppState>, req: Request) -> Response {
+pub(crate) async fn sign_out(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
+    let session = cookie_value(req.headers(), session_cookie_name(&app)).map(str::to_owned);
     match posted(&app, req).await {
-        Ok((_, csrf)) => Console::SeeOther("/admin".into(), cookies(&app, None, &csrf)).into_response(),
+        Ok((_, csrf)) => match console::sign_out(&app, session.as_deref(), &csrf, &origin).await {
+            Ok(()) => Console::SeeOther("/admin".into(), cookies(&app, None, &csrf)).into_response(),
+            Err(e) => refused(e),
+        },
         Err(e) => refused(e),
     }
 }

@@ -10,9 +10,9 @@ use maud::{Markup, html};
 use strongroom_core::secret::Secret;
 
 use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post, yes_no};
-use crate::service::Origin;
-use crate::service::console::ConsoleError;
-use crate::state::AppState;
+use crate::state::HttpState;
+use strongroom_app::service::Origin;
+use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Users and groups";
 
@@ -49,6 +49,12 @@ async fn body(ctx: &Ctx) -> Result<Markup, ConsoleError> {
                                     input type="hidden" name="action" value="disable";
                                     button.danger type="submit" aria-label=(format!("Disable {}", u.name)) { "Disable" }
                                 }
+                            }
+                            form method="post" action="/admin/users/disable" {
+                                (csrf_field(csrf))
+                                input type="hidden" name="name" value=(u.name);
+                                input type="hidden" name="action" value="end_sessions";
+                                button.secondary type="submit" aria-label=(format!("End the console sessions of {}", u.name)) { "End sessions" }
                             }
                         }
                     }
@@ -123,7 +129,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>) -> Respo
 
 /// Users and groups.
 #[utoipa::path(get, path = "/admin/users", tag = "admin console", operation_id = "console_users", responses(PageAnswers))]
-pub(crate) async fn page(State(app): State<AppState>, origin: Origin, headers: HeaderMap) -> Response {
+pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap) -> Response {
     let ctx = match signed_in(&app, origin, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
@@ -146,7 +152,7 @@ pub(crate) struct ConsoleUserForm {
     password: Option<String>,
     /// `1`: the new user is a Master Admin.
     master_admin: Option<String>,
-    /// `disable`/`enable` (users), `add`/`remove` (members).
+    /// `disable`/`enable`/`end_sessions` (users), `add`/`remove` (members).
     action: Option<String>,
     /// The group (members).
     group: Option<String>,
@@ -154,7 +160,7 @@ pub(crate) struct ConsoleUserForm {
     user: Option<String>,
 }
 
-async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) -> Response {
+async fn act(app: HttpState, origin: Origin, req: Request, what: &'static str) -> Response {
     let (ctx, form) = match signed_in_post(&app, origin, req).await {
         Ok(v) => v,
         Err(r) => return r,
@@ -173,6 +179,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
             admin.set_user_disabled(name, true).await.map(|n| format!("User {name} disabled; {n} of their grants ended."))
         }
         ("disable", "enable") => admin.set_user_disabled(name, false).await.map(|_| format!("User {name} enabled.")),
+        ("disable", "end_sessions") => admin.end_console_sessions(name).await.map(|()| format!("Every console session of {name} ended.")),
         ("create_group", _) => admin.create_group(name).await.map(|g| format!("Group {} created.", g.name)),
         ("members", "add") => {
             let (g, u) = (form.get("group"), form.get("user"));
@@ -182,7 +189,7 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
             let (g, u) = (form.get("group"), form.get("user"));
             admin.remove_member(g, u).await.map(|gone| if gone { format!("{u} removed from {g}.") } else { format!("{u} was not in {g}.") })
         }
-        _ => Err(crate::admin::AdminError::Invalid("Unknown action.".into())),
+        _ => Err(strongroom_app::admin::AdminError::Invalid("Unknown action.".into())),
     };
     show(&ctx, Some(outcome.map_err(ConsoleError::from))).await
 }
@@ -196,11 +203,11 @@ async fn act(app: AppState, origin: Origin, req: Request, what: &'static str) ->
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create_user(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn create_user(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "create_user").await
 }
 
-/// Disable (ending their grants) or enable a user.
+/// Disable (ending their grants) or enable a user, or end their console sessions.
 #[utoipa::path(
     post,
     path = "/admin/users/disable",
@@ -209,7 +216,7 @@ pub(crate) async fn create_user(State(app): State<AppState>, origin: Origin, req
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn disable_user(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn disable_user(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "disable").await
 }
 
@@ -222,7 +229,7 @@ pub(crate) async fn disable_user(State(app): State<AppState>, origin: Origin, re
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create_group(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn create_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "create_group").await
 }
 
@@ -235,6 +242,6 @@ pub(crate) async fn create_group(State(app): State<AppState>, origin: Origin, re
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn members(State(app): State<AppState>, origin: Origin, req: Request) -> Response {
+pub(crate) async fn members(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
     act(app, origin, req, "members").await
 }

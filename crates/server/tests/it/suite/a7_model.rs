@@ -20,11 +20,15 @@
 //! passwords per user and address (reset by a success), 20 per address,
 //! 10 per user from addresses that never signed in as it, in 15 minutes;
 //! and 5 unknown, expired or decided codes per user (10 per address) in 10
-//! minutes. Verify answers 401 for a token retired, revoked,
+//! minutes. A refresh or a retry keeps the grant's earlier access tokens
+//! that still work at that moment, the four newest of them (an access token
+//! expires at its 600th second: one refreshed away at that instant is
+//! forgotten). Verify answers 401 for a token retired, revoked,
 //! expired or of a disabled user, and its first use of a grant's newest
 //! access token makes that pair used; Revoke answers 200 for any stored
-//! access token (expired or not) of a grant not yet revoked, even one past
-//! its end, and 202 otherwise.
+//! access token (expired or not: the newest, or an earlier one kept) of a
+//! grant not yet revoked, even one past its end, and 202 otherwise (a token
+//! forgotten is unknown).
 //!
 //! A device start is always accepted: a case makes at most 30, under the
 //! address's quota of 60 in 10 minutes. Left out: other clients, integration
@@ -38,13 +42,19 @@
 //! with a cheap argon2 hash, so signing in costs little) and fresh codes and
 //! grants, and starts two hours after the previous one, so the client
 //! address's counters have reset.
+//!
+//! A run is replayable: it prints its seed (a fresh one each run), and
+//! `STRONGROOM_MODEL_SEED=<seed>` with the same `STRONGROOM_MODEL_CASES`
+//! runs the same sequences again, in the same order, on the same clock
+//! offsets (the failure message prints that command). The sequences of
+//! `REGRESSIONS`, each of which once diverged, run first, whatever the seed.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use argon2::password_hash::{PasswordHasher as _, SaltString};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -67,6 +77,8 @@ const INTERVAL_MS: i64 = 5_000;
 const SLACK_MS: i64 = 1_000;
 const SLOW_DOWN_MS: i64 = 5_000;
 const RETRY_MS: i64 = 30_000;
+/// Earlier access tokens a grant keeps besides its newest one.
+const OLDER_ACCESS_KEPT: usize = 4;
 
 /// Clock steps: on and around every boundary above.
 const STEPS_MS: [i64; 16] =
@@ -210,7 +222,8 @@ struct Code {
 struct Access {
     token: String,
     expires: i64,
-    /// Gone from the server: retired by a retry, or its grant revoked.
+    /// Gone from the server: retired by a retry, its grant revoked, or not
+    /// kept by a later refresh or retry (expired then, or past the four newest).
     gone: bool,
 }
 
@@ -231,6 +244,22 @@ struct Grant {
 impl Grant {
     fn working(&self) -> usize {
         self.refresh.len() - 1
+    }
+
+    /// A new pair issued at `now` (after the newest access token is
+    /// retired, for a retry): of the earlier access tokens, the server keeps
+    /// the four newest that still work; the others are forgotten.
+    fn new_pair(&mut self, access: Access, refresh: String, now: i64) {
+        let mut kept = 0;
+        for a in self.access.iter_mut().rev().filter(|a| !a.gone) {
+            if now < a.expires && kept < OLDER_ACCESS_KEPT {
+                kept += 1;
+            } else {
+                a.gone = true;
+            }
+        }
+        self.access.push(access);
+        self.refresh.push(refresh);
     }
 
     fn revoke(&mut self) {
@@ -530,8 +559,8 @@ impl Case<'_> {
                 if retire && let Some(a) = g.access.last_mut() {
                     a.gone = true;
                 }
-                g.access.push(Access { token: access, expires: (now + ACCESS_MS).min(g.refresh_until), gone: false });
-                g.refresh.push(refresh);
+                let expires = (now + ACCESS_MS).min(g.refresh_until);
+                g.new_pair(Access { token: access, expires, gone: false }, refresh, now);
                 g.rotated_from = rotated_from;
                 g.used = false;
             }
@@ -709,19 +738,58 @@ async fn prepared(s: TestServer) -> TestServer {
     s
 }
 
-/// `cases` random sequences on one server, then the self-check: the figure
-/// and whether it passes.
-fn on(rt: &tokio::runtime::Runtime, s: TestServer, cases: u32) -> (String, bool) {
+/// Sequences that once diverged, run first on every backend, whatever the
+/// seed. (A divergence prints its smallest sequence, `Action`s in this form.)
+const REGRESSIONS: &[&[Action]] = &[
+    // Issue 35: the access token refreshed away at the instant it expires is
+    // forgotten by the refresh (it no longer works), so Revoke with it is
+    // 202; the model kept it and said 200.
+    &[
+        Action::Start,
+        Action::Decide { code: 0, approve: true },
+        Action::Poll(0),
+        Action::Advance(600_000),
+        Action::Refresh(0),
+        Action::Revoke(0, 1),
+    ],
+];
+
+/// How to run this test again with the same seed.
+fn replay_hint(seed: u64, cases: u32) -> String {
+    format!(
+        "STRONGROOM_MODEL_SEED={seed} STRONGROOM_MODEL_CASES={cases} cargo test --workspace --test it -- --nocapture --exact \
+         suite::a7_model::a7_model_based_property_test"
+    )
+}
+
+/// The regression sequences, then `cases` random sequences from `seed` on
+/// one server, then the self-check: the figure and whether it passes.
+///
+/// A run is a function of the seed: proptest's generator starts from it, the
+/// manual clock starts at a whole second plus `seed % 1000` ms (the only
+/// thing taken from the real clock is which second), and the cases run one
+/// after the other on the same server, in the same order.
+fn on(rt: &tokio::runtime::Runtime, s: TestServer, backend: &str, seed: u64, cases: u32) -> (String, bool) {
+    eprintln!("A7 on {backend}: seed {seed} ({cases} cases); to replay this run: {}", replay_hint(seed, cases));
     let params = argon2::Params::new(8, 1, 1, None).unwrap();
     let salt = SaltString::encode_b64(b"a7-model-salt-16").unwrap();
     let phc = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
         .hash_password(PASSWORD.as_bytes(), &salt)
         .unwrap()
         .to_string();
+    let offset = i64::try_from(seed % 1000).unwrap();
+    s.clock.advance_millis(1000 - s.clock.now().millis().rem_euclid(1000) + offset);
 
     let tally = RefCell::new(Tally::default());
+    let mut regressions = Vec::new();
+    for (i, actions) in REGRESSIONS.iter().enumerate() {
+        if let Err(e) = rt.block_on(run_case(&s, &format!("regression{i}"), RETRY_MS, &phc, actions, &tally)) {
+            regressions.push(format!("regression {i} {actions:?}: {e}"));
+        }
+    }
     let numbered = RefCell::new(0u64);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, max_shrink_iters: 256, ..Config::default() });
+    let config = Config { cases, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, max_shrink_iters: 256, ..Config::default() };
+    let mut runner = TestRunner::new(config);
     let started = std::time::Instant::now();
     let result = runner.run(&sequence(), |actions| {
         let n = {
@@ -751,16 +819,31 @@ fn on(rt: &tokio::runtime::Runtime, s: TestServer, cases: u32) -> (String, bool)
     let t = tally.into_inner();
     let seen: Vec<String> = t.seen.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     eprintln!("A7 answers compared, by action and answer: {}", seen.join("; "));
-    let failure = result.as_ref().err().map(|e| format!(", smallest failing sequence: {e}")).unwrap_or_default();
+    let pass = result.is_ok() && regressions.is_empty() && t.divergences == 0 && honest.is_ok() && mutant.is_err();
+    let mut failure = String::new();
+    if !regressions.is_empty() {
+        failure += &format!(", regressions diverged: {}", regressions.join("; "));
+    }
+    match &result {
+        // On one line, in the form `REGRESSIONS` takes.
+        Err(TestError::Fail(why, actions)) => failure += &format!(", smallest failing sequence: {actions:?}: {why}"),
+        Err(e) => failure += &format!(", {e}"),
+        Ok(()) => {}
+    }
+    if !pass {
+        failure += &format!(" (replay: {})", replay_hint(seed, cases));
+    }
     let figure = format!(
-        "{} sequences ({} steps, {} answers compared), {} divergences, {secs:.0} s, a mutant model {}{failure}",
-        t.sequences,
+        "seed {seed}, {} regression and {} random sequences ({} steps, {} answers compared), {} divergences, {secs:.0} s, a \
+         mutant model {}{failure}",
+        REGRESSIONS.len(),
+        t.sequences - REGRESSIONS.len() as u64,
         t.steps,
         t.compared,
         t.divergences,
         if mutant.is_err() { "diverged" } else { "did NOT diverge" },
     );
-    (figure, result.is_ok() && t.divergences == 0 && honest.is_ok() && mutant.is_err())
+    (figure, pass)
 }
 
 #[test]
@@ -768,11 +851,13 @@ fn a7_model_based_property_test() {
     // PostgreSQL answers about three times slower: half the cases by default.
     let asked: Option<u32> = std::env::var("STRONGROOM_MODEL_CASES").ok().and_then(|v| v.parse().ok());
     let (cases, pg_cases) = asked.map_or((DEFAULT_CASES, DEFAULT_CASES / 2), |n| (n, n));
+    // One seed for both backends (PostgreSQL's cases are SQLite's first ones).
+    let seed = strongroom_testkit::seed("STRONGROOM_MODEL_SEED");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let sqlite = rt.block_on(async { prepared(TestServer::start().await).await });
-    let (sqlite, sqlite_pass) = on(&rt, sqlite, cases);
+    let (sqlite, sqlite_pass) = on(&rt, sqlite, "SQLite", seed, cases);
     let (postgres, postgres_pass) = match rt.block_on(TestServer::start_on_postgres()) {
-        Some(s) => on(&rt, rt.block_on(prepared(s)), pg_cases),
+        Some(s) => on(&rt, rt.block_on(prepared(s)), "PostgreSQL", seed, pg_cases),
         None => ("skipped (no PostgreSQL)".to_owned(), true),
     };
     let pass = report(
@@ -780,8 +865,10 @@ fn a7_model_based_property_test() {
         "model-based property test",
         &format!(
             "random sequences of 1-{MAX_STEPS} steps, each answer compared with the model; {cases} cases on SQLite, {pg_cases} on \
-             PostgreSQL (STRONGROOM_MODEL_CASES sets both; the anchor asks 10,000); self-check: a mutant model without the retry window must diverge. \
-             SQLite: {sqlite}. PostgreSQL: {postgres}"
+             PostgreSQL (STRONGROOM_MODEL_CASES sets both; the anchor asks 10,000), from one seed (STRONGROOM_MODEL_SEED replays a \
+             run), after {} regression sequence(s); self-check: a mutant model without the retry window must diverge. \
+             SQLite: {sqlite}. PostgreSQL: {postgres}",
+            REGRESSIONS.len()
         ),
         sqlite_pass && postgres_pass,
     );

@@ -1,0 +1,33 @@
+//! Strongroom's application layer: what a request means, below any wire.
+//!
+//! - [`service`]: load, ask `core`, write: the token flows
+//!   (`service::token`, `service::device`, `service::login`,
+//!   `service::bearer`, `service::revocation`, `service::approved`), the
+//!   machine grants (`service::machine`), the vault (`service::vault`), the
+//!   `\VED` tree, groups and identities (`service::tree`, `service::groups`,
+//!   `service::identity`), clients' events (`service::log`), the console's
+//!   sessions (`service::console`) and the approval page's side of an OpenID
+//!   sign-in (`service::oidc`). Its errors are typed; the HTTP edge alone
+//!   turns them into statuses.
+//! - [`admin`]: each administrative act once, its event naming who acted
+//!   ([`admin::Admin::acting_as`]), used by the product's calls, the console
+//!   and the admin CLI alike.
+//! - [`hashing`]: password checks on dedicated threads; [`archive`]: the
+//!   event archive.
+//! - [`App`]: what every act can reach (the store, the clock, the random
+//!   source, the keys, the key ring, the providers), and [`Observer`], told
+//!   what was issued, refused and revoked (the edge counts it).
+//!
+//! It knows no HTTP: no axum, tower, utoipa, maud or prometheus-client.
+
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod archive;
+pub mod hashing;
+mod observer;
+pub mod service;
+mod state;
+
+pub use observer::{GrantType, Observer};
+pub use state::{App, OsRandom, SystemClock};

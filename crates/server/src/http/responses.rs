@@ -1,0 +1,141 @@
+//! The responses many operations share, each a `components/responses` (or
+//! `components/schemas`) entry of the OpenAPI document: handlers name them
+//! in their `#[utoipa::path]` attributes, and `openapi` lists them once. A
+//! module of its own so that handlers depend on it and not on `openapi`,
+//! which depends on every handler.
+
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{OneOfBuilder, Schema};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+use utoipa::{PartialSchema, ToResponse, ToSchema};
+
+use strongroom_proto::vedauth::ErrorResponse;
+use strongroom_proto::vedsdk::{
+    AddResponse, BearerErrorResponse, EncryptionKeysResponse, ErrorOnly, LogResponse, OwnersResponse, RetrieveResponse,
+    TypedNameValuesResponse, ValueResponse, VaultIdsResponse,
+};
+
+/// What `/healthz`, `/health/live` and `/health/ready` answer.
+#[derive(ToSchema)]
+#[allow(dead_code)] // a description only: `respond::healthy` writes it
+pub(crate) struct HealthStatus {
+    /// `ok`, or `unavailable` when the store is not ready.
+    #[schema(example = "ok")]
+    status: String,
+}
+
+/// The schema of a refused SecretStore call (`openapi` adds it).
+pub(crate) const REFUSAL: &str = "Refusal";
+
+/// The HTTP 200 answers of a SecretStore call that returns more than
+/// `Result` on success: that body, or a [`REFUSAL`].
+macro_rules! answer {
+    ($name:ident, $ok:ty) => {
+        #[derive(Debug)]
+        pub(crate) struct $name;
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                OneOfBuilder::new().item(Ref::from_schema_name(<$ok as ToSchema>::name())).item(Ref::from_schema_name(REFUSAL)).into()
+            }
+        }
+        impl ToSchema for $name {}
+    };
+}
+
+answer!(AddAnswer, AddResponse);
+answer!(RetrieveAnswer, RetrieveResponse);
+answer!(IdsAnswer, VaultIdsResponse);
+answer!(ValueAnswer, ValueResponse);
+answer!(TypedNameValuesAnswer, TypedNameValuesResponse);
+answer!(OwnersAnswer, OwnersResponse);
+answer!(KeysAnswer, EncryptionKeysResponse);
+answer!(LogAnswer, LogResponse);
+
+fn json_response(description: &str, schema: &str) -> RefOr<utoipa::openapi::Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build())
+        .build()
+        .into()
+}
+
+/// Responses shared by many operations, each a `components/responses` entry.
+macro_rules! shared_response {
+    ($name:ident, $schema:ty, $description:expr) => {
+        #[derive(Debug)]
+        pub(crate) struct $name;
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+                (stringify!($name), json_response($description, &<$schema as ToSchema>::name()))
+            }
+        }
+    };
+}
+
+shared_response!(
+    AuthRefused,
+    ErrorResponse,
+    "Refused (RFC 6749 §5.2): `invalid_request` (also for a body that does not parse or a Content-Type other than \
+     JSON or form, and, as the interface requires, for an internal error other than a passing store failure: a \
+     generic text), `invalid_client`, `invalid_grant`, `invalid_scope`, `unauthorized_client`, \
+     `authorization_pending`, `slow_down`, `access_denied`."
+);
+shared_response!(
+    AuthUnavailable,
+    ErrorResponse,
+    "`temporarily_unavailable` (RFC 6749 §5.2): the database is busy, out of reach or taking no writes for the moment \
+     (a failover, a lock held too long); the request was read again a few times first. Try again after `Retry-After` \
+     seconds: a refresh token or device code presented again is answered by its retry rules."
+);
+shared_response!(AuthTooLarge, ErrorResponse, "The body is larger than `max_body_bytes`.");
+shared_response!(
+    Unauthorized,
+    BearerErrorResponse,
+    "`invalid_token`: the bearer token is missing, unknown, expired or revoked (RFC 6750 §3.1). Refresh and retry."
+);
+shared_response!(Forbidden, BearerErrorResponse, "`insufficient_scope`: the token's scope does not cover this call.");
+shared_response!(Unavailable, BearerErrorResponse, "`temporarily_unavailable`: the store did not answer.");
+shared_response!(BadJson, ErrorOnly, "The body is not a JSON object.");
+
+/// 408 from the router's timeout layer: no body.
+#[derive(Debug)]
+pub(crate) struct Timeout;
+
+impl<'r> ToResponse<'r> for Timeout {
+    fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+        (
+            "Timeout",
+            ResponseBuilder::new()
+                .description(
+                    "No answer within `request_timeout_secs` (the body did not arrive, or the store did not answer in time); \
+                     empty body. Nothing is known to have changed: retry.",
+                )
+                .build()
+                .into(),
+        )
+    }
+}
+shared_response!(SdkTooLarge, ErrorOnly, "The body is larger than `max_body_bytes`.");
+
+/// What every bearer-protected `/vedsdk` operation may answer besides its
+/// 200: 400 (not JSON), 401, 403, 408 (the timeout layer), 413 and 503, each
+/// a reference to its shared response. Named once in each operation's
+/// `responses(...)`.
+#[derive(Debug)]
+pub(crate) struct SdkRefusals;
+
+impl utoipa::IntoResponses for SdkRefusals {
+    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        [
+            ("400", <BadJson as ToResponse>::response().0),
+            ("401", <Unauthorized as ToResponse>::response().0),
+            ("403", <Forbidden as ToResponse>::response().0),
+            ("408", <Timeout as ToResponse>::response().0),
+            ("413", <SdkTooLarge as ToResponse>::response().0),
+            ("503", <Unavailable as ToResponse>::response().0),
+        ]
+        .into_iter()
+        .map(|(status, name)| (status.to_owned(), RefOr::Ref(Ref::from_response_name(name))))
+        .collect()
+    }
+}
