@@ -679,25 +679,6 @@ mod tests {
         assert!(Jwt::parse(&t).unwrap().check_claims(&issuer(), now).unwrap().replay_key.starts_with("in:"));
     }
 
-    /// `n - s` for a P-256 signature's `s` (big-endian, 32 bytes).
-    fn p256_twin(s: &[u8]) -> Vec<u8> {
-        const N: [u8; 32] = [
-            0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7,
-            0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
-        ];
-        let mut out = vec![0u8; 32];
-        let mut borrow = 0i16;
-        for i in (0..32).rev() {
-            let mut d = i16::from(N[i]) - i16::from(s[i]) - borrow;
-            borrow = i16::from(d < 0);
-            if d < 0 {
-                d += 256;
-            }
-            out[i] = u8::try_from(d).unwrap();
-        }
-        out
-    }
-
     #[test]
     fn an_ecdsa_signature_and_its_twin_are_one_token_for_replay() {
         use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
@@ -708,7 +689,7 @@ mod tests {
         let input = format!("{}.{}", b64(&serde_json::json!({"alg": "ES256"})), b64(&claims));
         let sig = pair.sign(&rng, input.as_bytes()).unwrap();
         let (r, s) = sig.as_ref().split_at(32);
-        let twin = [r, &p256_twin(s)].concat();
+        let twin = [r, &strongroom_testkit::jwt::p256_twin(s)].concat();
         let keys = vec![Jwk { kid: None, alg: None, material: KeyMaterial::P256 { point: pair.public_key().as_ref().to_vec() } }];
         let mut es256 = issuer();
         es256.algorithms = vec![Algorithm::ES256];

@@ -17,6 +17,27 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// The twin of a P-256 ECDSA signature's `s` (big-endian, 32 bytes): `n − s`,
+/// which verifies the same input as `s` (ECDSA's malleability). For tests
+/// that a used ES256 token cannot be presented again with it.
+pub fn p256_twin(s: &[u8]) -> Vec<u8> {
+    const N: [u8; 32] = [
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17,
+        0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+    ];
+    let mut out = vec![0u8; 32];
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let mut d = i16::from(N[i]) - i16::from(s.get(i).copied().unwrap_or(0)) - borrow;
+        borrow = i16::from(d < 0);
+        if d < 0 {
+            d += 256;
+        }
+        out[i] = u8::try_from(d).unwrap_or(0);
+    }
+    out
+}
+
 const SCRIPT: &str = include_str!("../../cli/tests/jwt-issuer/issuer.mjs");
 const PACKAGE: &str = include_str!("../../cli/tests/jwt-issuer/package.json");
 const LOCK: &str = include_str!("../../cli/tests/jwt-issuer/package-lock.json");

@@ -151,25 +151,6 @@ async fn m2_console_sessions_end_on_the_server() {
     assert!(m2, "M2");
 }
 
-/// `n - s` for a P-256 signature's `s` (big-endian, 32 bytes).
-fn p256_twin(s: &[u8]) -> Vec<u8> {
-    const N: [u8; 32] = [
-        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17,
-        0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
-    ];
-    let mut out = vec![0u8; 32];
-    let mut borrow = 0i16;
-    for i in (0..32).rev() {
-        let mut d = i16::from(N[i]) - i16::from(s[i]) - borrow;
-        borrow = i16::from(d < 0);
-        if d < 0 {
-            d += 256;
-        }
-        out[i] = u8::try_from(d).unwrap();
-    }
-    out
-}
-
 /// M3 and M4: an ES256 issuer whose keys are a file; tokens without `jti`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn m3_m4_es256_twins_and_replay_records() {
@@ -209,7 +190,7 @@ async fn m3_m4_es256_twins_and_replay_records() {
         );
         let sig = key.sign(&rng, input.as_bytes()).unwrap();
         let (r, s_part) = sig.as_ref().split_at(32);
-        let twin = [r, &p256_twin(s_part)].concat();
+        let twin = [r, &strongroom_testkit::jwt::p256_twin(s_part)].concat();
         (format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())), format!("{input}.{}", URL_SAFE_NO_PAD.encode(twin)))
     };
     let server = &s;
