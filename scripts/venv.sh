@@ -1,4 +1,4 @@
-# Sourced by scripts/schemathesis and scripts/security: Python virtual
+# Sourced by scripts/test, scripts/schemathesis and scripts/security. Python virtual
 # environments kept outside the clone, in ${XDG_CACHE_HOME:-~/.cache}/strongroom,
 # so a fresh clone does not install them again. Each is named after what it
 # holds (the pinned packages, given by the caller) and the Python that runs
@@ -8,6 +8,15 @@
 
 strongroom_cache_dir() {
     printf '%s/strongroom' "${XDG_CACHE_HOME:-$HOME/.cache}"
+}
+
+# The registry packages of Cargo.lock (those with a `source`): what the
+# build caches outside the clone are keyed by, so that a workspace crate
+# added to the lock file does not make them compile everything again.
+strongroom_registry_lock() {
+    awk '/^\[\[package\]\]/ { if (blk ~ /\nsource = /) printf "%s", blk; blk = $0 "\n"; next }
+         { blk = blk $0 "\n" }
+         END { if (blk ~ /\nsource = /) printf "%s", blk }' Cargo.lock
 }
 
 # cached_venv NAME PACKAGE...: prints the path of a virtual environment with

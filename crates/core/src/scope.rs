@@ -242,14 +242,60 @@ mod tests {
         );
     }
 
+    /// A scope drawn from the catalogue, spelled as a client might: parts in
+    /// any order and case, a category more than once (its privileges then
+    /// add up), `;` or whitespace between them; with the canonical form its
+    /// parse must give.
+    fn spelled_scope() -> impl Strategy<Value = (String, String)> {
+        let part = (0..CATALOGUE.len(), proptest::collection::vec(any::<proptest::sample::Index>(), 0..4), any::<u64>());
+        let seps = proptest::collection::vec(proptest::sample::select(vec![";", " ", " ; ", ";;", "\t", "  "]), 6);
+        (proptest::collection::vec(part, 1..6), seps).prop_map(|(parts, seps)| {
+            let mut expected: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+            let mut spelled = String::new();
+            for (i, (cat, picks, case)) in parts.into_iter().enumerate() {
+                let (name, allowed) = CATALOGUE[cat];
+                let privs: BTreeSet<&str> =
+                    if allowed.is_empty() { BTreeSet::new() } else { picks.iter().map(|p| *p.get(allowed)).collect() };
+                expected.entry(name).or_default().extend(&privs);
+                let mut part = name.to_owned();
+                if !privs.is_empty() {
+                    part.push(':');
+                    part.push_str(&privs.into_iter().collect::<Vec<_>>().join(","));
+                }
+                // Each letter in upper case where its bit of `case` is set.
+                let part: String =
+                    part.chars().enumerate().map(|(j, c)| if case >> (j % 64) & 1 == 1 { c.to_ascii_uppercase() } else { c }).collect();
+                if i > 0 {
+                    spelled.push_str(seps[i % seps.len()]);
+                }
+                spelled.push_str(&part);
+            }
+            let canonical = expected
+                .iter()
+                .map(|(cat, privs)| {
+                    if privs.is_empty() {
+                        (*cat).to_owned()
+                    } else {
+                        format!("{cat}:{}", privs.iter().copied().collect::<Vec<_>>().join(","))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(";");
+            (spelled, canonical)
+        })
+    }
+
     proptest! {
         #[test]
-        fn canonical_form_reparses_to_itself(s in "[a-zA-Z:,; ]{0,60}") {
-            if let Ok(scope) = Scope::parse(&s) {
-                let again = Scope::parse(&scope.to_string()).unwrap();
-                prop_assert_eq!(again.to_string(), scope.to_string());
-                prop_assert!(scope.is_subset_of(&again));
-            }
+        fn canonical_form_reparses_to_itself((spelled, canonical) in spelled_scope()) {
+            let scope = Scope::parse(&spelled);
+            prop_assert!(scope.is_ok(), "{spelled:?} does not parse: {scope:?}");
+            let scope = scope.unwrap();
+            prop_assert_eq!(scope.to_string(), canonical);
+            let again = Scope::parse(&scope.to_string()).unwrap();
+            prop_assert_eq!(&again, &scope);
+            prop_assert_eq!(again.to_string(), scope.to_string());
+            prop_assert!(scope.is_subset_of(&again) && again.is_subset_of(&scope));
         }
     }
 }

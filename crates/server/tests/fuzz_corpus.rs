@@ -74,7 +74,7 @@ fn input(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 #[test]
-fn fuzz_targets_survive_the_corpus_and_random_inputs() {
+fn g1_fuzz_targets_survive_the_corpus_and_random_inputs() {
     let seed = strongroom_testkit::seed("STRONGROOM_FUZZ_SEED");
     let replay = format!("STRONGROOM_FUZZ_SEED={seed} cargo test --workspace --test fuzz_corpus -- --nocapture");
     eprintln!("G1: seed {seed}; to replay this run: {replay}");

@@ -669,8 +669,6 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn create_folders(&self, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
     fn folders(&self) -> StoreFuture<'_, Vec<FolderPath>>;
     fn folder_exists(&self, key: String) -> StoreFuture<'_, bool>;
-    /// Sets (replaces) a user's rights on a folder; `Rights::NONE` removes them.
-    fn set_rights(&self, folder: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
     /// The rights a user holds: granted to them or to a group they are a member of now (folder key, rights; a key may repeat).
     fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>>;
     /// Every grant of rights: (folder, user or group name, rights, whether a group's).
@@ -693,8 +691,6 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     fn remove_member(&self, group: GroupId, user: UserId, event: Event) -> StoreFuture<'_, bool>;
     fn members_of(&self, group: GroupId) -> StoreFuture<'_, Vec<User>>;
     fn groups_of(&self, user: UserId) -> StoreFuture<'_, Vec<Group>>;
-    /// Sets (or with `Rights::NONE` removes) a group's rights on a folder.
-    fn set_group_rights(&self, folder: FolderPath, group: GroupId, rights: Rights, event: Event) -> StoreFuture<'_, ()>;
     /// The rights granted to a group: (folder key, rights).
     fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>>;
     /// A directory person as their directory describes them now, in one

@@ -7,8 +7,7 @@
 //! written (the grant count of `admin grants list --json`). The key-removal
 //! bound and the refetch rate limit are measured against the issuer's own
 //! count of JWKS fetches. The tests are the security suite's J1-J9
-//! (`suite::`, run once by `scripts/security`, which prints their figures;
-//! the general test run skips `suite::`).
+//! (`suite::`, whose figures `scripts/test` prints).
 
 use std::time::{Duration, Instant};
 
@@ -795,10 +794,10 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert_eq!(r.status().canonical_reason(), Some("Accepted"));
 }
 
-/// Run by `scripts/security` (J1-J9), once; the general test run skips `suite::`.
+/// J1-J9, named by their ids (the security suite's table in SECURITY.md).
 mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn j1_j4_j7_the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
+    async fn j1_j2_j3_j4_j7_the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
         super::the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack().await;
     }
 

@@ -21,7 +21,7 @@
 //! and by SoftHSM's own flag, no PIN or key bytes in the trace log).
 //! `replicas` and `replica_kill`: three servers on one PostgreSQL database,
 //! simultaneous presentations spread over them, SIGKILL of one under write
-//! load (F3 in `scripts/security`). `migrate_store`: SQLite to PostgreSQL to
+//! load (the security suite's F3). `migrate_store`: SQLite to PostgreSQL to
 //! SQLite. On PostgreSQL servers the tests make themselves (`pg_instance`,
 //! the kit's, on Unix sockets in their own directories; TCP only for TLS):
 //! every `sslmode` against a TLS-only server (`pg_tls`); failover to a

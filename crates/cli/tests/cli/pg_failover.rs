@@ -18,7 +18,7 @@
 //! cleanly, and is ready and writing again once the standby is promoted.
 //!
 //! The same load meets a PostgreSQL crash and restart on one host in the
-//! security suite's F4 (`suite::`, run by `scripts/security`): clean
+//! security suite's F4 (`suite::`): clean
 //! failures while it is down, writes again within 10 s of its return, no
 //! acknowledged write lost.
 
@@ -446,8 +446,7 @@ async fn readiness_is_false_while_the_database_is_a_standby() {
     drop(server.stop());
 }
 
-/// Run by `scripts/security`, which reports their figures; the general test
-/// run skips `suite::`.
+/// The security suite's F4 (its figure printed by `scripts/test`).
 mod suite {
     use super::*;
 

@@ -118,8 +118,7 @@ async fn load(replicas: Vec<Api>, me: usize, mut c: Client, warm: Arc<AtomicUsiz
     c
 }
 
-/// Run by `scripts/security`, which reports its figure as F3; the general
-/// test run skips `suite::`.
+/// The security suite's F3 (its figure printed by `scripts/test`).
 mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn f3_sigkill_one_replica_under_write_load_loses_no_acknowledged_write() {

@@ -1,18 +1,19 @@
 //! The security suite: every test of `security-anchors.md` §3 (A1-I4) that
 //! applies, plus slow connections (K1) and TLS (K2), against the real
 //! `strongroom` binary. Each test prints one line per id,
-//! `SECURITY <id> <name>: <figure> — pass|FAIL` (or `n/a: <reason>`), on
-//! stderr before it asserts; `scripts/security` runs this binary with
-//! `--nocapture --test-threads=1` and collects the lines into a table.
-//! Trial counts are scaled down from the anchors' to keep the whole suite
-//! within a few minutes on two cores; every line names the counts used.
-//! `scripts/test` skips the `suite::` tests; `scripts/security` runs them
-//! once, one at a time.
+//! `SECURITY <id> <name>: <figure> — pass|FAIL`, on stderr before it
+//! asserts; `scripts/test` runs them with every other test (cargo-nextest,
+//! `.config/nextest.toml`: those that measure time or load one at a time and
+//! alone), keeps their output in the JUnit report and prints the lines from
+//! there. Trial counts are scaled down from the anchors' to keep the whole
+//! suite within a few minutes on two cores; every line names the counts
+//! used. `ids` checks SECURITY.md's table of ids against the tests' names.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 #[allow(dead_code, unused_imports)]
 #[path = "../cli/process.rs"]
 mod process;
 
+mod ids;
 mod suite;
 mod support;

@@ -19,10 +19,6 @@ pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {
     pass
 }
 
-pub fn not_applicable(id: &str, name: &str, reason: &str) {
-    eprintln!("SECURITY {id} {name}: n/a: {reason}");
-}
-
 /// `psql` on the test database; `None` when PostgreSQL or psql is missing.
 pub fn psql(sql: &str) -> Option<String> {
     let out = std::process::Command::new("psql").args([&postgres_url(), "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql]).output().ok()?;

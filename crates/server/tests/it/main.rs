@@ -12,8 +12,7 @@
 //! with a locked SQLite file or a locked PostgreSQL table and a missing
 //! migration, request ids. `suite`: the security tests that need the manual
 //! clock (A4, replay by age; A7, the model-based property test; B1, B2 and
-//! I3, which would otherwise wait out real seconds), which `scripts/test`
-//! skips and `scripts/security` runs.
+//! I3, which would otherwise wait out real seconds).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 mod bad_input;

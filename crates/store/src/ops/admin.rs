@@ -287,15 +287,6 @@ pub(crate) async fn folders<C: Conn>(c: &C) -> StoreResult<Vec<FolderPath>> {
     c.query(&sql::FOLDERS, &[], |r| r.folder()).await
 }
 
-pub(crate) async fn set_rights<C: Conn>(c: &C, f: &FolderPath, user: &UserId, rights: Rights, event: &Event) -> StoreResult<()> {
-    if rights == Rights::NONE {
-        c.execute(&sql::DELETE_RIGHTS, &values![f.key(), user.as_str()]).await?;
-    } else {
-        c.execute(&sql::SET_RIGHTS, &values![f.key(), user.as_str(), rights.bits()]).await?;
-    }
-    append_event(c, event).await.map(drop)
-}
-
 pub(crate) async fn all_rights<C: Conn>(c: &C) -> StoreResult<Vec<(FolderPath, String, Rights, bool)>> {
     c.query(&sql::ALL_RIGHTS, &[], |r| Ok((r.folder()?, r.text()?, r.rights()?, r.bool()?))).await
 }
@@ -353,15 +344,6 @@ pub(crate) async fn members_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<V
 
 pub(crate) async fn groups_of<C: Conn>(c: &C, user: &UserId) -> StoreResult<Vec<Group>> {
     c.query(&sql::GROUPS_OF, &values![user.as_str()], codec::group).await
-}
-
-pub(crate) async fn set_group_rights<C: Conn>(c: &C, f: &FolderPath, group: &GroupId, rights: Rights, event: &Event) -> StoreResult<()> {
-    if rights == Rights::NONE {
-        c.execute(&sql::DELETE_GROUP_RIGHTS, &values![f.key(), group.as_str()]).await?;
-    } else {
-        c.execute(&sql::SET_GROUP_RIGHTS, &values![f.key(), group.as_str(), rights.bits()]).await?;
-    }
-    append_event(c, event).await.map(drop)
 }
 
 pub(crate) async fn group_rights_of<C: Conn>(c: &C, group: &GroupId) -> StoreResult<Vec<(String, Rights)>> {

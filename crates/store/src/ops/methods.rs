@@ -210,9 +210,6 @@ macro_rules! admin_methods {
         fn folder_exists(&self, key: String) -> StoreFuture<'_, bool> {
             $read!(self, |c| vault::folder_exists(c, &key))
         }
-        fn set_rights(&self, f: FolderPath, user: UserId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
-            $write!(self, |c| admin::set_rights(c, &f, &user, rights, &event))
-        }
         fn rights_of(&self, user: UserId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| vault::rights_of(c, &user))
         }
@@ -245,9 +242,6 @@ macro_rules! admin_methods {
         }
         fn groups_of(&self, user: UserId) -> StoreFuture<'_, Vec<Group>> {
             $read!(self, |c| admin::groups_of(c, &user))
-        }
-        fn set_group_rights(&self, f: FolderPath, group: GroupId, rights: Rights, event: Event) -> StoreFuture<'_, ()> {
-            $write!(self, |c| admin::set_group_rights(c, &f, &group, rights, &event))
         }
         fn group_rights_of(&self, group: GroupId) -> StoreFuture<'_, Vec<(String, Rights)>> {
             $read!(self, |c| admin::group_rights_of(c, &group))

@@ -1,3 +1,4 @@
+use crate::RightsFixtures as _;
 use std::sync::{Arc, Mutex};
 
 use strongroom_core::event::{Event, EventKind, verify_chain};

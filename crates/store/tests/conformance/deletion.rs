@@ -1,5 +1,6 @@
 //! Deleting users, integrations and folders, and reading events newest first.
 
+use crate::RightsFixtures as _;
 use std::sync::Arc;
 
 use strongroom_core::event::{EventKind, verify_chain};

@@ -2,6 +2,7 @@
 //! with a user's own and inherited down the tree, groups allowed on
 //! integrations, and a removal that no write begun after it survives.
 
+use crate::RightsFixtures as _;
 use std::sync::Arc;
 
 use strongroom_core::event::EventKind;

@@ -46,7 +46,30 @@ mod all {
 }
 
 use std::sync::Arc;
-use strongroom_store::Store;
+use strongroom_core::event::Event;
+use strongroom_core::identity::{GroupId, UserId};
+use strongroom_core::vault::{FolderPath, Rights};
+use strongroom_store::{Holder, RightsChange, RightsOutcome, Store, StoreError};
+
+/// Rights set as fixtures, through the write production uses
+/// (`change_rights`, on an existing folder, with no delegated caller).
+pub(crate) trait RightsFixtures {
+    async fn set_rights(&self, f: FolderPath, user: UserId, rights: Rights, event: Event) -> Result<(), StoreError>;
+    async fn set_group_rights(&self, f: FolderPath, group: GroupId, rights: Rights, event: Event) -> Result<(), StoreError>;
+}
+
+impl RightsFixtures for dyn Store {
+    async fn set_rights(&self, f: FolderPath, user: UserId, rights: Rights, event: Event) -> Result<(), StoreError> {
+        let outcome = self.change_rights(f.clone(), Holder::User(user), RightsChange::Set(rights), None, event).await?;
+        assert!(matches!(outcome, RightsOutcome::Changed | RightsOutcome::Unchanged), "{f}: {outcome:?}");
+        Ok(())
+    }
+    async fn set_group_rights(&self, f: FolderPath, group: GroupId, rights: Rights, event: Event) -> Result<(), StoreError> {
+        let outcome = self.change_rights(f.clone(), Holder::Group(group), RightsChange::Set(rights), None, event).await?;
+        assert!(matches!(outcome, RightsOutcome::Changed | RightsOutcome::Unchanged), "{f}: {outcome:?}");
+        Ok(())
+    }
+}
 
 async fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 //! change of one a conditional write that appends its event only when it
 //! changed a row, also when many race on one entry.
 
+use crate::RightsFixtures as _;
 use std::sync::Arc;
 
 use strongroom_core::event::EventKind;

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::support::{Fx, PASSWORD, Server, not_applicable, postgres_schema, report};
+use crate::support::{Fx, PASSWORD, Server, postgres_schema, report};
 
 const FOLDER: &str = "\\VED\\Policy\\Canary";
 /// Vault values written with a canary each (the anchor's 1,000, scaled down).
@@ -479,13 +479,4 @@ async fn d4_data_key_rotation() {
         on_old == 0 && failures == 0,
     );
     assert!(d4, "D4");
-}
-
-#[test]
-fn d5_token_pepper_rotation() {
-    not_applicable(
-        "D5",
-        "token pepper rotation",
-        "tokens are keyed by an HMAC key derived from the master key, which has no rotation (rotating it would end every live token); data keys rotate (D4). Recorded in SECURITY.md",
-    );
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Fx, not_applicable, report};
+use crate::support::{Fx, report};
 
 const REFRESHERS: usize = 4;
 const WRITERS: usize = 4;
@@ -212,13 +212,4 @@ async fn f1_kill_during_refresh_and_associate() {
             && acked_refresh > 0,
     );
     assert!(f1, "F1");
-}
-
-#[test]
-fn f5_replica_clock_skew() {
-    not_applicable(
-        "F5",
-        "replica clock skew",
-        "each replica decides expiry with its own system clock (not the database's now()); skew between replicas shifts expiry by the skew. Run NTP; SECURITY.md records it",
-    );
 }

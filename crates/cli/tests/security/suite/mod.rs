@@ -1,5 +1,5 @@
-//! The tests, one or a few ids each. `scripts/test` leaves `suite::` to
-//! `scripts/security`, which runs it once, one test at a time.
+//! The tests, one or a few ids each, named by them (`ids` checks the names
+//! against SECURITY.md's table).
 
 mod at_rest;
 mod audit;

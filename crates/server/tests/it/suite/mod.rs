@@ -5,8 +5,7 @@
 //! sign-in and groups, on the in-process server); M1-M6 (an outside
 //! probe's findings: `findings`). Each prints one line,
 //! `SECURITY <id> <name>: <figure> — pass|FAIL`, before asserting.
-//! `scripts/test` skips `suite::`; `scripts/security` runs it once, one test
-//! at a time.
+//! `scripts/test` runs them with every other test and prints those lines.
 
 mod a4_replay_by_age;
 mod a7_model;
@@ -14,7 +13,7 @@ mod findings;
 mod on_the_clock;
 mod people;
 
-/// Prints a test's line for `scripts/security`'s summary; returns `pass`.
+/// Prints a test's line for the security suite's summary; returns `pass`.
 pub fn report(id: &str, name: &str, figure: &str, pass: bool) -> bool {
     eprintln!("SECURITY {id} {name}: {figure} — {}", if pass { "pass" } else { "FAIL" });
     pass
