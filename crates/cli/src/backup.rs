@@ -30,7 +30,7 @@ const FORMAT: &str = "strongroom-sqlite-snapshot-1";
 fn sqlite_path(config: &strongroom_server::Config) -> Result<PathBuf> {
     match strongroom_store::sqlite_path(&config.database_url)? {
         Some(path) => Ok(path.to_owned()),
-        None => bail!("the store is PostgreSQL: back it up with pg_dump and restore with pg_restore (README, Operating)"),
+        None => bail!("the store is PostgreSQL: back it up with pg_dump and restore with pg_restore (the book: Backup and restore)"),
     }
 }
 

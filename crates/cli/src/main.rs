@@ -481,7 +481,7 @@ mod tests {
         let Command::Admin { remote, .. } = parsed.command else { unreachable!() };
         assert_eq!(remote.server.as_deref(), Some("https://h:8443"));
         // A command's positional CLIENT_ID and the global --client-id are two
-        // arguments (the README's `integrations create ci-app` over the API).
+        // arguments (the book's `integrations create ci-app` over the API).
         for args in [
             &["strongroom", "admin", "integrations", "create", "ci-app", "--scope", "restricted:manage", "--server", "https://h"][..],
             &["strongroom", "admin", "--server", "https://h", "--client-id", "strongroom-admin", "integrations", "delete", "ci-app"],

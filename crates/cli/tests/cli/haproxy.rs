@@ -1,5 +1,5 @@
-//! The README's HAProxy recipe survives a replica crash: HAProxy runs the
-//! configuration block of README.md (its addresses, certificate and log
+//! The book's HAProxy recipe survives a replica crash: HAProxy runs the
+//! configuration block of book/src/operations/replicas.md (its addresses, certificate and log
 //! target replaced; a capture of the request id added, to join its log to
 //! the client's view) in front of three replicas on PostgreSQL; under load,
 //! one replica is SIGKILLed. No request may fail but those that replica was
@@ -32,11 +32,11 @@ fn haproxy() -> Option<String> {
     ok.then(|| "haproxy".to_owned())
 }
 
-/// The configuration block README.md marks as the one this test runs,
+/// The configuration block book/src/operations/replicas.md marks as the one this test runs,
 /// without the list item's indentation.
 fn readme_config() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let marker = readme.find("<!-- haproxy.cfg: crates/cli/tests/cli/haproxy.rs").expect("the README's HAProxy block has lost its marker");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/operations/replicas.md")).unwrap();
+    let marker = readme.find("<!-- haproxy.cfg: crates/cli/tests/cli/haproxy.rs").expect("the book's HAProxy block has lost its marker");
     let rest = &readme[marker..];
     let open = rest.find("```\n").expect("no code block after the marker") + 4;
     let close = rest[open..].find("```").expect("the code block does not end") + open;
@@ -45,7 +45,7 @@ fn readme_config() -> String {
 
 /// `text` with `from` replaced by `to`, which must be there.
 fn replaced(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "the README's HAProxy block no longer holds {from:?}:\n{text}");
+    assert!(text.contains(from), "the book's HAProxy block no longer holds {from:?}:\n{text}");
     text.replace(from, to)
 }
 
@@ -97,7 +97,7 @@ impl Drop for Balancer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_readme_haproxy_recipe_loses_only_what_the_killed_replica_was_answering() {
     let Some(bin) = haproxy() else {
-        skip("HAProxy is not installed (Debian package haproxy): the README's load-balancer recipe cannot be tested");
+        skip("HAProxy is not installed (Debian package haproxy): the book's load-balancer recipe cannot be tested");
         return;
     };
     if pg_url("haproxy").is_none() {
@@ -106,7 +106,7 @@ async fn the_readme_haproxy_recipe_loses_only_what_the_killed_replica_was_answer
     let mut cluster = Cluster::start(3).await;
     cluster.fixtures();
 
-    // HAProxy's certificate and the README's configuration, pointed at the replicas.
+    // HAProxy's certificate and the book's configuration, pointed at the replicas.
     let work = tempfile::tempdir().unwrap();
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let pem = work.path().join("haproxy.pem");
@@ -241,7 +241,7 @@ async fn the_readme_haproxy_recipe_loses_only_what_the_killed_replica_was_answer
     let by_server = |name: &str| logged.values().filter(|l| l.server == name).count();
     let in_flight: Vec<(&Sent, Option<&Logged>)> = failed.iter().map(|s| (*s, logged.get(&s.id))).collect();
     eprintln!(
-        "haproxy: {total} requests through the README's configuration; {} failed, all in flight on replica r2 when it was \
+        "haproxy: {total} requests through the book's configuration; {} failed, all in flight on replica r2 when it was \
          killed; {after_kill} answered after the kill; answered by r1 {}, r2 {}, r3 {}; the failures: {:?}",
         failed.len(),
         by_server("r1"),

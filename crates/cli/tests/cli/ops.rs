@@ -148,18 +148,18 @@ async fn metrics_can_have_a_listener_of_their_own() {
     server.stop();
 }
 
-/// The README's configuration table names every setting and its variable,
+/// The book's configuration table (book/src/reference/configuration.md) names every setting and its variable,
 /// so that a setting added to `config::SETTINGS` is documented there too.
 #[test]
 fn the_readme_names_every_setting_and_variable() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/reference/configuration.md")).unwrap();
     let table = &readme[readme.find("| setting (TOML / env) |").unwrap()..];
     let table = &table[..table.find("\n\n").unwrap()];
     for s in strongroom_server::config::SETTINGS {
         let key = s.key.rsplit('.').next().unwrap();
-        assert!(table.contains(&format!("`{key}`")) || table.contains(&format!(" {key}`")), "{} is not in the README's table", s.key);
+        assert!(table.contains(&format!("`{key}`")) || table.contains(&format!(" {key}`")), "{} is not in the book's table", s.key);
         if let Some(var) = s.env {
-            assert!(table.contains(var), "{var} is not in the README's table");
+            assert!(table.contains(var), "{var} is not in the book's table");
         }
     }
 }

@@ -1,4 +1,4 @@
-//! SECURITY.md's table of ids against the tests: every id of the table has
+//! The security suite's table (book/src/security/suite.md) of ids against the tests: every id of the table has
 //! a test named by it (`c3_oracles_and_timing`; a test that covers several
 //! names each, `j5_j6_j9_…`, `b1p_…_and_b3p_…`), is listed under "Not
 //! applicable here" with its reason, or is a check of `scripts/security`
@@ -40,13 +40,13 @@ fn ids_of_test(name: &str) -> Vec<String> {
     ids
 }
 
-/// Ids, each with the line of SECURITY.md it is on.
+/// Ids, each with the line of suite.md it is on.
 type Lines = Vec<(String, usize)>;
 
-/// The ids of SECURITY.md's table (`| A1 | … |`) and of its "Not
+/// The ids of suite.md's table (`| A1 | … |`) and of its "Not
 /// applicable here" list (`- **D5** …`).
 fn security_md() -> (Lines, Lines) {
-    let text = std::fs::read_to_string(root().join("SECURITY.md")).unwrap();
+    let text = std::fs::read_to_string(root().join("book/src/security/suite.md")).unwrap();
     let (mut table, mut not_applicable) = (Vec::new(), Vec::new());
     // The list runs from its heading to the first line that is neither a
     // list item, an item's continuation nor blank.
@@ -108,7 +108,7 @@ fn test_functions() -> Vec<(String, PathBuf)> {
 #[test]
 fn every_security_id_has_its_test_and_every_id_test_its_row() {
     let (table, not_applicable) = security_md();
-    assert!(table.len() >= 60, "SECURITY.md's table of ids not found or cut short: {table:?}");
+    assert!(table.len() >= 60, "suite.md's table of ids not found or cut short: {table:?}");
     let scripts = std::fs::read_to_string(root().join("scripts/security")).unwrap();
 
     let mut by_id: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -122,32 +122,32 @@ fn every_security_id_has_its_test_and_every_id_test_its_row() {
     let mut seen = BTreeSet::new();
     for (id, line) in &table {
         if !seen.insert(id.clone()) {
-            problems.push(format!("SECURITY.md:{line}: {id} has two rows"));
+            problems.push(format!("suite.md:{line}: {id} has two rows"));
         }
     }
     let na: BTreeSet<&str> = not_applicable.iter().map(|(id, _)| id.as_str()).collect();
     for (id, line) in &not_applicable {
         if seen.contains(id) {
-            problems.push(format!("SECURITY.md:{line}: {id} is in the table and listed as not applicable"));
+            problems.push(format!("suite.md:{line}: {id} is in the table and listed as not applicable"));
         }
         if let Some(tests) = by_id.get(id) {
-            problems.push(format!("SECURITY.md:{line}: {id} is listed as not applicable, yet has tests: {tests:?}"));
+            problems.push(format!("suite.md:{line}: {id} is listed as not applicable, yet has tests: {tests:?}"));
         }
     }
     for (id, line) in &table {
         let by_script = scripts.contains(&format!("SECURITY {id}"));
         if !by_id.contains_key(id) && !by_script {
-            problems.push(format!("SECURITY.md:{line}: {id} has no test named by it (e.g. `fn {}_…`)", id.to_lowercase()));
+            problems.push(format!("suite.md:{line}: {id} has no test named by it (e.g. `fn {}_…`)", id.to_lowercase()));
         }
     }
     for (id, tests) in &by_id {
         if !seen.contains(id) && !na.contains(id.as_str()) {
-            problems.push(format!("{id} is not in SECURITY.md's table, yet these tests carry it: {tests:?}"));
+            problems.push(format!("{id} is not in suite.md's table, yet these tests carry it: {tests:?}"));
         }
     }
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
     eprintln!(
-        "{} ids in SECURITY.md's table, {} with tests ({} test functions), {} checked by scripts/security; {} not applicable",
+        "{} ids in suite.md's table, {} with tests ({} test functions), {} checked by scripts/security; {} not applicable",
         table.len(),
         table.iter().filter(|(id, _)| by_id.contains_key(id)).count(),
         by_id.values().flatten().collect::<BTreeSet<_>>().len(),

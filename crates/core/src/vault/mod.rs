@@ -31,7 +31,7 @@ impl Rights {
     pub const CREATE: Rights = Rights(8);
     pub const DELETE: Rights = Rights(16);
     /// The product's other permission flags (`IsRenameAllowed` …), kept and
-    /// shown by the Permissions calls; see README "Administering remotely"
+    /// shown by the Permissions calls; see the book's "Administering remotely"
     /// for which of them the vault honours.
     pub const RENAME: Rights = Rights(32);
     pub const REVOKE: Rights = Rights(64);
