@@ -369,6 +369,35 @@ fn toml_form(key: &str) -> String {
     }
 }
 
+/// The book's generated settings page (`book/src/reference/settings.md`),
+/// made from the settings table as the manual page is; a test keeps the
+/// committed page equal to it.
+pub(crate) fn settings_markdown() -> String {
+    let cell = |t: &str| t.replace('|', "\\|");
+    let mut p = String::from(
+        "# Settings (generated)\n\n\
+         <!-- Generated from `config::SETTINGS` by `crates/cli/src/ops.rs` (`settings_markdown`); a test keeps it\n\
+         current. Regenerate: STRONGROOM_BLESS=1 cargo test -p strongroom --bin strongroom settings_page -->\n\n\
+         Every setting of `strongroom.toml`, its environment variable and flag, its kind and default, as the server\n\
+         reads them. The variables override the file and the flags override both; unknown keys are refused;\n\
+         `strongroom config check` prints the effective settings. [Configuration](configuration.md) explains them.\n\n\
+         | key | variable | flag | value | default | meaning |\n|---|---|---|---|---|---|\n",
+    );
+    for s in SETTINGS {
+        let value = if s.kind == Kind::Name { "text" } else { s.kind.accepted() };
+        p.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            toml_form(s.key),
+            s.env.map_or_else(String::new, |v| format!("`{v}`")),
+            s.flag.map_or_else(String::new, |f| format!("`--{}`", f.long)),
+            cell(value),
+            if s.default.is_empty() { String::new() } else { format!("`{}`", cell(s.default)) },
+            cell(s.help)
+        ));
+    }
+    p
+}
+
 /// strongroom.toml(5), made from the settings table: every key, its
 /// variable, its flag and its default.
 fn config_page() -> String {
@@ -420,6 +449,24 @@ fn config_page() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The book's settings page is the one the settings table makes (as
+    /// `openapi.json` is the document the code makes).
+    #[test]
+    fn settings_page_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/reference/settings.md");
+        let made = super::settings_markdown();
+        if std::env::var("STRONGROOM_BLESS").as_deref() == Ok("1") {
+            std::fs::write(&path, &made).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == made,
+            "{} is not the page the settings table makes; regenerate it with\n    \
+             STRONGROOM_BLESS=1 cargo test -p strongroom --bin strongroom settings_page",
+            path.display()
+        );
+    }
+
     use super::*;
 
     #[test]
