@@ -371,8 +371,9 @@ fn toml_form(key: &str) -> String {
 
 /// The book's generated settings page (`book/src/reference/settings.md`),
 /// made from the settings table as the manual page is; a test keeps the
-/// committed page equal to it.
-pub(crate) fn settings_markdown() -> String {
+/// committed page equal to it (and writes it with `STRONGROOM_BLESS=1`).
+#[cfg(test)]
+fn settings_markdown() -> String {
     let cell = |t: &str| t.replace('|', "\\|");
     let mut p = String::from(
         "# Settings (generated)\n\n\
