@@ -56,11 +56,10 @@ pub(crate) async fn insert_device<C: Conn>(
     event: &Event,
     quota: Option<&(String, Rule)>,
 ) -> StoreResult<()> {
-    if let Some((key, rule)) = quota {
-        let Some(after) = counter(c, key).await?.count(*rule, event.at) else {
-            return Err(StoreError::QuotaExceeded);
-        };
-        put_counter(c, &Slot { key: key.clone(), subject: None, rule: *rule, reset_on_success: false }, &after).await?;
+    if let Some((key, rule)) = quota
+        && take_quota_slot(c, key, *rule, event.at).await?.is_err()
+    {
+        return Err(StoreError::QuotaExceeded);
     }
     c.execute(&sql::FREE_USER_CODE, &values![&d.user_code_hash, d.created_at]).await?;
     c.execute(&sql::INSERT_DEVICE, &codec::device_row(d)).await?;
@@ -179,7 +178,20 @@ pub(crate) async fn login_context<C: Conn>(c: &C, name_key: &str, addr: &str) ->
 
 /// Counter `key`, locked for this transaction (created at zero if absent,
 /// so that there is a row to lock).
-pub(crate) async fn counter<C: Conn>(c: &C, key: &str) -> StoreResult<Counter> {
+/// Takes one slot of quota counter `key` under `rule` at `at` (a start of
+/// the device flow, a client's event), in the caller's transaction: the
+/// writer is serialised there (PostgreSQL takes the chain's head first,
+/// SQLite has one writer), so parallel takers cannot outrun the count.
+/// `Err(until)`, and nothing written, when the counter is full: there is
+/// room again at `until`, the end of its window.
+pub(crate) async fn take_quota_slot<C: Conn>(c: &C, key: &str, rule: Rule, at: UnixTime) -> StoreResult<Result<(), UnixTime>> {
+    let current = counter(c, key).await?;
+    let Some(after) = current.count(rule, at) else { return Ok(Err(current.window_start.plus_secs(rule.window_secs))) };
+    put_counter(c, &Slot { key: key.to_owned(), subject: None, rule, reset_on_success: false }, &after).await?;
+    Ok(Ok(()))
+}
+
+async fn counter<C: Conn>(c: &C, key: &str) -> StoreResult<Counter> {
     c.execute(&sql::ZERO_COUNTER, &values![key]).await?;
     query_one(c, &sql::COUNTER, &values![key], codec::counter).await
 }
@@ -199,7 +211,7 @@ async fn counters<C: Conn>(c: &C, slots: &[Slot]) -> StoreResult<Vec<Counter>> {
 }
 
 /// Writes `slot`'s counter.
-pub(crate) async fn put_counter<C: Conn>(c: &C, slot: &Slot, counter: &Counter) -> StoreResult<()> {
+async fn put_counter<C: Conn>(c: &C, slot: &Slot, counter: &Counter) -> StoreResult<()> {
     c.execute(&sql::PUT_COUNTER, &codec::counter_row(slot, counter)).await.map(drop)
 }
 

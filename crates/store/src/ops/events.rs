@@ -1,11 +1,11 @@
 //! The chained event log, and the store's upkeep.
 
 use strongroom_core::event::{Event, EventKind, StoredEvent, chain_hash};
-use strongroom_core::throttle::{ORIGIN_RETENTION_DAYS, Rule, Slot};
+use strongroom_core::throttle::{ORIGIN_RETENTION_DAYS, Rule};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::VaultId;
 
-use super::auth::{counter, put_counter};
+use super::auth::take_quota_slot;
 use super::{Conn, query_one};
 use crate::codec::{self, values};
 use crate::sql;
@@ -65,16 +65,12 @@ pub(crate) async fn archive_events<C: Conn>(c: &C, from: i64, through: (i64, [u8
     Ok(true)
 }
 
-/// See [`crate::EventStore::append_client_event`]: the counter's slot and
-/// the event in one transaction (PostgreSQL takes the chain's head first;
-/// SQLite has one writer), so parallel writers cannot outrun the count.
+/// See [`crate::EventStore::append_client_event`]: the counter's slot
+/// ([`take_quota_slot`]) and the event in one transaction.
 pub(crate) async fn append_client_event<C: Conn>(c: &C, e: &Event, key: &str, rule: Rule) -> StoreResult<Result<(), UnixTime>> {
-    let current = counter(c, key).await?;
-    let Some(after) = current.count(rule, e.at) else {
-        // Room again when the window ends.
-        return Ok(Err(current.window_start.plus_secs(rule.window_secs)));
-    };
-    put_counter(c, &Slot { key: key.to_owned(), subject: None, rule, reset_on_success: false }, &after).await?;
+    if let Err(until) = take_quota_slot(c, key, rule, e.at).await? {
+        return Ok(Err(until));
+    }
     append_event(c, e).await?;
     Ok(Ok(()))
 }
