@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_http::fuzzing::date(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_fuzzing::date(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_http::fuzzing::sdk_body(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_fuzzing::sdk_body(data));

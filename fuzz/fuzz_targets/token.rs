@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_http::fuzzing::token(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strongroom_fuzzing::token(data));

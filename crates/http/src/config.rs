@@ -16,11 +16,11 @@ use strongroom_proto::config::{
 use super::extract::bearer_token;
 use super::respond::{SdkFailure, TreeFailure, ok};
 use super::responses::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
-use super::sdk_body::{FieldError, SdkBody};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::tree::{self, Listing, Node, TreeError};
+use strongroom_proto::read::{FieldError, SdkBody};
 
 /// Authenticates (a bad token is 401 whatever the body), checks `scope`
 /// (`None`: any scope), reads the body.

@@ -23,11 +23,11 @@ use strongroom_proto::vedsdk::IdentityEntry as WireEntry;
 use super::extract::bearer_token;
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
-use super::sdk_body::{FieldError, SdkBody};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::groups::{self, GroupError};
+use strongroom_proto::read::{FieldError, SdkBody};
 
 pub(crate) fn wire(e: &IdentityEntry) -> WireEntry {
     WireEntry {

@@ -19,11 +19,11 @@ use strongroom_proto::vedsdk::{
 use super::extract::bearer_token;
 use super::respond::{SdkFailure, ok};
 use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
-use super::sdk_body::SdkBody;
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::identity::{self as people, BROWSE_DEFAULT, BROWSE_MAX, Found};
+use strongroom_proto::read::SdkBody;
 
 fn wire(e: &IdentityEntry) -> WireEntry {
     WireEntry {
@@ -137,7 +137,7 @@ pub(crate) async fn validate(State(app): State<HttpState>, req: Request) -> Resu
 )]
 pub(crate) async fn browse(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
     let (_, body) = begin(&app, req).await?;
-    let bad = |e: super::sdk_body::FieldError| SdkFailure::BadJson(e.0);
+    let bad = |e: strongroom_proto::read::FieldError| SdkFailure::BadJson(e.0);
     let filter = body.text(&["Filter"]).map_err(bad)?.unwrap_or_default();
     let limit = match body.int32(&["Limit"]).map_err(bad)? {
         None => BROWSE_DEFAULT,

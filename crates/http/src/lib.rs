@@ -8,10 +8,10 @@
 //! listeners, TLS, start-up), which builds the [`state::HttpState`] and the
 //! [`Limits`] this crate serves with.
 //!
-//! `secretstore` for the vault, `log` for `GET /vedsdk/Log`; `sdk_body`
-//! reads `/vedsdk` bodies (case-insensitive keys, numeric strings, integers
-//! written `32.0`; a test in `secretstore` reads every `proto::vedsdk`
-//! request type back through it); `respond`, the only place that picks
+//! `secretstore` for the vault, `log` for `GET /vedsdk/Log`; the bodies
+//! and credentials headers are read by `strongroom_proto::read` (a test in
+//! `secretstore` reads every `proto::vedsdk` request type back through it);
+//! `respond`, the only place that picks
 //! statuses (a store failure of a passing kind is 503
 //! `temporarily_unavailable` with `Retry-After`), wrapping the application's
 //! errors; `responses`, the responses operations share; [`openapi`], the
@@ -20,8 +20,7 @@
 //! registry (requests by route template, the application's outcomes as its
 //! `Observer`, the store's batches and failures as its `StoreObserver`, pool
 //! and memory gauges read at scrape); [`state`], `HttpState` (the `App` and
-//! the edge's settings); [`fuzzing`], the fuzz targets' entry points (not an
-//! API).
+//! the edge's settings).
 
 #![forbid(unsafe_code)]
 
@@ -29,8 +28,6 @@ pub mod client_addr;
 mod config;
 mod console;
 mod extract;
-#[doc(hidden)]
-pub mod fuzzing;
 mod groups;
 mod health;
 mod identity;
@@ -43,7 +40,6 @@ mod page;
 mod permissions;
 mod respond;
 mod responses;
-mod sdk_body;
 mod secretstore;
 pub mod state;
 mod teams;

@@ -22,13 +22,13 @@ use strongroom_store::GrantSummary;
 use super::extract::bearer_token;
 use super::respond::{OAuthFailure, SdkFailure, ok};
 use super::responses::SdkRefusals;
-use super::sdk_body::{FieldError, SdkBody};
 use crate::state::HttpState;
 use strongroom_app::admin::oauth::Trustee;
 use strongroom_app::admin::{Actor, Admin, AdminError, IntegrationSpec};
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::identity::{self as people, Found};
+use strongroom_proto::read::{FieldError, SdkBody};
 
 type Answer = Result<Response, OAuthFailure>;
 

@@ -22,11 +22,11 @@ use strongroom_store::RightsChange;
 use super::extract::bearer_token;
 use super::respond::{SdkFailure, TreeFailure, created, done, ok};
 use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
-use super::sdk_body::SdkBody;
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::tree::{self, TreeError};
+use strongroom_proto::read::SdkBody;
 
 async fn caller(app: &HttpState, token: Option<String>, scope: &'static str) -> Result<AccessContext, TreeFailure> {
     let ctx = bearer::authenticate(app, token.as_deref()).await?;

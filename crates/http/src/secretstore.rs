@@ -24,11 +24,11 @@ use super::responses::{
     AddAnswer, Forbidden, IdsAnswer, KeysAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer, Unauthorized,
     Unavailable, ValueAnswer,
 };
-use super::sdk_body::{FieldError, SdkBody};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer::{self, BearerError};
 use strongroom_app::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
+use strongroom_proto::read::{FieldError, SdkBody};
 
 type Answer = Result<Response, SdkFailure>;
 

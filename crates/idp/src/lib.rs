@@ -11,10 +11,15 @@
 //!   certificate mappings' CAs and CRLs, and matched to a mapping.
 //!
 //! No store here: what a provider says is persisted by the application.
+//! Without the default `providers` feature only [`certificate`] is built
+//! (the fuzz targets' build).
 
 #![forbid(unsafe_code)]
 
 pub mod certificate;
+#[cfg(feature = "providers")]
 pub mod directory;
+#[cfg(feature = "providers")]
 pub mod jwks;
+#[cfg(feature = "providers")]
 pub mod oidc;

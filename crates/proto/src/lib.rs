@@ -1,12 +1,15 @@
 //! Wire shapes of the `/vedauth` and `/vedsdk` interfaces, exactly as clients
 //! see them. Shared by the server and the client library, which depends on
-//! this crate only. Serde only: no logic beyond the wire's own formats.
+//! this crate only. No logic beyond the wire's own formats and their readers.
 //!
 //! - [`vedauth`]: token, device and verify bodies, the RFC 6749 error body.
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
 //! - [`config`], [`permissions`]: the `\VED` tree's `Config/*` and
 //!   `Permissions/Object/…` bodies (issue 23).
 //! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
+//! - [`read`]: the readers of request bodies and credentials headers (the
+//!   `/vedsdk` body's lenient keys and numbers, form-or-JSON, `Bearer` and
+//!   `Basic`), which the fuzz targets drive.
 //!
 //! And, because the client library may depend on nothing else of ours, the
 //! few helpers every crate needs, each written once: [`hex`] (strict
@@ -28,6 +31,7 @@ pub mod groups;
 pub mod hex;
 pub mod oauth;
 pub mod permissions;
+pub mod read;
 pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -1,6 +1,6 @@
 //! G2/E4 (HTTP fuzz against the binary, error bodies), G3/G4 (lints and
 //! secret types), H1/H2 (entropy and format). G1 (fuzz targets) prints from
-//! `crates/server/tests/fuzz_corpus.rs`, G5 (cargo deny/audit) from
+//! `crates/fuzzing/tests/fuzz_corpus.rs`, G5 (cargo deny/audit) from
 //! `scripts/security`.
 
 use base64::Engine as _;

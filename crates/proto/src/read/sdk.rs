@@ -1,4 +1,4 @@
-//! `/vedsdk` request bodies: JSON objects whose keys match case-insensitively
+//! `/vedsdk` request bodies (`SdkBody`): JSON objects whose keys match case-insensitively
 //! (`VaultId` = `VaultID`: pyvenafi sends both), whose numbers may come as
 //! numeric strings (`"376"`: the vendor's own examples) or with a zero
 //! fraction (`376.0`: an integer to JSON Schema), and whose unknown keys are
@@ -11,16 +11,16 @@ const MAX_EXACT_F64: f64 = 9_007_199_254_740_992.0;
 
 /// A parsed body.
 #[derive(Debug, Default)]
-pub(crate) struct SdkBody(Map<String, Value>);
+pub struct SdkBody(Map<String, Value>);
 
 /// A field that is present but wrong, naming the field for the `Error` text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FieldError(pub(crate) String);
+pub struct FieldError(pub String);
 
 impl SdkBody {
     /// Parses a JSON object. An empty body is an empty object (GET-style
     /// calls send `Content-Type: application/json` with nothing).
-    pub(crate) fn parse(bytes: &[u8]) -> Result<SdkBody, String> {
+    pub fn parse(bytes: &[u8]) -> Result<SdkBody, String> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(SdkBody::default());
         }
@@ -36,12 +36,12 @@ impl SdkBody {
         names.iter().find_map(|n| self.0.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v)).filter(|v| !v.is_null())
     }
 
-    pub(crate) fn has(&self, names: &[&str]) -> bool {
+    pub fn has(&self, names: &[&str]) -> bool {
         self.get(names).is_some()
     }
 
     /// A string field; numbers are not strings.
-    pub(crate) fn string(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+    pub fn string(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
         match self.get(names) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -51,7 +51,7 @@ impl SdkBody {
 
     /// A field read as text: a string as it is, a number in its decimal form
     /// (clients send `Value1` and the like either way).
-    pub(crate) fn text(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+    pub fn text(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
         match self.get(names) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -61,7 +61,7 @@ impl SdkBody {
     }
 
     /// A 64-bit integer field: a JSON integer or a string of one.
-    pub(crate) fn int64(&self, names: &[&str]) -> Result<Option<i64>, FieldError> {
+    pub fn int64(&self, names: &[&str]) -> Result<Option<i64>, FieldError> {
         let wrong = || FieldError(format!("{} must be a 64-bit integer.", names[0]));
         match self.get(names) {
             None => Ok(None),
@@ -86,7 +86,7 @@ impl SdkBody {
     /// An identity field (`ID` of the Identity calls): a string, or an
     /// object with any of an identity entry's fields, read in the order
     /// `PrefixedUniversal`, `PrefixedName`, `Universal`, `Name`.
-    pub(crate) fn identity(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
+    pub fn identity(&self, names: &[&str]) -> Result<Option<String>, FieldError> {
         match self.get(names) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -107,8 +107,8 @@ impl SdkBody {
     /// A list of identities (`Members`, `Owners` of the group calls): each
     /// a string (read as a prefixed name or universal) or an object with any
     /// of an identity entry's fields, as given. Missing: an empty list.
-    pub(crate) fn identity_list(&self, names: &[&str]) -> Result<Vec<strongroom_proto::vedsdk::IdentityName>, FieldError> {
-        use strongroom_proto::vedsdk::IdentityName;
+    pub fn identity_list(&self, names: &[&str]) -> Result<Vec<crate::vedsdk::IdentityName>, FieldError> {
+        use crate::vedsdk::IdentityName;
         let wrong = || FieldError(format!("{} must be a list of identities: objects with PrefixedName or PrefixedUniversal.", names[0]));
         let Some(v) = self.get(names) else { return Ok(Vec::new()) };
         let Value::Array(items) = v else { return Err(wrong()) };
@@ -132,7 +132,7 @@ impl SdkBody {
     }
 
     /// A list of strings (`Products`); missing: an empty list.
-    pub(crate) fn string_list(&self, names: &[&str]) -> Result<Vec<String>, FieldError> {
+    pub fn string_list(&self, names: &[&str]) -> Result<Vec<String>, FieldError> {
         let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
         match self.get(names) {
             None => Ok(Vec::new()),
@@ -142,7 +142,7 @@ impl SdkBody {
     }
 
     /// A 32-bit integer field (`VaultType`).
-    pub(crate) fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
+    pub fn int32(&self, names: &[&str]) -> Result<Option<i32>, FieldError> {
         match self.int64(names) {
             Ok(Some(v)) => i32::try_from(v).map(Some).map_err(|_| FieldError(format!("{} must be a 32-bit integer.", names[0]))),
             Ok(None) => Ok(None),
@@ -152,7 +152,7 @@ impl SdkBody {
 
     /// A yes/no field as the clients send it (`Recursive`, `Renewable`): `true`/`false`,
     /// `1`/`0`, or a string of either (`"true"`, `"1"`, any case).
-    pub(crate) fn flag(&self, names: &[&str]) -> Result<Option<bool>, FieldError> {
+    pub fn flag(&self, names: &[&str]) -> Result<Option<bool>, FieldError> {
         let wrong = || FieldError(format!("{} must be true or false (or 1 or 0).", names[0]));
         match self.get(names) {
             None => Ok(None),
@@ -172,7 +172,7 @@ impl SdkBody {
     }
 
     /// A list of strings (`Classes`); one string is a list of one.
-    pub(crate) fn strings(&self, names: &[&str]) -> Result<Option<Vec<String>>, FieldError> {
+    pub fn strings(&self, names: &[&str]) -> Result<Option<Vec<String>>, FieldError> {
         let wrong = || FieldError(format!("{} must be a list of strings.", names[0]));
         match self.get(names) {
             None => Ok(None),
@@ -188,7 +188,7 @@ impl SdkBody {
 /// `oauth/*` (issue 23): nested objects.
 impl SdkBody {
     /// A nested object, read the same lenient way.
-    pub(crate) fn object(&self, names: &[&str]) -> Result<Option<SdkBody>, FieldError> {
+    pub fn object(&self, names: &[&str]) -> Result<Option<SdkBody>, FieldError> {
         match self.get(names) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(SdkBody(m.clone()))),
@@ -197,7 +197,7 @@ impl SdkBody {
     }
 
     /// A list of objects.
-    pub(crate) fn objects(&self, names: &[&str]) -> Result<Option<Vec<SdkBody>>, FieldError> {
+    pub fn objects(&self, names: &[&str]) -> Result<Option<Vec<SdkBody>>, FieldError> {
         let wrong = || FieldError(format!("{} must be a list of objects.", names[0]));
         match self.get(names) {
             None => Ok(None),

@@ -1,13 +1,17 @@
-//! Entry points for the fuzz targets in `fuzz/` and for the stable runner
-//! that replays their corpus (`crates/server/tests/fuzz_corpus.rs`). Each
-//! takes arbitrary bytes, drives one parser the HTTP edge uses, and checks
-//! what must hold of any input; a panic is the finding. Not an API.
+//! Entry points of the fuzz targets in `fuzz/` (cargo-fuzz, nightly) and of
+//! the stable runner that replays their corpus on every test run
+//! (`tests/fuzz_corpus.rs`). Each takes arbitrary bytes, drives one reader
+//! the server runs on what clients send, and checks what must hold of any
+//! input; a panic is the finding.
+//!
+//! Depends on `proto`, `core` and the certificate part of `idp` only, so
+//! cargo-fuzz builds a small graph (no HTTP framework, store or network
+//! stack): the readers live below the edge for that reason.
 
-use axum::http::{HeaderMap, HeaderValue, header};
+#![forbid(unsafe_code)]
+
+use strongroom_proto::read::{self, SdkBody};
 use strongroom_proto::vedauth::{DeviceRequest, OAuthRequest, TokenRequest};
-
-use super::extract::{bearer_token, body_kind, parse_form_or_json};
-use super::sdk_body::SdkBody;
 
 /// Keys the `/vedsdk` handlers ask for.
 const SDK_KEYS: &[&str] = &["VaultID", "VaultType", "Name", "StringValue", "IntValue", "DateValue", "Owner", "Base64Data", "Keyname"];
@@ -38,32 +42,27 @@ pub fn form_or_json(data: &[u8]) {
         1 => "application/x-www-form-urlencoded",
         _ => "text/plain",
     };
-    let mut headers = HeaderMap::new();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
-    let kind = body_kind(&headers);
+    let kind = read::body_kind(Some(ct));
     if selector % 3 == 2 {
         assert_eq!(kind, None);
     }
-    let device = parse_form_or_json::<DeviceRequest>(kind, body);
-    let _ = parse_form_or_json::<TokenRequest>(kind, body);
-    let _ = parse_form_or_json::<OAuthRequest>(kind, body);
+    let device = read::form_or_json::<DeviceRequest>(kind, body);
+    let _ = read::form_or_json::<TokenRequest>(kind, body);
+    let _ = read::form_or_json::<OAuthRequest>(kind, body);
     if kind.is_none() {
         assert!(device.is_err(), "an unknown content type is refused");
     }
 }
 
-/// The token parsers: the bearer header (both header names) and the shape
-/// checks and user-code normaliser that run before anything is hashed.
+/// The token parsers: the `Bearer` and `Basic` header readers and the
+/// shape checks and user-code normaliser that run before anything is hashed.
 pub fn token(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if let Ok(v) = HeaderValue::from_bytes(data) {
-        for name in [header::AUTHORIZATION.as_str(), "x-venafi-api-key"] {
-            let mut headers = HeaderMap::new();
-            headers.insert(name, v.clone());
-            if let Some(t) = bearer_token(&headers) {
-                assert!(!t.is_empty() && t.trim() == t, "a bearer token is trimmed and non-empty");
-            }
-        }
+    if let Some(t) = read::bearer(&text) {
+        assert!(!t.is_empty() && t.trim() == t, "a bearer token is trimmed and non-empty");
+    }
+    if let Some(id) = read::basic_client_id(&text) {
+        assert!(!id.is_empty(), "a Basic header names a client or none");
     }
     let _ = strongroom_core::token::looks_like_token(&text);
     let _ = strongroom_core::token::looks_like_device_code(&text);

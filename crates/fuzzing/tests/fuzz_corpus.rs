@@ -1,7 +1,7 @@
 //! The stable half of the fuzzing (G1): nightly's cargo-fuzz runs the
 //! targets in `fuzz/` for a bounded time when it is installed; this test runs
 //! on every `cargo test` and feeds the same entry points
-//! (`strongroom_http::fuzzing`) the committed corpus in
+//! (`strongroom_fuzzing`) the committed corpus in
 //! `fuzz/corpus/<target>/`, every crash input in `fuzz/artifacts/<target>/`
 //! if any were kept, and a bounded proptest of random and mutated inputs.
 //! A panic is a finding. Prints one `SECURITY G1` line with the counts.
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
-use strongroom_http::fuzzing;
+use strongroom_fuzzing as fuzzing;
 
 type Target = (&'static str, fn(&[u8]));
 
