@@ -3,8 +3,7 @@
 //! for is HTTP 200 with that `Result` (VenafiPS branches on it after a
 //! successful call); 401 and 403 are the token's and the scope's.
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::State;
 use axum::response::Response;
 
 use strongroom_core::grant::AccessContext;
@@ -13,29 +12,13 @@ use strongroom_proto::config::{
     ConfigObject, ConfigRequest, ConfigResult, DnToGuidResponse, GuidToDnResponse, ObjectResponse, ObjectsResponse,
 };
 
-use super::extract::bearer_token;
+use super::extract::{Sdk, scope};
 use super::respond::{SdkFailure, TreeFailure, ok};
 use super::responses::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
-use strongroom_app::service::bearer;
 use strongroom_app::service::tree::{self, Listing, Node, TreeError};
 use strongroom_proto::read::{FieldError, SdkBody};
-
-/// Authenticates (a bad token is 401 whatever the body), checks `scope`
-/// (`None`: any scope), reads the body.
-async fn begin(app: &HttpState, req: Request, scope: Option<&'static str>) -> Result<(AccessContext, SdkBody), TreeFailure> {
-    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
-    if let Some(s) = scope {
-        bearer::require(&ctx, s)?;
-    }
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(b) => b,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge.into()),
-        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into()).into()),
-    };
-    Ok((ctx, SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?))
-}
 
 fn bad(e: FieldError) -> TreeFailure {
     SdkFailure::BadJson(e.0).into()
@@ -84,8 +67,11 @@ fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
+pub(crate) async fn create(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage>,
+) -> Result<Response, TreeFailure> {
     let dn = required_dn(&body)?;
     let class = body.string(&["Class"]).map_err(bad)?.unwrap_or_default();
     let node = tree::create(&app, &ctx, &origin, &dn, &class).await?;
@@ -109,8 +95,11 @@ pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration:delete")).await?;
+pub(crate) async fn delete(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationDelete>,
+) -> Result<Response, TreeFailure> {
     let dn = required_dn(&body)?;
     let recursive = body.flag(&["Recursive"]).map_err(bad)?.unwrap_or(false);
     tree::delete(&app, &ctx, &origin, &dn, recursive).await?;
@@ -131,8 +120,10 @@ pub(crate) async fn delete(State(app): State<HttpState>, origin: Origin, req: Re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn is_valid(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+pub(crate) async fn is_valid(
+    State(app): State<HttpState>,
+    Sdk { ctx, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, TreeFailure> {
     let guid = body.string(&["ObjectGUID"]).map_err(bad)?;
     let perms = tree::caller_rights(&app, &ctx).await?;
     let node = tree::find(&app, &perms, dn_of(&body)?.as_deref(), guid.as_deref()).await?;
@@ -157,8 +148,7 @@ pub(crate) async fn is_valid(State(app): State<HttpState>, req: Request) -> Resu
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn dn_to_guid(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, None).await?;
+pub(crate) async fn dn_to_guid(State(app): State<HttpState>, Sdk { ctx, body, .. }: Sdk<scope::Any>) -> Result<Response, TreeFailure> {
     let dn = required_dn(&body)?;
     let perms = tree::caller_rights(&app, &ctx).await?;
     let n = tree::find(&app, &perms, Some(&dn), None).await?;
@@ -190,8 +180,7 @@ pub(crate) async fn dn_to_guid(State(app): State<HttpState>, req: Request) -> Re
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn guid_to_dn(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, None).await?;
+pub(crate) async fn guid_to_dn(State(app): State<HttpState>, Sdk { ctx, body, .. }: Sdk<scope::Any>) -> Result<Response, TreeFailure> {
     let guid = body.string(&["ObjectGUID"]).map_err(bad)?.unwrap_or_default();
     let perms = tree::caller_rights(&app, &ctx).await?;
     let n = tree::find(&app, &perms, None, Some(&guid)).await?;
@@ -239,8 +228,10 @@ async fn list(
         SdkRefusals,
     ),
 )]
-pub(crate) async fn enumerate(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+pub(crate) async fn enumerate(
+    State(app): State<HttpState>,
+    Sdk { ctx, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, TreeFailure> {
     list(&app, &ctx, &body, strongroom_core::tree::POLICY_DN, &[], false).await
 }
 
@@ -259,8 +250,10 @@ pub(crate) async fn enumerate(State(app): State<HttpState>, req: Request) -> Res
         SdkRefusals,
     ),
 )]
-pub(crate) async fn find_objects_of_class(State(app): State<HttpState>, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration")).await?;
+pub(crate) async fn find_objects_of_class(
+    State(app): State<HttpState>,
+    Sdk { ctx, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, TreeFailure> {
     let mut classes = body.strings(&["Classes"]).map_err(bad)?.unwrap_or_default();
     classes.extend(body.string(&["Class"]).map_err(bad)?);
     if classes.is_empty() {
@@ -290,8 +283,11 @@ pub(crate) async fn find_objects_of_class(State(app): State<HttpState>, req: Req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn rename_object(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, TreeFailure> {
-    let (ctx, body) = begin(&app, req, Some("configuration:manage")).await?;
+pub(crate) async fn rename_object(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage>,
+) -> Result<Response, TreeFailure> {
     let dn = required_dn(&body)?;
     let new_dn = body.string(&["NewObjectDN"]).map_err(bad)?.unwrap_or_default();
     tree::rename(&app, &ctx, &origin, &dn, &new_dn).await?;

@@ -1,17 +1,34 @@
-//! Extractors: request bodies in JSON or form encoding with our error
-//! shape, the caller's origin, and the bearer token.
+//! Extractors, one per surface, each reading, authenticating and refusing
+//! in its surface's own shape before a handler runs:
+//! - `/vedsdk`: [`Caller`] (the bearer checked and the scope `S` required),
+//!   [`Sdk`] (that, then the body read within the limit as an [`SdkBody`]),
+//!   [`Vault`] (the vault's one context read: the caller and the entry the
+//!   body's `VaultID` names together). The bearer is judged before the body,
+//!   so a bad token is 401 whatever the body. The scope is a type
+//!   ([`scope`]), so a handler's signature says what it needs.
+//! - `/vedauth`: [`FormOrJson`] (JSON or form bodies, refused as
+//!   `{error, error_description}`).
+//! - every surface: [`Origin`] (the caller's address and the request id).
+//!
+//! The console's session is read by `console::Session`.
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
-use axum::http::{HeaderMap, header, request::Parts};
+use axum::http::{HeaderMap, StatusCode, header, request::Parts};
 use serde::de::DeserializeOwned;
+use std::marker::PhantomData;
 use std::net::SocketAddr;
 
 use super::client_addr::client_addr;
-use crate::respond::AuthRefusal;
+use crate::respond::{AuthRefusal, SdkFailure};
 use crate::state::HttpState;
+use strongroom_app::service::bearer::{self, BearerError};
+use strongroom_app::service::groups::GroupError;
+use strongroom_app::service::vault;
 use strongroom_app::service::{AuthError, Origin};
-use strongroom_proto::read;
+use strongroom_core::grant::AccessContext;
+use strongroom_core::vault::VaultId;
+use strongroom_proto::read::{self, SdkBody};
 
 /// The request's id as text (set by `tower_http`'s `SetRequestIdLayer`).
 pub(crate) fn request_id_of(ext: &axum::http::Extensions) -> String {
@@ -81,6 +98,173 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<String> {
     [header::AUTHORIZATION.as_str(), "x-venafi-api-key"]
         .iter()
         .find_map(|name| read::bearer(headers.get(*name)?.to_str().ok()?).map(str::to_owned))
+}
+
+// ------------------------------------------------------------------ /vedsdk
+
+/// The scopes `/vedsdk` calls require, one type each.
+pub(crate) mod scope {
+    /// A scope a call requires (`None`: any valid token will do).
+    pub(crate) trait Scope: Send + Sync + 'static {
+        const NEEDS: Option<&'static str>;
+    }
+
+    macro_rules! scopes {
+        ($($name:ident = $needs:expr;)*) => {
+            $(
+                #[doc = concat!("Scope `", stringify!($needs), "`.")]
+                pub(crate) struct $name;
+                impl Scope for $name {
+                    const NEEDS: Option<&'static str> = $needs;
+                }
+            )*
+        };
+    }
+
+    scopes! {
+        Any = None;
+        Admin = Some("admin");
+        AdminDelete = Some("admin:delete");
+        AdminViewLogs = Some("admin:viewlogs");
+        Configuration = Some("configuration");
+        ConfigurationManage = Some("configuration:manage");
+        ConfigurationDelete = Some("configuration:delete");
+        Restricted = Some("restricted");
+        RestrictedManage = Some("restricted:manage");
+        RestrictedDelete = Some("restricted:delete");
+        Security = Some("security");
+        SecurityManage = Some("security:manage");
+    }
+}
+
+use scope::Scope;
+
+/// How a family of `/vedsdk` calls answers a body it cannot read (400).
+pub(crate) trait BodyShape: Send + Sync + 'static {
+    fn unreadable(message: String) -> SdkFailure;
+}
+
+/// `{"Error": ...}`: the vault, the tree, OAuth integrations, the log.
+pub(crate) struct Plain;
+
+impl BodyShape for Plain {
+    fn unreadable(message: String) -> SdkFailure {
+        SdkFailure::BadJson(message)
+    }
+}
+
+/// `{"Message": ...}`: the product's Identity and Teams calls.
+pub(crate) struct Identity;
+
+impl BodyShape for Identity {
+    fn unreadable(message: String) -> SdkFailure {
+        GroupError::Invalid(message).into()
+    }
+}
+
+/// A `/vedsdk` caller: the bearer token checked and scope `S` required; no
+/// body read.
+pub(crate) struct Caller<S>(pub(crate) AccessContext, pub(crate) PhantomData<S>);
+
+impl<S: Scope> FromRequestParts<HttpState> for Caller<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request_parts(parts: &mut Parts, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let ctx = bearer::authenticate(app, bearer_token(&parts.headers).as_deref()).await?;
+        if let Some(needed) = S::NEEDS {
+            bearer::require(&ctx, needed)?;
+        }
+        Ok(Caller(ctx, PhantomData))
+    }
+}
+
+/// A `/vedsdk` call with a body: [`Caller`], then the body as an
+/// [`SdkBody`]; one that cannot be read is refused in the shape `F`.
+pub(crate) struct Sdk<S, F = Plain> {
+    pub(crate) ctx: AccessContext,
+    pub(crate) body: SdkBody,
+    shape: PhantomData<(S, F)>,
+}
+
+impl<S: Scope, F: BodyShape> FromRequest<HttpState> for Sdk<S, F> {
+    type Rejection = SdkFailure;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Caller(ctx, _) = Caller::<S>::from_request_parts(&mut parts, app).await?;
+        let body = sdk_body::<F>(Request::from_parts(parts, body)).await?;
+        Ok(Sdk { ctx, body, shape: PhantomData })
+    }
+}
+
+/// The body of a `/vedsdk` call, within the configured limit (413 past it).
+pub(crate) async fn sdk_body<F: BodyShape>(req: Request) -> Result<SdkBody, SdkFailure> {
+    match Bytes::from_request(req, &()).await {
+        Ok(bytes) => SdkBody::parse(&bytes).map_err(F::unreadable),
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(SdkFailure::TooLarge),
+        Err(_) => Err(F::unreadable("The request body could not be read.".into())),
+    }
+}
+
+/// A vault call: the token, the caller and the entry the body's `VaultID`
+/// names loaded in one context read ([`vault_call`]), scope `S` required,
+/// and the body.
+pub(crate) struct Vault<S> {
+    pub(crate) caller: vault::Caller,
+    pub(crate) body: SdkBody,
+    scope: PhantomData<S>,
+}
+
+impl<S: Scope> FromRequest<HttpState> for Vault<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(origin) = Origin::from_request_parts(&mut parts, app).await;
+        let (caller, body) = vault_call(app, origin, Request::from_parts(parts, body), S::NEEDS, None).await?;
+        Ok(Vault { caller, body, scope: PhantomData })
+    }
+}
+
+/// A vault caller for the calls that read no body (`GET Log`): the token and
+/// the caller in one context read, scope `S` required.
+pub(crate) struct VaultCaller<S>(pub(crate) vault::Caller, pub(crate) PhantomData<S>);
+
+impl<S: Scope> FromRequestParts<HttpState> for VaultCaller<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request_parts(parts: &mut Parts, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let Ok(origin) = Origin::from_request_parts(parts, app).await;
+        let token = bearer::presented(app, bearer_token(&parts.headers).as_deref())?;
+        let ctx = app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+        bearer::admit(app, &ctx.access).await?;
+        if let Some(needed) = S::NEEDS {
+            bearer::require(&ctx.access, needed)?;
+        }
+        Ok(VaultCaller(vault::Caller::new(ctx, origin), PhantomData))
+    }
+}
+
+/// The vault's one context read: the token's shape checked, then the caller
+/// and the entry (`path_id`, else the body's `VaultID`) loaded together,
+/// the grant admitted, the scope required; the body is judged last, so a
+/// bad token is 401 whatever the body.
+pub(crate) async fn vault_call(
+    app: &HttpState,
+    origin: Origin,
+    req: Request,
+    needed: Option<&'static str>,
+    path_id: Option<VaultId>,
+) -> Result<(vault::Caller, SdkBody), SdkFailure> {
+    let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
+    let body = sdk_body::<Plain>(req).await;
+    let id = path_id.or_else(|| body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId));
+    let ctx = app.store.vault_context(token, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+    bearer::admit(app, &ctx.access).await?;
+    if let Some(needed) = needed {
+        bearer::require(&ctx.access, needed)?;
+    }
+    Ok((vault::Caller::new(ctx, origin), body?))
 }
 
 #[cfg(test)]

@@ -7,11 +7,9 @@
 //! group's owner) gets 403 with `Message`; a missing scope 403
 //! `insufficient_scope`; a bad token 401.
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 
-use strongroom_core::grant::AccessContext;
 use strongroom_core::identity::{IdentityEntry, LOCAL_PREFIX};
 use strongroom_core::secret::Secret;
 use strongroom_proto::groups::{
@@ -20,12 +18,11 @@ use strongroom_proto::groups::{
 };
 use strongroom_proto::vedsdk::IdentityEntry as WireEntry;
 
-use super::extract::bearer_token;
+use super::extract::{Caller, Identity, Sdk, scope};
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
-use strongroom_app::service::bearer;
 use strongroom_app::service::groups::{self, GroupError};
 use strongroom_proto::read::{FieldError, SdkBody};
 
@@ -43,19 +40,6 @@ pub(crate) fn wire(e: &IdentityEntry) -> WireEntry {
 
 pub(crate) fn bad(e: FieldError) -> SdkFailure {
     GroupError::Invalid(e.0).into()
-}
-
-/// Authenticates (the bearer before the body: a bad token is 401 whatever
-/// the body), requires `scope`, reads the body.
-pub(crate) async fn begin(app: &HttpState, req: Request, scope: &'static str) -> Result<(AccessContext, SdkBody), SdkFailure> {
-    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, scope)?;
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(b) => b,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge),
-        Err(_) => return Err(GroupError::Invalid("The request body could not be read.".into()).into()),
-    };
-    Ok((ctx, SdkBody::parse(&bytes).map_err(GroupError::Invalid)?))
 }
 
 /// An identity field (`Group`, `ID`, `Name`) as given: required.
@@ -88,8 +72,11 @@ pub(crate) fn identity_field(body: &SdkBody, name: &'static str) -> Result<stron
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+pub(crate) async fn add_group(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
     let name = identity_field(&body, "Name")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
     let owners = body.identity_list(&["Owners"]).map_err(bad)?;
@@ -98,8 +85,13 @@ pub(crate) async fn add_group(State(app): State<HttpState>, origin: Origin, req:
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message: None }))
 }
 
-async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+async fn members_call(
+    app: HttpState,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+    join: bool,
+) -> Result<Response, SdkFailure> {
+    let Sdk { ctx, body, .. } = call;
     let group = identity_field(&body, "Group")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
     let (now, invalid_members, changed) = groups::change_members(&app, &ctx, &origin, &group, &members, join).await?;
@@ -129,8 +121,12 @@ async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) 
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    members_call(app, origin, req, true).await
+pub(crate) async fn add_members(
+    State(app): State<HttpState>,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
+    members_call(app, origin, call, true).await
 }
 
 /// `PUT Identity/RemoveGroupMembers`: as `AddGroupMembers`.
@@ -153,8 +149,12 @@ pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, re
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    members_call(app, origin, req, false).await
+pub(crate) async fn remove_members(
+    State(app): State<HttpState>,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
+    members_call(app, origin, call, false).await
 }
 
 /// `PUT Identity/RenameGroup`: scope `configuration:manage`, Master Admin.
@@ -176,8 +176,11 @@ pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin,
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn rename_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+pub(crate) async fn rename_group(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
     let group = identity_field(&body, "Group")?;
     let new_name = body.string(&["NewGroupName"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("NewGroupName is required.".into()))?;
     let g = groups::rename_group(&app, &ctx, &origin, &group, &new_name).await?;
@@ -206,10 +209,8 @@ pub(crate) async fn delete_group(
     State(app): State<HttpState>,
     origin: Origin,
     Path((prefix, universal)): Path<(String, String)>,
-    req: Request,
+    Caller(ctx, _): Caller<scope::ConfigurationDelete>,
 ) -> Result<Response, SdkFailure> {
-    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, "configuration:delete")?;
     if !prefix.eq_ignore_ascii_case(LOCAL_PREFIX) {
         return Err(GroupError::Invalid("Only a local group can be deleted here.".into()).into());
     }
@@ -238,8 +239,11 @@ pub(crate) async fn delete_group(
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn set_password(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "security:manage").await?;
+pub(crate) async fn set_password(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::SecurityManage, Identity>,
+) -> Result<Response, SdkFailure> {
     let id = identity_field(&body, "ID")?;
     let password = body.string(&["Password"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("Password is required.".into()))?;
     let old = body.string(&["OldPassword"]).map_err(bad)?.map(Secret::new);
@@ -269,8 +273,10 @@ pub(crate) async fn set_password(State(app): State<HttpState>, origin: Origin, r
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn read_attribute(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let (_, body) = begin(&app, req, "configuration").await?;
+pub(crate) async fn read_attribute(
+    State(app): State<HttpState>,
+    Sdk { ctx: _, body, .. }: Sdk<scope::Configuration, Identity>,
+) -> Result<Response, SdkFailure> {
     let id = identity_field(&body, "ID")?;
     let name = body.string(&["AttributeName"]).map_err(bad)?.ok_or_else(|| GroupError::Invalid("AttributeName is required.".into()))?;
     let attributes = groups::read_attribute(&app, &id, &name).await?;

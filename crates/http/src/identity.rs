@@ -5,18 +5,16 @@
 //! VenafiPS and pyvenafi resolve people and groups with `Validate`, `Browse`,
 //! `GetMemberships` and `GetMembers` (scope `configuration`, as the product).
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::State;
 use axum::response::Response;
 
 use strongroom_core::event::{ClientLog, Severity};
-use strongroom_core::grant::AccessContext;
 use strongroom_core::identity::{IdentityEntry, IdentityRef, identity_type};
 use strongroom_proto::vedsdk::{
     BrowseRequest, IdentitiesResponse, IdentityEntry as WireEntry, IdentityRequest, LogRequest, LogResultResponse, ValidateResponse,
 };
 
-use super::extract::bearer_token;
+use super::extract::{Caller, Sdk, scope};
 use super::respond::{SdkFailure, ok};
 use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
@@ -52,23 +50,9 @@ fn wire(e: &IdentityEntry) -> WireEntry {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn self_(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
+pub(crate) async fn self_(State(app): State<HttpState>, Caller(ctx, _): Caller<scope::Any>) -> Result<Response, SdkFailure> {
     let identities = people::self_entries(&app, &ctx.grant.user_id, &ctx.user_name).await.map_err(bearer::BearerError::from)?;
     Ok(ok(&IdentitiesResponse { identities: identities.iter().map(wire).collect() }))
-}
-
-/// Authenticates (the bearer before the body: a bad token is 401 whatever
-/// the body), requires scope `configuration`, reads the body.
-async fn begin(app: &HttpState, req: Request) -> Result<(AccessContext, SdkBody), SdkFailure> {
-    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, "configuration")?;
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(b) => b,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge),
-        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into())),
-    };
-    Ok((ctx, SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?))
 }
 
 /// The identity the body's `ID` names: `Ok(None)` when this server has none
@@ -107,8 +91,10 @@ fn unknown() -> SdkFailure {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn validate(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let (_, body) = begin(&app, req).await?;
+pub(crate) async fn validate(
+    State(app): State<HttpState>,
+    Sdk { ctx: _, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, SdkFailure> {
     Ok(match named(&app, &body).await? {
         Some(found) => ok(&ValidateResponse { id: wire(&found.entry()) }),
         None => super::respond::empty_ok(),
@@ -135,8 +121,10 @@ pub(crate) async fn validate(State(app): State<HttpState>, req: Request) -> Resu
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn browse(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let (_, body) = begin(&app, req).await?;
+pub(crate) async fn browse(
+    State(app): State<HttpState>,
+    Sdk { ctx: _, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, SdkFailure> {
     let bad = |e: strongroom_proto::read::FieldError| SdkFailure::BadJson(e.0);
     let filter = body.text(&["Filter"]).map_err(bad)?.unwrap_or_default();
     let limit = match body.int32(&["Limit"]).map_err(bad)? {
@@ -171,8 +159,10 @@ pub(crate) async fn browse(State(app): State<HttpState>, req: Request) -> Result
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn memberships(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let (_, body) = begin(&app, req).await?;
+pub(crate) async fn memberships(
+    State(app): State<HttpState>,
+    Sdk { ctx: _, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, SdkFailure> {
     let found = named(&app, &body).await?.ok_or_else(unknown)?;
     let groups = people::memberships(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
     Ok(ok(&IdentitiesResponse { identities: groups.iter().map(wire).collect() }))
@@ -197,8 +187,10 @@ pub(crate) async fn memberships(State(app): State<HttpState>, req: Request) -> R
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn members(State(app): State<HttpState>, req: Request) -> Result<Response, SdkFailure> {
-    let (_, body) = begin(&app, req).await?;
+pub(crate) async fn members(
+    State(app): State<HttpState>,
+    Sdk { ctx: _, body, .. }: Sdk<scope::Configuration>,
+) -> Result<Response, SdkFailure> {
     let found = named(&app, &body).await?.ok_or_else(unknown)?;
     let members = people::members(&app, &found).await.map_err(|e| SdkFailure::Bearer(e.into()))?;
     let members = members.ok_or_else(|| SdkFailure::BadJson("ID names a user, not a group.".into()))?;
@@ -252,14 +244,11 @@ fn log_result(result: i32, error: Option<String>) -> Response {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn write_log(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(b) => b,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge),
-        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into())),
-    };
-    let body = SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?;
+pub(crate) async fn write_log(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::Any>,
+) -> Result<Response, SdkFailure> {
     let entry = match client_log(&body) {
         Ok(e) => e,
         Err(why) => return Ok(log_result(1, Some(why))),

@@ -2,8 +2,7 @@
 //! shape), `GET /vedsdk/Log/LogSchema`, and the `Metadata/GetItemsForClass`
 //! stub VenafiPS calls when a session starts.
 
-use axum::extract::{Path, Query, Request, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use std::collections::HashMap;
 
@@ -17,14 +16,10 @@ use strongroom_proto::vedsdk::{
 };
 use strongroom_store::EventFilter;
 
-use super::extract::bearer_token;
+use super::extract::{Caller, Vault, VaultCaller, scope};
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
-use super::secretstore::{begin, begin_any_scope};
-use crate::respond::BearerRefusal;
 use crate::state::HttpState;
-use strongroom_app::service::Origin;
-use strongroom_app::service::bearer;
 use strongroom_app::service::tree;
 use strongroom_app::service::vault::VaultError;
 
@@ -202,8 +197,11 @@ pub(crate) fn log_event(se: StoredEvent) -> LogEvent {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn log(State(app): State<HttpState>, origin: Origin, Query(q): Query<HashMap<String, String>>, req: Request) -> Answer {
-    let caller = begin_any_scope(&app, origin, req).await?;
+pub(crate) async fn log(
+    State(app): State<HttpState>,
+    VaultCaller(caller, _): VaultCaller<scope::Any>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Answer {
     let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let Some(filter) = filter_of(&q)? else {
         return Ok(ok(&LogResponse { log_events: Vec::new() }));
@@ -231,12 +229,10 @@ pub(crate) async fn log(State(app): State<HttpState>, origin: Origin, Query(q): 
 )]
 pub(crate) async fn log_of_object(
     State(app): State<HttpState>,
-    origin: Origin,
+    VaultCaller(caller, _): VaultCaller<scope::Any>,
     Path(guid): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-    req: Request,
 ) -> Answer {
-    let caller = begin_any_scope(&app, origin, req).await?;
     let mut q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let unknown = || params("No object has that GUID.".into());
     let guid = ObjectGuid::parse(&guid).ok_or_else(unknown)?;
@@ -274,8 +270,7 @@ const APPLICATION_ID: i64 = 0x0300;
         SdkRefusals,
     ),
 )]
-pub(crate) async fn log_schema(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let _ = begin(&app, origin, req, "admin:viewlogs").await?;
+pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
     let definitions = EventKind::ALL
         .iter()
         .map(|k| LogEventDefinition {
@@ -314,9 +309,8 @@ pub(crate) async fn log_schema(State(app): State<HttpState>, origin: Origin, req
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn items_for_class(State(app): State<HttpState>, headers: HeaderMap) -> Result<Response, BearerRefusal> {
-    bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
-    Ok(ok(&MetadataItemsResponse { result: 0, items: Vec::new() }))
+pub(crate) async fn items_for_class(_: Caller<scope::Any>) -> Response {
+    ok(&MetadataItemsResponse { result: 0, items: Vec::new() })
 }
 
 #[cfg(test)]

@@ -8,8 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::State;
 use axum::response::Response;
 
 use strongroom_core::identity::IdentityRef;
@@ -19,8 +18,8 @@ use strongroom_proto::oauth::{
 };
 use strongroom_store::GrantSummary;
 
-use super::extract::bearer_token;
-use super::respond::{OAuthFailure, SdkFailure, ok};
+use super::extract::{Sdk, scope};
+use super::respond::{OAuthFailure, ok};
 use super::responses::SdkRefusals;
 use crate::state::HttpState;
 use strongroom_app::admin::oauth::Trustee;
@@ -78,29 +77,25 @@ struct Call {
     body: SdkBody,
 }
 
-/// Authenticates (a bad token is 401 whatever the body), requires `scope`
-/// and a Master Admin, reads the body.
-async fn begin(app: &HttpState, origin: Origin, req: Request, scope: &'static str) -> Result<Call, OAuthFailure> {
-    let ctx = bearer::authenticate(app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, scope)?;
-    if !ctx.master_admin {
-        return Err(OAuthFailure::Rights);
+impl Call {
+    /// The caller must be a Master Admin (the token and scope were checked
+    /// by the extractor).
+    fn of<S>(app: &HttpState, origin: Origin, sdk: Sdk<S>) -> Result<Call, OAuthFailure> {
+        let Sdk { ctx, body, .. } = sdk;
+        if !ctx.master_admin {
+            return Err(OAuthFailure::Rights);
+        }
+        let actor = Actor { identity: ctx.grant.user_id.identity(), source: origin.addr, request_id: origin.request_id };
+        let admin = Admin {
+            store: app.store.clone(),
+            clock: app.clock.clone(),
+            rng: app.rng.clone(),
+            keyring: app.keyring.clone(),
+            actor,
+            on_behalf_of: None,
+        };
+        Ok(Call { admin, body })
     }
-    let body = match Bytes::from_request(req, &()).await {
-        Ok(b) => SdkBody::parse(&b).map_err(SdkFailure::BadJson).map_err(OAuthFailure::Sdk)?,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(OAuthFailure::Sdk(SdkFailure::TooLarge)),
-        Err(_) => return Err(OAuthFailure::Sdk(SdkFailure::BadJson("The request body could not be read.".into()))),
-    };
-    let actor = Actor { identity: ctx.grant.user_id.identity(), source: origin.addr, request_id: origin.request_id };
-    let admin = Admin {
-        store: app.store.clone(),
-        clock: app.clock.clone(),
-        rng: app.rng.clone(),
-        keyring: app.keyring.clone(),
-        actor,
-        on_behalf_of: None,
-    };
-    Ok(Call { admin, body })
 }
 
 /// The live grants, for the counts and `GetGrants`.
@@ -200,8 +195,8 @@ macro_rules! oauth_path {
 }
 
 /// `oauth/CreateApplication`.
-pub(crate) async fn create_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn create_application(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let id = application_id(&c.body)?;
     let spec = spec_of(&c.body)?;
     if spec.scope.is_none() {
@@ -219,8 +214,8 @@ oauth_path!(
 );
 
 /// `oauth/GetApplication`.
-pub(crate) async fn get_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn get_application(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let id = application_id(&c.body)?;
     let i = c.admin.store.integration(id.clone()).await?;
     let i = i.ok_or_else(|| OAuthFailure::Refused(OAuthResult::ApplicationNotFound, format!("integration {id} not found")))?;
@@ -235,8 +230,8 @@ oauth_path!(
 );
 
 /// `oauth/GetApplications`.
-pub(crate) async fn get_applications(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn get_applications(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let ids = c.body.strings(&["ApplicationIds", "ApplicationIDs"])?;
     let filter = c.body.string(&["Filter"])?.map(|f| f.trim().to_lowercase()).filter(|f| !f.is_empty());
     let all = c.admin.list_integrations().await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))?;
@@ -260,8 +255,8 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateApplications`.
-pub(crate) async fn enumerate_applications(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn enumerate_applications(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let mut all = c.admin.list_integrations().await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))?;
     match c.body.string(&["OrderBy"])?.map(|o| o.trim().to_ascii_lowercase()).as_deref() {
         None | Some("") | Some("id") | Some("applicationid") => {}
@@ -284,8 +279,8 @@ oauth_path!(
 );
 
 /// `oauth/UpdateApplication`.
-pub(crate) async fn update_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn update_application(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let fields = c.body.object(&["Application"])?.unwrap_or_default();
     let id = match application_id(&fields) {
         Ok(id) => id,
@@ -311,8 +306,8 @@ oauth_path!(
 );
 
 /// `oauth/DeleteApplication`.
-pub(crate) async fn delete_application(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin:delete").await?;
+pub(crate) async fn delete_application(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::AdminDelete>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let id = application_id(&c.body)?;
     c.admin.delete_integration(&id).await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))?;
     Ok(ok(&OAuthResponse::success()))
@@ -370,8 +365,8 @@ async fn group_identities(admin: &Admin) -> Result<HashMap<String, String>, OAut
 }
 
 /// `oauth/CreateRule`.
-pub(crate) async fn create_rule(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn create_rule(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let id = application_id(&c.body)?;
     let (who, label) = trustee(&app, &trustee_of(&c.body)?).await?;
     if !c.admin.add_rule(&id, &who, &label).await.map_err(|e| refused(e, OAuthResult::ApplicationNotFound))? {
@@ -415,8 +410,8 @@ async fn rules(app: &HttpState, c: &Call) -> Result<Vec<OAuthRule>, OAuthFailure
 }
 
 /// `oauth/GetRules`.
-pub(crate) async fn get_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn get_rules(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let list = rules(&app, &c).await?;
     Ok(ok(&OAuthResponse { rules: Some(list), ..OAuthResponse::success() }))
 }
@@ -429,8 +424,8 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateRules`.
-pub(crate) async fn enumerate_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn enumerate_rules(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let list = page(&c.body, rules(&app, &c).await?)?;
     Ok(ok(&OAuthResponse { rules: Some(list), ..OAuthResponse::success() }))
 }
@@ -450,8 +445,8 @@ async fn remove(app: &HttpState, c: &Call, b: &SdkBody) -> Result<bool, OAuthFai
 }
 
 /// `oauth/DeleteRule`.
-pub(crate) async fn delete_rule(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin:delete").await?;
+pub(crate) async fn delete_rule(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::AdminDelete>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     if !remove(&app, &c, &c.body).await? {
         return Err(OAuthFailure::Refused(OAuthResult::RuleNotFound, "No such rule.".into()));
     }
@@ -466,8 +461,8 @@ oauth_path!(
 );
 
 /// `oauth/DeleteRules`.
-pub(crate) async fn delete_rules(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin:delete").await?;
+pub(crate) async fn delete_rules(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::AdminDelete>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let list =
         c.body.objects(&["Rules"])?.ok_or_else(|| invalid("Rules is required: a list of {ApplicationId, TrusteePrefixedUniversal}."))?;
     let mut missing = 0;
@@ -544,8 +539,8 @@ async fn selected(app: &HttpState, c: &Call) -> Result<Vec<GrantSummary>, OAuthF
 }
 
 /// `oauth/GetGrants`.
-pub(crate) async fn get_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn get_grants(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let list = selected(&app, &c).await?.iter().map(wire_grant).collect();
     Ok(ok(&OAuthResponse { grants: Some(list), ..OAuthResponse::success() }))
 }
@@ -558,8 +553,8 @@ oauth_path!(
 );
 
 /// `oauth/EnumerateGrants`.
-pub(crate) async fn enumerate_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn enumerate_grants(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let mut all = selected(&app, &c).await?;
     if c.body.flag(&["Descending"])?.unwrap_or(false) {
         all.reverse();
@@ -576,8 +571,8 @@ oauth_path!(
 );
 
 /// `oauth/GrantCount`.
-pub(crate) async fn grant_count(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn grant_count(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let n = selected(&app, &c).await?.len();
     Ok(ok(&OAuthResponse { grant_count: Some(i64::try_from(n).unwrap_or(i64::MAX)), ..OAuthResponse::success() }))
 }
@@ -590,8 +585,8 @@ oauth_path!(
 );
 
 /// `oauth/UserCount`.
-pub(crate) async fn user_count(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin").await?;
+pub(crate) async fn user_count(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::Admin>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let users: BTreeSet<String> = selected(&app, &c).await?.into_iter().map(|g| g.grant.user_id.as_str().to_owned()).collect();
     Ok(ok(&OAuthResponse { user_count: Some(i64::try_from(users.len()).unwrap_or(i64::MAX)), ..OAuthResponse::success() }))
 }
@@ -604,8 +599,8 @@ oauth_path!(
 );
 
 /// `oauth/RevokeGrants`.
-pub(crate) async fn revoke_grants(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let c = begin(&app, origin, req, "admin:delete").await?;
+pub(crate) async fn revoke_grants(State(app): State<HttpState>, origin: Origin, sdk: Sdk<scope::AdminDelete>) -> Answer {
+    let c = Call::of(&app, origin, sdk)?;
     let only_app = c.body.string(&["ApplicationId", "ApplicationID"])?.filter(|s| !s.trim().is_empty());
     let who = grantee(&app, &c.body).await?;
     let users: Option<Vec<strongroom_core::identity::User>> = match who {

@@ -9,8 +9,7 @@
 //! A principal is `local/{guid}` (braces optional, percent-encoded or not),
 //! or a directory's `AD/{provider}/{guid}` / `LDAP/{provider}/{guid}`.
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::response::Response;
 
 use strongroom_core::grant::AccessContext;
@@ -19,15 +18,17 @@ use strongroom_core::vault::Rights;
 use strongroom_proto::permissions::{EffectivePermissions, Permissions as Flags, PermissionsRequest, PrincipalPermissions};
 use strongroom_store::RightsChange;
 
-use super::extract::bearer_token;
+use super::extract::{Caller, Plain, bearer_token, scope, sdk_body};
 use super::respond::{SdkFailure, TreeFailure, created, done, ok};
 use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
 use strongroom_app::service::tree::{self, TreeError};
-use strongroom_proto::read::SdkBody;
 
+/// The caller of an entry call, whose scope depends on the method (one
+/// handler serves GET, POST, PUT and DELETE); the other calls here take a
+/// [`Caller`].
 async fn caller(app: &HttpState, token: Option<String>, scope: &'static str) -> Result<AccessContext, TreeFailure> {
     let ctx = bearer::authenticate(app, token.as_deref()).await?;
     bearer::require(&ctx, scope)?;
@@ -40,12 +41,7 @@ fn flags(r: Rights) -> Flags {
 
 /// The twelve flags of a POST or PUT body (keys in any case; a flag not given is false).
 async fn body_rights(req: Request) -> Result<Rights, TreeFailure> {
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(b) => b,
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(SdkFailure::TooLarge.into()),
-        Err(_) => return Err(SdkFailure::BadJson("The request body could not be read.".into()).into()),
-    };
-    let body = SdkBody::parse(&bytes).map_err(SdkFailure::BadJson)?;
+    let body = sdk_body::<Plain>(req).await?;
     let mut set = Vec::new();
     for (name, _) in strongroom_core::tree::FLAGS {
         if let Some(on) = body.flag(&[name]).map_err(|e| SdkFailure::BadJson(e.0))? {
@@ -132,8 +128,11 @@ async fn on_entry(app: HttpState, origin: Origin, req: Request, guid: String, wh
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn principals(State(app): State<HttpState>, Path(guid): Path<String>, req: Request) -> Result<Response, TreeFailure> {
-    let ctx = caller(&app, bearer_token(req.headers()), "security").await?;
+pub(crate) async fn principals(
+    State(app): State<HttpState>,
+    Caller(ctx, _): Caller<scope::Security>,
+    Path(guid): Path<String>,
+) -> Result<Response, TreeFailure> {
     Ok(ok(&tree::principals(&app, &ctx, &guid).await?))
 }
 
@@ -240,10 +239,9 @@ pub(crate) async fn directory_entry(
 )]
 pub(crate) async fn local_effective(
     State(app): State<HttpState>,
+    Caller(ctx, _): Caller<scope::Security>,
     Path((guid, ptype, principal)): Path<(String, String, String)>,
-    req: Request,
 ) -> Result<Response, TreeFailure> {
-    let ctx = caller(&app, bearer_token(req.headers()), "security").await?;
     effective(&app, &ctx, &guid, Who { ptype: &ptype, provider: None, id: &principal }).await
 }
 
@@ -271,9 +269,8 @@ pub(crate) async fn local_effective(
 )]
 pub(crate) async fn directory_effective(
     State(app): State<HttpState>,
+    Caller(ctx, _): Caller<scope::Security>,
     Path((guid, ptype, provider, id)): Path<(String, String, String, String)>,
-    req: Request,
 ) -> Result<Response, TreeFailure> {
-    let ctx = caller(&app, bearer_token(req.headers()), "security").await?;
     effective(&app, &ctx, &guid, Who { ptype: &ptype, provider: Some(&provider), id: &id }).await
 }

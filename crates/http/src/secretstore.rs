@@ -1,8 +1,7 @@
 //! `/vedsdk/SecretStore/*` handlers: authenticate,
 //! check the scope, parse the body, call the service, shape the answer.
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -18,7 +17,7 @@ use strongroom_proto::vedsdk::{
     TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
 };
 
-use super::extract::bearer_token;
+use super::extract::{Vault, scope, vault_call};
 use super::respond::{SdkFailure, ok};
 use super::responses::{
     AddAnswer, Forbidden, IdsAnswer, KeysAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer, Unauthorized,
@@ -26,8 +25,7 @@ use super::responses::{
 };
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
-use strongroom_app::service::bearer::{self, BearerError};
-use strongroom_app::service::vault::{self as svc, Caller, MAX_DATA_BYTES, VaultError};
+use strongroom_app::service::vault::{self as svc, MAX_DATA_BYTES, VaultError};
 use strongroom_proto::read::{FieldError, SdkBody};
 
 type Answer = Result<Response, SdkFailure>;
@@ -36,44 +34,6 @@ impl From<FieldError> for SdkFailure {
     fn from(e: FieldError) -> Self {
         SdkFailure::Vault(VaultError::params(e.0))
     }
-}
-
-/// Authenticates, checks `scope`, reads the body, and loads the caller and
-/// the entry the body's `VaultID` names: one context read in all. The
-/// bearer is judged before the body, so a bad token is 401 whatever the body.
-pub(super) async fn begin(app: &HttpState, origin: Origin, req: Request, scope: &'static str) -> Result<(Caller, SdkBody), SdkFailure> {
-    begin_with(app, origin, req, scope, None).await
-}
-
-/// [`begin`], with the entry named by the path (`path_id`) rather than the body.
-async fn begin_with(
-    app: &HttpState,
-    origin: Origin,
-    req: Request,
-    scope: &'static str,
-    path_id: Option<VaultId>,
-) -> Result<(Caller, SdkBody), SdkFailure> {
-    let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
-    let body = match Bytes::from_request(req, &()).await {
-        Ok(bytes) => SdkBody::parse(&bytes).map_err(SdkFailure::BadJson),
-        Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => Err(SdkFailure::TooLarge),
-        Err(_) => Err(SdkFailure::BadJson("The request body could not be read.".into())),
-    };
-    let id = path_id.or_else(|| body.as_ref().ok().and_then(|b| b.int64(&["VaultID"]).ok().flatten()).map(VaultId));
-    let ctx = app.store.vault_context(token, id).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
-    bearer::admit(app, &ctx.access).await?;
-    bearer::require(&ctx.access, scope)?;
-    let body = body?;
-    Ok((Caller::new(ctx, origin), body))
-}
-
-/// Authenticates and loads the caller (whatever the token's scope), for
-/// the calls any valid token may make (`GET Log`); the body is not read.
-pub(super) async fn begin_any_scope(app: &HttpState, origin: Origin, req: Request) -> Result<Caller, SdkFailure> {
-    let token = bearer::presented(app, bearer_token(req.headers()).as_deref())?;
-    let ctx = app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
-    bearer::admit(app, &ctx.access).await?;
-    Ok(Caller::new(ctx, origin))
 }
 
 fn success() -> Response {
@@ -145,8 +105,7 @@ fn value(b: &SdkBody) -> Result<Option<Value>, SdkFailure> {
         SdkRefusals,
     ),
 )]
-pub(crate) async fn add(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn add(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     let vault_type = required(b.int32(&["VaultType"])?, "VaultType")?;
     let key_name = b.string(&["Keyname"])?;
     if key_name.as_ref().is_some_and(|k| k.is_empty() || k.len() > 128) {
@@ -174,8 +133,7 @@ pub(crate) async fn add(State(app): State<HttpState>, origin: Origin, req: Reque
         SdkRefusals,
     ),
 )]
-pub(crate) async fn retrieve(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn retrieve(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     let (data, vault_type) = svc::retrieve(&app, &c, vault_id(&b)?).await?;
     Ok(ok(&RetrieveResponse { base64_data: SecretString(STANDARD.encode(data)), result: 0, vault_type }))
 }
@@ -192,8 +150,7 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, origin: Origin, req: 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn associate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn associate(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     let id = vault_id(&b)?;
     let n = required(name(&b)?, "Name")?;
     let v = value(&b)?.ok_or_else(|| VaultError::params("One of StringValue, IntValue or DateValue is required."))?;
@@ -213,8 +170,7 @@ pub(crate) async fn associate(State(app): State<HttpState>, origin: Origin, req:
         SdkRefusals,
     ),
 )]
-pub(crate) async fn dissociate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn dissociate(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     let id = vault_id(&b)?;
     let n = name(&b)?;
     let v = if n.is_some() { value(&b)? } else { None };
@@ -234,8 +190,10 @@ pub(crate) async fn dissociate(State(app): State<HttpState>, origin: Origin, req
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_association(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn lookup_by_association(
+    State(app): State<HttpState>,
+    Vault { caller: c, body: b, .. }: Vault<scope::Restricted>,
+) -> Answer {
     let n = required(name(&b)?, "Name")?;
     Ok(ids(svc::lookup_by_association(&app, &c, n, value(&b)?).await?))
 }
@@ -252,8 +210,7 @@ pub(crate) async fn lookup_by_association(State(app): State<HttpState>, origin: 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_association(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn lookup_association(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::Restricted>) -> Answer {
     let id = vault_id(&b)?;
     let n = required(name(&b)?, "Name")?;
     let v = svc::lookup_association(&app, &c, id, &n).await?;
@@ -272,8 +229,7 @@ pub(crate) async fn lookup_association(State(app): State<HttpState>, origin: Ori
         SdkRefusals,
     ),
 )]
-pub(crate) async fn all_associations(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn all_associations(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::Restricted>) -> Answer {
     let list = svc::all_associations(&app, &c, vault_id(&b)?).await?;
     let typed_name_values = list
         .into_iter()
@@ -294,8 +250,7 @@ pub(crate) async fn all_associations(State(app): State<HttpState>, origin: Origi
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_owner(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn lookup_by_owner(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::Restricted>) -> Answer {
     svc::namespace(b.string(&["Namespace"])?)?;
     Ok(ids(svc::lookup_by_owner(&app, &c, b.string(&["Owner"])?, b.int32(&["VaultType"])?).await?))
 }
@@ -312,8 +267,10 @@ pub(crate) async fn lookup_by_owner(State(app): State<HttpState>, origin: Origin
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_vault_type(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn lookup_by_vault_type(
+    State(app): State<HttpState>,
+    Vault { caller: c, body: b, .. }: Vault<scope::Restricted>,
+) -> Answer {
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
     Ok(ids(svc::lookup_by_type(&app, &c, t).await?))
 }
@@ -330,8 +287,7 @@ pub(crate) async fn lookup_by_vault_type(State(app): State<HttpState>, origin: O
         SdkRefusals,
     ),
 )]
-pub(crate) async fn orphan_lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn orphan_lookup(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::Restricted>) -> Answer {
     Ok(ids(svc::orphans(&app, &c, b.int32(&["VaultType"])?).await?))
 }
 
@@ -347,8 +303,7 @@ pub(crate) async fn orphan_lookup(State(app): State<HttpState>, origin: Origin, 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_add(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn owner_add(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     svc::namespace(b.string(&["Namespace"])?)?;
     svc::owner_add(&app, &c, vault_id(&b)?, b.string(&["Owner"])?).await?;
     Ok(success())
@@ -366,8 +321,7 @@ pub(crate) async fn owner_add(State(app): State<HttpState>, origin: Origin, req:
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:delete").await?;
+pub(crate) async fn owner_delete(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedDelete>) -> Answer {
     svc::namespace(b.string(&["Namespace"])?)?;
     let id = b.int64(&["VaultID"])?.map(VaultId);
     svc::owner_delete(&app, &c, id, b.string(&["Owner"])?).await?;
@@ -386,8 +340,7 @@ pub(crate) async fn owner_delete(State(app): State<HttpState>, origin: Origin, r
         SdkRefusals,
     ),
 )]
-pub(crate) async fn owner_lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn owner_lookup(Vault { caller: c, body: b, .. }: Vault<scope::Restricted>) -> Answer {
     svc::namespace(b.string(&["Namespace"])?)?;
     let owners = svc::owner_lookup(&c, vault_id(&b)?).await?;
     Ok(ok(&OwnersResponse { result: 0, owners }))
@@ -405,8 +358,7 @@ pub(crate) async fn owner_lookup(State(app): State<HttpState>, origin: Origin, r
         SdkRefusals,
     ),
 )]
-pub(crate) async fn mutate(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, b) = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn mutate(State(app): State<HttpState>, Vault { caller: c, body: b, .. }: Vault<scope::RestrictedManage>) -> Answer {
     let t = required(b.int32(&["VaultType"])?, "VaultType")?;
     svc::mutate(&app, &c, vault_id(&b)?, t).await?;
     Ok(success())
@@ -423,8 +375,7 @@ pub(crate) async fn mutate(State(app): State<HttpState>, origin: Origin, req: Re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let (c, _) = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn lookup(State(app): State<HttpState>, Vault { caller: c, body: _, .. }: Vault<scope::Restricted>) -> Answer {
     Ok(ids(svc::lookup_all(&app, &c).await?))
 }
 
@@ -439,8 +390,7 @@ pub(crate) async fn lookup(State(app): State<HttpState>, origin: Origin, req: Re
         SdkRefusals,
     ),
 )]
-pub(crate) async fn encryption_keys_in_use(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let _ = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn encryption_keys_in_use(State(app): State<HttpState>, _: Vault<scope::Restricted>) -> Answer {
     Ok(ok(&EncryptionKeysResponse { encryption_keys: svc::keys_in_use(&app).await?, result: 0 }))
 }
 
@@ -459,8 +409,7 @@ pub(crate) async fn encryption_keys_in_use(State(app): State<HttpState>, origin:
     ),
 )]
 /// `GET /vedsdk/SecretStore/AvailableNamespaces`.
-pub(crate) async fn available_namespaces(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let _ = begin(&app, origin, req, "restricted:manage").await?;
+pub(crate) async fn available_namespaces(_: Vault<scope::RestrictedManage>) -> Answer {
     Ok(ok(&NamespacesResponse { namespaces: vec![strongroom_core::vault::NAMESPACE.to_owned()], result: 0 }))
 }
 
@@ -489,7 +438,7 @@ pub(crate) async fn rotate_key(
     req: Request,
 ) -> Answer {
     let id = vault_id.trim().parse::<i64>().ok().filter(|v| *v > 0).map(VaultId);
-    let (c, _) = begin_with(&app, origin, req, "admin:rotate", id).await?;
+    let (c, _) = vault_call(&app, origin, req, Some("admin:rotate"), id).await?;
     let id = id.ok_or_else(|| VaultError::params("The VaultID in the path must be a positive integer."))?;
     let name = q.into_iter().find(|(k, _)| k.eq_ignore_ascii_case("newkeyname")).map(|(_, v)| v);
     let name = required(name.filter(|n| !n.trim().is_empty()), "newkeyname")?;
@@ -512,8 +461,7 @@ pub(crate) async fn rotate_key(
     ),
 )]
 /// `GET /vedsdk/Crypto/DefaultKey`: the key `Add` uses when `Keyname` is absent.
-pub(crate) async fn default_key(State(app): State<HttpState>, origin: Origin, req: Request) -> Answer {
-    let _ = begin(&app, origin, req, "restricted").await?;
+pub(crate) async fn default_key(State(app): State<HttpState>, _: Vault<scope::Restricted>) -> Answer {
     Ok(ok(&DefaultKeyResponse { default_key: app.keyring.default_name().to_owned() }))
 }
 

@@ -6,7 +6,7 @@
 //! group. `GET` of a plain group answers 400 "Failed to read the team
 //! identity", as the product (VenafiPS's `Get-VdcTeam -All` skips those).
 
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 
 use strongroom_core::identity::IdentityEntry;
@@ -15,13 +15,12 @@ use strongroom_proto::groups::{
 };
 use strongroom_store::Team;
 
-use super::extract::bearer_token;
-use super::groups::{bad, begin, identity_field, wire};
+use super::extract::{Caller, Identity, Sdk, scope};
+use super::groups::{bad, identity_field, wire};
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
-use strongroom_app::service::bearer;
 use strongroom_app::service::groups;
 
 /// The longest team description kept.
@@ -48,8 +47,11 @@ const MAX_DESCRIPTION: usize = 1024;
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+pub(crate) async fn create(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
     let name = identity_field(&body, "Name")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
     let owners = body.identity_list(&["Owners"]).map_err(bad)?;
@@ -65,8 +67,13 @@ pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Re
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message }))
 }
 
-async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) -> Result<Response, SdkFailure> {
-    let (ctx, body) = begin(&app, req, "configuration:manage").await?;
+async fn members_call(
+    app: HttpState,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+    join: bool,
+) -> Result<Response, SdkFailure> {
+    let Sdk { ctx, body, .. } = call;
     let team = identity_field(&body, "Team")?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
     let (now, invalid_members, changed) = groups::change_members(&app, &ctx, &origin, &team, &members, join).await?;
@@ -94,8 +101,12 @@ async fn members_call(app: HttpState, origin: Origin, req: Request, join: bool) 
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    members_call(app, origin, req, true).await
+pub(crate) async fn add_members(
+    State(app): State<HttpState>,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
+    members_call(app, origin, call, true).await
 }
 
 /// `PUT Teams/RemoveTeamMembers`: as `Identity/RemoveGroupMembers`.
@@ -117,8 +128,12 @@ pub(crate) async fn add_members(State(app): State<HttpState>, origin: Origin, re
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin, req: Request) -> Result<Response, SdkFailure> {
-    members_call(app, origin, req, false).await
+pub(crate) async fn remove_members(
+    State(app): State<HttpState>,
+    origin: Origin,
+    call: Sdk<scope::ConfigurationManage, Identity>,
+) -> Result<Response, SdkFailure> {
+    members_call(app, origin, call, false).await
 }
 
 /// `GET Teams/local/{guid}`: scope `configuration`.
@@ -140,9 +155,11 @@ pub(crate) async fn remove_members(State(app): State<HttpState>, origin: Origin,
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn get_team(State(app): State<HttpState>, Path(guid): Path<String>, req: Request) -> Result<Response, SdkFailure> {
-    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, "configuration")?;
+pub(crate) async fn get_team(
+    State(app): State<HttpState>,
+    Path(guid): Path<String>,
+    Caller(_ctx, _): Caller<scope::Configuration>,
+) -> Result<Response, SdkFailure> {
     let t = groups::team(&app, &guid).await?;
     Ok(ok(&TeamResponse {
         id: wire(&IdentityEntry::group(&t.group)),
@@ -176,10 +193,8 @@ pub(crate) async fn delete_team(
     State(app): State<HttpState>,
     origin: Origin,
     Path(guid): Path<String>,
-    req: Request,
+    Caller(ctx, _): Caller<scope::ConfigurationDelete>,
 ) -> Result<Response, SdkFailure> {
-    let ctx = bearer::authenticate(&app, bearer_token(req.headers()).as_deref()).await?;
-    bearer::require(&ctx, "configuration:delete")?;
     let g = groups::delete_group(&app, &ctx, &origin, &guid).await?;
     Ok(ok(&MessageOnly { message: format!("Team {} deleted.", g.name) }))
 }

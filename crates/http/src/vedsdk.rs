@@ -1,17 +1,12 @@
 //! `/vedsdk` handlers.
 
-use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use strongroom_proto::vedsdk::VersionResponse;
 
-use super::extract::bearer_token;
+use super::extract::{Caller, scope};
 use super::respond::ok;
 use super::responses::{Timeout, Unauthorized, Unavailable};
-use crate::respond::BearerRefusal;
-use crate::state::HttpState;
-use strongroom_app::service::bearer;
 
 /// The WebSDK API level Strongroom serves. Clients parse it to pick API
 /// features (pyvenafi reads major.minor), so it is the product version whose
@@ -43,7 +38,6 @@ pub(crate) async fn ping() -> Response {
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn version(State(app): State<HttpState>, headers: HeaderMap) -> Result<Response, BearerRefusal> {
-    bearer::authenticate(&app, bearer_token(&headers).as_deref()).await?;
-    Ok(ok(&VersionResponse { version: API_VERSION.to_owned() }))
+pub(crate) async fn version(_: Caller<scope::Any>) -> Response {
+    ok(&VersionResponse { version: API_VERSION.to_owned() })
 }

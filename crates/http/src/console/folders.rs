@@ -8,17 +8,14 @@
 //! the permissions only where they hold ManagePermissions (once `Rights`
 //! has it: `service::console::manage_flag`); the post checks it again.
 
-use axum::extract::{Query, Request, State};
-use axum::http::HeaderMap;
+use axum::extract::Query;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use strongroom_core::vault::{FolderPath, Rights};
 
-use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
-use crate::state::HttpState;
-use strongroom_app::service::Origin;
+use super::{Ctx, Nav, PageAnswers, PostRefusals, Posted, csrf_field};
 use strongroom_app::service::console::{ConsoleError, right_flags};
 
 const TITLE: &str = "Folders and permissions";
@@ -205,11 +202,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Fold
     params(FoldersQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<FoldersQuery>) -> Response {
-    let ctx = match signed_in(&app, origin, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub(crate) async fn page(Query(q): Query<FoldersQuery>, ctx: Ctx) -> Response {
     if !ctx.standing.has_any() {
         return ctx.forbidden(Nav::Folders);
     }
@@ -241,11 +234,7 @@ pub(crate) struct ConsoleRightsForm {
     request_body(content = ConsoleRightsForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Set; the folder's page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn set_rights(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    let (ctx, form) = match signed_in_post(&app, origin, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+pub(crate) async fn set_rights(Posted(ctx, form): Posted) -> Response {
     let folder = match FolderPath::parse(form.get("folder")) {
         Ok(f) => f,
         Err(e) => return show(&ctx, Some(Err(ConsoleError::Invalid(e.to_string()))), &FoldersQuery::default()).await,

@@ -1,15 +1,12 @@
 //! Grants (Master Admins only): the live grants, filtered by user or
 //! integration; revoke one.
 
-use axum::extract::{Query, Request, State};
-use axum::http::HeaderMap;
+use axum::extract::Query;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post};
-use crate::state::HttpState;
-use strongroom_app::service::Origin;
+use super::{Ctx, Nav, PageAnswers, PostRefusals, Posted, csrf_field};
 use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Grants";
@@ -89,11 +86,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, q: &Gran
     params(GrantsQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<GrantsQuery>) -> Response {
-    let ctx = match signed_in(&app, origin, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub(crate) async fn page(Query(q): Query<GrantsQuery>, ctx: Ctx) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Grants);
     }
@@ -119,11 +112,7 @@ pub(crate) struct ConsoleGrantForm {
     request_body(content = ConsoleGrantForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Revoked; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn revoke(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    let (ctx, form) = match signed_in_post(&app, origin, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+pub(crate) async fn revoke(Posted(ctx, form): Posted) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Grants);
     }

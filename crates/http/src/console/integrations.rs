@@ -3,18 +3,16 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, Request, State};
-use axum::http::HeaderMap;
+use axum::extract::{Query, State};
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use strongroom_core::integration::{AllowedUsers, Integration};
 
-use super::{Ctx, Form, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post, yes_no};
+use super::{Ctx, Form, Nav, PageAnswers, PostRefusals, Posted, csrf_field, yes_no};
 use crate::state::HttpState;
 use strongroom_app::admin::IntegrationSpec;
-use strongroom_app::service::Origin;
 use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Integrations";
@@ -159,11 +157,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>, edit: Op
     params(IntegrationsQuery),
     responses(PageAnswers)
 )]
-pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<IntegrationsQuery>) -> Response {
-    let ctx = match signed_in(&app, origin, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub(crate) async fn page(Query(q): Query<IntegrationsQuery>, ctx: Ctx) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Integrations);
     }
@@ -190,11 +184,7 @@ pub(crate) struct ConsoleIntegrationForm {
     disabled: Option<String>,
 }
 
-async fn act(app: HttpState, origin: Origin, req: Request, what: &str) -> Response {
-    let (ctx, form) = match signed_in_post(&app, origin, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+async fn act(_app: HttpState, Posted(ctx, form): Posted, what: &str) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Integrations);
     }
@@ -227,8 +217,8 @@ async fn act(app: HttpState, origin: Origin, req: Request, what: &str) -> Respon
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "create").await
+pub(crate) async fn create(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "create").await
 }
 
 /// Change an integration's name, maximum scope, allowed users and groups, or disable it.
@@ -240,8 +230,8 @@ pub(crate) async fn create(State(app): State<HttpState>, origin: Origin, req: Re
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Saved; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn update(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "update").await
+pub(crate) async fn update(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "update").await
 }
 
 /// Delete an integration: its grants end.
@@ -253,6 +243,6 @@ pub(crate) async fn update(State(app): State<HttpState>, origin: Origin, req: Re
     request_body(content = ConsoleIntegrationForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Deleted; the list again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn delete(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "delete").await
+pub(crate) async fn delete(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "delete").await
 }

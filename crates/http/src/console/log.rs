@@ -5,8 +5,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::extract::Query;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -15,9 +14,7 @@ use strongroom_core::event::EventKind;
 use strongroom_core::time::UnixTime;
 use strongroom_store::EventFilter;
 
-use super::{Ctx, Nav, PageAnswers, signed_in};
-use crate::state::HttpState;
-use strongroom_app::service::Origin;
+use super::{Ctx, Nav, PageAnswers};
 use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Event log";
@@ -155,11 +152,7 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
 
 /// The event log.
 #[utoipa::path(get, path = "/admin/log", tag = "admin console", operation_id = "console_log", params(LogQuery), responses(PageAnswers))]
-pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap, Query(q): Query<LogQuery>) -> Response {
-    let ctx = match signed_in(&app, origin, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub(crate) async fn page(Query(q): Query<LogQuery>, ctx: Ctx) -> Response {
     if !ctx.standing.has_any() {
         return ctx.forbidden(Nav::Log);
     }

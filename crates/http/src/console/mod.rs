@@ -28,8 +28,8 @@ pub(crate) mod integrations;
 pub(crate) mod log;
 pub(crate) mod users;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::{HeaderMap, header, request::Parts};
 use axum::response::{IntoResponse as _, Response};
 use maud::{DOCTYPE, Markup, html};
 use subtle::ConstantTimeEq as _;
@@ -258,6 +258,31 @@ impl Ctx {
 
     pub(crate) fn admin(&self) -> strongroom_app::admin::Admin {
         self.standing.admin(&self.app, &self.origin)
+    }
+}
+
+/// The console's extractor for a page: the signed-in person ([`signed_in`]).
+impl FromRequestParts<HttpState> for Ctx {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let Ok(origin) = Origin::from_request_parts(parts, app).await;
+        signed_in(app, origin, &parts.headers).await
+    }
+}
+
+/// The console's extractor for a post: its anti-forgery checks passed, the
+/// signed-in person and the form ([`signed_in_post`]).
+pub(crate) struct Posted(pub(crate) Ctx, pub(crate) Form);
+
+impl FromRequest<HttpState> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(origin) = Origin::from_request_parts(&mut parts, app).await;
+        let (ctx, form) = signed_in_post(app, origin, Request::from_parts(parts, body)).await?;
+        Ok(Posted(ctx, form))
     }
 }
 

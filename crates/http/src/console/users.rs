@@ -2,16 +2,14 @@
 //! create, disable and enable; groups with their members, create a group,
 //! add and remove members.
 
-use axum::extract::{Request, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::response::Response;
 use maud::{Markup, html};
 
 use strongroom_core::secret::Secret;
 
-use super::{Ctx, Nav, PageAnswers, PostRefusals, csrf_field, signed_in, signed_in_post, yes_no};
+use super::{Ctx, Nav, PageAnswers, PostRefusals, Posted, csrf_field, yes_no};
 use crate::state::HttpState;
-use strongroom_app::service::Origin;
 use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Users and groups";
@@ -129,11 +127,7 @@ async fn show(ctx: &Ctx, outcome: Option<Result<String, ConsoleError>>) -> Respo
 
 /// Users and groups.
 #[utoipa::path(get, path = "/admin/users", tag = "admin console", operation_id = "console_users", responses(PageAnswers))]
-pub(crate) async fn page(State(app): State<HttpState>, origin: Origin, headers: HeaderMap) -> Response {
-    let ctx = match signed_in(&app, origin, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub(crate) async fn page(ctx: Ctx) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Users);
     }
@@ -160,11 +154,7 @@ pub(crate) struct ConsoleUserForm {
     user: Option<String>,
 }
 
-async fn act(app: HttpState, origin: Origin, req: Request, what: &'static str) -> Response {
-    let (ctx, form) = match signed_in_post(&app, origin, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+async fn act(_app: HttpState, Posted(ctx, form): Posted, what: &'static str) -> Response {
     if !ctx.standing.master_admin() {
         return ctx.forbidden(Nav::Users);
     }
@@ -203,8 +193,8 @@ async fn act(app: HttpState, origin: Origin, req: Request, what: &'static str) -
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create_user(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "create_user").await
+pub(crate) async fn create_user(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "create_user").await
 }
 
 /// Disable (ending their grants) or enable a user, or end their console sessions.
@@ -216,8 +206,8 @@ pub(crate) async fn create_user(State(app): State<HttpState>, origin: Origin, re
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn disable_user(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "disable").await
+pub(crate) async fn disable_user(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "disable").await
 }
 
 /// Create a group.
@@ -229,8 +219,8 @@ pub(crate) async fn disable_user(State(app): State<HttpState>, origin: Origin, r
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Created; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn create_group(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "create_group").await
+pub(crate) async fn create_group(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "create_group").await
 }
 
 /// Add a user to a group, or remove them.
@@ -242,6 +232,6 @@ pub(crate) async fn create_group(State(app): State<HttpState>, origin: Origin, r
     request_body(content = ConsoleUserForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Done; the page again.", body = String, content_type = "text/html"), PostRefusals),
 )]
-pub(crate) async fn members(State(app): State<HttpState>, origin: Origin, req: Request) -> Response {
-    act(app, origin, req, "members").await
+pub(crate) async fn members(State(app): State<HttpState>, posted: Posted) -> Response {
+    act(app, posted, "members").await
 }
