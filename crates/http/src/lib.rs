@@ -53,7 +53,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::routing::{MethodRouter, get};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::Layer as _;
@@ -77,138 +77,172 @@ pub struct Limits {
     pub metrics_here: bool,
 }
 
-/// Every route: its path (as normalised) and its handlers. [`app`] serves
-/// exactly these; [`route_paths`] lists them for tests.
-fn routes() -> Vec<(&'static str, MethodRouter<HttpState>)> {
-    vec![
-        ("/", get(landing::page)),
-        ("/.well-known/oauth-authorization-server", get(vedauth::metadata)),
-        ("/healthz", get(health::healthz)),
-        ("/health/live", get(health::live)),
-        ("/health/ready", get(health::ready)),
-        ("/metrics", get(health::metrics)),
-        ("/openapi.json", get(openapi::openapi_json)),
-        ("/vedauth/authorize/device", post(vedauth::device)),
-        ("/vedauth/authorize/token", post(vedauth::token)),
-        ("/vedauth/authorize/oauth", post(vedauth::oauth)),
-        ("/vedauth/authorize/verify", get(vedauth::verify)),
-        ("/vedauth/authorize/jwt", post(vedauth::jwt)),
-        ("/vedauth/authorize/certificate", post(vedauth::certificate)),
-        ("/vedauth/authorize/isauthserver", get(vedauth::is_auth_server)),
-        ("/vedauth/revoke/token", get(vedauth::revoke).post(vedauth::revoke_rfc7009)),
-        ("/vedauth/device", get(page::show).post(page::sign_in)),
-        ("/vedauth/device/decision", post(page::decide)),
-        ("/vedauth/device/style.css", get(page::style)),
-        ("/vedauth/device/grants", get(page::approved).post(page::approved_sign_in)),
-        ("/vedauth/device/grants/revoke", post(page::approved_revoke)),
-        ("/vedauth/device/oidc", get(page::oidc_start)),
-        ("/vedauth/device/oidc/callback", get(page::oidc_callback)),
-        ("/vedsdk", get(vedsdk::ping)),
-        ("/vedsdk/systemstatus/version", get(vedsdk::version)),
-        ("/vedsdk/identity/self", get(identity::self_)),
-        ("/vedsdk/identity/validate", post(identity::validate)),
-        ("/vedsdk/identity/browse", post(identity::browse)),
-        ("/vedsdk/identity/getmemberships", post(identity::memberships)),
-        ("/vedsdk/identity/getmembers", post(identity::members)),
-        ("/vedsdk/secretstore/add", post(secretstore::add)),
-        ("/vedsdk/secretstore/retrieve", post(secretstore::retrieve)),
-        ("/vedsdk/secretstore/associate", post(secretstore::associate)),
-        ("/vedsdk/secretstore/dissociate", post(secretstore::dissociate)),
-        ("/vedsdk/secretstore/lookupbyassociation", post(secretstore::lookup_by_association)),
-        ("/vedsdk/secretstore/lookupassociationbyvaultid", post(secretstore::lookup_association)),
-        ("/vedsdk/secretstore/lookupallassociationsbyvaultid", post(secretstore::all_associations)),
-        ("/vedsdk/secretstore/lookupbyowner", post(secretstore::lookup_by_owner)),
-        ("/vedsdk/secretstore/lookupbyvaulttype", post(secretstore::lookup_by_vault_type)),
-        ("/vedsdk/secretstore/orphanlookup", post(secretstore::orphan_lookup)),
-        ("/vedsdk/secretstore/owneradd", post(secretstore::owner_add)),
-        ("/vedsdk/secretstore/ownerdelete", post(secretstore::owner_delete)),
-        ("/vedsdk/secretstore/ownerlookup", post(secretstore::owner_lookup)),
-        ("/vedsdk/secretstore/mutate", post(secretstore::mutate)),
-        ("/vedsdk/secretstore/lookup", get(secretstore::lookup)),
-        ("/vedsdk/secretstore/encryptionkeysinuse", get(secretstore::encryption_keys_in_use)),
-        ("/vedsdk/secretstore/availablenamespaces", get(secretstore::available_namespaces)),
-        ("/vedsdk/secretstore/rotatekey/{vaultid}", get(secretstore::rotate_key)),
-        ("/vedsdk/crypto/defaultkey", get(secretstore::default_key)),
-        ("/vedsdk/log", get(log::log).post(identity::write_log)),
-        ("/vedsdk/log/logschema", get(log::log_schema)),
-        ("/vedsdk/log/{guid}", get(log::log_of_object)),
-        ("/vedsdk/metadata/getitemsforclass", post(log::items_for_class)),
-        ("/vedsdk/identity/addgroup", post(groups::add_group)),
-        ("/vedsdk/identity/addgroupmembers", put(groups::add_members)),
-        ("/vedsdk/identity/removegroupmembers", put(groups::remove_members)),
-        ("/vedsdk/identity/renamegroup", put(groups::rename_group)),
-        ("/vedsdk/identity/group/{prefix}/{universal}", delete(groups::delete_group)),
-        ("/vedsdk/identity/setpassword", post(groups::set_password)),
-        ("/vedsdk/identity/readattribute", post(groups::read_attribute)),
-        ("/vedsdk/teams", post(teams::create)),
-        ("/vedsdk/teams/addteammembers", put(teams::add_members)),
-        ("/vedsdk/teams/removeteammembers", put(teams::remove_members)),
-        ("/vedsdk/teams/local/{guid}", get(teams::get_team).delete(teams::delete_team)),
-        // The admin console (issue 23, item 9).
-        ("/admin", get(console::home).post(console::sign_in)),
-        ("/admin/signout", post(console::sign_out)),
-        ("/admin/style.css", get(console::style)),
-        ("/admin/integrations", get(console::integrations::page)),
-        ("/admin/integrations/create", post(console::integrations::create)),
-        ("/admin/integrations/update", post(console::integrations::update)),
-        ("/admin/integrations/delete", post(console::integrations::delete)),
-        ("/admin/users", get(console::users::page)),
-        ("/admin/users/create", post(console::users::create_user)),
-        ("/admin/users/disable", post(console::users::disable_user)),
-        ("/admin/groups/create", post(console::users::create_group)),
-        ("/admin/groups/members", post(console::users::members)),
-        ("/admin/folders", get(console::folders::page)),
-        ("/admin/folders/rights", post(console::folders::set_rights)),
-        ("/admin/grants", get(console::grants::page)),
-        ("/admin/grants/revoke", post(console::grants::revoke)),
-        ("/admin/log", get(console::log::page)),
-        // The \VED tree (issue 23).
-        ("/vedsdk/config/create", post(config::create)),
-        ("/vedsdk/config/delete", post(config::delete)),
-        ("/vedsdk/config/isvalid", post(config::is_valid)),
-        ("/vedsdk/config/dntoguid", post(config::dn_to_guid)),
-        ("/vedsdk/config/guidtodn", post(config::guid_to_dn)),
-        ("/vedsdk/config/enumerate", post(config::enumerate)),
-        ("/vedsdk/config/findobjectsofclass", post(config::find_objects_of_class)),
-        ("/vedsdk/config/renameobject", post(config::rename_object)),
-        ("/vedsdk/permissions/object/{guid}", get(permissions::principals)),
-        (
-            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}",
-            get(permissions::local_entry).post(permissions::local_entry).put(permissions::local_entry).delete(permissions::local_entry),
-        ),
-        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective", get(permissions::local_effective)),
-        (
-            "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}",
-            get(permissions::directory_entry)
-                .post(permissions::directory_entry)
-                .put(permissions::directory_entry)
-                .delete(permissions::directory_entry),
-        ),
-        ("/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective", get(permissions::directory_effective)),
-        // issue 23, item 5: API integrations over the product's oauth/* calls.
-        ("/vedsdk/oauth/createapplication", post(oauth::create_application)),
-        ("/vedsdk/oauth/getapplication", post(oauth::get_application)),
-        ("/vedsdk/oauth/getapplications", post(oauth::get_applications)),
-        ("/vedsdk/oauth/enumerateapplications", post(oauth::enumerate_applications)),
-        ("/vedsdk/oauth/updateapplication", post(oauth::update_application)),
-        ("/vedsdk/oauth/deleteapplication", post(oauth::delete_application)),
-        ("/vedsdk/oauth/createrule", post(oauth::create_rule)),
-        ("/vedsdk/oauth/getrules", post(oauth::get_rules)),
-        ("/vedsdk/oauth/enumeraterules", post(oauth::enumerate_rules)),
-        ("/vedsdk/oauth/deleterule", post(oauth::delete_rule)),
-        ("/vedsdk/oauth/deleterules", post(oauth::delete_rules)),
-        ("/vedsdk/oauth/getgrants", post(oauth::get_grants)),
-        ("/vedsdk/oauth/enumerategrants", post(oauth::enumerate_grants)),
-        ("/vedsdk/oauth/grantcount", post(oauth::grant_count)),
-        ("/vedsdk/oauth/usercount", post(oauth::user_count)),
-        ("/vedsdk/oauth/revokegrants", post(oauth::revoke_grants)),
-    ]
+/// Every operation, once: the path routing matches (in lower case: see
+/// [`normalize_path`]), the method and the handler. The router and the
+/// OpenAPI document's operations are both made from this one list, so a
+/// handler is never served undocumented nor documented unserved; a path
+/// served by several handlers has a line for each, a handler serving
+/// several methods names them `get | post`.
+macro_rules! api {
+    (
+        $($path:literal $($method:ident)|+ $($handler:ident)::+;)*
+        documented apart {
+            $($apath:literal $amethod:ident $($ahandler:ident)::+ => $($doc:ident)::+;)*
+        }
+    ) => {
+        /// Every route: its path (as normalised) and a method router.
+        /// [`app`] serves exactly these; [`route_paths`] lists them for tests.
+        fn routes() -> Vec<(&'static str, MethodRouter<HttpState>)> {
+            vec![
+                $(($path, {
+                    let handler = $($handler)::+;
+                    MethodRouter::new()$(.$method(handler))+
+                }),)*
+                $(($apath, axum::routing::$amethod($($ahandler)::+)),)*
+            ]
+        }
+
+        /// The operations of [`routes`], from their handlers'
+        /// `#[utoipa::path]` attributes ([`openapi`] adds the rest).
+        #[derive(utoipa::OpenApi)]
+        #[openapi(paths($($($handler)::+,)* $($($doc)::+,)*))]
+        pub(crate) struct Operations;
+    };
+}
+
+api! {
+    // The server: the landing page, the authorization server metadata, health, metrics, this description.
+    "/" get landing::page;
+    "/.well-known/oauth-authorization-server" get vedauth::metadata;
+    "/healthz" get health::healthz;
+    "/health/live" get health::live;
+    "/health/ready" get health::ready;
+    "/metrics" get health::metrics;
+    "/openapi.json" get openapi::openapi_json;
+    // Tokens (`/vedauth`).
+    "/vedauth/authorize/device" post vedauth::device;
+    "/vedauth/authorize/token" post vedauth::token;
+    "/vedauth/authorize/oauth" post vedauth::oauth;
+    "/vedauth/authorize/verify" get vedauth::verify;
+    "/vedauth/authorize/jwt" post vedauth::jwt;
+    "/vedauth/authorize/certificate" post vedauth::certificate;
+    "/vedauth/authorize/isauthserver" get vedauth::is_auth_server;
+    "/vedauth/revoke/token" get vedauth::revoke;
+    "/vedauth/revoke/token" post vedauth::revoke_rfc7009;
+    // The approval page.
+    "/vedauth/device" get page::show;
+    "/vedauth/device" post page::sign_in;
+    "/vedauth/device/decision" post page::decide;
+    "/vedauth/device/style.css" get page::style;
+    "/vedauth/device/grants" get page::approved;
+    "/vedauth/device/grants" post page::approved_sign_in;
+    "/vedauth/device/grants/revoke" post page::approved_revoke;
+    "/vedauth/device/oidc" get page::oidc_start;
+    "/vedauth/device/oidc/callback" get page::oidc_callback;
+    // The WebSDK (`/vedsdk`): the API level, identities, the vault, the log, groups and teams, the `\VED` tree and its permissions.
+    "/vedsdk" get vedsdk::ping;
+    "/vedsdk/systemstatus/version" get vedsdk::version;
+    "/vedsdk/identity/self" get identity::self_;
+    "/vedsdk/identity/validate" post identity::validate;
+    "/vedsdk/identity/browse" post identity::browse;
+    "/vedsdk/identity/getmemberships" post identity::memberships;
+    "/vedsdk/identity/getmembers" post identity::members;
+    "/vedsdk/secretstore/add" post secretstore::add;
+    "/vedsdk/secretstore/retrieve" post secretstore::retrieve;
+    "/vedsdk/secretstore/associate" post secretstore::associate;
+    "/vedsdk/secretstore/dissociate" post secretstore::dissociate;
+    "/vedsdk/secretstore/lookupbyassociation" post secretstore::lookup_by_association;
+    "/vedsdk/secretstore/lookupassociationbyvaultid" post secretstore::lookup_association;
+    "/vedsdk/secretstore/lookupallassociationsbyvaultid" post secretstore::all_associations;
+    "/vedsdk/secretstore/lookupbyowner" post secretstore::lookup_by_owner;
+    "/vedsdk/secretstore/lookupbyvaulttype" post secretstore::lookup_by_vault_type;
+    "/vedsdk/secretstore/orphanlookup" post secretstore::orphan_lookup;
+    "/vedsdk/secretstore/owneradd" post secretstore::owner_add;
+    "/vedsdk/secretstore/ownerdelete" post secretstore::owner_delete;
+    "/vedsdk/secretstore/ownerlookup" post secretstore::owner_lookup;
+    "/vedsdk/secretstore/mutate" post secretstore::mutate;
+    "/vedsdk/secretstore/lookup" get secretstore::lookup;
+    "/vedsdk/secretstore/encryptionkeysinuse" get secretstore::encryption_keys_in_use;
+    "/vedsdk/secretstore/availablenamespaces" get secretstore::available_namespaces;
+    "/vedsdk/secretstore/rotatekey/{vaultid}" get secretstore::rotate_key;
+    "/vedsdk/crypto/defaultkey" get secretstore::default_key;
+    "/vedsdk/log" get log::log;
+    "/vedsdk/log" post identity::write_log;
+    "/vedsdk/log/logschema" get log::log_schema;
+    "/vedsdk/log/{guid}" get log::log_of_object;
+    "/vedsdk/metadata/getitemsforclass" post log::items_for_class;
+    "/vedsdk/identity/addgroup" post groups::add_group;
+    "/vedsdk/identity/addgroupmembers" put groups::add_members;
+    "/vedsdk/identity/removegroupmembers" put groups::remove_members;
+    "/vedsdk/identity/renamegroup" put groups::rename_group;
+    "/vedsdk/identity/group/{prefix}/{universal}" delete groups::delete_group;
+    "/vedsdk/identity/setpassword" post groups::set_password;
+    "/vedsdk/identity/readattribute" post groups::read_attribute;
+    "/vedsdk/teams" post teams::create;
+    "/vedsdk/teams/addteammembers" put teams::add_members;
+    "/vedsdk/teams/removeteammembers" put teams::remove_members;
+    "/vedsdk/teams/local/{guid}" get teams::get_team;
+    "/vedsdk/teams/local/{guid}" delete teams::delete_team;
+    "/vedsdk/config/create" post config::create;
+    "/vedsdk/config/delete" post config::delete;
+    "/vedsdk/config/isvalid" post config::is_valid;
+    "/vedsdk/config/dntoguid" post config::dn_to_guid;
+    "/vedsdk/config/guidtodn" post config::guid_to_dn;
+    "/vedsdk/config/enumerate" post config::enumerate;
+    "/vedsdk/config/findobjectsofclass" post config::find_objects_of_class;
+    "/vedsdk/config/renameobject" post config::rename_object;
+    "/vedsdk/permissions/object/{guid}" get permissions::principals;
+    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}" get | post | put | delete permissions::local_entry;
+    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective" get permissions::local_effective;
+    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}" get | post | put | delete permissions::directory_entry;
+    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective" get permissions::directory_effective;
+    // The admin console.
+    "/admin" get console::home;
+    "/admin" post console::sign_in;
+    "/admin/signout" post console::sign_out;
+    "/admin/style.css" get console::style;
+    "/admin/integrations" get console::integrations::page;
+    "/admin/integrations/create" post console::integrations::create;
+    "/admin/integrations/update" post console::integrations::update;
+    "/admin/integrations/delete" post console::integrations::delete;
+    "/admin/users" get console::users::page;
+    "/admin/users/create" post console::users::create_user;
+    "/admin/users/disable" post console::users::disable_user;
+    "/admin/groups/create" post console::users::create_group;
+    "/admin/groups/members" post console::users::members;
+    "/admin/folders" get console::folders::page;
+    "/admin/folders/rights" post console::folders::set_rights;
+    "/admin/grants" get console::grants::page;
+    "/admin/grants/revoke" post console::grants::revoke;
+    "/admin/log" get console::log::page;
+    documented apart {
+        // API integrations (`/vedsdk/oauth/*`). `oauth_path!` documents each by a stand-in: their attributes differ only in path, scope and text.
+        "/vedsdk/oauth/createapplication" post oauth::create_application => oauth::create_application_doc;
+        "/vedsdk/oauth/getapplication" post oauth::get_application => oauth::get_application_doc;
+        "/vedsdk/oauth/getapplications" post oauth::get_applications => oauth::get_applications_doc;
+        "/vedsdk/oauth/enumerateapplications" post oauth::enumerate_applications => oauth::enumerate_applications_doc;
+        "/vedsdk/oauth/updateapplication" post oauth::update_application => oauth::update_application_doc;
+        "/vedsdk/oauth/deleteapplication" post oauth::delete_application => oauth::delete_application_doc;
+        "/vedsdk/oauth/createrule" post oauth::create_rule => oauth::create_rule_doc;
+        "/vedsdk/oauth/getrules" post oauth::get_rules => oauth::get_rules_doc;
+        "/vedsdk/oauth/enumeraterules" post oauth::enumerate_rules => oauth::enumerate_rules_doc;
+        "/vedsdk/oauth/deleterule" post oauth::delete_rule => oauth::delete_rule_doc;
+        "/vedsdk/oauth/deleterules" post oauth::delete_rules => oauth::delete_rules_doc;
+        "/vedsdk/oauth/getgrants" post oauth::get_grants => oauth::get_grants_doc;
+        "/vedsdk/oauth/enumerategrants" post oauth::enumerate_grants => oauth::enumerate_grants_doc;
+        "/vedsdk/oauth/grantcount" post oauth::grant_count => oauth::grant_count_doc;
+        "/vedsdk/oauth/usercount" post oauth::user_count => oauth::user_count_doc;
+        "/vedsdk/oauth/revokegrants" post oauth::revoke_grants => oauth::revoke_grants_doc;
+    }
 }
 
 /// The path of every route [`app`] serves, so tests (the fuzz test) can
 /// cover each one without keeping a second list.
 pub fn route_paths() -> Vec<&'static str> {
-    routes().into_iter().map(|(p, _)| p).collect()
+    let mut paths: Vec<&'static str> = routes().into_iter().map(|(p, _)| p).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
 }
 
 /// The whole HTTP application, ready to serve.
@@ -378,13 +412,10 @@ mod tests {
     }
 
     #[test]
-    fn route_paths_are_normalised_and_distinct() {
-        let paths = route_paths();
-        for p in &paths {
-            assert_eq!(&norm(p), p, "{p} could never be reached: routing sees normalised paths");
+    fn route_paths_are_normalised() {
+        for p in route_paths() {
+            assert_eq!(norm(p), p, "{p} could never be reached: routing sees normalised paths");
         }
-        let distinct: std::collections::BTreeSet<_> = paths.iter().collect();
-        assert_eq!(distinct.len(), paths.len());
     }
 
     #[test]
