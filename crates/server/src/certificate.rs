@@ -58,13 +58,13 @@ fn fingerprint(mappings: &[Mapping]) -> Vec<(String, String)> {
 
 /// Serves the certificate grant on `listener` with TLS from `files`,
 /// reading the mappings again every `reload` seconds.
-pub async fn spawn(
+pub(crate) async fn spawn(
     listener: std::net::TcpListener,
     state: strongroom_http::state::HttpState,
     limits: strongroom_http::Limits,
-    files: crate::serve::TlsFiles,
+    files: crate::listener::TlsFiles,
     reload: i64,
-) -> Result<crate::serve::Running, crate::serve::ServeError> {
+) -> Result<crate::listener::Running, crate::error::ServeError> {
     let reload_every = Duration::from_secs(u64::try_from(reload).unwrap_or(10).max(1));
     let mappings = state.store.mappings().await?;
     let crls = state.machine.crls.clone();
@@ -115,5 +115,5 @@ pub async fn spawn(
             }
         }
     });
-    Ok(crate::serve::Running { addr, handle, task, tls: Some(config) })
+    Ok(crate::listener::Running { addr, handle, task, tls: Some(config) })
 }

@@ -32,13 +32,13 @@ use tokio::time::Sleep;
 /// Wraps an acceptor: its streams must deliver their first bytes within
 /// `limit` of being accepted (after the TLS handshake, for TLS).
 #[derive(Clone, Debug)]
-pub struct FirstBytes<A> {
+pub(crate) struct FirstBytes<A> {
     inner: A,
     limit: Duration,
 }
 
 impl<A> FirstBytes<A> {
-    pub fn new(inner: A, limit: Duration) -> Self {
+    pub(crate) fn new(inner: A, limit: Duration) -> Self {
         FirstBytes { inner, limit }
     }
 }
@@ -73,7 +73,7 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
 /// A stream whose first bytes must come before `first` fires, and must not
 /// be HTTP/2's preface.
 #[derive(Debug)]
-pub struct Deadline<S> {
+pub(crate) struct Deadline<S> {
     inner: S,
     /// Armed until the first bytes are known not to be HTTP/2's preface.
     first: Option<Pin<Box<Sleep>>>,

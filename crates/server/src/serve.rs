@@ -5,51 +5,26 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
-use hyper_util::rt::TokioTimer;
-use tokio::task::JoinHandle;
 
 use strongroom_core::random::Random;
 use strongroom_core::time::Clock;
 use strongroom_store::{Store, StoreError};
 
 use crate::config::{Config, JwtSettings, Tls};
-use crate::first_bytes::FirstBytes;
-use crate::tls::{self, TlsError};
+use crate::tls;
+
+pub use crate::error::ServeError;
+pub use crate::listener::{Running, TlsFiles, reload_tls, spawn};
 use strongroom_app::hashing::HashPool;
 use strongroom_app::service::machine::MachineState;
 use strongroom_app::{App, OsRandom, SystemClock};
 use strongroom_http::Limits;
 use strongroom_http::metrics::{Metrics, Observer};
 use strongroom_http::state::HttpState;
-use strongroom_idp::jwks::{KeyCache, KeysError};
+use strongroom_idp::jwks::KeyCache;
+use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys::{self, KeyError, KeySource, Keys};
-use strongroom_keyring::{KeyRing, KeyRingError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("opening the store: {0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    AlreadyServed(String),
-    #[error("master key: {0}")]
-    Keys(#[from] KeyError),
-    #[error("TLS: {0}")]
-    Tls(#[from] TlsError),
-    #[error("a configured vault key cannot be used, so the server does not start: {0}")]
-    VaultKey(#[from] KeyRingError),
-    #[error("listening on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
-    #[error("server: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("[jwt]: {0}")]
-    Jwt(#[from] KeysError),
-    #[error("[oidc]: {0}")]
-    Oidc(KeysError),
-    #[error("[certificate]: {0}")]
-    Certificate(#[from] strongroom_idp::certificate::CertError),
-}
 
 /// Passwords checked at once: each argon2id run holds 19 MiB and a core.
 const CONCURRENT_HASHES: usize = 2;
@@ -116,68 +91,6 @@ pub fn limits(config: &Config) -> Limits {
         request_timeout: Duration::from_secs(config.request_timeout_secs),
         metrics_here: config.metrics_listen.is_none(),
     }
-}
-
-/// A server running in the background.
-#[derive(Debug)]
-pub struct Running {
-    pub addr: SocketAddr,
-    pub handle: Handle,
-    pub task: JoinHandle<std::io::Result<()>>,
-    /// The TLS configuration in use, which [`reload_tls`] replaces (None: plain HTTP).
-    pub tls: Option<RustlsConfig>,
-}
-
-impl Running {
-    /// Stops accepting, lets requests in flight finish (up to `grace`), and waits.
-    pub async fn shutdown(self, grace: Duration) -> std::io::Result<()> {
-        self.handle.graceful_shutdown(Some(grace));
-        self.task.await.map_err(std::io::Error::other)?
-    }
-}
-
-/// Serves `app` on an already bound listener, with TLS when `tls` is given.
-pub fn spawn(listener: std::net::TcpListener, app: axum::Router, tls: Option<Arc<rustls::ServerConfig>>) -> std::io::Result<Running> {
-    listener.set_nonblocking(true)?;
-    let addr = listener.local_addr()?;
-    let handle = Handle::new();
-    let make = app.into_make_service_with_connect_info::<SocketAddr>();
-    // Slow clients may not hold a connection open forever: the first bytes
-    // (after the TLS handshake, itself limited to 10 s) within the read
-    // timeout, and each request head within it too.
-    let read_timeout = Duration::from_secs(10);
-    let rustls = tls.map(RustlsConfig::from_config);
-    let task = match rustls.clone() {
-        Some(cfg) => {
-            let mut server =
-                axum_server::from_tcp_rustls(listener, cfg).handle(handle.clone()).map(|tls| FirstBytes::new(tls, read_timeout));
-            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
-            tokio::spawn(server.serve(make))
-        }
-        None => {
-            let mut server = axum_server::from_tcp(listener).handle(handle.clone()).map(|plain| FirstBytes::new(plain, read_timeout));
-            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
-            tokio::spawn(server.serve(make))
-        }
-    };
-    Ok(Running { addr, handle, task, tls: rustls })
-}
-
-/// Where `serve` reads its certificate and key, again on SIGHUP.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsFiles {
-    pub cert: std::path::PathBuf,
-    pub key: std::path::PathBuf,
-}
-
-/// Reads the certificate and key again into `running`: the new pair serves
-/// new connections (those open keep theirs), or, if it cannot be loaded
-/// (missing, unreadable, not PEM, a key that does not fit), the pair in use
-/// stays and the error says why. The fingerprint of what serves afterwards.
-pub fn reload_tls(running: &RustlsConfig, files: &TlsFiles) -> Result<String, TlsError> {
-    let loaded = tls::load(&files.cert, &files.key)?;
-    running.reload_from_config(loaded.config);
-    Ok(loaded.fingerprint)
 }
 
 /// Answers SIGHUP by reloading the TLS certificate and key, logging what
