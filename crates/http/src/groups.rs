@@ -85,14 +85,17 @@ pub(crate) async fn add_group(
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message: None }))
 }
 
-async fn members_call(
+/// Adds (`join`) or removes the body's `Members` to or from the group the
+/// body's `field` names (`Group`, or `Team` for the Teams calls).
+pub(crate) async fn members_call(
     app: HttpState,
     origin: Origin,
     call: Sdk<scope::ConfigurationManage, Identity>,
+    field: &'static str,
     join: bool,
 ) -> Result<Response, SdkFailure> {
     let Sdk { ctx, body, .. } = call;
-    let group = identity_field(&body, "Group")?;
+    let group = identity_field(&body, field)?;
     let members = body.identity_list(&["Members"]).map_err(bad)?;
     let (now, invalid_members, changed) = groups::change_members(&app, &ctx, &origin, &group, &members, join).await?;
     let message = format!("{changed} member(s) {}.", if join { "added" } else { "removed" });
@@ -126,7 +129,7 @@ pub(crate) async fn add_members(
     origin: Origin,
     call: Sdk<scope::ConfigurationManage, Identity>,
 ) -> Result<Response, SdkFailure> {
-    members_call(app, origin, call, true).await
+    members_call(app, origin, call, "Group", true).await
 }
 
 /// `PUT Identity/RemoveGroupMembers`: as `AddGroupMembers`.
@@ -154,7 +157,7 @@ pub(crate) async fn remove_members(
     origin: Origin,
     call: Sdk<scope::ConfigurationManage, Identity>,
 ) -> Result<Response, SdkFailure> {
-    members_call(app, origin, call, false).await
+    members_call(app, origin, call, "Group", false).await
 }
 
 /// `PUT Identity/RenameGroup`: scope `configuration:manage`, Master Admin.

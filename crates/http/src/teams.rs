@@ -16,7 +16,7 @@ use strongroom_proto::groups::{
 use strongroom_store::Team;
 
 use super::extract::{Caller, Identity, Sdk, scope};
-use super::groups::{bad, identity_field, wire};
+use super::groups::{bad, identity_field, members_call, wire};
 use super::respond::{SdkFailure, ok};
 use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
@@ -67,20 +67,6 @@ pub(crate) async fn create(
     Ok(ok(&AddGroupResponse { id: wire(&IdentityEntry::group(&g)), invalid_members, invalid_owners, message }))
 }
 
-async fn members_call(
-    app: HttpState,
-    origin: Origin,
-    call: Sdk<scope::ConfigurationManage, Identity>,
-    join: bool,
-) -> Result<Response, SdkFailure> {
-    let Sdk { ctx, body, .. } = call;
-    let team = identity_field(&body, "Team")?;
-    let members = body.identity_list(&["Members"]).map_err(bad)?;
-    let (now, invalid_members, changed) = groups::change_members(&app, &ctx, &origin, &team, &members, join).await?;
-    let message = format!("{changed} member(s) {}.", if join { "added" } else { "removed" });
-    Ok(ok(&GroupMembersResponse { members: now.iter().map(wire).collect(), invalid_members, message }))
-}
-
 /// `PUT Teams/AddTeamMembers`: as `Identity/AddGroupMembers`.
 #[utoipa::path(
     put,
@@ -106,7 +92,7 @@ pub(crate) async fn add_members(
     origin: Origin,
     call: Sdk<scope::ConfigurationManage, Identity>,
 ) -> Result<Response, SdkFailure> {
-    members_call(app, origin, call, true).await
+    members_call(app, origin, call, "Team", true).await
 }
 
 /// `PUT Teams/RemoveTeamMembers`: as `Identity/RemoveGroupMembers`.
@@ -133,7 +119,7 @@ pub(crate) async fn remove_members(
     origin: Origin,
     call: Sdk<scope::ConfigurationManage, Identity>,
 ) -> Result<Response, SdkFailure> {
-    members_call(app, origin, call, false).await
+    members_call(app, origin, call, "Team", false).await
 }
 
 /// `GET Teams/local/{guid}`: scope `configuration`.
