@@ -158,6 +158,10 @@ pub enum StoreError {
     /// Another process holds what this one needs to itself (a SQLite store another `serve` serves).
     #[error("{0}")]
     InUse(String),
+    /// [`open_existing`] found a store at another schema than this binary's:
+    /// older ([`upgrade`] migrates it) or newer (a newer binary upgraded it).
+    #[error("the store is at schema {found}, this binary's is {needed}")]
+    Schema { found: i64, needed: i64 },
 }
 
 impl StoreError {
@@ -187,7 +191,8 @@ impl StoreError {
             | StoreError::UnsupportedUrl
             | StoreError::UnknownScheme(_)
             | StoreError::NoStore(_)
-            | StoreError::InUse(_) => ErrorKind::Other,
+            | StoreError::InUse(_)
+            | StoreError::Schema { .. } => ErrorKind::Other,
             StoreError::Failed { kind, .. } => *kind,
         }
     }
@@ -903,9 +908,22 @@ impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStor
 
 pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};
 
-/// Opens the store a database URL names: `postgres://...`,
-/// `postgresql://...` or a libpq `key=value` string (`host=db1 dbname=x`)
-/// for PostgreSQL, otherwise a SQLite file path (optionally `sqlite://PATH`).
+/// What opening a store does about its schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Schema {
+    /// Applies the migrations it lacks, and says so in the log (`serve`,
+    /// `admin init`, [`upgrade`]).
+    Migrate,
+    /// Changes nothing: a store at another schema than this binary's is
+    /// [`StoreError::Schema`] (the `admin` commands).
+    Require,
+}
+
+/// Opens the store a database URL names, creating it if need be and
+/// applying the migrations it lacks (logged: from which schema to which):
+/// `postgres://...`, `postgresql://...` or a libpq `key=value` string
+/// (`host=db1 dbname=x`) for PostgreSQL, otherwise a SQLite file path
+/// (optionally `sqlite://PATH`).
 pub async fn open(url: &str) -> StoreResult<Arc<dyn Store>> {
     match sqlite_path(url)? {
         None => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
@@ -913,15 +931,34 @@ pub async fn open(url: &str) -> StoreResult<Arc<dyn Store>> {
     }
 }
 
-/// Like [`open`], for a store that must exist already: creates no file,
-/// directory or table. A SQLite file that does not exist, or holds no
-/// Strongroom tables, and a PostgreSQL database without them are
-/// [`StoreError::NoStore`]. An existing store gets the migrations it lacks.
+/// Like [`open`], for a store that must exist already, at this binary's
+/// schema: creates no file, directory or table and migrates nothing. A
+/// SQLite file that does not exist, or holds no Strongroom tables, and a
+/// PostgreSQL database without them are [`StoreError::NoStore`]; a store at
+/// another schema is [`StoreError::Schema`] ([`upgrade`] migrates an older one).
 pub async fn open_existing(url: &str) -> StoreResult<Arc<dyn Store>> {
     match sqlite_path(url)? {
-        None => Ok(Arc::new(postgres::PgStore::connect_existing(url).await?)),
-        Some(path) => Ok(Arc::new(sqlite::SqliteStore::open_existing(path)?)),
+        None => Ok(Arc::new(postgres::PgStore::connect_existing(url, Schema::Require).await?)),
+        Some(path) => Ok(Arc::new(sqlite::SqliteStore::open_existing(path, Schema::Require)?)),
     }
+}
+
+/// Migrates an existing store to this binary's schema: the schema it was
+/// at, and the store. Nothing there is [`StoreError::NoStore`]; a store of a
+/// newer binary is [`StoreError::Schema`], unchanged.
+pub async fn upgrade(url: &str) -> StoreResult<(Option<i64>, Arc<dyn Store>)> {
+    let before = match probe(url).await? {
+        Probe::Absent => return Err(StoreError::NoStore(format!("no store at {}", describe_database(url)?))),
+        Probe::Present { version } => version,
+    };
+    if let Some(found) = before.filter(|v| *v > schema_version()) {
+        return Err(StoreError::Schema { found, needed: schema_version() });
+    }
+    let store: Arc<dyn Store> = match sqlite_path(url)? {
+        None => Arc::new(postgres::PgStore::connect_existing(url, Schema::Migrate).await?),
+        Some(path) => Arc::new(sqlite::SqliteStore::open_existing(path, Schema::Migrate)?),
+    };
+    Ok((before, store))
 }
 
 /// What [`probe`] found.
@@ -998,6 +1035,26 @@ pub(crate) struct Migration {
 /// The schema version a database must be at for this binary: its newest migration.
 pub fn schema_version() -> i64 {
     sqlite::MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// For [`Schema::Require`]: the store's schema must be this binary's.
+pub(crate) fn require_schema(found: Option<i64>) -> StoreResult<()> {
+    let needed = schema_version();
+    match found {
+        Some(v) if v == needed => Ok(()),
+        found => Err(StoreError::Schema { found: found.unwrap_or(0), needed }),
+    }
+}
+
+/// Says in the log what migrating did: the schema a store was at (`None`:
+/// a new store) and the one it is at now.
+pub(crate) fn log_migration(before: Option<i64>) {
+    let to = schema_version();
+    match before {
+        None => tracing::info!(schema = to, "store created"),
+        Some(from) if from < to => tracing::info!(from, to, "store schema migrated"),
+        Some(_) => {}
+    }
 }
 
 /// Checks a database's schema version against [`schema_version`].

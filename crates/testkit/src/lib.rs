@@ -21,6 +21,8 @@
 //! - [`ldap`]: Debian's `slapd` in a temporary directory with its own TLS
 //!   certificate and a small directory, in an LDAP or an AD shape.
 //! - [`oidc`]: node-oidc-provider on 127.0.0.1 (installed by `scripts/test`).
+//! - [`undo_migration`]: the SQL that undoes a schema migration, for the
+//!   upgrade tests' older stores.
 //! - `browser` (feature `browser`): ChromeDriver on a port it picks itself,
 //!   driven through `fantoccini`.
 //!
@@ -42,3 +44,17 @@ pub mod process;
 
 pub use api::{Api, Fail, TokensExt};
 pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};
+
+/// The SQL that undoes each schema migration (both dialects), newest last:
+/// the upgrade tests make an older store by undoing the newest one.
+const MIGRATION_UNDO: &[(i64, &str)] = &[(13, "DROP TABLE console_epochs;")];
+
+/// The SQL that undoes migration `version`; a migration without it fails
+/// the test that asks, saying what to add here.
+pub fn undo_migration(version: i64) -> &'static str {
+    MIGRATION_UNDO
+        .iter()
+        .find(|(v, _)| *v == version)
+        .map(|(_, sql)| *sql)
+        .unwrap_or_else(|| panic!("migration {version} has no undoing in strongroom_testkit's MIGRATION_UNDO: add the SQL that undoes it"))
+}

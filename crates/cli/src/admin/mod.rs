@@ -78,6 +78,17 @@ pub(crate) enum AdminCommand {
     ///
     /// Example: strongroom admin --data-dir /var/lib/strongroom restore /backups/strongroom-2026-11-23.db
     Restore { file: std::path::PathBuf },
+    /// Migrate the store to this binary's schema, after a backup (SQLite:
+    /// into DATA_DIR/backups/; PostgreSQL: back it up with pg_dump first and
+    /// give --no-backup). The other admin commands refuse a store at an older
+    /// schema; `serve` migrates at start, saying from which schema to which.
+    ///
+    /// Example: strongroom admin --data-dir /var/lib/strongroom upgrade
+    Upgrade {
+        /// Migrate without making a backup first.
+        #[arg(long)]
+        no_backup: bool,
+    },
     /// Local users (identities shown as local:{uuid}).
     #[command(subcommand)]
     Users(UsersCommand),
@@ -192,6 +203,7 @@ pub(crate) async fn run(config: &strongroom_server::Config, args: &ConfigArgs, c
         AdminCommand::Init => store::init(config).await?,
         AdminCommand::Backup { file, force } => crate::backup::backup(config, &file, force)?,
         AdminCommand::Restore { file } => crate::backup::restore(config, &file).await?,
+        AdminCommand::Upgrade { no_backup } => store::upgrade(config, args, no_backup).await?,
         AdminCommand::MigrateStore { from, to } => store::migrate_store(&from, &to, json).await?,
         AdminCommand::Keys(KeysCommand::Create { name }) => keys::create(config, &name).await?,
         // Everything else: on the store that exists.
@@ -231,9 +243,14 @@ pub(crate) async fn dispatch(target: &Target, config: Option<&strongroom_server:
         (AdminCommand::Keys(_), None) => return Err(remote::not_over_api("keys")),
         (AdminCommand::JwtIssuers(_), None) => return Err(remote::not_over_api("jwt-issuers")),
         (AdminCommand::Mappings(_), None) => return Err(remote::not_over_api("mappings")),
-        (AdminCommand::Init | AdminCommand::Backup { .. } | AdminCommand::Restore { .. } | AdminCommand::MigrateStore { .. }, _) => {
-            Rendered::default()
-        }
+        (
+            AdminCommand::Init
+            | AdminCommand::Backup { .. }
+            | AdminCommand::Restore { .. }
+            | AdminCommand::Upgrade { .. }
+            | AdminCommand::MigrateStore { .. },
+            _,
+        ) => Rendered::default(),
     })
 }
 
@@ -244,6 +261,7 @@ async fn open(config: &strongroom_server::Config, args: &ConfigArgs) -> Result<A
     let store = match strongroom_store::open_existing(&config.database_url).await {
         Ok(store) => store,
         Err(StoreError::NoStore(what)) => bail!("{}", no_store(config, args, &what)),
+        Err(StoreError::Schema { found, needed }) => bail!("{}", other_schema(found, needed)),
         Err(e) => return Err(e).context("opening the store"),
     };
     let (keys, source) = match master_key::load_existing(&config.data_dir, std::env::var(master_key::MASTER_KEY_ENV).ok()) {
@@ -275,7 +293,25 @@ pub(crate) fn shown(p: &std::path::Path) -> String {
 }
 
 /// The error of an `admin` command on a store that is not there.
-fn no_store(config: &strongroom_server::Config, args: &ConfigArgs, what: &str) -> String {
+/// Why the admin commands do not touch a store at another schema, and what to do.
+pub(crate) fn other_schema(found: i64, needed: i64) -> String {
+    if found < needed {
+        format!(
+            "the store is at schema {found} and this strongroom ({}) works on schema {needed}: nothing was changed. \
+             Upgrade it with `strongroom admin upgrade` (it backs a SQLite store up first), or start the new \
+             `strongroom serve`, which upgrades it at start",
+            env!("CARGO_PKG_VERSION")
+        )
+    } else {
+        format!(
+            "the store is at schema {found}, newer than this strongroom's ({}, schema {needed}): a newer strongroom \
+             upgraded it. Use that version; nothing was changed",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+}
+
+pub(crate) fn no_store(config: &strongroom_server::Config, args: &ConfigArgs, what: &str) -> String {
     let db = match strongroom_store::sqlite_path(&config.database_url) {
         Ok(Some(path)) => format!("the database {}", shown(path)),
         _ => "the PostgreSQL database of database_url".to_owned(),

@@ -91,6 +91,7 @@ fn store_only(command: &AdminCommand) -> Option<&'static str> {
         AdminCommand::Init => "init",
         AdminCommand::Backup { .. } => "backup",
         AdminCommand::Restore { .. } => "restore",
+        AdminCommand::Upgrade { .. } => "upgrade",
         AdminCommand::MigrateStore { .. } => "migrate-store",
         AdminCommand::Keys(_) => "keys",
         AdminCommand::JwtIssuers(_) => "jwt-issuers",

@@ -1,4 +1,4 @@
-//! The store itself: `admin init` and `admin migrate-store`.
+//! The store itself: `admin init`, `admin upgrade` and `admin migrate-store`.
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::json;
@@ -11,7 +11,54 @@ use strongroom_keyring::keys as master_key;
 use strongroom_keyring::keys::KeySource;
 use strongroom_store::Probe;
 
-use super::{Rendered, shown};
+use super::{Rendered, other_schema, shown};
+use crate::ConfigArgs;
+
+/// `admin upgrade`: a backup (SQLite; PostgreSQL's is the operator's, with
+/// `--no-backup`), then the migrations the store lacks, in one transaction
+/// each. A store already at this schema is left as it is, without a backup.
+pub(crate) async fn upgrade(config: &strongroom_server::Config, args: &ConfigArgs, no_backup: bool) -> Result<Rendered> {
+    let url = &config.database_url;
+    let needed = strongroom_store::schema_version();
+    let found = match strongroom_store::probe(url).await.context("reaching the store")? {
+        Probe::Absent => bail!("{}", super::no_store(config, args, "nothing to upgrade")),
+        Probe::Present { version } => version.unwrap_or(0),
+    };
+    if found > needed {
+        bail!("{}", other_schema(found, needed));
+    }
+    if found == needed {
+        return Ok(Rendered::done(
+            format!("the store is at schema {needed}, this strongroom's: nothing to upgrade"),
+            json!({"from": found, "to": needed, "backup": null}),
+        ));
+    }
+    let backup = match (no_backup, strongroom_store::sqlite_path(url).context("database_url")?) {
+        (true, _) => None,
+        (false, None) => bail!(
+            "the store is on PostgreSQL, which strongroom does not back up: back it up with pg_dump, then run \
+             `strongroom admin upgrade --no-backup` (nothing was changed)"
+        ),
+        (false, Some(_)) => {
+            let dir = config.data_dir.join("backups");
+            master_key::create_private_dir(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
+            let stamp = SystemClock.now().iso8601().replace(':', "");
+            let file = dir.join(format!("strongroom-schema{found}-{stamp}.db"));
+            crate::backup::backup(config, &file, false).context("the backup before upgrading (nothing was changed)")?;
+            Some(file)
+        }
+    };
+    let (before, _store) = match strongroom_store::upgrade(url).await {
+        Err(strongroom_store::StoreError::Schema { found, needed }) => bail!("{}", other_schema(found, needed)),
+        other => other.context("upgrading the store")?,
+    };
+    let from = before.unwrap_or(0);
+    let saved = backup.as_ref().map_or_else(|| "no backup made (--no-backup)".to_owned(), |f| format!("backup in {}", shown(f)));
+    Ok(Rendered::done(
+        format!("the store is upgraded from schema {from} to {needed}; {saved}"),
+        json!({"from": from, "to": needed, "backup": backup.map(|f| shown(&f))}),
+    ))
+}
 
 /// `admin init`: makes the data directory, the master key and the store, as
 /// `serve`'s first start does; on a store that exists it only checks the

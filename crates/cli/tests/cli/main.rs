@@ -22,7 +22,8 @@
 //! `replicas` and `replica_kill`: three servers on one PostgreSQL database,
 //! simultaneous presentations spread over them, SIGKILL of one under write
 //! load (the security suite's F3). `migrate_store`: SQLite to PostgreSQL to
-//! SQLite. On PostgreSQL servers the tests make themselves (`pg_instance`,
+//! SQLite. `upgrade`: an older store refused by `admin`, upgraded after a
+//! backup, its grants working on; `serve` migrating and saying so. On PostgreSQL servers the tests make themselves (`pg_instance`,
 //! the kit's, on Unix sockets in their own directories; TCP only for TLS):
 //! every `sslmode` against a TLS-only server (`pg_tls`); failover to a
 //! promoted standby under load, and readiness false while the server's one
@@ -58,3 +59,4 @@ mod replicas;
 mod serving;
 mod tls;
 mod tls_reload;
+mod upgrade;

@@ -273,17 +273,18 @@ impl PgStore {
     /// Connects, and applies migrations under an advisory lock (replicas may
     /// start together).
     pub async fn connect(url: &str) -> StoreResult<PgStore> {
-        Self::with_config(tls::parse(url)?, false).await
+        Self::with_config(tls::parse(url)?, false, crate::Schema::Migrate).await
     }
 
     /// Like [`PgStore::connect`], for a database that holds a store
     /// already: one without Strongroom's tables is [`StoreError::NoStore`]
-    /// and gets none.
-    pub async fn connect_existing(url: &str) -> StoreResult<PgStore> {
-        Self::with_config(tls::parse(url)?, true).await
+    /// and gets none; `schema` says whether it is migrated or must be at
+    /// this binary's schema.
+    pub(crate) async fn connect_existing(url: &str, schema: crate::Schema) -> StoreResult<PgStore> {
+        Self::with_config(tls::parse(url)?, true, schema).await
     }
 
-    async fn with_config(connect: tls::Connect, existing: bool) -> StoreResult<PgStore> {
+    async fn with_config(connect: tls::Connect, existing: bool, schema: crate::Schema) -> StoreResult<PgStore> {
         let size = connect.pool_max_size.unwrap_or_else(default_pool_size);
         let describe = describe_connect(&connect, size);
         let pool = pool_of(connect, size)?;
@@ -292,7 +293,13 @@ impl PgStore {
         }
         let observer = ObserverSlot::default();
         let store = PgStore { batch: batch::Batcher::spawn(pool.clone(), observer.clone()), pool, describe, observer };
-        store.migrate().await?;
+        match schema {
+            crate::Schema::Require => {
+                let c = store.client().await?;
+                crate::require_schema(crate::ops::query_one(&Pg(&c), &crate::sql::SCHEMA_VERSION, &[], |r| r.opt_int()).await?)?;
+            }
+            crate::Schema::Migrate => store.migrate().await?,
+        }
         Ok(store)
     }
 
@@ -309,6 +316,8 @@ impl PgStore {
         )
         .await
         .map_err(classify)?;
+        let before: Option<i64> =
+            tx.query_one("SELECT max(version) FROM schema_migrations", &[]).await.map_err(classify)?.try_get(0).map_err(classify)?;
         for m in MIGRATIONS {
             let done = tx.query_opt("SELECT 1 FROM schema_migrations WHERE version = $1", &[&m.version]).await.map_err(classify)?;
             if done.is_none() {
@@ -321,7 +330,9 @@ impl PgStore {
                 .map_err(classify)?;
             }
         }
-        tx.commit().await.map_err(classify)
+        tx.commit().await.map_err(classify)?;
+        crate::log_migration(before);
+        Ok(())
     }
 }
 
@@ -484,7 +495,7 @@ pub mod testing {
         drop(client);
         let _ = driver.await;
         connect.config.options(format!("-c search_path={schema}"));
-        Ok((Arc::new(PgStore::with_config(connect, false).await?), schema))
+        Ok((Arc::new(PgStore::with_config(connect, false, crate::Schema::Migrate).await?), schema))
     }
 
     /// A new, empty schema on the server at `url`; the URL that selects it,

@@ -262,13 +262,14 @@ impl SqliteStore {
         }
         make_private(path).map_err(|e| file_error("securing", path, &e))?;
         let conn = Connection::open(path).map_err(classify)?;
-        Self::start(path, conn)
+        Self::start(path, conn, crate::Schema::Migrate)
     }
 
     /// Opens a database file that holds a store already, applying newer
-    /// migrations; creates no file or directory. No file there, or a file
-    /// without Strongroom's tables: [`StoreError::NoStore`].
-    pub fn open_existing(path: &Path) -> StoreResult<SqliteStore> {
+    /// migrations or requiring none (`schema`); creates no file or
+    /// directory. No file there, or a file without Strongroom's tables:
+    /// [`StoreError::NoStore`].
+    pub(crate) fn open_existing(path: &Path, schema: crate::Schema) -> StoreResult<SqliteStore> {
         if std::fs::symlink_metadata(path).is_err() {
             return Err(StoreError::NoStore(format!("no database at {}", path.display())));
         }
@@ -279,14 +280,26 @@ impl SqliteStore {
         if !has_store(&conn)? {
             return Err(not_a_store(path));
         }
-        Self::start(path, conn)
+        Self::start(path, conn, schema)
     }
 
-    /// Configures and migrates the writer's connection, then starts the writer and the readers.
-    fn start(path: &Path, conn: Connection) -> StoreResult<SqliteStore> {
+    /// Configures the writer's connection and migrates it (or checks its
+    /// schema), then starts the writer and the readers.
+    fn start(path: &Path, conn: Connection, schema: crate::Schema) -> StoreResult<SqliteStore> {
         configure(&conn).map_err(classify)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        migrate(&conn)?;
+        let before = if has_store(&conn)? {
+            crate::ops::at_once(crate::ops::query_one(&Lite(&conn), &crate::sql::SCHEMA_VERSION, &[], |r| r.opt_int()))?
+        } else {
+            None
+        };
+        match schema {
+            crate::Schema::Require => crate::require_schema(before)?,
+            crate::Schema::Migrate => {
+                migrate(&conn)?;
+                crate::log_migration(before);
+            }
+        }
         // The journal files exist now (WAL mode, and migrations wrote).
         // SQLite gives them the database file's mode; make sure anyway.
         for suffix in ["-wal", "-shm"] {
