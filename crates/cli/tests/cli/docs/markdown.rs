@@ -147,6 +147,9 @@ fn commands(first: usize, body: &[&str]) -> Result<Vec<Command>, String> {
     if out.is_empty() {
         return Err(format!("line {}: a console block without a `$ ` command", first - 1));
     }
+    if let Some(c) = out.iter().find(|c| c.text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))) {
+        return Err(format!("line {}: a command of only a comment (say it in the text around the block)", c.line));
+    }
     Ok(out)
 }
 
@@ -297,5 +300,6 @@ mod tests {
         assert!(parse("<!-- untested: x -->\ntext\n```sh\nx\n```\n").unwrap_err().contains("not followed"));
         assert!(parse("```console\noutput\n```\n").unwrap_err().contains("before the block's first"));
         assert!(parse("<!-- doc-test: frobnicate -->\n").unwrap_err().contains("unknown"));
+        assert!(parse("```console\n$ # a note\n```\n").unwrap_err().contains("only a comment"));
     }
 }

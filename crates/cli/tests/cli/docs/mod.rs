@@ -18,6 +18,9 @@
 //! reads every page of the book and the README: their markers must parse,
 //! and a console block on a page not in [`PAGES`] fails it.
 //!
+//! `STRONGROOM_DOCS_TRANSCRIPT=1` prints every command with its output (as
+//! it compares it) on stderr, for whoever writes a page.
+//!
 //! Needs bash, curl, jq, openssl and coreutils' basenc (the pages use them);
 //! skips loudly without them, and fails instead under
 //! `STRONGROOM_REQUIRE_ALL_TESTS=1`.
@@ -64,6 +67,7 @@ macro_rules! pages {
 
 pages! {
     first_login => "book/src/getting-started/first-login.md",
+    the_vault => "book/src/vault/vault.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
@@ -104,17 +108,18 @@ fn normal(path: &Path) -> PathBuf {
     out
 }
 
-/// The sign-in links in `text`: the client's prompt and the device
-/// authorization's `verification_uri_complete`.
+/// The sign-in links in `text` (`https://…/vedauth/device?user_code=…`,
+/// in the client's prompt, a device authorization's JSON or alone).
 fn links(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (marker, end) in [("To sign in, open ", &[' ', '\n'][..]), ("\"verification_uri_complete\":\"", &['"'][..])] {
-        let mut rest = text;
-        while let Some(at) = rest.find(marker) {
-            rest = &rest[at + marker.len()..];
-            let link = rest.split(end).next().unwrap_or(rest);
-            out.push(link.trim().to_owned());
+    let mut rest = text;
+    while let Some(at) = rest.find("http") {
+        rest = &rest[at..];
+        let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
+        if rest[..end].contains("/vedauth/device?user_code=") {
+            out.push(rest[..end].to_owned());
         }
+        rest = &rest[end..];
     }
     out
 }
@@ -259,6 +264,8 @@ fn run_page(page: &str) {
     let mut shell = Shell::start(work.path(), &env, scratch.path());
     let mut browser = Browser::new(&work.path().join("strongroom-data/tls/cert.pem"));
     let mut counts = Counts::default();
+    // Every command with what it printed, for whoever writes a page.
+    let transcript = std::env::var_os("STRONGROOM_DOCS_TRANSCRIPT").is_some();
 
     for (path, items) in &pages {
         let name = path.display();
@@ -288,6 +295,9 @@ fn run_page(page: &str) {
                         browser.saw(&ran.output);
                         let printed = ran.output.replace(&here, SHOWN).replace(&format!("127.0.0.1:{}", server.port), "127.0.0.1:8443");
                         let printed = markdown::tidy(&printed.lines().collect::<Vec<_>>());
+                        if transcript {
+                            eprintln!("{at}: $ {}\n{}", cmd.text, printed.join("\n"));
+                        }
                         if ran.code != 0 {
                             fail(&server, format!("{at}: the command failed (exit {}):\n$ {}\n{}", ran.code, cmd.text, printed.join("\n")));
                         }
@@ -373,9 +383,17 @@ fn every_page_with_console_blocks_is_tested() {
 }
 
 #[test]
-fn links_are_found_in_either_shape() {
+fn sign_in_links_are_found_in_every_shape() {
     let text = "To sign in, open https://localhost:1/vedauth/device?user_code=AB-CD\nand check\n\
-                {\"user_code\":\"X\",\"verification_uri_complete\":\"https://h/vedauth/device?user_code=X\",\"expires_in\":300}";
-    assert_eq!(links(text), vec!["https://localhost:1/vedauth/device?user_code=AB-CD", "https://h/vedauth/device?user_code=X"]);
+                {\"verification_uri\":\"https://h/vedauth/device\",\"verification_uri_complete\":\"https://h/vedauth/device?user_code=X\"}\n\
+                https://h/vedauth/device?user_code=Y";
+    assert_eq!(
+        links(text),
+        vec![
+            "https://localhost:1/vedauth/device?user_code=AB-CD",
+            "https://h/vedauth/device?user_code=X",
+            "https://h/vedauth/device?user_code=Y"
+        ]
+    );
     assert_eq!(normal(Path::new("book/src/vault/../getting-started/./a.md")), PathBuf::from("book/src/getting-started/a.md"));
 }
