@@ -68,6 +68,7 @@ macro_rules! pages {
 pages! {
     first_login => "book/src/getting-started/first-login.md",
     the_vault => "book/src/vault/vault.md",
+    the_client => "book/src/getting-started/client.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
