@@ -66,9 +66,11 @@ macro_rules! pages {
 }
 
 pages! {
+    readme_quick_start => "README.md",
     first_login => "book/src/getting-started/first-login.md",
     the_vault => "book/src/vault/vault.md",
     the_client => "book/src/getting-started/client.md",
+    getting_started => "book/src/getting-started/README.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
