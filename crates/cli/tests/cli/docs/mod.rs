@@ -71,6 +71,7 @@ pages! {
     the_vault => "book/src/vault/vault.md",
     the_client => "book/src/getting-started/client.md",
     getting_started => "book/src/getting-started/README.md",
+    groups => "book/src/people/groups.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
