@@ -72,12 +72,13 @@ pages! {
     the_client => "book/src/getting-started/client.md",
     getting_started => "book/src/getting-started/README.md",
     groups => "book/src/people/groups.md",
+    the_jwt_grant => "book/src/machines/jwt-grant.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
 fn load(page: &Path) -> Vec<Item> {
     let text = std::fs::read_to_string(repo().join(page)).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
-    markdown::parse(&text).unwrap_or_else(|e| panic!("{}:{e}", page.display()))
+    markdown::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", page.display()))
 }
 
 /// `page`'s `after` pages first (theirs before them), then `page`: each
