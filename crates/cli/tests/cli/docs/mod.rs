@@ -73,6 +73,7 @@ pages! {
     getting_started => "book/src/getting-started/README.md",
     groups => "book/src/people/groups.md",
     the_jwt_grant => "book/src/machines/jwt-grant.md",
+    backup_and_restore => "book/src/operations/backup-restore.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
