@@ -74,6 +74,7 @@ pages! {
     groups => "book/src/people/groups.md",
     the_jwt_grant => "book/src/machines/jwt-grant.md",
     backup_and_restore => "book/src/operations/backup-restore.md",
+    replicas_and_haproxy => "book/src/operations/replicas.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.
@@ -121,7 +122,8 @@ fn links(text: &str) -> Vec<String> {
     let mut rest = text;
     while let Some(at) = rest.find("http") {
         rest = &rest[at..];
-        let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
+        // A link still being written (no end yet) is left for later.
+        let Some(end) = rest.find(|c: char| c.is_whitespace() || c == '"') else { break };
         if rest[..end].contains("/vedauth/device?user_code=") {
             out.push(rest[..end].to_owned());
         }
@@ -202,7 +204,10 @@ impl Browser {
             return Ok(());
         }
         self.saw(output);
-        if let (Some(link), Some((at, user, password))) = (self.waiting.pop(), self.armed.take()) {
+        // Not before the link is printed in full (both are taken only then).
+        if let Some(link) = self.waiting.pop()
+            && let Some((at, user, password)) = self.armed.take()
+        {
             self.approve(&link, &user, &password).map_err(|e| format!("{at}: {e}"))?;
         }
         Ok(())
@@ -392,7 +397,7 @@ fn every_page_with_console_blocks_is_tested() {
 fn sign_in_links_are_found_in_every_shape() {
     let text = "To sign in, open https://localhost:1/vedauth/device?user_code=AB-CD\nand check\n\
                 {\"verification_uri\":\"https://h/vedauth/device\",\"verification_uri_complete\":\"https://h/vedauth/device?user_code=X\"}\n\
-                https://h/vedauth/device?user_code=Y";
+                https://h/vedauth/device?user_code=Y\nhttps://h/vedauth/device?user_co";
     assert_eq!(
         links(text),
         vec![
