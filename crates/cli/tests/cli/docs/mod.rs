@@ -67,10 +67,10 @@ macro_rules! pages {
 
 pages! {
     readme_quick_start => "README.md",
-    first_login => "book/src/getting-started/first-login.md",
-    the_vault => "book/src/vault/vault.md",
-    the_client => "book/src/getting-started/client.md",
     getting_started => "book/src/getting-started/README.md",
+    first_login => "book/src/getting-started/first-login.md",
+    the_client => "book/src/getting-started/client.md",
+    the_vault => "book/src/vault/vault.md",
     groups => "book/src/people/groups.md",
     the_jwt_grant => "book/src/machines/jwt-grant.md",
     backup_and_restore => "book/src/operations/backup-restore.md",

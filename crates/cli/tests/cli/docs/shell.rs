@@ -10,6 +10,7 @@
 #![allow(clippy::disallowed_methods)] // waits on a real process
 
 use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -27,6 +28,9 @@ pub struct Shell {
     out: PathBuf,
     /// What bash prints on its stderr (a command that does not parse).
     err: PathBuf,
+    /// Ended already: its process group is not signalled again (its id may
+    /// be another's by then).
+    ended: bool,
 }
 
 /// How a command ended.
@@ -43,6 +47,8 @@ impl Shell {
         let err = scratch.join("bash.stderr");
         let mut child = Command::new("bash")
             .args(["--noprofile", "--norc"])
+            // A group of its own, so that ending it ends what it started.
+            .process_group(0)
             .current_dir(dir)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
@@ -61,7 +67,7 @@ impl Shell {
             }
         });
         let stdin = child.stdin.take().unwrap();
-        let mut shell = Shell { child, stdin, statuses, out: scratch.join("command.out"), err };
+        let mut shell = Shell { child, stdin, statuses, out: scratch.join("command.out"), err, ended: false };
         shell.send("set -o pipefail\n");
         shell
     }
@@ -97,7 +103,7 @@ impl Shell {
                 }
                 Err(RecvTimeoutError::Timeout) if started.elapsed() < limit => watch(&self.output()),
                 Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
+                    self.kill();
                     return Err(format!("still running after {limit:?} (killed); its output so far:\n{}", self.output()));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
@@ -109,9 +115,47 @@ impl Shell {
     }
 }
 
-impl Drop for Shell {
-    fn drop(&mut self) {
+impl Shell {
+    /// Ends bash and every process of its group (a command still running).
+    fn kill(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_carry_over_and_a_command_past_its_limit_is_ended_with_what_it_started() {
+        let (dir, scratch) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let env = [("PATH".to_owned(), std::env::var("PATH").unwrap_or_default())];
+        let mut shell = Shell::start(dir.path(), &env, scratch.path());
+        let ran = shell.run("A=1; f() { echo \"f $A\"; }", Duration::from_secs(10), |_| {}).unwrap();
+        assert_eq!((ran.code, ran.output.as_str()), (0, ""));
+        let ran = shell.run("f; echo err >&2; false", Duration::from_secs(10), |_| {}).unwrap();
+        assert_eq!((ran.code, ran.output.as_str()), (1, "f 1\nerr\n"));
+        assert!(shell.run("echo 'unclosed", Duration::from_secs(10), |_| {}).unwrap_err().contains("bash -n"));
+        let err = shell.run("sleep 300 & echo $! > sleeper.pid; wait", Duration::from_millis(500), |_| {}).unwrap_err();
+        assert!(err.contains("still running"), "{err}");
+        let pid = std::fs::read_to_string(dir.path().join("sleeper.pid")).unwrap();
+        let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
+        let started = Instant::now();
+        while proc.exists() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!proc.exists(), "the command's child {} outlived the shell", pid.trim());
     }
 }
