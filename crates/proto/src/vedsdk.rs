@@ -588,7 +588,8 @@ pub struct ErrorOnly {
 
 /// One event of `GET /vedsdk/Log`, in the product's shape (`LogEvents[]`)
 /// with Strongroom's own fields after it. How a chained event maps onto it
-/// is in README ("The event log over the API").
+/// is in the book (book/src/administration/event-log.md, "The event log
+/// over the API").
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogEvent {

@@ -839,7 +839,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
     admin(bin, &data, url, &["rights", "grant", FOLDER, "bench", "--rights", "read,write"], "");
 
     // Password-grant logins: 5 at a time, the most one user may sign in at
-    // once from one address (its guessing limit's slots, SECURITY.md).
+    // once from one address (its guessing limit's slots, book/src/security/limits.md).
     let t = Instant::now();
     let mut logins = Vec::with_capacity(LOGINS);
     for _ in 0..LOGINS / 5 {

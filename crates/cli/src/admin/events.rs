@@ -133,7 +133,7 @@ impl ListArgs {
 const API_MAX_LIMIT: u32 = 1000;
 
 /// One event as listed: from the store, or from `GET Log`'s `LogEvents`
-/// (which carry the same facts, see README "The event log over the API").
+/// (which carry the same facts, see book/src/administration/event-log.md).
 pub(crate) struct EventRow {
     seq: i64,
     at: String,

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use crate::process::{BIN, Run, approve, run};
 use crate::replicas::{Cluster, pg_url};
 
-/// The scope an operator's admin integration offers (README "Administering remotely").
+/// The scope an operator's admin integration offers (book/src/administration/admin-cli.md).
 const ADMIN_SCOPE: &str = "configuration:manage,delete;security:manage,delete;admin:delete";
 const OPS: &str = "ops";
 const ROSA: &str = "rosa";

@@ -794,7 +794,7 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert_eq!(r.status().canonical_reason(), Some("Accepted"));
 }
 
-/// J1-J9, named by their ids (the security suite's table in SECURITY.md).
+/// J1-J9, named by their ids (the security suite's table, book/src/security/suite.md).
 mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn j1_j2_j3_j4_j7_the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {

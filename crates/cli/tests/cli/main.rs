@@ -13,7 +13,9 @@
 //! nothing, a second `serve` on one SQLite store, `health`, `/`, health
 //! checks at DEBUG, process metrics. `tls_reload`: SIGHUP with a good and two
 //! bad pairs. `discovery`: the `oauth2` crate from RFC 8414 metadata through
-//! the device flow to RFC 7009 revocation. `haproxy`: the README's HAProxy
+//! the device flow to RFC 7009 revocation. `docs`: the shell examples of the
+//! README's quick start and the book's step-by-step pages, run against a real
+//! server, their shown output checked. `haproxy`: the book's HAProxy
 //! block before three replicas on PostgreSQL, one SIGKILLed under load. `hsm`:
 //! named keys in two SoftHSM2 tokens the test initialises (one token away
 //! while the other key's reads run, `admin keys move` both ways, a PIN
@@ -40,6 +42,7 @@ mod backup;
 mod client;
 mod config_check;
 mod discovery;
+mod docs;
 mod file_modes;
 mod haproxy;
 mod hsm;

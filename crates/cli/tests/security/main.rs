@@ -7,7 +7,8 @@
 //! alone), keeps their output in the JUnit report and prints the lines from
 //! there. Trial counts are scaled down from the anchors' to keep the whole
 //! suite within a few minutes on two cores; every line names the counts
-//! used. `ids` checks SECURITY.md's table of ids against the tests' names.
+//! used. `ids` checks the table of ids of book/src/security/suite.md
+//! against the tests' names.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub, missing_debug_implementations)]
 
 #[allow(dead_code, unused_imports)]

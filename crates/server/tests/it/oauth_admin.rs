@@ -1,7 +1,7 @@
 //! `POST /vedsdk/oauth/*` (issue 23, item 5): API integrations, their rules
 //! and grants administered with the product's calls, as pyvenafi sends them
 //! (lower-case paths) and as VenafiPS's `Revoke-VdcGrant` does; refused
-//! without the scope or the role (403 both: see README); a removed rule
+//! without the scope or the role (403 both: book/src/administration/integrations.md); a removed rule
 //! cuts a live token at once; two administrators changing one application
 //! at once both keep their changes.
 

@@ -134,7 +134,7 @@ async fn c2_password_guessing_and_lockout() {
 /// C3's bars on the timing gap between an unknown user and a wrong password:
 /// the anchors' 5 ms on the median of the paired differences, and 10 ms on
 /// the difference of the two medians, which moves more with the machine's
-/// load (up to 5.1 ms with both cores busy elsewhere; SECURITY.md has the
+/// load (up to 5.1 ms with both cores busy elsewhere; book/src/security/suite.md has the
 /// measured figures).
 const TIMING_BAR_MS: f64 = 5.0;
 const MEDIANS_BAR_MS: f64 = 10.0;
@@ -243,7 +243,7 @@ async fn d6_password_hashing_under_load() {
     // Each login from an address of its own, ten users five times each: one
     // user signs in at most five times at once from one address, and ten
     // times at once from addresses that never signed in as it (the slots of
-    // the guessing limits, SECURITY.md).
+    // the guessing limits, book/src/security/limits.md).
     let fx = Fx::start(&[], &[("STRONGROOM_TRUSTED_PROXIES", "127.0.0.1")]);
     for u in 0..10 {
         fx.user(&format!("d{u}"), PASSWORD);

@@ -1,5 +1,5 @@
 //! The tests, one or a few ids each, named by them (`ids` checks the names
-//! against SECURITY.md's table).
+//! against the table of book/src/security/suite.md).
 
 mod at_rest;
 mod audit;

@@ -145,8 +145,8 @@ fn sequence() -> impl Strategy<Value = Vec<Action>> {
 
 // ---------------------------------------------------------------- the model
 
-/// A fixed-window counter with a lockout (SECURITY.md, "Limits an
-/// attacker meets"): an attempt takes a slot before it is checked; a failure
+/// A fixed-window counter with a lockout (book/src/security/limits.md,
+/// "Limits an attacker meets"): an attempt takes a slot before it is checked; a failure
 /// that leaves every slot taken locks it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counter {
