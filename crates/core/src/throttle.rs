@@ -12,7 +12,7 @@
 //! The counters live in the database so every replica sees the same
 //! numbers; this module only says how a counter moves. Which counters an
 //! attempt takes is [`password_slots`] and [`code_slots`]: the scheme and its
-//! reasons are in SECURITY.md ("Limits an attacker meets").
+//! reasons are in the book's `security/limits.md`.
 //!
 //! A lock limits guessing from where it was earned; it is not a state of the
 //! account. Grants that exist keep working (a refresh involves no password),

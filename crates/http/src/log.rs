@@ -156,7 +156,7 @@ fn severity_names() -> String {
     Severity::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
 
-/// A chained event in the product's shape (the mapping README documents).
+/// A chained event in the product's shape (the mapping `book/src/administration/event-log.md` documents).
 pub(crate) fn log_event(se: StoredEvent) -> LogEvent {
     let e = se.event;
     let vault_id = if e.kind.subsystem() == "vault" { e.object.parse::<i64>().unwrap_or(0) } else { 0 };

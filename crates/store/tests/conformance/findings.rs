@@ -1,4 +1,4 @@
-//! What an outside probe found (SECURITY.md M1-M6), on every backend: a
+//! What an outside probe found (M1-M6 of the book's `security/suite.md`), on every backend: a
 //! folder deletion keeps the entries it leaves without an owner as orphans
 //! (the deletion's own case, `deletion`); an integration change revokes the
 //! grants it stops; console epochs move on sign-out, password and disable;
