@@ -20,7 +20,7 @@ use strongroom_proto::vedsdk::IdentityEntry as WireEntry;
 
 use super::extract::{Caller, Identity, Sdk, scope};
 use super::respond::{SdkFailure, ok};
-use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::responses::{Forbidden, IdentityRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::groups::{self, GroupError};
@@ -64,12 +64,7 @@ pub(crate) fn identity_field(body: &SdkBody, name: &'static str) -> Result<stron
     request_body(content = AddGroupRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The new group.", body = AddGroupResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn add_group(
@@ -116,12 +111,7 @@ pub(crate) async fn members_call(
     request_body(content = GroupMembersRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The group's members now.", body = GroupMembersResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn add_members(
@@ -144,12 +134,7 @@ pub(crate) async fn add_members(
     request_body(content = GroupMembersRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The group's members now.", body = GroupMembersResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn remove_members(
@@ -171,12 +156,7 @@ pub(crate) async fn remove_members(
     request_body(content = RenameGroupRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The group, renamed.", body = IdResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn rename_group(
@@ -234,12 +214,7 @@ pub(crate) async fn delete_group(
     request_body(content = SetPasswordRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The user.", body = IdResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn set_password(

@@ -139,3 +139,35 @@ impl utoipa::IntoResponses for SdkRefusals {
         .collect()
     }
 }
+
+/// What the product's Identity and Teams calls may answer besides their 200
+/// (the groups, teams and password calls): 400 and 403 with only `Message`
+/// (a 403 for a missing scope is the bearer's shape), and the shared 401,
+/// 408, 413 and 503.
+#[derive(Debug)]
+pub(crate) struct IdentityRefusals;
+
+impl utoipa::IntoResponses for IdentityRefusals {
+    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        let inline = |description: &str, schema: &str| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build())
+                    .build(),
+            )
+        };
+        let shared = |name: String| RefOr::Ref(Ref::from_response_name(name));
+        [
+            ("400", inline("Refused: only `Message`.", "MessageOnly")),
+            ("401", shared(<Unauthorized as ToResponse>::response().0.to_owned())),
+            ("403", inline("A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", "GroupForbidden")),
+            ("408", shared(<Timeout as ToResponse>::response().0.to_owned())),
+            ("413", shared(<SdkTooLarge as ToResponse>::response().0.to_owned())),
+            ("503", shared(<Unavailable as ToResponse>::response().0.to_owned())),
+        ]
+        .into_iter()
+        .map(|(status, response)| (status.to_owned(), response))
+        .collect()
+    }
+}

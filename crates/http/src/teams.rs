@@ -18,7 +18,7 @@ use strongroom_store::Team;
 use super::extract::{Caller, Identity, Sdk, scope};
 use super::groups::{bad, identity_field, members_call, wire};
 use super::respond::{SdkFailure, ok};
-use super::responses::{Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::responses::{Forbidden, IdentityRefusals, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::groups;
@@ -39,12 +39,7 @@ const MAX_DESCRIPTION: usize = 1024;
     request_body(content = NewTeamRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The new team.", body = AddGroupResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn create(
@@ -79,12 +74,7 @@ pub(crate) async fn create(
     request_body(content = TeamMembersRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The team's members now.", body = GroupMembersResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn add_members(
@@ -106,12 +96,7 @@ pub(crate) async fn add_members(
     request_body(content = TeamMembersRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The team's members now.", body = GroupMembersResponse),
-        (status = 400, description = "Refused: only `Message`.", body = MessageOnly),
-        (status = 401, response = Unauthorized),
-        (status = 403, description = "A missing scope (`insufficient_scope`), or the caller lacks the role (`Message`).", body = GroupForbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        IdentityRefusals,
     ),
 )]
 pub(crate) async fn remove_members(
