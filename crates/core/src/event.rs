@@ -36,6 +36,9 @@ pub enum EventKind {
     DeviceCodeReissued,
     GrantRevoked,
     LoginFailed,
+    /// A person signed in with their password (the surface in `detail`:
+    /// approval page, console, password grant, approved applications).
+    LoginSucceeded,
     UserCodeFailed,
     Lockout,
     FolderCreated,
@@ -147,6 +150,7 @@ impl EventKind {
         EventKind::GroupRenamed,
         EventKind::VaultOrphaned,
         EventKind::ConsoleSessionsEnded,
+        EventKind::LoginSucceeded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -170,6 +174,7 @@ impl EventKind {
             EventKind::DeviceCodeReissued => "token.reissued",
             EventKind::GrantRevoked => "grant.revoked",
             EventKind::LoginFailed => "login.failed",
+            EventKind::LoginSucceeded => "login.succeeded",
             EventKind::UserCodeFailed => "device.user_code_failed",
             EventKind::Lockout => "login.lockout",
             EventKind::FolderCreated => "folder.created",

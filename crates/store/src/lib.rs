@@ -552,9 +552,17 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     /// (with a lockout event each), and `event` is written. Returns how many counters locked.
     fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize>;
     /// The attempt that took `slots` succeeded at `now`: its slots are given back (a counter with
-    /// `reset_on_success` is reset), and `origin` (user name, address) is remembered as one that
-    /// signed in. False, and nothing written, if a counter locked meanwhile: the attempt is refused.
-    fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool>;
+    /// `reset_on_success` is reset), `origin` (user name, address) is remembered as one that
+    /// signed in, and `signed_in` (the user and their `login.succeeded` event) stamps the user's
+    /// last sign-in and appends the event, in the same transaction. False, and nothing written,
+    /// if a counter locked meanwhile: the attempt is refused.
+    fn attempt_succeeded(
+        &self,
+        slots: Vec<Slot>,
+        origin: Option<(String, String)>,
+        signed_in: Option<(UserId, Event)>,
+        now: UnixTime,
+    ) -> StoreFuture<'_, bool>;
     /// The trusted JWT issuer whose `iss` is `iss`, with its mappings: one read.
     fn jwt_context(&self, iss: String) -> StoreFuture<'_, Option<(JwtIssuer, Vec<Mapping>)>>;
     /// Every mapping, with its client ids (the certificate grant's context).

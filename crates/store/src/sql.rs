@@ -358,6 +358,11 @@ sql!(
 );
 
 sql!(
+    /// User `?1` signed in at `?2`.
+    STAMP_SIGN_IN = "UPDATE users SET signed_in_at = ?2 WHERE id = ?1"
+);
+
+sql!(
     /// Address `?2` signed in as user name `?1` at `?3`.
     REMEMBER_ORIGIN = "INSERT INTO sign_in_origins (name_key, addr, last_success) VALUES (?1, ?2, ?3) \
                        ON CONFLICT (name_key, addr) DO UPDATE SET last_success = excluded.last_success"

@@ -39,7 +39,7 @@ pub struct Approved {
 
 /// Signs in and lists the person's grants.
 pub async fn sign_in(app: &App, username: &str, password: &Secret, csrf: &str, origin: &Origin) -> Result<Approved, PageError> {
-    let user = match login::authenticate(app, username, password, origin).await {
+    let user = match login::authenticate(app, username, password, login::Surface::ApprovedApplications, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),

@@ -213,7 +213,7 @@ impl Standing {
 
 /// Signs in: the user, and their new session.
 pub async fn sign_in(app: &App, username: &str, password: &Secret, origin: &Origin) -> Result<Session, ConsoleError> {
-    let user = match login::authenticate(app, username, password, origin).await {
+    let user = match login::authenticate(app, username, password, login::Surface::Console, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(ConsoleError::WrongLogin),
         Err(LoginError::Locked) => return Err(ConsoleError::Locked),

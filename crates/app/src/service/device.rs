@@ -142,7 +142,7 @@ pub async fn sign_in(
     csrf: &str,
     origin: &Origin,
 ) -> Result<Consent, PageError> {
-    let user = match login::authenticate(app, username, password, origin).await {
+    let user = match login::authenticate(app, username, password, login::Surface::ApprovalPage, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(PageError::WrongLogin),
         Err(LoginError::Locked) => return Err(PageError::Locked),
@@ -179,7 +179,7 @@ pub async fn consent_for(app: &App, user: User, user_code_input: &str, csrf: &st
         app.observer.lockouts(app.store.attempt_failed(slots, event).await?);
         return Err(PageError::UnknownCode);
     };
-    if !app.store.attempt_succeeded(slots, None, app.now()).await? {
+    if !app.store.attempt_succeeded(slots, None, None, app.now()).await? {
         return Err(PageError::CodeLocked);
     }
     let integration = app.store.integration(device.client_id.clone()).await?.ok_or(PageError::UnknownCode)?;

@@ -17,7 +17,7 @@ use strongroom_store::{StoreError, Team};
 
 use super::Origin;
 use super::identity::{Found, resolve};
-use super::login::{LoginError, authenticate};
+use super::login::{LoginError, Surface, authenticate};
 use crate::App;
 use crate::admin::{Actor, Admin, AdminError};
 
@@ -229,7 +229,7 @@ pub async fn set_password(
         }
         crate::admin::groups::check_new_password(password)?;
         let old = old.ok_or_else(|| GroupError::Invalid("OldPassword is required to change your own password.".into()))?;
-        match authenticate(app, &format!("{LOCAL_PREFIX}:{}", user.name), old, origin).await {
+        match authenticate(app, &format!("{LOCAL_PREFIX}:{}", user.name), old, Surface::OldPasswordCheck, origin).await {
             Ok(u) if u.id == user.id => {}
             Ok(_) | Err(LoginError::Invalid) => return Err(GroupError::Invalid("The old password is wrong.".into())),
             Err(LoginError::Locked | LoginError::Busy) => {

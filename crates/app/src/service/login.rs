@@ -19,7 +19,7 @@
 //! [`LoginError::Unavailable`] within its timeout; the attempt neither counts
 //! nor locks.
 
-use strongroom_core::event::EventKind;
+use strongroom_core::event::{Event, EventKind};
 use strongroom_core::identity::{Group, GroupId, User, UserId, login_name, valid_user_name};
 use strongroom_core::password;
 use strongroom_core::secret::Secret;
@@ -49,21 +49,58 @@ pub enum LoginError {
     Store(#[from] StoreError),
 }
 
+/// Where a person signs in with their password: the `detail` of their
+/// `login.succeeded` event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    ApprovalPage,
+    Console,
+    PasswordGrant,
+    /// The page of the applications a person approved.
+    ApprovedApplications,
+    /// `Identity/SetPassword` checking a user's old password: not a
+    /// sign-in, so neither an event nor a last sign-in is written.
+    OldPasswordCheck,
+}
+
+impl Surface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::ApprovalPage => "approval page",
+            Surface::Console => "console",
+            Surface::PasswordGrant => "password grant",
+            Surface::ApprovedApplications => "approved applications",
+            Surface::OldPasswordCheck => "old password check",
+        }
+    }
+}
+
+/// The `login.succeeded` event of `user` signing in on `surface`, with
+/// the stamp of their last sign-in: what a successful attempt writes.
+fn signed_in(app: &App, user: &User, surface: Surface, origin: &Origin) -> Option<(UserId, Event)> {
+    if surface == Surface::OldPasswordCheck {
+        return None;
+    }
+    let event =
+        app.event(EventKind::LoginSucceeded, origin).identity(user.id.identity()).object(user.name.as_str()).detail(surface.as_str());
+    Some((user.id.clone(), event))
+}
+
 /// Longest user name looked up; longer ones are wrong without a lookup.
 const MAX_NAME: usize = 64;
 
 /// Checks a user name and password. Disabled users and wrong passwords look
 /// the same from outside, and an unknown user takes the same time as a
 /// wrong password (a dummy hash is checked).
-pub async fn authenticate(app: &App, name: &str, password: &Secret, origin: &Origin) -> Result<User, LoginError> {
+pub async fn authenticate(app: &App, name: &str, password: &Secret, surface: Surface, origin: &Origin) -> Result<User, LoginError> {
     if let Some(dir) = &app.directory {
         if let Some(login) = directory_login(name, &dir.config) {
-            return authenticate_directory(app, dir, login, password, origin).await;
+            return authenticate_directory(app, dir, login, password, surface, origin).await;
         }
         let bare = name.trim();
         let local_prefix = bare.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("local:"));
         if !local_prefix && valid_user_name(bare) && app.store.user_by_name(bare.to_lowercase()).await?.is_none() {
-            return authenticate_directory(app, dir, bare, password, origin).await;
+            return authenticate_directory(app, dir, bare, password, surface, origin).await;
         }
     }
     let mut name_key = login_name(name).to_lowercase();
@@ -95,7 +132,7 @@ pub async fn authenticate(app: &App, name: &str, password: &Secret, origin: &Ori
     match ctx.user {
         Some((user, _)) if ok && !user.disabled => {
             let remember = Some((name_key, origin.addr.clone()));
-            if app.store.attempt_succeeded(slots, remember, app.now()).await? {
+            if app.store.attempt_succeeded(slots, remember, signed_in(app, &user, surface, origin), app.now()).await? {
                 Ok(user)
             } else {
                 // A counter locked while this check ran: the lock holds.
@@ -114,7 +151,14 @@ pub async fn authenticate(app: &App, name: &str, password: &Secret, origin: &Ori
 
 /// A sign-in through the directory: `login` as the person typed it (without
 /// the domain or prefix).
-async fn authenticate_directory(app: &App, dir: &Directory, login: &str, password: &Secret, origin: &Origin) -> Result<User, LoginError> {
+async fn authenticate_directory(
+    app: &App,
+    dir: &Directory,
+    login: &str,
+    password: &Secret,
+    surface: Surface,
+    origin: &Origin,
+) -> Result<User, LoginError> {
     let prefix = dir.config.prefix();
     let mut name_key = format!("{prefix}:{login}").to_lowercase();
     if login.trim().is_empty() || name_key.len() > 2 * MAX_NAME {
@@ -133,7 +177,12 @@ async fn authenticate_directory(app: &App, dir: &Directory, login: &str, passwor
             let user = sync(app, dir, &person, origin).await?;
             if !user.disabled {
                 let remember = Some((name_key, origin.addr.clone()));
-                return if app.store.attempt_succeeded(slots, remember, app.now()).await? { Ok(user) } else { Err(LoginError::Locked) };
+                let stamp = signed_in(app, &user, surface, origin);
+                return if app.store.attempt_succeeded(slots, remember, stamp, app.now()).await? {
+                    Ok(user)
+                } else {
+                    Err(LoginError::Locked)
+                };
             }
             "the account is disabled here"
         }
@@ -144,7 +193,7 @@ async fn authenticate_directory(app: &App, dir: &Directory, login: &str, passwor
             // Not the person's failure: each slot given back, uncounted, and no
             // count reset (an outage must not wipe the guesses counted so far).
             let back = slots.into_iter().map(|s| Slot { reset_on_success: false, ..s }).collect();
-            app.store.attempt_succeeded(back, None, app.now()).await?;
+            app.store.attempt_succeeded(back, None, None, app.now()).await?;
             return Err(LoginError::Unavailable);
         }
     };

@@ -346,7 +346,7 @@ pub async fn password_grant(app: &App, req: OAuthRequest, origin: &Origin) -> Re
         return Err(AuthError::InvalidGrant("Username and password are required."));
     };
     let password = Secret::new(password.0);
-    let user = match login::authenticate(app, &username, &password, origin).await {
+    let user = match login::authenticate(app, &username, &password, login::Surface::PasswordGrant, origin).await {
         Ok(u) => u,
         Err(LoginError::Invalid) => return Err(AuthError::InvalidGrant("Username or password is invalid.")),
         Err(LoginError::Locked) => return Err(AuthError::InvalidGrant("Too many failed attempts; try again later.")),

@@ -373,6 +373,8 @@ async fn without_rights_nothing_is_shown_and_every_post_is_refused() {
         assert_eq!(st, StatusCode::FORBIDDEN, "{p}");
         assert!(html.contains("There is nothing here for you"), "{p}: {html}");
     }
+    // (Signing in is written: a `login.succeeded` event; the viewer signs in before the count.)
+    let mut v = Console::signed_in(&s, "viewer").await;
     let before = event_count(&s).await;
     for (p, form) in posts {
         let (st, _) = c.post(p, form).await;
@@ -380,7 +382,6 @@ async fn without_rights_nothing_is_shown_and_every_post_is_refused() {
     }
 
     // Read on one folder: that folder (read-only), the events they may see, nothing else.
-    let mut v = Console::signed_in(&s, "viewer").await;
     let (_, html) = v.get("/admin").await;
     assert!(html.contains("/admin/folders") && !html.contains("/admin/integrations"), "{html}");
     let (st, html) = v.get("/admin/folders").await;

@@ -45,6 +45,23 @@ async fn password_grant_is_opt_in_and_locks_out() {
     let kinds = s.event_kinds().await;
     assert_eq!(kinds.iter().filter(|k| *k == "login.failed").count(), 5, "five passwords checked, none after the lock");
     assert_eq!(kinds.iter().filter(|k| *k == "login.lockout").count(), 1);
+    // The three right passwords checked are events (the one asking for a
+    // scope it may not have too: the password was right, the grant then
+    // refused), and the user's last sign-in is the newest's time; the wrong
+    // ones and the one refused unchecked are neither.
+    let signed_in = s
+        .store
+        .events(strongroom_store::EventFilter { kind: Some("login.succeeded".into()), limit: 100, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(signed_in.len(), 3, "{signed_in:?}");
+    for e in &signed_in {
+        assert_eq!((e.event.identity.as_str(), e.event.object.as_str()), (alice.id.identity().as_str(), "alice"));
+        assert_eq!(e.event.detail, "password grant");
+        assert!(!e.event.detail.contains(PASSWORD) && !e.event.object.contains(PASSWORD));
+    }
+    let stamped = s.store.user_by_id(alice.id.clone()).await.unwrap().unwrap().signed_in_at;
+    assert_eq!(stamped, Some(signed_in.iter().map(|e| e.event.at).max().unwrap()));
 }
 
 #[tokio::test]

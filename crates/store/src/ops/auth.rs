@@ -5,7 +5,7 @@ use strongroom_core::event::Event;
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
 use strongroom_core::grant::{AccessContext, Grant, GrantId};
-use strongroom_core::identity::User;
+use strongroom_core::identity::{User, UserId};
 use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
@@ -251,6 +251,7 @@ pub(crate) async fn attempt_succeeded<C: Conn>(
     c: &C,
     slots: &[Slot],
     origin: Option<&(String, String)>,
+    signed_in: Option<&(UserId, Event)>,
     now: UnixTime,
 ) -> StoreResult<bool> {
     let mut after = Vec::with_capacity(slots.len());
@@ -265,6 +266,10 @@ pub(crate) async fn attempt_succeeded<C: Conn>(
     }
     if let Some((name_key, addr)) = origin {
         c.execute(&sql::REMEMBER_ORIGIN, &values![name_key.as_str(), addr.as_str(), now]).await?;
+    }
+    if let Some((user, event)) = signed_in {
+        c.execute(&sql::STAMP_SIGN_IN, &values![user.as_str(), now]).await?;
+        append_event(c, event).await?;
     }
     Ok(true)
 }

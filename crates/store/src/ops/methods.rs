@@ -65,8 +65,14 @@ macro_rules! auth_methods {
         fn attempt_failed(&self, slots: Vec<Slot>, event: Event) -> StoreFuture<'_, usize> {
             $write!(self, |c| auth::attempt_failed(c, &slots, &event))
         }
-        fn attempt_succeeded(&self, slots: Vec<Slot>, origin: Option<(String, String)>, now: UnixTime) -> StoreFuture<'_, bool> {
-            $plain!(self, |c| auth::attempt_succeeded(c, &slots, origin.as_ref(), now))
+        fn attempt_succeeded(
+            &self,
+            slots: Vec<Slot>,
+            origin: Option<(String, String)>,
+            signed_in: Option<(UserId, Event)>,
+            now: UnixTime,
+        ) -> StoreFuture<'_, bool> {
+            $write!(self, |c| auth::attempt_succeeded(c, &slots, origin.as_ref(), signed_in.as_ref(), now))
         }
         fn jwt_context(&self, iss: String) -> StoreFuture<'_, Option<(JwtIssuer, Vec<Mapping>)>> {
             $read!(self, |c| machine::jwt_context(c, &iss))

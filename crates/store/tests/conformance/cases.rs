@@ -427,8 +427,18 @@ pub(crate) async fn throttle(store: Arc<dyn Store>) {
     store.attempt_failed(s.clone(), failed(0)).await.unwrap();
     assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Admitted);
     assert!(!store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin);
-    assert!(store.attempt_succeeded(s.clone(), Some(("bob".into(), "10.0.0.9".into())), T0).await.unwrap());
+    let bob = user(&*store, &rng(), "bob").await;
+    let signed_in = ev(EventKind::LoginSucceeded).identity(bob.id.identity()).object("bob").detail("console");
+    let at = T0.plus_secs(5);
+    assert!(
+        store.attempt_succeeded(s.clone(), Some(("bob".into(), "10.0.0.9".into())), Some((bob.id.clone(), signed_in)), at).await.unwrap()
+    );
     assert!(store.login_context("bob".into(), "10.0.0.9".into()).await.unwrap().known_origin, "the origin is remembered");
+    assert_eq!(store.user_by_id(bob.id.clone()).await.unwrap().unwrap().signed_in_at, Some(at), "the last sign-in is stamped");
+    let succeeded = || store.events(EventFilter { kind: Some("login.succeeded".into()), limit: 10, ..Default::default() });
+    let events = succeeded().await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!((events[0].event.identity.as_str(), events[0].event.detail.as_str()), (bob.id.identity().as_str(), "console"));
     assert!(!store.login_context("bob".into(), "10.0.0.8".into()).await.unwrap().known_origin);
     // b-pair was reset, b-addr holds one failure: three more on b-pair fill it, b-addr fills at its third.
     for _ in 0..2 {
@@ -436,7 +446,14 @@ pub(crate) async fn throttle(store: Arc<dyn Store>) {
     }
     assert_eq!(store.begin_attempt(s.clone(), T0).await.unwrap(), Busy, "b-addr is full: 1 failure + 2 in flight");
     store.attempt_failed(s.clone(), failed(0)).await.unwrap();
-    assert!(!store.attempt_succeeded(s.clone(), None, T0).await.unwrap(), "b-addr locked while this one was checked");
+    let refused = ev(EventKind::LoginSucceeded).identity(bob.id.identity()).object("bob").detail("console");
+    let later = T0.plus_secs(9);
+    assert!(
+        !store.attempt_succeeded(s.clone(), None, Some((bob.id.clone(), refused)), later).await.unwrap(),
+        "b-addr locked while this one was checked"
+    );
+    assert_eq!(store.user_by_id(bob.id.clone()).await.unwrap().unwrap().signed_in_at, Some(at), "a refused success stamps nothing");
+    assert_eq!(succeeded().await.unwrap().len(), 1, "a refused success writes no event");
 }
 
 pub(crate) async fn throttle_holds_under_concurrency(store: Arc<dyn Store>) {

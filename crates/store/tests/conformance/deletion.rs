@@ -68,7 +68,7 @@ pub(crate) async fn deleting_a_user_ends_their_grants_and_takes_their_rights(sto
     store.attempt_failed(vec![slot], ev(EventKind::LoginFailed)).await.unwrap();
     let known = strongroom_core::throttle::password_slots("alice", "10.0.0.2", false);
     store.begin_attempt(known.clone(), T0).await.unwrap();
-    assert!(store.attempt_succeeded(known, Some(("alice".into(), "10.0.0.2".into())), T0).await.unwrap());
+    assert!(store.attempt_succeeded(known, Some(("alice".into(), "10.0.0.2".into())), None, T0).await.unwrap());
     assert_eq!(store.locks(T0).await.unwrap().len(), 1);
 
     let done = store.delete_user("ALICE".into(), ev(EventKind::UserDeleted).object("Alice")).await.unwrap();
