@@ -127,7 +127,7 @@ impl Caller {
         }
     }
 
-    fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
+    pub(crate) fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
         let mut e = app.event(kind, &self.origin).identity(self.user_id.identity()).client_id(self.client_id.as_str());
         if let Some(id) = id {
             e.object = id.to_string();
@@ -136,7 +136,7 @@ impl Caller {
     }
 
     /// Who writes, for the rights check every vault write repeats.
-    fn writer(&self) -> Writer {
+    pub(crate) fn writer(&self) -> Writer {
         Writer { grant_id: self.grant_id.clone(), user_id: self.user_id.clone() }
     }
 
