@@ -304,13 +304,13 @@ pub async fn retrieve(app: &App, c: &Caller, dn: &str) -> Result<(Class, Details
 pub async fn update(app: &App, c: &Caller, dn: &str, changes: Changes) -> Result<(), TreeError> {
     let path = credential_path(dn)?;
     let (e, class) = found(c, &path)?;
+    if !holds(c, &path, Rights::WRITE) {
+        return denied("updating a credential needs Write on it");
+    }
     if let Some(named) = &changes.class
         && Class::parse(named) != Some(class)
     {
         return refuse(credential::CREDENTIAL_TYPE_MISMATCH, format!("The credential is a {}.", class.class_name()));
-    }
-    if !holds(c, &path, Rights::WRITE) {
-        return denied("updating a credential needs Write on it");
     }
     let mut details = open_details(app, e, class).await?;
     if let Some(v) = changes.values {
