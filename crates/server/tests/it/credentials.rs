@@ -188,6 +188,15 @@ async fn scopes_and_tokens() {
         call(&s, "Retrieve", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", json!({"CredentialPath": dn})).await.0,
         StatusCode::UNAUTHORIZED
     );
+    // The credential's entry is not the SecretStore's to read or change, even for a Master Admin (Result 14).
+    let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(crate::support::PASSWORD), true).await.unwrap();
+    let rt = token(&s, &root, "restricted:manage").await;
+    let (_, v) = s.sdk("LookupByOwner", &rt, json!({"Namespace": "config", "Owner": dn})).await;
+    let id = v["VaultIDs"][0].as_i64().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(s.sdk("Retrieve", &rt, json!({"VaultID": id})).await.1["Result"], 14);
+    assert_eq!(s.sdk("Associate", &rt, json!({"VaultID": id, "Name": "n", "StringValue": "v"})).await.1["Result"], 14);
+    assert_eq!(s.sdk("Mutate", &rt, json!({"VaultID": id, "VaultType": 32})).await.1["Result"], 14);
+    assert_eq!(result(&s, "Retrieve", &token(&s, &alice, "security").await, json!({"CredentialPath": dn})).await, 1);
     // Outside \VED\Policy, and not JSON.
     assert_eq!(result(&s, "Create", &manage, pyvenafi_create("\\VED\\Identity\\x", "u", "p")).await, 407);
     let r = s.http.post(s.at("/vedsdk/Credentials/Retrieve")).bearer_auth(&manage).body("{").send().await.unwrap();
