@@ -80,6 +80,17 @@ pub async fn entry_ids(app: &App, dn: &str) -> Result<Vec<VaultId>, StoreError> 
     app.store.vault_ids(VaultFilter { vault_type: None, owner_key: Some(p.key().to_owned()), orphans_only: false }).await
 }
 
+/// Whether folder `f` holds a credential (owns an entry of a credential class).
+async fn is_credential(app: &App, f: &FolderPath) -> Result<bool, StoreError> {
+    for class in Class::ALL {
+        let filter = VaultFilter { vault_type: Some(class.vault_type()), owner_key: Some(f.key().to_owned()), orphans_only: false };
+        if !app.store.vault_ids(filter).await?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Whether `e` is a credential entry: its class.
 pub fn class_of(e: &VaultEntry) -> Option<Class> {
     Class::from_vault_type(e.vault_type)
@@ -242,6 +253,9 @@ pub async fn create(app: &App, c: &Caller, access: &AccessContext, origin: &Orig
     if !holds(c, &parent, Rights::CREATE.union(Rights::WRITE)) {
         return denied("creating a credential needs Create and Write on its folder");
     }
+    if is_credential(app, &parent).await? {
+        return refuse(result::OBJECT_INVALID_CONTAINMENT, "A credential is created in a folder, not in another credential.");
+    }
     tree::create(app, access, origin, path.as_str(), ctree::class::POLICY).await?;
     let now = app.now();
     let name = app.keyring.default_name().to_owned();
@@ -349,6 +363,11 @@ pub async fn delete(app: &App, c: &Caller, access: &AccessContext, origin: &Orig
     let (e, class) = found(c, &path)?;
     if !holds(c, &path, Rights::WRITE.union(Rights::DELETE)) {
         return denied("deleting a credential needs Write and Delete on it");
+    }
+    // Refused before anything is removed: the folder could not go after its entry.
+    let below = format!("{}\\", path.key());
+    if app.store.folder_objects().await?.iter().any(|f| f.path.key().starts_with(&below)) {
+        return refuse(result::OBJECT_HAS_CHILDREN, "The credential has folders below it; delete them first.");
     }
     let event =
         c.event(app, EventKind::CredentialDeleted, Some(e.vault_id)).detail(format!("credential={} class={}", path, class.class_name()));

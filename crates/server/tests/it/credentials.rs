@@ -138,6 +138,12 @@ async fn read_only_users_retrieve_credentials_and_every_read_is_an_event() {
     let (_, v) = call(&s, "Enumerate", &tc, json!({"CredentialPath": TEAM})).await;
     assert_eq!(v["CredentialInfos"], json!([]));
 
+    // No credential inside a credential; a folder made below one by other means stops its deletion before anything goes.
+    assert_eq!(result(&s, "Create", &ta, pyvenafi_create(&format!("{dn}\\inner"), "u", "p")).await, 407);
+    s.admin.create_folder(&format!("{TEAM}\\pw\\below")).await.unwrap();
+    assert_eq!(result(&s, "Delete", &ta, json!({"CredentialPath": format!("{TEAM}\\pw")})).await, 402);
+    assert_eq!(result(&s, "Retrieve", &tb, json!({"CredentialPath": format!("{TEAM}\\pw")})).await, 1, "still there");
+
     // Rename moves the sealed entry with it; it still opens.
     let renamed = format!("{TEAM}\\database");
     assert_eq!(result(&s, "Rename", &tb, json!({"CredentialPath": dn, "NewCredentialPath": renamed})).await, 7);
@@ -148,7 +154,7 @@ async fn read_only_users_retrieve_credentials_and_every_read_is_an_event() {
 
     // Every successful read is one chained event; none names a value.
     let retrieved = s.event_kinds().await.iter().filter(|k| *k == "credential.retrieved").count();
-    assert_eq!(retrieved, 5, "three first reads, one after the update, one after the rename");
+    assert_eq!(retrieved, 6, "three first reads, one after the update, one of pw, one after the rename");
     let events = s.store.events(strongroom_store::EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
     let text = format!("{events:?}");
     assert!(!text.contains(SECRET) && !text.contains("rotated secret"), "a value reached the event log");
