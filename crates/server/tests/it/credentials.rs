@@ -1,9 +1,8 @@
 //! Credential objects (`/vedsdk/Credentials/*`, issue 32) over HTTP, with
 //! the bodies pyvenafi's `Credentials` endpoints send: whoever holds Read
 //! on a credential (directly, through a group, or as a machine identity)
-//! reads it back, whoever
-//! does not is refused; every read is a chained event; values are sealed
-//! at rest and never reach the event log.
+//! reads it back, whoever does not is refused; every read is a chained
+//! event; values are sealed at rest and never reach the event log.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
