@@ -123,6 +123,7 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, c: Credential<scope::
         friendly_name: class.friendly_name().to_owned(),
         result: result::SUCCESS,
         values: details.values.into_iter().map(NameTypeValue::from).collect(),
+        error: None,
     }))
 }
 
@@ -220,5 +221,6 @@ pub(crate) async fn enumerate(State(app): State<HttpState>, c: Credential<scope:
             .map(|(class, dn)| CredentialInfo { class_name: class.class_name().to_owned(), full_name: dn })
             .collect(),
         result: result::SUCCESS,
+        error: None,
     }))
 }

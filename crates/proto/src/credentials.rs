@@ -70,12 +70,13 @@ pub struct CredentialResult {
     pub error: Option<String>,
 }
 
-/// `Credentials/Retrieve`.
+/// `Credentials/Retrieve`: on success (`Result` 1) everything but `Error`;
+/// on a refusal `Result` and `Error` only.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CredentialRetrieveResponse {
     /// The product's class name, `Username Password Credential` …
-    #[serde(rename = "Classname")]
+    #[serde(rename = "Classname", default)]
     pub classname: String,
     #[serde(rename = "Contact", default)]
     pub contact: Vec<String>,
@@ -84,12 +85,15 @@ pub struct CredentialRetrieveResponse {
     /// `/Date(milliseconds)/`.
     #[serde(rename = "Expiration", skip_serializing_if = "Option::is_none", default)]
     pub expiration: Option<String>,
-    #[serde(rename = "FriendlyName")]
+    #[serde(rename = "FriendlyName", default)]
     pub friendly_name: String,
     #[serde(rename = "Result")]
     pub result: i32,
     #[serde(rename = "Values", default)]
     pub values: Vec<NameTypeValue>,
+    /// Why, when `Result` is not 1.
+    #[serde(rename = "Error", skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
 }
 
 /// One credential `Enumerate` lists.
@@ -103,7 +107,7 @@ pub struct CredentialInfo {
     pub full_name: String,
 }
 
-/// `Credentials/Enumerate`.
+/// `Credentials/Enumerate`: on a refusal `Result` and `Error` only.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CredentialEnumerateResponse {
@@ -111,6 +115,9 @@ pub struct CredentialEnumerateResponse {
     pub credential_infos: Vec<CredentialInfo>,
     #[serde(rename = "Result")]
     pub result: i32,
+    /// Why, when `Result` is not 1.
+    #[serde(rename = "Error", skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]
@@ -128,6 +135,7 @@ mod tests {
             friendly_name: "Password".into(),
             result: 1,
             values: vec![v.clone()],
+            error: None,
         };
         assert!(!format!("{v:?} {r:?}").contains("hunter2"));
         assert!(serde_json::to_string(&r).unwrap_or_default().contains("\"Value\":\"hunter2\""));

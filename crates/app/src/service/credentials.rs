@@ -71,6 +71,16 @@ pub fn credential_path(dn: &str) -> Result<FolderPath, TreeError> {
     Ok(p)
 }
 
+/// [`credential_path`] for a DN to be made (`Create`, `Rename`'s new DN): no
+/// name a new folder may not have (`.`, `..`, invisible characters).
+fn new_credential_path(dn: &str) -> Result<FolderPath, TreeError> {
+    let p = credential_path(dn)?;
+    if let Err(e) = p.check_new() {
+        return refuse(result::OBJECT_INVALID_NAME, format!("CredentialPath: {e}."));
+    }
+    Ok(p)
+}
+
 /// The entry that holds the credential at `dn`, if there is one: the
 /// first entry the folder owns whose vault type is a credential class's.
 /// `load` reads an entry by its id (the extractor's context read, so the
@@ -235,7 +245,7 @@ fn holds(c: &Caller, path: &FolderPath, needed: Rights) -> bool {
 /// sealed entry it owns; if that write is refused, the folder just made is
 /// taken back.
 pub async fn create(app: &App, c: &Caller, access: &AccessContext, origin: &Origin, dn: &str, new: NewCredential) -> Result<(), TreeError> {
-    let path = credential_path(dn)?;
+    let path = new_credential_path(dn)?;
     let Some(class) = Class::parse(&new.class) else {
         let served: Vec<&str> = Class::ALL.iter().map(|c| c.friendly_name()).collect();
         return refuse(credential::INVALID_ARGUMENT, format!("FriendlyName must be one of {}.", served.join(", ")));
@@ -389,7 +399,7 @@ pub async fn delete(app: &App, c: &Caller, access: &AccessContext, origin: &Orig
 pub async fn rename(app: &App, c: &Caller, access: &AccessContext, origin: &Origin, dn: &str, new_dn: &str) -> Result<(), TreeError> {
     let path = credential_path(dn)?;
     found(c, &path)?;
-    let to = credential_path(new_dn)?;
+    let to = new_credential_path(new_dn)?;
     if !holds(c, &path, Rights::RENAME) {
         return denied("renaming a credential needs Rename on it");
     }

@@ -203,6 +203,9 @@ async fn scopes_and_tokens() {
     assert_eq!(s.sdk("Associate", &rt, json!({"VaultID": id, "Name": "n", "StringValue": "v"})).await.1["Result"], 14);
     assert_eq!(s.sdk("Mutate", &rt, json!({"VaultID": id, "VaultType": 32})).await.1["Result"], 14);
     assert_eq!(result(&s, "Retrieve", &token(&s, &alice, "security").await, json!({"CredentialPath": dn})).await, 1);
+    // Names a new folder may not have.
+    assert_eq!(result(&s, "Create", &manage, pyvenafi_create(&format!("{TEAM}\\.."), "u", "p")).await, 405);
+    assert_eq!(result(&s, "Create", &manage, pyvenafi_create(&format!("{TEAM}\\a\u{200b}b"), "u", "p")).await, 405);
     // Outside \VED\Policy, and not JSON.
     assert_eq!(result(&s, "Create", &manage, pyvenafi_create("\\VED\\Identity\\x", "u", "p")).await, 407);
     let r = s.http.post(s.at("/vedsdk/Credentials/Retrieve")).bearer_auth(&manage).body("{").send().await.unwrap();
