@@ -295,16 +295,11 @@ impl<S: Scope> FromRequest<HttpState> for Credential<S> {
             bearer::require(&ctx.access, needed)?;
         }
         let body = body?;
-        if let Ok(Some(dn)) = body.string(&["CredentialPath"]) {
-            for id in credentials::entry_ids(app, &dn).await.map_err(BearerError::from)? {
-                let again = bearer::presented(app, header.as_deref())?;
-                let found = app.store.vault_context(again, Some(id)).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
-                let is_credential = found.entry.as_ref().and_then(credentials::class_of).is_some();
-                ctx = found;
-                if is_credential {
-                    break;
-                }
-            }
+        if let Ok(Some(dn)) = body.string(&["CredentialPath"])
+            && let Some(id) = credentials::entry_id(app, &dn).await.map_err(BearerError::from)?
+        {
+            let again = bearer::presented(app, header.as_deref())?;
+            ctx = app.store.vault_context(again, Some(id)).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
         }
         let access = ctx.access.clone();
         Ok(Credential { access, caller: vault::Caller::new(ctx, origin.clone()), origin, body, scope: PhantomData })

@@ -81,24 +81,24 @@ fn new_credential_path(dn: &str) -> Result<FolderPath, TreeError> {
     Ok(p)
 }
 
-/// The entry that holds the credential at `dn`, if there is one: the
-/// first entry the folder owns whose vault type is a credential class's.
-/// `load` reads an entry by its id (the extractor's context read, so the
-/// entry comes with the caller's rights as they are now).
-pub async fn entry_ids(app: &App, dn: &str) -> Result<Vec<VaultId>, StoreError> {
-    let Ok(p) = FolderPath::parse(dn) else { return Ok(Vec::new()) };
-    app.store.vault_ids(VaultFilter { vault_type: None, owner_key: Some(p.key().to_owned()), orphans_only: false }).await
+/// The id of the entry that holds the credential at `dn`, if there is
+/// one: an entry the folder owns whose vault type is a credential class's
+/// (one light read per class, no entry read). The caller then reads it in
+/// its context read, with the caller's rights as they are now.
+pub async fn entry_id(app: &App, dn: &str) -> Result<Option<VaultId>, StoreError> {
+    let Ok(p) = FolderPath::parse(dn) else { return Ok(None) };
+    for class in Class::ALL {
+        let filter = VaultFilter { vault_type: Some(class.vault_type()), owner_key: Some(p.key().to_owned()), orphans_only: false };
+        if let Some(id) = app.store.vault_ids(filter).await?.into_iter().next() {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether folder `f` holds a credential (owns an entry of a credential class).
 async fn is_credential(app: &App, f: &FolderPath) -> Result<bool, StoreError> {
-    for class in Class::ALL {
-        let filter = VaultFilter { vault_type: Some(class.vault_type()), owner_key: Some(f.key().to_owned()), orphans_only: false };
-        if !app.store.vault_ids(filter).await?.is_empty() {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    Ok(entry_id(app, f.as_str()).await?.is_some())
 }
 
 /// Whether `e` is a credential entry: its class.
