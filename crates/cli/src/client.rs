@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use strongroom_app::SystemClock;
 use strongroom_client::cache::{TokenCache, config_dir, write_private};
+use strongroom_client::credentials::{self, Credentials};
 use strongroom_client::device::{DeviceLogin, TokioSleeper};
 use strongroom_client::source::TokenSource;
 use strongroom_client::tls::Trust;
@@ -112,6 +113,42 @@ pub(crate) enum VaultCommand {
         add: Option<String>,
         #[arg(long)]
         remove: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CredentialCommand {
+    /// Read a credential (Read on it is enough): every value, or --value NAME's alone.
+    Get {
+        /// The credential's DN, e.g. '\VED\Policy\Team A\db'.
+        dn: String,
+        /// Print only this value (e.g. Password), as it is.
+        #[arg(long)]
+        value: Option<String>,
+    },
+    /// Store a credential: update it, or create it when there is none.
+    ///
+    /// Values come from --value NAME=TEXT, and one from standard input with
+    /// --stdin NAME (so a password need not be on the command line). The
+    /// class is --class; else an existing credential keeps its own, and a new
+    /// one is UsernamePassword with a Username, else Password.
+    Set {
+        dn: String,
+        /// UsernamePassword, Password, Generic or Certificate.
+        #[arg(long)]
+        class: Option<String>,
+        /// NAME=TEXT (repeat), e.g. --value Username=svc.
+        #[arg(long = "value", value_name = "NAME=TEXT")]
+        values: Vec<String>,
+        /// Read the value NAME from standard input (one line, or all of it).
+        #[arg(long = "stdin", value_name = "NAME")]
+        stdin: Option<String>,
+    },
+    /// The credentials in a folder you may see.
+    List {
+        folder: String,
+        #[arg(long)]
+        recursive: bool,
     },
 }
 
@@ -447,6 +484,71 @@ pub(crate) async fn status(target: &Target) -> Result<(), Failure> {
         json!({"server": profile.server, "client_id": profile.client_id, "identity": t.identity, "user": name, "scope": t.scope,
                "expires": t.expires, "refresh_until": t.refresh_until, "cache": src.cache().path()}),
     )
+}
+
+/// The values `credential set` stores: `--value NAME=TEXT`s, then `--stdin NAME`.
+fn credential_values(values: Vec<String>, stdin: Option<String>) -> Result<Vec<strongroom_proto::credentials::NameTypeValue>, Failure> {
+    let mut out = Vec::new();
+    for v in values {
+        let Some((name, text)) = v.split_once('=') else {
+            return Err(Failure::usage("--value takes NAME=TEXT"));
+        };
+        out.push(credentials::value(name, text.to_owned()));
+    }
+    if let Some(name) = stdin {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+        let text = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text).to_owned();
+        out.push(credentials::value(&name, text));
+    }
+    if out.is_empty() {
+        return Err(Failure::usage("give the values with --value NAME=TEXT or --stdin NAME"));
+    }
+    Ok(out)
+}
+
+pub(crate) async fn credential(target: &Target, cmd: CredentialCommand) -> Result<(), Failure> {
+    let profile = target.resolve()?;
+    let src = source(&profile)?;
+    let c = Credentials::new(&src);
+    let j = target.json;
+    match cmd {
+        CredentialCommand::Get { dn, value: Some(name) } => {
+            let r = c.retrieve(&dn).await?;
+            let Some(v) = r.values.iter().find(|v| v.name.eq_ignore_ascii_case(&name)) else {
+                return Err(Failure::new(7, format!("the credential has no value named {name:?}")));
+            };
+            print(j, v.value.expose(), json!({"Name": v.name, "Type": v.value_type, "Value": v.value.expose()}))
+        }
+        CredentialCommand::Get { dn, value: None } => {
+            let r = c.retrieve(&dn).await?;
+            let human = std::iter::once(format!("{} ({})", dn, r.classname))
+                .chain(r.values.iter().map(|v| format!("{}\t{}", v.name, v.value.expose())))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let values: Vec<_> =
+                r.values.iter().map(|v| json!({"Name": v.name, "Type": v.value_type, "Value": v.value.expose()})).collect();
+            print(
+                j,
+                &human,
+                json!({"CredentialPath": dn, "Classname": r.classname, "FriendlyName": r.friendly_name, "Description": r.description,
+                    "Expiration": r.expiration, "Values": values}),
+            )
+        }
+        CredentialCommand::Set { dn, class, values, stdin } => {
+            let values = credential_values(values, stdin)?;
+            let guess = if values.iter().any(|v| v.name.eq_ignore_ascii_case("Username")) { "UsernamePassword" } else { "Password" };
+            let created = c.set(&dn, class.as_deref(), guess, values).await?;
+            let what = if created { "created" } else { "updated" };
+            print(j, &format!("{what} {dn}"), json!({"CredentialPath": dn, "created": created}))
+        }
+        CredentialCommand::List { folder, recursive } => {
+            let found = c.enumerate(&folder, recursive).await?;
+            let human = found.iter().map(|i| format!("{}\t{}", i.full_name, i.class_name)).collect::<Vec<_>>().join("\n");
+            let list: Vec<_> = found.iter().map(|i| json!({"FullName": i.full_name, "ClassName": i.class_name})).collect();
+            print(j, &human, json!({"CredentialInfos": list}))
+        }
+    }
 }
 
 pub(crate) async fn vault(target: &Target, cmd: VaultCommand) -> Result<(), Failure> {

@@ -132,6 +132,16 @@ enum Command {
         #[command(subcommand)]
         command: client::VaultCommand,
     },
+    /// Credential objects: read one back with Read on it, store one, list a folder's.
+    ///
+    /// Example: printf '%s' "$PW" | strongroom credential set '\VED\Policy\Team A\db' --value Username=svc --stdin Password
+    #[command(after_help = client::EXIT_CODES)]
+    Credential {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        command: client::CredentialCommand,
+    },
     /// Print the OpenAPI 3.1 description of the HTTP interface (what
     /// `GET /openapi.json` serves; the repository's openapi.json).
     Openapi,
@@ -353,6 +363,7 @@ fn main() -> std::process::ExitCode {
             Command::Logout { target } => client::logout(&target).await,
             Command::Status { target } => client::status(&target).await,
             Command::Vault { target, command } => client::vault(&target, command).await,
+            Command::Credential { target, command } => client::credential(&target, command).await,
             Command::Openapi => print_openapi().map_err(client::Failure::from),
         }
     });

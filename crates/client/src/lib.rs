@@ -15,6 +15,8 @@
 //!   one function per product call, for `strongroom admin --server`.
 //! - [`vault`]: typed calls for the SecretStore family, sending the
 //!   `strongroom_proto::vedsdk` request types.
+//! - [`credentials`]: typed calls for `Credentials/*` (credential objects
+//!   read back by whoever holds Read on them).
 //! - [`tls`]: the web PKI, a custom CA or a pinned certificate (SHA-256) for
 //!   self-signed servers.
 //! - [`http`]: one server and its requests; every failure classified into
@@ -29,6 +31,7 @@
 
 pub mod admin;
 pub mod cache;
+pub mod credentials;
 pub mod device;
 pub mod error;
 pub mod http;

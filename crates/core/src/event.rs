@@ -94,6 +94,14 @@ pub enum EventKind {
     /// Every console session of a user ended (sign-out, or an
     /// administrator's `admin users end-sessions`).
     ConsoleSessionsEnded,
+    /// A credential object was created (`Credentials/Create`).
+    CredentialCreated,
+    /// A credential's values were read (`Credentials/Retrieve`): every read is recorded.
+    CredentialRetrieved,
+    /// A credential's values or details were replaced (`Credentials/Update`).
+    CredentialUpdated,
+    /// A credential object was deleted with its sealed values (`Credentials/Delete`).
+    CredentialDeleted,
 }
 
 impl EventKind {
@@ -151,6 +159,10 @@ impl EventKind {
         EventKind::VaultOrphaned,
         EventKind::ConsoleSessionsEnded,
         EventKind::LoginSucceeded,
+        EventKind::CredentialCreated,
+        EventKind::CredentialRetrieved,
+        EventKind::CredentialUpdated,
+        EventKind::CredentialDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -208,6 +220,10 @@ impl EventKind {
             EventKind::GroupRenamed => "group.renamed",
             EventKind::VaultOrphaned => "vault.orphaned",
             EventKind::ConsoleSessionsEnded => "user.console_sessions_ended",
+            EventKind::CredentialCreated => "credential.created",
+            EventKind::CredentialRetrieved => "credential.retrieved",
+            EventKind::CredentialUpdated => "credential.updated",
+            EventKind::CredentialDeleted => "credential.deleted",
         }
     }
 
@@ -265,7 +281,10 @@ impl EventKind {
             | K::GroupMemberRemoved
             | K::GroupRenamed
             | K::VaultOrphaned
-            | K::ConsoleSessionsEnded => Severity::Notice,
+            | K::ConsoleSessionsEnded
+            | K::CredentialCreated
+            | K::CredentialUpdated
+            | K::CredentialDeleted => Severity::Notice,
             _ => Severity::Info,
         }
     }

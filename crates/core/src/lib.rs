@@ -23,10 +23,14 @@
 //!   associated data, and lookup hashes.
 //! - [`tree`]: the `\VED` tree as objects (DNs, object GUIDs and the roots'
 //!   fixed ones, `Config` result codes, name patterns, the `Is…Allowed` flags).
+//! - [`credential`]: the credential objects' classes (`Credentials/*`),
+//!   their private vault types, the value names each class holds, and
+//!   `/Date(ms)/` expirations.
 //! - [`time`] (proto's `UnixTime`, `Clock`, `ManualClock`), [`random`]
 //!   (`Random`), [`secret`] (`Secret`), [`mac`], [`hex`] (proto's).
 #![forbid(unsafe_code)]
 
+pub mod credential;
 pub mod event;
 pub mod grant;
 pub mod identity;

@@ -24,8 +24,8 @@ use crate::respond::{AuthRefusal, SdkFailure};
 use crate::state::HttpState;
 use strongroom_app::service::bearer::{self, BearerError};
 use strongroom_app::service::groups::GroupError;
-use strongroom_app::service::vault;
 use strongroom_app::service::{AuthError, Origin};
+use strongroom_app::service::{credentials, vault};
 use strongroom_core::grant::AccessContext;
 use strongroom_core::vault::VaultId;
 use strongroom_proto::read::{self, SdkBody};
@@ -134,6 +134,7 @@ pub(crate) mod scope {
         RestrictedDelete = Some("restricted:delete");
         Security = Some("security");
         SecurityManage = Some("security:manage");
+        SecurityDelete = Some("security:delete");
     }
 }
 
@@ -265,6 +266,44 @@ pub(crate) async fn vault_call(
         bearer::require(&ctx.access, needed)?;
     }
     Ok((vault::Caller::new(ctx, origin), body?))
+}
+
+/// A credential call (`Credentials/*`): the token judged and scope `S`
+/// required first (one context read), then the body, then the entry of the
+/// credential its `CredentialPath` names (if any), read with the caller's
+/// rights again in one context read, so the rights are those of now.
+pub(crate) struct Credential<S> {
+    pub(crate) access: AccessContext,
+    pub(crate) caller: vault::Caller,
+    pub(crate) origin: Origin,
+    pub(crate) body: SdkBody,
+    scope: PhantomData<S>,
+}
+
+impl<S: Scope> FromRequest<HttpState> for Credential<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(origin) = Origin::from_request_parts(&mut parts, app).await;
+        let header = bearer_token(&parts.headers);
+        let token = bearer::presented(app, header.as_deref())?;
+        let body = sdk_body::<Plain>(Request::from_parts(parts, body)).await;
+        let mut ctx = app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+        bearer::admit(app, &ctx.access).await?;
+        if let Some(needed) = S::NEEDS {
+            bearer::require(&ctx.access, needed)?;
+        }
+        let body = body?;
+        if let Ok(Some(dn)) = body.string(&["CredentialPath"])
+            && let Some(id) = credentials::entry_id(app, &dn).await.map_err(BearerError::from)?
+        {
+            let again = bearer::presented(app, header.as_deref())?;
+            ctx = app.store.vault_context(again, Some(id)).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?;
+        }
+        let access = ctx.access.clone();
+        Ok(Credential { access, caller: vault::Caller::new(ctx, origin.clone()), origin, body, scope: PhantomData })
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 pub mod client_addr;
 mod config;
 mod console;
+mod credentials;
 mod extract;
 mod groups;
 mod health;
@@ -166,6 +167,12 @@ api! {
     "/vedsdk/secretstore/availablenamespaces" get secretstore::available_namespaces;
     "/vedsdk/secretstore/rotatekey/{vaultid}" get secretstore::rotate_key;
     "/vedsdk/crypto/defaultkey" get secretstore::default_key;
+    "/vedsdk/credentials/create" post credentials::create;
+    "/vedsdk/credentials/retrieve" post credentials::retrieve;
+    "/vedsdk/credentials/update" post credentials::update;
+    "/vedsdk/credentials/delete" post credentials::delete;
+    "/vedsdk/credentials/rename" post credentials::rename;
+    "/vedsdk/credentials/enumerate" post credentials::enumerate;
     "/vedsdk/log" get log::log;
     "/vedsdk/log" post identity::write_log;
     "/vedsdk/log/logschema" get log::log_schema;

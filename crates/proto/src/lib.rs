@@ -6,6 +6,7 @@
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
 //! - [`config`], [`permissions`]: the `\VED` tree's `Config/*` and
 //!   `Permissions/Object/…` bodies (issue 23).
+//! - [`credentials`]: the `Credentials/*` bodies (issue 32).
 //! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
 //! - [`read`]: the readers of request bodies and credentials headers (the
 //!   `/vedsdk` body's lenient keys and numbers, form-or-JSON, `Bearer` and
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod credentials;
 pub mod files;
 pub mod groups;
 pub mod hex;

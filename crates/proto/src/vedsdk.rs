@@ -24,6 +24,8 @@ pub enum ResultCode {
     InvalidParams = 9,
     InsufficientPermissions = 10,
     CryptoFailure = 11,
+    /// The entry is a credential object's: read it with `Credentials/Retrieve`.
+    RetrieveSecretFailed = 14,
     DisassociateFailed = 17,
     /// The `Keyname` names no configured key, or one that cannot be used now.
     InvalidKey = 21,
@@ -34,12 +36,13 @@ pub enum ResultCode {
 
 impl ResultCode {
     /// Every code, in numeric order.
-    pub const ALL: [ResultCode; 10] = [
+    pub const ALL: [ResultCode; 11] = [
         ResultCode::Success,
         ResultCode::InvalidVaultId,
         ResultCode::InvalidParams,
         ResultCode::InsufficientPermissions,
         ResultCode::CryptoFailure,
+        ResultCode::RetrieveSecretFailed,
         ResultCode::DisassociateFailed,
         ResultCode::InvalidKey,
         ResultCode::QueryError,

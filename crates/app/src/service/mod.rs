@@ -6,6 +6,7 @@
 pub mod approved;
 pub mod bearer;
 pub mod console;
+pub mod credentials;
 pub mod device;
 pub mod groups;
 pub mod identity;

@@ -127,7 +127,7 @@ impl Caller {
         }
     }
 
-    fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
+    pub(crate) fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
         let mut e = app.event(kind, &self.origin).identity(self.user_id.identity()).client_id(self.client_id.as_str());
         if let Some(id) = id {
             e.object = id.to_string();
@@ -136,7 +136,7 @@ impl Caller {
     }
 
     /// Who writes, for the rights check every vault write repeats.
-    fn writer(&self) -> Writer {
+    pub(crate) fn writer(&self) -> Writer {
         Writer { grant_id: self.grant_id.clone(), user_id: self.user_id.clone() }
     }
 
@@ -161,6 +161,20 @@ impl Caller {
     pub fn viewer(&self) -> Option<Viewer> {
         (!self.perms.master_admin).then(|| Viewer { identity: self.user_id.identity(), user_id: self.user_id.clone() })
     }
+}
+
+/// A credential object's entry (`Credentials/*`) is read and changed only
+/// through the credential calls: its data is the credential's sealed JSON,
+/// and an association or a new type would make it unreadable to them.
+/// Result 14, as the product answers `SecretStore/Retrieve` on one.
+fn not_a_credential(e: &VaultEntry) -> VaultResult<()> {
+    if strongroom_core::credential::Class::from_vault_type(e.vault_type).is_some() {
+        return Err(VaultError::Refused {
+            code: ResultCode::RetrieveSecretFailed,
+            message: "The entry belongs to a credential object: use the Credentials calls.".into(),
+        });
+    }
+    Ok(())
 }
 
 /// A write's outcome when the rights check it repeats failed.
@@ -231,6 +245,7 @@ pub async fn add(app: &App, c: &Caller, req: AddRequest) -> VaultResult<VaultId>
 pub async fn retrieve(app: &App, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
     c.require_master_admin()?;
     let e = c.entry(id)?;
+    not_a_credential(e)?;
     let key = app.keyring.key(&*app.store, e.key_id).await?;
     let data = crypto::open(&key, &crypto::aad_data(id, e.key_id), &e.sealed)?;
     Ok((data, e.vault_type))
@@ -241,6 +256,7 @@ pub async fn associate(app: &App, c: &Caller, id: VaultId, name: String, value: 
     if !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
+    not_a_credential(e)?;
     let t = value.value_type();
     let plain = value.to_bytes();
     let (_, key_id, key) = app.keyring.current(&*app.store, &*app.rng, app.now(), &e.key_name, &c.current_keys).await?;
@@ -357,6 +373,7 @@ pub async fn owner_add(app: &App, c: &Caller, id: VaultId, owner: Option<String>
     if !c.perms.effective(&owner).contains(Rights::WRITE) || !c.perms.on_any(&e.owners, Rights::WRITE) {
         return Err(VaultError::denied());
     }
+    not_a_credential(e)?;
     let event = c.event(app, EventKind::VaultOwnerAdded, Some(id)).detail(format!("owner={owner}"));
     match checked(app.store.add_owner(id, owner, c.writer(), event).await?)? {
         AddOwner::Added | AddOwner::AlreadyOwner => Ok(()),
@@ -390,7 +407,7 @@ pub async fn owner_lookup(c: &Caller, id: VaultId) -> VaultResult<Vec<String>> {
 
 pub async fn mutate(app: &App, c: &Caller, id: VaultId, vault_type: i32) -> VaultResult<()> {
     c.require_master_admin()?;
-    c.entry(id)?;
+    not_a_credential(c.entry(id)?)?;
     let event = c.event(app, EventKind::VaultMutated, Some(id)).detail(format!("type={vault_type}"));
     if checked(app.store.mutate_entry(id, vault_type, c.writer(), event).await?)? { Ok(()) } else { Err(VaultError::no_entry(id)) }
 }

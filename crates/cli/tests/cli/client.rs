@@ -76,19 +76,13 @@ impl Setup {
 
     /// [`Setup::login`] run in directory `cwd`, with `--ca ca` as given.
     async fn login_in(&self, cwd: &std::path::Path, ca: &str) -> crate::process::Run {
+        self.login_with(cwd, ca, "alice", "cli-app", "restricted:manage,delete").await
+    }
+
+    /// `strongroom login` to `client` for `scope`, approved by `user`.
+    async fn login_with(&self, cwd: &std::path::Path, ca: &str, user: &str, client: &str, scope: &str) -> crate::process::Run {
         let mut child = Command::new(BIN)
-            .args([
-                "login",
-                "--server",
-                &self.base,
-                "--client-id",
-                "cli-app",
-                "--ca",
-                ca,
-                "--scope",
-                "restricted:manage,delete",
-                "--no-browser",
-            ])
+            .args(["login", "--server", &self.base, "--client-id", client, "--ca", ca, "--scope", scope, "--no-browser"])
             .current_dir(cwd)
             .envs(self.env())
             .stdin(Stdio::null())
@@ -103,7 +97,7 @@ impl Setup {
         let mut second = String::new();
         stderr.read_line(&mut second).unwrap();
         assert!(second.contains("the code"), "{second}");
-        let page = approve(&self.http, &link, "alice", PASSWORD, true).await;
+        let page = approve(&self.http, &link, user, PASSWORD, true).await;
         assert!(page.contains("Access approved"), "{page}");
         let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
         let mut rest = String::new();
@@ -177,6 +171,60 @@ async fn login_vault_round_trip_status_and_logout() {
     let after = s.sr(&["vault", "list"]);
     assert_eq!(after.code, 3, "{after:?}");
     assert!(after.stderr.contains("strongroom login"));
+    drop(s.server);
+}
+
+/// `strongroom ARGS` with `input` on its standard input.
+fn sr_with_input(s: &Setup, args: &[&str], input: &str) -> crate::process::Run {
+    use std::io::Write as _;
+    let mut child =
+        Command::new(BIN).args(args).envs(s.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    crate::process::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `credential set` by a writer, `credential get` and `list` by a user
+/// with Read only (who may not write), the password fed on standard input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credential_verbs_with_read_only() {
+    let s = Setup::new("3600");
+    s.server.admin(&["users", "create", "bob"], &format!("{PASSWORD}\n"));
+    s.server.admin(&["integrations", "create", "cred-app", "--scope", "security:manage", "--allow-all-users", "--poll-interval", "1"], "");
+    s.server.admin(&["rights", "grant", TEAM, "alice", "--rights", "view,read,write,create"], "");
+    s.server.admin(&["rights", "grant", TEAM, "bob", "--rights", "read"], "");
+    let dn = format!("{TEAM}\\db");
+    let cwd = std::env::current_dir().unwrap();
+
+    ok(&s.login_with(&cwd, &s.ca, "alice", "cred-app", "security:manage").await);
+    let set = sr_with_input(&s, &["credential", "set", &dn, "--value", "Username=svc", "--stdin", "Password"], "s3cret pass\n");
+    assert_eq!(ok(&set), format!("created {dn}"));
+    let set = sr_with_input(&s, &["credential", "set", &dn, "--value", "Username=svc", "--stdin", "Password"], "rotated pass\n");
+    assert_eq!(ok(&set), format!("updated {dn}"));
+    assert!(!set.stderr.contains("rotated pass"));
+    ok(&s.sr(&["logout"]));
+
+    ok(&s.login_with(&cwd, &s.ca, "bob", "cred-app", "security").await);
+    assert_eq!(ok(&s.sr(&["credential", "get", &dn, "--value", "password"])), "rotated pass");
+    let all: serde_json::Value = serde_json::from_str(ok(&s.sr(&["credential", "get", &dn, "--json"]))).unwrap();
+    assert_eq!(all["Classname"], "Username Password Credential");
+    assert_eq!(all["Values"][0], serde_json::json!({"Name": "Username", "Type": "string", "Value": "svc"}));
+    assert_eq!(ok(&s.sr(&["credential", "list", TEAM])), format!("{dn}\tUsername Password Credential"));
+    // Read only: no writing (the scope first, then the rights), and a missing one is Result 400.
+    let denied = sr_with_input(&s, &["credential", "set", &dn, "--stdin", "Password"], "mine\n");
+    assert_eq!(denied.code, 10, "{denied:?}");
+    let missing = s.sr(&["credential", "get", &format!("{TEAM}\\nothing")]);
+    assert_eq!(missing.code, 7, "{missing:?}");
+    assert!(missing.stderr.contains("400"), "{}", missing.stderr);
+    ok(&s.sr(&["logout"]));
+    ok(&s.login_with(&cwd, &s.ca, "bob", "cred-app", "security:manage").await);
+    let denied = sr_with_input(&s, &["credential", "set", &dn, "--stdin", "Password"], "mine\n");
+    assert_eq!(denied.code, 7, "{denied:?}");
+    assert!(denied.stderr.contains("Result 7"), "{}", denied.stderr);
     drop(s.server);
 }
 

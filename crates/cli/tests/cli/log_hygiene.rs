@@ -37,7 +37,7 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
             "create",
             "app",
             "--scope",
-            "restricted:manage",
+            "restricted:manage;security:manage",
             "--allow-all-users",
             "--password-grant",
             "true",
@@ -102,12 +102,27 @@ async fn no_secret_reaches_the_logs_even_at_trace() {
     secrets.extend([access3.clone(), t3.refresh().to_owned()]);
     // A vault value and secret data: never logged either.
     server.admin(&["folders", "create", "\\VED\\Policy\\Logs"], "");
-    server.admin(&["rights", "grant", "\\VED\\Policy\\Logs", "alice", "--rights", "read,write"], "");
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Logs", "alice", "--rights", "view,read,write,create"], "");
     let value = "vault-value-that-must-never-be-logged";
     let data = "secret-data-that-must-never-be-logged";
     secrets.extend([value.to_owned(), data.to_owned()]);
     let added = api.add(&access3, "\\VED\\Policy\\Logs", "Software:Default", data.as_bytes()).await.unwrap();
     api.associate(&access3, added.vault_id, "n", &string(value)).await.unwrap();
+    // A credential's value, stored and read back.
+    let t4 = api.password_grant("app", "alice", PASSWORD, "security:manage").await;
+    let access4 = t4.access().to_owned();
+    let credential = "credential-value-that-must-never-be-logged";
+    secrets.extend([access4.clone(), t4.refresh().to_owned(), credential.to_owned()]);
+    let dn = "\\VED\\Policy\\Logs\\cred";
+    let values = serde_json::json!([{"Name": "Password", "Type": "string", "Value": credential}]);
+    for (op, body) in [
+        ("Create", serde_json::json!({"CredentialPath": dn, "FriendlyName": "Password", "Values": values})),
+        ("Retrieve", serde_json::json!({"CredentialPath": dn})),
+    ] {
+        let r = http.post(format!("{base}/vedsdk/Credentials/{op}")).bearer_auth(&access4).json(&body).send().await.unwrap();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["Result"], 1, "{op}: {v}");
+    }
     assert_eq!(api.revoke(&access3).await, 200);
     let garbage = "GarbageTokenGarbageTokenGarbageTokenGarbageTo==";
     secrets.push(garbage.to_owned());

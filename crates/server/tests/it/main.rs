@@ -21,6 +21,7 @@ mod client_library;
 mod concurrency;
 mod config;
 mod console;
+mod credentials;
 mod device_flow;
 mod fuzz;
 mod groups;
