@@ -204,13 +204,6 @@ conformance_with_copier!(
     ten_thousand_refreshes_leave_one_row,
 );
 
-#[test]
-fn migrations_match_across_dialects() {
-    let (sqlite, postgres) = strongroom_store::migration_names();
-    assert!(!sqlite.is_empty());
-    assert_eq!(sqlite, postgres, "every migration exists for both dialects, in the same order");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_jwt_is_accepted_once_on_sqlite() {
     let (store, _dir) = sqlite().await;
