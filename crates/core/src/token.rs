@@ -89,14 +89,17 @@ impl TokenKey {
         Secret::new(STANDARD.encode(raw))
     }
 
-    /// A token of `kind` as presented: its hash, and its locator if it has one.
-    pub fn presented(&self, kind: TokenKind, token: &str) -> Presented {
-        Presented { hash: self.hash(kind, token), at: self.locate(kind, token) }
+    /// A token of `kind` as presented: its hash and its locator. `None` for
+    /// a token without a locator this server tagged, which no grant keeps:
+    /// it is refused like any unknown token, without a read.
+    pub fn presented(&self, kind: TokenKind, token: &str) -> Option<Presented> {
+        self.locate(kind, token).map(|at| Presented { hash: self.hash(kind, token), at })
     }
 
     /// The locator a presented token of `kind` carries, if this server
-    /// tagged it; `None` for anything else (a token of before the locators,
-    /// which is found by its hash, or garbage).
+    /// tagged it; `None` for anything else (garbage, another server's token,
+    /// or a token of the layout before locators, whose grants migration 0014
+    /// ended).
     pub fn locate(&self, kind: TokenKind, token: &str) -> Option<Locator> {
         let raw = STANDARD.decode(token).ok()?;
         if raw.len() != TOKEN_BYTES {
@@ -132,13 +135,12 @@ pub struct Locator {
 }
 
 /// A presented access or refresh token, as the store looks it up: the
-/// keyed hash of the whole token, and the [`Locator`] it carries if it is
-/// of the grant-keyed layout. A token of before locators has none and is
-/// found by its hash among the tokens stored then.
+/// keyed hash of the whole token, and the [`Locator`] it carries (the row
+/// it is found in; the hash decides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Presented {
     pub hash: TokenHash,
-    pub at: Option<Locator>,
+    pub at: Locator,
 }
 
 /// A new grant's slot: a random positive 63-bit number (the store refuses a
@@ -172,14 +174,6 @@ impl fmt::Debug for TokenHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TokenHash({}…)", self.short())
     }
-}
-
-/// A token of the layout before locators: standard padded base64 of
-/// [`TOKEN_BYTES`] random bytes. Grants issued before migration 0007 hold
-/// such tokens until they end (they are found by their hash); tests make
-/// them to stand for those. New tokens are [`TokenKey::mint_at`]'s.
-pub fn mint_token(rng: &dyn Random) -> Secret {
-    Secret::new(STANDARD.encode(bytes::<TOKEN_BYTES>(rng)))
 }
 
 /// A new device code: unpadded base64url of [`DEVICE_CODE_BYTES`] bytes.
@@ -276,10 +270,17 @@ mod tests {
         }
     }
 
+    /// A token without a locator: [`TOKEN_BYTES`] random bytes, in the shape
+    /// of a token (what the layout before locators issued).
+    fn random_token(rng: &dyn Random) -> String {
+        STANDARD.encode(bytes::<TOKEN_BYTES>(rng))
+    }
+
     #[test]
     fn tokens_have_the_shape_real_clients_expect() {
         let rng = XorShift(Mutex::new(0x9e37_79b9_7f4a_7c15));
-        let t = mint_token(&rng);
+        let at = Locator { slot: new_slot(&rng), generation: 0 };
+        let t = TokenKey::new([1; 32]).mint_at(&rng, TokenKind::Access, at);
         assert_eq!(t.expose().len(), 48);
         assert!(t.expose().ends_with("=="));
         assert!(looks_like_token(t.expose()));
@@ -290,9 +291,10 @@ mod tests {
     #[test]
     fn minted_values_do_not_repeat() {
         let rng = XorShift(Mutex::new(42));
+        let (key, at) = (TokenKey::new([1; 32]), Locator { slot: 1, generation: 0 });
         let mut seen = HashSet::new();
         for _ in 0..10_000 {
-            assert!(seen.insert(mint_token(&rng).expose().to_owned()));
+            assert!(seen.insert(key.mint_at(&rng, TokenKind::Refresh, at).expose().to_owned()));
         }
     }
 
@@ -344,9 +346,15 @@ mod tests {
         let mut raw = STANDARD.decode(t.expose()).unwrap();
         raw[11] ^= 1;
         assert_eq!(key.locate(TokenKind::Refresh, &STANDARD.encode(&raw)), None);
-        // Random tokens of the old layout are not located (but for 2^-48).
-        assert_eq!(key.locate(TokenKind::Refresh, mint_token(&rng).expose()), None);
+        // Random tokens of the old layout are not located (but for 2^-48),
+        // so they are not even looked up.
+        let old = random_token(&rng);
+        assert!(looks_like_token(&old));
+        assert_eq!(key.locate(TokenKind::Refresh, &old), None);
+        assert_eq!(key.presented(TokenKind::Refresh, &old), None);
         assert_eq!(key.locate(TokenKind::Refresh, "not base64 at all =="), None);
+        let p = key.presented(TokenKind::Refresh, t.expose()).unwrap();
+        assert_eq!((p.hash, p.at), (key.hash(TokenKind::Refresh, t.expose()), at));
         // Two tokens of one pair differ in their random part.
         assert_ne!(key.mint_at(&rng, TokenKind::Refresh, at).expose(), t.expose());
         assert!(new_slot(&rng) > 0);

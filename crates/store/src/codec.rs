@@ -359,7 +359,9 @@ pub(crate) fn grant(c: &mut Cols<'_>) -> StoreResult<Grant> {
         _ => None,
     };
     let version = c.int()?;
-    let slot = c.opt_int()?;
+    // Every grant has its slot since migration 0014 ended those born
+    // before locators: a NULL one is corrupt.
+    let slot = c.int()?;
     let i = c.position();
     let generation = u32::try_from(c.int()?).map_err(|_| wrong(i, "a pair generation"))?;
     let older_access = c.opt_blob()?.map_or(Ok(Vec::new()), |b| older_access(&b))?;
@@ -447,19 +449,6 @@ pub(crate) fn located_access(c: &mut Cols<'_>, presented: TokenHash, generation:
     let grant = grant(c)?;
     let (user_name, master_admin) = (c.text()?, c.bool()?);
     Ok(AccessContext::located(grant, presented, generation, user_name, master_admin, standing(c)?))
-}
-
-/// A row of [`crate::sql::access_cols`], for the token `token_hash`.
-pub(crate) fn access(c: &mut Cols<'_>, token_hash: TokenHash) -> StoreResult<AccessContext> {
-    Ok(AccessContext {
-        grant: grant(c)?,
-        token_hash,
-        token_issued_at: c.time()?,
-        token_expires: c.time()?,
-        user_name: c.text()?,
-        master_admin: c.bool()?,
-        standing: standing(c)?,
-    })
 }
 
 /// A device-code row ([`schema::DEVICE_CODES`]).
@@ -903,7 +892,7 @@ mod tests {
             access_issued_at: UnixTime::from_secs(10),
             access_validity: 3600,
             revoked_at: None,
-            slot: Some(77),
+            slot: 77,
             pair: Pair {
                 generation: 9,
                 refresh: Some(TokenHash([2; 32])),
@@ -948,11 +937,14 @@ mod tests {
     fn a_grant_and_a_user_read_back_as_written() {
         let mut g = sample_grant();
         assert_eq!(grant(&mut Cols::new(&owned(&grant_row(&g)))).unwrap(), g);
-        // A grant of before locators: no slot, generation 0, nothing kept.
-        (g.slot, g.pair.generation, g.older_access) = (None, 0, Vec::new());
-        let row = grant_row(&g);
+        // A grant's first pair: generation 0, nothing kept.
+        (g.pair.generation, g.older_access) = (0, Vec::new());
+        let mut row = grant_row(&g);
         assert_eq!(row[row.len() - 2], Value::Null, "no earlier access tokens: NULL, not an empty value");
         assert_eq!(grant(&mut Cols::new(&owned(&row))).unwrap(), g);
+        // No grant lacks a slot since migration 0014: a NULL one is corrupt.
+        row[row.len() - 4] = Value::Null;
+        assert_eq!(grant(&mut Cols::new(&owned(&row))).unwrap_err().kind(), crate::ErrorKind::Corrupt);
         let u = sample_user();
         assert_eq!(user_and_hash(&mut Cols::new(&owned(&user_row(&u, "phc")))).unwrap(), (u, "phc".to_owned()));
     }

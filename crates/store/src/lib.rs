@@ -236,11 +236,6 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairChange {
     pub state: PairState,
-    /// The grant, born before locators, gets its slot with this change.
-    pub assign_slot: bool,
-    /// An access token of before locators that stops working at once (a
-    /// retry replaced the unused pair of a grant of before).
-    pub retire_access: Option<TokenHash>,
     /// The client's address, written to the grant's `last_addr` in the same
     /// statement (`None`: the stored one is kept).
     pub last_addr: Option<String>,
@@ -249,24 +244,13 @@ pub struct PairChange {
 impl PairChange {
     /// `presented` (the working refresh token of `grant`) is spent and `tokens` become the pair.
     pub fn rotation(grant: &Grant, presented: TokenHash, tokens: &IssuedTokens) -> PairChange {
-        PairChange {
-            state: grant.after_rotation(presented, tokens),
-            assign_slot: grant.slot.is_none(),
-            retire_access: None,
-            last_addr: None,
-        }
+        PairChange { state: grant.after_rotation(presented, tokens), last_addr: None }
     }
 
     /// The unused pair of `grant` is replaced by `tokens` (a retry of a lost
     /// answer): its refresh token and its access token stop working.
     pub fn replacing(grant: &Grant, tokens: &IssuedTokens) -> PairChange {
-        let legacy = grant.slot.is_none();
-        PairChange {
-            state: grant.after_retry(tokens),
-            assign_slot: legacy,
-            retire_access: grant.pair.access.filter(|_| legacy),
-            last_addr: None,
-        }
+        PairChange { state: grant.after_retry(tokens), last_addr: None }
     }
 
     /// The change also records `addr` (the client's, if known) as the
@@ -514,11 +498,11 @@ pub enum IssuerRemoval {
 /// The request path of the token service: one context read per request,
 /// then at most one write, conditional on what the read saw.
 pub trait AuthStore: Send + Sync + fmt::Debug {
-    /// The grant, user and integration behind an access token: one read, by the grant's slot
-    /// (a token of before locators: by its hash). `None` for a token the grant does not keep.
+    /// The grant, user and integration behind an access token: one read, by the grant's slot.
+    /// `None` for a token the grant does not keep.
     fn access_context(&self, token: Presented) -> StoreFuture<'_, Option<AccessContext>>;
     /// The token's grant (with its version), the user's standing on the integration, its retry
-    /// window: one read, by the grant's slot (a token of before locators: by its hash).
+    /// window: one read, by the grant's slot.
     fn refresh_context(&self, token: Presented) -> StoreFuture<'_, Option<RefreshContext>>;
     /// The device code, its integration, the deciding user's standing, the grant it was redeemed into.
     fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>>;
@@ -538,7 +522,7 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool>;
     /// Records the first use of the grant's newest access token.
     fn mark_pair_used(&self, grant_id: GrantId, access_hash: TokenHash) -> StoreFuture<'_, ()>;
-    /// Revokes a live grant and its tokens. False (and no event) if already revoked or unknown.
+    /// Revokes a live grant, and with it its tokens. False (and no event) if already revoked or unknown.
     fn revoke_grant(&self, grant_id: GrantId, at: UnixTime, event: Event) -> StoreFuture<'_, bool>;
     /// The user and their password hash.
     fn user_by_name(&self, name: String) -> StoreFuture<'_, Option<(User, String)>>;
@@ -734,7 +718,7 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// used, expired or other browser's state gets `None`.
     fn take_oidc_state(&self, state: [u8; 32], binding: [u8; 32], now: UnixTime) -> StoreFuture<'_, Option<String>>;
     /// Deletes user `name` (any case) in one transaction: every grant of theirs not yet revoked is
-    /// revoked (its access tokens deleted, one `grant.revoked` event each), device codes they approved
+    /// revoked (one `grant.revoked` event each), device codes they approved
     /// and that were not exchanged are dropped, their rights and integration allow-list entries go
     /// with them, and `event` (its detail completed with the counts) is written. `None`: no such user.
     fn delete_user(&self, name: String, event: Event) -> StoreFuture<'_, Option<Deletion>>;
@@ -846,7 +830,7 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     /// checkpoint: one transaction, and only if the checkpoint is still `from` and event
     /// `through` is stored with that hash. False, and nothing changed, otherwise.
     fn archive_events(&self, from: i64, through: (i64, [u8; 32])) -> StoreFuture<'_, bool>;
-    /// Deletes device codes, grants and tokens that ended before `before`, idle throttle counters,
+    /// Deletes device codes and grants (with their tokens) that ended before `before`, idle throttle counters,
     /// and sign-in origins not seen for [`strongroom_core::throttle::ORIGIN_RETENTION_DAYS`] days.
     /// Events are kept (see [`EventStore::archive_events`]). Returns rows deleted.
     fn purge(&self, before: UnixTime) -> StoreFuture<'_, u64>;
@@ -1075,14 +1059,17 @@ pub(crate) fn check_schema(found: Option<i64>) -> StoreResult<()> {
     }
 }
 
-/// Every migration name, per dialect, for the parity test.
-pub fn migration_names() -> (Vec<&'static str>, Vec<&'static str>) {
-    (sqlite::MIGRATIONS.iter().map(|m| m.name).collect(), postgres::MIGRATIONS.iter().map(|m| m.name).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn migrations_match_across_dialects() {
+        let names = |m: &[Migration]| m.iter().map(|m| (m.version, m.name)).collect::<Vec<_>>();
+        let (sqlite, postgres) = (names(sqlite::MIGRATIONS), names(postgres::MIGRATIONS));
+        assert!(!sqlite.is_empty());
+        assert_eq!(sqlite, postgres, "every migration exists for both dialects, in the same order");
+    }
 
     #[test]
     fn database_urls_name_their_backend() {

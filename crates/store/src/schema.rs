@@ -148,12 +148,6 @@ pub(crate) const GRANTS: Table = Table {
     key: 1,
 };
 
-pub(crate) const ACCESS_TOKENS: Table =
-    Table { name: "access_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("expires_at", Int)], key: 1 };
-
-pub(crate) const REFRESH_TOKENS: Table =
-    Table { name: "refresh_tokens", columns: &[("hash", Bytes), ("grant_id", Text), ("issued_at", Int), ("spent_at", Int)], key: 1 };
-
 pub(crate) const THROTTLE: Table = Table {
     name: "throttle",
     columns: &[("key", Text), ("failures", Int), ("window_start", Int), ("locked_until", Int), ("subject", Text)],
@@ -285,8 +279,6 @@ pub const TABLES: &[&Table] = &[
     &INTEGRATION_USERS,
     &DEVICE_CODES,
     &GRANTS,
-    &ACCESS_TOKENS,
-    &REFRESH_TOKENS,
     &THROTTLE,
     &SIGN_IN_ORIGINS,
     &EVENTS,

@@ -130,13 +130,6 @@ fn standing_joins(client: &str, user: &str) -> String {
     format!("LEFT JOIN integrations i ON i.client_id = {client} LEFT JOIN users u ON u.id = {user}")
 }
 
-/// The access context's columns (`codec::access`): the grant, the token's
-/// times, user name, master admin, and the user's standing on the
-/// integration now. Over [`ACCESS_JOINS`].
-pub(crate) fn access_cols() -> String {
-    format!("{}, t.issued_at, t.expires_at, u.name, u.master_admin, {}", GRANTS.cols("g"), standing_cols("g.client_id", "g.user_id"))
-}
-
 /// The columns of an access or refresh context found through a token's
 /// locator (`codec::located_access`): the grant, user name, master admin,
 /// and the user's standing on the integration now. Over [`LOCATED_JOINS`].
@@ -147,9 +140,6 @@ pub(crate) fn located_cols() -> String {
 /// A grant `g`, its user `u` and integration `i` (a token names the grant
 /// by its slot).
 pub(crate) const LOCATED_JOINS: &str = "grants g JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
-
-/// The access token `t` (a token of before locators), its grant `g`, user `u` and integration `i`.
-pub(crate) const ACCESS_JOINS: &str = "access_tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id LEFT JOIN integrations i ON i.client_id = g.client_id";
 
 /// The grant `g` of user `u` still stands: not revoked, the user enabled,
 /// the integration `i` there, enabled and still admitting the user. (The
@@ -212,24 +202,9 @@ sql!(
 );
 
 sql!(
-    /// `?1` access-token hash (a token of before locators) → [`access_cols`].
-    ACCESS_CONTEXT = format!("SELECT {} FROM {ACCESS_JOINS} WHERE t.hash = ?1", access_cols())
-);
-
-sql!(
     /// `?1` grant slot (from a refresh token's locator) → grant, standing, the integration's retry window.
     REFRESH_BY_SLOT = format!(
         "SELECT {}, {}, i.retry_window FROM grants g {} WHERE g.slot = ?1",
-        GRANTS.cols("g"),
-        standing_cols("g.client_id", "g.user_id"),
-        standing_joins("g.client_id", "g.user_id")
-    )
-);
-
-sql!(
-    /// `?1` refresh-token hash (a token of before locators) → grant, standing, the integration's retry window.
-    REFRESH_CONTEXT = format!(
-        "SELECT {}, {}, i.retry_window FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id {} WHERE t.hash = ?1",
         GRANTS.cols("g"),
         standing_cols("g.client_id", "g.user_id"),
         standing_joins("g.client_id", "g.user_id")
@@ -297,29 +272,13 @@ sql!(
 );
 
 sql!(
-    /// Grant `?1`, born before locators, gets slot `?2` with its first new pair
-    /// (a statement of its own: setting `slot` rewrites its index entry).
-    ASSIGN_SLOT = "UPDATE grants SET slot = ?2 WHERE id = ?1 AND slot IS NULL"
-);
-
-sql!(
-    /// The access token `?1` of before locators stops working (a retry replaced its unused pair).
-    RETIRE_ACCESS = "DELETE FROM access_tokens WHERE hash = ?1"
-);
-
-sql!(
     /// The first use of grant `?1`'s newest access token `?2` (`?3` is true).
     MARK_PAIR_USED = "UPDATE grants SET pair_used = ?3, version = version + 1 WHERE id = ?1 AND access_hash = ?2 AND NOT pair_used"
 );
 
 sql!(
-    /// Revokes grant `?2` at `?1` if live (its access tokens of before locators go in the same transaction).
+    /// Revokes grant `?2` at `?1` if live.
     REVOKE_GRANT = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE id = ?2 AND revoked_at IS NULL"
-);
-
-sql!(
-    /// The access tokens of before locators of grant `?1` (refresh tokens stay as tombstones).
-    DELETE_GRANT_ACCESS = "DELETE FROM access_tokens WHERE grant_id = ?1"
 );
 
 sql!(
@@ -474,11 +433,10 @@ pub(crate) static EVENTS: LazyLock<Sql> = LazyLock::new(|| events_in("ASC"));
 pub(crate) static EVENTS_NEWEST_FIRST: LazyLock<Sql> = LazyLock::new(|| events_in("DESC"));
 
 /// What `purge` deletes, each with `?1` the time before which things ended.
-pub(crate) static PURGE: LazyLock<[Sql; 4]> = LazyLock::new(|| {
+pub(crate) static PURGE: LazyLock<[Sql; 3]> = LazyLock::new(|| {
     [
         Sql::new("DELETE FROM device_codes WHERE expires_at < ?1"),
         Sql::new("DELETE FROM grants WHERE refresh_until < ?1"),
-        Sql::new("DELETE FROM access_tokens WHERE expires_at < ?1"),
         Sql::new("DELETE FROM throttle WHERE window_start < ?1 AND (locked_until IS NULL OR locked_until < ?1)"),
     ]
 });
@@ -718,14 +676,8 @@ sql!(
 );
 
 sql!(
-    /// Revokes every live grant of user `?2` at `?1`; their access tokens go in the same transaction
-    /// ([`DELETE_USER_ACCESS`]).
+    /// Revokes every live grant of user `?2` at `?1`.
     REVOKE_USER_GRANTS = "UPDATE grants SET revoked_at = ?1, version = version + 1 WHERE user_id = ?2 AND revoked_at IS NULL"
-);
-
-sql!(
-    /// The access tokens of user `?1`'s grants.
-    DELETE_USER_ACCESS = "DELETE FROM access_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = ?1)"
 );
 
 sql!(
@@ -782,7 +734,7 @@ sql!(
 sql!(USER_RIGHTS_COUNT = "SELECT count(*) FROM folder_rights WHERE user_id = ?1");
 
 sql!(
-    /// Deletes user `?1`; their grants, tokens, rights and places on
+    /// Deletes user `?1`; their grants, rights and places on
     /// integrations' lists go with them (`ON DELETE CASCADE`).
     DELETE_USER = "DELETE FROM users WHERE id = ?1"
 );
@@ -825,7 +777,7 @@ sql!(CLEAR_ALLOWED_USERS = "DELETE FROM integration_users WHERE client_id = ?1")
 sql!(ALLOW_USER = schema::INTEGRATION_USERS.insert());
 
 sql!(
-    /// Deletes integration `?1`; its grants, their tokens and its device
+    /// Deletes integration `?1`; its grants and its device
     /// codes go with it (`ON DELETE CASCADE`).
     DELETE_INTEGRATION = "DELETE FROM integrations WHERE client_id = ?1"
 );

@@ -147,13 +147,18 @@ pub(crate) fn mismatch(table: &Table, column: &str) -> StoreError {
 mod tests {
     use super::*;
 
-    /// (table, column) for every column the migrations create, read from their SQL.
+    /// (table, column) for every column the migrations create and keep
+    /// (a table dropped by a later migration takes its columns with it),
+    /// read from their SQL.
     fn migrated_columns(sql: &str) -> Vec<(String, String)> {
-        let mut out = Vec::new();
+        let mut out: Vec<(String, String)> = Vec::new();
         let mut table: Option<String> = None;
         for line in sql.lines() {
             let t = line.trim();
-            if let Some(rest) = t.strip_prefix("CREATE TABLE ") {
+            if let Some(rest) = t.strip_prefix("DROP TABLE ") {
+                let dropped = rest.trim_end_matches(';').trim();
+                out.retain(|(tb, _)| tb != dropped);
+            } else if let Some(rest) = t.strip_prefix("CREATE TABLE ") {
                 table = rest.split_whitespace().next().map(|n| n.trim_end_matches('(').to_owned());
             } else if t.starts_with(')') {
                 table = None;

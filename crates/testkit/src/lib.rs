@@ -45,16 +45,35 @@ pub mod process;
 pub use api::{Api, Fail, TokensExt};
 pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};
 
-/// The SQL that undoes each schema migration (both dialects), newest last:
-/// the upgrade tests make an older store by undoing the newest one.
-const MIGRATION_UNDO: &[(i64, &str)] = &[(13, "DROP TABLE console_epochs;")];
+/// The SQL that undoes each schema migration, newest last, in SQLite's
+/// dialect and PostgreSQL's: the upgrade tests make an older store by
+/// undoing the newest one.
+const MIGRATION_UNDO: &[(i64, &str, &str)] = &[
+    (13, "DROP TABLE console_epochs;", "DROP TABLE console_epochs;"),
+    (
+        14,
+        "CREATE TABLE access_tokens (hash BLOB PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, \
+         issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT; \
+         CREATE INDEX access_tokens_grant ON access_tokens(grant_id); \
+         CREATE TABLE refresh_tokens (hash BLOB PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, \
+         issued_at INTEGER NOT NULL, spent_at INTEGER) STRICT; \
+         CREATE INDEX refresh_tokens_grant ON refresh_tokens(grant_id);",
+        "CREATE TABLE access_tokens (hash BYTEA PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, \
+         issued_at BIGINT NOT NULL, expires_at BIGINT NOT NULL); \
+         CREATE INDEX access_tokens_grant ON access_tokens(grant_id); \
+         CREATE TABLE refresh_tokens (hash BYTEA PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, \
+         issued_at BIGINT NOT NULL, spent_at BIGINT); \
+         CREATE INDEX refresh_tokens_grant ON refresh_tokens(grant_id); \
+         ALTER TABLE grants ALTER COLUMN slot DROP NOT NULL;",
+    ),
+];
 
-/// The SQL that undoes migration `version`; a migration without it fails
-/// the test that asks, saying what to add here.
-pub fn undo_migration(version: i64) -> &'static str {
+/// The SQL that undoes migration `version` (PostgreSQL's when `postgres`);
+/// a migration without it fails the test that asks, saying what to add here.
+pub fn undo_migration(version: i64, postgres: bool) -> &'static str {
     MIGRATION_UNDO
         .iter()
-        .find(|(v, _)| *v == version)
-        .map(|(_, sql)| *sql)
+        .find(|(v, _, _)| *v == version)
+        .map(|(_, lite, pg)| if postgres { *pg } else { *lite })
         .unwrap_or_else(|| panic!("migration {version} has no undoing in strongroom_testkit's MIGRATION_UNDO: add the SQL that undoes it"))
 }

@@ -47,13 +47,14 @@ pub async fn admit(app: &App, ctx: &AccessContext) -> Result<(), BearerError> {
 }
 
 /// A presented bearer token as the store looks it up (its hash and
-/// locator), if it could be one.
+/// locator), if it could be one: a token without a locator this server
+/// tagged is unknown without a read.
 pub fn presented(app: &App, token: Option<&str>) -> Result<Presented, BearerError> {
     let token = token.ok_or(BearerError::Missing)?;
     if !looks_like_token(token) {
         return Err(BearerError::Unknown);
     }
-    Ok(app.keys.token.presented(TokenKind::Access, token))
+    app.keys.token.presented(TokenKind::Access, token).ok_or(BearerError::Unknown)
 }
 
 /// Requires `category` (and `privilege`, if any) in the token's scope.

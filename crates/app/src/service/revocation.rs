@@ -39,7 +39,8 @@ pub async fn revoke(app: &App, req: RevocationRequest, basic_client: Option<Stri
     };
     let mut grant: Option<Grant> = None;
     for kind in kinds {
-        let presented = app.keys.token.presented(kind, token);
+        // Without a locator of this kind it is no token of this kind (nothing to read).
+        let Some(presented) = app.keys.token.presented(kind, token) else { continue };
         let found = match kind {
             TokenKind::Refresh => app.store.refresh_context(presented).await.map(|c| c.map(|c| c.grant)),
             _ => app.store.access_context(presented).await.map(|c| c.map(|c| c.grant)),

@@ -202,7 +202,9 @@ async fn refresh(app: &App, client_id: &str, presented: Secret, origin: &Origin)
     if !looks_like_token(presented.expose()) {
         return Err(AuthError::InvalidGrant(REFRESH_INVALID));
     }
-    let token = app.keys.token.presented(TokenKind::Refresh, presented.expose());
+    // A token without a locator this server tagged is no grant's: refused
+    // like an unknown one, without a read.
+    let token = app.keys.token.presented(TokenKind::Refresh, presented.expose()).ok_or(AuthError::InvalidGrant(REFRESH_INVALID))?;
     attempts(|| refresh_once(app, client_id, token, origin)).await
 }
 

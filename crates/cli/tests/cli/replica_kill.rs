@@ -279,7 +279,7 @@ async fn working_refresh_tokens(cluster: &Cluster, clients: &[Client]) -> Tally 
         let mut working = Vec::new();
         for (i, rt) in c.refresh_tokens.iter().enumerate() {
             t.given += 1;
-            let token = cluster.keys.token.presented(TokenKind::Refresh, rt);
+            let token = cluster.keys.token.presented(TokenKind::Refresh, rt).expect("the server's refresh tokens carry its locator");
             let Some(ctx) = cluster.store.refresh_context(token).await.unwrap() else { continue };
             // The server's default window (30 s): it only tells a retry from reuse.
             match ctx.decide(LENIENT, now, window(ctx.retry_window, 30)) {

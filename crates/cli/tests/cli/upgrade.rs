@@ -18,7 +18,7 @@ const PASSWORD: &str = "upgrade-test-password-1";
 /// Undoes the newest migration of the SQLite store at `db`; the schema it leaves.
 fn undo_newest_migration(db: &Path) -> i64 {
     let newest = strongroom_store::schema_version();
-    let down = strongroom_testkit::undo_migration(newest);
+    let down = strongroom_testkit::undo_migration(newest, false);
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute_batch(&format!("BEGIN; {down} DELETE FROM schema_migrations WHERE version = {newest}; COMMIT;")).unwrap();
     newest - 1

@@ -51,9 +51,9 @@ impl fmt::Display for GrantId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
     pub id: GrantId,
-    /// What the grant's tokens carry to find it ([`Locator`]); `None` for a
-    /// grant born before locators, until its first new pair.
-    pub slot: Option<i64>,
+    /// What the grant's tokens carry to find it ([`Locator`]): chosen at
+    /// birth, never changed.
+    pub slot: i64,
     pub client_id: String,
     pub user_id: UserId,
     pub scope: Scope,
@@ -153,7 +153,6 @@ impl Pair {
 /// The part of a grant a new pair changes, written in one conditional write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairState {
-    pub slot: i64,
     pub pair: Pair,
     pub older_access: Vec<OlderAccess>,
     /// When the pair's access token was issued.
@@ -174,7 +173,7 @@ impl Grant {
             access_issued_at: now,
             access_validity: settings.access_validity,
             revoked_at: None,
-            slot: Some(new_slot(rng)),
+            slot: new_slot(rng),
             pair: Pair::default(),
             older_access: Vec::new(),
             version: 0,
@@ -186,12 +185,11 @@ impl Grant {
         self.revoked_at.is_none() && now < self.refresh_until
     }
 
-    /// Where the grant's next pair goes: its slot (a new one for a grant born
-    /// before slots) and the next generation. A grant's first pair is 0.
-    pub fn next_locator(&self, rng: &dyn Random) -> Locator {
-        let slot = self.slot.unwrap_or_else(|| new_slot(rng));
+    /// Where the grant's next pair goes: its slot and the next generation.
+    /// A grant's first pair is 0.
+    pub fn next_locator(&self) -> Locator {
         let generation = if self.pair.access.is_none() { 0 } else { self.pair.generation.wrapping_add(1) };
-        Locator { slot, generation }
+        Locator { slot: self.slot, generation }
     }
 
     /// When the newest access token expires: never after the grant.
@@ -218,16 +216,13 @@ impl Grant {
     /// into `tokens`: the access token of the pair that ends keeps working
     /// until it expires.
     pub fn after_rotation(&self, presented: TokenHash, tokens: &IssuedTokens) -> PairState {
-        // (A grant of before locators keeps its earlier access tokens'
-        // rows, where they are found by their hash.)
-        let ending = self.pair.access.filter(|_| self.slot.is_some()).map(|hash| OlderAccess {
+        let ending = self.pair.access.map(|hash| OlderAccess {
             generation: self.pair.generation,
             hash,
             issued_at: self.access_issued_at,
             expires: self.access_expires(),
         });
         PairState {
-            slot: tokens.at.slot,
             pair: Pair::rotated(presented, tokens),
             older_access: self.kept_access(ending, tokens.issued_at),
             access_issued_at: tokens.issued_at,
@@ -238,7 +233,6 @@ impl Grant {
     /// retry of a lost answer): that pair's tokens stop working at once.
     pub fn after_retry(&self, tokens: &IssuedTokens) -> PairState {
         PairState {
-            slot: tokens.at.slot,
             pair: self.pair.retried(tokens),
             older_access: self.kept_access(None, tokens.issued_at),
             access_issued_at: tokens.issued_at,
@@ -316,7 +310,7 @@ pub struct IssuedTokens {
 impl IssuedTokens {
     /// The grant's next pair ([`Grant::next_locator`]), issued at `now`.
     pub fn mint(key: &TokenKey, rng: &dyn Random, grant: &Grant, now: UnixTime) -> IssuedTokens {
-        let at = grant.next_locator(rng);
+        let at = grant.next_locator();
         let access = key.mint_at(rng, TokenKind::Access, at);
         let access_hash = key.hash(TokenKind::Access, access.expose());
         let refresh = grant.refreshable.then(|| {
@@ -330,12 +324,12 @@ impl IssuedTokens {
 
     /// The access token as a client presents it back.
     pub fn access_presented(&self) -> Presented {
-        Presented { hash: self.access_hash, at: Some(self.at) }
+        Presented { hash: self.access_hash, at: self.at }
     }
 
     /// The refresh token, if any, as a client presents it back.
     pub fn refresh_presented(&self) -> Option<Presented> {
-        self.refresh_hash().map(|hash| Presented { hash, at: Some(self.at) })
+        self.refresh_hash().map(|hash| Presented { hash, at: self.at })
     }
 
     pub fn refresh_hash(&self) -> Option<TokenHash> {
@@ -475,7 +469,7 @@ mod tests {
         let mut g = grant(t0, s);
         let first = IssuedTokens::mint(&key, &rng, &g, t0);
         assert_eq!(first.at.generation, 0);
-        assert_eq!(Some(first.at.slot), g.slot);
+        assert_eq!(first.at.slot, g.slot);
         g.pair = Pair::first(&first);
         assert_eq!(g.access_token(first.access_hash, 0), Some((t0, t0.plus_secs(600))));
         assert_eq!(g.access_token(first.access_hash, 1), None, "the generation must match too");
@@ -488,8 +482,8 @@ mod tests {
             let next = IssuedTokens::mint(&key, &rng, &g, now);
             assert_eq!(next.at.generation, i as u32);
             let state = g.after_rotation(presented, &next);
-            (g.slot, g.pair, g.older_access, g.access_issued_at) =
-                (Some(state.slot), state.pair, state.older_access, state.access_issued_at);
+            assert_eq!(next.at.slot, g.slot, "a grant's tokens all carry its slot");
+            (g.pair, g.older_access, g.access_issued_at) = (state.pair, state.older_access, state.access_issued_at);
             issued.push(next);
         }
         let works: Vec<bool> = issued.iter().map(|t| g.access_token(t.access_hash, t.at.generation).is_some()).collect();

@@ -3,8 +3,8 @@
 //!
 //! Every refresh spends the presented refresh token and issues a new pair;
 //! the grant records which pair is the newest ([`Pair`]). A spent token is
-//! kept as a tombstone until the grant's `refresh_until`; presenting it again
-//! means two parties hold the grant, so the whole grant is revoked
+//! recognised until the grant's `refresh_until`; presenting it again means
+//! two parties hold the grant, so the whole grant is revoked
 //! (RFC 9700 §4.14.2).
 //!
 //! One exception keeps a lost answer from ending the grant: within the retry
@@ -27,8 +27,8 @@
 //! an earlier generation. The locator's tag is a MAC under the server key,
 //! so only a token the server issued for that grant and generation carries
 //! it, whatever the depth: a spent token is recognised at any age, with no
-//! tombstone kept. A grant born before locators still has its spent tokens'
-//! hashes (tombstones), which is how its old tokens are found.
+//! tombstone kept. (A token without a locator is no grant's: it is never
+//! looked up, see `TokenKey::presented`.)
 //!
 //! [`Locator`]: crate::token::Locator
 
@@ -99,14 +99,11 @@ impl RefreshContext {
             Refresh::Rotate
         } else if retry_allowed(&g.pair, p.hash, now, window_secs) {
             Refresh::Retry
+        } else if p.at.generation < g.pair.generation {
+            // A spent token of the grant, at any depth: whatever the standing.
+            return Refresh::Reuse;
         } else {
-            // A token without a locator was found by its hash among the
-            // grant's own tokens: one the grant really issued.
-            match p.at.map(|at| at.generation) {
-                None => return Refresh::Reuse,
-                Some(gen_presented) if gen_presented < g.pair.generation => return Refresh::Reuse,
-                Some(_) => return Refresh::Reject(RefreshRejected::Unknown),
-            }
+            return Refresh::Reject(RefreshRejected::Unknown);
         };
         match may_receive(&self.standing, &g.scope) {
             Ok(()) => decision,
@@ -144,22 +141,18 @@ mod tests {
     const B: TokenHash = TokenHash([2; 32]);
     const C: TokenHash = TokenHash([3; 32]);
 
-    /// A token of before locators, found by its hash among the grant's.
-    fn tombstone(hash: TokenHash) -> Presented {
-        Presented { hash, at: None }
-    }
-
     /// A token whose locator names `generation` of the grant.
     fn located(hash: TokenHash, generation: u32) -> Presented {
-        Presented { hash, at: Some(Locator { slot: 1, generation }) }
+        Presented { hash, at: Locator { slot: 1, generation } }
     }
 
-    /// A grant whose token `A` was rotated at `at` into the pair with refresh token `B`.
+    /// A grant whose token `A` (of generation 0) was rotated at `at` into
+    /// the pair (generation 1) with refresh token `B`.
     fn rotated_at(at: UnixTime) -> RefreshContext {
         let rng = TestRng::new();
         let mut g = Grant::new(&rng, "app", UserId::generate(&rng), Scope::parse("restricted").unwrap(), at, TokenSettings::default());
         g.pair = Pair { generation: 1, refresh: Some(B), access: Some(C), used: false, rotated_from: Some((A, at)) };
-        RefreshContext { presented: tombstone(A), grant: g, standing: standing(), retry_window: None }
+        RefreshContext { presented: located(A, 0), grant: g, standing: standing(), retry_window: None }
     }
 
     #[test]
@@ -185,10 +178,10 @@ mod tests {
     fn the_working_token_rotates_and_others_are_reuse() {
         let clock = ManualClock::new(UnixTime::from_secs(5000));
         let mut ctx = rotated_at(clock.now());
-        ctx.presented = tombstone(B);
+        ctx.presented = located(B, 1);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Rotate);
         assert_eq!(ctx.decide("other", clock.now(), 30), Refresh::Reject(RefreshRejected::WrongClient));
-        ctx.presented = tombstone(C); // an older tombstone of the grant, never the rotated one
+        ctx.presented = located(C, 0); // a spent token of the grant, never the rotated one
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse);
     }
 
@@ -236,10 +229,10 @@ mod tests {
         let mut ctx = rotated_at(clock.now());
         ctx.standing.user_disabled = true;
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
-        ctx.presented = tombstone(B);
+        ctx.presented = located(B, 1);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reject(RefreshRejected::Refused(IssueRefused::UserDisabled)));
         // A spent token still revokes, whatever the user's standing.
-        ctx.presented = tombstone(C);
+        ctx.presented = located(C, 0);
         assert_eq!(ctx.decide("app", clock.now(), 30), Refresh::Reuse);
         let end = ctx.grant.refresh_until;
         assert_eq!(ctx.decide("app", end, 30), Refresh::Reject(RefreshRejected::Expired));

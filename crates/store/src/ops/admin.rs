@@ -45,12 +45,11 @@ async fn user_id_of<C: Conn>(c: &C, name: &str) -> StoreResult<Option<String>> {
     c.query_opt(&sql::USER_ID_OF, &values![name.to_lowercase()], |r| r.text()).await
 }
 
-/// Revokes every live grant of `user_id` at `at` with their access tokens
-/// (refresh tokens stay as tombstones), and, when `approvals`, denies the
-/// device codes the user approved that were not redeemed. The grants revoked.
+/// Revokes every live grant of `user_id` at `at` (their tokens stop with
+/// them), and, when `approvals`, denies the device codes the user approved
+/// that were not redeemed. The grants revoked.
 async fn end_grants<C: Conn>(c: &C, user_id: &str, at: UnixTime, approvals: bool) -> StoreResult<u64> {
     let n = c.execute(&sql::REVOKE_USER_GRANTS, &values![at, user_id]).await?;
-    c.execute(&sql::DELETE_USER_ACCESS, &values![user_id]).await?;
     if approvals {
         c.execute(&sql::DENY_USER_APPROVALS, &values![user_id]).await?;
     }
@@ -58,14 +57,12 @@ async fn end_grants<C: Conn>(c: &C, user_id: &str, at: UnixTime, approvals: bool
 }
 
 /// Revokes, one by one, the grants `live` (a statement over `?1` = `key`)
-/// selects, each with its access tokens (refresh tokens stay as
-/// tombstones) and its own `grant.revoked` event derived from the deletion
-/// `cause`. The grants revoked.
+/// selects, each with its own `grant.revoked` event derived from the
+/// deletion `cause`. The grants revoked.
 async fn end_grants_where<C: Conn>(c: &C, live: &Sql, key: &str, cause: &Event) -> StoreResult<u64> {
     let mut ended = 0;
     for id in c.query(live, &values![key], |r| r.text()).await? {
         if c.execute(&sql::REVOKE_GRANT, &values![cause.at, id.as_str()]).await? == 1 {
-            c.execute(&sql::DELETE_GRANT_ACCESS, &values![id.as_str()]).await?;
             append_event(c, &ended_grant_event(cause, &id)).await?;
             ended += 1;
         }

@@ -16,29 +16,20 @@ use crate::codec::{self, values};
 use crate::sql;
 use crate::{LoginContext, PairChange, StoreError, StoreResult};
 
-/// The access context of `token`: by its grant's slot, or (a token of
-/// before locators) by its hash among the stored access tokens.
+/// The access context of `token`, by its grant's slot: `None` unless the
+/// grant keeps that token.
 pub(crate) async fn access_context<C: Conn>(c: &C, token: Presented) -> StoreResult<Option<AccessContext>> {
-    match token.at {
-        Some(at) => {
-            let slot = values![at.slot];
-            Ok(c.query_opt(&sql::ACCESS_BY_SLOT, &slot, |r| codec::located_access(r, token.hash, at.generation)).await?.flatten())
-        }
-        None => c.query_opt(&sql::ACCESS_CONTEXT, &values![&token.hash], |r| codec::access(r, token.hash)).await,
-    }
+    let at = token.at;
+    Ok(c.query_opt(&sql::ACCESS_BY_SLOT, &values![at.slot], |r| codec::located_access(r, token.hash, at.generation)).await?.flatten())
 }
 
-/// The refresh context of `token`: by its grant's slot (whatever the token's
-/// generation: the decision tells a spent one from a forged one), or (a
-/// token of before locators) by its hash among the stored refresh tokens.
+/// The refresh context of `token`, by its grant's slot (whatever the token's
+/// generation: the decision tells a spent one from a forged one).
 pub(crate) async fn refresh_context<C: Conn>(c: &C, token: Presented) -> StoreResult<Option<RefreshContext>> {
     let read = |r: &mut codec::Cols<'_>| {
         Ok(RefreshContext { presented: token, grant: codec::grant(r)?, standing: codec::standing(r)?, retry_window: r.opt_int()? })
     };
-    match token.at {
-        Some(at) => c.query_opt(&sql::REFRESH_BY_SLOT, &values![at.slot], read).await,
-        None => c.query_opt(&sql::REFRESH_CONTEXT, &values![&token.hash], read).await,
-    }
+    c.query_opt(&sql::REFRESH_BY_SLOT, &values![token.at.slot], read).await
 }
 
 pub(crate) async fn device_context<C: Conn>(c: &C, code_hash: TokenHash) -> StoreResult<Option<DeviceContext>> {
@@ -133,12 +124,6 @@ pub(crate) async fn advance_pair<C: Conn>(
     if c.execute(&sql::ADVANCE_PAIR, &advance_pair_values(grant_id, version, change)).await? != 1 {
         return Ok(false);
     }
-    if change.assign_slot {
-        c.execute(&sql::ASSIGN_SLOT, &values![grant_id.as_str(), change.state.slot]).await?;
-    }
-    if let Some(retired) = &change.retire_access {
-        c.execute(&sql::RETIRE_ACCESS, &values![retired]).await?;
-    }
     append_event(c, event).await?;
     Ok(true)
 }
@@ -148,13 +133,11 @@ pub(crate) async fn mark_pair_used<C: Conn>(c: &C, grant_id: &GrantId, access_ha
 }
 
 pub(crate) async fn revoke_grant<C: Conn>(c: &C, grant_id: &GrantId, at: UnixTime, event: &Event) -> StoreResult<bool> {
+    // Its tokens stop working by `revoked_at`, which every use reads: none
+    // is stored anywhere else.
     if c.execute(&sql::REVOKE_GRANT, &values![at, grant_id.as_str()]).await? != 1 {
         return Ok(false);
     }
-    // Its tokens stop working by `revoked_at`, which every use reads. The
-    // stored access tokens of before locators go too; their refresh tokens
-    // stay as tombstones so a late replay is still recognised.
-    c.execute(&sql::DELETE_GRANT_ACCESS, &values![grant_id.as_str()]).await?;
     append_event(c, event).await?;
     Ok(true)
 }

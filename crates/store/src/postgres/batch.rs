@@ -5,8 +5,8 @@
 //! commits, and a commit waits for its WAL flush (`synchronous_commit=on`),
 //! so one write per transaction runs at most one flush's worth of writes a
 //! second. One writer task per store takes every waiting job, runs them in
-//! one transaction (each job one statement: the conditional write, its
-//! token or value rows and its event, as data-modifying CTEs), moves the
+//! one transaction (each job one statement: the conditional write of a
+//! grant's row or a value's, and its event, as data-modifying CTEs), moves the
 //! event chain once, commits, and only then answers each job. A job that
 //! fails aborts the transaction: the batch is rolled back and its jobs run
 //! again one per transaction, so one failure is answered to its own caller
@@ -33,9 +33,7 @@ const QUEUE: usize = 1024;
 
 /// The conditional pair change and its event, in one statement. `$1`-`$11`
 /// are [`sql::ADVANCE_PAIR`]'s, `$12`-`$21` the event. Answers 1 when the
-/// grant moved, else 0 (and writes nothing). (The first new pair of a grant
-/// of before locators, which also writes its slot and may retire a token
-/// row, runs as a transaction of its own.)
+/// grant moved, else 0 (and writes nothing).
 fn advance_pair_sql() -> String {
     format!("WITH g AS ({} RETURNING id), {} SELECT count(*) FROM g", sql::ADVANCE_PAIR.postgres(), event_cte(12, "g"))
 }

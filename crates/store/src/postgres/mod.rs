@@ -51,6 +51,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/postgres/0012_integration_version.sql"),
     },
     Migration { version: 13, name: "0013_console_epochs", sql: include_str!("../../migrations/postgres/0013_console_epochs.sql") },
+    Migration { version: 14, name: "0014_one_token_layout", sql: include_str!("../../migrations/postgres/0014_one_token_layout.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

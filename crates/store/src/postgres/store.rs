@@ -39,13 +39,7 @@ use crate::{GroupStore, MemberChange, Team};
 /// entry's row and owners (NULLs and no owners when there is no such
 /// entry). The whole vault context in one statement, one round trip and one
 /// snapshot; no row when no grant has the slot.
-static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| vault_context_sql(&sql::located_cols(), sql::LOCATED_JOINS, "g.slot"));
-
-/// [`VAULT_CONTEXT`] for an access token of before locators: `$1` its hash,
-/// the token's times after the grant ([`sql::access_cols`]).
-static VAULT_CONTEXT_BY_HASH: LazyLock<Sql> = LazyLock::new(|| vault_context_sql(&sql::access_cols(), sql::ACCESS_JOINS, "t.hash"));
-
-fn vault_context_sql(access_cols: &str, joins: &str, key: &str) -> Sql {
+static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| {
     Sql::new(format!(
         "SELECT {}, \
          ARRAY(SELECT r.path_key FROM {held} r ORDER BY r.path_key, r.rights), \
@@ -54,12 +48,13 @@ fn vault_context_sql(access_cols: &str, joins: &str, key: &str) -> Sql {
          ARRAY(SELECT max(id) FROM data_keys GROUP BY key_name ORDER BY key_name), \
          {}, \
          ARRAY(SELECT o.owner FROM vault_owners o WHERE o.vault_id = e.vault_id ORDER BY o.owner_key) \
-         FROM {joins} LEFT JOIN vault_entries e ON e.vault_id = ?2::BIGINT WHERE {key} = ?1",
-        access_cols,
+         FROM {} LEFT JOIN vault_entries e ON e.vault_id = ?2::BIGINT WHERE g.slot = ?1",
+        sql::located_cols(),
         VAULT_ENTRIES.cols("e"),
+        sql::LOCATED_JOINS,
         held = sql::held_rights("g.user_id"),
     ))
-}
+});
 
 /// The columns of [`VAULT_CONTEXT`] after the access context's.
 fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: AccessContext) -> StoreResult<VaultContext> {
@@ -86,10 +81,6 @@ impl AuthStore for PgStore {
     crate::ops::methods::auth_methods!(on_client, in_tx, on_client, in_plain_tx);
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
-        if change.assign_slot || change.retire_access.is_some() {
-            // The first new pair of a grant of before locators: once per such grant.
-            return in_tx!(self, |c| auth::advance_pair(c, &grant_id, version, &change, &event));
-        }
         // One statement in a group commit (`batch`).
         Box::pin(async move { self.observer.seen(self.batch.advance_pair(grant_id, version, change, event).await) })
     }
@@ -105,25 +96,12 @@ impl VaultStore for PgStore {
                 let out = async {
                     let id = id.filter(|id| id.0 > 0);
                     let id = id.map(|id| id.0);
-                    let rows = match access.at {
-                        Some(at) => {
-                            let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
-                            client.query(&st, &[&at.slot, &id]).await
-                        }
-                        None => {
-                            let st = client.prepare_cached(VAULT_CONTEXT_BY_HASH.postgres()).await.map_err(classify)?;
-                            client.query(&st, &[&access.hash.as_bytes(), &id]).await
-                        }
-                    }
-                    .map_err(classify)?;
+                    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
+                    let rows = client.query(&st, &[&access.at.slot, &id]).await.map_err(classify)?;
                     let Some(row) = rows.first() else { return Ok(None) };
                     let mut c = Cols::new(row);
-                    let found = match access.at {
-                        Some(at) => codec::located_access(&mut c, access.hash, at.generation)?,
-                        None => Some(codec::access(&mut c, access.hash)?),
-                    };
                     // A token the grant does not keep is unknown.
-                    let Some(found) = found else { return Ok(None) };
+                    let Some(found) = codec::located_access(&mut c, access.hash, access.at.generation)? else { return Ok(None) };
                     vault_context_rest(row, &mut c, found).map(Some)
                 }
                 .await;

@@ -7,15 +7,14 @@
 use std::sync::{Arc, Mutex};
 
 use strongroom_core::event::{Event, EventKind};
+use strongroom_core::grant::Grant;
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceState};
-use strongroom_core::grant::{Grant, GrantId};
 use strongroom_core::identity::{User, UserId};
 use strongroom_core::integration::{AllowedUsers, GrantTypes, Integration, TokenOverrides, TokenSettings};
 use strongroom_core::random::Random;
 use strongroom_core::scope::Scope;
 use strongroom_core::throttle::Rule;
-use strongroom_core::time::UnixTime;
-use strongroom_core::token::{Presented, TokenHash, TokenKey, TokenKind};
+use strongroom_core::token::{TokenHash, TokenKey, TokenKind};
 use strongroom_core::vault::value::ValueType;
 use strongroom_core::vault::{FolderPath, VaultId};
 use strongroom_store::transfer::{self, Cell, Row, Table, Transfer};
@@ -49,20 +48,6 @@ async fn user_and_app(store: &dyn Store, rng: &dyn Random) -> User {
 /// `name`'s table.
 pub(crate) fn table(name: &str) -> &'static Table {
     transfer::TABLES.iter().find(|t| t.name == name).copied().unwrap()
-}
-
-/// An `access_tokens` row, as the store wrote one for every access token
-/// before tokens carried locators.
-pub(crate) fn legacy_access_row(grant: &GrantId, hash: TokenHash, issued: UnixTime, expires: UnixTime) -> (&'static Table, Row) {
-    let row =
-        vec![Cell::Bytes(hash.0.to_vec()), Cell::Text(grant.as_str().into()), Cell::Int(issued.millis()), Cell::Int(expires.millis())];
-    (table("access_tokens"), row)
-}
-
-/// A `refresh_tokens` row of before locators (`spent`: a tombstone).
-pub(crate) fn legacy_refresh_row(grant: &GrantId, hash: TokenHash, issued: UnixTime, spent: Option<UnixTime>) -> (&'static Table, Row) {
-    let spent = spent.map_or(Cell::Null, |t| Cell::Int(t.millis()));
-    (table("refresh_tokens"), vec![Cell::Bytes(hash.0.to_vec()), Cell::Text(grant.as_str().into()), Cell::Int(issued.millis()), spent])
 }
 
 /// Loads rows of several tables, each table's in one call, in the order given.
@@ -150,12 +135,11 @@ pub(crate) async fn a_duplicate_key_and_a_broken_reference_are_told_apart(store:
     assert!(matches!(again, StoreError::Conflict), "{again:?}");
     assert_eq!(again.kind(), ErrorKind::Conflict);
 
-    let orphan = GrantId::from_stored("no such grant".into());
-    let access_only = vec![legacy_access_row(&orphan, hash(9), T0, T0.plus_secs(60))];
-    let broken = load(&*copier, access_only).await.unwrap_err();
-    assert_eq!(broken.kind(), ErrorKind::Other, "a token of no grant is not a duplicate: {broken:?}");
-    let unlocated = Presented { hash: hash(9), at: None };
-    assert!(store.access_context(unlocated).await.unwrap().is_none(), "nothing of the failed load is stored");
+    let orphan = VaultId(9_999);
+    let a = StoredAssociation { name: "Serial".into(), value_type: ValueType::String, key_id: 1, sealed: vec![8; 30], lookup: [5; 32] };
+    let broken = load(&*copier, vec![transfer::association_row(orphan, &a)]).await.unwrap_err();
+    assert_eq!(broken.kind(), ErrorKind::Other, "a value of no entry is not a duplicate: {broken:?}");
+    assert!(store.associations(orphan).await.unwrap().is_empty(), "nothing of the failed load is stored");
 
     let integrations = strongroom_store::transfer::TABLES.iter().find(|t| t.name == "integrations").unwrap();
     let created = |rows: &[Row]| rows[0][integrations.columns.iter().position(|(c, _)| *c == "created_at").unwrap()].clone();

@@ -7,13 +7,13 @@
 //! `cases`: the store's behaviour method by method; `deletion`: deleting
 //! users, integrations and folders, and events newest first; `kinds`: the
 //! row codec and the error kinds; `opening`: `open_existing` and `probe`
-//! create nothing; `tokens`: grants of before locators, token storage
-//! that does not grow with refreshes, and the event archive; `machines`:
+//! create nothing; `tokens`: token storage that does not grow with
+//! refreshes, and the event archive; `machines`:
 //! JWT issuers, mappings, machine identities and the JWT replay record,
 //! attacked concurrently (on PostgreSQL through two stores, as two replicas).
 //! create nothing; `groups`: groups in the rights model and on
 //! integrations, and a removal racing writes; `group_admin`: groups made
-//! with members, owners and teams, membership batches, renames, racing changes; `tokens`: grants of before locators, token storage
+//! with members, owners and teams, membership batches, renames, racing changes; `tokens`: token storage
 //! that does not grow with refreshes, and the event archive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -195,22 +195,14 @@ mod with_copier {
     pub(crate) use super::kinds::{
         a_duplicate_key_and_a_broken_reference_are_told_apart, rows_made_by_the_codec_read_back_through_the_store,
     };
-    pub(crate) use super::tokens::{grants_of_before_locators_keep_working, ten_thousand_refreshes_leave_one_row};
+    pub(crate) use super::tokens::ten_thousand_refreshes_leave_one_row;
 }
 
 conformance_with_copier!(
     rows_made_by_the_codec_read_back_through_the_store,
     a_duplicate_key_and_a_broken_reference_are_told_apart,
-    grants_of_before_locators_keep_working,
     ten_thousand_refreshes_leave_one_row,
 );
-
-#[test]
-fn migrations_match_across_dialects() {
-    let (sqlite, postgres) = strongroom_store::migration_names();
-    assert!(!sqlite.is_empty());
-    assert_eq!(sqlite, postgres, "every migration exists for both dialects, in the same order");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_jwt_is_accepted_once_on_sqlite() {

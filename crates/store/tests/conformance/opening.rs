@@ -48,7 +48,10 @@ async fn postgres_open_existing_creates_no_table() {
 /// PostgreSQL URL): the schema a store of the previous version has.
 async fn undo_newest(url: &str) -> i64 {
     let newest = strongroom_store::schema_version();
-    let sql = format!("{} DELETE FROM schema_migrations WHERE version = {newest};", strongroom_testkit::undo_migration(newest));
+    let sql = format!(
+        "{} DELETE FROM schema_migrations WHERE version = {newest};",
+        strongroom_testkit::undo_migration(newest, strongroom_store::names_postgres(url))
+    );
     if strongroom_store::names_postgres(url) {
         let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
         let driver = tokio::spawn(conn);
