@@ -50,6 +50,8 @@ impl From<AdminError> for TreeError {
     fn from(e: AdminError) -> Self {
         match e {
             AdminError::Store(s) => TreeError::Store(s),
+            // Bad input is the caller's, never a 500.
+            AdminError::Invalid(why) => TreeError::BadRequest(why),
             other => TreeError::Store(StoreError::other(other.to_string())),
         }
     }
@@ -274,6 +276,8 @@ pub async fn create(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, c
         return match admin.create_folder_object(f).await {
             Ok(o) => Ok(Node::folder(o)),
             Err(AdminError::Exists(_)) => refuse(result::OBJECT_ALREADY_EXISTS, "Object already exists."),
+            // A name a new folder may not have (`.`, `..`, invisible or direction-changing characters).
+            Err(AdminError::Invalid(why)) => refuse(result::OBJECT_INVALID_NAME, why),
             Err(e) => Err(e.into()),
         };
     }

@@ -61,6 +61,11 @@ async fn create_answers_each_result_code() {
     assert_eq!(r, 401, "exists");
     assert_eq!(result(&s, "config/create", &root, json!({"ObjectDN": "\\VED\\Policy\\Nope\\X", "Class": "Policy"})).await.0, 400);
     assert_eq!(result(&s, "config/create", &root, json!({"ObjectDN": "\\VED\\Policy\\a*b", "Class": "Policy"})).await.0, 405);
+    // Names a new folder may not have are the caller's mistake (405), never a 500.
+    for name in ["..", "a\u{202E}b", "a\u{200B}b"] {
+        let dn = format!("\\VED\\Policy\\{name}");
+        assert_eq!(result(&s, "config/create", &root, json!({"ObjectDN": dn, "Class": "Policy"})).await.0, 405, "{name:?}");
+    }
     assert_eq!(result(&s, "config/create", &root, json!({"ObjectDN": "\\VED\\Policy\\D", "Class": "Device"})).await.0, 406);
     assert_eq!(result(&s, "config/create", &root, json!({"ObjectDN": "\\VED\\Identity\\x", "Class": "Policy"})).await.0, 407);
     // Bob sees \VED\Policy but holds no Create there.
