@@ -582,7 +582,7 @@ pub const SETTINGS: &[Setting] = &[
         "STRONGROOM_CERTIFICATE_RELOAD_SECS",
         Kind::Seconds,
         "10",
-        "How often the certificate listener reads the certificate mappings' CAs again: a new mapping's CA is accepted within this (1 to 3600).",
+        "How often the certificate listener reads the certificate mappings' CAs again, against which the handshake refuses early an expired, revoked or non-client certificate; a mapping counts at once anyway, since the grant reads the mappings in each request (1 to 3600).",
     ),
     setting(
         "certificate.crl_files",
