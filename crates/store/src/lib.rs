@@ -632,6 +632,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// `event.at` and denies the device codes they approved that were not redeemed, so enabling
     /// the user again revives none of them. `None` if no such user, else the grants revoked.
     fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Makes user `name` a Master Admin (`on`) or not, with `event` (its detail set to
+    /// `master_admin=true|false`) only when that changed anything. `None` if no such user, else
+    /// whether it changed. Their next request reads it (nothing is cached).
+    fn set_user_master_admin(&self, name: String, on: bool, event: Event) -> StoreFuture<'_, Option<bool>>;
     /// Replaces user `name`'s password hash; with `end_grants`, revokes their live grants as
     /// disabling does. `None` if no such user, else the grants revoked.
     /// Also ends every console session of the user ([`AdminStore::end_console_sessions`], without

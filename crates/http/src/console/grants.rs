@@ -6,7 +6,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::{Ctx, Nav, PageAnswers, PostRefusals, Posted, csrf_field};
+use super::{Confirm, Ctx, Nav, PageAnswers, PostRefusals, Posted, query};
 use strongroom_app::service::console::ConsoleError;
 
 const TITLE: &str = "Grants";
@@ -31,7 +31,6 @@ async fn body(ctx: &Ctx, q: &GrantsQuery) -> Result<Markup, ConsoleError> {
         .filter(|g| user.is_none_or(|u| g.user_name.eq_ignore_ascii_case(u)))
         .filter(|g| integration.is_none_or(|i| g.grant.client_id == i))
         .collect();
-    let csrf = &ctx.csrf;
     Ok(html! {
         form method="get" action="/admin/grants" {
             label for="filter_user" { "User" }
@@ -56,11 +55,8 @@ async fn body(ctx: &Ctx, q: &GrantsQuery) -> Result<Markup, ConsoleError> {
                         td { (g.grant.access_issued_at.iso8601()) @if let Some(a) = &g.grant.last_addr { " to " (a) } }
                         td { (g.grant.refresh_until.iso8601()) }
                         td {
-                            form method="post" action="/admin/grants/revoke" {
-                                (csrf_field(csrf))
-                                input type="hidden" name="grant" value=(g.grant.id.as_str());
-                                button.danger type="submit" aria-label=(format!("Revoke the grant of {} to {}", g.user_name, g.grant.client_id)) { "Revoke" }
-                            }
+                            a.revoke href=(format!("/admin/grants/revoke?{}", query(&[("grant", g.grant.id.as_str())])))
+                                aria-label=(format!("Revoke the grant of {} to {}", g.user_name, g.grant.client_id)) { "Revoke" }
                         }
                     }
                 }
@@ -91,6 +87,50 @@ pub(crate) async fn page(Query(q): Query<GrantsQuery>, ctx: Ctx) -> Response {
         return ctx.forbidden(Nav::Grants);
     }
     show(&ctx, None, &q).await
+}
+
+/// The grant a confirmation page names.
+#[derive(Deserialize, utoipa::IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct GrantQuery {
+    /// The grant's id.
+    grant: Option<String>,
+}
+
+/// Asks before revoking a grant: whose, to which integration, and that its tokens stop.
+#[utoipa::path(
+    get,
+    path = "/admin/grants/revoke",
+    tag = "admin console",
+    operation_id = "console_grant_revoke_confirm",
+    params(GrantQuery),
+    responses(PageAnswers)
+)]
+pub(crate) async fn confirm_revoke(Query(q): Query<GrantQuery>, ctx: Ctx) -> Response {
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Grants);
+    }
+    let id = q.grant.as_deref().unwrap_or("").trim();
+    let found = match ctx.admin().list_grants(false).await {
+        Ok(all) => all.into_iter().find(|g| g.grant.id.as_str() == id),
+        Err(e) => return show(&ctx, Some(Err(e.into())), &GrantsQuery::default()).await,
+    };
+    let Some(g) = found else {
+        return show(&ctx, Some(Err(ConsoleError::NotFound(format!("live grant {id}")))), &GrantsQuery::default()).await;
+    };
+    ctx.confirm(Confirm {
+        nav: Nav::Grants,
+        title: &format!("Revoke the grant of {} to {}?", g.user_name, g.grant.client_id),
+        consequences: html! {
+            p { "This will end the grant of " strong { (g.user_name) } " to integration " strong { code { (g.grant.client_id) } }
+                " (scope " code { (g.grant.scope) } ", approved " (g.grant.created_at.iso8601()) "): its access and refresh tokens stop working at once, and the application must ask "
+                (g.user_name) " again." }
+        },
+        action: "/admin/grants/revoke",
+        fields: &[("grant", id)],
+        button: "Revoke the grant",
+        back: "/admin/grants",
+    })
 }
 
 /// The form of `POST /admin/grants/revoke` (a description).

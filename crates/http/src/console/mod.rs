@@ -25,7 +25,9 @@
 pub(crate) mod folders;
 pub(crate) mod grants;
 pub(crate) mod integrations;
+pub(crate) mod keys;
 pub(crate) mod log;
+pub(crate) mod server;
 pub(crate) mod users;
 
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
@@ -93,17 +95,21 @@ pub(crate) enum Nav {
     Users,
     Folders,
     Grants,
+    Keys,
     Log,
+    Server,
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 6] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 8] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
         (Nav::Folders, "/admin/folders", "Folders and permissions", false),
         (Nav::Grants, "/admin/grants", "Grants", true),
+        (Nav::Keys, "/admin/keys", "Keys", true),
         (Nav::Log, "/admin/log", "Event log", false),
+        (Nav::Server, "/admin/server", "Server", true),
     ];
 }
 
@@ -259,6 +265,52 @@ impl Ctx {
     pub(crate) fn admin(&self) -> strongroom_app::admin::Admin {
         self.standing.admin(&self.app, &self.origin)
     }
+
+    /// A confirmation page: what the action will end (`consequences`), and
+    /// a form posting `fields` (with the anti-forgery token) to `action`,
+    /// or a way back to `back` without doing anything. No JavaScript: the
+    /// list's button is a link here, and only this page's button acts.
+    pub(crate) fn confirm(&self, c: Confirm<'_>) -> Response {
+        let body = html! {
+            div #consequences role="note" { (c.consequences) }
+            form method="post" action=(c.action) {
+                (csrf_field(&self.csrf))
+                @for (k, v) in c.fields {
+                    input type="hidden" name=(k) value=(v);
+                }
+                button.danger type="submit" id="confirm" { (c.button) }
+                " "
+                a href=(c.back) id="cancel" { "Cancel" }
+            }
+        };
+        self.page(c.nav, c.title, body)
+    }
+}
+
+/// What [`Ctx::confirm`] shows and posts.
+pub(crate) struct Confirm<'a> {
+    pub(crate) nav: Nav,
+    /// The page's heading: the question (`Delete integration ci?`).
+    pub(crate) title: &'a str,
+    /// What it will end, computed from the store.
+    pub(crate) consequences: Markup,
+    /// Where the confirming form posts.
+    pub(crate) action: &'a str,
+    pub(crate) fields: &'a [(&'a str, &'a str)],
+    /// The confirming button's text (`Delete ci`).
+    pub(crate) button: &'a str,
+    /// Where Cancel goes.
+    pub(crate) back: &'a str,
+}
+
+/// A query string of `pairs`, encoded.
+pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
+}
+
+/// `n thing` or `n things`.
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The console's extractor for a page: the signed-in person ([`signed_in`]).
@@ -403,8 +455,11 @@ pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: 
                 li { a href="/admin/users" { "Users and groups" } ": create, disable and enable users; groups and their members." }
                 li { a href="/admin/folders" { "Folders and permissions" } ": the folder tree, who holds which right where, and from where it is inherited." }
                 li { a href="/admin/grants" { "Grants" } ": the live grants, by user or integration; revoke one." }
+                li { a href="/admin/keys" { "Keys" } ": the named keys that seal the vault, which one is the default; rotate one." }
                 li { a href="/admin/log" { "Event log" } ": every change and sign-in, newest first." }
+                li { a href="/admin/server" { "Server" } ": its version, the store, its schema and whether it is ready." }
             }
+            p.muted { "Every action that ends something (grants, sessions, rights, folders) shows what it will end and asks you to confirm first." }
         }
     } else if s.has_any() {
         html! {

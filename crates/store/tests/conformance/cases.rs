@@ -112,6 +112,23 @@ pub(crate) async fn users(store: Arc<dyn Store>) {
     let kinds: Vec<EventKind> =
         store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap().into_iter().map(|e| e.event.kind).collect();
     assert_eq!(kinds, [EventKind::UserCreated, EventKind::UserDisabled, EventKind::UserPasswordChanged, EventKind::UserCreated]);
+
+    // Master Admin on and off: an event only when it changed anything.
+    let on = |on: bool| store.set_user_master_admin("BOB".into(), on, ev(EventKind::UserMasterAdminChanged));
+    assert_eq!(on(true).await.unwrap(), Some(true));
+    assert!(store.user_by_name("bob".into()).await.unwrap().unwrap().0.master_admin);
+    assert_eq!(on(true).await.unwrap(), Some(false), "already one: nothing written");
+    assert_eq!(on(false).await.unwrap(), Some(true));
+    assert!(!store.user_by_name("bob".into()).await.unwrap().unwrap().0.master_admin);
+    assert_eq!(store.set_user_master_admin("nobody".into(), true, ev(EventKind::UserMasterAdminChanged)).await.unwrap(), None);
+    let changed: Vec<String> = store
+        .events(EventFilter { kind: Some("user.master_admin_changed".into()), limit: 100, ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event.detail)
+        .collect();
+    assert_eq!(changed, ["master_admin=true", "master_admin=false"]);
 }
 
 pub(crate) async fn integrations(store: Arc<dyn Store>) {
