@@ -242,6 +242,14 @@ api! {
     "/admin/keys" get console::keys::page;
     "/admin/keys/rotate" get console::keys::confirm_rotate;
     "/admin/keys/rotate" post console::keys::rotate;
+    "/admin/machines" get console::machines::page;
+    "/admin/machines/issuers" post console::machines::save_issuer;
+    "/admin/machines/issuers/remove" get console::machines::confirm_remove_issuer;
+    "/admin/machines/issuers/remove" post console::machines::remove_issuer;
+    "/admin/machines/mappings/jwt" post console::machines::save_jwt_mapping;
+    "/admin/machines/mappings/cert" post console::machines::save_cert_mapping;
+    "/admin/machines/mappings/remove" get console::machines::confirm_remove_mapping;
+    "/admin/machines/mappings/remove" post console::machines::remove_mapping;
     "/admin/log" get console::log::page;
     "/admin/server" get console::server::page;
     documented apart {

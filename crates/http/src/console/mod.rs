@@ -27,6 +27,7 @@ pub(crate) mod grants;
 pub(crate) mod integrations;
 pub(crate) mod keys;
 pub(crate) mod log;
+pub(crate) mod machines;
 pub(crate) mod server;
 pub(crate) mod users;
 
@@ -66,7 +67,7 @@ table{border-collapse:collapse;width:100%;margin:.4rem 0}th,td{text-align:left;p
 th{background:#eef0f4}tbody th{background:none}td form{display:inline}\
 label{font-weight:600;margin-right:.3rem}label.inline{font-weight:400}\
 .field{margin:.4rem 0}.field label{display:block;margin:.2rem 0}\
-input[type=text],input[type=password],select{padding:.3rem;font-size:.95rem;border:1px solid #99a;border-radius:.25rem;max-width:100%}\
+input[type=text],input[type=password],input[type=number],select,textarea{padding:.3rem;font-size:.95rem;border:1px solid #99a;border-radius:.25rem;max-width:100%}\
 main.narrow input[type=text],main.narrow input[type=password]{width:100%;box-sizing:border-box}\
 fieldset{border:1px solid #ccd;border-radius:.3rem;margin:.5rem 0;padding:.4rem .8rem}legend{font-weight:600}\
 button{padding:.35rem .8rem;font-size:.95rem;border:0;border-radius:.25rem;cursor:pointer;background:#1f5fbf;color:#fff;margin-top:.3rem}\
@@ -96,18 +97,20 @@ pub(crate) enum Nav {
     Folders,
     Grants,
     Keys,
+    Machines,
     Log,
     Server,
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 8] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 9] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
         (Nav::Folders, "/admin/folders", "Folders and permissions", false),
         (Nav::Grants, "/admin/grants", "Grants", true),
         (Nav::Keys, "/admin/keys", "Keys", true),
+        (Nav::Machines, "/admin/machines", "Machine identities", true),
         (Nav::Log, "/admin/log", "Event log", false),
         (Nav::Server, "/admin/server", "Server", true),
     ];
@@ -456,6 +459,7 @@ pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: 
                 li { a href="/admin/folders" { "Folders and permissions" } ": the folder tree, who holds which right where, and from where it is inherited." }
                 li { a href="/admin/grants" { "Grants" } ": the live grants, by user or integration; revoke one." }
                 li { a href="/admin/keys" { "Keys" } ": the named keys that seal the vault, which one is the default; rotate one." }
+                li { a href="/admin/machines" { "Machine identities" } ": trusted JWT issuers, and the JWT and certificate mappings that give machines identities." }
                 li { a href="/admin/log" { "Event log" } ": every change and sign-in, newest first." }
                 li { a href="/admin/server" { "Server" } ": its version, the store, its schema and whether it is ready." }
             }

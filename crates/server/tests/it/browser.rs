@@ -328,6 +328,28 @@ async fn console_confirmations_in_chromium() {
     assert!(!s.store.folder_exists("\\ved\\policy\\squad".into()).await.unwrap());
     assert_eq!(last_actor(&s, "folder.deleted").await, me);
 
+    // Machine identities: an issuer and a JWT mapping by typing; removing the mapping asks first.
+    page.click("a[href='/admin/machines']").await;
+    page.wait_title(console_heading, "Machine identities").await;
+    page.type_into("#issuer_name", "gh").await;
+    page.type_into("#issuer_iss", "https://token.actions.example").await;
+    page.type_into("#issuer_audiences", "strongroom").await;
+    page.click("#save_issuer").await;
+    assert!(page.text(".notice").await.contains("Issuer gh saved."));
+    page.type_into("#jwt_name", "deploy").await;
+    page.type_into("#jwt_clients", "other").await;
+    page.type_into("#jwt_scope", "restricted").await;
+    page.type_into("#jwt_claims", "repository=acme/app").await;
+    page.click("#save_jwt_mapping").await;
+    assert!(page.text(".notice").await.contains("Mapping deploy saved."));
+    screenshot(&page, "machines").await;
+    let said = ask(&page, "a[aria-label='Remove mapping deploy']", "Remove mapping deploy?").await;
+    assert!(said.contains("This will end 0 live grants of its identities"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.admin.mappings().await.unwrap().is_empty());
+    assert_eq!(last_actor(&s, "mapping.removed").await, me);
+
     // Keys: rotate asks first.
     page.click("a[href='/admin/keys']").await;
     page.wait_title(console_heading, "Keys").await;

@@ -801,3 +801,102 @@ async fn folders_integration_settings_keys_and_the_server_page() {
     assert!(!s.store.user_by_name("viewer".into()).await.unwrap().unwrap().0.master_admin);
     assert!(s.store.folder_exists("\\ved\\policy\\a".into()).await.unwrap());
 }
+
+/// JWT issuers and mappings, certificate mappings: added, listed, removed
+/// after a page that says how many live grants of the mapping's
+/// identities end; an issuer a mapping uses is not removed.
+#[tokio::test]
+async fn machine_identities_issuers_and_mappings() {
+    let s = TestServer::start().await;
+    let root = master(&s, "root").await;
+    let me = root.id.identity();
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let mut c = Console::signed_in(&s, "root").await;
+
+    let issuer = [
+        ("name", "gh"),
+        ("issuer", "https://token.actions.example"),
+        ("keys", "discovery"),
+        ("url", ""),
+        ("audiences", "strongroom, other"),
+        ("algorithms", "RS256"),
+        ("clock_skew", "30"),
+        ("max_lifetime", "600"),
+    ];
+    let (st, html) = c.post("/admin/machines/issuers", &issuer).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let j = s.admin.jwt_issuers().await.unwrap().pop().unwrap();
+    assert_eq!((j.name.as_str(), j.audiences.len(), j.clock_skew, j.max_lifetime), ("gh", 2, 30, 600));
+    assert_eq!(j.keys.location(), "https://token.actions.example/.well-known/openid-configuration");
+    assert_eq!(events(&s, "jwt.issuer_saved").await.last().unwrap().identity, me);
+    let (st, html) = c
+        .post(
+            "/admin/machines/issuers",
+            &[("name", "bad"), ("issuer", "x"), ("keys", "jwks_url"), ("url", "http://plain"), ("audiences", "a")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    assert!(html.contains("https://"), "{html}");
+
+    let jwt = [
+        ("name", "deploy"),
+        ("issuer", "gh"),
+        ("claims", "repository=acme/app\nref=refs/heads/main"),
+        ("identity_claim", "sub"),
+        ("clients", "app"),
+        ("scope", "restricted:manage"),
+    ];
+    let (st, html) = c.post("/admin/machines/mappings/jwt", &jwt).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let ca = strongroom_testkit::jwt::TestCa::new();
+    let cert = [("name", "agents"), ("ca_pem", ca.ca_pem.as_str()), ("identity_from", "cn"), ("clients", "app"), ("scope", "restricted")];
+    let (st, html) = c.post("/admin/machines/mappings/cert", &cert).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 2);
+    assert_eq!(events(&s, "mapping.saved").await.last().unwrap().identity, me);
+    let (st, html) = c
+        .post(
+            "/admin/machines/mappings/cert",
+            &[("name", "bad"), ("ca_pem", "not a pem"), ("identity_from", "cn"), ("clients", "app"), ("scope", "restricted")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+
+    let (st, html) = c.get("/admin/machines").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("jwt+deploy:&lt;sub&gt;") && html.contains("cert+agents:&lt;cn&gt;") && html.contains("1 approved CA"), "{html}");
+
+    // An identity of the mapping with a live grant.
+    assert!(s.admin.machine_identity("jwt+deploy:repo:acme/app").await.unwrap());
+    let id = s.store.user_by_name("jwt+deploy:repo:acme/app".into()).await.unwrap().unwrap().0;
+    s.tokens_for(&id, "app", "restricted:manage").await;
+
+    // The issuer a mapping uses: the page says so, and removing it is refused.
+    let (_, html) = c.get("/admin/machines/issuers/remove?name=gh").await;
+    assert!(main_of(&html).contains("1 mapping uses it (deploy)"), "{html}");
+    let (st, html) = c.post("/admin/machines/issuers/remove", &[("name", "gh")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    // The mapping: how many grants end, then they do.
+    let (st, html) = c.get("/admin/machines/mappings/remove?name=deploy").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(main_of(&html).contains("<strong>1 live grant</strong> of its identities (jwt+deploy:repo:acme/app)"), "{html}");
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 2, "asking removes nothing");
+    let (st, html) = c.post("/admin/machines/mappings/remove", &[("name", "deploy")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("Mapping deploy removed; 1 live grant of its identities ended."), "{html}");
+    assert!(s.admin.list_grants(false).await.unwrap().is_empty());
+    assert_eq!(events(&s, "mapping.removed").await.last().unwrap().identity, me);
+    let (st, _) = c.post("/admin/machines/issuers/remove", &[("name", "gh")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(s.admin.jwt_issuers().await.unwrap().is_empty());
+    assert_eq!(events(&s, "jwt.issuer_removed").await.last().unwrap().identity, me);
+
+    // Not for someone who is not a Master Admin, nor without the token.
+    s.vault_user("viewer", "\\VED\\Policy\\A", "read").await;
+    let mut v = Console::signed_in(&s, "viewer").await;
+    assert_eq!(v.get("/admin/machines").await.0, StatusCode::FORBIDDEN);
+    assert_eq!(v.post("/admin/machines/mappings/remove", &[("name", "agents")]).await.0, StatusCode::FORBIDDEN);
+    let url = s.url.clone();
+    assert_eq!(c.post_raw("/admin/machines/mappings/remove", &[("name", "agents")], Some(&url), true).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 1);
+}
