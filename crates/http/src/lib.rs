@@ -236,6 +236,7 @@ api! {
     "/admin/folders/delete" post console::folders::delete;
     "/admin/folders/rights" get console::folders::confirm_revoke;
     "/admin/folders/rights" post console::folders::set_rights;
+    "/admin/vault" get console::vault::page;
     "/admin/grants" get console::grants::page;
     "/admin/grants/revoke" get console::grants::confirm_revoke;
     "/admin/grants/revoke" post console::grants::revoke;

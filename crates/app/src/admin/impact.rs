@@ -8,7 +8,7 @@
 use strongroom_core::identity::User;
 use strongroom_core::integration::AllowedUsers;
 use strongroom_core::vault::{FolderPath, VaultId};
-use strongroom_store::{GrantSummary, VaultFilter};
+use strongroom_store::{EntryDetails, GrantSummary, VaultFilter};
 
 use super::{Admin, AdminError};
 
@@ -113,5 +113,21 @@ impl Admin {
         let rights = self.all_rights().await?.iter().filter(|(f, ..)| inside(f)).count() as u64;
         let below = subtree.into_iter().filter(|f| f.key() != found.key()).collect();
         Ok(FolderImpact { folder: found, below, entries, orphaned, rights })
+    }
+}
+
+impl Admin {
+    /// Vault entries as an administrator sees them (never a value): those
+    /// owned by folder `owner` (exactly; `None`: any), or only those left
+    /// without an owner; at most `limit`, by VaultID, and how many matched.
+    pub async fn vault_entries(&self, owner: Option<&str>, orphans: bool, limit: usize) -> Result<(Vec<EntryDetails>, usize), AdminError> {
+        let owner_key = match owner {
+            Some(p) => Some(FolderPath::parse(p).map_err(|e| AdminError::Invalid(e.to_string()))?.key().to_owned()),
+            None => None,
+        };
+        let ids = self.store.vault_ids(VaultFilter { owner_key, orphans_only: orphans, ..Default::default() }).await?;
+        let total = ids.len();
+        let shown = self.store.entry_details(ids.into_iter().take(limit).collect()).await?;
+        Ok((shown, total))
     }
 }

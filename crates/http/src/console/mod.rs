@@ -30,6 +30,7 @@ pub(crate) mod log;
 pub(crate) mod machines;
 pub(crate) mod server;
 pub(crate) mod users;
+pub(crate) mod vault;
 
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::{HeaderMap, header, request::Parts};
@@ -95,6 +96,7 @@ pub(crate) enum Nav {
     Integrations,
     Users,
     Folders,
+    Vault,
     Grants,
     Keys,
     Machines,
@@ -103,11 +105,12 @@ pub(crate) enum Nav {
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 9] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 10] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
         (Nav::Folders, "/admin/folders", "Folders and permissions", false),
+        (Nav::Vault, "/admin/vault", "Vault entries", true),
         (Nav::Grants, "/admin/grants", "Grants", true),
         (Nav::Keys, "/admin/keys", "Keys", true),
         (Nav::Machines, "/admin/machines", "Machine identities", true),
@@ -457,6 +460,7 @@ pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: 
                 li { a href="/admin/integrations" { "Integrations" } ": the applications that may ask for tokens, their scopes and who may use them." }
                 li { a href="/admin/users" { "Users and groups" } ": create, disable and enable users; groups and their members." }
                 li { a href="/admin/folders" { "Folders and permissions" } ": the folder tree, who holds which right where, and from where it is inherited." }
+                li { a href="/admin/vault" { "Vault entries" } ": each entry's owners, associations and key (never a value)." }
                 li { a href="/admin/grants" { "Grants" } ": the live grants, by user or integration; revoke one." }
                 li { a href="/admin/keys" { "Keys" } ": the named keys that seal the vault, which one is the default; rotate one." }
                 li { a href="/admin/machines" { "Machine identities" } ": trusted JWT issuers, and the JWT and certificate mappings that give machines identities." }

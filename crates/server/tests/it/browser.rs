@@ -350,6 +350,15 @@ async fn console_confirmations_in_chromium() {
     assert!(s.admin.mappings().await.unwrap().is_empty());
     assert_eq!(last_actor(&s, "mapping.removed").await, me);
 
+    // Vault entries: the filter by folder, by clicking (there are none here).
+    page.click("a[href='/admin/vault']").await;
+    page.wait_title(console_heading, "Vault entries").await;
+    page.type_into("#vault_folder", "\\VED\\Policy\\Nothing").await;
+    page.click("#filter").await;
+    page.element("caption").await;
+    assert!(page.url().await.contains("folder=%5CVED%5CPolicy%5CNothing"));
+    assert!(page.text("caption").await.contains("0 entries; values are never shown"));
+
     // Keys: rotate asks first.
     page.click("a[href='/admin/keys']").await;
     page.wait_title(console_heading, "Keys").await;

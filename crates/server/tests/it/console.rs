@@ -900,3 +900,49 @@ async fn machine_identities_issuers_and_mappings() {
     assert_eq!(c.post_raw("/admin/machines/mappings/remove", &[("name", "agents")], Some(&url), true).await.0, StatusCode::FORBIDDEN);
     assert_eq!(s.admin.mappings().await.unwrap().len(), 1);
 }
+
+/// The vault page: each entry's owners, associations and key, filtered by
+/// folder or orphans; never a value (the data and the association's value
+/// appear nowhere on the page).
+#[tokio::test]
+async fn vault_entries_show_owners_associations_and_key_never_a_value() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let writer = s.vault_user("writer", "\\VED\\Policy\\Team", "view,read,write,create").await;
+    s.admin.create_folder("\\VED\\Policy\\Gone").await.unwrap();
+    s.admin.set_rights("\\VED\\Policy\\Gone", "writer", Rights::parse("view,read,write,create").unwrap()).await.unwrap();
+    let t = s.tokens_for(&writer, "app", "restricted:manage").await;
+    let t = t["access_token"].as_str().unwrap();
+    let mut ids = Vec::new();
+    for owner in ["\\VED\\Policy\\Team", "\\VED\\Policy\\Gone"] {
+        // "c2VjcmV0LWRhdGEtNDI=" is "secret-data-42".
+        let body = serde_json::json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": owner, "Base64Data": "c2VjcmV0LWRhdGEtNDI="});
+        let (st, v) = s.sdk("Add", t, body).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        ids.push(v["VaultID"].as_i64().unwrap());
+    }
+    let (st, v) =
+        s.sdk("Associate", t, serde_json::json!({"VaultID": ids[0], "Name": "Purpose", "StringValue": "hunter2-association"})).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    s.admin.delete_folder("\\VED\\Policy\\Gone", true).await.unwrap();
+
+    let mut c = Console::signed_in(&s, "root").await;
+    let (st, html) = c.get("/admin/vault").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let rows = table(&html);
+    assert!(html.contains("2 entries"), "{html}");
+    assert!(rows.contains(&format!("<th scope=\"row\">{}</th>", ids[0])) && rows.contains("<code>\\VED\\Policy\\Team</code>"), "{rows}");
+    assert!(rows.contains("Purpose (string, data key #") && rows.contains("<code>Software:Default</code>"), "{rows}");
+    assert!(rows.contains("none (an orphan)"), "{rows}");
+    for secret in ["secret-data-42", "c2VjcmV0LWRhdGEtNDI", "hunter2-association"] {
+        assert!(!html.contains(secret), "a value on the page: {secret}");
+    }
+    let (_, html) = c.get("/admin/vault?orphans=1").await;
+    assert!(html.contains("1 entry;") && table(&html).contains(&format!(">{}</th>", ids[1])), "{html}");
+    let (_, html) = c.get("/admin/vault?folder=%5CVED%5CPolicy%5CTeam").await;
+    assert!(html.contains("1 entry;") && table(&html).contains(&format!(">{}</th>", ids[0])), "{html}");
+    assert_eq!(c.get("/admin/vault?folder=nowhere").await.0, StatusCode::BAD_REQUEST);
+    let mut w = Console::signed_in(&s, "writer").await;
+    assert_eq!(w.get("/admin/vault").await.0, StatusCode::FORBIDDEN);
+}

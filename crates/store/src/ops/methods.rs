@@ -123,6 +123,9 @@ macro_rules! vault_methods {
         fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
             $read!(self, |c| vault::associations(c, id))
         }
+        fn entry_details(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<crate::EntryDetails>> {
+            $read!(self, |c| vault::entry_details(c, &ids))
+        }
         fn dissociate(
             &self,
             id: VaultId,

@@ -821,6 +821,15 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         Checked::Done(PutAssociation::NoEntry)
     );
     assert_eq!(store.associations(a).await.unwrap(), vec![assoc("n", 2)]);
+    // An administrator's view of entries: no data, no value; a missing id is left out.
+    let details = store.entry_details(vec![b, VaultId(999), a]).await.unwrap();
+    let e = entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]);
+    assert_eq!(details.iter().map(|d| d.vault_id).collect::<Vec<_>>(), vec![b, a]);
+    assert_eq!((details[0].vault_type, details[0].key_name.as_str(), details[0].key_id), (e.vault_type, e.key_name.as_str(), e.key_id));
+    assert_eq!((details[0].created_at, details[0].owners.clone()), (e.created_at, e.owners));
+    let names: Vec<(String, i64)> = details[0].associations.iter().map(|(n, _, k)| (n.clone(), *k)).collect();
+    assert_eq!(names, vec![("m".to_owned(), assoc("m", 3).key_id), ("n".to_owned(), assoc("n", 2).key_id)]);
+    assert_eq!(details[1].associations.len(), 1);
     let (oa, ob) = (vec![folder("\\VED\\Policy\\A")], vec![folder("\\VED\\Policy\\A"), folder("\\VED\\Policy\\B")]);
     assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![(a, oa.clone()), (b, ob.clone())]);
     assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);
