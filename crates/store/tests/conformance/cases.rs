@@ -129,6 +129,25 @@ pub(crate) async fn users(store: Arc<dyn Store>) {
         .map(|e| e.event.detail)
         .collect();
     assert_eq!(changed, ["master_admin=true", "master_admin=false"]);
+
+    // Eight administrators at once: one change, one event.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(
+                async move { store.set_user_master_admin("bob".into(), true, ev(EventKind::UserMasterAdminChanged)).await.unwrap() },
+            )
+        })
+        .collect();
+    let mut changed = 0;
+    for t in tasks {
+        if t.await.unwrap() == Some(true) {
+            changed += 1;
+        }
+    }
+    assert_eq!(changed, 1, "exactly one of the racing writes changed the user");
+    let f = EventFilter { kind: Some("user.master_admin_changed".into()), limit: 100, ..Default::default() };
+    assert_eq!(store.events(f).await.unwrap().len(), 3, "one event for the race");
 }
 
 pub(crate) async fn integrations(store: Arc<dyn Store>) {
