@@ -374,6 +374,9 @@ async fn console_confirmations_in_chromium() {
     assert!(page.text("#version").await.contains(env!("CARGO_PKG_VERSION")));
     assert!(page.text("#health").await.starts_with("ready"));
     assert_eq!(page.text("#schema").await.split(' ').next().unwrap(), strongroom_store::schema_version().to_string());
+    page.click("#verify").await;
+    page.wait_title(console_heading, "Server").await;
+    assert!(page.text("#chain").await.starts_with("whole:"), "{}", page.text("#chain").await);
     screenshot(&page, "server").await;
     page.close().await;
 }

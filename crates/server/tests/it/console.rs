@@ -551,6 +551,10 @@ async fn destructive_acts_ask_first_saying_what_they_end() {
         ("/admin/groups/members?group=ops&user=alice&action=remove".into(), vec!["Remove alice from ops?"]),
         (format!("/admin/grants/revoke?grant={}", grant.as_str()), vec!["Revoke the grant of alice to app?", "stop working at once"]),
         (
+            "/admin/grants/revoke?user=ALICE".into(),
+            vec!["Revoke every grant of alice?", "<strong>2 live grants</strong> of alice (to app, app)"],
+        ),
+        (
             "/admin/folders/delete?folder=%5CVED%5CPolicy%5COld".into(),
             vec![
                 "Delete folder \\VED\\Policy\\Old?",
@@ -596,6 +600,7 @@ async fn destructive_acts_ask_first_saying_what_they_end() {
         ("/admin/users", "/admin/users/disable?name=alice&amp;action=disable"),
         ("/admin/users", "/admin/users/delete?name=alice"),
         ("/admin/grants", "/admin/grants/revoke?grant="),
+        ("/admin/grants?user=alice", "/admin/grants/revoke?user=alice"),
     ] {
         let (_, html) = c.get(list).await;
         assert!(html.contains(&format!("href=\"{link}")), "{list} links {link}: {html}");
@@ -629,6 +634,11 @@ async fn destructive_acts_ask_first_saying_what_they_end() {
     let (st, html) = c.post("/admin/keys/rotate", &[("name", "Software:Default")]).await;
     assert_eq!(st, StatusCode::OK, "{html}");
     assert!(html.contains("rotated") && html.contains("1 value re-encrypted"), "{html}");
+    let (st, html) = c.post("/admin/grants/revoke", &[("user", "writer")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("1 live grant of writer revoked"), "{html}");
+    assert!(s.admin.list_grants(false).await.unwrap().iter().all(|g| g.user_name != "writer"));
+    assert_eq!(events(&s, "user.grants_revoked").await.last().unwrap().identity, me);
     let (st, html) = c.post("/admin/users/delete", &[("name", "alice")]).await;
     assert_eq!(st, StatusCode::OK, "{html}");
     assert!(s.store.user_by_name("alice".into()).await.unwrap().is_none());
@@ -780,6 +790,11 @@ async fn folders_integration_settings_keys_and_the_server_page() {
     assert!(html.contains(&format!("strongroom {}", env!("CARGO_PKG_VERSION"))), "{html}");
     assert!(html.contains(&format!("id=\"schema\">{}", strongroom_store::schema_version())), "{html}");
     assert!(html.contains("<strong>ready</strong>") && html.contains("sqlite "), "{html}");
+    assert!(html.contains("href=\"/admin/server?verify=1\""), "{html}");
+    let (st, html) = c.get("/admin/server?verify=1").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let n = event_count(&s).await;
+    assert!(html.contains(&format!("<strong>whole</strong>: {n} events checked")), "{n} events: {html}");
 
     // None of it for someone who is not a Master Admin.
     s.vault_user("viewer", "\\VED\\Policy\\A", "read").await;
