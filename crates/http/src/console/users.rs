@@ -340,6 +340,9 @@ async fn ask(ctx: &Ctx, what: &str, q: &UserQuery) -> Response {
                     button: &format!("End the sessions of {name}"),
                     back,
                 }),
+                ("disable", action) if action != "disable" => {
+                    show_err(ctx, ConsoleError::Invalid("Only disabling a user and ending their sessions ask first.".into())).await
+                }
                 ("disable", _) => ctx.confirm(Confirm {
                     nav: Nav::Users,
                     title: &format!("Disable {name}?"),

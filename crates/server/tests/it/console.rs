@@ -583,6 +583,7 @@ async fn destructive_acts_ask_first_saying_what_they_end() {
     }
     assert_eq!(event_count(&s).await, before, "asking changes nothing");
     assert_eq!(s.admin.list_grants(false).await.unwrap().len(), 3);
+    assert_eq!(c.get("/admin/users/disable?name=alice&action=enable").await.0, StatusCode::BAD_REQUEST, "no page posting another act");
     // Something that is not there: 404, no form.
     for path in [
         "/admin/integrations/delete?client_id=nope",
