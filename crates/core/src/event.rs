@@ -102,6 +102,8 @@ pub enum EventKind {
     CredentialUpdated,
     /// A credential object was deleted with its sealed values (`Credentials/Delete`).
     CredentialDeleted,
+    /// A user was made a Master Admin, or stopped being one (`detail`: `master_admin=true|false`).
+    UserMasterAdminChanged,
 }
 
 impl EventKind {
@@ -163,6 +165,7 @@ impl EventKind {
         EventKind::CredentialRetrieved,
         EventKind::CredentialUpdated,
         EventKind::CredentialDeleted,
+        EventKind::UserMasterAdminChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -224,6 +227,7 @@ impl EventKind {
             EventKind::CredentialRetrieved => "credential.retrieved",
             EventKind::CredentialUpdated => "credential.updated",
             EventKind::CredentialDeleted => "credential.deleted",
+            EventKind::UserMasterAdminChanged => "user.master_admin_changed",
         }
     }
 
@@ -284,7 +288,8 @@ impl EventKind {
             | K::ConsoleSessionsEnded
             | K::CredentialCreated
             | K::CredentialUpdated
-            | K::CredentialDeleted => Severity::Notice,
+            | K::CredentialDeleted
+            | K::UserMasterAdminChanged => Severity::Notice,
             _ => Severity::Info,
         }
     }
