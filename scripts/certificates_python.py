@@ -3,8 +3,8 @@ against Strongroom (run by scripts/certificates, which starts the server, makes
 the CA, the policy folder, the user and the integrations, and sets the
 environment read below).
 
-Every check prints one line, PASS or FAIL with the reason; a failed call
-adds the server's last answer (status line and body, cut short). The clients
+Every check prints one line, PASS or FAIL with the reason; a failure after
+an error answer adds it (status line and body, cut short). The clients
 are used unchanged: the only thing added is a response hook on
 requests.Session.send that remembers the last answer for those messages.
 Exit status 1 when any check failed.
@@ -37,13 +37,14 @@ HOST = URL.removeprefix("https://").rstrip("/")
 ONLY = os.environ.get("ONLY", "")  # a substring: run only the checks whose name holds it (debugging)
 
 # The server's last answer, for the FAIL messages.
-last = {"line": "", "body": ""}
+last = {"line": "", "body": "", "status": 0}
 _send = requests.Session.send
 
 
 def _recording_send(self, request, **kwargs):
     r = _send(self, request, **kwargs)
     last["line"] = f"{request.method} {request.path_url} -> {r.status_code} {r.reason}"
+    last["status"] = r.status_code
     last["body"] = r.text[:600]
     return r
 
@@ -62,7 +63,7 @@ def check(name, fn):
     FAIL when it returns False/None-with-reason or raises."""
     if ONLY and ONLY not in name:
         return None
-    last["line"], last["body"] = "", ""
+    last["line"], last["body"], last["status"] = "", "", 0
     try:
         out = fn()
         if isinstance(out, tuple):
@@ -77,7 +78,9 @@ def check(name, fn):
     except Exception as e:  # noqa: BLE001: the reason is the report
         where = traceback.extract_tb(e.__traceback__)[-1]
         print(f"FAIL {name}: {type(e).__name__}: {e} (at {os.path.basename(where.filename)}:{where.lineno})", flush=True)
-    if last["line"]:
+        if last["line"] and last["status"] < 300 and '"CertificateData"' not in last["body"]:
+            print(f"     the server's last answer: {last['line']}\n     {last['body']}", flush=True)
+    if last["status"] >= 300:
         print(f"     the server's last answer: {last['line']}\n     {last['body']}", flush=True)
     results.append((name, False))
     return False
@@ -158,7 +161,7 @@ zone = {}
 def read_zone():
     zone["conf"] = conn.read_zone_conf(ZONE)
     z = zone["conf"]
-    return True, f"key {z.key_type}, organization {z.organization!r}"
+    return True, f"key {z.key_type}, organization {z.organization.value!r} (locked: {z.organization.locked})"
 
 
 check(f"vcert-python: read_zone_conf({ZONE!r}) (Certificates/CheckPolicy)", read_zone)
@@ -284,26 +287,41 @@ renewed = {}
 
 
 def renew():
+    """renew_cert as vcert-python does it: it sends the request's CSR again (once
+    built, a request's csr_origin reads 'provided'), so the key stays; then a
+    renewal with a new CSR of the caller's (a new key)."""
     req, c = issued["local RSA 2048 key"]
     old = load(c.cert)
-    old_key = req.private_key
-    req.private_key = None  # renew_cert builds a new key and CSR from the old certificate
     conn.renew_cert(req)
-    new_c = conn.retrieve_cert(req)
-    new = load(new_c.cert)
+    new = load(conn.retrieve_cert(req).cert)
     if new.serial_number == old.serial_number:
         return False, f"retrieve after renew returned the old certificate (serial {old.serial_number:X})"
-    if pub(new) == pub(old_key):
-        return False, "the renewed certificate still has the old key (a new CSR was sent)"
     ok, detail = leaf_ok(new, req.common_name, req.private_key)
     if not ok:
-        return ok, detail
-    renewed["old"], renewed["new"], renewed["dn"] = old, new, req.id
-    return True, f"serial {old.serial_number:X} -> {new.serial_number:X}"
+        return False, f"the renewed certificate (same CSR): {detail}"
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    req.csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, req.common_name)]))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(req.common_name)]), critical=False)
+        .sign(key, hashes.SHA256())
+        .public_bytes(serialization.Encoding.PEM)
+        .decode()
+    )
+    req.private_key = key
+    conn.renew_cert(req)
+    newer = load(conn.retrieve_cert(req).cert)
+    if newer.serial_number in (old.serial_number, new.serial_number):
+        return False, f"retrieve after the second renew returned an earlier certificate (serial {newer.serial_number:X})"
+    ok, detail = leaf_ok(newer, req.common_name, key)
+    if not ok:
+        return False, f"the certificate renewed with a new CSR: {detail}"
+    renewed["old"], renewed["new"], renewed["dn"] = old, newer, req.id
+    return True, f"serial {old.serial_number:X} -> {new.serial_number:X} (same CSR) -> {newer.serial_number:X} (new key)"
 
 
 if "local RSA 2048 key" in issued:
-    check("vcert-python: renew_cert with a new local key: a new serial and key", renew)
+    check("vcert-python: renew_cert twice (its own CSR again, then a new CSR): a new serial each time, the right key", renew)
 
 # ------------------------------------------------------------------ pyvenafi
 pv = {}
@@ -342,7 +360,7 @@ if api and renewed:
 def formats():
     req, c = issued["central RSA 2048 key with a password"]
     leaf = load(c.cert)
-    done = []
+    done, bad = [], []
     for fmt in ("Base64", "Base64 (PKCS #8)", "Base64 (PKCS#8)", "DER", "PKCS #7", "PKCS #12", "JKS"):
         with_key = fmt in ("Base64", "Base64 (PKCS #8)", "Base64 (PKCS#8)", "PKCS #12", "JKS")
         try:
@@ -356,51 +374,62 @@ def formats():
             if fmt == "JKS" and " 400 " in last["line"] and '"Error"' in last["body"]:
                 done.append(f"JKS refused: {last['line'].split(' -> ')[-1]}")
                 continue
-            return False, f"{fmt}: {type(e).__name__}: {e}"
-        data = base64.b64decode(d.certificate_data)
-        if fmt.startswith("Base64"):
-            text = data.decode()
-            first_key = text.find("PRIVATE KEY-----")
-            last_cert = text.rfind("-----END CERTIFICATE-----")
-            if first_key == -1:
-                return False, f"{fmt}: no private key although IncludePrivateKey and Password were sent"
-            if first_key < last_cert:
-                return False, f"{fmt}: the private key is not after the certificates"
-            if "\r\n" not in text:
-                return False, f"{fmt}: lines do not end in CRLF"
-            certs = x509.load_pem_x509_certificates(data)
-            if certs[0] != leaf or certs[-1] != CA:
-                return False, f"{fmt}: the certificates are not leaf then CA"
-            key_pem = text[text.find("-----BEGIN ENCRYPTED PRIVATE KEY-----"):]
-            ok, kd = encrypted_key_ok(key_pem.replace("\r\n", "\n"), KEY_PASSWORD, leaf)
-            if not ok:
-                return False, f"{fmt}: {kd}"
-        elif fmt == "DER":
-            if x509.load_der_x509_certificate(data) != leaf:
-                return False, "DER: not the certificate"
-        elif fmt == "PKCS #7":
-            try:
-                certs = pkcs7.load_der_pkcs7_certificates(data)
-            except ValueError:
-                certs = pkcs7.load_pem_pkcs7_certificates(data)
-            if leaf not in certs or CA not in certs:
-                return False, f"PKCS #7: {len(certs)} certificates, not the leaf and the CA"
-        elif fmt == "PKCS #12":
-            key, cert, extra = pkcs12.load_key_and_certificates(data, KEY_PASSWORD.encode())
-            if cert != leaf or key is None or pub(key) != pub(leaf):
-                return False, "PKCS #12: not the certificate and its key"
-            p12 = os.path.join(WORK, "py.p12")
-            with open(p12, "wb") as f:
-                f.write(data)
-            info = subprocess.run(["openssl", "pkcs12", "-info", "-noout", "-in", p12, "-passin", "env:P12PASS"],
-                                  env={**os.environ, "P12PASS": KEY_PASSWORD}, capture_output=True, text=True)
-            if info.returncode != 0 or "AES-256" not in info.stderr or "PBKDF2" not in info.stderr:
-                return False, f"PKCS #12: openssl pkcs12 -info: not PBES2/PBKDF2/AES-256: {info.stderr.strip()[:300]}"
-        elif fmt == "JKS":
-            if data[:4] != bytes.fromhex("feedfeed"):
-                return False, "JKS: not a Java key store"
-        done.append(fmt)
+            bad.append(f"{fmt}: {last['line'].split(' -> ')[-1]} {last['body'][:160]}" if last["line"] else f"{fmt}: {type(e).__name__}: {e}")
+            continue
+        try:
+            why = one_format(fmt, base64.b64decode(d.certificate_data), leaf)
+        except Exception as e:  # noqa: BLE001
+            why = f"{type(e).__name__}: {e}"
+        if why:
+            bad.append(f"{fmt}: {why}")
+        else:
+            done.append(fmt)
+    if bad:
+        return False, "; ".join(bad) + (f" (good: {', '.join(done)})" if done else "")
     return True, ", ".join(done)
+
+
+def one_format(fmt, data, leaf):
+    """None when data is what Format fmt asked for, else why not."""
+    if fmt.startswith("Base64"):
+        text = data.decode()
+        first_key = text.find("PRIVATE KEY-----")
+        last_cert = text.rfind("-----END CERTIFICATE-----")
+        if first_key == -1:
+            return "no private key although IncludePrivateKey and Password were sent"
+        if first_key < last_cert:
+            return "the private key is not after the certificates"
+        if "\r\n" not in text:
+            return "lines do not end in CRLF"
+        certs = x509.load_pem_x509_certificates(data)
+        if certs[0] != leaf or certs[-1] != CA:
+            return "the certificates are not leaf then CA"
+        key_pem = text[text.find("-----BEGIN ENCRYPTED PRIVATE KEY-----"):]
+        ok, kd = encrypted_key_ok(key_pem.replace("\r\n", "\n"), KEY_PASSWORD, leaf)
+        return None if ok else kd
+    if fmt == "DER":
+        return None if x509.load_der_x509_certificate(data) == leaf else "not the certificate"
+    if fmt == "PKCS #7":
+        try:
+            certs = pkcs7.load_der_pkcs7_certificates(data)
+        except ValueError:
+            certs = pkcs7.load_pem_pkcs7_certificates(data)
+        return None if leaf in certs and CA in certs else f"{len(certs)} certificates, not the leaf and the CA"
+    if fmt == "PKCS #12":
+        key, cert, _ = pkcs12.load_key_and_certificates(data, KEY_PASSWORD.encode())
+        if cert != leaf or key is None or pub(key) != pub(leaf):
+            return "not the certificate and its key"
+        p12 = os.path.join(WORK, "py.p12")
+        with open(p12, "wb") as f:
+            f.write(data)
+        info = subprocess.run(["openssl", "pkcs12", "-info", "-noout", "-in", p12, "-passin", "env:P12PASS"],
+                              env={**os.environ, "P12PASS": KEY_PASSWORD}, capture_output=True, text=True)
+        if info.returncode != 0 or "AES-256" not in info.stderr or "PBKDF2" not in info.stderr:
+            return f"openssl pkcs12 -info: not PBES2/PBKDF2/AES-256: {info.stderr.strip()[:300]}"
+        return None
+    if fmt == "JKS":
+        return None if data[:4] == bytes.fromhex("feedfeed") else "not a Java key store"
+    return "unknown format"
 
 
 if api and "central RSA 2048 key with a password" in issued:
