@@ -10,7 +10,7 @@ requests.Session.send that remembers the last answer for those messages.
 Exit status 1 when any check failed.
 """
 import base64
-import hashlib
+import logging
 import os
 import re
 import secrets
@@ -20,6 +20,7 @@ import traceback
 import warnings
 
 warnings.filterwarnings("ignore")
+logging.disable(logging.CRITICAL)  # the clients' own loggers print tracebacks; the checks say what failed
 
 import requests  # noqa: E402
 from cryptography import x509  # noqa: E402
@@ -230,6 +231,23 @@ r.common_name = user_cn
 r.private_key = user_key
 enroll("user-provided CSR (P-256)", r)
 
+
+
+def policy_refusal():
+    """A request outside the folder's whitelisted domains: 400 with Error, nothing issued."""
+    cn = name("py-outside")
+    r = CertificateRequest(common_name=cn, san_dns=[cn], timeout=5)
+    try:
+        conn.request_cert(r, ZONE + "\\restricted")
+    except Exception as e:  # noqa: BLE001
+        if last["status"] == 400 and '"Error"' in last["body"]:
+            return True, f"{type(e).__name__} on {last['line']}: {last['body'][:160]}"
+        return False, f"raised {type(e).__name__}, but the answer was {last['line']} {last['body'][:160]}"
+    return False, f"{cn} was accepted in a folder that allows only example.org ({r.id})"
+
+
+check("vcert-python: request_cert outside the folder's locked domain whitelist: 400 with Error", policy_refusal)
+
 KEY_PASSWORD = "Central-" + secrets.token_hex(6)
 for label, kt in (("central RSA 2048 key with a password", KeyType(KeyType.RSA, 2048)),
                   ("central P-256 key with a password", KeyType(KeyType.ECDSA, "p256"))):
@@ -384,6 +402,7 @@ def formats():
             bad.append(f"{fmt}: {why}")
         else:
             done.append(fmt)
+    last["status"] = 0  # each failed format's answer is in the message
     if bad:
         return False, "; ".join(bad) + (f" (good: {', '.join(done)})" if done else "")
     return True, ", ".join(done)

@@ -14,6 +14,7 @@
 //	STRONGROOM_CM_TLS_CA     PEM file: the server's TLS certificate (spec.venafi.tpp.caBundle)
 //	STRONGROOM_CM_ISSUING_CA PEM file: the certificate of the CA that signs (the chain must end in it)
 //	STRONGROOM_CM_ZONE       spec.venafi.zone, e.g. apps
+//	STRONGROOM_CM_RESTRICTED_ZONE a zone whose locked policy allows only example.org
 //	STRONGROOM_CM_USERNAME, STRONGROOM_CM_PASSWORD, STRONGROOM_CM_CLIENT_ID
 //	                         the Secret's username, password and client-id
 //	STRONGROOM_CM_ACCESS_TOKEN (optional) the Secret's access-token, for the token variant
@@ -264,4 +265,29 @@ func TestCertManagerVenafiClientAccessToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	issue(t, c, v, key, strings.ToLower(randomName(t, "cm-token")))
+}
+
+// A folder whose policy allows only example.org (STRONGROOM_CM_RESTRICTED_ZONE):
+// a CSR for example.com is refused (by vcert's check of the CheckPolicy
+// answer before anything is sent, or by the server) and issues nothing; one
+// for a name under example.org is issued.
+func TestCertManagerVenafiClientPolicy(t *testing.T) {
+	c := load(t)
+	c.zone = os.Getenv("STRONGROOM_CM_RESTRICTED_ZONE")
+	if c.zone == "" {
+		t.Fatal("STRONGROOM_CM_RESTRICTED_ZONE is not set")
+	}
+	v := newClient(t, c, map[string][]byte{"username": []byte(c.username), "password": []byte(c.password)})
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := randomName(t, "cm-outside")
+	if id, err := v.RequestCertificate(csrFor(t, key, outside), 2160*time.Hour, nil); err == nil {
+		t.Errorf("FAIL a CSR for %s was accepted in a folder that allows only example.org (pickup ID %s)", outside, id)
+	} else {
+		t.Logf("PASS a CSR outside the whitelisted domains is refused: %v", err)
+	}
+	inside := strings.TrimSuffix(randomName(t, "cm-inside"), ".example.com") + ".example.org"
+	issue(t, c, v, key, inside)
 }
