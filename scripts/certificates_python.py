@@ -120,6 +120,11 @@ def thumbprint(cert):
 
 def leaf_ok(cert, cn, key=None):
     """The leaf for cn, signed by the issuing CA, with key's public key."""
+    try:
+        cert.extensions
+    except ValueError as e:
+        hint = " (an explicit cA FALSE is a DEFAULT value, which DER forbids)" if "BasicConstraints" in str(e) else ""
+        return False, f"the certificate is not valid DER: Python's cryptography cannot read its extensions: {e}{hint}"
     if cn_of(cert) != cn:
         return False, f"CN is {cn_of(cert)!r}, want {cn!r}"
     if cn not in dns_of(cert):
