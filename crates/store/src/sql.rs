@@ -580,9 +580,16 @@ sql!(
 );
 
 sql!(
-    /// Entries with association `?1` (of hash `?2`, if given), with their owners.
+    /// Entries with association `?1`, with their owners.
     LOOKUP_BY_ASSOCIATION = "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
-                             WHERE a.name = ?1 AND (?2::BYTEA IS NULL OR a.lookup = ?2) ORDER BY a.vault_id, o.owner_key"
+                             WHERE a.name = ?1 ORDER BY a.vault_id, o.owner_key"
+);
+
+sql!(
+    /// Entries with association `?1` of hash `?2`, with their owners (the
+    /// index `associations_lookup` on both).
+    LOOKUP_BY_ASSOCIATION_VALUE = "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+                                   WHERE a.name = ?1 AND a.lookup = ?2 ORDER BY a.vault_id, o.owner_key"
 );
 
 sql!(

@@ -39,6 +39,14 @@ pub(crate) trait Conn {
     where
         F: FnMut(&mut Cols<'_>) -> StoreResult<bool> + Send;
 
+    /// The event chain's head as this connection's transaction keeps it in
+    /// memory, if it does (PostgreSQL's group commit: it locked the head
+    /// once and moves it once, before its commit); [`events::append_event`]
+    /// then places each event on it without reading or writing the head's row.
+    fn kept_head(&self) -> Option<&KeptHead> {
+        None
+    }
+
     /// Every row, each decoded by `f`.
     async fn query<T, F>(&self, sql: &Sql, params: &[Value<'_>], mut f: F) -> StoreResult<Vec<T>>
     where
@@ -69,6 +77,23 @@ pub(crate) trait Conn {
         })
         .await?;
         Ok(out)
+    }
+}
+
+/// The event chain's head (sequence number, hash), kept in memory by a
+/// transaction that holds its lock (see [`Conn::kept_head`]).
+#[derive(Debug)]
+pub(crate) struct KeptHead(std::sync::Mutex<(i64, [u8; 32])>);
+
+impl KeptHead {
+    pub(crate) fn new(head: (i64, [u8; 32])) -> Self {
+        KeptHead(std::sync::Mutex::new(head))
+    }
+    pub(crate) fn get(&self) -> (i64, [u8; 32]) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub(crate) fn set(&self, head: (i64, [u8; 32])) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = head;
     }
 }
 

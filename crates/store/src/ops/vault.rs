@@ -244,7 +244,14 @@ pub(crate) async fn lookup_by_association<C: Conn>(
     name: &str,
     lookup: Option<&[u8; 32]>,
 ) -> StoreResult<Vec<(VaultId, Vec<FolderPath>)>> {
-    let rows = c.query(&sql::LOOKUP_BY_ASSOCIATION, &values![name, lookup], |r| Ok((VaultId(r.int()?), r.opt_text()?))).await?;
+    let row = |r: &mut crate::codec::Cols<'_>| Ok((VaultId(r.int()?), r.opt_text()?));
+    // Two statements, not one with `?2 IS NULL OR …`: PostgreSQL's generic
+    // plan of that one (after five runs of the prepared statement) used
+    // the index on the name alone and filtered every entry of that name.
+    let rows = match lookup {
+        Some(lookup) => c.query(&sql::LOOKUP_BY_ASSOCIATION_VALUE, &values![name, lookup], row).await?,
+        None => c.query(&sql::LOOKUP_BY_ASSOCIATION, &values![name], row).await?,
+    };
     codec::group_owners(rows)
 }
 

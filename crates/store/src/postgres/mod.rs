@@ -18,7 +18,9 @@
 //! of [`crate::ops`] over a pooled connection or transaction ([`Pg`]), the
 //! binding of the codec's values as the types the server inferred, and the
 //! classification of tokio-postgres's errors ([`classify`]); the store's
-//! four parts and the copier are `store.rs`, the group commit `batch.rs`.
+//! four parts and the copier are `store.rs`, the group commits `batch.rs`
+//! (refresh and `Associate`, one statement each) and `group.rs` (every other
+//! write of the request path).
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
@@ -72,6 +74,8 @@ pub struct PgStore {
     pool: Pool,
     describe: String,
     batch: batch::Batcher,
+    /// The group commit of every other request-path write (`in_batch!`).
+    group: group::Group,
     /// Told each batch's size and time, and every failure's kind.
     observer: ObserverSlot,
 }
@@ -293,7 +297,13 @@ impl PgStore {
             return Err(StoreError::NoStore(format!("no Strongroom tables in the database ({describe})")));
         }
         let observer = ObserverSlot::default();
-        let store = PgStore { batch: batch::Batcher::spawn(pool.clone(), observer.clone()), pool, describe, observer };
+        let store = PgStore {
+            batch: batch::Batcher::spawn(pool.clone(), observer.clone()),
+            group: group::Group::spawn(pool.clone(), observer.clone()),
+            pool,
+            describe,
+            observer,
+        };
         match schema {
             crate::Schema::Require => {
                 let c = store.client().await?;
@@ -435,6 +445,20 @@ macro_rules! in_tx {
     };
 }
 
+/// Runs `$body` (a future over `$c`, a [`Pg`]) as a job of the store's
+/// group commit ([`group`]): in a savepoint of a transaction shared with
+/// the other writes waiting, which took the chain's head lock first and
+/// commits once for all of them. As [`in_tx`], the body's writes are kept
+/// when it answers `Ok` and undone when it fails.
+macro_rules! in_batch {
+    ($self:ident, |$c:ident| $body:expr) => {
+        Box::pin(async move {
+            let out = $self.group.run(move |$c| Box::pin(async move { $body.await })).await;
+            $self.observer.seen(out)
+        })
+    };
+}
+
 /// [`in_tx`] without the chain lock, so `$body` must append no event: the
 /// throttle counters' slots, taken and given back around a check.
 macro_rules! in_plain_tx {
@@ -465,6 +489,7 @@ macro_rules! on_client {
 
 // The store's parts, after the macros they use.
 mod batch;
+mod group;
 mod store;
 mod tls;
 

@@ -1,8 +1,10 @@
 //! The store's four parts and the copier on PostgreSQL: each method one
 //! transaction on a pooled connection (or one statement outside any),
 //! running the shared body of [`crate::ops`]; a refresh's `advance_pair`
-//! and `put_association` go to the group commit of [`super::batch`], and
-//! the vault context is one statement ([`VAULT_CONTEXT`]).
+//! and `put_association` go to the group commit of [`super::batch`], the
+//! other writes of the token flows and the vault to that of
+//! [`super::group`], and the vault context is one statement
+//! ([`VAULT_CONTEXT`]).
 
 use std::sync::{Arc, LazyLock};
 
@@ -78,7 +80,7 @@ fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: Acces
 static READY: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT max(version), pg_is_in_recovery() FROM schema_migrations"));
 
 impl AuthStore for PgStore {
-    crate::ops::methods::auth_methods!(on_client, in_tx, on_client, in_plain_tx);
+    crate::ops::methods::auth_methods!(on_client, in_batch, on_client, in_plain_tx);
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
         // One statement in a group commit (`batch`).
@@ -87,7 +89,7 @@ impl AuthStore for PgStore {
 }
 
 impl VaultStore for PgStore {
-    crate::ops::methods::vault_methods!(on_client, in_tx, on_client, in_plain_tx);
+    crate::ops::methods::vault_methods!(on_client, in_batch, on_client, in_plain_tx);
 
     fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         Box::pin(async move {

@@ -1,7 +1,8 @@
 //! The embedded SQLite store: one file in the data directory, WAL journal,
-//! `synchronous=FULL`, one writer thread with group commit ([`writer`]) and
-//! a few reader threads, each with its own connection and statement cache
-//! ([`readers`]).
+//! `synchronous=FULL`, one writer thread with group commit ([`writer`]), a
+//! few reader threads, each with its own connection and statement cache
+//! ([`readers`]), and a thread that checkpoints the WAL outside the writer's
+//! commits ([`checkpoint`]).
 //!
 //! Here: opening the file privately, migrations, the connection trait of
 //! [`crate::ops`] over a `rusqlite::Connection` ([`Lite`]) and the
@@ -9,6 +10,7 @@
 //! parts and the copier are `store.rs`, each method a job on the writer or a
 //! reader running its shared body.
 
+mod checkpoint;
 mod readers;
 mod snapshot;
 mod store;
@@ -333,12 +335,15 @@ impl SqliteStore {
                 BUSY_TIMEOUT_MS
             )
         };
+        // The WAL's checkpoints run on a thread of their own, not inside the writer's commits ([`checkpoint`]).
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0").map_err(classify)?;
+        let checkpoints = checkpoint::start(path, std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS)))?;
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>(4096);
         let observer = crate::ObserverSlot::default();
         let slot = observer.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer::run(conn, rx, &slot))
+            .spawn(move || writer::run(conn, rx, &slot, &checkpoints))
             .map_err(|e| StoreError::other(format!("starting the writer thread: {e}")))?;
         let readers = readers::Readers::start(path, READERS, BUSY_TIMEOUT_MS, STATEMENT_CACHE)?;
         Ok(SqliteStore {

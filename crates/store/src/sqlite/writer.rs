@@ -6,7 +6,9 @@
 //! once, and only then answers each job. A job that fails rolls back to its
 //! savepoint and does not disturb the others; a failed commit fails them all.
 //! One `fsync` thus serves many requests, which is how durable writes
-//! (`synchronous=FULL`) stay fast under load.
+//! (`synchronous=FULL`) stay fast under load. The WAL is checkpointed
+//! elsewhere ([`super::checkpoint`]): SQLite's own automatic checkpoint
+//! would run inside the commit, and the batch would wait for it.
 
 use rusqlite::Connection;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -14,7 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
-use super::classify;
+use super::{checkpoint, classify};
 use crate::{ObserverSlot, StoreError, StoreResult};
 
 /// Most jobs committed together.
@@ -99,7 +101,7 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 /// The writer loop; returns when every sender is gone.
-pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, observer: &ObserverSlot) {
+pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, observer: &ObserverSlot, checkpoints: &checkpoint::Writer) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -121,6 +123,12 @@ pub(crate) fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, observ
         for job in batch.drain(..) {
             job.finish(&committed);
         }
+        if committed.is_ok() {
+            checkpoints.committed();
+        }
+        // Outside any transaction, after the batch was answered: what the
+        // checkpointer asked for, if anything (rarely; see `checkpoint`).
+        checkpoints.between_batches(&conn);
     }
 }
 
