@@ -102,6 +102,22 @@ pub enum EventKind {
     CredentialUpdated,
     /// A credential object was deleted with its sealed values (`Credentials/Delete`).
     CredentialDeleted,
+    /// An issuing CA was created (`strongroom admin ca create`).
+    CaCreated,
+    /// A folder's certificate policy was set or cleared.
+    CertPolicySet,
+    /// A certificate was requested (`Certificates/Request`, `Renew`).
+    CertificateRequested,
+    /// A certificate was issued (in the request's transaction).
+    CertificateIssued,
+    /// A certificate's private key was handed out (`Certificates/Retrieve` with the key).
+    CertificateKeyExported,
+    /// A certificate was revoked (its serial is on its CA's CRL).
+    CertificateRevoked,
+    /// A certificate object was disabled (retired) or enabled.
+    CertificateDisabled,
+    /// A certificate object was deleted with its entries.
+    CertificateDeleted,
 }
 
 impl EventKind {
@@ -163,6 +179,14 @@ impl EventKind {
         EventKind::CredentialRetrieved,
         EventKind::CredentialUpdated,
         EventKind::CredentialDeleted,
+        EventKind::CaCreated,
+        EventKind::CertPolicySet,
+        EventKind::CertificateRequested,
+        EventKind::CertificateIssued,
+        EventKind::CertificateKeyExported,
+        EventKind::CertificateRevoked,
+        EventKind::CertificateDisabled,
+        EventKind::CertificateDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -224,6 +248,14 @@ impl EventKind {
             EventKind::CredentialRetrieved => "credential.retrieved",
             EventKind::CredentialUpdated => "credential.updated",
             EventKind::CredentialDeleted => "credential.deleted",
+            EventKind::CaCreated => "certificate.ca_created",
+            EventKind::CertPolicySet => "certificate.policy_set",
+            EventKind::CertificateRequested => "certificate.requested",
+            EventKind::CertificateIssued => "certificate.issued",
+            EventKind::CertificateKeyExported => "certificate.key_exported",
+            EventKind::CertificateRevoked => "certificate.revoked",
+            EventKind::CertificateDisabled => "certificate.disabled",
+            EventKind::CertificateDeleted => "certificate.deleted",
         }
     }
 
@@ -284,7 +316,13 @@ impl EventKind {
             | K::ConsoleSessionsEnded
             | K::CredentialCreated
             | K::CredentialUpdated
-            | K::CredentialDeleted => Severity::Notice,
+            | K::CredentialDeleted
+            | K::CaCreated
+            | K::CertPolicySet
+            | K::CertificateKeyExported
+            | K::CertificateRevoked
+            | K::CertificateDisabled
+            | K::CertificateDeleted => Severity::Notice,
             _ => Severity::Info,
         }
     }
