@@ -403,6 +403,7 @@ fn sealed_entry(app: &App, dk: &DataKey, id: VaultId, vault_type: i32, owner: &F
 }
 
 /// Issues a certificate for `input` at `t` and writes it: the one write of a Request or Renew.
+/// `need` is re-checked in the write on `t.folder` (a request: Create) or on the object (a renewal: Write).
 async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Rights, renewal: bool) -> Result<Requested> {
     let all = policies(&*app.store).await?;
     let policy = effective_policy(&all, &t.folder);
@@ -565,9 +566,11 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         "certificate={} ca={} serial={} thumbprint={} not_after={not_after}",
         t.path, ca.name, issued.serial, issued.thumbprint
     ));
-    let issue = Issuance { record, lineage, entries, by: Some(c.writer()), need, policy_folder: t.folder.clone() };
+    let checked_at = if renewal { t.path.clone() } else { t.folder.clone() };
+    let issue = Issuance { record, lineage, entries, by: Some(c.writer()), need, policy_folder: checked_at };
     match app.store.issue_certificate(issue, vec![requested, issued_event]).await? {
         Checked::Done(()) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
+        Checked::Denied if renewal => Err(CertError::Denied(format!("Renewing {} needs Write on it.", t.path))),
         Checked::Denied => Err(CertError::Denied("Requesting a certificate needs Create on its policy folder.".into())),
     }
 }
@@ -840,7 +843,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>) -> R
         ..RequestInput::default()
     };
     let t = Target { folder: folder.clone(), path: r.path.clone(), existing: Some(r.clone()) };
-    let mut out = enroll(app, c, &input, t, Rights::NONE, true).await?;
+    let mut out = enroll(app, c, &input, t, Rights::WRITE, true).await?;
     out.dn = r.path.as_str().to_owned();
     Ok(out)
 }
