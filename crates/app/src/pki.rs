@@ -96,25 +96,44 @@ impl fmt::Debug for PrivateKey {
     }
 }
 
-/// `rand_core` over the caller's random source (for the `rsa` crate).
-struct Rng<'a>(&'a dyn Random);
+/// `rand_core` over the caller's random source (for the `rsa` crate), drawn 4 KiB at a
+/// time: prime generation asks for a few bytes thousands of times, and one system call
+/// each made a 2048-bit key take seconds. The buffer is zeroized when dropped.
+struct Rng<'a> {
+    source: &'a dyn Random,
+    buf: Zeroizing<[u8; 4096]>,
+    pos: usize,
+}
+
+impl<'a> Rng<'a> {
+    fn new(source: &'a dyn Random) -> Rng<'a> {
+        Rng { source, buf: Zeroizing::new([0u8; 4096]), pos: 4096 }
+    }
+}
 
 impl rand_core::RngCore for Rng<'_> {
     fn next_u32(&mut self) -> u32 {
         let mut b = [0u8; 4];
-        self.0.fill(&mut b);
+        self.fill_bytes(&mut b);
         u32::from_le_bytes(b)
     }
     fn next_u64(&mut self) -> u64 {
         let mut b = [0u8; 8];
-        self.0.fill(&mut b);
+        self.fill_bytes(&mut b);
         u64::from_le_bytes(b)
     }
     fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.0.fill(dest);
+        for d in dest.iter_mut() {
+            if self.pos == self.buf.len() {
+                self.source.fill(&mut self.buf[..]);
+                self.pos = 0;
+            }
+            *d = self.buf[self.pos];
+            self.pos += 1;
+        }
     }
     fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.0.fill(dest);
+        self.fill_bytes(dest);
         Ok(())
     }
 }
@@ -139,7 +158,7 @@ pub fn generate_key(spec: KeySpec, rng: &dyn Random) -> Result<PrivateKey, PkiEr
                 return Err(PkiError::Invalid(format!("RSA {bits} keys are not generated: 2048, 3072 or 4096.")));
             }
             use rsa::pkcs8::EncodePrivateKey as _;
-            let key = rsa::RsaPrivateKey::new(&mut Rng(rng), bits as usize)
+            let key = rsa::RsaPrivateKey::new(&mut Rng::new(rng), bits as usize)
                 .map_err(|_| PkiError::Internal("RSA key generation failed".into()))?;
             let doc = key.to_pkcs8_der().map_err(|_| PkiError::Internal("RSA key encoding failed".into()))?;
             Ok(PrivateKey(Zeroizing::new(doc.as_bytes().to_vec())))

@@ -20,6 +20,12 @@ pub mod vault_type {
 /// Where the tree keeps the issuing CAs: `\VED\Policy\CA Templates\NAME`.
 pub const CA_FOLDER: &str = "\\VED\\Policy\\CA Templates";
 
+/// The class of a certificate object (the product's `SchemaClass` for server certificates).
+pub const CERTIFICATE_CLASS: &str = "X509 Server Certificate";
+/// The class of an issuing CA's object: Strongroom's own (clients see a CA only as a DN, so a
+/// name of its own cannot be taken for one of the product's CA template classes).
+pub const CA_CLASS: &str = "Strongroom CA";
+
 /// The smallest RSA key accepted, whatever the policy.
 pub const MIN_RSA_BITS: u32 = 2048;
 

@@ -185,6 +185,9 @@ async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
     if app.store.certificate(p.key().to_owned()).await?.is_some() {
         return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate, not a policy folder.")));
     }
+    if app.store.cert_authorities().await?.iter().any(|c| c.dn.eq_ignore_ascii_case(p.as_str())) {
+        return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate authority, not a policy folder.")));
+    }
     Ok(p)
 }
 
@@ -482,7 +485,15 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     }
     let generated = match &csr {
         Some(_) => None,
-        None => Some(pki::generate_key(spec, &*app.rng)?),
+        // Off the async threads: an RSA key takes tens to hundreds of milliseconds.
+        None => {
+            let rng = app.rng.clone();
+            Some(
+                tokio::task::spawn_blocking(move || pki::generate_key(spec, &*rng))
+                    .await
+                    .map_err(|e| CertError::Internal(format!("key generation: {e}")))??,
+            )
+        }
     };
     let leaf_key = match (&csr, &generated) {
         (Some(x), _) => x.key.clone(),
