@@ -180,7 +180,9 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         `EllipticCurve` `P256`/`P384`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
         `{Type, Name}` or `{TypeName, Name}`; `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
         shortens the validity. A DN that holds a certificate is re-enrolled: the previous certificate, key and CSR are archived. \
-        Answers 200 `{CertificateDN, Guid}` (never 202). A policy violation, an external CA, `Devices` or bad input is 400 \
+        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline \
+        (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \
+        `Password`). A policy violation, an external CA, `Devices` or bad input is 400 \
         `{\"Error\"}` and issues nothing; no Create on the folder is 403. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
@@ -189,7 +191,16 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
 pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let input = request_input(&c.body)?;
     let r = svc::request(&app, &c.caller, input).await?;
-    Ok(ok(&json!({"CertificateDN": r.dn, "Guid": r.guid.braced()})))
+    let mut answer = json!({"CertificateDN": r.dn, "Guid": r.guid.braced()});
+    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready already.
+    if c.body.has(&["WorkToDoTimeout"]) {
+        let object = svc::object(&app, &c.caller, &r.dn).await?;
+        let got = svc::retrieve(&app, &c.caller, &object, &retrieve_input(&c.body)?).await?;
+        answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
+        answer["Filename"] = json!(got.filename);
+        answer["Format"] = json!(got.format);
+    }
+    Ok(ok(&answer))
 }
 
 fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {

@@ -246,6 +246,17 @@ async fn certificates_from_request_to_crl_with_openssl() {
     assert!(ok && key_pub.trim() == leaf_pub.trim(), "the key is the certificate's");
     let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "svc.pem"]);
     assert!(ok, "{out}");
+    // VenafiPS's WorkToDoTimeout: the certificate inline in the Request's answer.
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "inline.example.com", "KeyAlgorithm": "ECC", "WorkToDoTimeout": 60}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let inline = String::from_utf8(STANDARD.decode(v["CertificateData"].as_str().unwrap()).unwrap()).unwrap();
+    assert!(inline.starts_with("-----BEGIN CERTIFICATE-----\r\n"), "{inline}");
     // Private Key Read is needed for the key (bob has Read only); the certificate alone is fine.
     let (status, v) =
         c.post(&bob, "/vedsdk/certificates/retrieve", json!({"CertificateDN": svc, "IncludePrivateKey": true, "Password": "x"})).await;
