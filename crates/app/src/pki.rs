@@ -785,3 +785,153 @@ mod tests {
         assert!(parse_csr("not a csr").is_err());
     }
 }
+
+// ------------------------------------------------------------------ PKCS#12
+
+fn oid_tlv(der: &[u8]) -> Vec<u8> {
+    der.to_vec()
+}
+
+const OID_DATA: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01];
+const OID_CERT_BAG: &[u8] = &[0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x0C, 0x0A, 0x01, 0x03];
+const OID_SHROUDED_KEY_BAG: &[u8] = &[0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x0C, 0x0A, 0x01, 0x02];
+const OID_X509_CERTIFICATE: &[u8] = &[0x06, 0x0A, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x16, 0x01];
+const OID_LOCAL_KEY_ID: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x15];
+const OID_SHA256: &[u8] = &[0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01];
+
+/// `[0] EXPLICIT` around `inner`.
+fn explicit0(inner: &[u8]) -> Vec<u8> {
+    tlv(0xA0, inner)
+}
+
+/// The PKCS#12 key derivation (RFC 7292 B.2) with SHA-256: `id` 3 for the MAC key.
+fn pkcs12_kdf(password: &str, salt: &[u8], iterations: u32, id: u8, n: usize) -> Zeroizing<Vec<u8>> {
+    const U: usize = 32;
+    const V: usize = 64;
+    let mut pw: Zeroizing<Vec<u8>> = Zeroizing::new(password.encode_utf16().flat_map(u16::to_be_bytes).collect());
+    pw.extend_from_slice(&[0, 0]);
+    let fill = |x: &[u8]| -> Vec<u8> {
+        if x.is_empty() {
+            return Vec::new();
+        }
+        let len = V * x.len().div_ceil(V);
+        (0..len).map(|i| x[i % x.len()]).collect()
+    };
+    let mut i_buf: Zeroizing<Vec<u8>> = Zeroizing::new([fill(salt), fill(&pw)].concat());
+    let d = [id; V];
+    let mut out = Zeroizing::new(Vec::with_capacity(n));
+    while out.len() < n {
+        let mut a = ring::digest::digest(&ring::digest::SHA256, &[&d[..], &i_buf[..]].concat()).as_ref().to_vec();
+        for _ in 1..iterations {
+            a = ring::digest::digest(&ring::digest::SHA256, &a).as_ref().to_vec();
+        }
+        let take = U.min(n - out.len());
+        out.extend_from_slice(&a[..take]);
+        let b: Vec<u8> = (0..V).map(|k| a[k % U]).collect();
+        for block in i_buf.chunks_mut(V) {
+            let mut carry = 1u16;
+            for k in (0..V).rev() {
+                let sum = u16::from(block[k]) + u16::from(b[k]) + carry;
+                block[k] = (sum & 0xff) as u8;
+                carry = sum >> 8;
+            }
+        }
+    }
+    out
+}
+
+/// A PKCS#12 file (modern: the key as PBES2 AES-256-CBC with PBKDF2-HMAC-SHA256, the MAC
+/// HMAC-SHA256): the certificates (leaf first), and the key when given, under `password`.
+pub fn pkcs12(certs: &[&[u8]], key: Option<&PrivateKey>, password: &str, rng: &dyn Random) -> Result<Vec<u8>, PkiError> {
+    if password.is_empty() {
+        return Err(PkiError::Invalid("A Password is required for PKCS #12.".into()));
+    }
+    let local_id =
+        certs.first().map(|c| ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, c).as_ref().to_vec()).unwrap_or_default();
+    let attrs = tlv(0x31, &seq(&[OID_LOCAL_KEY_ID, &tlv(0x31, &tlv(0x04, &local_id))]));
+    let mut cert_bags = Vec::new();
+    for (i, c) in certs.iter().enumerate() {
+        let bag_value = seq(&[OID_X509_CERTIFICATE, &explicit0(&tlv(0x04, c))]);
+        let bag = if i == 0 {
+            seq(&[&oid_tlv(OID_CERT_BAG), &explicit0(&bag_value), &attrs])
+        } else {
+            seq(&[&oid_tlv(OID_CERT_BAG), &explicit0(&bag_value)])
+        };
+        cert_bags.push(bag);
+    }
+    let cert_safe = seq(&cert_bags.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let mut infos = vec![seq(&[OID_DATA, &explicit0(&tlv(0x04, &cert_safe))])];
+    if let Some(k) = key {
+        let shrouded = encrypt_pkcs8(k, password, rng)?;
+        let bag = seq(&[OID_SHROUDED_KEY_BAG, &explicit0(&shrouded), &attrs]);
+        let key_safe = seq(&[&bag]);
+        infos.push(seq(&[OID_DATA, &explicit0(&tlv(0x04, &key_safe))]));
+    }
+    let auth_safe = seq(&infos.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let mut salt = [0u8; 16];
+    rng.fill(&mut salt);
+    let iterations = 2048;
+    let mac_key = pkcs12_kdf(password, &salt, iterations, 3, 32);
+    let tag = ring::hmac::sign(&ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &mac_key), &auth_safe);
+    let null = [0x05, 0x00];
+    let mac_data = seq(&[&seq(&[&seq(&[OID_SHA256, &null]), &tlv(0x04, tag.as_ref())]), &tlv(0x04, &salt), &der_uint(iterations)]);
+    Ok(seq(&[&der_uint(3), &seq(&[OID_DATA, &explicit0(&tlv(0x04, &auth_safe))]), &mac_data]))
+}
+
+#[cfg(test)]
+mod pkcs12_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Os;
+    impl Random for Os {
+        fn fill(&self, d: &mut [u8]) {
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
+        }
+    }
+
+    /// openssl opens it with the password (the MAC, the PBES2 key), and not without.
+    #[test]
+    fn a_pkcs12_file_opens_in_openssl() {
+        let subject = parse_subject("CN=P12 CA").unwrap();
+        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
+        let signer = SoftwareSigner(ca_key);
+        let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
+        let leaf_subject = vec![("CN".to_owned(), "p12.example.com".to_owned())];
+        let issued = issue(
+            &Issuer { subject: &subject, signer: &signer },
+            &Leaf {
+                subject: &leaf_subject,
+                sans: &Sans::default(),
+                key: &public_of(&key).unwrap(),
+                not_before: 1_800_000_000,
+                not_after: 1_800_086_400,
+                crl_url: "http://x/crl",
+            },
+            &Os,
+        )
+        .unwrap();
+        let p12 = pkcs12(&[&issued.der, &ca_der], Some(&key), "pw 12", &Os).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.p12"), &p12).unwrap();
+        let Ok(out) = std::process::Command::new("openssl")
+            .current_dir(dir.path())
+            .args(["pkcs12", "-in", "a.p12", "-passin", "pass:pw 12", "-nodes", "-info"])
+            .output()
+        else {
+            eprintln!("openssl is not installed: the PKCS#12 check is skipped");
+            return;
+        };
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("MAC: sha256"), "{text}");
+        assert!(text.contains("p12.example.com") && text.contains("BEGIN PRIVATE KEY"), "{text}");
+        assert_eq!(text.matches("BEGIN CERTIFICATE").count(), 2, "{text}");
+        let bad = std::process::Command::new("openssl")
+            .current_dir(dir.path())
+            .args(["pkcs12", "-in", "a.p12", "-passin", "pass:wrong", "-nodes"])
+            .output()
+            .unwrap();
+        assert!(!bad.status.success(), "a wrong password fails the MAC");
+    }
+}

@@ -229,7 +229,8 @@ fn retrieved(r: svc::Retrieved) -> Response {
         `IncludePrivateKey` and a `Password`, the centrally made key comes last as PBES2 `ENCRYPTED PRIVATE KEY` \
         (PBKDF2-HMAC-SHA256, AES-256-CBC); it needs Private Key Read on the object and writes a `certificate.key_exported` \
         event first. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
-        `PKCS #7`, `PKCS #12` and `JKS` are 400 for now. Scope `certificate`.",
+        `PKCS #12` (its spellings) under `Password`: the certificate, the CA with `IncludeChain`, the key with \
+        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
     responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), SdkRefusals),

@@ -664,6 +664,9 @@ pub enum Format {
     Pkcs8,
     /// The certificate alone, DER.
     Der,
+    /// PKCS#12 under the request's `Password`: the certificate, its chain with `IncludeChain`, its
+    /// key with `IncludePrivateKey` (PBES2 AES-256-CBC; MAC HMAC-SHA256).
+    Pkcs12,
 }
 
 impl Format {
@@ -673,10 +676,11 @@ impl Format {
             "base64" | "pem" => Ok(Format::Base64),
             "base64(pkcs#8)" | "base64(pkcs8)" | "pkcs#8" | "pkcs8" => Ok(Format::Pkcs8),
             "der" => Ok(Format::Der),
-            "pkcs#7" | "pkcs7" | "pkcs#12" | "pkcs12" | "jks" => {
-                Err(CertError::Unsupported(format!("Format {s:?} is not served yet: use Base64, Base64 (PKCS #8) or DER.")))
+            "pkcs#12" | "pkcs12" | "pfx" => Ok(Format::Pkcs12),
+            "pkcs#7" | "pkcs7" | "jks" => {
+                Err(CertError::Unsupported(format!("Format {s:?} is not served yet: use Base64, Base64 (PKCS #8), DER or PKCS #12.")))
             }
-            _ => Err(CertError::Invalid(format!("Format {s:?} is not one of Base64, Base64 (PKCS #8), DER."))),
+            _ => Err(CertError::Invalid(format!("Format {s:?} is not one of Base64, Base64 (PKCS #8), DER, PKCS #12."))),
         }
     }
 
@@ -686,6 +690,7 @@ impl Format {
             Format::Base64 => "Base64",
             Format::Pkcs8 => "Base64 (PKCS #8)",
             Format::Der => "DER",
+            Format::Pkcs12 => "PKCS #12",
         }
     }
 }
@@ -759,6 +764,19 @@ async fn retrieve_vault(
         return Ok(Retrieved { data: cert, filename: format!("{base}.cer"), format: Format::Der.name() });
     }
     let chain = if input.include_chain { ca_der(app, r).await? } else { Vec::new() };
+    if input.format == Format::Pkcs12 {
+        let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
+        if password.is_empty() {
+            return Err(CertError::Invalid("A Password is required for PKCS #12.".into()));
+        }
+        let key = if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12").await?) } else { None };
+        let mut certs: Vec<&[u8]> = vec![&cert];
+        if !chain.is_empty() {
+            certs.push(&chain);
+        }
+        let p12 = pki::pkcs12(&certs, key.as_ref(), &Zeroizing::new(password), &*app.rng)?;
+        return Ok(Retrieved { data: Zeroizing::new(p12), filename: format!("{base}.pfx"), format: Format::Pkcs12.name() });
+    }
     let mut out = String::new();
     if input.root_first && !chain.is_empty() {
         out.push_str(&pki::pem("CERTIFICATE", &chain));
@@ -768,26 +786,35 @@ async fn retrieve_vault(
         out.push_str(&pki::pem("CERTIFICATE", &chain));
     }
     if input.include_private_key {
-        let Some(kid) = key_id else {
-            return Err(CertError::NoKey("Private key not found, please modify your selection.".into()));
-        };
-        let Some(key_entry) = entries.iter().find(|e| e.vault_id == kid) else {
-            return Err(CertError::NoKey("Private key not found, please modify your selection.".into()));
-        };
         let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
         if password.is_empty() {
             return Err(CertError::Invalid("A Password is required to retrieve a private key.".into()));
         }
-        let key = PrivateKey(open_entry(app, key_entry).await?);
+        let key = export_key(app, c, r, &entries, key_id, "PBES2 PKCS#8").await?;
         let encrypted = pki::encrypt_pkcs8(&key, &password, &*app.rng)?;
-        let event = c
-            .event(app, EventKind::CertificateKeyExported, Some(kid))
-            .detail(format!("certificate={} serial={} as=PBES2 PKCS#8", r.path, r.serial));
-        app.store.append_event(event).await?;
         out.push_str(&pki::pem("ENCRYPTED PRIVATE KEY", &encrypted));
     }
     let ext = if input.format == Format::Pkcs8 { "pem" } else { "cer" };
     Ok(Retrieved { data: Zeroizing::new(out.into_bytes()), filename: format!("{base}.{ext}"), format: input.format.name() })
+}
+
+/// The object's key, opened for export after its `certificate.key_exported` event is written.
+async fn export_key(
+    app: &App,
+    c: &Caller,
+    r: &CertRecord,
+    entries: &[VaultEntry],
+    key_id: Option<VaultId>,
+    how: &str,
+) -> Result<PrivateKey> {
+    let missing = || CertError::NoKey("Private key not found, please modify your selection.".into());
+    let kid = key_id.ok_or_else(missing)?;
+    let key_entry = entries.iter().find(|e| e.vault_id == kid).ok_or_else(missing)?;
+    let key = PrivateKey(open_entry(app, key_entry).await?);
+    let event =
+        c.event(app, EventKind::CertificateKeyExported, Some(kid)).detail(format!("certificate={} serial={} as={how}", r.path, r.serial));
+    app.store.append_event(event).await?;
+    Ok(key)
 }
 
 /// `Certificates/Retrieve/{vaultId}`: an entry of the object (current or archived), by id.

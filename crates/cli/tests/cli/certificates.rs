@@ -246,6 +246,16 @@ async fn certificates_from_request_to_crl_with_openssl() {
     assert!(ok && key_pub.trim() == leaf_pub.trim(), "the key is the certificate's");
     let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "svc.pem"]);
     assert!(ok, "{out}");
+    // PKCS #12 with the chain and the key, as VenafiPS asks for it: openssl opens it with the password.
+    c.retrieve(
+        &alice,
+        dir,
+        "svc.p12",
+        json!({"CertificateDN": svc, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 pw"}),
+    )
+    .await;
+    let (ok, out) = openssl(dir, &["pkcs12", "-in", "svc.p12", "-passin", "pass:p12 pw", "-nodes", "-info"]);
+    assert!(ok && out.contains("BEGIN PRIVATE KEY") && out.matches("BEGIN CERTIFICATE").count() == 2, "{out}");
     // VenafiPS's WorkToDoTimeout: the certificate inline in the Request's answer.
     let (status, v) = c
         .post(
