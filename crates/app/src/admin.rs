@@ -4,6 +4,7 @@
 
 pub mod certs;
 pub mod groups;
+pub mod impact;
 pub mod machines;
 pub mod migrate;
 pub mod oauth;
@@ -46,6 +47,10 @@ pub enum AdminError {
     Chain(#[from] ChainError),
     #[error(transparent)]
     Keys(#[from] KeyRingError),
+    /// The act would disable, delete or demote the very user it acts for
+    /// ([`Admin::on_behalf_of`]): refused, so that nobody locks themselves out.
+    #[error("{0}")]
+    OwnAccount(String),
 }
 
 /// The administrator's handle on the store.
@@ -164,9 +169,35 @@ impl Admin {
     /// Disables or enables a user. Disabling revokes every grant the user
     /// holds, for good: enabling them again revives none. The grants revoked.
     pub async fn set_user_disabled(&self, name: &str, disabled: bool) -> Result<u64, AdminError> {
+        if disabled {
+            self.not_yourself(name, "disable").await?;
+        }
         let kind = if disabled { EventKind::UserDisabled } else { EventKind::UserEnabled };
         let ended = self.store.set_user_disabled(name.to_owned(), disabled, self.event(kind).object(name)).await?;
         ended.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
+    }
+
+    /// Makes user `name` a Master Admin (`on`) or not: every right everywhere
+    /// and the console's administration, from their next request. Whether
+    /// anything changed (nothing is written, no event, when not).
+    pub async fn set_master_admin(&self, name: &str, on: bool) -> Result<bool, AdminError> {
+        if !on {
+            self.not_yourself(name, "take the Master Admin role from").await?;
+        }
+        let event = self.event(EventKind::UserMasterAdminChanged).object(name);
+        let changed = self.store.set_user_master_admin(name.to_owned(), on, event).await?;
+        changed.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
+    }
+
+    /// Refuses (`OwnAccount`) to `what` user `name` when they are the user
+    /// this handle acts for: an administrator may not disable, delete or
+    /// demote themselves. The CLI, on the store, acts for nobody.
+    async fn not_yourself(&self, name: &str, what: &str) -> Result<(), AdminError> {
+        let Some(me) = &self.on_behalf_of else { return Ok(()) };
+        match self.store.user_by_name(name.to_lowercase()).await? {
+            Some((u, _)) if &u.id == me => Err(own_account(what, &u.name)),
+            _ => Ok(()),
+        }
     }
 
     /// Sets a user's password. Unless `keep_grants`, every grant the user
@@ -336,6 +367,7 @@ impl Admin {
     /// exchanged are dropped, their rights and places on allow-lists go, in
     /// one transaction with the `user.deleted` event.
     pub async fn delete_user(&self, name: &str) -> Result<Deletion, AdminError> {
+        self.not_yourself(name, "delete").await?;
         let event = self.event(EventKind::UserDeleted).object(name);
         self.store.delete_user(name.to_owned(), event).await?.ok_or_else(|| AdminError::NotFound(format!("user {name}")))
     }
@@ -571,7 +603,7 @@ impl Admin {
     /// A new data key for named key `name`, and everything under `name`
     /// re-sealed with it; `progress` gets the running total.
     pub async fn rotate_key(&self, name: &str, progress: &mut (dyn FnMut(u64) + Send)) -> Result<(i64, u64), AdminError> {
-        Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), "admin", name, progress).await?)
+        Ok(self.keyring.rotate(&*self.store, &*self.rng, self.clock.now(), &self.actor.identity, name, progress).await?)
     }
 
     /// Every entry under named key `from` moved under `to` (re-sealed with
@@ -736,6 +768,13 @@ pub struct NamedKey {
     pub data_keys: Vec<i64>,
     /// How many entries are sealed under it (in use if any).
     pub entries: u64,
+}
+
+/// The refusal of an act on the acting user's own account: `what` (`disable`) and their name.
+pub fn own_account(what: &str, name: &str) -> AdminError {
+    AdminError::OwnAccount(format!(
+        "You cannot {what} your own account ({name}): ask another Master Admin, or use strongroom admin on the server."
+    ))
 }
 
 fn parse_scope(s: &str) -> Result<Scope, AdminError> {

@@ -4,7 +4,7 @@
 //! `serve` and the command line are here (its settings layered by the
 //! server's `config::SETTINGS`); `admin …` is `admin`, one handler per
 //! command group (tables, or JSON with `--json`), and `backup` (`admin
-//! backup`, `admin restore`); `config check`, `health`, `completions` and
+//! backup`, `admin restore`); `config check`, `config example`, `health`, `completions` and
 //! `man` are `ops`; the client verbs
 //! (`login`, `logout`, `status`, `vault …`) are `client`, which owns the exit
 //! codes.
@@ -163,6 +163,16 @@ enum ConfigCommand {
         /// Also connect to the database and say what is there (nothing is changed).
         #[arg(long)]
         online: bool,
+    },
+    /// Print a strongroom.toml made from the settings table: every setting
+    /// commented out, with what it does, its default, its variable and its
+    /// flag (the Debian package's /etc/strongroom/strongroom.toml is one).
+    ///
+    /// Example: strongroom config example --set data_dir=/var/lib/strongroom > strongroom.toml
+    Example {
+        /// Write this setting in force (its TOML key, e.g. tokens.access_validity=600); repeatable.
+        #[arg(long, value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
 }
 
@@ -361,6 +371,7 @@ fn main() -> std::process::ExitCode {
                 admin_cmd(config, command, json).await.map_err(client::Failure::from)
             }
             Command::Config(ConfigCommand::Check { config, json, online }) => config_check(&config, json, online).await,
+            Command::Config(ConfigCommand::Example { set }) => ops::config_example(&set).map_err(client::Failure::from),
             Command::Health { config, timeout } => ops::health(&config.load()?, timeout).await.map_err(client::Failure::from),
             Command::Completions { shell } => ops::completions(shell).map_err(client::Failure::from),
             Command::Man { out_dir, config } => ops::man(out_dir.as_deref(), config).map_err(client::Failure::from),
@@ -410,7 +421,7 @@ async fn config_check(args: &ConfigArgs, json: bool, online: bool) -> Result<(),
     let config = args.load()?;
     // What `serve` would log with.
     let log = LogSettings::from_env(SERVE_LOG_DEFAULT, |k| std::env::var(k).ok());
-    ops::config_check(&config, log, json, online).await.map_err(client::Failure::from)
+    ops::config_check(&config, args.config.as_deref(), log, json, online).await.map_err(client::Failure::from)
 }
 
 #[cfg(test)]

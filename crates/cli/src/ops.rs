@@ -1,4 +1,4 @@
-//! Operator commands: `config check`, `health`, `completions`, `man`.
+//! Operator commands: `config check`, `config example`, `health`, `completions`, `man`.
 
 use anyhow::{Context as _, Result, bail};
 use clap::CommandFactory as _;
@@ -22,8 +22,24 @@ const ONLINE_TIMEOUT: Duration = Duration::from_secs(15);
 /// master key, the TLS files, every configured vault key, the log settings;
 /// the database too with `online`). Every problem is listed; any makes the
 /// command fail.
-pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings>, json_out: bool, online: bool) -> Result<()> {
+pub(crate) async fn config_check(
+    config: &Config,
+    file: Option<&Path>,
+    log: Result<crate::LogSettings>,
+    json_out: bool,
+    online: bool,
+) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
+    // What the file held (it parsed: `config` was made from it).
+    let (file_text, sections) = match file {
+        Some(path) => {
+            let sections = strongroom_server::config::file_sections(path)?;
+            let what = if sections.is_empty() { "nothing set (all defaults)".to_owned() } else { sections.join(", ") };
+            (format!("{}: read {what}", path.display()), sections)
+        }
+        None => ("none (the defaults, STRONGROOM_* variables and flags)".to_owned(), Vec::new()),
+    };
+    let sections_text = sections_summary(config);
     let master_key = match keys::describe_source(&config.data_dir, std::env::var(keys::MASTER_KEY_ENV).ok()) {
         Ok(d) => d,
         Err(e) => {
@@ -100,6 +116,8 @@ pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings
     let log_format = log.as_ref().map_or("?", |l| if l.json { "json" } else { "text" });
     if json_out {
         let value = json!({
+            "file": file.map(|p| p.display().to_string()),
+            "sections_read": sections,
             "data_dir": config.data_dir.display().to_string(),
             "listen": config.listen.to_string(),
             "public_url": config.public_url,
@@ -113,6 +131,11 @@ pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings
             "metrics": metrics,
             "master_key": master_key,
             "keys": {"default": keys.default, "pkcs11": pkcs11_json},
+            "events": sections_text.events,
+            "jwt": sections_text.jwt,
+            "certificate": sections_text.certificate,
+            "ldap": sections_text.ldap,
+            "oidc": sections_text.oidc,
             "log": log.as_ref().map(|l| json!({"filter": l.filter, "filter_from": l.filter_from, "format": log_format})),
             "online": online_text,
             "problems": problems,
@@ -121,6 +144,7 @@ pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings
         writeln!(std::io::stdout().lock(), "{value}")?;
     } else {
         let mut rows: Vec<(String, String)> = vec![
+            ("file", file_text),
             ("data_dir", config.data_dir.display().to_string()),
             ("listen", config.listen.to_string()),
             ("public_url", config.public_url.clone()),
@@ -152,6 +176,15 @@ pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings
                 format!("library {}, token {:?}, key {:?}, PIN {pin} (not shown)", k.library.display(), k.token_label, k.key_label),
             ));
         }
+        for (k, v) in [
+            ("events", sections_text.events),
+            ("jwt", sections_text.jwt),
+            ("certificate", sections_text.certificate),
+            ("ldap", sections_text.ldap),
+            ("oidc", sections_text.oidc),
+        ] {
+            rows.push((k.to_owned(), v));
+        }
         if let Some(l) = &log {
             let from = if l.filter_from == "default" { "the default".to_owned() } else { format!("from {}", l.filter_from) };
             rows.push(("log.filter".to_owned(), format!("{} ({from})", l.filter)));
@@ -177,6 +210,76 @@ pub(crate) async fn config_check(config: &Config, log: Result<crate::LogSettings
     }
 }
 
+/// One line each for the tables `config check` has no rows of their own
+/// for: what they make the server do (never a secret: where a password
+/// comes from, a file or a variable's name).
+struct Sections {
+    events: String,
+    jwt: String,
+    certificate: String,
+    ldap: String,
+    oidc: String,
+}
+
+fn sections_summary(config: &Config) -> Sections {
+    let ca = |f: &Option<std::path::PathBuf>, none: &str| f.as_ref().map_or_else(|| none.to_owned(), |p| format!("CAs {}", p.display()));
+    let secret = |file: &Option<std::path::PathBuf>, var: &Option<String>| match (file, var) {
+        (Some(f), _) => format!("from file {} (not shown)", f.display()),
+        (None, Some(v)) => format!("from ${v} (not shown)"),
+        (None, None) => "none".to_owned(),
+    };
+    let events = match &config.events_retention {
+        Some(r) => format!("archived after {} days to {}", r.days, r.archive_dir.display()),
+        None => "kept forever (no retention_days)".to_owned(),
+    };
+    let j = &config.jwt;
+    let jwt = format!(
+        "issuers' keys kept {} s, fetched again at most every {} s, fetch timeout {} s, {}",
+        j.key_cache_secs,
+        j.refetch_min_secs,
+        j.fetch_timeout_secs,
+        ca(&j.ca_file, "the public roots")
+    );
+    let certificate = match &config.certificate {
+        Some(c) => format!(
+            "grant listener {}, mappings' CAs read every {} s, {} CRL file(s), {}",
+            c.listen,
+            c.reload_secs,
+            c.crl_files.len(),
+            c.proxy_header.as_ref().map_or_else(|| "no proxy header".to_owned(), |h| format!("proxy header {h}"))
+        ),
+        None => "off (no listen: no certificate grant)".to_owned(),
+    };
+    let ldap = match &config.ldap {
+        Some(l) => format!(
+            "{} at {}{}, bind {:?} with password {}, people under {:?}, timeout {} s, {}",
+            l.prefix(),
+            l.url,
+            if l.starttls { " (StartTLS)" } else { "" },
+            l.bind_dn,
+            secret(&l.bind_password_file, &l.bind_password_env),
+            l.user_base,
+            l.timeout.as_secs(),
+            ca(&l.ca_file, "the web PKI roots")
+        ),
+        None => "off (no url: no directory sign-in)".to_owned(),
+    };
+    let oidc = match &config.oidc {
+        Some(o) => format!(
+            "{} at {}, client {:?} with secret {}, scopes {:?}, sessions {} s, {}",
+            o.prefix(),
+            o.issuer,
+            o.client_id,
+            secret(&o.client_secret_file, &o.client_secret_env),
+            o.scopes,
+            o.session_secs,
+            ca(&o.ca_file, "the public roots")
+        ),
+        None => "off (no issuer: no OpenID Connect sign-in)".to_owned(),
+    };
+    Sections { events, jwt, certificate, ldap, oidc }
+}
+
 /// `config check --online`: what the database holds, changing nothing.
 async fn probe_database(url: &str, db: &str, problems: &mut Vec<String>) -> String {
     let want = strongroom_store::schema_version();
@@ -200,6 +303,19 @@ async fn probe_database(url: &str, db: &str, problems: &mut Vec<String>) -> Stri
             None => "reachable; store without migrations (serve applies them)".to_owned(),
         },
     }
+}
+
+/// `strongroom config example`: a commented `strongroom.toml` made from
+/// the settings table, `set` (`KEY=VALUE`) written in force.
+pub(crate) fn config_example(set: &[String]) -> Result<()> {
+    let pairs = set
+        .iter()
+        .map(|kv| kv.split_once('=').map(|(k, v)| (k.trim().to_owned(), v.to_owned())))
+        .collect::<Option<Vec<_>>>()
+        .context("--set takes KEY=VALUE (a TOML key such as tokens.access_validity)")?;
+    let text = strongroom_server::config::example(env!("CARGO_PKG_VERSION"), &pairs)?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// `strongroom health`: `GET /health/ready` on the configured listener.

@@ -102,6 +102,8 @@ pub enum EventKind {
     CredentialUpdated,
     /// A credential object was deleted with its sealed values (`Credentials/Delete`).
     CredentialDeleted,
+    /// A user was made a Master Admin, or stopped being one (`detail`: `master_admin=true|false`).
+    UserMasterAdminChanged,
     /// An issuing CA was created (`strongroom admin ca create`).
     CaCreated,
     /// A folder's certificate policy was set or cleared.
@@ -179,6 +181,7 @@ impl EventKind {
         EventKind::CredentialRetrieved,
         EventKind::CredentialUpdated,
         EventKind::CredentialDeleted,
+        EventKind::UserMasterAdminChanged,
         EventKind::CaCreated,
         EventKind::CertPolicySet,
         EventKind::CertificateRequested,
@@ -248,6 +251,7 @@ impl EventKind {
             EventKind::CredentialRetrieved => "credential.retrieved",
             EventKind::CredentialUpdated => "credential.updated",
             EventKind::CredentialDeleted => "credential.deleted",
+            EventKind::UserMasterAdminChanged => "user.master_admin_changed",
             EventKind::CaCreated => "certificate.ca_created",
             EventKind::CertPolicySet => "certificate.policy_set",
             EventKind::CertificateRequested => "certificate.requested",
@@ -317,6 +321,7 @@ impl EventKind {
             | K::CredentialCreated
             | K::CredentialUpdated
             | K::CredentialDeleted
+            | K::UserMasterAdminChanged
             | K::CaCreated
             | K::CertPolicySet
             | K::CertificateKeyExported

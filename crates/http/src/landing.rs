@@ -13,7 +13,7 @@ use crate::state::HttpState;
     get,
     path = "/",
     tag = "server",
-    responses((status = 200, description = "A page linking to the approval page, health and the API description.", content_type = "text/html; charset=utf-8", body = String)),
+    responses((status = 200, description = "A page linking to the approval page, the applications a person approved, the admin console, health and the API description.", content_type = "text/html; charset=utf-8", body = String)),
 )]
 pub(crate) async fn page(State(app): State<HttpState>) -> Response {
     let base = &app.public_url;
@@ -32,6 +32,8 @@ pub(crate) async fn page(State(app): State<HttpState>) -> Response {
                     p { "A token authority and secret vault. Applications get tokens here; people approve them." }
                     ul {
                         li { a href="/vedauth/device" { "Approve a sign-in" } " — enter the code an application shows you." }
+                        li { a href="/vedauth/device/grants" { "Applications I have approved" } " — see them, and revoke what you no longer want." }
+                        li { a href="/admin" { "Admin console" } " — for administrators: users, integrations, grants, the vault." }
                         li { a href="/health/ready" { "Readiness" } " — whether this server can take requests." }
                         li { a href="/openapi.json" { "API description" } " (OpenAPI 3.1)." }
                         li { a href="/.well-known/oauth-authorization-server" { "OAuth metadata" } " (RFC 8414) for standard clients." }

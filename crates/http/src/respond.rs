@@ -277,7 +277,7 @@ impl IntoResponse for Console {
                     E::WrongLogin | E::SignedOut => StatusCode::UNAUTHORIZED,
                     E::Locked | E::Busy => StatusCode::TOO_MANY_REQUESTS,
                     E::DirectoryUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-                    E::Forged | E::Forbidden => StatusCode::FORBIDDEN,
+                    E::Forged | E::Forbidden | E::OwnAccount(_) => StatusCode::FORBIDDEN,
                     E::Invalid(_) => StatusCode::BAD_REQUEST,
                     E::NotFound(_) => StatusCode::NOT_FOUND,
                     E::Exists(_) => StatusCode::CONFLICT,

@@ -1,18 +1,22 @@
 //! The certificate grant's TLS side: a listener of its own
 //! (`[certificate] listen`) whose rustls configuration asks every client for
-//! a certificate and verifies it (webpki: the chain to a CA of one of the
-//! certificate mappings, validity, key usage and the clientAuth EKU, the
-//! CRLs of `[certificate] crl_files`), but lets a client without one finish
+//! a certificate, without naming any CA (so that a client sends its
+//! certificate whatever its issuer), and lets a client without one finish
 //! the handshake, so that it gets a JSON error naming what is missing rather
 //! than a TLS alert. The main listener (the approval page) never asks
 //! browsers for a certificate.
 //!
-//! The mappings are read from the store at start and every `[certificate]
-//! reload_secs` (10 s): a mapping added or changed with `admin mappings` is
-//! accepted within that bound, on every replica. The grant itself checks
-//! the presented chain again against each mapping's own CAs
-//! ([`match_mappings`]), which is also how a certificate passed by a
-//! trusted proxy in `[certificate] proxy_header` is verified.
+//! Who decides: the grant, which checks the presented chain against each
+//! certificate mapping's own CAs as read from the store in that request
+//! ([`match_mappings`]: webpki, validity, key usage and the clientAuth EKU,
+//! the CRLs of `[certificate] crl_files`), so a mapping added or changed with
+//! `admin mappings` counts at once, on every replica. The same check is how
+//! a certificate passed by a trusted proxy in `[certificate] proxy_header` is
+//! verified. The handshake proves the client holds the key, and refuses
+//! early (a TLS alert) a chain that fails against the mappings' CAs as last
+//! read (at start and every `[certificate] reload_secs`) for any reason but
+//! an issuer it does not know yet: that one goes on to the grant, which reads
+//! the mappings afresh.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +25,8 @@ use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime as PkiTime};
 use rustls::server::WebPkiClientVerifier;
-use rustls::server::danger::ClientCertVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use x509_cert::der::Decode as _;
 use x509_cert::der::oid::ObjectIdentifier;
 
@@ -90,9 +95,10 @@ fn roots_of(pem: &str, mapping: &str) -> Result<RootCertStore, CertError> {
     Ok(roots)
 }
 
-/// The listener's verifier: over the CAs of every certificate mapping; with
-/// none, a verifier that asks for nothing (every request then hears that
-/// no certificate came).
+/// The listener's verifier: asks every client for a certificate (naming no
+/// CA), checks the handshake's signature with the presented key, and refuses
+/// a chain that fails against the CAs of `mappings` for any reason but an
+/// unknown issuer (which the grant decides on the mappings it reads).
 pub fn listener_verifier(
     mappings: &[Mapping],
     crls: &[CertificateRevocationListDer<'static>],
@@ -103,10 +109,68 @@ pub fn listener_verifier(
             roots.roots.extend(roots_of(ca_bundle, &m.name)?.roots);
         }
     }
-    if roots.is_empty() {
-        return Ok(WebPkiClientVerifier::no_client_auth());
+    let known = if roots.is_empty() { None } else { Some(verifier(roots, crls)?) };
+    Ok(Arc::new(ListenerVerifier { known, algorithms: provider().signature_verification_algorithms }))
+}
+
+/// See [`listener_verifier`].
+#[derive(Debug)]
+struct ListenerVerifier {
+    /// Over the mappings' CAs as last read; `None` while there are none.
+    known: Option<Arc<dyn ClientCertVerifier>>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for ListenerVerifier {
+    fn offer_client_auth(&self) -> bool {
+        true
     }
-    verifier(roots, crls)
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    /// None: a client whose certificate's issuer was named nowhere would
+    /// otherwise send none (Go's `crypto/tls` does so), and a mapping added
+    /// a moment ago would not count until the next read.
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: PkiTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let Some(known) = &self.known else { return Ok(ClientCertVerified::assertion()) };
+        match known.verify_client_cert(end_entity, intermediates, now) {
+            Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => Ok(ClientCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
 }
 
 /// The certificate mappings `chain` (end entity first) satisfies at `now`:

@@ -102,6 +102,41 @@ pub trait KeyDriver: Send + Sync + fmt::Debug {
     fn create(&self) -> Result<(), DriverError>;
     /// Where the key lives, for `admin keys list` and start-up messages.
     fn describe(&self) -> String;
+    /// Makes an ECDSA key pair labelled `label` where the driver keeps keys,
+    /// its private half never extractable; returns the public key (the
+    /// uncompressed point). A certificate authority's key on an HSM.
+    fn create_signing_key(&self, label: &str, curve: SigningCurve) -> Result<Vec<u8>, DriverError> {
+        let _ = (label, curve);
+        Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
+    }
+    /// The public key (uncompressed point) of the signing key `label`.
+    fn signing_public_key(&self, label: &str) -> Result<Vec<u8>, DriverError> {
+        let _ = label;
+        Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
+    }
+    /// Signs `digest` (the message's hash, as the curve's hash makes it)
+    /// with the signing key `label`: the signature as `r || s`.
+    fn sign_digest(&self, label: &str, digest: &[u8]) -> Result<Vec<u8>, DriverError> {
+        let _ = (label, digest);
+        Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
+    }
+}
+
+/// The curves of signing keys a driver makes ([`KeyDriver::create_signing_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SigningCurve {
+    P256,
+    P384,
+}
+
+impl SigningCurve {
+    /// The curve's OID, DER-encoded (`CKA_EC_PARAMS`).
+    pub fn params_der(self) -> &'static [u8] {
+        match self {
+            SigningCurve::P256 => &[0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07],
+            SigningCurve::P384 => &[0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22],
+        }
+    }
 }
 
 /// Random bytes chosen beforehand, handed to `crypto::seal` as its source.
@@ -146,6 +181,35 @@ impl KeyDriver for Software {
 
     fn describe(&self) -> String {
         "wrapped by the master key".into()
+    }
+}
+
+/// A signing key in a token ([`KeyRing::signer`]). Its calls block.
+#[derive(Clone, Debug)]
+pub struct TokenSigner {
+    name: String,
+    label: String,
+    driver: Arc<dyn KeyDriver>,
+}
+
+impl TokenSigner {
+    fn failed(&self, e: DriverError) -> KeyRingError {
+        KeyRingError::Driver { name: self.name.clone(), message: e.message, logged: e.logged }
+    }
+
+    /// The public key (uncompressed point).
+    pub fn public_key(&self) -> Result<Vec<u8>, KeyRingError> {
+        self.driver.signing_public_key(&self.label).map_err(|e| self.failed(e))
+    }
+
+    /// `r || s` over `digest`.
+    pub fn sign_digest(&self, digest: &[u8]) -> Result<Vec<u8>, KeyRingError> {
+        self.driver.sign_digest(&self.label, digest).map_err(|e| self.failed(e))
+    }
+
+    /// The named key whose token holds it, as configured.
+    pub fn key_name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -303,6 +367,24 @@ impl KeyRing {
         let (name, driver) = self.driver(name)?;
         Self::call(&name, driver, |d| d.create()).await?;
         Ok(name)
+    }
+
+    /// Makes a signing key pair `label` in the named key's token (see
+    /// [`KeyDriver::create_signing_key`]): the key's canonical name and the
+    /// public key.
+    pub async fn create_signing_key(&self, name: &str, label: &str, curve: SigningCurve) -> Result<(String, Vec<u8>), KeyRingError> {
+        let (name, driver) = self.driver(name)?;
+        let label = label.to_owned();
+        let public = Self::call(&name, driver, move |d| d.create_signing_key(&label, curve)).await?;
+        Ok((name, public))
+    }
+
+    /// A signer for the signing key `label` in the named key's token, for
+    /// code that signs synchronously (its calls block: run them on the
+    /// blocking pool).
+    pub fn signer(&self, name: &str, label: &str) -> Result<TokenSigner, KeyRingError> {
+        let (name, driver) = self.driver(name)?;
+        Ok(TokenSigner { name, label: label.to_owned(), driver })
     }
 
     async fn unwrap(&self, rec: &DataKeyRecord) -> Result<Key, KeyRingError> {

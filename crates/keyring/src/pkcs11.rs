@@ -36,7 +36,7 @@ use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
 use cryptoki::error::{Error as CkError, RvError};
 use cryptoki::mechanism::Mechanism;
 use cryptoki::mechanism::aead::GcmParams;
-use cryptoki::object::{Attribute, KeyType, ObjectClass, ObjectHandle};
+use cryptoki::object::{Attribute, AttributeType, KeyType, ObjectClass, ObjectHandle};
 use cryptoki::session::{Session, SessionState, UserType};
 use cryptoki::slot::{Slot, TokenInfo};
 use cryptoki::types::AuthPin;
@@ -46,7 +46,7 @@ use strongroom_core::random::{Random, bytes};
 use strongroom_core::vault::crypto::Key;
 
 use super::settings::{PinSource, Pkcs11KeyConfig};
-use super::{DriverError, KeyDriver};
+use super::{DriverError, KeyDriver, SigningCurve};
 
 const IV_LEN: usize = 12;
 const TAG_BITS: u64 = 128;
@@ -487,18 +487,22 @@ impl Pkcs11Key {
         f(session, key)
     }
 
-    /// Runs `f` with the key on this key's logged-in session. A kept
-    /// session that fails is closed and `f` runs once more on a fresh one
-    /// (the token may have restarted, or gone); a fresh one that fails is
-    /// closed too.
+    /// Runs `f` with the key on this key's logged-in session (see [`Pkcs11Key::with_session`]).
     fn with_key<T>(&self, f: impl Fn(&Session, ObjectHandle) -> Result<T, DriverError>) -> Result<T, DriverError> {
+        self.with_session(|session| self.attempt(session, &f))
+    }
+
+    /// Runs `f` on this key's logged-in session. A kept session that fails
+    /// is closed and `f` runs once more on a fresh one (the token may have
+    /// restarted, or gone); a fresh one that fails is closed too.
+    fn with_session<T>(&self, f: impl Fn(&Session) -> Result<T, DriverError>) -> Result<T, DriverError> {
         {
             let state = self.module.ready()?;
             let kept = Module::kept(&state, self.id)?;
             let mut kept = kept.lock().map_err(poisoned)?;
             // A kept session that fails is dropped (closed) here.
             if let Some(session) = kept.take()
-                && let Ok(v) = self.attempt(&session, &f)
+                && let Ok(v) = f(&session)
             {
                 *kept = Some(session);
                 return Ok(v);
@@ -508,9 +512,37 @@ impl Pkcs11Key {
             let kept = Module::kept(state, self.id)?;
             let mut kept = kept.lock().map_err(poisoned)?;
             let session = self.open(lib, slot, info, false)?;
-            let v = self.attempt(&session, &f)?;
+            let v = f(&session)?;
             *kept = Some(session);
             Ok(v)
+        })
+    }
+
+    /// The token object of `class` labelled `label` (one at most).
+    fn find_labelled(session: &Session, class: ObjectClass, label: &str) -> Result<Option<ObjectHandle>, DriverError> {
+        let template = [Attribute::Class(class), Attribute::Token(true), Attribute::Label(label.as_bytes().to_vec())];
+        let found = session.find_objects(&template).map_err(ck)?;
+        match found.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(*one)),
+            _ => Err(DriverError::new(format!("{} objects are labelled {label:?}; the label must be unique", found.len()))),
+        }
+    }
+
+    /// The uncompressed point of the public key `label`: `CKA_EC_POINT` is a
+    /// DER OCTET STRING around it (PKCS#11 2.40 §2.3.3), which some modules
+    /// leave out.
+    fn point_of(session: &Session, label: &str) -> Result<Vec<u8>, DriverError> {
+        let public = Self::find_labelled(session, ObjectClass::PUBLIC_KEY, label)?
+            .ok_or_else(|| DriverError::new(format!("no public key labelled {label:?} on the token")))?;
+        let attrs = session.get_attributes(public, &[AttributeType::EcPoint]).map_err(ck)?;
+        let Some(Attribute::EcPoint(raw)) = attrs.into_iter().next() else {
+            return Err(DriverError::new(format!("the public key {label:?} has no EC point")));
+        };
+        Ok(match raw.as_slice() {
+            [0x04, len, rest @ ..] if usize::from(*len) == rest.len() && rest.first() == Some(&0x04) => rest.to_vec(),
+            [0x04, 0x81, len, rest @ ..] if usize::from(*len) == rest.len() && rest.first() == Some(&0x04) => rest.to_vec(),
+            _ => raw,
         })
     }
 }
@@ -578,6 +610,49 @@ impl KeyDriver for Pkcs11Key {
             self.config.token_label,
             self.config.key_label
         )
+    }
+
+    fn create_signing_key(&self, label: &str, curve: SigningCurve) -> Result<Vec<u8>, DriverError> {
+        self.with_token(|_, lib, slot, info| {
+            let session = self.open(lib, slot, info, true)?;
+            if Self::find_labelled(&session, ObjectClass::PRIVATE_KEY, label)?.is_some()
+                || Self::find_labelled(&session, ObjectClass::PUBLIC_KEY, label)?.is_some()
+            {
+                return Err(DriverError::new(format!("a key labelled {label:?} already exists on the token")));
+            }
+            let public = [
+                Attribute::Token(true),
+                Attribute::Private(false),
+                Attribute::Verify(true),
+                Attribute::EcParams(curve.params_der().to_vec()),
+                Attribute::Label(label.as_bytes().to_vec()),
+            ];
+            let private = [
+                Attribute::Token(true),
+                Attribute::Private(true),
+                Attribute::Sensitive(true),
+                Attribute::Extractable(false),
+                Attribute::Sign(true),
+                Attribute::Decrypt(false),
+                Attribute::Unwrap(false),
+                Attribute::Derive(false),
+                Attribute::Label(label.as_bytes().to_vec()),
+            ];
+            session.generate_key_pair(&Mechanism::EccKeyPairGen, &public, &private).map_err(ck)?;
+            Self::point_of(&session, label)
+        })
+    }
+
+    fn signing_public_key(&self, label: &str) -> Result<Vec<u8>, DriverError> {
+        self.with_session(|session| Self::point_of(session, label))
+    }
+
+    fn sign_digest(&self, label: &str, digest: &[u8]) -> Result<Vec<u8>, DriverError> {
+        self.with_session(|session| {
+            let key = Self::find_labelled(session, ObjectClass::PRIVATE_KEY, label)?
+                .ok_or_else(|| DriverError::new(format!("no private key labelled {label:?} on the token")))?;
+            session.sign(&Mechanism::Ecdsa, key, digest).map_err(ck)
+        })
     }
 }
 

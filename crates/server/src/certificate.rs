@@ -1,10 +1,11 @@
 //! The certificate grant's listener (`[certificate] listen`): rustls with
-//! the verifier `strongroom_idp::certificate::listener_verifier` builds from
-//! the certificate mappings' CAs and the CRLs, which asks every client for a
-//! certificate but lets one without finish the handshake (so that it gets a
-//! JSON error naming what is missing). The mappings are read again every
-//! `[certificate] reload_secs`; the verification itself, and the matching of
-//! a chain to a mapping, are `strongroom_idp::certificate`'s.
+//! the verifier `strongroom_idp::certificate::listener_verifier` builds,
+//! which asks every client for a certificate (naming no CA) but lets one
+//! without finish the handshake (so that it gets a JSON error naming what is
+//! missing), and refuses early what fails against the mappings' CAs as last
+//! read, every `[certificate] reload_secs`, for any reason but an unknown
+//! issuer. The grant decides, on the mappings it reads in the request
+//! (`strongroom_idp::certificate::match_mappings`): a mapping counts at once.
 
 use std::time::Duration;
 

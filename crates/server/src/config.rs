@@ -13,6 +13,9 @@ use strongroom_http::client_addr::Network;
 pub use strongroom_idp::jwks::JwtSettings;
 use strongroom_keyring::settings::{KeysConfig, RawKeys};
 
+mod example;
+pub use example::example;
+
 /// The file as written by people. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -582,7 +585,7 @@ pub const SETTINGS: &[Setting] = &[
         "STRONGROOM_CERTIFICATE_RELOAD_SECS",
         Kind::Seconds,
         "10",
-        "How often the certificate listener reads the certificate mappings' CAs again: a new mapping's CA is accepted within this (1 to 3600).",
+        "How often the certificate listener reads the certificate mappings' CAs again, against which the handshake refuses early an expired, revoked or non-client certificate; a mapping counts at once anyway, since the grant reads the mappings in each request (1 to 3600).",
     ),
     setting(
         "certificate.crl_files",
@@ -754,6 +757,41 @@ pub const SETTINGS: &[Setting] = &[
     file_only("keys.pkcs11.pin_file", Kind::Path, "", "[[keys.pkcs11]]: a file (mode 0600) holding the PIN; or pin_env."),
     file_only("keys.pkcs11.pin_env", Kind::Text, "", "[[keys.pkcs11]]: the variable holding the PIN; or pin_file."),
 ];
+
+/// What a configuration file holds, as `config check` reports it: the
+/// top level (`"top level"`, when it sets a key there) and each table it
+/// has (`[tokens]`, `[[keys.pkcs11]] (2)`), in the settings table's order.
+/// An unreadable or unparsable file is the error `serve` would give.
+pub fn file_sections(path: &Path) -> Result<Vec<String>, ConfigError> {
+    let table = RawConfig::file_table(path)?;
+    let mut out = Vec::new();
+    if table.values().any(|v| !v.is_table()) {
+        out.push("top level".to_owned());
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for s in SETTINGS {
+        let Some((t, _)) = s.key.split_once('.') else { continue };
+        if seen.contains(&t) {
+            continue;
+        }
+        seen.push(t);
+        match table.get(t) {
+            Some(toml::Value::Table(inner)) => {
+                if inner.values().any(|v| !v.is_table() && !v.is_array()) || inner.is_empty() || t != "keys" {
+                    out.push(format!("[{t}]"));
+                }
+                if t == "keys"
+                    && let Some(toml::Value::Array(keys)) = inner.get("pkcs11")
+                {
+                    out.push(format!("[[keys.pkcs11]] ({})", keys.len()));
+                }
+            }
+            Some(_) => out.push(format!("[{t}]")),
+            None => {}
+        }
+    }
+    Ok(out)
+}
 
 /// The setting a TOML key names.
 pub fn setting_named(key: &str) -> Option<&'static Setting> {

@@ -243,6 +243,18 @@ pub async fn run(mut config: Config, shutdown: impl Future<Output = ()>) -> Resu
     };
     let running = spawn(listener, strongroom_http::app(state.clone(), limits(&config)), tls.map(|t| t.config))?;
     tracing::info!(listen = %running.addr, public_url = %config.public_url, version = env!("CARGO_PKG_VERSION"), "strongroom serving");
+    // A store nobody can administer yet (its first start): the next step.
+    match store.list_users().await {
+        Ok(users) if !users.iter().any(|u| u.master_admin && !u.disabled) => tracing::warn!(
+            data_dir = %config.data_dir.display(),
+            console = %format!("{}/admin", config.public_url),
+            "no Master Admin yet. Next step: strongroom admin users create NAME --master-admin \
+             (as the user this server runs as, with its --config or --data-dir), then sign in at {}/admin",
+            config.public_url
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not list the users"),
+    }
     let janitor = tokio::spawn(janitor(state, config.events_retention.clone()));
     #[cfg(unix)]
     let reloader = tokio::spawn(reload_on_hangup(hangup, running.tls.clone().zip(tls_files)));

@@ -355,6 +355,22 @@ pub struct VaultEntry {
     pub created_at: UnixTime,
 }
 
+/// An entry as an administrator sees it (the console's vault page): what
+/// it is, under which key, its owners and its associations' names and
+/// types; never its data nor an association's value, sealed or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryDetails {
+    pub vault_id: VaultId,
+    pub vault_type: i32,
+    pub key_name: String,
+    /// The data key its data is sealed under now.
+    pub key_id: i64,
+    pub created_at: UnixTime,
+    pub owners: Vec<FolderPath>,
+    /// (name, type, data key) of each association, by name.
+    pub associations: Vec<(String, ValueType, i64)>,
+}
+
 /// An association as stored: the value sealed, and the keyed hash it is
 /// looked up by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -580,6 +596,8 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     /// The key names entries are sealed under, each with its number of entries, by name.
     fn key_names_in_use(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
     fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>>;
+    /// The details of each listed entry that exists ([`EntryDetails`]: no data, no value).
+    fn entry_details(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<EntryDetails>>;
     /// One value per (entry, name): replaces a different one, reports an identical one; if `by` may write.
     fn put_association(
         &self,
@@ -632,6 +650,10 @@ pub trait AdminStore: Send + Sync + fmt::Debug {
     /// `event.at` and denies the device codes they approved that were not redeemed, so enabling
     /// the user again revives none of them. `None` if no such user, else the grants revoked.
     fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>>;
+    /// Makes user `name` a Master Admin (`on`) or not, with `event` (its detail set to
+    /// `master_admin=true|false`) only when that changed anything. `None` if no such user, else
+    /// whether it changed. Their next request reads it (nothing is cached).
+    fn set_user_master_admin(&self, name: String, on: bool, event: Event) -> StoreFuture<'_, Option<bool>>;
     /// Replaces user `name`'s password hash; with `end_grants`, revokes their live grants as
     /// disabling does. `None` if no such user, else the grants revoked.
     /// Also ends every console session of the user ([`AdminStore::end_console_sessions`], without

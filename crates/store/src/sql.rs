@@ -660,6 +660,8 @@ sql!(
 
 sql!(SET_USER_DISABLED = "UPDATE users SET disabled = ?1 WHERE id = ?2");
 
+sql!(SET_USER_MASTER_ADMIN = "UPDATE users SET master_admin = ?1 WHERE id = ?2 AND master_admin <> ?1");
+
 sql!(SET_USER_PASSWORD = "UPDATE users SET password_hash = ?1 WHERE id = ?2");
 
 sql!(USER_EXISTS = "SELECT 1 FROM users WHERE id = ?1");

@@ -114,6 +114,16 @@ impl Session {
         self.element(css).await.click().await.unwrap();
     }
 
+    /// The visible text of the element `css` selects (waiting for it like [`Session::element`]).
+    pub async fn text(&self, css: &str) -> String {
+        self.element(css).await.text().await.unwrap_or_else(|e| panic!("the text of {css}: {e}"))
+    }
+
+    /// How many elements `css` selects now (no waiting).
+    pub async fn count(&self, css: &str) -> usize {
+        self.client.find_all(Locator::Css(css)).await.map_or(0, |v| v.len())
+    }
+
     /// Waits (bounded) until `title` of the page's title is `want`.
     pub async fn wait_title(&self, title: impl Fn(&str) -> String, want: &str) {
         let start = Instant::now();

@@ -62,6 +62,9 @@ pub enum ConsoleError {
     Forbidden,
     #[error("{0}")]
     Invalid(String),
+    /// The act would disable, delete or demote the signed-in person themselves.
+    #[error("{0}")]
+    OwnAccount(String),
     #[error("Not found: {0}.")]
     NotFound(String),
     #[error("Already exists: {0}.")]
@@ -81,6 +84,7 @@ impl From<AdminError> for ConsoleError {
             AdminError::NotFound(m) => ConsoleError::NotFound(m),
             AdminError::Exists(m) => ConsoleError::Exists(m),
             AdminError::Forbidden(_) => ConsoleError::Forbidden,
+            AdminError::OwnAccount(m) => ConsoleError::OwnAccount(m),
             AdminError::Store(e) => ConsoleError::Store(e),
             other => ConsoleError::Internal(other.to_string()),
         }

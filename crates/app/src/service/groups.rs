@@ -47,7 +47,7 @@ impl From<AdminError> for GroupError {
             AdminError::NotFound(m) => GroupError::Invalid(format!("{m} not found")),
             AdminError::Exists(m) => GroupError::Invalid(format!("{m} already exists")),
             AdminError::Store(e) => GroupError::Store(e),
-            AdminError::Forbidden(m) => GroupError::NotAllowed(m),
+            AdminError::Forbidden(m) | AdminError::OwnAccount(m) => GroupError::NotAllowed(m),
             e @ (AdminError::Hashing(_) | AdminError::Chain(_) | AdminError::Keys(_)) => GroupError::Internal(e.to_string()),
         }
     }

@@ -52,14 +52,12 @@ pub const NO_MAPPING: &str = "No mapping matches the presented identity's claims
 pub const MAPPING_CLIENT: &str = "The mapping does not allow this API integration.";
 pub const IDENTITY_DISABLED: &str = "The machine identity is disabled.";
 pub const IDENTITY_TAKEN: &str = "The machine identity's name is taken by another identity.";
-/// Clients send a certificate only for the issuers the listener asks for,
-/// which it reads from the mappings every `[certificate] reload_secs`: the
-/// refusal says so, since a mapping changed moments ago is the likely cause.
-pub const NO_CERTIFICATE: &str = "No client certificate was presented: connect to the certificate listener with a client certificate. \
-    A client sends it only if its issuer is among the CAs the listener asks for, which are those of the certificate mappings \
-    as read every [certificate] reload_secs (10 s by default): a mapping added or changed moments ago counts once they are read again.";
-pub const CERT_REFUSED: &str =
-    "The client certificate is not from an approved issuer, has expired, was revoked, or is not for client authentication.";
+pub const NO_CERTIFICATE: &str =
+    "No client certificate was presented: connect to the certificate listener ([certificate] listen) with a client certificate.";
+/// Decided on the mappings as read in the request: a mapping set a moment
+/// ago, on any replica, counts.
+pub const CERT_REFUSED: &str = "No certificate mapping accepts this client certificate: its issuer is not the CA of any certificate mapping, \
+    or it has expired, was revoked, or is not for client authentication.";
 
 fn required(v: Option<String>) -> Option<String> {
     v.filter(|s| !s.is_empty())

@@ -52,6 +52,8 @@ impl From<AdminError> for TreeError {
             AdminError::Store(s) => TreeError::Store(s),
             // Bad input is the caller's, never a 500.
             AdminError::Invalid(why) => TreeError::BadRequest(why),
+            // A Master Admin deleting their own user: refused like any act they may not do.
+            AdminError::OwnAccount(why) => TreeError::Result(result::INSUFFICIENT_PRIVILEGES, why),
             other => TreeError::Store(StoreError::other(other.to_string())),
         }
     }

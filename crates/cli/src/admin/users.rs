@@ -51,6 +51,16 @@ pub(crate) enum UsersCommand {
     /// dropped, their rights and their places on integrations' user lists go.
     /// Their past events stay in the log.
     Delete { name: String },
+    /// Make a user a Master Admin (every right everywhere, and the admin
+    /// console), or with --off no longer one. Their next request sees it.
+    ///
+    /// Example: strongroom admin users master-admin alice --off
+    MasterAdmin {
+        name: String,
+        /// Take the role away instead.
+        #[arg(long)]
+        off: bool,
+    },
 }
 
 /// One user as a listing shows it: what the API tells (`Identity/Browse`:
@@ -184,6 +194,7 @@ async fn run_api(api: &AdminApi, command: UsersCommand) -> Result<Rendered> {
         UsersCommand::Enable { .. } => return Err(not_over_api("users enable")),
         UsersCommand::Unlock { .. } => return Err(not_over_api("users unlock")),
         UsersCommand::EndSessions { .. } => return Err(not_over_api("users end-sessions")),
+        UsersCommand::MasterAdmin { .. } => return Err(not_over_api("users master-admin (the role is given on the store)")),
     })
 }
 
@@ -242,6 +253,16 @@ async fn run_store(admin: &Admin, command: UsersCommand) -> Result<Rendered> {
         UsersCommand::Delete { name } => {
             let d = admin.delete_user(&name).await?;
             deleted(&name, Some((d.grants_ended, d.codes_dropped, d.rights_removed)))
+        }
+        UsersCommand::MasterAdmin { name, off } => {
+            let changed = admin.set_master_admin(&name, !off).await?;
+            let text = match (off, changed) {
+                (false, true) => format!("{name} is now a Master Admin"),
+                (true, true) => format!("{name} is no longer a Master Admin"),
+                (false, false) => format!("{name} was already a Master Admin; nothing changed"),
+                (true, false) => format!("{name} was not a Master Admin; nothing changed"),
+            };
+            Rendered::done(text, json!({"name": name, "master_admin": !off, "changed": changed}))
         }
     })
 }

@@ -469,3 +469,34 @@ fn groups_hold_rights_for_their_members() {
 fn parse(s: &str) -> Value {
     serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("{e}: {s}"))
 }
+
+/// `admin users master-admin NAME [--off]`: the act the console calls, with
+/// its event; saying so when nothing changed; the CLI on the store acts for
+/// nobody, so it may take the role from anyone.
+#[test]
+fn master_admin_on_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    assert_eq!(run(&["admin", "--data-dir", d, "init"], &[]).code, 0);
+    let admin = |args: &[&str]| {
+        let all: Vec<&str> = ["admin", "--data-dir", d].iter().chain(args).copied().collect();
+        run(&all, &[])
+    };
+    assert_eq!(run_in(dir.path(), &["admin", "--data-dir", d, "users", "create", "alice"], &[], "a long passphrase\n").code, 0);
+    let is_master = || json_of(&admin(&["users", "list", "--json"]))[0]["master_admin"].clone();
+    assert_eq!(is_master(), false);
+    let r = admin(&["users", "master-admin", "alice"]);
+    assert_eq!((r.code, r.stdout.trim()), (0, "alice is now a Master Admin"), "{}", r.stderr);
+    assert_eq!(is_master(), true);
+    let r = admin(&["users", "master-admin", "alice"]);
+    assert_eq!(r.stdout.trim(), "alice was already a Master Admin; nothing changed");
+    let v = json_of(&admin(&["users", "master-admin", "ALICE", "--off", "--json"]));
+    assert_eq!((v["master_admin"].as_bool(), v["changed"].as_bool()), (Some(false), Some(true)), "{v}");
+    assert_eq!(is_master(), false);
+    let events = json_of(&admin(&["events", "list", "--kind", "user.master_admin_changed", "--json"]));
+    let details: Vec<&str> = events.as_array().unwrap().iter().map(|e| e["detail"].as_str().unwrap()).collect();
+    assert_eq!(details, ["master_admin=false", "master_admin=true"], "newest first: {events}");
+    let r = admin(&["users", "master-admin", "nobody"]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("user nobody not found"), "{}", r.stderr);
+}

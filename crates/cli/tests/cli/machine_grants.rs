@@ -670,7 +670,6 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
             ("STRONGROOM_CERTIFICATE_CRL_FILES", crl),
             ("STRONGROOM_CERTIFICATE_PROXY_HEADER", "X-Client-Cert"),
             ("STRONGROOM_TRUSTED_PROXIES", "127.0.0.2"),
-            ("STRONGROOM_CERTIFICATE_RELOAD_SECS", "1"),
         ],
     );
     let listener = s.logged_addr("certificate grant served").unwrap();
@@ -698,10 +697,15 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert_eq!(body["error"], "invalid_grant");
     assert!(body["error_description"].as_str().unwrap().contains("No client certificate"), "{body}");
     let no_cert = body["error_description"].as_str().unwrap_or("").to_owned();
-    // Refused by rustls in the handshake: another CA, expired, no clientAuth EKU, revoked.
+    // Another CA's certificate: the handshake lets it through (the grant decides on the mappings it reads,
+    // so that a mapping set a moment ago counts), and the grant refuses it.
+    let (status, body) = certificate(&base, &server_ca, Some(&other.client("agent-1", 12, Some(ClientAuth), false)), "ci").await.unwrap();
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
+    let unknown_ca = body["error_description"].as_str().unwrap_or("").to_owned();
+    assert!(unknown_ca.contains("No certificate mapping accepts this client certificate"), "{body}");
+    // Refused by rustls in the handshake, against the CAs of the mappings as last read: expired, no clientAuth EKU, revoked.
     let mut alerts = Vec::new();
     for (what, pem, expected) in [
-        ("another CA", other.client("agent-1", 12, Some(ClientAuth), false), "UnknownCA"),
         ("expired", ca.client("agent-1", 13, Some(ClientAuth), true), "CertificateExpired"),
         ("no clientAuth EKU", ca.client("agent-1", 14, Some(ServerAuth), false), "UnsupportedCertificate"),
         ("revoked in the CRL", ca.client("agent-1", 66, Some(ClientAuth), false), "CertificateRevoked"),
@@ -730,8 +734,8 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     let written = grants(&s);
     let pass = alerts.iter().all(|(_, e, a)| a.as_deref() == Some(*e)) && written == 3;
     eprintln!(
-        "SECURITY J8 client certificates not from an approved CA, expired, without the clientAuth EKU, revoked in the CRL: {}; \
-         no certificate: 400 \"{no_cert}\"; grants written by refusals: {} — {}",
+        "SECURITY J8 client certificates expired, without the clientAuth EKU, revoked in the CRL: {}; \
+         another CA: 400 \"{unknown_ca}\"; no certificate: 400 \"{no_cert}\"; grants written by refusals: {} — {}",
         alerts.iter().map(|(w, _, a)| format!("{w}: TLS alert {}", a.as_deref().unwrap_or("none"))).collect::<Vec<_>>().join(", "),
         written - 3,
         if pass { "pass" } else { "FAIL" }
@@ -777,37 +781,74 @@ pub async fn the_certificate_grant_takes_approved_client_certificates_on_its_own
     assert_eq!((status, body["identity"].as_str()), (200, Some("cert+agents:agent-1")), "{body}");
     let (status, body) = via_header(other.client("agent-1", 15, Some(ClientAuth), false), [127, 0, 0, 2]).await;
     assert_eq!(status, 400, "{body}");
-    assert!(body["error_description"].as_str().unwrap().contains("not from an approved issuer"), "{body}");
+    assert!(body["error_description"].as_str().unwrap().contains("No certificate mapping accepts"), "{body}");
     let (status, body) = via_header(ca.client("agent-1", 66, Some(ClientAuth), false), [127, 0, 0, 2]).await;
     assert!(status == 400 && body["error_description"].as_str().unwrap().contains("revoked"), "revoked, in a header: {status} {body}");
     assert_eq!(grants(&s), 4);
 
-    // A mapping added while the server runs: its CA is accepted within reload_secs (1 s here).
+    // The listener names no CA in its certificate request, so that a client sends its certificate whatever its
+    // issuer (Go's crypto/tls sends none whose issuer was not named).
+    let hints = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{}", listener.port()), "-servername", "localhost"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("openssl s_client");
+    let hints = String::from_utf8_lossy(&hints.stdout);
+    assert!(hints.contains("No client certificate CA names sent"), "the listener names CAs:\n{hints}");
+    // A mapping set by another process on the store (as on another replica) while the server runs, with the
+    // default reload_secs (10 s): its CA is accepted by the very next request.
     let late = Ca::new("late CA");
     let late_file = dir.path().join("late.pem");
     std::fs::write(&late_file, late.cert.pem()).unwrap();
     s.admin(&["mappings", "set-cert", "late", "--ca-file", late_file.to_str().unwrap(), "--client", "ci", "--scope", "restricted"], "");
-    let added = Instant::now();
     let pem = late.client("late-1", 21, Some(ClientAuth), false);
-    loop {
-        match certificate(&base, &server_ca, Some(&pem), "ci").await {
-            Ok((200, body)) => {
-                assert_eq!(body["identity"], "cert+late:late-1");
-                break;
-            }
-            other => assert!(
-                added.elapsed() < Duration::from_secs(4),
-                "the new CA is still refused: {other:?}\n{}",
-                s.output.lock().unwrap().lines().filter(|l| l.contains("certificate")).collect::<Vec<_>>().join("\n")
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    eprintln!("a new certificate mapping's CA accepted {:?} after it was added", added.elapsed());
+    let (status, body) = certificate(&base, &server_ca, Some(&pem), "ci").await.unwrap();
+    assert_eq!((status, body["identity"].as_str()), (200, Some("cert+late:late-1")), "a mapping set a moment ago: {body}");
     // IsAuthServer: 202, as Go vcert expects.
     let r = reqwest::get(format!("{}/vedauth/authorize/isauthserver", s.http_base())).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
     assert_eq!(r.status().canonical_reason(), Some("Accepted"));
+}
+
+/// A certificate mapping set on the store while two PostgreSQL replicas
+/// serve the certificate grant: the replica that did not set it accepts the
+/// mapping's CA at the very next request (the grant reads the mappings in the
+/// request; the handshake names no CA), with the default `reload_secs`.
+pub async fn a_certificate_mapping_counts_at_once_on_every_replica_on_postgresql() {
+    use rcgen::ExtendedKeyUsagePurpose::ClientAuth;
+    let Some(root) = strongroom_testkit::pg_url_or_skip("certificate mappings across replicas") else { return };
+    let url = strongroom_store::postgres::testing::fresh_schema_url(&root).await.unwrap();
+    let key = "6".repeat(64);
+    let env = [
+        ("STRONGROOM_MASTER_KEY", key.as_str()),
+        ("STRONGROOM_DATABASE_URL", url.as_str()),
+        ("STRONGROOM_CERTIFICATE_LISTEN", "127.0.0.1:0"),
+    ];
+    let a = Server::start(&["--insecure-http"], &env);
+    let b = Server::start(&["--insecure-http"], &env);
+    a.admin(&["integrations", "create", "ci", "--name", "ci", "--scope", "restricted:manage"], "");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("replicated CA");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.cert.pem()).unwrap();
+    let pem = ca.client("agent-7", 31, Some(ClientAuth), false);
+    let on = |s: &Server| {
+        let port = s.logged_addr("certificate grant served").unwrap().port();
+        (format!("https://localhost:{port}"), std::fs::read(s.dir.join("tls").join("cert.pem")).unwrap())
+    };
+    let (base_b, server_ca_b) = on(&b);
+    // Before: no mapping has this CA.
+    let (status, body) = certificate(&base_b, &server_ca_b, Some(&pem), "ci").await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error_description"].as_str().unwrap().contains("No certificate mapping accepts"), "{body}");
+    // Set through replica A's store, then at once on replica B.
+    a.admin(&["mappings", "set-cert", "agents", "--ca-file", ca_file.to_str().unwrap(), "--client", "ci", "--scope", "restricted"], "");
+    let (status, body) = certificate(&base_b, &server_ca_b, Some(&pem), "ci").await.unwrap();
+    assert_eq!((status, body["identity"].as_str()), (200, Some("cert+agents:agent-7")), "{body}");
+    // And removed: refused at once too.
+    a.admin(&["mappings", "remove", "agents"], "");
+    let (status, body) = certificate(&base_b, &server_ca_b, Some(&pem), "ci").await.unwrap();
+    assert_eq!(status, 400, "a deleted mapping still accepted: {body}");
 }
 
 /// J1-J9, named by their ids (the security suite's table, book/src/security/suite.md).
@@ -825,6 +866,11 @@ mod suite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn j7p_a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql() {
         super::a_replayed_jwt_is_refused_by_a_second_replica_on_postgresql().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn j8p_a_certificate_mapping_counts_at_once_on_every_replica_on_postgresql() {
+        super::a_certificate_mapping_counts_at_once_on_every_replica_on_postgresql().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

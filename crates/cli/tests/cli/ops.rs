@@ -114,6 +114,91 @@ fn config_check_prints_effective_settings_with_secrets_masked() {
 }
 
 #[test]
+fn config_check_prints_every_section_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("strongroom.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:9443\"\n\
+         [events]\nretention_days = 30\narchive_dir = \"/srv/archive\"\n\
+         [jwt]\nkey_cache_secs = 120\n\
+         [certificate]\nlisten = \"127.0.0.1:9444\"\nreload_secs = 3\nproxy_header = \"X-Client-Cert\"\n\
+         [ldap]\nurl = \"ldaps://ldap.example.com\"\nbind_dn = \"cn=svc,dc=example,dc=com\"\n\
+         bind_password_file = \"/etc/strongroom/ldap.pw\"\nuser_base = \"ou=people,dc=example,dc=com\"\nname = \"corp\"\n\
+         [oidc]\nissuer = \"https://sso.example.com\"\nclient_id = \"strongroom\"\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let env = [("STRONGROOM_MASTER_KEY", KEY), ("STRONGROOM_LOG", ""), ("RUST_LOG", ""), ("STRONGROOM_LOG_FORMAT", "")];
+    let r = run(&["config", "check", "--config", f], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let line = |key: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} line:\n{}", r.stdout))
+            .to_owned()
+    };
+    assert!(line("file").ends_with(&format!("{f}: read top level, [events], [jwt], [certificate], [ldap], [oidc]")), "{}", r.stdout);
+    for (key, shown) in [
+        ("events", "archived after 30 days to /srv/archive"),
+        ("jwt", "issuers' keys kept 120 s"),
+        ("certificate", "grant listener 127.0.0.1:9444, mappings' CAs read every 3 s, 0 CRL file(s), proxy header X-Client-Cert"),
+        (
+            "ldap",
+            "LDAP+corp at ldaps://ldap.example.com, bind \"cn=svc,dc=example,dc=com\" with password from file /etc/strongroom/ldap.pw (not shown)",
+        ),
+        ("oidc", "OIDC+sso at https://sso.example.com, client \"strongroom\" with secret from $STRONGROOM_OIDC_CLIENT_SECRET (not shown)"),
+    ] {
+        assert!(line(key).contains(shown), "{key}: {shown:?} missing from:\n{}", r.stdout);
+    }
+    let v: serde_json::Value = serde_json::from_str(run(&["config", "check", "--config", f, "--json"], &env).stdout.trim()).unwrap();
+    assert_eq!(v["sections_read"], serde_json::json!(["top level", "[events]", "[jwt]", "[certificate]", "[ldap]", "[oidc]"]));
+    assert!(v["ldap"].as_str().unwrap().starts_with("LDAP+corp"), "{v}");
+    // Nothing set: every section is still printed, saying it is off.
+    std::fs::write(&file, "# nothing\n").unwrap();
+    let r = run(&["config", "check", "--config", f], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for shown in ["read nothing set (all defaults)", "kept forever", "off (no listen", "off (no url", "off (no issuer"] {
+        assert!(r.stdout.contains(shown), "{shown:?} missing from:\n{}", r.stdout);
+    }
+}
+
+/// `config example`: the commented file made from the settings table, which
+/// `config check` reads as the defaults; `--set` values are in force.
+#[test]
+fn config_example_is_every_setting_and_checks_clean() {
+    let r = run(&["config", "example"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let settings = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/reference/settings.md")).unwrap();
+    // Every key of the book's generated settings table is in the file, commented out.
+    let mut n = 0;
+    for row in settings.lines().filter(|l| l.starts_with("| `")) {
+        let key = row.split('`').nth(1).unwrap();
+        let name = key.rsplit(' ').next().unwrap();
+        assert!(r.stdout.contains(&format!("\n#{name} =")), "{key} missing");
+        n += 1;
+    }
+    assert!(n > 60, "{n} settings");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("strongroom.toml");
+    std::fs::write(&file, &r.stdout).unwrap();
+    let env = [("STRONGROOM_MASTER_KEY", KEY)];
+    let check = run(&["config", "check", "--config", file.to_str().unwrap()], &env);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("read nothing set (all defaults)") && check.stdout.contains("127.0.0.1:8443"), "{}", check.stdout);
+    let r = run(&["config", "example", "--set", "data_dir=/var/lib/strongroom", "--set", "tokens.poll_interval=9"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(&file, &r.stdout).unwrap();
+    let check = run(&["config", "check", "--config", file.to_str().unwrap()], &env);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("read top level, [tokens]") && check.stdout.contains("/var/lib/strongroom"), "{}", check.stdout);
+    assert!(check.stdout.lines().any(|l| l.starts_with("tokens.poll_interval") && l.ends_with(" 9 s")), "{}", check.stdout);
+    let bad = run(&["config", "example", "--set", "colour=blue"], &[]);
+    assert!(bad.code != 0 && bad.stderr.contains("no setting colour"), "{bad:?}");
+}
+
+#[test]
 fn completions_and_man_pages_come_from_the_cli_definition() {
     let r = run(&["completions", "bash"], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -1,6 +1,7 @@
 //! `strongroom serve` as an operator starts it: a port in use stops it
 //! before anything is made, a second server on one SQLite store is refused,
-//! `strongroom health` probes it, `/` is a page, balancer health checks stay
+//! the first start of an empty store says the next step,
+//! `strongroom health` probes it, `/` is a page linking the console, balancer health checks stay
 //! out of the INFO log, and `/metrics` has what dashboards expect.
 #![allow(clippy::disallowed_methods)]
 
@@ -48,6 +49,26 @@ fn a_second_serve_on_one_sqlite_store_is_refused() {
     again.stop();
 }
 
+#[test]
+fn the_first_start_of_an_empty_store_says_the_next_step() {
+    const NEXT: &str = "no Master Admin yet. Next step: strongroom admin users create NAME --master-admin";
+    let server = Server::start(&["--insecure-http"], &[]);
+    server.wait_for(NEXT);
+    let console = format!(":{}/admin", server.port);
+    server.wait_for(&console);
+    // A user who is no Master Admin does not end it: nobody could sign in to the console.
+    server.admin(&["users", "create", "alice"], "a long passphrase\n");
+    let (_, kept) = server.stop_keeping_data();
+    let again = Server::start_on(kept.path().to_owned(), &["--insecure-http"], &[]);
+    again.wait_for(NEXT);
+    // The step as it is said, then a start that says nothing more.
+    again.admin(&["users", "create", "root", "--master-admin"], "a long passphrase\n");
+    again.stop();
+    let third = Server::start_on(kept.path().to_owned(), &["--insecure-http"], &[]);
+    let out = third.stop();
+    assert!(out.contains("strongroom serving") && !out.contains("no Master Admin yet"), "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_probes_the_configured_listener() {
     // HTTPS with the self-signed certificate: the probe does not check it.
@@ -79,10 +100,24 @@ async fn the_front_page_health_logs_and_process_metrics() {
     assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
     assert!(page.headers().contains_key("content-security-policy"));
     let html = page.text().await.unwrap();
-    for link in
-        ["href=\"/vedauth/device\"", "href=\"/health/ready\"", "href=\"/openapi.json\"", "href=\"/.well-known/oauth-authorization-server\""]
-    {
+    for link in [
+        "href=\"/vedauth/device\"",
+        "href=\"/vedauth/device/grants\"",
+        "href=\"/admin\"",
+        "href=\"/health/ready\"",
+        "href=\"/openapi.json\"",
+        "href=\"/.well-known/oauth-authorization-server\"",
+    ] {
         assert!(html.contains(link), "{link} missing from {html}");
+    }
+    assert!(html.contains("Applications I have approved") && html.contains("Admin console"), "{html}");
+    // Every link of the page leads somewhere (a page, not a 404).
+    for href in html.split("href=\"").skip(1).filter_map(|rest| rest.split('"').next()).filter(|h| h.starts_with('/')) {
+        if href.ends_with(".css") {
+            continue;
+        }
+        let status = http.get(format!("{base}{href}")).send().await.unwrap().status();
+        assert_eq!(status, 200, "{href}");
     }
     for _ in 0..3 {
         assert_eq!(http.get(format!("{base}/health/ready")).send().await.unwrap().status(), 200);

@@ -3,6 +3,11 @@
 //! with where each comes from (the folder it was granted on, to them or to
 //! a group of theirs); grant and revoke.
 //!
+//! A Master Admin also creates, renames and deletes folders; a deletion
+//! (always with everything below it, as `admin folders delete --recursive`)
+//! first shows a confirmation page listing the folders, entries and rights
+//! it ends, and revoking someone's rights on a folder asks first too.
+//!
 //! A Master Admin sees every folder and changes anything. Anyone else sees
 //! the folders they hold a right on (and those below them), and may change
 //! the permissions only where they hold ManagePermissions (once `Rights`
@@ -15,7 +20,7 @@ use serde::Deserialize;
 
 use strongroom_core::vault::{FolderPath, Rights};
 
-use super::{Ctx, Nav, PageAnswers, PostRefusals, Posted, csrf_field};
+use super::{Confirm, Ctx, Nav, PageAnswers, PostRefusals, Posted, count, csrf_field, query};
 use strongroom_app::service::console::{ConsoleError, right_flags};
 
 const TITLE: &str = "Folders and permissions";
@@ -104,9 +109,38 @@ async fn body(ctx: &Ctx, q: &FoldersQuery) -> Result<Markup, ConsoleError> {
     Ok(html! {
         @if visible.is_empty() { p { "There are no folders you may see." } }
         nav aria-label="Folder tree" { (tree(&visible, None, selected.as_ref())) }
+        @if s.master_admin() && selected.is_none() {
+            h2 { "Create a folder" }
+            form method="post" action="/admin/folders/create" {
+                (csrf_field(csrf))
+                div.field { label for="new_folder" { "Path" }
+                    input type="text" id="new_folder" name="folder" required maxlength="1024" size="50" value="\\VED\\Policy\\"
+                        aria-describedby="new_folder_help";
+                    span.muted id="new_folder_help" { " the folders above it are made too" } }
+                button type="submit" id="create_folder" { "Create folder" }
+            }
+        }
         @if let Some(f) = &selected {
             @let manage = s.may_manage(f);
             h2 #folder { "Folder " code { (f.as_str()) } }
+            @if s.master_admin() && f.lineage().len() > 2 {
+                @let leaf = f.as_str().rsplit('\\').next().unwrap_or("");
+                form method="post" action="/admin/folders/create" {
+                    (csrf_field(csrf))
+                    label for="sub_folder" { "New folder below it" } " "
+                    input type="hidden" name="parent" value=(f.as_str());
+                    input type="text" id="sub_folder" name="name" required maxlength="200";
+                    " " button type="submit" id="create_subfolder" { "Create" }
+                }
+                form method="post" action="/admin/folders/rename" {
+                    (csrf_field(csrf))
+                    input type="hidden" name="folder" value=(f.as_str());
+                    label for="rename_to" { "Rename to" } " "
+                    input type="text" id="rename_to" name="name" required maxlength="200" value=(leaf);
+                    " " button type="submit" id="rename_folder" { "Rename" }
+                }
+                p { a.danger href=(format!("/admin/folders/delete?{}", query(&[("folder", f.as_str())]))) id="delete_folder" { "Delete this folder…" } }
+            }
             @if !manage { p.muted { "You may see this folder's permissions; you may not change them." } }
             table {
                 caption { "Rights granted on this folder" }
@@ -121,13 +155,8 @@ async fn body(ctx: &Ctx, q: &FoldersQuery) -> Result<Markup, ConsoleError> {
                             td { (rights) }
                             @if manage {
                                 td {
-                                    form method="post" action="/admin/folders/rights" {
-                                        (csrf_field(csrf))
-                                        input type="hidden" name="folder" value=(f.as_str());
-                                        input type="hidden" name="kind" value=(if *group { "group" } else { "user" });
-                                        input type="hidden" name="name" value=(name);
-                                        button.danger type="submit" aria-label=(format!("Revoke every right of {name} here")) { "Revoke" }
-                                    }
+                                    a href=(format!("/admin/folders/rights?{}", query(&[("folder", f.as_str()), ("kind", if *group { "group" } else { "user" }), ("name", name)])))
+                                        aria-label=(format!("Revoke every right of {name} here")) { "Revoke" }
                                 }
                             }
                         }
@@ -260,4 +289,210 @@ pub(crate) async fn set_rights(Posted(ctx, form): Posted) -> Response {
         return ctx.forbidden(Nav::Folders);
     }
     show(&ctx, Some(outcome.map_err(ConsoleError::from)), &q).await
+}
+
+/// What a folder confirmation page names.
+#[derive(Deserialize, utoipa::IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FolderActQuery {
+    /// The folder, `\VED\Policy\…`.
+    folder: Option<String>,
+    /// `user` or `group` (revoking rights).
+    kind: Option<String>,
+    /// The user's or group's name (revoking rights).
+    name: Option<String>,
+}
+
+/// The form of the folder posts (a description).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ConsoleFolderForm {
+    /// The anti-forgery token (equal to the cookie's).
+    csrf: String,
+    /// The folder (create: its whole path, unless `parent` and `name` give it).
+    folder: Option<String>,
+    /// The parent of a new folder (create).
+    parent: Option<String>,
+    /// A new folder's name below `parent`, or the new name (rename).
+    name: Option<String>,
+}
+
+fn folder_of(q: &FoldersQuery, f: &FolderPath) -> FoldersQuery {
+    FoldersQuery { folder: Some(f.as_str().to_owned()), user: q.user.clone() }
+}
+
+/// Create a folder (and the folders above it). Master Admins only.
+#[utoipa::path(
+    post,
+    path = "/admin/folders/create",
+    tag = "admin console",
+    operation_id = "console_folder_create",
+    request_body(content = ConsoleFolderForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Created; its page.", body = String, content_type = "text/html"), PostRefusals),
+)]
+pub(crate) async fn create(Posted(ctx, form): Posted) -> Response {
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let path = match form.get("parent") {
+        "" => form.get("folder").to_owned(),
+        parent => format!("{parent}\\{}", form.get("name")),
+    };
+    match ctx.admin().create_folder(&path).await {
+        Ok(f) => show(&ctx, Some(Ok(format!("Folder {f} created."))), &folder_of(&FoldersQuery::default(), &f)).await,
+        Err(e) => show(&ctx, Some(Err(e.into())), &FoldersQuery::default()).await,
+    }
+}
+
+/// Rename a folder (within its parent), everything below it with it. Master Admins only.
+#[utoipa::path(
+    post,
+    path = "/admin/folders/rename",
+    tag = "admin console",
+    operation_id = "console_folder_rename",
+    request_body(content = ConsoleFolderForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Renamed; its page.", body = String, content_type = "text/html"), PostRefusals),
+)]
+pub(crate) async fn rename(Posted(ctx, form): Posted) -> Response {
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let back = FoldersQuery { folder: Some(form.get("folder").to_owned()), user: None };
+    let from = match FolderPath::parse(form.get("folder")) {
+        Ok(f) if f.lineage().len() > 2 => f,
+        Ok(_) => return show(&ctx, Some(Err(ConsoleError::Invalid("\\VED and \\VED\\Policy are not renamed.".into()))), &back).await,
+        Err(e) => return show(&ctx, Some(Err(ConsoleError::Invalid(e.to_string()))), &FoldersQuery::default()).await,
+    };
+    let name = form.get("name");
+    if name.contains('\\') {
+        return show(
+            &ctx,
+            Some(Err(ConsoleError::Invalid("A folder's name has no backslash: it is renamed within its parent.".into()))),
+            &back,
+        )
+        .await;
+    }
+    let parent = from.lineage().iter().rev().nth(1).map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let to = match FolderPath::parse(&format!("{parent}\\{name}")) {
+        Ok(t) => t,
+        Err(e) => return show(&ctx, Some(Err(ConsoleError::Invalid(e.to_string()))), &back).await,
+    };
+    match ctx.admin().rename_folder(&from, &to).await {
+        Ok(n) => {
+            let moved = count(n, "folder", "folders");
+            show(&ctx, Some(Ok(format!("Folder {from} renamed to {to} ({moved} moved)."))), &folder_of(&FoldersQuery::default(), &to)).await
+        }
+        Err(e) => show(&ctx, Some(Err(e.into())), &back).await,
+    }
+}
+
+/// Asks before deleting a folder: the folders below it, the entries it
+/// leaves without an owner and the rights that go with it.
+#[utoipa::path(
+    get,
+    path = "/admin/folders/delete",
+    tag = "admin console",
+    operation_id = "console_folder_delete_confirm",
+    params(FolderActQuery),
+    responses(PageAnswers)
+)]
+pub(crate) async fn confirm_delete(Query(q): Query<FolderActQuery>, ctx: Ctx) -> Response {
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let path = q.folder.as_deref().unwrap_or("");
+    let i = match ctx.admin().folder_impact(path).await {
+        Ok(i) => i,
+        Err(e) => return show(&ctx, Some(Err(e.into())), &FoldersQuery::default()).await,
+    };
+    let f = i.folder.as_str();
+    let back = link(&i.folder);
+    ctx.confirm(Confirm {
+        nav: Nav::Folders,
+        title: &format!("Delete folder {f}?"),
+        consequences: html! {
+            p { "This will end folder " strong { code { (f) } } " and everything below it:" }
+            ul {
+                li { strong { (count(i.below.len() as u64, "folder below it", "folders below it")) }
+                    @if !i.below.is_empty() { ": " @for (n, b) in i.below.iter().enumerate() { @if n > 0 { ", " } code { (b.as_str()) } } } }
+                li { strong { (count(i.entries.len() as u64, "vault entry", "vault entries")) } " lose this folder as an owner; "
+                    strong { (count(i.orphaned.len() as u64, "entry is", "entries are")) } " then left without any owner"
+                    @if !i.orphaned.is_empty() { " (vault ids " (i.orphaned.iter().map(|v| v.0.to_string()).collect::<Vec<_>>().join(", ")) ")" }
+                    ": kept as orphans, which only a Master Admin can reach (SecretStore/OrphanLookup)." }
+                li { strong { (count(i.rights, "grant of rights", "grants of rights")) } " on these folders go with them." }
+            }
+        },
+        action: "/admin/folders/delete",
+        fields: &[("folder", f)],
+        button: &format!("Delete {f} and everything below it"),
+        back: &back,
+    })
+}
+
+/// Delete a folder and everything below it (`admin folders delete --recursive`). Master Admins only.
+#[utoipa::path(
+    post,
+    path = "/admin/folders/delete",
+    tag = "admin console",
+    operation_id = "console_folder_delete",
+    request_body(content = ConsoleFolderForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Deleted; the folder tree.", body = String, content_type = "text/html"), PostRefusals),
+)]
+pub(crate) async fn delete(Posted(ctx, form): Posted) -> Response {
+    if !ctx.standing.master_admin() {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let outcome = ctx.admin().delete_folder(form.get("folder"), true).await.map(|d| {
+        format!(
+            "Folder {} deleted with {}; {} left without an owner, {} removed.",
+            d.folder,
+            count(d.folders.saturating_sub(1), "folder below it", "folders below it"),
+            count(d.entries_orphaned.len() as u64, "entry", "entries"),
+            count(d.rights_removed, "grant of rights", "grants of rights")
+        )
+    });
+    show(&ctx, Some(outcome.map_err(ConsoleError::from)), &FoldersQuery::default()).await
+}
+
+/// Asks before revoking every right of a user or group on a folder.
+#[utoipa::path(
+    get,
+    path = "/admin/folders/rights",
+    tag = "admin console",
+    operation_id = "console_folder_rights_revoke_confirm",
+    params(FolderActQuery),
+    responses(PageAnswers)
+)]
+pub(crate) async fn confirm_revoke(Query(q): Query<FolderActQuery>, ctx: Ctx) -> Response {
+    let folder = match FolderPath::parse(q.folder.as_deref().unwrap_or("")) {
+        Ok(f) => f,
+        Err(e) => return show(&ctx, Some(Err(ConsoleError::Invalid(e.to_string()))), &FoldersQuery::default()).await,
+    };
+    if !ctx.standing.may_manage(&folder) {
+        return ctx.forbidden(Nav::Folders);
+    }
+    let (kind, name) = (q.kind.as_deref().unwrap_or("user"), q.name.as_deref().unwrap_or("").trim());
+    let held = match ctx.admin().all_rights().await {
+        Ok(all) => all.into_iter().find(|(p, n, _, g)| p.key() == folder.key() && n.eq_ignore_ascii_case(name) && *g == (kind == "group")),
+        Err(e) => return show(&ctx, Some(Err(e.into())), &FoldersQuery::default()).await,
+    };
+    let Some((_, name, rights, _)) = held else {
+        let q = FoldersQuery { folder: Some(folder.as_str().to_owned()), user: None };
+        return show(&ctx, Some(Err(ConsoleError::NotFound(format!("rights of {kind} {name} on {folder}")))), &q).await;
+    };
+    let f = folder.as_str();
+    let back = link(&folder);
+    ctx.confirm(Confirm {
+        nav: Nav::Folders,
+        title: &format!("Revoke the rights of {name} on {f}?"),
+        consequences: html! {
+            p { "This will end the rights " strong { (rights) } " granted to " (kind) " " strong { (name) } " on " code { (f) }
+                " and, through inheritance, on every folder below it, from the next request"
+                @if kind == "group" { " of each member" } ". Rights granted elsewhere stay." }
+        },
+        action: "/admin/folders/rights",
+        fields: &[("folder", f), ("kind", kind), ("name", &name)],
+        button: &format!("Revoke the rights of {name}"),
+        back: &back,
+    })
 }

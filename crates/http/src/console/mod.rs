@@ -25,8 +25,12 @@
 pub(crate) mod folders;
 pub(crate) mod grants;
 pub(crate) mod integrations;
+pub(crate) mod keys;
 pub(crate) mod log;
+pub(crate) mod machines;
+pub(crate) mod server;
 pub(crate) mod users;
+pub(crate) mod vault;
 
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::{HeaderMap, header, request::Parts};
@@ -64,7 +68,7 @@ table{border-collapse:collapse;width:100%;margin:.4rem 0}th,td{text-align:left;p
 th{background:#eef0f4}tbody th{background:none}td form{display:inline}\
 label{font-weight:600;margin-right:.3rem}label.inline{font-weight:400}\
 .field{margin:.4rem 0}.field label{display:block;margin:.2rem 0}\
-input[type=text],input[type=password],select{padding:.3rem;font-size:.95rem;border:1px solid #99a;border-radius:.25rem;max-width:100%}\
+input[type=text],input[type=password],input[type=number],select,textarea{padding:.3rem;font-size:.95rem;border:1px solid #99a;border-radius:.25rem;max-width:100%}\
 main.narrow input[type=text],main.narrow input[type=password]{width:100%;box-sizing:border-box}\
 fieldset{border:1px solid #ccd;border-radius:.3rem;margin:.5rem 0;padding:.4rem .8rem}legend{font-weight:600}\
 button{padding:.35rem .8rem;font-size:.95rem;border:0;border-radius:.25rem;cursor:pointer;background:#1f5fbf;color:#fff;margin-top:.3rem}\
@@ -92,18 +96,26 @@ pub(crate) enum Nav {
     Integrations,
     Users,
     Folders,
+    Vault,
     Grants,
+    Keys,
+    Machines,
     Log,
+    Server,
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 6] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 10] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
         (Nav::Folders, "/admin/folders", "Folders and permissions", false),
+        (Nav::Vault, "/admin/vault", "Vault entries", true),
         (Nav::Grants, "/admin/grants", "Grants", true),
+        (Nav::Keys, "/admin/keys", "Keys", true),
+        (Nav::Machines, "/admin/machines", "Machine identities", true),
         (Nav::Log, "/admin/log", "Event log", false),
+        (Nav::Server, "/admin/server", "Server", true),
     ];
 }
 
@@ -259,6 +271,52 @@ impl Ctx {
     pub(crate) fn admin(&self) -> strongroom_app::admin::Admin {
         self.standing.admin(&self.app, &self.origin)
     }
+
+    /// A confirmation page: what the action will end (`consequences`), and
+    /// a form posting `fields` (with the anti-forgery token) to `action`,
+    /// or a way back to `back` without doing anything. No JavaScript: the
+    /// list's button is a link here, and only this page's button acts.
+    pub(crate) fn confirm(&self, c: Confirm<'_>) -> Response {
+        let body = html! {
+            div #consequences role="note" { (c.consequences) }
+            form method="post" action=(c.action) {
+                (csrf_field(&self.csrf))
+                @for (k, v) in c.fields {
+                    input type="hidden" name=(k) value=(v);
+                }
+                button.danger type="submit" id="confirm" { (c.button) }
+                " "
+                a href=(c.back) id="cancel" { "Cancel" }
+            }
+        };
+        self.page(c.nav, c.title, body)
+    }
+}
+
+/// What [`Ctx::confirm`] shows and posts.
+pub(crate) struct Confirm<'a> {
+    pub(crate) nav: Nav,
+    /// The page's heading: the question (`Delete integration ci?`).
+    pub(crate) title: &'a str,
+    /// What it will end, computed from the store.
+    pub(crate) consequences: Markup,
+    /// Where the confirming form posts.
+    pub(crate) action: &'a str,
+    pub(crate) fields: &'a [(&'a str, &'a str)],
+    /// The confirming button's text (`Delete ci`).
+    pub(crate) button: &'a str,
+    /// Where Cancel goes.
+    pub(crate) back: &'a str,
+}
+
+/// A query string of `pairs`, encoded.
+pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
+}
+
+/// `n thing` or `n things`.
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The console's extractor for a page: the signed-in person ([`signed_in`]).
@@ -402,9 +460,14 @@ pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: 
                 li { a href="/admin/integrations" { "Integrations" } ": the applications that may ask for tokens, their scopes and who may use them." }
                 li { a href="/admin/users" { "Users and groups" } ": create, disable and enable users; groups and their members." }
                 li { a href="/admin/folders" { "Folders and permissions" } ": the folder tree, who holds which right where, and from where it is inherited." }
+                li { a href="/admin/vault" { "Vault entries" } ": each entry's owners, associations and key (never a value)." }
                 li { a href="/admin/grants" { "Grants" } ": the live grants, by user or integration; revoke one." }
+                li { a href="/admin/keys" { "Keys" } ": the named keys that seal the vault, which one is the default; rotate one." }
+                li { a href="/admin/machines" { "Machine identities" } ": trusted JWT issuers, and the JWT and certificate mappings that give machines identities." }
                 li { a href="/admin/log" { "Event log" } ": every change and sign-in, newest first." }
+                li { a href="/admin/server" { "Server" } ": its version, the store, its schema and whether it is ready." }
             }
+            p.muted { "Every action that ends something (grants, sessions, rights, folders) shows what it will end and asks you to confirm first." }
         }
     } else if s.has_any() {
         html! {

@@ -154,7 +154,9 @@ async fn console_in_chromium() {
     page.click("a[href='/admin/grants']").await;
     page.wait_title(console_heading, "Grants").await;
     screenshot(&page, "grants").await;
-    page.click("td form button.danger").await;
+    page.click("td a.revoke").await;
+    page.wait_title(console_heading, "Revoke the grant of alice to app?").await;
+    page.click("#confirm").await;
     page.element(".notice").await;
     assert!(s.admin.list_grants(false).await.unwrap().is_empty());
 
@@ -182,5 +184,199 @@ async fn console_in_chromium() {
     page.goto(&s.at("/admin")).await;
     page.click("#sign_out").await;
     page.wait_title(console_heading, "Sign in to the admin console").await;
+    page.close().await;
+}
+
+/// Signs `user` in to the console and waits for the overview.
+async fn console_sign_in(page: &strongroom_testkit::browser::Session, s: &TestServer, user: &str) {
+    page.goto(&s.at("/admin")).await;
+    page.wait_title(console_heading, "Sign in to the admin console").await;
+    page.type_into("#username", user).await;
+    page.type_into("#password", PASSWORD).await;
+    page.click("#sign_in").await;
+    page.wait_title(console_heading, "Overview").await;
+}
+
+/// Clicks the link `css` to a confirmation page, waits for its heading
+/// `question`, and returns what the page says it will end.
+async fn ask(page: &strongroom_testkit::browser::Session, css: &str, question: &str) -> String {
+    page.click(css).await;
+    page.wait_title(console_heading, question).await;
+    page.text("#consequences").await
+}
+
+async fn last_actor(s: &TestServer, kind: &str) -> String {
+    let f = strongroom_store::EventFilter { kind: Some(kind.into()), limit: 1, ..Default::default() };
+    s.store.events(f).await.unwrap().first().map(|e| e.event.identity.clone()).unwrap_or_default()
+}
+
+/// Every destructive act of the console in Chromium: its link shows a page
+/// saying what it will end; Cancel changes nothing; Confirm does it, and
+/// its event names the person. The new pages (folders created, renamed and
+/// deleted; a user's password, Master Admin role and deletion; keys; the
+/// server) by clicking; and nothing offers a person to disable themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_confirmations_in_chromium() {
+    let Some(driver) = ChromeDriver::start() else { return };
+    let s = TestServer::start().await;
+    let root = s.admin.create_user("root", &strongroom_core::secret::Secret::new(PASSWORD), true).await.unwrap();
+    let me = root.id.identity();
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    s.integration("other", "restricted:manage", |_| {}).await;
+    s.tokens_for(&alice, "app", "restricted:manage").await;
+    s.tokens_for(&alice, "other", "restricted:manage").await;
+
+    let page = driver.session().await;
+    page.client.set_window_size(1100, 800).await.unwrap();
+    console_sign_in(&page, &s, "root").await;
+
+    // Integrations: delete asks, saying how many grants it ends; Cancel keeps it.
+    page.click("a[href='/admin/integrations']").await;
+    page.wait_title(console_heading, "Integrations").await;
+    let said = ask(&page, "a[aria-label='Delete app']", "Delete integration app?").await;
+    assert!(said.contains("This will end 1 live grant of integration app") && said.contains("held by alice"), "{said}");
+    screenshot(&page, "confirm-integration-delete").await;
+    page.click("#cancel").await;
+    page.wait_title(console_heading, "Integrations").await;
+    assert!(s.store.integration("app".into()).await.unwrap().is_some(), "cancelled");
+    ask(&page, "a[aria-label='Delete app']", "Delete integration app?").await;
+    page.click("#confirm").await;
+    assert!(page.text(".notice").await.contains("Integration app deleted; 1 of its grants ended."));
+    assert!(s.store.integration("app".into()).await.unwrap().is_none());
+    assert_eq!(last_actor(&s, "integration.deleted").await, me);
+
+    // Integration settings: the retry window and a lifetime, by typing.
+    page.click("a[href='/admin/integrations?edit=other']").await;
+    page.element("#edit_retry_window").await.clear().await.unwrap();
+    page.type_into("#edit_retry_window", "0").await;
+    page.type_into("#edit_access_validity", "300").await;
+    page.click("#edit_password_grant").await;
+    page.click("#save_integration").await;
+    page.element(".notice").await;
+    let i = s.store.integration("other".into()).await.unwrap().unwrap();
+    assert_eq!((i.overrides.retry_window, i.overrides.access_validity, i.grant_types.password), (Some(0), Some(300), true));
+
+    // Grants: revoking asks first.
+    page.click("a[href='/admin/grants']").await;
+    page.wait_title(console_heading, "Grants").await;
+    let said = ask(&page, "td a.revoke", "Revoke the grant of alice to other?").await;
+    assert!(said.contains("its access and refresh tokens stop working at once"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.admin.list_grants(false).await.unwrap().is_empty());
+
+    // Users: nothing offers root to disable, demote or delete themselves.
+    page.click("a[href='/admin/users']").await;
+    page.wait_title(console_heading, "Users and groups").await;
+    for own in ["Disable root", "Delete root", "Take the Master Admin role from root"] {
+        assert_eq!(page.count(&format!("a[aria-label='{own}']")).await, 0, "{own}");
+    }
+    // A new password, saying what it ends.
+    let said = ask(&page, "a[aria-label='Set a new password for alice']", "New password for alice").await;
+    assert!(said.contains("A new password ends 0 live grants of alice"), "{said}");
+    page.type_into("#reset_password", "a brand new password 42").await;
+    page.click("#confirm").await;
+    assert!(page.text(".notice").await.contains("New password set for alice"));
+    assert_eq!(last_actor(&s, "user.password_changed").await, me);
+    // Master Admin on, then off again.
+    let said = ask(&page, "a[aria-label='Make alice a Master Admin']", "Make alice a Master Admin?").await;
+    assert!(said.contains("every right on every folder"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.master_admin);
+    let said = ask(&page, "a[aria-label='Take the Master Admin role from alice']", "Remove the Master Admin role from alice?").await;
+    assert!(said.contains("This will end the Master Admin role of alice"), "{said}");
+    screenshot(&page, "confirm-demote").await;
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(!s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.master_admin);
+    assert_eq!(last_actor(&s, "user.master_admin_changed").await, me);
+    // Disable, then delete.
+    let said = ask(&page, "a[aria-label='Disable alice']", "Disable alice?").await;
+    assert!(said.contains("This will end 0 live grants of alice for good"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.disabled);
+    let said = ask(&page, "a[aria-label='Delete alice']", "Delete alice?").await;
+    assert!(said.contains("Their past events stay in the log"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.store.user_by_name("alice".into()).await.unwrap().is_none());
+    assert_eq!(last_actor(&s, "user.deleted").await, me);
+
+    // Folders: create, one below it, rename, then delete with what goes listed.
+    page.click("a[href='/admin/folders']").await;
+    page.wait_title(console_heading, "Folders and permissions").await;
+    page.type_into("#new_folder", "Team").await;
+    page.click("#create_folder").await;
+    assert!(page.text(".notice").await.contains("Folder \\VED\\Policy\\Team created."));
+    page.type_into("#sub_folder", "App").await;
+    page.click("#create_subfolder").await;
+    page.element(".notice").await;
+    page.click("ul.tree a[href$='Team']").await;
+    page.element("#rename_to").await.clear().await.unwrap();
+    page.type_into("#rename_to", "Squad").await;
+    page.click("#rename_folder").await;
+    assert!(page.text(".notice").await.contains("renamed to \\VED\\Policy\\Squad"));
+    assert!(s.store.folder_exists("\\ved\\policy\\squad\\app".into()).await.unwrap());
+    let said = ask(&page, "#delete_folder", "Delete folder \\VED\\Policy\\Squad?").await;
+    assert!(said.contains("1 folder below it: \\VED\\Policy\\Squad\\App") && said.contains("0 vault entries"), "{said}");
+    screenshot(&page, "confirm-folder-delete").await;
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(!s.store.folder_exists("\\ved\\policy\\squad".into()).await.unwrap());
+    assert_eq!(last_actor(&s, "folder.deleted").await, me);
+
+    // Machine identities: an issuer and a JWT mapping by typing; removing the mapping asks first.
+    page.click("a[href='/admin/machines']").await;
+    page.wait_title(console_heading, "Machine identities").await;
+    page.type_into("#issuer_name", "gh").await;
+    page.type_into("#issuer_iss", "https://token.actions.example").await;
+    page.type_into("#issuer_audiences", "strongroom").await;
+    page.click("#save_issuer").await;
+    assert!(page.text(".notice").await.contains("Issuer gh saved."));
+    page.type_into("#jwt_name", "deploy").await;
+    page.type_into("#jwt_clients", "other").await;
+    page.type_into("#jwt_scope", "restricted").await;
+    page.type_into("#jwt_claims", "repository=acme/app").await;
+    page.click("#save_jwt_mapping").await;
+    assert!(page.text(".notice").await.contains("Mapping deploy saved."));
+    screenshot(&page, "machines").await;
+    let said = ask(&page, "a[aria-label='Remove mapping deploy']", "Remove mapping deploy?").await;
+    assert!(said.contains("This will end 0 live grants of its identities"), "{said}");
+    page.click("#confirm").await;
+    page.element(".notice").await;
+    assert!(s.admin.mappings().await.unwrap().is_empty());
+    assert_eq!(last_actor(&s, "mapping.removed").await, me);
+
+    // Vault entries: the filter by folder, by clicking (there are none here).
+    page.click("a[href='/admin/vault']").await;
+    page.wait_title(console_heading, "Vault entries").await;
+    page.type_into("#vault_folder", "\\VED\\Policy\\Nothing").await;
+    page.click("#filter").await;
+    page.element("caption").await;
+    assert!(page.url().await.contains("folder=%5CVED%5CPolicy%5CNothing"));
+    assert!(page.text("caption").await.contains("0 entries; values are never shown"));
+
+    // Keys: rotate asks first.
+    page.click("a[href='/admin/keys']").await;
+    page.wait_title(console_heading, "Keys").await;
+    screenshot(&page, "keys").await;
+    let said = ask(&page, "a[aria-label='Rotate Software:Default']", "Rotate Software:Default?").await;
+    assert!(said.contains("nothing ends"), "{said}");
+    page.click("#confirm").await;
+    assert!(page.text(".notice").await.contains("Software:Default rotated"));
+
+    // The server.
+    page.click("a[href='/admin/server']").await;
+    page.wait_title(console_heading, "Server").await;
+    assert!(page.text("#version").await.contains(env!("CARGO_PKG_VERSION")));
+    assert!(page.text("#health").await.starts_with("ready"));
+    assert_eq!(page.text("#schema").await.split(' ').next().unwrap(), strongroom_store::schema_version().to_string());
+    page.click("#verify").await;
+    page.wait_title(console_heading, "Server").await;
+    assert!(page.text("#chain").await.starts_with("whole:"), "{}", page.text("#chain").await);
+    screenshot(&page, "server").await;
     page.close().await;
 }

@@ -199,7 +199,11 @@ async fn delete_refuses_children_and_entries_unless_recursive() {
     assert_eq!(result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Policy\\Owner", "Recursive": 1})).await.0, 1);
     assert_eq!(result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Policy\\Owner"})).await.0, 400);
     assert_eq!(result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Policy"})).await.0, 7, "roots stay");
-    // Identities: Master Admin only.
+    // Identities: Master Admin only, and never their own (the act refuses it, as in the console).
+    let (r, v) = result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Identity\\root"})).await;
+    assert_eq!(r, 7, "{v}");
+    assert!(v["Error"].as_str().unwrap_or_default().contains("You cannot delete your own account"), "{v}");
+    assert!(s.store.user_by_name("root".into()).await.unwrap().is_some());
     assert_eq!(result(&s, "config/delete", &bob, json!({"ObjectDN": "\\VED\\Identity\\bob"})).await.0, 7);
     assert_eq!(result(&s, "config/delete", &root, json!({"ObjectDN": "\\VED\\Identity\\bob"})).await.0, 1);
     assert!(s.store.user_by_id(bob_user.id).await.unwrap().is_none());

@@ -494,3 +494,471 @@ async fn changing_permissions_needs_the_right_on_that_folder() {
     assert_eq!(r.post("/admin/folders/rights", &elsewhere).await.0, StatusCode::OK);
     assert!(s.admin.effective_rights("\\VED\\Policy\\B", "bob").await.unwrap().0.contains(Rights::READ));
 }
+
+/// A page's main content, without the navigation (whose links name every page).
+fn main_of(html: &str) -> &str {
+    html.split("<main").nth(1).unwrap_or("")
+}
+
+/// Every act that ends something has a confirmation page (`GET` on the
+/// act's path) that says what it will end, read from the store, and changes
+/// nothing; its form posts the act.
+#[tokio::test]
+async fn destructive_acts_ask_first_saying_what_they_end() {
+    let s = TestServer::start().await;
+    let root = master(&s, "root").await;
+    let alice = s.user("alice").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    s.tokens_for(&alice, "app", "restricted:manage").await;
+    s.tokens_for(&alice, "app", "restricted:manage").await;
+    s.admin.create_group("ops").await.unwrap();
+    s.admin.add_member("ops", "alice").await.unwrap();
+    s.admin.create_folder("\\VED\\Policy\\Shared").await.unwrap();
+    s.admin.set_group_rights("\\VED\\Policy\\Shared", "ops", Rights::READ).await.unwrap();
+    // A folder with one below it, an entry owned only there and a right on it.
+    let writer = s.vault_user("writer", "\\VED\\Policy\\Old\\Sub", "view,read,write,create").await;
+    let t = s.tokens_for(&writer, "app", "restricted:manage").await;
+    let (st, v) = s
+        .sdk(
+            "Add",
+            t["access_token"].as_str().unwrap(),
+            serde_json::json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": "\\VED\\Policy\\Old\\Sub", "Base64Data": "eA=="}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let entry = v["VaultID"].as_i64().unwrap();
+    let mut c = Console::signed_in(&s, "root").await;
+    let before = event_count(&s).await;
+
+    let grant = s.admin.list_grants(false).await.unwrap().into_iter().find(|g| g.user_name == "alice").unwrap().grant.id;
+    let asks: Vec<(String, Vec<&str>)> = vec![
+        (
+            "/admin/integrations/delete?client_id=app".into(),
+            vec!["Delete integration app?", "<strong>3 live grants</strong> of integration", "alice, writer"],
+        ),
+        (
+            "/admin/users/disable?name=alice&action=disable".into(),
+            vec!["Disable alice?", "<strong>2 live grants</strong> of alice (to app, app)"],
+        ),
+        ("/admin/users/disable?name=alice&action=end_sessions".into(), vec!["every console session"]),
+        ("/admin/users/delete?name=alice".into(), vec!["Delete alice?", "<strong>2 live grants</strong>", "1 group (ops)"]),
+        ("/admin/users/master?name=alice&on=1".into(), vec!["Make alice a Master Admin?", "every right on every folder"]),
+        (
+            "/admin/users/password?name=alice".into(),
+            vec!["New password for alice", "<strong>2 live grants</strong> of alice", "keep_grants"],
+        ),
+        ("/admin/groups/delete?name=ops".into(), vec!["Delete group ops?", "1 member (alice)", "1 folder (\\VED\\Policy\\Shared)"]),
+        ("/admin/groups/members?group=ops&user=alice&action=remove".into(), vec!["Remove alice from ops?"]),
+        (format!("/admin/grants/revoke?grant={}", grant.as_str()), vec!["Revoke the grant of alice to app?", "stop working at once"]),
+        (
+            "/admin/grants/revoke?user=ALICE".into(),
+            vec!["Revoke every grant of alice?", "<strong>2 live grants</strong> of alice (to app, app)"],
+        ),
+        (
+            "/admin/folders/delete?folder=%5CVED%5CPolicy%5COld".into(),
+            vec![
+                "Delete folder \\VED\\Policy\\Old?",
+                "1 folder below it",
+                "<code>\\VED\\Policy\\Old\\Sub</code>",
+                "1 vault entry",
+                "1 entry is",
+                &*Box::leak(format!("vault ids {entry}").into_boxed_str()),
+                "1 grant of rights",
+            ],
+        ),
+        (
+            "/admin/folders/rights?folder=%5CVED%5CPolicy%5CShared&kind=group&name=ops".into(),
+            vec!["Revoke the rights of ops on \\VED\\Policy\\Shared?", "<strong>read</strong>"],
+        ),
+        ("/admin/keys/rotate?name=Software:Default".into(), vec!["Rotate Software:Default?", "1 entry"]),
+    ];
+    for (path, says) in &asks {
+        let (st, html) = c.get(path).await;
+        assert_eq!(st, StatusCode::OK, "{path}: {html}");
+        let page = main_of(&html);
+        for said in says {
+            assert!(page.contains(said), "{path} should say {said:?}: {page}");
+        }
+        assert!(page.contains("id=\"confirm\"") && page.contains("id=\"cancel\"") && page.contains("name=\"csrf\""), "{path}: {page}");
+    }
+    assert_eq!(event_count(&s).await, before, "asking changes nothing");
+    assert_eq!(s.admin.list_grants(false).await.unwrap().len(), 3);
+    assert_eq!(c.get("/admin/users/disable?name=alice&action=enable").await.0, StatusCode::BAD_REQUEST, "no page posting another act");
+    // Something that is not there: 404, no form.
+    for path in [
+        "/admin/integrations/delete?client_id=nope",
+        "/admin/users/delete?name=nope",
+        "/admin/grants/revoke?grant=nope",
+        "/admin/folders/delete?folder=%5CVED%5CPolicy%5CNope",
+    ] {
+        let (st, html) = c.get(path).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}: {html}");
+        assert!(!html.contains("id=\"confirm\""), "{path}");
+    }
+    // The lists link to the confirmation pages instead of acting on one click.
+    for (list, link) in [
+        ("/admin/integrations", "/admin/integrations/delete?client_id=app"),
+        ("/admin/users", "/admin/users/disable?name=alice&amp;action=disable"),
+        ("/admin/users", "/admin/users/delete?name=alice"),
+        ("/admin/grants", "/admin/grants/revoke?grant="),
+        ("/admin/grants?user=alice", "/admin/grants/revoke?user=alice"),
+    ] {
+        let (_, html) = c.get(list).await;
+        assert!(html.contains(&format!("href=\"{link}")), "{list} links {link}: {html}");
+    }
+
+    // Confirmed: the acts, each with its event naming root.
+    let me = root.id.identity();
+    let (st, html) = c.post("/admin/folders/delete", &[("folder", "\\VED\\Policy\\Old")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("1 entry left without an owner"), "{html}");
+    assert!(!s.store.folder_exists("\\ved\\policy\\old\\sub".into()).await.unwrap());
+    assert_eq!(events(&s, "folder.deleted").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/users/password", &[("name", "alice"), ("password", "another long password 42")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("2 live grants and every console session of theirs ended"), "{html}");
+    assert_eq!(events(&s, "user.password_changed").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/users/unlock", &[("name", "alice")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(events(&s, "user.unlocked").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/users/master", &[("name", "alice"), ("on", "1")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.master_admin);
+    let ev = events(&s, "user.master_admin_changed").await;
+    assert_eq!((ev.last().unwrap().identity.as_str(), ev.last().unwrap().detail.as_str()), (me.as_str(), "master_admin=true"));
+    let (st, _) = c.post("/admin/users/master", &[("name", "alice"), ("on", "0")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(!s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.master_admin);
+    let (st, html) = c.post("/admin/groups/delete", &[("name", "ops")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(events(&s, "group.deleted").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/keys/rotate", &[("name", "Software:Default")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("rotated") && html.contains("1 value re-encrypted"), "{html}");
+    let (st, html) = c.post("/admin/grants/revoke", &[("user", "writer")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("1 live grant of writer revoked"), "{html}");
+    assert!(s.admin.list_grants(false).await.unwrap().iter().all(|g| g.user_name != "writer"));
+    assert_eq!(events(&s, "user.grants_revoked").await.last().unwrap().identity, me);
+    let (st, html) = c.post("/admin/users/delete", &[("name", "alice")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(s.store.user_by_name("alice".into()).await.unwrap().is_none());
+    assert_eq!(events(&s, "user.deleted").await.last().unwrap().identity, me);
+}
+
+/// Nobody disables, deletes or demotes themselves from the console (the act
+/// refuses, 403, with a message saying why, and writes nothing); another
+/// Master Admin may. Every new post without the anti-forgery token is 403.
+#[tokio::test]
+async fn an_administrator_cannot_disable_delete_or_demote_themselves() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    let second = master(&s, "second").await;
+    s.user("alice").await;
+    let mut c = Console::signed_in(&s, "root").await;
+    let before = event_count(&s).await;
+    for (path, form, says) in [
+        ("/admin/users/disable", vec![("name", "root"), ("action", "disable")], "You cannot disable your own account (root)"),
+        ("/admin/users/disable", vec![("name", "ROOT"), ("action", "disable")], "You cannot disable your own account (root)"),
+        ("/admin/users/delete", vec![("name", "root")], "You cannot delete your own account (root)"),
+        ("/admin/users/master", vec![("name", "root"), ("on", "0")], "You cannot take the Master Admin role from your own account (root)"),
+    ] {
+        let (st, html) = c.post(path, &form).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{path}: {html}");
+        assert!(html.contains(says), "{path}: {html}");
+    }
+    for path in ["/admin/users/disable?name=root&action=disable", "/admin/users/delete?name=root", "/admin/users/master?name=root&on=0"] {
+        let (st, html) = c.get(path).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{path}: {html}");
+        assert!(html.contains("You cannot") && !html.contains("id=\"confirm\""), "{path}: {html}");
+    }
+    // The page offers none of them for oneself.
+    let (_, html) = c.get("/admin/users").await;
+    assert!(
+        !html.contains("name=root&amp;action=disable") && !html.contains("delete?name=root") && !html.contains("name=root&amp;on=0"),
+        "{html}"
+    );
+    assert!(html.contains("name=second&amp;on=0") && html.contains("delete?name=second"), "{html}");
+    let root = s.store.user_by_name("root".into()).await.unwrap().unwrap().0;
+    assert!(!root.disabled && root.master_admin);
+    assert_eq!(event_count(&s).await, before, "nothing written");
+
+    // Without the anti-forgery token (or from elsewhere): 403, nothing done.
+    let url = s.url.clone();
+    let csrf = c.csrf.clone();
+    for (path, form) in [
+        ("/admin/users/disable", vec![("name", "alice"), ("action", "disable")]),
+        ("/admin/users/delete", vec![("name", "alice")]),
+        ("/admin/users/master", vec![("name", "alice"), ("on", "1")]),
+        ("/admin/users/password", vec![("name", "alice"), ("password", "another long password 42")]),
+        ("/admin/users/unlock", vec![("name", "alice")]),
+        ("/admin/groups/delete", vec![("name", "x")]),
+        ("/admin/folders/create", vec![("folder", "\\VED\\Policy\\Forged")]),
+        ("/admin/folders/rename", vec![("folder", "\\VED\\Policy\\A"), ("name", "B")]),
+        ("/admin/folders/delete", vec![("folder", "\\VED\\Policy\\A")]),
+        ("/admin/keys/rotate", vec![("name", "Software:Default")]),
+        ("/admin/integrations/delete", vec![("client_id", "x")]),
+    ] {
+        let (st, html) = c.post_raw(path, &form, Some(&url), true).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{path}: {html}");
+        let mut with_token = form.clone();
+        with_token.push(("csrf", &csrf));
+        let (st, _) = c.post_raw(path, &with_token, Some("http://evil.example"), true).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{path} from elsewhere");
+    }
+    assert_eq!(event_count(&s).await, before, "nothing written");
+    assert!(!s.store.user_by_name("alice".into()).await.unwrap().unwrap().0.master_admin);
+
+    // Another Master Admin may take root's role away; root's next request sees it.
+    let mut other = Console::signed_in(&s, "second").await;
+    let (st, html) = other.post("/admin/users/master", &[("name", "root"), ("on", "0")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("root is no longer a Master Admin."), "{html}");
+    assert_eq!(events(&s, "user.master_admin_changed").await.last().unwrap().identity, second.id.identity());
+    assert_eq!(c.get("/admin/users").await.0, StatusCode::FORBIDDEN);
+    let (st, _) = other.post("/admin/users/disable", &[("name", "root"), ("action", "disable")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(s.store.user_by_name("root".into()).await.unwrap().unwrap().0.disabled);
+}
+
+/// Folders created, renamed and deleted; an integration's grant types,
+/// token lifetimes and retry window; the keys and server pages.
+#[tokio::test]
+async fn folders_integration_settings_keys_and_the_server_page() {
+    let s = TestServer::start().await;
+    let root = master(&s, "root").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let mut c = Console::signed_in(&s, "root").await;
+    let me = root.id.identity();
+
+    let (st, html) = c.post("/admin/folders/create", &[("folder", "\\VED\\Policy\\Team")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(events(&s, "folder.created").await.last().unwrap().identity, me);
+    let (st, _) = c.post("/admin/folders/create", &[("parent", "\\VED\\Policy\\Team"), ("name", "App")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(s.store.folder_exists("\\ved\\policy\\team\\app".into()).await.unwrap());
+    assert_eq!(c.post("/admin/folders/create", &[("folder", "\\VED\\Policy\\Team")]).await.0, StatusCode::CONFLICT);
+    assert_eq!(c.post("/admin/folders/create", &[("folder", "\\VED\\Policy\\..")]).await.0, StatusCode::BAD_REQUEST);
+    let (st, html) = c.post("/admin/folders/rename", &[("folder", "\\VED\\Policy\\Team"), ("name", "Squad")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("renamed to \\VED\\Policy\\Squad"), "{html}");
+    assert!(s.store.folder_exists("\\ved\\policy\\squad\\app".into()).await.unwrap());
+    assert!(!s.store.folder_exists("\\ved\\policy\\team".into()).await.unwrap());
+    assert_eq!(c.post("/admin/folders/rename", &[("folder", "\\VED\\Policy\\Squad"), ("name", "a\\b")]).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(c.post("/admin/folders/rename", &[("folder", "\\VED\\Policy"), ("name", "x")]).await.0, StatusCode::BAD_REQUEST);
+    let (st, _) = c.post("/admin/folders/delete", &[("folder", "\\VED\\Policy\\Squad")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(!s.store.folder_exists("\\ved\\policy\\squad\\app".into()).await.unwrap());
+
+    // Grant types, lifetimes, retry window.
+    let (_, html) = c.get("/admin/integrations?edit=app").await;
+    assert!(html.contains("id=\"edit_retry_window\"") && html.contains("id=\"edit_password_grant\""), "{html}");
+    let (st, html) = c
+        .post(
+            "/admin/integrations/update",
+            &[
+                ("client_id", "app"),
+                ("scope", "restricted:manage"),
+                ("everyone", "1"),
+                ("password_grant", "1"),
+                ("access_validity", "120"),
+                ("grant_validity", "86400"),
+                ("retry_window", "0"),
+                ("refreshable", "no"),
+            ],
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let i = s.store.integration("app".into()).await.unwrap().unwrap();
+    assert_eq!((i.grant_types.device, i.grant_types.password), (false, true));
+    assert_eq!((i.overrides.access_validity, i.overrides.grant_validity, i.overrides.retry_window), (Some(120), Some(86400), Some(0)));
+    assert_eq!(i.overrides.refreshable, Some(false));
+    assert_eq!(events(&s, "integration.updated").await.last().unwrap().identity, me);
+    let (_, html) = c.get("/admin/integrations?edit=app").await;
+    assert!(html.contains("name=\"access_validity\" value=\"120\""), "{html}");
+    let (st, html) =
+        c.post("/admin/integrations/update", &[("client_id", "app"), ("scope", "restricted:manage"), ("access_validity", "soon")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    assert!(html.contains("Access-token lifetime: a number of seconds"), "{html}");
+    assert_eq!(s.store.integration("app".into()).await.unwrap().unwrap().overrides.access_validity, Some(120));
+
+    // Keys and the server.
+    let (st, html) = c.get("/admin/keys").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("<code>Software:Default</code>") && html.contains("<h1>Keys</h1>"), "{html}");
+    let (st, html) = c.get("/admin/server").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains(&format!("strongroom {}", env!("CARGO_PKG_VERSION"))), "{html}");
+    assert!(html.contains(&format!("id=\"schema\">{}", strongroom_store::schema_version())), "{html}");
+    assert!(html.contains("<strong>ready</strong>") && html.contains("sqlite "), "{html}");
+    assert!(html.contains("href=\"/admin/server?verify=1\""), "{html}");
+    let (st, html) = c.get("/admin/server?verify=1").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let n = event_count(&s).await;
+    assert!(html.contains(&format!("<strong>whole</strong>: {n} events checked")), "{n} events: {html}");
+
+    // None of it for someone who is not a Master Admin.
+    s.vault_user("viewer", "\\VED\\Policy\\A", "read").await;
+    let mut v = Console::signed_in(&s, "viewer").await;
+    for p in
+        ["/admin/keys", "/admin/server", "/admin/keys/rotate?name=Software:Default", "/admin/folders/delete?folder=%5CVED%5CPolicy%5CA"]
+    {
+        assert_eq!(v.get(p).await.0, StatusCode::FORBIDDEN, "{p}");
+    }
+    for (p, form) in [
+        ("/admin/folders/create", vec![("folder", "\\VED\\Policy\\A\\B")]),
+        ("/admin/folders/rename", vec![("folder", "\\VED\\Policy\\A"), ("name", "Z")]),
+        ("/admin/folders/delete", vec![("folder", "\\VED\\Policy\\A")]),
+        ("/admin/keys/rotate", vec![("name", "Software:Default")]),
+        ("/admin/users/master", vec![("name", "viewer"), ("on", "1")]),
+    ] {
+        assert_eq!(v.post(p, &form).await.0, StatusCode::FORBIDDEN, "{p}");
+    }
+    assert!(!s.store.user_by_name("viewer".into()).await.unwrap().unwrap().0.master_admin);
+    assert!(s.store.folder_exists("\\ved\\policy\\a".into()).await.unwrap());
+}
+
+/// JWT issuers and mappings, certificate mappings: added, listed, removed
+/// after a page that says how many live grants of the mapping's
+/// identities end; an issuer a mapping uses is not removed.
+#[tokio::test]
+async fn machine_identities_issuers_and_mappings() {
+    let s = TestServer::start().await;
+    let root = master(&s, "root").await;
+    let me = root.id.identity();
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let mut c = Console::signed_in(&s, "root").await;
+
+    let issuer = [
+        ("name", "gh"),
+        ("issuer", "https://token.actions.example"),
+        ("keys", "discovery"),
+        ("url", ""),
+        ("audiences", "strongroom, other"),
+        ("algorithms", "RS256"),
+        ("clock_skew", "30"),
+        ("max_lifetime", "600"),
+    ];
+    let (st, html) = c.post("/admin/machines/issuers", &issuer).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let j = s.admin.jwt_issuers().await.unwrap().pop().unwrap();
+    assert_eq!((j.name.as_str(), j.audiences.len(), j.clock_skew, j.max_lifetime), ("gh", 2, 30, 600));
+    assert_eq!(j.keys.location(), "https://token.actions.example/.well-known/openid-configuration");
+    assert_eq!(events(&s, "jwt.issuer_saved").await.last().unwrap().identity, me);
+    let (st, html) = c
+        .post(
+            "/admin/machines/issuers",
+            &[("name", "bad"), ("issuer", "x"), ("keys", "jwks_url"), ("url", "http://plain"), ("audiences", "a")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    assert!(html.contains("https://"), "{html}");
+
+    let jwt = [
+        ("name", "deploy"),
+        ("issuer", "gh"),
+        ("claims", "repository=acme/app\nref=refs/heads/main"),
+        ("identity_claim", "sub"),
+        ("clients", "app"),
+        ("scope", "restricted:manage"),
+    ];
+    let (st, html) = c.post("/admin/machines/mappings/jwt", &jwt).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let ca = strongroom_testkit::jwt::TestCa::new();
+    let cert = [("name", "agents"), ("ca_pem", ca.ca_pem.as_str()), ("identity_from", "cn"), ("clients", "app"), ("scope", "restricted")];
+    let (st, html) = c.post("/admin/machines/mappings/cert", &cert).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 2);
+    assert_eq!(events(&s, "mapping.saved").await.last().unwrap().identity, me);
+    let (st, html) = c
+        .post(
+            "/admin/machines/mappings/cert",
+            &[("name", "bad"), ("ca_pem", "not a pem"), ("identity_from", "cn"), ("clients", "app"), ("scope", "restricted")],
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+
+    let (st, html) = c.get("/admin/machines").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(html.contains("jwt+deploy:&lt;sub&gt;") && html.contains("cert+agents:&lt;cn&gt;") && html.contains("1 approved CA"), "{html}");
+
+    // An identity of the mapping with a live grant.
+    assert!(s.admin.machine_identity("jwt+deploy:repo:acme/app").await.unwrap());
+    let id = s.store.user_by_name("jwt+deploy:repo:acme/app".into()).await.unwrap().unwrap().0;
+    s.tokens_for(&id, "app", "restricted:manage").await;
+
+    // The issuer a mapping uses: the page says so, and removing it is refused.
+    let (_, html) = c.get("/admin/machines/issuers/remove?name=gh").await;
+    assert!(main_of(&html).contains("1 mapping uses it (deploy)"), "{html}");
+    let (st, html) = c.post("/admin/machines/issuers/remove", &[("name", "gh")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    // The mapping: how many grants end, then they do.
+    let (st, html) = c.get("/admin/machines/mappings/remove?name=deploy").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(main_of(&html).contains("<strong>1 live grant</strong> of its identities (jwt+deploy:repo:acme/app)"), "{html}");
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 2, "asking removes nothing");
+    let (st, html) = c.post("/admin/machines/mappings/remove", &[("name", "deploy")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("Mapping deploy removed; 1 live grant of its identities ended."), "{html}");
+    assert!(s.admin.list_grants(false).await.unwrap().is_empty());
+    assert_eq!(events(&s, "mapping.removed").await.last().unwrap().identity, me);
+    let (st, _) = c.post("/admin/machines/issuers/remove", &[("name", "gh")]).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(s.admin.jwt_issuers().await.unwrap().is_empty());
+    assert_eq!(events(&s, "jwt.issuer_removed").await.last().unwrap().identity, me);
+
+    // Not for someone who is not a Master Admin, nor without the token.
+    s.vault_user("viewer", "\\VED\\Policy\\A", "read").await;
+    let mut v = Console::signed_in(&s, "viewer").await;
+    assert_eq!(v.get("/admin/machines").await.0, StatusCode::FORBIDDEN);
+    assert_eq!(v.post("/admin/machines/mappings/remove", &[("name", "agents")]).await.0, StatusCode::FORBIDDEN);
+    let url = s.url.clone();
+    assert_eq!(c.post_raw("/admin/machines/mappings/remove", &[("name", "agents")], Some(&url), true).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(s.admin.mappings().await.unwrap().len(), 1);
+}
+
+/// The vault page: each entry's owners, associations and key, filtered by
+/// folder or orphans; never a value (the data and the association's value
+/// appear nowhere on the page).
+#[tokio::test]
+async fn vault_entries_show_owners_associations_and_key_never_a_value() {
+    let s = TestServer::start().await;
+    master(&s, "root").await;
+    s.integration("app", "restricted:manage", |_| {}).await;
+    let writer = s.vault_user("writer", "\\VED\\Policy\\Team", "view,read,write,create").await;
+    s.admin.create_folder("\\VED\\Policy\\Gone").await.unwrap();
+    s.admin.set_rights("\\VED\\Policy\\Gone", "writer", Rights::parse("view,read,write,create").unwrap()).await.unwrap();
+    let t = s.tokens_for(&writer, "app", "restricted:manage").await;
+    let t = t["access_token"].as_str().unwrap();
+    let mut ids = Vec::new();
+    for owner in ["\\VED\\Policy\\Team", "\\VED\\Policy\\Gone"] {
+        // "c2VjcmV0LWRhdGEtNDI=" is "secret-data-42".
+        let body = serde_json::json!({"VaultType": 32, "Keyname": "Software:Default", "Namespace": "config", "Owner": owner, "Base64Data": "c2VjcmV0LWRhdGEtNDI="});
+        let (st, v) = s.sdk("Add", t, body).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        ids.push(v["VaultID"].as_i64().unwrap());
+    }
+    let (st, v) =
+        s.sdk("Associate", t, serde_json::json!({"VaultID": ids[0], "Name": "Purpose", "StringValue": "hunter2-association"})).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    s.admin.delete_folder("\\VED\\Policy\\Gone", true).await.unwrap();
+
+    let mut c = Console::signed_in(&s, "root").await;
+    let (st, html) = c.get("/admin/vault").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let rows = table(&html);
+    assert!(html.contains("2 entries"), "{html}");
+    assert!(rows.contains(&format!("<th scope=\"row\">{}</th>", ids[0])) && rows.contains("<code>\\VED\\Policy\\Team</code>"), "{rows}");
+    assert!(rows.contains("Purpose (string, data key #") && rows.contains("<code>Software:Default</code>"), "{rows}");
+    assert!(rows.contains("none (an orphan)"), "{rows}");
+    for secret in ["secret-data-42", "c2VjcmV0LWRhdGEtNDI", "hunter2-association"] {
+        assert!(!html.contains(secret), "a value on the page: {secret}");
+    }
+    let (_, html) = c.get("/admin/vault?orphans=1").await;
+    assert!(html.contains("1 entry;") && table(&html).contains(&format!(">{}</th>", ids[1])), "{html}");
+    let (_, html) = c.get("/admin/vault?folder=%5CVED%5CPolicy%5CTeam").await;
+    assert!(html.contains("1 entry;") && table(&html).contains(&format!(">{}</th>", ids[0])), "{html}");
+    assert_eq!(c.get("/admin/vault?folder=nowhere").await.0, StatusCode::BAD_REQUEST);
+    let mut w = Console::signed_in(&s, "writer").await;
+    assert_eq!(w.get("/admin/vault").await.0, StatusCode::FORBIDDEN);
+}

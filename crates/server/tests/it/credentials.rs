@@ -216,10 +216,7 @@ async fn scopes_and_tokens() {
 /// A machine identity (the JWT grant) holding Read on the folder reads a credential back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_machine_identity_with_read_retrieves() {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
-    use strongroom_app::admin::machines::{IssuerSpec, MappingSpec};
+    use strongroom_app::admin::machines::MappingSpec;
     use strongroom_core::time::Clock as _;
 
     let s = TestServer::start().await;
@@ -229,37 +226,14 @@ async fn a_machine_identity_with_read_retrieves() {
     let dn = format!("{TEAM}\\deploy-key");
     assert_eq!(result(&s, "Create", &ta, pyvenafi_create(&dn, "deployer", SECRET)).await, 1);
 
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
-    let point = key.public_key().as_ref();
-    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])}]});
-    let file = s.dir.path().join("issuer-jwks.json");
-    std::fs::write(&file, jwks.to_string()).unwrap();
-    let issuer = "https://issuer.test";
-    s.admin
-        .save_jwt_issuer(IssuerSpec {
-            name: "es".into(),
-            issuer: issuer.into(),
-            jwks_file: Some(file.display().to_string()),
-            audiences: vec!["strongroom".into()],
-            algorithms: Some("ES256".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let es = crate::support::Es256Issuer::save(&s, |_| {}).await;
+    let issuer = crate::support::Es256Issuer::ISSUER;
     s.integration("ci", "security", |i| i.allow_all_users = false).await;
     let spec = MappingSpec { name: "deploy".into(), clients: vec!["ci".into()], scope: "security".into() };
     s.admin.save_jwt_mapping(spec, "es", &["sub=repo:*".into()], "sub").await.unwrap();
     let jwt = |sub: &str| {
         let now = s.clock.now().secs();
-        let claims = json!({"iss": issuer, "aud": "strongroom", "sub": sub, "iat": now, "exp": now + 60, "jti": sub});
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode(key.sign(&rng, input.as_bytes()).unwrap().as_ref()))
+        es.sign(&json!({"iss": issuer, "aud": "strongroom", "sub": sub, "iat": now, "exp": now + 60, "jti": sub}))
     };
     let machine_token = |sub: &'static str| {
         let jwt = jwt(sub);

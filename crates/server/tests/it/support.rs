@@ -243,3 +243,59 @@ impl TestServer {
         self.dir.path().join("strongroom.db")
     }
 }
+
+/// A JWT issuer of the test's: an ES256 key whose JWKS is a file, saved as
+/// issuer `es` (`https://issuer.test`, audience `strongroom`), and a signer.
+pub struct Es256Issuer {
+    key: ring::signature::EcdsaKeyPair,
+    rng: ring::rand::SystemRandom,
+}
+
+impl Es256Issuer {
+    pub const ISSUER: &'static str = "https://issuer.test";
+
+    /// Saves the issuer on `s`, `spec` adjusting its settings first.
+    pub async fn save(s: &TestServer, spec: impl FnOnce(&mut strongroom_app::admin::machines::IssuerSpec)) -> Es256Issuer {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+        let point = key.public_key().as_ref();
+        let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])}]});
+        let file = s.dir.path().join("issuer-jwks.json");
+        std::fs::write(&file, jwks.to_string()).unwrap();
+        let mut issuer = strongroom_app::admin::machines::IssuerSpec {
+            name: "es".into(),
+            issuer: Self::ISSUER.into(),
+            jwks_file: Some(file.display().to_string()),
+            audiences: vec!["strongroom".into()],
+            algorithms: Some("ES256".into()),
+            ..Default::default()
+        };
+        spec(&mut issuer);
+        s.admin.save_jwt_issuer(issuer).await.unwrap();
+        Es256Issuer { key, rng }
+    }
+
+    /// The signing input of a JWT with `claims` and the raw (r || s) signature of it.
+    pub fn sign_parts(&self, claims: &Value) -> (String, Vec<u8>) {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let sig = self.key.sign(&self.rng, input.as_bytes()).unwrap().as_ref().to_vec();
+        (input, sig)
+    }
+
+    /// A JWT with `claims`, signed.
+    pub fn sign(&self, claims: &Value) -> String {
+        use base64::Engine as _;
+        let (input, sig) = self.sign_parts(claims);
+        format!("{input}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig))
+    }
+}

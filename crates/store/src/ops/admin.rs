@@ -151,6 +151,16 @@ pub(crate) async fn set_user_disabled<C: Conn>(c: &C, name: &str, disabled: bool
     Ok(Some(ended))
 }
 
+/// See [`crate::AdminStore::set_user_master_admin`].
+pub(crate) async fn set_user_master_admin<C: Conn>(c: &C, name: &str, on: bool, event: &Event) -> StoreResult<Option<bool>> {
+    let Some(user_id) = user_id_of(c, name).await? else { return Ok(None) };
+    let changed = c.execute(&sql::SET_USER_MASTER_ADMIN, &values![on, user_id.as_str()]).await? == 1;
+    if changed {
+        append_event(c, &Event { detail: format!("master_admin={on}"), ..event.clone() }).await?;
+    }
+    Ok(Some(changed))
+}
+
 pub(crate) async fn set_user_password<C: Conn>(
     c: &C,
     name: &str,

@@ -123,6 +123,9 @@ macro_rules! vault_methods {
         fn associations(&self, id: VaultId) -> StoreFuture<'_, Vec<StoredAssociation>> {
             $read!(self, |c| vault::associations(c, id))
         }
+        fn entry_details(&self, ids: Vec<VaultId>) -> StoreFuture<'_, Vec<crate::EntryDetails>> {
+            $read!(self, |c| vault::entry_details(c, &ids))
+        }
         fn dissociate(
             &self,
             id: VaultId,
@@ -173,6 +176,9 @@ macro_rules! admin_methods {
         }
         fn set_user_disabled(&self, name: String, disabled: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
             $write!(self, |c| admin::set_user_disabled(c, &name, disabled, &event))
+        }
+        fn set_user_master_admin(&self, name: String, on: bool, event: Event) -> StoreFuture<'_, Option<bool>> {
+            $write!(self, |c| admin::set_user_master_admin(c, &name, on, &event))
         }
         fn set_user_password(&self, name: String, password_hash: String, end: bool, event: Event) -> StoreFuture<'_, Option<u64>> {
             $write!(self, |c| admin::set_user_password(c, &name, &password_hash, end, &event))

@@ -105,6 +105,25 @@ pub(crate) async fn owners_of<C: Conn>(c: &C, ids: &[VaultId]) -> StoreResult<Ve
     Ok(out)
 }
 
+/// See [`crate::VaultStore::entry_details`]: the sealed bytes read stay here.
+pub(crate) async fn entry_details<C: Conn>(c: &C, ids: &[VaultId]) -> StoreResult<Vec<crate::EntryDetails>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(e) = entry(c, *id).await? else { continue };
+        let associations = associations(c, *id).await?.into_iter().map(|a| (a.name, a.value_type, a.key_id)).collect();
+        out.push(crate::EntryDetails {
+            vault_id: e.vault_id,
+            vault_type: e.vault_type,
+            key_name: e.key_name,
+            key_id: e.key_id,
+            created_at: e.created_at,
+            owners: e.owners,
+            associations,
+        });
+    }
+    Ok(out)
+}
+
 pub(crate) async fn mutate_entry<C: Conn>(c: &C, id: VaultId, vault_type: i32, by: &Writer, event: &Event) -> StoreResult<Checked<bool>> {
     if !flag(c, &sql::IS_MASTER_ADMIN, &values![by.grant_id.as_str(), by.user_id.as_str()]).await? {
         return Ok(Checked::Denied);

@@ -112,6 +112,42 @@ pub(crate) async fn users(store: Arc<dyn Store>) {
     let kinds: Vec<EventKind> =
         store.events(EventFilter { limit: 100, ..Default::default() }).await.unwrap().into_iter().map(|e| e.event.kind).collect();
     assert_eq!(kinds, [EventKind::UserCreated, EventKind::UserDisabled, EventKind::UserPasswordChanged, EventKind::UserCreated]);
+
+    // Master Admin on and off: an event only when it changed anything.
+    let on = |on: bool| store.set_user_master_admin("BOB".into(), on, ev(EventKind::UserMasterAdminChanged));
+    assert_eq!(on(true).await.unwrap(), Some(true));
+    assert!(store.user_by_name("bob".into()).await.unwrap().unwrap().0.master_admin);
+    assert_eq!(on(true).await.unwrap(), Some(false), "already one: nothing written");
+    assert_eq!(on(false).await.unwrap(), Some(true));
+    assert!(!store.user_by_name("bob".into()).await.unwrap().unwrap().0.master_admin);
+    assert_eq!(store.set_user_master_admin("nobody".into(), true, ev(EventKind::UserMasterAdminChanged)).await.unwrap(), None);
+    let changed: Vec<String> = store
+        .events(EventFilter { kind: Some("user.master_admin_changed".into()), limit: 100, ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event.detail)
+        .collect();
+    assert_eq!(changed, ["master_admin=true", "master_admin=false"]);
+
+    // Eight administrators at once: one change, one event.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(
+                async move { store.set_user_master_admin("bob".into(), true, ev(EventKind::UserMasterAdminChanged)).await.unwrap() },
+            )
+        })
+        .collect();
+    let mut changed = 0;
+    for t in tasks {
+        if t.await.unwrap() == Some(true) {
+            changed += 1;
+        }
+    }
+    assert_eq!(changed, 1, "exactly one of the racing writes changed the user");
+    let f = EventFilter { kind: Some("user.master_admin_changed".into()), limit: 100, ..Default::default() };
+    assert_eq!(store.events(f).await.unwrap().len(), 3, "one event for the race");
 }
 
 pub(crate) async fn integrations(store: Arc<dyn Store>) {
@@ -804,6 +840,15 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
         Checked::Done(PutAssociation::NoEntry)
     );
     assert_eq!(store.associations(a).await.unwrap(), vec![assoc("n", 2)]);
+    // An administrator's view of entries: no data, no value; a missing id is left out.
+    let details = store.entry_details(vec![b, VaultId(999), a]).await.unwrap();
+    let e = entry(b, &["\\VED\\Policy\\A", "\\VED\\Policy\\B"]);
+    assert_eq!(details.iter().map(|d| d.vault_id).collect::<Vec<_>>(), vec![b, a]);
+    assert_eq!((details[0].vault_type, details[0].key_name.as_str(), details[0].key_id), (e.vault_type, e.key_name.as_str(), e.key_id));
+    assert_eq!((details[0].created_at, details[0].owners.clone()), (e.created_at, e.owners));
+    let names: Vec<(String, i64)> = details[0].associations.iter().map(|(n, _, k)| (n.clone(), *k)).collect();
+    assert_eq!(names, vec![("m".to_owned(), assoc("m", 3).key_id), ("n".to_owned(), assoc("n", 2).key_id)]);
+    assert_eq!(details[1].associations.len(), 1);
     let (oa, ob) = (vec![folder("\\VED\\Policy\\A")], vec![folder("\\VED\\Policy\\A"), folder("\\VED\\Policy\\B")]);
     assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![(a, oa.clone()), (b, ob.clone())]);
     assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);

@@ -75,6 +75,7 @@ pages! {
     the_jwt_grant => "book/src/machines/jwt-grant.md",
     backup_and_restore => "book/src/operations/backup-restore.md",
     replicas_and_haproxy => "book/src/operations/replicas.md",
+    remote_administration => "book/src/administration/admin-cli.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.

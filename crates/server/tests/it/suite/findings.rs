@@ -19,7 +19,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use strongroom_app::admin::IntegrationSpec;
-use strongroom_app::admin::machines::{IssuerSpec, MappingSpec};
+use strongroom_app::admin::machines::MappingSpec;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::Clock as _;
 use strongroom_core::vault::Rights;
@@ -154,44 +154,23 @@ async fn m2_console_sessions_end_on_the_server() {
 /// M3 and M4: an ES256 issuer whose keys are a file; tokens without `jti`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn m3_m4_es256_twins_and_replay_records() {
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
     let s = TestServer::start().await;
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
-    let point = key.public_key().as_ref();
-    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])}]});
-    let file = s.dir.path().join("issuer-jwks.json");
-    std::fs::write(&file, jwks.to_string()).unwrap();
-    let issuer = "https://issuer.test";
-    s.admin
-        .save_jwt_issuer(IssuerSpec {
-            name: "es".into(),
-            issuer: issuer.into(),
-            jwks_file: Some(file.display().to_string()),
-            audiences: vec!["strongroom".into()],
-            algorithms: Some("ES256".into()),
-            clock_skew: Some(0),
-            max_lifetime: Some(600),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let es = crate::support::Es256Issuer::save(&s, |i| {
+        i.clock_skew = Some(0);
+        i.max_lifetime = Some(600);
+    })
+    .await;
+    let issuer = crate::support::Es256Issuer::ISSUER;
     s.integration("ci", "restricted", |i| i.allow_all_users = false).await;
     let spec = MappingSpec { name: "deploy".into(), clients: vec!["ci".into()], scope: "restricted".into() };
     s.admin.save_jwt_mapping(spec, "es", &["sub=repo:*".into()], "sub").await.unwrap();
     let sign = |n: u32| {
         let now = s.clock.now().secs();
         let claims = json!({"iss": issuer, "aud": "strongroom", "sub": format!("repo:{n}"), "iat": now, "exp": now + 20});
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let sig = key.sign(&rng, input.as_bytes()).unwrap();
-        let (r, s_part) = sig.as_ref().split_at(32);
+        let (input, sig) = es.sign_parts(&claims);
+        let (r, s_part) = sig.split_at(32);
         let twin = [r, &strongroom_testkit::jwt::p256_twin(s_part)].concat();
-        (format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())), format!("{input}.{}", URL_SAFE_NO_PAD.encode(twin)))
+        (format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig)), format!("{input}.{}", URL_SAFE_NO_PAD.encode(twin)))
     };
     let server = &s;
     let present = |jwt: String| async move {
