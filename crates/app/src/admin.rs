@@ -2,6 +2,7 @@
 //! events. They work directly on the store, so they work while the server
 //! runs (SQLite in WAL mode takes a second writer; PostgreSQL anyway).
 
+pub mod certs;
 pub mod groups;
 pub mod impact;
 pub mod machines;

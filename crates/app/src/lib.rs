@@ -26,6 +26,7 @@ pub mod admin;
 pub mod archive;
 pub mod hashing;
 mod observer;
+pub mod pki;
 pub mod service;
 mod state;
 

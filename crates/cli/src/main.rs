@@ -364,7 +364,12 @@ fn main() -> std::process::ExitCode {
                 init_logging("warn").map_err(client::Failure::from)?;
                 admin::remote::run(&remote, command, json).await
             }
-            Command::Admin { config, json, command, .. } => admin_cmd(config, command, json).await.map_err(client::Failure::from),
+            Command::Admin { config, json, mut command, remote } => {
+                if let admin::AdminCommand::Policy(admin::PolicyCommand::Set(set)) = &mut command {
+                    set.ca = remote.ca_on_command_line();
+                }
+                admin_cmd(config, command, json).await.map_err(client::Failure::from)
+            }
             Command::Config(ConfigCommand::Check { config, json, online }) => config_check(&config, json, online).await,
             Command::Config(ConfigCommand::Example { set }) => ops::config_example(&set).map_err(client::Failure::from),
             Command::Health { config, timeout } => ops::health(&config.load()?, timeout).await.map_err(client::Failure::from),

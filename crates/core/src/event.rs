@@ -104,6 +104,22 @@ pub enum EventKind {
     CredentialDeleted,
     /// A user was made a Master Admin, or stopped being one (`detail`: `master_admin=true|false`).
     UserMasterAdminChanged,
+    /// An issuing CA was created (`strongroom admin ca create`).
+    CaCreated,
+    /// A folder's certificate policy was set or cleared.
+    CertPolicySet,
+    /// A certificate was requested (`Certificates/Request`, `Renew`).
+    CertificateRequested,
+    /// A certificate was issued (in the request's transaction).
+    CertificateIssued,
+    /// A certificate's private key was handed out (`Certificates/Retrieve` with the key).
+    CertificateKeyExported,
+    /// A certificate was revoked (its serial is on its CA's CRL).
+    CertificateRevoked,
+    /// A certificate object was disabled (retired) or enabled.
+    CertificateDisabled,
+    /// A certificate object was deleted with its entries.
+    CertificateDeleted,
 }
 
 impl EventKind {
@@ -166,6 +182,14 @@ impl EventKind {
         EventKind::CredentialUpdated,
         EventKind::CredentialDeleted,
         EventKind::UserMasterAdminChanged,
+        EventKind::CaCreated,
+        EventKind::CertPolicySet,
+        EventKind::CertificateRequested,
+        EventKind::CertificateIssued,
+        EventKind::CertificateKeyExported,
+        EventKind::CertificateRevoked,
+        EventKind::CertificateDisabled,
+        EventKind::CertificateDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -228,6 +252,14 @@ impl EventKind {
             EventKind::CredentialUpdated => "credential.updated",
             EventKind::CredentialDeleted => "credential.deleted",
             EventKind::UserMasterAdminChanged => "user.master_admin_changed",
+            EventKind::CaCreated => "certificate.ca_created",
+            EventKind::CertPolicySet => "certificate.policy_set",
+            EventKind::CertificateRequested => "certificate.requested",
+            EventKind::CertificateIssued => "certificate.issued",
+            EventKind::CertificateKeyExported => "certificate.key_exported",
+            EventKind::CertificateRevoked => "certificate.revoked",
+            EventKind::CertificateDisabled => "certificate.disabled",
+            EventKind::CertificateDeleted => "certificate.deleted",
         }
     }
 
@@ -289,7 +321,13 @@ impl EventKind {
             | K::CredentialCreated
             | K::CredentialUpdated
             | K::CredentialDeleted
-            | K::UserMasterAdminChanged => Severity::Notice,
+            | K::UserMasterAdminChanged
+            | K::CaCreated
+            | K::CertPolicySet
+            | K::CertificateKeyExported
+            | K::CertificateRevoked
+            | K::CertificateDisabled
+            | K::CertificateDeleted => Severity::Notice,
             _ => Severity::Info,
         }
     }

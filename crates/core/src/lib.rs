@@ -30,6 +30,7 @@
 //!   (`Random`), [`secret`] (`Secret`), [`mac`], [`hex`] (proto's).
 #![forbid(unsafe_code)]
 
+pub mod cert;
 pub mod credential;
 pub mod event;
 pub mod grant;

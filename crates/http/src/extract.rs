@@ -135,6 +135,10 @@ pub(crate) mod scope {
         Security = Some("security");
         SecurityManage = Some("security:manage");
         SecurityDelete = Some("security:delete");
+        Certificate = Some("certificate");
+        CertificateManage = Some("certificate:manage");
+        CertificateRevoke = Some("certificate:revoke");
+        CertificateDelete = Some("certificate:delete");
     }
 }
 
@@ -266,6 +270,26 @@ pub(crate) async fn vault_call(
         bearer::require(&ctx.access, needed)?;
     }
     Ok((vault::Caller::new(ctx, origin), body?))
+}
+
+/// A certificate call (`Certificates/*`, issue 33): the token, the caller
+/// and their rights in one context read ([`vault_call`]), scope `S`
+/// required, then the body.
+pub(crate) struct CertCall<S> {
+    pub(crate) caller: vault::Caller,
+    pub(crate) body: SdkBody,
+    scope: PhantomData<S>,
+}
+
+impl<S: Scope> FromRequest<HttpState> for CertCall<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(origin) = Origin::from_request_parts(&mut parts, app).await;
+        let (caller, body) = vault_call(app, origin, Request::from_parts(parts, body), S::NEEDS, None).await?;
+        Ok(CertCall { caller, body, scope: PhantomData })
+    }
 }
 
 /// A credential call (`Credentials/*`): the token judged and scope `S`

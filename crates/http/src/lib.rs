@@ -24,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+mod certificates;
 pub mod client_addr;
 mod config;
 mod console;
@@ -173,6 +174,23 @@ api! {
     "/vedsdk/credentials/delete" post credentials::delete;
     "/vedsdk/credentials/rename" post credentials::rename;
     "/vedsdk/credentials/enumerate" post credentials::enumerate;
+    "/vedsdk/certificates/checkpolicy" post certificates::check_policy;
+    "/vedsdk/certificates/request" post certificates::request;
+    "/vedsdk/certificates/retrieve" post certificates::retrieve;
+    "/vedsdk/certificates/retrieve/{vaultid}" post certificates::retrieve_vault;
+    "/vedsdk/certificates/renew" post certificates::renew;
+    "/vedsdk/certificates/revoke" post certificates::revoke;
+    "/vedsdk/certificates/reset" post certificates::reset;
+    "/vedsdk/certificates/retry" post certificates::retry;
+    "/vedsdk/certificates/import" post certificates::unsupported;
+    "/vedsdk/certificates" get certificates::search;
+    "/vedsdk/certificates/{guid}" get certificates::get_one;
+    "/vedsdk/certificates/{guid}" put certificates::put_one;
+    "/vedsdk/certificates/{guid}" delete certificates::delete_one;
+    "/vedsdk/certificates/{guid}/previousversions" get certificates::previous_versions;
+    "/vedsdk/metadata/get" post certificates::metadata_get;
+    "/vedsdk/metadata/getitems" post certificates::metadata_get_items;
+    "/crl/{name}" get certificates::crl;
     "/vedsdk/log" get log::log;
     "/vedsdk/log" post identity::write_log;
     "/vedsdk/log/logschema" get log::log_schema;
@@ -332,7 +350,13 @@ fn build(state: HttpState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Route
 /// slash. The query is kept as sent.
 fn normalize_path(mut req: Request) -> Request {
     let uri = req.uri();
-    let path = uri.path();
+    // VenafiPS URL-encodes a whole leaf, slash included (`certificates%2f%7b…%7d`, §0.14).
+    let decoded = uri.path().get(..23).filter(|p| p.eq_ignore_ascii_case("/vedsdk/certificates%2f")).map(|_| {
+        let rest = &uri.path()[23..];
+        format!("/vedsdk/certificates/{}", rest.replace("%2f", "/").replace("%2F", "/"))
+    });
+    let original = uri.path();
+    let path = decoded.as_deref().unwrap_or(original);
     let mut norm = String::with_capacity(path.len());
     for seg in path.split('/').filter(|s| !s.is_empty()) {
         norm.push('/');
@@ -341,7 +365,7 @@ fn normalize_path(mut req: Request) -> Request {
     if norm.is_empty() {
         norm.push('/');
     }
-    if norm != path {
+    if norm != original {
         let pq = match uri.query() {
             Some(q) => format!("{norm}?{q}"),
             None => norm,

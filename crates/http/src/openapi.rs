@@ -131,6 +131,7 @@ pub(crate) const BEARER: &str = "bearer";
         (name = "approval page", description = "The browser page where a user approves a device code (HTML forms)."),
         (name = "admin console", description = "The administrators' pages at `/admin` (HTML forms; a session cookie and the anti-forgery token)."),
         (name = "vedsdk", description = "The WebSDK: SecretStore, the event log, the API level."),
+        (name = "certificates", description = "Certificates from Strongroom's own CAs (`/vedsdk/Certificates/*`, `metadata/*`, the CRLs)."),
         (name = "oauth", description = "API integrations, who may use them and their grants (`/vedsdk/oauth/*`): Master Admins only."),
         (name = "server", description = "Health and this description."),
     ),

@@ -6,7 +6,7 @@
 //! with a generic text: details never reach the client.
 
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
@@ -562,4 +562,105 @@ impl IntoResponse for OAuthFailure {
             }
         }
     }
+}
+
+// ------------------------------------------------------------------ certificates (issue 33)
+
+/// Why a `Certificates/*` call did not succeed, and in which body shape.
+#[derive(Debug)]
+pub(crate) enum CertFailure {
+    /// The token, the scope, or a body that does not parse.
+    Sdk(SdkFailure),
+    /// `{"Error": …}`.
+    Cert(strongroom_app::service::certificates::CertError),
+    /// `{"Success": false, "Error": …}` (`Renew`, `Revoke`: clients read `Success`).
+    Unsuccessful(strongroom_app::service::certificates::CertError),
+}
+
+impl From<SdkFailure> for CertFailure {
+    fn from(e: SdkFailure) -> Self {
+        CertFailure::Sdk(e)
+    }
+}
+
+impl From<strongroom_app::service::certificates::CertError> for CertFailure {
+    fn from(e: strongroom_app::service::certificates::CertError) -> Self {
+        CertFailure::Cert(e)
+    }
+}
+
+impl From<strongroom_proto::read::FieldError> for CertFailure {
+    fn from(e: strongroom_proto::read::FieldError) -> Self {
+        CertFailure::Cert(strongroom_app::service::certificates::CertError::Invalid(e.0))
+    }
+}
+
+/// A status line with the product's reason phrase (§0.3: vcert shows only the status line, and
+/// Terraform matches `does not exist` in it). HTTP/1.1 only; HTTP/2 has no phrase.
+pub(crate) fn with_reason(mut r: Response, phrase: &str) -> Response {
+    let clean: String = phrase.chars().filter(|c| c.is_ascii() && !c.is_ascii_control()).take(200).collect();
+    if let Ok(p) = hyper::ext::ReasonPhrase::try_from(clean.into_bytes()) {
+        r.extensions_mut().insert(p);
+    }
+    r
+}
+
+impl IntoResponse for CertFailure {
+    fn into_response(self) -> Response {
+        use strongroom_app::service::certificates::CertError as E;
+        let (e, success_shape) = match self {
+            CertFailure::Sdk(e) => return e.into_response(),
+            CertFailure::Cert(e) => (e, false),
+            CertFailure::Unsuccessful(e) => (e, true),
+        };
+        let body = |status: StatusCode, message: String| {
+            if success_shape {
+                json(status, &serde_json::json!({"Success": false, "Error": message}))
+            } else {
+                json(status, &ErrorOnly { error: message })
+            }
+        };
+        match e {
+            E::NoCertificate(m) => {
+                tracing::info!("certificate call: no such certificate");
+                with_reason(body(StatusCode::BAD_REQUEST, m), "Certificate does not exist.")
+            }
+            E::NoKey(m) => {
+                let r = body(StatusCode::BAD_REQUEST, m.clone());
+                with_reason(r, &m)
+            }
+            E::Invalid(m) | E::NoPolicy(m) | E::Unsupported(m) => {
+                tracing::info!(reason = %m, "certificate call refused");
+                body(StatusCode::BAD_REQUEST, m)
+            }
+            // 403, never 401: a 401 means only a bad token (clients refresh on it).
+            E::Denied(m) => {
+                tracing::info!(reason = %m, "certificate call refused: a right is missing");
+                body(StatusCode::FORBIDDEN, m)
+            }
+            E::Store(s) if s.is_transient() => sdk_unavailable(&s),
+            E::Store(s) => {
+                tracing::error!(kind = %s.kind(), error = %s, "certificate call failed");
+                body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
+            }
+            E::Internal(why) => {
+                tracing::error!(error = %why, "certificate call failed");
+                body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
+            }
+        }
+    }
+}
+
+/// A CRL (DER), served to anyone.
+pub(crate) fn crl(der: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/pkix-crl"), (header::CACHE_CONTROL, "no-cache")], der).into_response()
+}
+
+/// A JSON answer with the `X-Record-Count` header (`GET Certificates/`, which VenafiPS pages by).
+pub(crate) fn with_record_count<T: Serialize>(body: &T, count: usize) -> Response {
+    let mut r = ok(body);
+    if let Ok(v) = HeaderValue::from_str(&count.to_string()) {
+        r.headers_mut().insert(HeaderName::from_static("x-record-count"), v);
+    }
+    r
 }

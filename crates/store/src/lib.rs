@@ -917,8 +917,10 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
 }
 
 /// A whole store: every backend implements all six parts.
-pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore {}
-impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore> Store for T {}
+pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore {}
+impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore> Store for T {}
+
+pub use ops::certs::{CaRecord, CertRecord, CertStore, Issuance, Revocation};
 
 pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};
 

@@ -270,6 +270,55 @@ pub(crate) const OIDC_STATES: Table = Table {
 
 pub(crate) const CONSOLE_EPOCHS: Table = Table { name: "console_epochs", columns: &[("user_id", Text), ("epoch", Int)], key: 1 };
 
+pub(crate) const CERT_AUTHORITIES: Table = Table {
+    name: "cert_authorities",
+    columns: &[
+        ("name_key", Text),
+        ("name", Text),
+        ("dn", Text),
+        ("algorithm", Text),
+        ("subject", Text),
+        ("cert_der", Bytes),
+        ("key_name", Text),
+        ("key_id", Int),
+        ("key_sealed", Bytes),
+        ("validity_days", Int),
+        ("created_at", Int),
+    ],
+    key: 1,
+};
+
+pub(crate) const CERT_POLICIES: Table = Table { name: "cert_policies", columns: &[("path_key", Text), ("policy", Text)], key: 1 };
+
+pub(crate) const CERTIFICATES: Table = Table {
+    name: "certificates",
+    columns: &[
+        ("path_key", Text),
+        ("ca_key", Text),
+        ("cn", Text),
+        ("sans", Text),
+        ("serial", Text),
+        ("thumbprint", Text),
+        ("valid_from", Int),
+        ("valid_to", Int),
+        ("cert_vault_id", Int),
+        ("key_vault_id", Int),
+        ("csr_vault_id", Int),
+        ("disabled", Bool),
+        ("revoked", Bool),
+        ("version", Int),
+        ("created_at", Int),
+        ("issued_at", Int),
+    ],
+    key: 1,
+};
+
+pub(crate) const CERT_REVOCATIONS: Table = Table {
+    name: "cert_revocations",
+    columns: &[("ca_key", Text), ("serial", Text), ("revoked_at", Int), ("reason", Int), ("not_after", Int)],
+    key: 2,
+};
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -303,4 +352,8 @@ pub const TABLES: &[&Table] = &[
     &GROUP_OWNERS,
     &GROUP_TEAMS,
     &CONSOLE_EPOCHS,
+    &CERT_AUTHORITIES,
+    &CERT_POLICIES,
+    &CERTIFICATES,
+    &CERT_REVOCATIONS,
 ];

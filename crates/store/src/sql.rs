@@ -1129,3 +1129,73 @@ sql!(
 );
 
 sql!(INSERT_MACHINE_LINK = "INSERT INTO machine_users (user_id, mapping) VALUES (?1, ?2) ON CONFLICT (user_id) DO NOTHING");
+
+// ------------------------------------------------------------------ certificates (issue 33)
+
+sql!(
+    /// May user `?2` (grant `?1`) act on folder key `?3` with right bits `?4`: the grant stands, and a
+    /// Master Admin, or one of the bits granted there or above (to them or a group of theirs now).
+    MAY_HOLD = format!(
+        "SELECT EXISTS (SELECT 1 {} AND (u.master_admin OR EXISTS (SELECT 1 FROM {held} r WHERE (r.rights & ?4::BIGINT) <> 0 AND {})))",
+        grant_stands("?1", "?2"),
+        covers("?3"),
+        held = held_rights("u.id")
+    )
+);
+
+sql!(CAS = format!("SELECT {} FROM cert_authorities ORDER BY name_key", schema::CERT_AUTHORITIES.column_list()));
+sql!(INSERT_CA = format!("{} ON CONFLICT (name_key) DO NOTHING", schema::CERT_AUTHORITIES.insert()));
+sql!(CERT_POLICIES = "SELECT p.path_key, p.policy FROM cert_policies p JOIN folders f ON f.path_key = p.path_key ORDER BY p.path_key");
+sql!(
+    SET_CERT_POLICY = "INSERT INTO cert_policies (path_key, policy) VALUES (?1, ?2) \
+                       ON CONFLICT (path_key) DO UPDATE SET policy = excluded.policy"
+);
+sql!(CLEAR_CERT_POLICY = "DELETE FROM cert_policies WHERE path_key = ?1");
+
+/// A certificate object's columns: its folder's path and GUID, then its row after the key.
+const CERT_COLS: &str = "SELECT f.path, f.guid, c.ca_key, c.cn, c.sans, c.serial, c.thumbprint, c.valid_from, c.valid_to, \
+     c.cert_vault_id, c.key_vault_id, c.csr_vault_id, c.disabled, c.revoked, c.version, c.created_at, c.issued_at \
+     FROM certificates c JOIN folders f ON f.path_key = c.path_key";
+sql!(CERTIFICATES = format!("{CERT_COLS} ORDER BY c.path_key"));
+sql!(CERTIFICATE = format!("{CERT_COLS} WHERE c.path_key = ?1"));
+sql!(
+    /// A certificate object's row, replacing the DN's previous one (its creation and version carried on).
+    UPSERT_CERTIFICATE = format!(
+        "{} ON CONFLICT (path_key) DO UPDATE SET ca_key = excluded.ca_key, cn = excluded.cn, sans = excluded.sans, \
+         serial = excluded.serial, thumbprint = excluded.thumbprint, valid_from = excluded.valid_from, valid_to = excluded.valid_to, \
+         cert_vault_id = excluded.cert_vault_id, key_vault_id = excluded.key_vault_id, csr_vault_id = excluded.csr_vault_id, \
+         disabled = excluded.disabled, revoked = excluded.revoked, version = certificates.version + 1, issued_at = excluded.issued_at",
+        schema::CERTIFICATES.insert()
+    )
+);
+sql!(
+    /// Archives the current certificate, key and CSR entries owned by folder key `?1` (the product's overlay bit 2^30).
+    ARCHIVE_CERT_ENTRIES = "UPDATE vault_entries SET vault_type = vault_type + 1073741824 WHERE vault_type IN (2, 256, 512) \
+                            AND vault_id IN (SELECT vault_id FROM vault_owners WHERE owner_key = ?1)"
+);
+sql!(INSERT_REVOCATION = format!("{} ON CONFLICT (ca_key, serial) DO NOTHING", schema::CERT_REVOCATIONS.insert()));
+sql!(MARK_REVOKED = "UPDATE certificates SET revoked = ?2, disabled = (disabled OR ?3) WHERE path_key = ?1 AND serial = ?4");
+sql!(
+    REVOCATIONS = "SELECT ca_key, serial, revoked_at, reason, not_after FROM cert_revocations \
+                   WHERE ca_key = ?1 AND not_after > ?2 ORDER BY revoked_at, serial"
+);
+sql!(SET_CERT_DISABLED = "UPDATE certificates SET disabled = ?2 WHERE path_key = ?1");
+sql!(DELETE_CERTIFICATE = "DELETE FROM certificates WHERE path_key = ?1");
+sql!(CERT_OWNED = "SELECT vault_id FROM vault_owners WHERE owner_key = ?1 ORDER BY vault_id");
+sql!(DELETE_OWNED_BY = "DELETE FROM vault_owners WHERE owner_key = ?1");
+sql!(
+    DELETE_ORPHAN_ENTRY =
+        "DELETE FROM vault_entries WHERE vault_id = ?1 AND NOT EXISTS (SELECT 1 FROM vault_owners o WHERE o.vault_id = ?1)"
+);
+sql!(
+    /// Folder key `?1`, unless another folder lies below it.
+    DELETE_LEAF_FOLDER = "DELETE FROM folders WHERE path_key = ?1 AND NOT EXISTS \
+                          (SELECT 1 FROM folders b WHERE substr(b.path_key, 1, length(?1::TEXT) + 1) = ?1::TEXT || '\\')"
+);
+sql!(
+    /// The entries owned by folder key `?1` (`codec::entry`), oldest first.
+    CERT_ENTRIES = format!(
+        "SELECT {} FROM vault_entries e JOIN vault_owners o ON o.vault_id = e.vault_id WHERE o.owner_key = ?1 ORDER BY e.vault_id",
+        schema::VAULT_ENTRIES.cols("e")
+    )
+);

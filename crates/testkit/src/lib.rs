@@ -49,6 +49,11 @@ pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};
 /// dialect and PostgreSQL's: the upgrade tests make an older store by
 /// undoing the newest one.
 const MIGRATION_UNDO: &[(i64, &str, &str)] = &[
+    (
+        15,
+        "DROP TABLE cert_revocations; DROP TABLE certificates; DROP TABLE cert_policies; DROP TABLE cert_authorities;",
+        "DROP TABLE cert_revocations; DROP TABLE certificates; DROP TABLE cert_policies; DROP TABLE cert_authorities;",
+    ),
     (13, "DROP TABLE console_epochs;", "DROP TABLE console_epochs;"),
     (
         14,

@@ -5,6 +5,7 @@
 
 pub mod approved;
 pub mod bearer;
+pub mod certificates;
 pub mod console;
 pub mod credentials;
 pub mod device;

@@ -225,9 +225,25 @@ pub async fn find(app: &App, perms: &Permissions, dn: Option<&str>, guid: Option
         (None, None) => return refuse(result::OBJECT_DOES_NOT_EXIST, "ObjectDN or ObjectGUID is required."),
     };
     match node {
-        Some(n) if visible(perms, &n) => Ok(n),
+        Some(n) if visible(perms, &n) => Ok(with_certificate_class(app, n).await?),
         _ => absent(),
     }
+}
+
+/// A folder that is a certificate object or an issuing CA (issue 33) shows that class.
+async fn with_certificate_class(app: &App, mut n: Node) -> Result<Node, StoreError> {
+    if let Kind::Folder(f) = &n.kind
+        && f.key().starts_with("\\ved\\policy\\")
+    {
+        if app.store.certificate(f.key().to_owned()).await?.is_some() {
+            n.class = strongroom_core::cert::CERTIFICATE_CLASS;
+        } else if f.key().starts_with(&format!("{}\\", strongroom_core::cert::CA_FOLDER.to_lowercase()))
+            && app.store.cert_authorities().await?.iter().any(|c| c.dn.eq_ignore_ascii_case(f.as_str()))
+        {
+            n.class = strongroom_core::cert::CA_CLASS;
+        }
+    }
+    Ok(n)
 }
 
 /// The handle whose acts name the caller, and whose changes of

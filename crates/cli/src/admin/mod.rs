@@ -15,6 +15,7 @@
 //! creates a store: every other command opens one that exists
 //! ([`open`]) and stops, naming where it looked, when there is none.
 
+mod certs;
 mod events;
 mod folders;
 mod grants;
@@ -41,6 +42,7 @@ use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
+pub(crate) use certs::{CaCommand, PolicyCommand};
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
@@ -121,6 +123,12 @@ pub(crate) enum AdminCommand {
     /// (jwt+MAPPING:SUBJECT, cert+MAPPING:NAME), which rights can be granted to like users.
     #[command(subcommand)]
     Mappings(MappingsCommand),
+    /// Issuing CAs (\\VED\\Policy\\CA Templates\\NAME): their keys and certificates.
+    #[command(subcommand)]
+    Ca(CaCommand),
+    /// Certificate policies of folders (the CA, key, domains, subject), inherited down the tree.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Copy a whole store into an empty one of either backend (stop the servers first).
     ///
     /// Copies users, integrations, grants, tokens, device codes, folders, rights,
@@ -240,7 +248,11 @@ pub(crate) async fn dispatch(target: &Target, config: Option<&strongroom_server:
         (AdminCommand::Keys(c), Some(admin)) => keys::run(admin, c).await?,
         (AdminCommand::JwtIssuers(c), Some(admin)) => machines::issuers(admin, c).await?,
         (AdminCommand::Mappings(c), Some(admin)) => machines::mappings(admin, c).await?,
+        (AdminCommand::Ca(c), Some(admin)) => certs::ca(admin, c).await?,
+        (AdminCommand::Policy(c), Some(admin)) => certs::policy(admin, c).await?,
         (AdminCommand::Keys(_), None) => return Err(remote::not_over_api("keys")),
+        (AdminCommand::Ca(_), None) => return Err(remote::not_over_api("ca")),
+        (AdminCommand::Policy(_), None) => return Err(remote::not_over_api("policy")),
         (AdminCommand::JwtIssuers(_), None) => return Err(remote::not_over_api("jwt-issuers")),
         (AdminCommand::Mappings(_), None) => return Err(remote::not_over_api("mappings")),
         (

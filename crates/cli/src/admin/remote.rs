@@ -42,6 +42,13 @@ pub(crate) struct RemoteArgs {
 }
 
 impl RemoteArgs {
+    /// `--ca` as typed on the command line (never from STRONGROOM_CA): `admin policy set`'s CA
+    /// name, which shares the global option's name.
+    pub(crate) fn ca_on_command_line(&self) -> Option<String> {
+        let typed = std::env::args().any(|a| a == "--ca" || a.starts_with("--ca="));
+        self.ca.as_ref().filter(|_| typed).map(|p| p.to_string_lossy().into_owned())
+    }
+
     /// The API client: a login's token source, or the token file's token.
     pub(crate) fn connect(&self) -> Result<AdminApi, Failure> {
         let server = self.server.as_deref().ok_or_else(|| Failure::new(2, "--server is required"))?;

@@ -141,7 +141,9 @@ async fn random_requests_never_get_a_5xx() {
             );
         }
     }
-    let missed: Vec<_> = paths.iter().filter(|p| **p != "/nope" && !reached.contains(*p)).collect();
+    // `/crl/{name}` answers 404 for a CA that does not exist, as the router does for no route (its
+    // CRLs are fetched and verified in the CLI suite's `certificates`).
+    let missed: Vec<_> = paths.iter().filter(|p| **p != "/nope" && **p != "/crl/{name}" && !reached.contains(*p)).collect();
     assert!(missed.is_empty(), "no request reached the handler of {missed:?}");
     assert!(paths.len() >= 29, "the router's 28 routes and /nope");
     // The server still works.

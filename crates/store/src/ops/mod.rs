@@ -12,6 +12,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod auth;
+pub(crate) mod certs;
 pub(crate) mod events;
 pub(crate) mod groups;
 pub(crate) mod machine;

@@ -54,6 +54,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 13, name: "0013_console_epochs", sql: include_str!("../../migrations/postgres/0013_console_epochs.sql") },
     Migration { version: 14, name: "0014_one_token_layout", sql: include_str!("../../migrations/postgres/0014_one_token_layout.sql") },
+    Migration { version: 15, name: "0015_certificates", sql: include_str!("../../migrations/postgres/0015_certificates.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

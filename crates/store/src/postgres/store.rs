@@ -8,7 +8,9 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
+use crate::{CaRecord, CertRecord, Issuance, Revocation};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -126,6 +128,10 @@ impl AdminStore for PgStore {
 
 impl GroupStore for PgStore {
     crate::ops::groups::group_methods!(on_client, in_tx, on_client, in_plain_tx);
+}
+
+impl crate::CertStore for PgStore {
+    crate::ops::certs::cert_methods!(on_client, in_tx);
 }
 
 impl crate::TreeStore for PgStore {

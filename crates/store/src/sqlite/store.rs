@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
+use crate::{CaRecord, CertRecord, Issuance, Revocation};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -74,6 +76,10 @@ impl AdminStore for SqliteStore {
 
 impl GroupStore for SqliteStore {
     crate::ops::groups::group_methods!(on_reader, on_writer, on_writer, on_writer);
+}
+
+impl crate::CertStore for SqliteStore {
+    crate::ops::certs::cert_methods!(on_reader, on_writer);
 }
 
 impl crate::TreeStore for SqliteStore {

@@ -18,6 +18,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cases;
+mod certs;
 mod deletion;
 mod findings;
 mod group_admin;
@@ -33,6 +34,7 @@ mod tree;
 /// Every case that needs a store alone.
 mod all {
     pub(crate) use super::cases::*;
+    pub(crate) use super::certs::*;
     pub(crate) use super::deletion::*;
     pub(crate) use super::findings::*;
     pub(crate) use super::group_admin::*;
@@ -161,6 +163,8 @@ conformance!(
     groups_made_with_members_owners_and_teams,
     racing_membership_changes_end_as_the_log_says,
     concurrent_integration_updates_keep_every_change,
+    concurrent_issuances_on_one_dn_leave_one_current,
+    a_serial_is_revoked_once_and_rights_are_rechecked,
 );
 
 /// The same, for cases that need the store's copier too.

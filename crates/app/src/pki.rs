@@ -1,0 +1,937 @@
+//! The X.509 work of certificates (issue 33): keys, CA certificates,
+//! CSRs with their proof of possession, leaf certificates, CRLs, and the
+//! encodings clients ask for (PEM with CRLF, PBES2-encrypted PKCS#8).
+//!
+//! Signing goes through [`CaSigner`]: a CA's key is a PKCS#8 sealed under
+//! the key ring today ([`SoftwareSigner`]); a PKCS#11 key can sign through
+//! the same trait later (rcgen's `KeyPair::from_remote` takes a
+//! `RemoteKeyPair`, which is the shape of the key ring's token driver).
+//!
+//! Randomness: serial numbers, salts, IVs and RSA keys come from the
+//! `&dyn Random` the caller passes; ECDSA key generation and signing use
+//! ring's own `SystemRandom` (ring's `SecureRandom` is sealed).
+
+use std::fmt;
+use std::net::IpAddr;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateRevocationListParams, CrlDistributionPoint, DistinguishedName, DnType, DnValue,
+    ExtendedKeyUsagePurpose, IsCa, KeyIdMethod, KeyPair, KeyUsagePurpose, PublicKeyData, RevocationReason, RevokedCertParams, SanType,
+    SerialNumber, SignatureAlgorithm,
+};
+use time::OffsetDateTime;
+use zeroize::Zeroizing;
+
+use strongroom_core::cert::{Curve, KeySpec};
+use strongroom_core::random::Random;
+
+/// Why an X.509 step failed; the text is for the client (never a key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PkiError {
+    /// The client's input (a CSR, a subject, a key choice) cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+    /// The server's own step failed (a stored key that does not load, a signature).
+    #[error("{0}")]
+    Internal(String),
+}
+
+fn internal(what: &str) -> impl Fn(rcgen::Error) -> PkiError + '_ {
+    move |e| PkiError::Internal(format!("{what}: {e}"))
+}
+
+/// The key algorithms of a CA (`strongroom admin ca create --algorithm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaAlgorithm {
+    P256,
+    P384,
+    Rsa(u32),
+}
+
+impl CaAlgorithm {
+    pub fn parse(s: &str) -> Option<CaAlgorithm> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "p256" | "p-256" | "ecdsa" | "ec" => Some(CaAlgorithm::P256),
+            "p384" | "p-384" => Some(CaAlgorithm::P384),
+            "rsa2048" | "rsa" => Some(CaAlgorithm::Rsa(2048)),
+            "rsa3072" => Some(CaAlgorithm::Rsa(3072)),
+            "rsa4096" => Some(CaAlgorithm::Rsa(4096)),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> String {
+        match self {
+            CaAlgorithm::P256 => "p256".into(),
+            CaAlgorithm::P384 => "p384".into(),
+            CaAlgorithm::Rsa(b) => format!("rsa{b}"),
+        }
+    }
+
+    pub fn key_spec(self) -> KeySpec {
+        match self {
+            CaAlgorithm::P256 => KeySpec::Ec(Curve::P256),
+            CaAlgorithm::P384 => KeySpec::Ec(Curve::P384),
+            CaAlgorithm::Rsa(b) => KeySpec::Rsa(b),
+        }
+    }
+
+    fn signature(self) -> &'static SignatureAlgorithm {
+        match self {
+            CaAlgorithm::P256 => &rcgen::PKCS_ECDSA_P256_SHA256,
+            CaAlgorithm::P384 => &rcgen::PKCS_ECDSA_P384_SHA384,
+            CaAlgorithm::Rsa(_) => &rcgen::PKCS_RSA_SHA256,
+        }
+    }
+}
+
+/// A private key as PKCS#8 DER: zeroized when dropped, never printed.
+pub struct PrivateKey(pub Zeroizing<Vec<u8>>);
+
+impl fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PrivateKey(<redacted>)")
+    }
+}
+
+/// `rand_core` over the caller's random source (for the `rsa` crate), drawn 4 KiB at a
+/// time: prime generation asks for a few bytes thousands of times, and one system call
+/// each made a 2048-bit key take seconds. The buffer is zeroized when dropped.
+struct Rng<'a> {
+    source: &'a dyn Random,
+    buf: Zeroizing<[u8; 4096]>,
+    pos: usize,
+}
+
+impl<'a> Rng<'a> {
+    fn new(source: &'a dyn Random) -> Rng<'a> {
+        Rng { source, buf: Zeroizing::new([0u8; 4096]), pos: 4096 }
+    }
+}
+
+impl rand_core::RngCore for Rng<'_> {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        self.fill_bytes(&mut b);
+        u32::from_le_bytes(b)
+    }
+    fn next_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_bytes(&mut b);
+        u64::from_le_bytes(b)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for d in dest.iter_mut() {
+            if self.pos == self.buf.len() {
+                self.source.fill(&mut self.buf[..]);
+                self.pos = 0;
+            }
+            *d = self.buf[self.pos];
+            self.pos += 1;
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl rand_core::CryptoRng for Rng<'_> {}
+
+/// A new private key (PKCS#8): P-256 and P-384 by ring, RSA 2048-4096 by the `rsa` crate.
+pub fn generate_key(spec: KeySpec, rng: &dyn Random) -> Result<PrivateKey, PkiError> {
+    match spec {
+        KeySpec::Ec(c) => {
+            let alg = match c {
+                Curve::P256 => &ring::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                Curve::P384 => &ring::signature::ECDSA_P384_SHA384_ASN1_SIGNING,
+                Curve::P521 => return Err(PkiError::Invalid("P521 keys are not generated by this server yet: use P256 or P384.".into())),
+            };
+            let doc = ring::signature::EcdsaKeyPair::generate_pkcs8(alg, &ring::rand::SystemRandom::new())
+                .map_err(|_| PkiError::Internal("EC key generation failed".into()))?;
+            Ok(PrivateKey(Zeroizing::new(doc.as_ref().to_vec())))
+        }
+        KeySpec::Rsa(bits) => {
+            if ![2048, 3072, 4096].contains(&bits) {
+                return Err(PkiError::Invalid(format!("RSA {bits} keys are not generated: 2048, 3072 or 4096.")));
+            }
+            use rsa::pkcs8::EncodePrivateKey as _;
+            let key = rsa::RsaPrivateKey::new(&mut Rng::new(rng), bits as usize)
+                .map_err(|_| PkiError::Internal("RSA key generation failed".into()))?;
+            let doc = key.to_pkcs8_der().map_err(|_| PkiError::Internal("RSA key encoding failed".into()))?;
+            Ok(PrivateKey(Zeroizing::new(doc.as_bytes().to_vec())))
+        }
+    }
+}
+
+/// The signature algorithm a PKCS#8 key signs with, found by loading it.
+fn load_key(pkcs8: &[u8]) -> Result<KeyPair, PkiError> {
+    for alg in [&rcgen::PKCS_ECDSA_P256_SHA256, &rcgen::PKCS_ECDSA_P384_SHA384, &rcgen::PKCS_RSA_SHA256] {
+        let der = rustls::pki_types::PrivatePkcs8KeyDer::from(pkcs8);
+        if let Ok(k) = KeyPair::from_pkcs8_der_and_sign_algo(&der, alg) {
+            return Ok(k);
+        }
+    }
+    Err(PkiError::Internal("a stored private key does not load".into()))
+}
+
+/// A key of a CA that signs. [`SoftwareSigner`] holds a PKCS#8 in memory for
+/// the time of one signature; a PKCS#11 implementation would answer an
+/// rcgen `KeyPair::from_remote` over the token's key.
+pub trait CaSigner: Send + Sync {
+    fn key_pair(&self) -> Result<KeyPair, PkiError>;
+}
+
+/// A CA key opened from the key ring.
+#[derive(Debug)]
+pub struct SoftwareSigner(pub PrivateKey);
+
+impl CaSigner for SoftwareSigner {
+    fn key_pair(&self) -> Result<KeyPair, PkiError> {
+        load_key(&self.0.0)
+    }
+}
+
+/// A subject as written on the command line: `CN=Issuing CA, O=Acme, C=FR`
+/// (CN, O, OU, L, ST, C; commas inside values are not supported).
+pub fn parse_subject(s: &str) -> Result<Vec<(String, String)>, PkiError> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((k, v)) = part.split_once('=') else {
+            return Err(PkiError::Invalid(format!("{part:?} is not TYPE=VALUE.")));
+        };
+        let k = k.trim().to_ascii_uppercase();
+        if !["CN", "O", "OU", "L", "ST", "C"].contains(&k.as_str()) {
+            return Err(PkiError::Invalid(format!("{k} is not one of CN, O, OU, L, ST, C.")));
+        }
+        let v = v.trim();
+        if v.is_empty() || v.len() > 64 {
+            return Err(PkiError::Invalid(format!("{k} must be 1 to 64 characters.")));
+        }
+        out.push((k, v.to_owned()));
+    }
+    if !out.iter().any(|(k, _)| k == "CN") {
+        return Err(PkiError::Invalid("The subject needs a CN.".into()));
+    }
+    Ok(out)
+}
+
+fn dn_type(k: &str) -> Option<DnType> {
+    Some(match k {
+        "CN" => DnType::CommonName,
+        "O" => DnType::OrganizationName,
+        "OU" => DnType::OrganizationalUnitName,
+        "L" => DnType::LocalityName,
+        "ST" => DnType::StateOrProvinceName,
+        "C" => DnType::CountryName,
+        _ => return None,
+    })
+}
+
+fn distinguished_name(entries: &[(String, String)]) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    for (k, v) in entries {
+        if let Some(t) = dn_type(k) {
+            if t == DnType::CountryName {
+                match rcgen::PrintableString::try_from(v.as_str()) {
+                    Ok(p) => dn.push(t, DnValue::PrintableString(p)),
+                    Err(_) => dn.push(t, v.as_str()),
+                }
+            } else {
+                dn.push(t, v.as_str());
+            }
+        }
+    }
+    dn
+}
+
+fn at(secs: i64) -> Result<OffsetDateTime, PkiError> {
+    OffsetDateTime::from_unix_timestamp(secs).map_err(|_| PkiError::Internal("a time out of range".into()))
+}
+
+/// The parameters of a CA's certificate (the same every time for one CA, so the issuer a leaf
+/// names is byte for byte the CA certificate's subject).
+fn ca_params(subject: &[(String, String)], not_before: i64, not_after: i64) -> Result<CertificateParams, PkiError> {
+    let mut p = CertificateParams::default();
+    p.distinguished_name = distinguished_name(subject);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    p.not_before = at(not_before)?;
+    p.not_after = at(not_after)?;
+    p.key_identifier_method = KeyIdMethod::Sha256;
+    Ok(p)
+}
+
+/// A new self-signed CA: its certificate (DER) and its key.
+pub fn create_ca(
+    alg: CaAlgorithm,
+    subject: &[(String, String)],
+    now: i64,
+    validity_days: i64,
+    rng: &dyn Random,
+) -> Result<(Vec<u8>, PrivateKey), PkiError> {
+    let key = generate_key(alg.key_spec(), rng)?;
+    let kp = load_key(&key.0)?;
+    let mut p = ca_params(subject, now - 60, now + validity_days * 86_400)?;
+    p.serial_number = Some(SerialNumber::from_slice(&serial(rng)));
+    let _ = alg.signature();
+    let cert = p.self_signed(&kp).map_err(internal("signing the CA certificate"))?;
+    Ok((cert.der().to_vec(), key))
+}
+
+/// A positive 16-byte serial.
+fn serial(rng: &dyn Random) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    rng.fill(&mut s);
+    s[0] = (s[0] & 0x7f) | 0x10;
+    s
+}
+
+/// What a leaf's issuer needs: the CA's subject (as given at its creation) and its signer.
+pub struct Issuer<'a> {
+    pub subject: &'a [(String, String)],
+    pub signer: &'a dyn CaSigner,
+}
+
+impl fmt::Debug for Issuer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Issuer").field("subject", &self.subject).finish_non_exhaustive()
+    }
+}
+
+impl Issuer<'_> {
+    /// The CA as rcgen's issuer: its parameters re-made (same subject, same key identifier).
+    fn certificate(&self, key: &KeyPair) -> Result<rcgen::Certificate, PkiError> {
+        ca_params(self.subject, 0, 86_400)?.self_signed(key).map_err(internal("re-making the CA"))
+    }
+}
+
+/// A leaf's public key as a CSR or a generated key gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeafKey {
+    raw: Vec<u8>,
+    alg: &'static SignatureAlgorithm,
+    pub spec: KeySpec,
+}
+
+impl PublicKeyData for LeafKey {
+    fn der_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+    fn algorithm(&self) -> &SignatureAlgorithm {
+        self.alg
+    }
+}
+
+/// Subject alternative names, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sans {
+    #[serde(rename = "DNS", default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<String>,
+    #[serde(rename = "IP", default, skip_serializing_if = "Vec::is_empty")]
+    pub ip: Vec<String>,
+    #[serde(rename = "Email", default, skip_serializing_if = "Vec::is_empty")]
+    pub email: Vec<String>,
+    #[serde(rename = "URI", default, skip_serializing_if = "Vec::is_empty")]
+    pub uri: Vec<String>,
+}
+
+impl Sans {
+    fn add(list: &mut Vec<String>, v: &str) {
+        if !list.iter().any(|x| x.eq_ignore_ascii_case(v)) {
+            list.push(v.to_owned());
+        }
+    }
+
+    pub fn merge(&mut self, other: &Sans) {
+        for v in &other.dns {
+            Sans::add(&mut self.dns, v);
+        }
+        for v in &other.ip {
+            Sans::add(&mut self.ip, v);
+        }
+        for v in &other.email {
+            Sans::add(&mut self.email, v);
+        }
+        for v in &other.uri {
+            Sans::add(&mut self.uri, v);
+        }
+    }
+
+    /// One name as clients send it: `Type` 1 email, 2 DNS, 6 URI, 7 IP (0 UPN is refused),
+    /// or `TypeName` `DNS`, `Email`, `IPAddress`, `URI`.
+    pub fn push(&mut self, kind: &str, name: &str) -> Result<(), PkiError> {
+        let k = kind.trim().to_ascii_lowercase();
+        let name = name.trim();
+        match k.as_str() {
+            "2" | "dns" => Sans::add(&mut self.dns, name),
+            "1" | "email" | "rfc822" => Sans::add(&mut self.email, name),
+            "6" | "uri" => Sans::add(&mut self.uri, name),
+            "7" | "ip" | "ipaddress" => {
+                name.parse::<IpAddr>().map_err(|_| PkiError::Invalid(format!("{name:?} is not an IP address.")))?;
+                Sans::add(&mut self.ip, name);
+            }
+            _ => return Err(PkiError::Invalid(format!("Subject alternative names of type {kind:?} are not issued."))),
+        }
+        Ok(())
+    }
+
+    fn rcgen(&self) -> Result<Vec<SanType>, PkiError> {
+        let ia5 = |s: &str| rcgen::Ia5String::try_from(s).map_err(|_| PkiError::Invalid(format!("{s:?} is not an ASCII name.")));
+        let mut out = Vec::new();
+        for d in &self.dns {
+            out.push(SanType::DnsName(ia5(d)?));
+        }
+        for i in &self.ip {
+            out.push(SanType::IpAddress(i.parse().map_err(|_| PkiError::Invalid(format!("{i:?} is not an IP address.")))?));
+        }
+        for e in &self.email {
+            out.push(SanType::Rfc822Name(ia5(e)?));
+        }
+        for u in &self.uri {
+            out.push(SanType::URI(ia5(u)?));
+        }
+        Ok(out)
+    }
+}
+
+/// A CSR, read and its signature checked (proof of possession).
+#[derive(Clone, Debug)]
+pub struct Csr {
+    pub der: Vec<u8>,
+    /// Its subject: (CN/O/OU/L/ST/C, value), in order.
+    pub subject: Vec<(String, String)>,
+    pub sans: Sans,
+    pub key: LeafKey,
+}
+
+impl Csr {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.subject.iter().find(|(t, _)| t == k).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The DER inside PEM text with `\n`, `\r\n`, or every line break stripped, or bare base64.
+pub fn pem_body(text: &str) -> Option<Vec<u8>> {
+    let mut body = text.trim();
+    if let Some(i) = body.find("-----BEGIN") {
+        let after = &body[i + 10..];
+        let end_marker = after.find("-----")?;
+        body = &after[end_marker + 5..];
+        if let Some(j) = body.find("-----END") {
+            body = &body[..j];
+        }
+    }
+    let clean: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    STANDARD.decode(clean).ok()
+}
+
+const OID_RSA: &str = "1.2.840.113549.1.1.1";
+const OID_EC: &str = "1.2.840.10045.2.1";
+const OID_P256: &str = "1.2.840.10045.3.1.7";
+const OID_P384: &str = "1.3.132.0.34";
+const OID_P521: &str = "1.3.132.0.35";
+
+/// A subject public key's kind and size, from its algorithm OIDs.
+fn leaf_key(spki: &x509_parser::x509::SubjectPublicKeyInfo<'_>) -> Result<LeafKey, PkiError> {
+    let alg = spki.algorithm.algorithm.to_id_string();
+    let raw = spki.subject_public_key.data.to_vec();
+    if alg == OID_RSA {
+        let bits = spki.parsed().map(|k| k.key_size()).unwrap_or(0) as u32;
+        return Ok(LeafKey { raw, alg: &rcgen::PKCS_RSA_SHA256, spec: KeySpec::Rsa(bits) });
+    }
+    if alg == OID_EC {
+        let curve = spki.algorithm.parameters.as_ref().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string()).unwrap_or_default();
+        return match curve.as_str() {
+            OID_P256 => Ok(LeafKey { raw, alg: &rcgen::PKCS_ECDSA_P256_SHA256, spec: KeySpec::Ec(Curve::P256) }),
+            OID_P384 => Ok(LeafKey { raw, alg: &rcgen::PKCS_ECDSA_P384_SHA384, spec: KeySpec::Ec(Curve::P384) }),
+            OID_P521 => Err(PkiError::Invalid("P521 keys are not issued by this server yet: use P256, P384 or RSA.".into())),
+            _ => Err(PkiError::Invalid("The CSR's elliptic curve is not P256 or P384.".into())),
+        };
+    }
+    Err(PkiError::Invalid("The CSR's key is neither RSA nor ECC.".into()))
+}
+
+fn subject_of(name: &x509_parser::x509::X509Name<'_>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for a in name.iter_attributes() {
+        let k = match a.attr_type().to_id_string().as_str() {
+            "2.5.4.3" => "CN",
+            "2.5.4.10" => "O",
+            "2.5.4.11" => "OU",
+            "2.5.4.7" => "L",
+            "2.5.4.8" => "ST",
+            "2.5.4.6" => "C",
+            _ => continue,
+        };
+        if let Ok(v) = a.as_str() {
+            out.push((k.to_owned(), v.to_owned()));
+        }
+    }
+    out
+}
+
+/// Reads a PKCS#10 request and checks its signature with its own key.
+pub fn parse_csr(text: &str) -> Result<Csr, PkiError> {
+    use x509_parser::extensions::{GeneralName, ParsedExtension};
+    use x509_parser::prelude::FromDer as _;
+    let bad = || PkiError::Invalid("PKCS10 is not a certificate signing request (PEM or base64 DER).".into());
+    let der = pem_body(text).ok_or_else(bad)?;
+    let (rest, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(&der).map_err(|_| bad())?;
+    if !rest.is_empty() {
+        return Err(bad());
+    }
+    csr.verify_signature().map_err(|_| PkiError::Invalid("The CSR's signature does not verify with its own key.".into()))?;
+    let info = &csr.certification_request_info;
+    let key = leaf_key(&info.subject_pki)?;
+    let mut sans = Sans::default();
+    if let Some(exts) = csr.requested_extensions() {
+        for e in exts {
+            if let ParsedExtension::SubjectAlternativeName(san) = e {
+                for g in &san.general_names {
+                    match g {
+                        GeneralName::DNSName(d) => sans.push("dns", d)?,
+                        GeneralName::RFC822Name(m) => sans.push("email", m)?,
+                        GeneralName::URI(u) => sans.push("uri", u)?,
+                        GeneralName::IPAddress(b) => {
+                            let ip = match b.len() {
+                                4 => IpAddr::from(<[u8; 4]>::try_from(*b).map_err(|_| bad())?),
+                                16 => IpAddr::from(<[u8; 16]>::try_from(*b).map_err(|_| bad())?),
+                                _ => return Err(bad()),
+                            };
+                            sans.push("ip", &ip.to_string())?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    let subject = subject_of(&info.subject);
+    Ok(Csr { der: der.clone(), subject, sans, key })
+}
+
+/// The public key of a PKCS#8 private key, as a leaf key.
+pub fn public_of(key: &PrivateKey) -> Result<LeafKey, PkiError> {
+    use x509_parser::prelude::FromDer as _;
+    let kp = load_key(&key.0)?;
+    let spki = kp.public_key_der();
+    let (_, parsed) =
+        x509_parser::x509::SubjectPublicKeyInfo::from_der(&spki).map_err(|_| PkiError::Internal("a key's public part".into()))?;
+    leaf_key(&parsed)
+}
+
+/// What a certificate says, read back from its DER.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertFacts {
+    pub subject: Vec<(String, String)>,
+    /// The issuer, as RFC 4514 text.
+    pub issuer: String,
+    /// Upper-case hex.
+    pub serial: String,
+    pub not_before: i64,
+    pub not_after: i64,
+    pub key: KeySpec,
+    pub thumbprint: String,
+}
+
+/// Reads a certificate's facts.
+pub fn cert_facts(der: &[u8]) -> Result<CertFacts, PkiError> {
+    use x509_parser::prelude::FromDer as _;
+    let (_, c) = x509_parser::certificate::X509Certificate::from_der(der)
+        .map_err(|_| PkiError::Internal("a stored certificate does not parse".into()))?;
+    let key = leaf_key(c.public_key())?.spec;
+    Ok(CertFacts {
+        subject: subject_of(c.subject()),
+        issuer: c.issuer().to_string(),
+        serial: hex_upper(c.raw_serial()),
+        not_before: c.validity().not_before.timestamp(),
+        not_after: c.validity().not_after.timestamp(),
+        key,
+        thumbprint: thumbprint(der),
+    })
+}
+
+/// What a leaf certificate says.
+#[derive(Debug)]
+pub struct Leaf<'a> {
+    pub subject: &'a [(String, String)],
+    pub sans: &'a Sans,
+    pub key: &'a LeafKey,
+    pub not_before: i64,
+    pub not_after: i64,
+    pub crl_url: &'a str,
+}
+
+/// An issued certificate: DER, serial and thumbprint (upper-case hex).
+#[derive(Clone, Debug)]
+pub struct Issued {
+    pub der: Vec<u8>,
+    pub serial: String,
+    pub thumbprint: String,
+}
+
+pub fn hex_upper(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+/// SHA-1 of a DER certificate: the product's thumbprint.
+pub fn thumbprint(der: &[u8]) -> String {
+    hex_upper(ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, der).as_ref())
+}
+
+/// Signs a leaf certificate.
+pub fn issue(issuer: &Issuer<'_>, leaf: &Leaf<'_>, rng: &dyn Random) -> Result<Issued, PkiError> {
+    let key = issuer.signer.key_pair()?;
+    let ca = issuer.certificate(&key)?;
+    let mut p = CertificateParams::default();
+    p.distinguished_name = distinguished_name(leaf.subject);
+    p.subject_alt_names = leaf.sans.rcgen()?;
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.key_usages = match leaf.key.spec {
+        KeySpec::Rsa(_) => vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment],
+        KeySpec::Ec(_) => vec![KeyUsagePurpose::DigitalSignature],
+    };
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    p.not_before = at(leaf.not_before)?;
+    p.not_after = at(leaf.not_after)?;
+    let s = serial(rng);
+    p.serial_number = Some(SerialNumber::from_slice(&s));
+    p.crl_distribution_points = vec![CrlDistributionPoint { uris: vec![leaf.crl_url.to_owned()] }];
+    p.use_authority_key_identifier_extension = true;
+    p.key_identifier_method = KeyIdMethod::Sha256;
+    let cert = p.signed_by(leaf.key, &ca, &key).map_err(internal("signing the certificate"))?;
+    let der = cert.der().to_vec();
+    Ok(Issued { thumbprint: thumbprint(&der), serial: hex_upper(&s), der })
+}
+
+/// A revoked serial for a CRL.
+#[derive(Debug)]
+pub struct Revoked {
+    pub serial_hex: String,
+    pub at: i64,
+    pub reason: i64,
+}
+
+fn reason(r: i64) -> Option<RevocationReason> {
+    Some(match r {
+        1 => RevocationReason::KeyCompromise,
+        2 => RevocationReason::CaCompromise,
+        3 => RevocationReason::AffiliationChanged,
+        4 => RevocationReason::Superseded,
+        5 => RevocationReason::CessationOfOperation,
+        _ => return None,
+    })
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2).filter_map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()).collect()
+}
+
+/// A CRL of the CA, signed now, valid a day (DER).
+pub fn crl(issuer: &Issuer<'_>, revoked: &[Revoked], now: i64) -> Result<Vec<u8>, PkiError> {
+    let key = issuer.signer.key_pair()?;
+    let ca = issuer.certificate(&key)?;
+    let mut list = Vec::with_capacity(revoked.len());
+    for r in revoked {
+        list.push(RevokedCertParams {
+            serial_number: SerialNumber::from_slice(&unhex(&r.serial_hex)),
+            revocation_time: at(r.at)?,
+            reason_code: reason(r.reason),
+            invalidity_date: None,
+        });
+    }
+    let params = CertificateRevocationListParams {
+        this_update: at(now - 60)?,
+        next_update: at(now + 86_400)?,
+        crl_number: SerialNumber::from(now.max(1) as u64),
+        issuing_distribution_point: None,
+        revoked_certs: list,
+        key_identifier_method: KeyIdMethod::Sha256,
+    };
+    Ok(params.signed_by(&ca, &key).map_err(internal("signing the CRL"))?.der().to_vec())
+}
+
+/// PEM of one block with CRLF line ends (§0.6 of the reference).
+pub fn pem(label: &str, der: &[u8]) -> String {
+    let b64 = STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\r\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push_str("\r\n");
+    }
+    out.push_str(&format!("-----END {label}-----\r\n"));
+    out
+}
+
+// ------------------------------------------------------------------ PBES2
+
+fn der_len(n: usize, out: &mut Vec<u8>) {
+    if n < 0x80 {
+        out.push(n as u8);
+    } else {
+        let bytes: Vec<u8> = n.to_be_bytes().iter().copied().skip_while(|b| *b == 0).collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend_from_slice(&bytes);
+    }
+}
+
+fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    der_len(content.len(), &mut out);
+    out.extend_from_slice(content);
+    out
+}
+
+fn seq(parts: &[&[u8]]) -> Vec<u8> {
+    tlv(0x30, &parts.concat())
+}
+
+fn der_uint(v: u32) -> Vec<u8> {
+    let mut b: Vec<u8> = v.to_be_bytes().iter().copied().skip_while(|b| *b == 0).collect();
+    if b.first().is_none_or(|x| x & 0x80 != 0) {
+        b.insert(0, 0);
+    }
+    tlv(0x02, &b)
+}
+
+const OID_PBES2: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x05, 0x0D];
+const OID_PBKDF2: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x05, 0x0C];
+const OID_HMAC_SHA256: &[u8] = &[0x06, 0x08, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x02, 0x09];
+const OID_AES256_CBC: &[u8] = &[0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x01, 0x2A];
+
+/// PBKDF2 iterations of an exported key.
+pub const PBKDF2_ITERATIONS: u32 = 100_000;
+
+/// A PKCS#8 key encrypted under `password` as PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC):
+/// the `ENCRYPTED PRIVATE KEY` that vcert, Terraform and openssl read.
+pub fn encrypt_pkcs8(key: &PrivateKey, password: &str, rng: &dyn Random) -> Result<Vec<u8>, PkiError> {
+    use aes::cipher::{BlockEncryptMut as _, KeyIvInit as _, block_padding::Pkcs7};
+    if password.is_empty() {
+        return Err(PkiError::Invalid("A Password is required to export a private key.".into()));
+    }
+    let mut salt = [0u8; 16];
+    let mut iv = [0u8; 16];
+    rng.fill(&mut salt);
+    rng.fill(&mut iv);
+    let mut dk = Zeroizing::new([0u8; 32]);
+    let iterations = std::num::NonZeroU32::new(PBKDF2_ITERATIONS).ok_or_else(|| PkiError::Internal("iterations".into()))?;
+    ring::pbkdf2::derive(ring::pbkdf2::PBKDF2_HMAC_SHA256, iterations, &salt, password.as_bytes(), &mut dk[..]);
+    let enc = cbc::Encryptor::<aes::Aes256>::new(dk[..].into(), (&iv).into());
+    let ct = enc.encrypt_padded_vec_mut::<Pkcs7>(&key.0);
+    let null = [0x05, 0x00];
+    let prf = seq(&[OID_HMAC_SHA256, &null]);
+    let kdf_params = seq(&[&tlv(0x04, &salt), &der_uint(PBKDF2_ITERATIONS), &prf]);
+    let kdf = seq(&[OID_PBKDF2, &kdf_params]);
+    let scheme = seq(&[OID_AES256_CBC, &tlv(0x04, &iv)]);
+    let pbes2 = seq(&[OID_PBES2, &seq(&[&kdf, &scheme])]);
+    Ok(seq(&[&pbes2, &tlv(0x04, &ct)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Os;
+    impl Random for Os {
+        fn fill(&self, d: &mut [u8]) {
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_ca_issues_for_a_generated_key_and_signs_a_crl() {
+        let subject = parse_subject("CN=Test CA, O=Acme, C=FR").unwrap();
+        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
+        assert!(!ca_der.is_empty());
+        let signer = SoftwareSigner(ca_key);
+        let issuer = Issuer { subject: &subject, signer: &signer };
+        let key = generate_key(KeySpec::Ec(Curve::P384), &Os).unwrap();
+        let leaf_key = public_of(&key).unwrap();
+        let sans = Sans { dns: vec!["www.example.com".into()], ..Sans::default() };
+        let leaf_subject = vec![("CN".to_owned(), "www.example.com".to_owned())];
+        let issued = issue(
+            &issuer,
+            &Leaf {
+                subject: &leaf_subject,
+                sans: &sans,
+                key: &leaf_key,
+                not_before: 1_800_000_000,
+                not_after: 1_800_086_400,
+                crl_url: "https://x/crl",
+            },
+            &Os,
+        )
+        .unwrap();
+        assert_eq!(issued.serial.len(), 32);
+        assert_eq!(issued.thumbprint.len(), 40);
+        let der = crl(&issuer, &[Revoked { serial_hex: issued.serial.clone(), at: 1_800_000_100, reason: 1 }], 1_800_000_200).unwrap();
+        assert!(der.len() > 100);
+        assert!(encrypt_pkcs8(&key, "", &Os).is_err());
+        let enc = encrypt_pkcs8(&key, "pw", &Os).unwrap();
+        assert_eq!(enc[0], 0x30);
+        assert!(pem("X", &[1, 2, 3]).contains("\r\n"));
+    }
+
+    #[test]
+    fn subjects_and_pem_bodies_are_read() {
+        assert!(parse_subject("O=Acme").is_err());
+        assert!(parse_subject("CN=a, X=b").is_err());
+        assert_eq!(pem_body("-----BEGIN CERTIFICATE REQUEST-----AAEC-----END CERTIFICATE REQUEST-----"), Some(vec![0, 1, 2]));
+        assert_eq!(pem_body("AAEC"), Some(vec![0, 1, 2]));
+        assert!(parse_csr("not a csr").is_err());
+    }
+}
+
+// ------------------------------------------------------------------ PKCS#12
+
+fn oid_tlv(der: &[u8]) -> Vec<u8> {
+    der.to_vec()
+}
+
+const OID_DATA: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01];
+const OID_CERT_BAG: &[u8] = &[0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x0C, 0x0A, 0x01, 0x03];
+const OID_SHROUDED_KEY_BAG: &[u8] = &[0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x0C, 0x0A, 0x01, 0x02];
+const OID_X509_CERTIFICATE: &[u8] = &[0x06, 0x0A, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x16, 0x01];
+const OID_LOCAL_KEY_ID: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x15];
+const OID_SHA256: &[u8] = &[0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01];
+
+/// `[0] EXPLICIT` around `inner`.
+fn explicit0(inner: &[u8]) -> Vec<u8> {
+    tlv(0xA0, inner)
+}
+
+/// The PKCS#12 key derivation (RFC 7292 B.2) with SHA-256: `id` 3 for the MAC key.
+fn pkcs12_kdf(password: &str, salt: &[u8], iterations: u32, id: u8, n: usize) -> Zeroizing<Vec<u8>> {
+    const U: usize = 32;
+    const V: usize = 64;
+    let mut pw: Zeroizing<Vec<u8>> = Zeroizing::new(password.encode_utf16().flat_map(u16::to_be_bytes).collect());
+    pw.extend_from_slice(&[0, 0]);
+    let fill = |x: &[u8]| -> Vec<u8> {
+        if x.is_empty() {
+            return Vec::new();
+        }
+        let len = V * x.len().div_ceil(V);
+        (0..len).map(|i| x[i % x.len()]).collect()
+    };
+    let mut i_buf: Zeroizing<Vec<u8>> = Zeroizing::new([fill(salt), fill(&pw)].concat());
+    let d = [id; V];
+    let mut out = Zeroizing::new(Vec::with_capacity(n));
+    while out.len() < n {
+        let mut a = ring::digest::digest(&ring::digest::SHA256, &[&d[..], &i_buf[..]].concat()).as_ref().to_vec();
+        for _ in 1..iterations {
+            a = ring::digest::digest(&ring::digest::SHA256, &a).as_ref().to_vec();
+        }
+        let take = U.min(n - out.len());
+        out.extend_from_slice(&a[..take]);
+        let b: Vec<u8> = (0..V).map(|k| a[k % U]).collect();
+        for block in i_buf.chunks_mut(V) {
+            let mut carry = 1u16;
+            for k in (0..V).rev() {
+                let sum = u16::from(block[k]) + u16::from(b[k]) + carry;
+                block[k] = (sum & 0xff) as u8;
+                carry = sum >> 8;
+            }
+        }
+    }
+    out
+}
+
+/// A PKCS#12 file (modern: the key as PBES2 AES-256-CBC with PBKDF2-HMAC-SHA256, the MAC
+/// HMAC-SHA256): the certificates (leaf first), and the key when given, under `password`.
+pub fn pkcs12(certs: &[&[u8]], key: Option<&PrivateKey>, password: &str, rng: &dyn Random) -> Result<Vec<u8>, PkiError> {
+    if password.is_empty() {
+        return Err(PkiError::Invalid("A Password is required for PKCS #12.".into()));
+    }
+    let local_id =
+        certs.first().map(|c| ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, c).as_ref().to_vec()).unwrap_or_default();
+    let attrs = tlv(0x31, &seq(&[OID_LOCAL_KEY_ID, &tlv(0x31, &tlv(0x04, &local_id))]));
+    let mut cert_bags = Vec::new();
+    for (i, c) in certs.iter().enumerate() {
+        let bag_value = seq(&[OID_X509_CERTIFICATE, &explicit0(&tlv(0x04, c))]);
+        let bag = if i == 0 {
+            seq(&[&oid_tlv(OID_CERT_BAG), &explicit0(&bag_value), &attrs])
+        } else {
+            seq(&[&oid_tlv(OID_CERT_BAG), &explicit0(&bag_value)])
+        };
+        cert_bags.push(bag);
+    }
+    let cert_safe = seq(&cert_bags.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let mut infos = vec![seq(&[OID_DATA, &explicit0(&tlv(0x04, &cert_safe))])];
+    if let Some(k) = key {
+        let shrouded = encrypt_pkcs8(k, password, rng)?;
+        let bag = seq(&[OID_SHROUDED_KEY_BAG, &explicit0(&shrouded), &attrs]);
+        let key_safe = seq(&[&bag]);
+        infos.push(seq(&[OID_DATA, &explicit0(&tlv(0x04, &key_safe))]));
+    }
+    let auth_safe = seq(&infos.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let mut salt = [0u8; 16];
+    rng.fill(&mut salt);
+    let iterations = 2048;
+    let mac_key = pkcs12_kdf(password, &salt, iterations, 3, 32);
+    let tag = ring::hmac::sign(&ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &mac_key), &auth_safe);
+    let null = [0x05, 0x00];
+    let mac_data = seq(&[&seq(&[&seq(&[OID_SHA256, &null]), &tlv(0x04, tag.as_ref())]), &tlv(0x04, &salt), &der_uint(iterations)]);
+    Ok(seq(&[&der_uint(3), &seq(&[OID_DATA, &explicit0(&tlv(0x04, &auth_safe))]), &mac_data]))
+}
+
+#[cfg(test)]
+mod pkcs12_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Os;
+    impl Random for Os {
+        fn fill(&self, d: &mut [u8]) {
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
+        }
+    }
+
+    /// openssl opens it with the password (the MAC, the PBES2 key), and not without.
+    #[test]
+    fn a_pkcs12_file_opens_in_openssl() {
+        let subject = parse_subject("CN=P12 CA").unwrap();
+        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
+        let signer = SoftwareSigner(ca_key);
+        let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
+        let leaf_subject = vec![("CN".to_owned(), "p12.example.com".to_owned())];
+        let issued = issue(
+            &Issuer { subject: &subject, signer: &signer },
+            &Leaf {
+                subject: &leaf_subject,
+                sans: &Sans::default(),
+                key: &public_of(&key).unwrap(),
+                not_before: 1_800_000_000,
+                not_after: 1_800_086_400,
+                crl_url: "http://x/crl",
+            },
+            &Os,
+        )
+        .unwrap();
+        let p12 = pkcs12(&[&issued.der, &ca_der], Some(&key), "pw 12", &Os).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.p12"), &p12).unwrap();
+        let Ok(out) = std::process::Command::new("openssl")
+            .current_dir(dir.path())
+            .args(["pkcs12", "-in", "a.p12", "-passin", "pass:pw 12", "-nodes", "-info"])
+            .output()
+        else {
+            eprintln!("openssl is not installed: the PKCS#12 check is skipped");
+            return;
+        };
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("MAC: sha256"), "{text}");
+        assert!(text.contains("p12.example.com") && text.contains("BEGIN PRIVATE KEY"), "{text}");
+        assert_eq!(text.matches("BEGIN CERTIFICATE").count(), 2, "{text}");
+        let bad = std::process::Command::new("openssl")
+            .current_dir(dir.path())
+            .args(["pkcs12", "-in", "a.p12", "-passin", "pass:wrong", "-nodes"])
+            .output()
+            .unwrap();
+        assert!(!bad.status.success(), "a wrong password fails the MAC");
+    }
+}

@@ -1,0 +1,1057 @@
+//! Certificates through the product's own API (issue 33): a built-in CA
+//! behind `/vedsdk/Certificates/*`.
+//!
+//! A certificate object is a folder of the `\VED` tree at
+//! `PolicyDN\ObjectName` (its GUID is the folder's, so `Config/DnToGuid`
+//! and rights work as for any folder) with one row of facts in the store;
+//! its certificate (VaultType 2, DER), its centrally made key (256, PKCS#8)
+//! and its CSR (512, DER) are vault entries owned by that folder, sealed
+//! like every entry. Issuance is synchronous: the key is made and the
+//! certificate signed before the Request's one write, which archives the
+//! DN's previous entries, writes the new ones and replaces the row (see
+//! `strongroom_store::CertStore`). Every request, issuance, key export,
+//! revocation, disabling and deletion is a chained event.
+//!
+//! Rights (the product's, on the tree, inherited downwards): Create on the
+//! policy folder to request; Read on the object to retrieve, search and
+//! read it, Private Key Read too for its key; Write to renew, reset and
+//! disable; Revoke to revoke; Delete to delete. A missing right is
+//! [`CertError::Denied`] (403), never a 401.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use zeroize::Zeroizing;
+
+use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, vault_type};
+use strongroom_core::event::EventKind;
+use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
+use strongroom_core::vault::crypto;
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
+use strongroom_keyring::KeyRing;
+use strongroom_store::{CaRecord, CertRecord, Checked, Issuance, Revocation, Store, StoreError, VaultEntry};
+
+use super::vault::Caller;
+use crate::App;
+use crate::pki::{self, Csr, Issuer, PkiError, PrivateKey, Sans, SoftwareSigner};
+
+/// Why a certificate call did not succeed. The texts are the client's to read.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    /// Bad input or a policy violation: 400 `{"Error": …}`; nothing was issued.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such certificate (or one the caller may not see): 400, the product's
+    /// `Certificate does not exist.` in the status line.
+    #[error("{0}")]
+    NoCertificate(String),
+    /// No such policy folder: 400 `PolicyDN: … does not exist` (§0.10).
+    #[error("{0}")]
+    NoPolicy(String),
+    /// A private key was asked for and none is stored: 400.
+    #[error("{0}")]
+    NoKey(String),
+    /// A right is missing: 403.
+    #[error("{0}")]
+    Denied(String),
+    /// What Strongroom does not do (external CAs, devices, SSH, Import): 400.
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The server's own failure (a key that does not open, a signature): 500, logged, generic text.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<PkiError> for CertError {
+    fn from(e: PkiError) -> Self {
+        match e {
+            PkiError::Invalid(m) => CertError::Invalid(m),
+            PkiError::Internal(m) => CertError::Internal(m),
+        }
+    }
+}
+
+type Result<T, E = CertError> = std::result::Result<T, E>;
+
+/// The leaf validity when neither the policy nor the CA says (days).
+pub const DEFAULT_VALIDITY_DAYS: i64 = 90;
+
+// ------------------------------------------------------------------ CAs
+
+/// The associated data of a CA's sealed key: its name and data key.
+fn ca_key_aad(name_key: &str, key_id: i64) -> Vec<u8> {
+    let mut a = b"strongroom/ca-key/v1".to_vec();
+    a.extend_from_slice(&(name_key.len() as u32).to_be_bytes());
+    a.extend_from_slice(name_key.as_bytes());
+    a.extend_from_slice(&key_id.to_be_bytes());
+    a
+}
+
+/// Seals a CA key under the key ring's current data key: (key name, key id, sealed).
+pub async fn seal_ca_key(
+    store: &dyn Store,
+    keyring: &KeyRing,
+    rng: &dyn strongroom_core::random::Random,
+    now: strongroom_core::time::UnixTime,
+    name: &str,
+    key: &PrivateKey,
+) -> Result<(String, i64, Vec<u8>)> {
+    let default = keyring.default_name().to_owned();
+    let (key_name, key_id, k) =
+        keyring.current(store, rng, now, &default, &[]).await.map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
+    let sealed = crypto::seal(&k, rng, &ca_key_aad(&name.to_lowercase(), key_id), &key.0)
+        .map_err(|_| CertError::Internal("sealing a CA key failed".into()))?;
+    Ok((key_name, key_id, sealed))
+}
+
+/// A CA's signer: its key opened from the key ring.
+pub async fn ca_signer(store: &dyn Store, keyring: &KeyRing, ca: &CaRecord) -> Result<SoftwareSigner> {
+    let k = keyring.key(store, ca.key_id).await.map_err(|e| CertError::Internal(format!("the CA key's data key: {e}")))?;
+    let plain = crypto::open(&k, &ca_key_aad(&ca.name.to_lowercase(), ca.key_id), &ca.key_sealed)
+        .map_err(|_| CertError::Internal(format!("the key of CA {} does not open", ca.name)))?;
+    Ok(SoftwareSigner(PrivateKey(Zeroizing::new(plain))))
+}
+
+/// A CA named by its DN (`\VED\Policy\CA Templates\NAME`) or its name, in any case.
+pub fn find_ca<'a>(cas: &'a [CaRecord], name_or_dn: &str) -> Option<&'a CaRecord> {
+    let t = name_or_dn.trim();
+    cas.iter().find(|c| c.dn.eq_ignore_ascii_case(t) || c.name.eq_ignore_ascii_case(t))
+}
+
+/// Where a CA's CRL is served (without authentication): `{public_url}/crl/{name}.crl`.
+pub fn crl_url(public_url: &str, ca_name: &str) -> String {
+    format!("{}/crl/{}.crl", public_url.trim_end_matches('/'), ca_name.to_lowercase().replace(' ', "%20"))
+}
+
+/// The CRL of CA `name` (DER), signed now from its revocations whose certificates have not
+/// expired. `None`: no such CA.
+pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
+    let name = name.strip_suffix(".crl").unwrap_or(name);
+    let cas = app.store.cert_authorities().await?;
+    let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
+    let now = app.now().secs();
+    let revoked = app.store.revocations(ca.name.to_lowercase(), now).await?;
+    let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
+    let subject = pki::parse_subject(&ca.subject)?;
+    let list: Vec<pki::Revoked> =
+        revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
+    Ok(Some(pki::crl(&Issuer { subject: &subject, signer: &signer }, &list, now)?))
+}
+
+// ------------------------------------------------------------------ policies
+
+/// Every folder's own policy, by folder key.
+pub async fn policies(store: &dyn Store) -> Result<HashMap<String, Policy>> {
+    let mut out = HashMap::new();
+    for (key, text) in store.cert_policies().await? {
+        let p: Policy = serde_json::from_str(&text).map_err(|e| CertError::Internal(format!("a stored policy: {e}")))?;
+        out.insert(key, p);
+    }
+    Ok(out)
+}
+
+/// The policy in force at `folder`: its own and its ancestors' (a locked value higher up wins).
+pub fn effective_policy(all: &HashMap<String, Policy>, folder: &FolderPath) -> Policy {
+    let chain: Vec<&Policy> = folder.lineage().iter().filter_map(|f| all.get(f.key())).collect();
+    Policy::effective(chain)
+}
+
+/// A zone or policy DN as vcert sends it: one without `\VED\` gets `\VED\Policy\` before it.
+pub fn policy_dn(s: &str) -> String {
+    let t = s.trim().trim_end_matches('\\');
+    if t.len() >= 4 && t[..4].eq_ignore_ascii_case("\\ved") {
+        t.to_owned()
+    } else {
+        format!("\\VED\\Policy\\{}", t.trim_start_matches('\\'))
+    }
+}
+
+fn no_policy(dn: &str) -> CertError {
+    CertError::NoPolicy(format!("PolicyDN: {dn} does not exist"))
+}
+
+/// A policy folder that exists: not a certificate object, not a CA's folder.
+async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
+    let shown = policy_dn(dn);
+    let Ok(p) = FolderPath::parse(&shown) else { return Err(no_policy(&shown)) };
+    if !(p.key() == "\\ved\\policy" || p.key().starts_with("\\ved\\policy\\")) {
+        return Err(no_policy(&shown));
+    }
+    if p.key() != "\\ved\\policy" && app.store.folder_object(p.key().to_owned()).await?.is_none() {
+        return Err(no_policy(&shown));
+    }
+    if app.store.certificate(p.key().to_owned()).await?.is_some() {
+        return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate, not a policy folder.")));
+    }
+    if app.store.cert_authorities().await?.iter().any(|c| c.dn.eq_ignore_ascii_case(p.as_str())) {
+        return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate authority, not a policy folder.")));
+    }
+    Ok(p)
+}
+
+/// What `Certificates/CheckPolicy` answers for a folder: its effective policy and its CA's DN.
+#[derive(Clone, Debug)]
+pub struct PolicyView {
+    pub policy: Policy,
+    /// The DN of the policy's CA, as clients see CAs.
+    pub ca_dn: Option<String>,
+}
+
+/// `Certificates/CheckPolicy`: Read on the folder (or anything below it: a caller who may
+/// request there may read its rules).
+pub async fn check_policy(app: &App, c: &Caller, dn: &str) -> Result<PolicyView> {
+    let folder = policy_folder(app, dn).await?;
+    if c.perms.effective(&folder).implied() == Rights::NONE && !holds_below(c, &folder) {
+        return Err(no_policy(folder.as_str()));
+    }
+    let policy = effective_policy(&policies(&*app.store).await?, &folder);
+    let cas = app.store.cert_authorities().await?;
+    let ca_dn = policy.ca.as_ref().map(|s| find_ca(&cas, &s.value).map_or_else(|| s.value.clone(), |c| c.dn.clone()));
+    Ok(PolicyView { policy, ca_dn })
+}
+
+fn holds_below(c: &Caller, folder: &FolderPath) -> bool {
+    let below = format!("{}\\", folder.key());
+    c.perms.master_admin || c.perms.grants.iter().any(|(k, r)| k.starts_with(&below) && *r != Rights::NONE)
+}
+
+// ------------------------------------------------------------------ requests
+
+/// What `Certificates/Request` (and `Renew`) is given, as read from its body.
+#[derive(Clone, Debug, Default)]
+pub struct RequestInput {
+    pub policy_dn: String,
+    pub object_name: Option<String>,
+    /// PKCS#10 text (user CSR); `None` for central generation.
+    pub pkcs10: Option<String>,
+    /// The CN of a central request (`Subject`).
+    pub subject: Option<String>,
+    pub organization: Option<String>,
+    pub organizational_unit: Vec<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub country: Option<String>,
+    /// `(Type or TypeName, Name)`.
+    pub sans: Vec<(String, String)>,
+    pub key_algorithm: Option<String>,
+    pub key_bit_size: Option<u32>,
+    pub elliptic_curve: Option<String>,
+    pub pkix_parameter_set: Option<String>,
+    pub cadn: Option<String>,
+    /// `Specific End Date` (or a CA-prefixed variant) from `CASpecificAttributes`.
+    pub end_date: Option<String>,
+    pub disable_automatic_renewal: bool,
+}
+
+/// The object a request made or re-enrolled.
+#[derive(Clone, Debug)]
+pub struct Requested {
+    pub dn: String,
+    pub guid: ObjectGuid,
+}
+
+fn sans_of(input: &RequestInput) -> Result<Sans> {
+    let mut s = Sans::default();
+    for (kind, name) in &input.sans {
+        if name.trim().is_empty() {
+            continue;
+        }
+        s.push(kind, name)?;
+    }
+    Ok(s)
+}
+
+/// Days from 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A `Specific End Date`: RFC 3339 (`2027-01-01T00:00:00+02:00`, Go) or `%Y-%m-%d %H:%M:%S` UTC (Python).
+pub fn parse_end_date(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let num = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<i64>().ok());
+    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, mi, se) = if s.len() >= 19 { (num(11, 13)?, num(14, 16)?, num(17, 19)?) } else { (0, 0, 0) };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let mut rest = s.get(19..).unwrap_or("");
+    if let Some(r) = rest.strip_prefix('.') {
+        rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    let offset = match rest {
+        "" | "Z" | "z" => 0,
+        r if r.len() == 6 && (r.starts_with('+') || r.starts_with('-')) => {
+            let oh: i64 = r.get(1..3)?.parse().ok()?;
+            let om: i64 = r.get(4..6)?.parse().ok()?;
+            let v = oh * 3600 + om * 60;
+            if r.starts_with('-') { -v } else { v }
+        }
+        _ => return None,
+    };
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset)
+}
+
+/// The subject of the certificate: the CSR's (or the central request's), with the policy's
+/// values for the fields it lacks (a locked value was judged already).
+fn subject_for(csr: Option<&Csr>, input: &RequestInput, policy: &Policy) -> Vec<(String, String)> {
+    let mut s: Vec<(String, String)> = match csr {
+        Some(c) => c.subject.clone(),
+        None => {
+            let mut v = Vec::new();
+            if let Some(cn) = input.subject.as_ref().filter(|x| !x.trim().is_empty()) {
+                v.push(("CN".to_owned(), cn.trim().to_owned()));
+            }
+            for (k, val) in [("O", &input.organization), ("L", &input.city), ("ST", &input.state), ("C", &input.country)] {
+                if let Some(x) = val.as_ref().filter(|x| !x.trim().is_empty()) {
+                    v.push((k.to_owned(), x.trim().to_owned()));
+                }
+            }
+            for ou in &input.organizational_unit {
+                v.push(("OU".to_owned(), ou.clone()));
+            }
+            v
+        }
+    };
+    let mut add = |k: &str, v: Option<&String>| {
+        if let Some(v) = v.filter(|v| !v.is_empty())
+            && !s.iter().any(|(t, _)| t == k)
+        {
+            s.push((k.to_owned(), v.clone()));
+        }
+    };
+    add("O", policy.organization.as_ref().map(|x| &x.value));
+    add("L", policy.city.as_ref().map(|x| &x.value));
+    add("ST", policy.state.as_ref().map(|x| &x.value));
+    add("C", policy.country.as_ref().map(|x| &x.value));
+    add("OU", policy.organizational_unit.as_ref().and_then(|x| x.value.first()));
+    s
+}
+
+fn object_name(input: &RequestInput, cn: Option<&str>, sans: &Sans) -> Result<String> {
+    let name = input
+        .object_name
+        .clone()
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| cn.map(str::to_owned))
+        .or_else(|| sans.dns.first().cloned())
+        .or_else(|| sans.uri.first().cloned())
+        .or_else(|| sans.email.first().cloned())
+        .or_else(|| sans.ip.first().cloned())
+        .ok_or_else(|| CertError::Invalid("The request names no certificate: give ObjectName, a CN or a SAN.".into()))?;
+    let name = name.trim().to_owned();
+    if name.contains('\\') || name.len() > 256 {
+        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
+    }
+    Ok(name)
+}
+
+fn central_key(input: &RequestInput, policy: &Policy) -> Result<KeySpec> {
+    if let Some(oid) = input.pkix_parameter_set.as_ref().filter(|o| !o.trim().is_empty()) {
+        return KeySpec::from_pkix_oid(oid).ok_or_else(|| CertError::Invalid(format!("PkixParameterSet {oid:?} is not a known key.")));
+    }
+    let asked = KeySpec::from_fields(input.key_algorithm.as_deref(), input.key_bit_size, input.elliptic_curve.as_deref())
+        .map_err(CertError::Invalid)?;
+    Ok(asked.unwrap_or_else(|| match policy.key_algorithm.as_ref().map(|a| a.value.as_str()) {
+        Some("ECC") => KeySpec::Ec(policy.curve.as_ref().map_or(ccert::Curve::P256, |c| c.value)),
+        _ => KeySpec::Rsa(policy.key_size.as_ref().map_or(2048, |s| s.value)),
+    }))
+}
+
+/// A request for a DN: where it goes, and whether the caller may ask.
+struct Target {
+    folder: FolderPath,
+    path: FolderPath,
+    existing: Option<CertRecord>,
+}
+
+async fn target(app: &App, policy_folder: &FolderPath, name: &str) -> Result<Target> {
+    let Ok(path) = FolderPath::parse(&format!("{}\\{name}", policy_folder.as_str())) else {
+        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
+    };
+    if path.check_new().is_err() {
+        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
+    }
+    let existing = app.store.certificate(path.key().to_owned()).await?;
+    if existing.is_none() && app.store.folder_object(path.key().to_owned()).await?.is_some() {
+        return Err(CertError::Invalid(format!("{} is a folder, not a certificate.", path.as_str())));
+    }
+    Ok(Target { folder: policy_folder.clone(), path, existing })
+}
+
+/// The data key entries are sealed under: (key name, key id, key).
+type DataKey = (String, i64, crypto::Key);
+
+fn sealed_entry(app: &App, dk: &DataKey, id: VaultId, vault_type: i32, owner: &FolderPath, plain: &[u8]) -> Result<VaultEntry> {
+    let (key_name, key_id, key) = (&dk.0, dk.1, &dk.2);
+    let sealed = crypto::seal(key, &*app.rng, &crypto::aad_data(id, key_id), plain)
+        .map_err(|_| CertError::Internal("sealing a certificate entry failed".into()))?;
+    Ok(VaultEntry {
+        vault_id: id,
+        vault_type,
+        key_name: key_name.to_owned(),
+        key_id,
+        sealed,
+        owners: vec![owner.clone()],
+        created_at: app.now(),
+    })
+}
+
+/// Issues a certificate for `input` at `t` and writes it: the one write of a Request or Renew.
+/// `need` is re-checked in the write on `t.folder` (a request: Create) or on the object (a renewal: Write).
+async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Rights, renewal: bool) -> Result<Requested> {
+    let all = policies(&*app.store).await?;
+    let policy = effective_policy(&all, &t.folder);
+    let csr = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
+        Some(text) => Some(pki::parse_csr(text)?),
+        None => None,
+    };
+    let mut sans = csr.as_ref().map(|x| x.sans.clone()).unwrap_or_default();
+    sans.merge(&sans_of(input)?);
+    let subject = subject_for(csr.as_ref(), input, &policy);
+    let get = |k: &str| subject.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
+    let cn = get("CN");
+    if cn.is_none() && sans.dns.is_empty() && sans.ip.is_empty() && sans.uri.is_empty() && sans.email.is_empty() {
+        return Err(CertError::Invalid("The request has neither a CN nor a subject alternative name.".into()));
+    }
+    // A CN that is a host name is a DNS name too (clients verify names against the SANs only).
+    if let Some(n) = cn.as_ref().filter(|n| n.contains('.') && !n.contains(' ') && !n.contains('@'))
+        && !sans.dns.iter().any(|d| d.eq_ignore_ascii_case(n))
+        && n.parse::<std::net::IpAddr>().is_err()
+    {
+        sans.dns.insert(0, n.clone());
+    }
+    let spec = match &csr {
+        Some(x) => x.key.spec,
+        None => central_key(input, &policy)?,
+    };
+    let asked = Asked {
+        common_name: cn.clone(),
+        dns: sans.dns.clone(),
+        organization: csr.as_ref().and_then(|x| x.get("O").map(str::to_owned)).or(input.organization.clone()),
+        organizational_unit: csr
+            .as_ref()
+            .map(|x| x.subject.iter().filter(|(k, _)| k == "OU").map(|(_, v)| v.clone()).collect())
+            .unwrap_or_else(|| input.organizational_unit.clone()),
+        city: csr.as_ref().and_then(|x| x.get("L").map(str::to_owned)).or(input.city.clone()),
+        state: csr.as_ref().and_then(|x| x.get("ST").map(str::to_owned)).or(input.state.clone()),
+        country: csr.as_ref().and_then(|x| x.get("C").map(str::to_owned)).or(input.country.clone()),
+        key: spec,
+    };
+    ccert::judge(&policy, &asked).map_err(CertError::Invalid)?;
+    // The CA: the request's CADN, else the one the renewed object was issued by, else the policy's.
+    let cas = app.store.cert_authorities().await?;
+    let wanted = input
+        .cadn
+        .clone()
+        .filter(|x| !x.trim().is_empty())
+        .or_else(|| if renewal { t.existing.as_ref().map(|e| e.ca_key.clone()) } else { None })
+        .or_else(|| policy.ca.as_ref().map(|s| s.value.clone()));
+    let Some(wanted) = wanted else { return Err(CertError::Invalid("Need a certificate authority (CADN).".into())) };
+    if let (Some(locked), Some(asked)) = (policy.ca.as_ref().filter(|s| s.locked), input.cadn.as_ref().filter(|x| !x.trim().is_empty()))
+        && find_ca(&cas, &locked.value).map(|c| &c.name) != find_ca(&cas, asked).map(|c| &c.name)
+    {
+        return Err(CertError::Invalid(format!("The certificate authority is locked to {} by policy.", locked.value)));
+    }
+    let Some(ca) = find_ca(&cas, &wanted) else {
+        return Err(CertError::Unsupported(format!(
+            "{wanted} is not a certificate authority of this server (external CAs are not supported)."
+        )));
+    };
+    let now = app.now().secs();
+    let days = i64::from(policy.validity_days.unwrap_or(0)).max(0);
+    let days = if days > 0 {
+        days
+    } else if ca.validity_days > 0 {
+        ca.validity_days
+    } else {
+        DEFAULT_VALIDITY_DAYS
+    };
+    let mut not_after = now + days * 86_400;
+    if let Some(end) = input.end_date.as_ref().filter(|e| !e.trim().is_empty()) {
+        let at = parse_end_date(end).ok_or_else(|| CertError::Invalid(format!("Specific End Date {end:?} is not a date.")))?;
+        if at <= now {
+            return Err(CertError::Invalid("Specific End Date is in the past.".into()));
+        }
+        not_after = not_after.min(at);
+    }
+    let generated = match &csr {
+        Some(_) => None,
+        // Off the async threads: an RSA key takes tens to hundreds of milliseconds.
+        None => {
+            let rng = app.rng.clone();
+            Some(
+                tokio::task::spawn_blocking(move || pki::generate_key(spec, &*rng))
+                    .await
+                    .map_err(|e| CertError::Internal(format!("key generation: {e}")))??,
+            )
+        }
+    };
+    let leaf_key = match (&csr, &generated) {
+        (Some(x), _) => x.key.clone(),
+        (None, Some(k)) => pki::public_of(k)?,
+        (None, None) => return Err(CertError::Internal("no key".into())),
+    };
+    let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
+    let ca_subject = pki::parse_subject(&ca.subject)?;
+    let url = crl_url(&app.public_url, &ca.name);
+    let issued = pki::issue(
+        &Issuer { subject: &ca_subject, signer: &signer },
+        &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
+        &*app.rng,
+    )?;
+    drop(signer);
+    // The entries, sealed under the current data key.
+    let default = app.keyring.default_name().to_owned();
+    let dk: DataKey = app
+        .keyring
+        .current(&*app.store, &*app.rng, app.now(), &default, &c.current_keys)
+        .await
+        .map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
+    let cert_id = app.store.allocate_vault_id().await?;
+    let mut entries = vec![sealed_entry(app, &dk, cert_id, vault_type::CERTIFICATE, &t.path, &issued.der)?];
+    let key_vault_id = match &generated {
+        Some(k) => {
+            let id = app.store.allocate_vault_id().await?;
+            entries.push(sealed_entry(app, &dk, id, vault_type::PKCS8, &t.path, &k.0)?);
+            Some(id)
+        }
+        None => None,
+    };
+    let csr_vault_id = match &csr {
+        Some(x) => {
+            let id = app.store.allocate_vault_id().await?;
+            entries.push(sealed_entry(app, &dk, id, vault_type::PKCS10, &t.path, &x.der)?);
+            Some(id)
+        }
+        None => None,
+    };
+    let guid = match &t.existing {
+        Some(e) => e.guid.clone(),
+        None => ObjectGuid::generate(&*app.rng),
+    };
+    let mut lineage = lineage_with_guids(&t.path, &*app.rng);
+    if let Some(last) = lineage.last_mut() {
+        last.1 = guid.clone();
+    }
+    let record = CertRecord {
+        path: t.path.clone(),
+        guid: guid.clone(),
+        ca_key: ca.name.to_lowercase(),
+        cn: cn.clone().unwrap_or_default(),
+        sans: serde_json::to_string(&sans).map_err(|e| CertError::Internal(e.to_string()))?,
+        serial: issued.serial.clone(),
+        thumbprint: issued.thumbprint.clone(),
+        valid_from: now - 60,
+        valid_to: not_after,
+        cert_vault_id: cert_id,
+        key_vault_id,
+        csr_vault_id,
+        disabled: false,
+        revoked: false,
+        version: t.existing.as_ref().map_or(0, |e| e.version + 1),
+        created_at: t.existing.as_ref().map_or(app.now(), |e| e.created_at),
+        issued_at: app.now(),
+    };
+    let how = match (&csr, renewal) {
+        (Some(_), false) => "user CSR",
+        (None, false) => "central key",
+        (Some(_), true) => "renewal, new CSR",
+        (None, true) => "renewal, new central key",
+    };
+    let requested = c.event(app, EventKind::CertificateRequested, Some(cert_id)).detail(format!(
+        "certificate={} ca={} key={} how={how}",
+        t.path,
+        ca.name,
+        spec.describe()
+    ));
+    let issued_event = c.event(app, EventKind::CertificateIssued, Some(cert_id)).detail(format!(
+        "certificate={} ca={} serial={} thumbprint={} not_after={not_after}",
+        t.path, ca.name, issued.serial, issued.thumbprint
+    ));
+    let checked_at = if renewal { t.path.clone() } else { t.folder.clone() };
+    let issue = Issuance { record, lineage, entries, by: Some(c.writer()), need, policy_folder: checked_at };
+    match app.store.issue_certificate(issue, vec![requested, issued_event]).await? {
+        Checked::Done(()) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
+        Checked::Denied if renewal => Err(CertError::Denied(format!("Renewing {} needs Write on it.", t.path))),
+        Checked::Denied => Err(CertError::Denied("Requesting a certificate needs Create on its policy folder.".into())),
+    }
+}
+
+/// `Certificates/Request`: Create on the policy folder. A DN that holds a certificate is
+/// re-enrolled (its certificate, key and CSR archived).
+pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Requested> {
+    let folder = policy_folder(app, &input.policy_dn).await?;
+    if !c.perms.effective(&folder).implied().contains(Rights::CREATE) {
+        return Err(CertError::Denied(format!("Requesting a certificate needs Create on {}.", folder.as_str())));
+    }
+    let csr_cn = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
+        Some(text) => pki::parse_csr(text)?.get("CN").map(str::to_owned),
+        None => None,
+    };
+    let cn = csr_cn.or_else(|| input.subject.clone().filter(|s| !s.trim().is_empty()));
+    let name = object_name(&input, cn.as_deref(), &sans_of(&input)?)?;
+    let t = target(app, &folder, &name).await?;
+    enroll(app, c, &input, t, Rights::CREATE, false).await
+}
+
+// ------------------------------------------------------------------ objects
+
+fn no_certificate(dn: &str) -> CertError {
+    CertError::NoCertificate(format!("Certificate {dn} does not exist."))
+}
+
+/// The certificate object at `dn`, if the caller may know of it (any right on it).
+pub async fn object(app: &App, c: &Caller, dn: &str) -> Result<CertRecord> {
+    let Ok(p) = FolderPath::parse(&policy_dn(dn)) else { return Err(no_certificate(dn.trim())) };
+    match app.store.certificate(p.key().to_owned()).await? {
+        Some(r) if c.perms.effective(&r.path).implied() != Rights::NONE => Ok(r),
+        _ => Err(no_certificate(p.as_str())),
+    }
+}
+
+/// The certificate object of GUID `guid`, if the caller may know of it.
+pub async fn object_by_guid(app: &App, c: &Caller, guid: &str) -> Result<CertRecord> {
+    let missing = || CertError::NoCertificate(format!("Certificate {guid} does not exist."));
+    let g = ObjectGuid::parse(guid).ok_or_else(missing)?;
+    let f = app.store.folder_object_by_guid(g).await?.ok_or_else(missing)?;
+    object(app, c, f.path.as_str()).await.map_err(|_| missing())
+}
+
+/// The object found by `CertificateDN` or `Thumbprint` (exactly one).
+pub async fn object_by_dn_or_thumbprint(app: &App, c: &Caller, dn: Option<&str>, thumbprint: Option<&str>) -> Result<CertRecord> {
+    if let Some(dn) = dn.filter(|d| !d.trim().is_empty()) {
+        return object(app, c, dn).await;
+    }
+    let Some(t) = thumbprint.map(ccert::normalize_thumbprint).filter(|t| !t.is_empty()) else {
+        return Err(CertError::Invalid("CertificateDN or Thumbprint is required.".into()));
+    };
+    let found: Vec<CertRecord> = app
+        .store
+        .certificates()
+        .await?
+        .into_iter()
+        .filter(|r| r.thumbprint == t && c.perms.effective(&r.path).implied() != Rights::NONE)
+        .collect();
+    match found.len() {
+        1 => Ok(found.into_iter().next().ok_or_else(|| CertError::Internal("unreachable".into()))?),
+        0 => Err(CertError::NoCertificate(format!("Certificate with thumbprint {t} does not exist."))),
+        _ => Err(CertError::Invalid(format!("More than one certificate has thumbprint {t}."))),
+    }
+}
+
+async fn open_entry(app: &App, e: &VaultEntry) -> Result<Zeroizing<Vec<u8>>> {
+    let k = app.keyring.key(&*app.store, e.key_id).await.map_err(|err| CertError::Internal(format!("a data key: {err}")))?;
+    crypto::open(&k, &crypto::aad_data(e.vault_id, e.key_id), &e.sealed)
+        .map(Zeroizing::new)
+        .map_err(|_| CertError::Internal(format!("vault entry {} does not open", e.vault_id)))
+}
+
+/// How `Certificates/Retrieve` packs its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// PEM, CRLF (`Base64`, `base64`); a key as PBES2 PKCS#8.
+    Base64,
+    /// The same, named `Base64 (PKCS #8)` (its spellings).
+    Pkcs8,
+    /// The certificate alone, DER.
+    Der,
+    /// PKCS#12 under the request's `Password`: the certificate, its chain with `IncludeChain`, its
+    /// key with `IncludePrivateKey` (PBES2 AES-256-CBC; MAC HMAC-SHA256).
+    Pkcs12,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Result<Format> {
+        let t: String = s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+        match t.as_str() {
+            "base64" | "pem" => Ok(Format::Base64),
+            "base64(pkcs#8)" | "base64(pkcs8)" | "pkcs#8" | "pkcs8" => Ok(Format::Pkcs8),
+            "der" => Ok(Format::Der),
+            "pkcs#12" | "pkcs12" | "pfx" => Ok(Format::Pkcs12),
+            "pkcs#7" | "pkcs7" | "jks" => {
+                Err(CertError::Unsupported(format!("Format {s:?} is not served yet: use Base64, Base64 (PKCS #8), DER or PKCS #12.")))
+            }
+            _ => Err(CertError::Invalid(format!("Format {s:?} is not one of Base64, Base64 (PKCS #8), DER, PKCS #12."))),
+        }
+    }
+
+    /// The product's name of the format, as answered.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Base64 => "Base64",
+            Format::Pkcs8 => "Base64 (PKCS #8)",
+            Format::Der => "DER",
+            Format::Pkcs12 => "PKCS #12",
+        }
+    }
+}
+
+/// What `Retrieve` is asked.
+#[derive(Clone, Debug)]
+pub struct RetrieveInput {
+    pub format: Format,
+    pub include_chain: bool,
+    pub root_first: bool,
+    pub include_private_key: bool,
+    pub password: Option<strongroom_proto::SecretString>,
+    pub friendly_name: Option<String>,
+}
+
+/// A packed certificate: the bytes (before base64), a file name and the format's name.
+#[derive(Clone)]
+pub struct Retrieved {
+    pub data: Zeroizing<Vec<u8>>,
+    pub filename: String,
+    pub format: &'static str,
+}
+
+impl std::fmt::Debug for Retrieved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retrieved").field("filename", &self.filename).field("format", &self.format).finish_non_exhaustive()
+    }
+}
+
+/// The CA certificate (DER) of an object.
+async fn ca_der(app: &App, r: &CertRecord) -> Result<Vec<u8>> {
+    let cas = app.store.cert_authorities().await?;
+    Ok(find_ca(&cas, &r.ca_key).map(|c| c.cert_der.clone()).unwrap_or_default())
+}
+
+/// `Certificates/Retrieve`: Read on the object; Private Key Read too for its key, which is
+/// handed out only as PBES2 PKCS#8 under the request's `Password`, with a
+/// `certificate.key_exported` event written first.
+pub async fn retrieve(app: &App, c: &Caller, r: &CertRecord, input: &RetrieveInput) -> Result<Retrieved> {
+    retrieve_vault(app, c, r, r.cert_vault_id, r.key_vault_id, input).await
+}
+
+async fn retrieve_vault(
+    app: &App,
+    c: &Caller,
+    r: &CertRecord,
+    cert_id: VaultId,
+    key_id: Option<VaultId>,
+    input: &RetrieveInput,
+) -> Result<Retrieved> {
+    let rights = c.perms.effective(&r.path).implied();
+    if !rights.contains(Rights::READ) {
+        return Err(CertError::Denied(format!("Retrieving {} needs Read on it.", r.path)));
+    }
+    if input.include_private_key && !rights.contains(Rights::PRIVATE_KEY_READ) {
+        return Err(CertError::Denied(format!("Retrieving the private key of {} needs Private Key Read on it.", r.path)));
+    }
+    let entries = app.store.cert_entries(r.path.clone()).await?;
+    let cert_entry = entries.iter().find(|e| e.vault_id == cert_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
+    let cert = open_entry(app, cert_entry).await?;
+    let base = input
+        .friendly_name
+        .clone()
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| if r.cn.is_empty() { r.path.to_string() } else { r.cn.clone() });
+    let base: String = base.chars().map(|ch| if ch.is_alphanumeric() || ".-_".contains(ch) { ch } else { '_' }).collect();
+    if input.format == Format::Der {
+        if input.include_private_key {
+            return Err(CertError::Invalid("DER holds the certificate alone: ask Base64 (PKCS #8) for the key.".into()));
+        }
+        return Ok(Retrieved { data: cert, filename: format!("{base}.cer"), format: Format::Der.name() });
+    }
+    let chain = if input.include_chain { ca_der(app, r).await? } else { Vec::new() };
+    if input.format == Format::Pkcs12 {
+        let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
+        if password.is_empty() {
+            return Err(CertError::Invalid("A Password is required for PKCS #12.".into()));
+        }
+        let key = if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12").await?) } else { None };
+        let mut certs: Vec<&[u8]> = vec![&cert];
+        if !chain.is_empty() {
+            certs.push(&chain);
+        }
+        let p12 = pki::pkcs12(&certs, key.as_ref(), &Zeroizing::new(password), &*app.rng)?;
+        return Ok(Retrieved { data: Zeroizing::new(p12), filename: format!("{base}.pfx"), format: Format::Pkcs12.name() });
+    }
+    let mut out = String::new();
+    if input.root_first && !chain.is_empty() {
+        out.push_str(&pki::pem("CERTIFICATE", &chain));
+    }
+    out.push_str(&pki::pem("CERTIFICATE", &cert));
+    if !input.root_first && !chain.is_empty() {
+        out.push_str(&pki::pem("CERTIFICATE", &chain));
+    }
+    if input.include_private_key {
+        let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
+        if password.is_empty() {
+            return Err(CertError::Invalid("A Password is required to retrieve a private key.".into()));
+        }
+        let key = export_key(app, c, r, &entries, key_id, "PBES2 PKCS#8").await?;
+        let encrypted = pki::encrypt_pkcs8(&key, &password, &*app.rng)?;
+        out.push_str(&pki::pem("ENCRYPTED PRIVATE KEY", &encrypted));
+    }
+    let ext = if input.format == Format::Pkcs8 { "pem" } else { "cer" };
+    Ok(Retrieved { data: Zeroizing::new(out.into_bytes()), filename: format!("{base}.{ext}"), format: input.format.name() })
+}
+
+/// The object's key, opened for export after its `certificate.key_exported` event is written.
+async fn export_key(
+    app: &App,
+    c: &Caller,
+    r: &CertRecord,
+    entries: &[VaultEntry],
+    key_id: Option<VaultId>,
+    how: &str,
+) -> Result<PrivateKey> {
+    let missing = || CertError::NoKey("Private key not found, please modify your selection.".into());
+    let kid = key_id.ok_or_else(missing)?;
+    let key_entry = entries.iter().find(|e| e.vault_id == kid).ok_or_else(missing)?;
+    let key = PrivateKey(open_entry(app, key_entry).await?);
+    let event =
+        c.event(app, EventKind::CertificateKeyExported, Some(kid)).detail(format!("certificate={} serial={} as={how}", r.path, r.serial));
+    app.store.append_event(event).await?;
+    Ok(key)
+}
+
+/// `Certificates/Retrieve/{vaultId}`: an entry of the object (current or archived), by id.
+pub async fn retrieve_by_vault_id(app: &App, c: &Caller, id: VaultId, input: &RetrieveInput) -> Result<Retrieved> {
+    let missing = || CertError::NoCertificate(format!("Vault ID {id} is not a certificate."));
+    let owners = app.store.owners_of(vec![id]).await?;
+    let owner = owners.into_iter().next().and_then(|(_, o)| o.into_iter().next()).ok_or_else(missing)?;
+    let r = app.store.certificate(owner.key().to_owned()).await?.ok_or_else(missing)?;
+    if c.perms.effective(&r.path).implied() == Rights::NONE {
+        return Err(missing());
+    }
+    let entries = app.store.cert_entries(r.path.clone()).await?;
+    let e = entries.iter().find(|e| e.vault_id == id).ok_or_else(missing)?;
+    if e.vault_type != vault_type::CERTIFICATE && e.vault_type != vault_type::ARCHIVED_CERTIFICATE {
+        return Err(CertError::Invalid(format!("Vault ID {id} is not a certificate.")));
+    }
+    retrieve_vault(app, c, &r, id, None, &RetrieveInput { include_private_key: false, ..input.clone() }).await
+}
+
+/// `Certificates/Renew`: Write on the object. A new CSR, or (none given) a new central key
+/// when the object had one, else the CSR on file is signed again.
+pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>) -> Result<Requested> {
+    let r = object(app, c, dn).await?;
+    if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
+        return Err(CertError::Denied(format!("Renewing {} needs Write on it.", r.path)));
+    }
+    let folder_dn = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
+    let folder = FolderPath::parse(&folder_dn).map_err(|_| no_certificate(r.path.as_str()))?;
+    let entries = app.store.cert_entries(r.path.clone()).await?;
+    let cert_entry = entries.iter().find(|e| e.vault_id == r.cert_vault_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
+    let old = open_entry(app, cert_entry).await?;
+    let facts = pki::cert_facts(&old)?;
+    let pkcs10 = match pkcs10.filter(|p| !p.trim().is_empty()) {
+        Some(p) => Some(p),
+        None if r.key_vault_id.is_some() => None,
+        None => match r.csr_vault_id.and_then(|id| entries.iter().find(|e| e.vault_id == id)) {
+            Some(e) => Some(pki::pem("CERTIFICATE REQUEST", &open_entry(app, e).await?)),
+            None => return Err(CertError::Invalid("Give a PKCS10: the certificate has no CSR on file.".into())),
+        },
+    };
+    let sans: Sans = serde_json::from_str(&r.sans).unwrap_or_default();
+    let mut san_list: Vec<(String, String)> = Vec::new();
+    for (k, list) in [("dns", &sans.dns), ("ip", &sans.ip), ("email", &sans.email), ("uri", &sans.uri)] {
+        for v in list {
+            san_list.push((k.into(), v.clone()));
+        }
+    }
+    let input = RequestInput {
+        policy_dn: folder.as_str().to_owned(),
+        object_name: Some(ccert_name(&r.path)),
+        pkcs10: pkcs10.clone(),
+        subject: if pkcs10.is_none() { Some(r.cn.clone()) } else { None },
+        organization: facts.subject.iter().find(|(k, _)| k == "O").map(|(_, v)| v.clone()),
+        sans: if pkcs10.is_none() { san_list } else { Vec::new() },
+        key_algorithm: Some(facts.key.algorithm().to_owned()),
+        key_bit_size: match facts.key {
+            KeySpec::Rsa(b) => Some(b),
+            KeySpec::Ec(_) => None,
+        },
+        elliptic_curve: match facts.key {
+            KeySpec::Ec(c) => Some(c.as_str().to_owned()),
+            KeySpec::Rsa(_) => None,
+        },
+        ..RequestInput::default()
+    };
+    let t = Target { folder: folder.clone(), path: r.path.clone(), existing: Some(r.clone()) };
+    let mut out = enroll(app, c, &input, t, Rights::WRITE, true).await?;
+    out.dn = r.path.as_str().to_owned();
+    Ok(out)
+}
+
+fn ccert_name(p: &FolderPath) -> String {
+    strongroom_core::tree::name_of(p.as_str()).to_owned()
+}
+
+/// `Certificates/Revoke`: Revoke on the object; the serial goes on its CA's CRL in the same
+/// write (with `Disable`, the object is disabled too).
+pub async fn revoke(app: &App, c: &Caller, r: &CertRecord, reason: i64, disable: bool, comments: Option<&str>) -> Result<bool> {
+    if !c.perms.effective(&r.path).implied().contains(Rights::REVOKE) {
+        return Err(CertError::Denied(format!("Revoking {} needs Revoke on it.", r.path)));
+    }
+    let rev = Revocation {
+        ca_key: r.ca_key.clone(),
+        serial: r.serial.clone(),
+        revoked_at: app.now().secs(),
+        reason: reason.clamp(0, 5),
+        not_after: r.valid_to,
+    };
+    let comment = comments.map(|x| x.chars().take(200).collect::<String>()).unwrap_or_default();
+    let event = c
+        .event(app, EventKind::CertificateRevoked, Some(r.cert_vault_id))
+        .detail(format!("certificate={} serial={} reason={} disable={disable} comments={comment:?}", r.path, r.serial, rev.reason));
+    match app.store.revoke_certificate(r.path.key().to_owned(), rev, disable, Some(c.writer()), event).await? {
+        Checked::Done(new) => Ok(new),
+        Checked::Denied => Err(CertError::Denied(format!("Revoking {} needs Revoke on it.", r.path))),
+    }
+}
+
+/// Disables (retires) or enables an object: Write on it.
+pub async fn set_disabled(app: &App, c: &Caller, r: &CertRecord, disabled: bool) -> Result<()> {
+    if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
+        return Err(CertError::Denied(format!("Changing {} needs Write on it.", r.path)));
+    }
+    let event =
+        c.event(app, EventKind::CertificateDisabled, Some(r.cert_vault_id)).detail(format!("certificate={} disabled={disabled}", r.path));
+    match app.store.set_certificate_disabled(r.path.key().to_owned(), disabled, Some(c.writer()), event).await? {
+        Checked::Done(true) => Ok(()),
+        Checked::Done(false) => Err(no_certificate(r.path.as_str())),
+        Checked::Denied => Err(CertError::Denied(format!("Changing {} needs Write on it.", r.path))),
+    }
+}
+
+/// `DELETE Certificates/{guid}`: Delete on the object; its entries go with it.
+pub async fn delete(app: &App, c: &Caller, r: &CertRecord) -> Result<()> {
+    if !c.perms.effective(&r.path).implied().contains(Rights::DELETE) {
+        return Err(CertError::Denied(format!("Deleting {} needs Delete on it.", r.path)));
+    }
+    let event =
+        c.event(app, EventKind::CertificateDeleted, Some(r.cert_vault_id)).detail(format!("certificate={} serial={}", r.path, r.serial));
+    match app.store.delete_certificate(r.path.key().to_owned(), Some(c.writer()), event).await? {
+        Checked::Done(true) => Ok(()),
+        Checked::Done(false) => Err(no_certificate(r.path.as_str())),
+        Checked::Denied => Err(CertError::Denied(format!("Deleting {} needs Delete on it.", r.path))),
+    }
+}
+
+/// `Certificates/Reset` (§0.15): nothing is ever in progress here (issuance is synchronous),
+/// so a certificate that exists needs no reset.
+pub async fn reset(app: &App, c: &Caller, dn: &str) -> Result<()> {
+    match object(app, c, dn).await {
+        Ok(_) => Err(CertError::Invalid("Reset is not completed. No reset is required for the certificate.".into())),
+        Err(CertError::NoCertificate(_)) => Err(CertError::Invalid(format!(
+            "Certificate {} does not exist or you do not have sufficient rights to the object.",
+            policy_dn(dn)
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// An archived version of an object: its vault id and facts.
+#[derive(Clone, Debug)]
+pub struct PreviousVersion {
+    pub vault_id: VaultId,
+    pub facts: pki::CertFacts,
+    pub revoked: bool,
+}
+
+/// `Certificates/{guid}/PreviousVersions`: the archived certificates, newest first.
+pub async fn previous_versions(app: &App, r: &CertRecord) -> Result<Vec<PreviousVersion>> {
+    let cas = app.store.cert_authorities().await?;
+    let revoked: Vec<String> = match find_ca(&cas, &r.ca_key) {
+        Some(ca) => app.store.revocations(ca.name.to_lowercase(), i64::MIN).await?.into_iter().map(|x| x.serial).collect(),
+        None => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for e in app.store.cert_entries(r.path.clone()).await?.iter().rev() {
+        if e.vault_type != vault_type::ARCHIVED_CERTIFICATE {
+            continue;
+        }
+        let facts = pki::cert_facts(&open_entry(app, e).await?)?;
+        let is_revoked = revoked.contains(&facts.serial);
+        out.push(PreviousVersion { vault_id: e.vault_id, facts, revoked: is_revoked });
+    }
+    Ok(out)
+}
+
+/// The facts of an object's current certificate.
+pub async fn current_facts(app: &App, r: &CertRecord) -> Result<pki::CertFacts> {
+    let entries = app.store.cert_entries(r.path.clone()).await?;
+    let e = entries.iter().find(|e| e.vault_id == r.cert_vault_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
+    Ok(pki::cert_facts(&open_entry(app, e).await?)?)
+}
+
+/// The filters of `GET Certificates/` (names in any case).
+#[derive(Clone, Debug, Default)]
+pub struct Search {
+    pub cn: Option<String>,
+    pub san_dns: Vec<String>,
+    pub thumbprint: Option<String>,
+    pub serial: Option<String>,
+    pub parent_dn: Option<String>,
+    pub parent_dn_recursive: Option<String>,
+    pub valid_to_greater: Option<i64>,
+    pub valid_to_less: Option<i64>,
+    pub disabled: Option<bool>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+/// `GET Certificates/`: the objects the caller may see (any right on them) matching every
+/// filter given, by DN; and how many matched in all.
+pub async fn search(app: &App, c: &Caller, s: &Search) -> Result<(Vec<CertRecord>, usize)> {
+    let parent = s.parent_dn.as_deref().map(|p| FolderPath::parse(&policy_dn(p)).map(|f| f.key().to_owned()));
+    let below = s.parent_dn_recursive.as_deref().map(|p| FolderPath::parse(&policy_dn(p)).map(|f| f.key().to_owned()));
+    let (Ok(parent), Ok(below)) = (parent.transpose(), below.transpose()) else {
+        return Err(CertError::Invalid("ParentDn must be a DN under \\VED\\Policy.".into()));
+    };
+    let thumb = s.thumbprint.as_deref().map(ccert::normalize_thumbprint);
+    let serial = s.serial.as_deref().map(ccert::normalize_thumbprint);
+    let mut all: Vec<CertRecord> = app
+        .store
+        .certificates()
+        .await?
+        .into_iter()
+        .filter(|r| c.perms.effective(&r.path).implied() != Rights::NONE)
+        .filter(|r| s.cn.as_ref().is_none_or(|cn| r.cn.eq_ignore_ascii_case(cn)))
+        .filter(|r| thumb.as_ref().is_none_or(|t| &r.thumbprint == t))
+        .filter(|r| serial.as_ref().is_none_or(|t| r.serial.trim_start_matches('0') == t.trim_start_matches('0')))
+        .filter(|r| {
+            let parent_key = strongroom_core::tree::parent_of(r.path.key()).unwrap_or_default();
+            parent.as_ref().is_none_or(|p| &parent_key == p) && below.as_ref().is_none_or(|b| r.path.key().starts_with(&format!("{b}\\")))
+        })
+        .filter(|r| s.valid_to_greater.is_none_or(|t| r.valid_to > t))
+        .filter(|r| s.valid_to_less.is_none_or(|t| r.valid_to < t))
+        .filter(|r| s.disabled.is_none_or(|d| r.disabled == d))
+        .filter(|r| {
+            if s.san_dns.is_empty() {
+                return true;
+            }
+            let sans: Sans = serde_json::from_str(&r.sans).unwrap_or_default();
+            s.san_dns.iter().all(|want| sans.dns.iter().any(|d| d.eq_ignore_ascii_case(want)))
+        })
+        .collect();
+    all.sort_by(|a, b| a.path.key().cmp(b.path.key()));
+    let total = all.len();
+    let page = all.into_iter().skip(s.offset).take(if s.limit == 0 { usize::MAX } else { s.limit }).collect();
+    Ok((page, total))
+}
+
+/// The JSON of an object's SANs for search (`SANS`).
+pub fn sans_json(r: &CertRecord) -> serde_json::Value {
+    let s: Sans = serde_json::from_str(&r.sans).unwrap_or_default();
+    let mut m = serde_json::Map::new();
+    for (k, v) in [("DNS", s.dns), ("IP", s.ip), ("Email", s.email), ("URI", s.uri)] {
+        if !v.is_empty() {
+            m.insert(k.into(), json!(v));
+        }
+    }
+    serde_json::Value::Object(m)
+}

@@ -1,0 +1,395 @@
+//! Certificates (issue 33) end to end: the real binary, a CA made with
+//! `admin ca create`, a policy folder with `admin policy set`, then the
+//! product's calls over HTTP as vcert and pyvenafi send them, every answer
+//! checked with openssl (`verify -CAfile`, `pkcs8 -passin` for the PBES2 key,
+//! `crl -CAfile … -verify`). Scopes and folder rights refuse with 403, a
+//! policy violation issues nothing, and a certificate answered 200 survives
+//! a SIGKILL of the server right after.
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::Command;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use crate::process::{Api, Server, TokensExt as _};
+
+const PASSWORD: &str = "a long passphrase";
+
+fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl is needed by these tests (apt install openssl)");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A CSR (PEM) and its key file for `subject` with DNS `sans`, RSA of `bits` or P-256.
+fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
+    let newkey = rsa_bits.map_or_else(|| "ec".to_owned(), |b| format!("rsa:{b}"));
+    let mut args = vec!["req", "-new", "-nodes", "-newkey", &newkey, "-keyout", "", "-subj", subject, "-out", ""];
+    let key = format!("{name}.key");
+    let out = format!("{name}.csr");
+    args[6] = &key;
+    args[10] = &out;
+    let ec = ["-pkeyopt", "ec_paramgen_curve:P-256"];
+    if rsa_bits.is_none() {
+        args.extend(ec);
+    }
+    let san = format!("subjectAltName={}", sans.iter().map(|s| format!("DNS:{s}")).collect::<Vec<_>>().join(","));
+    if !sans.is_empty() {
+        args.extend(["-addext", &san]);
+    }
+    let (ok, text) = openssl(dir, &args);
+    assert!(ok, "openssl req: {text}");
+    std::fs::read_to_string(dir.join(out)).unwrap()
+}
+
+struct Call {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Call {
+    async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
+        let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(&body).send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, token: &str, path: &str) -> (u16, Option<String>, Value) {
+        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(token).send().await.unwrap();
+        let status = r.status().as_u16();
+        let count = r.headers().get("x-record-count").map(|v| v.to_str().unwrap().to_owned());
+        (status, count, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Retrieves into `file` (the decoded `CertificateData`).
+    async fn retrieve(&self, token: &str, dir: &Path, file: &str, body: Value) -> Vec<u8> {
+        let (status, v) = self.post(token, "/vedsdk/certificates/retrieve", body).await;
+        assert_eq!(status, 200, "{v}");
+        let data = STANDARD.decode(v["CertificateData"].as_str().unwrap()).unwrap();
+        std::fs::write(dir.join(file), &data).unwrap();
+        data
+    }
+}
+
+/// The status line of a raw HTTP/1.1 POST (the reason phrase clients show).
+fn status_line(base: &str, token: &str, path: &str, body: &str) -> String {
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.lines().next().unwrap_or_default().to_owned()
+}
+
+fn serial_of(dir: &Path, pem_file: &str) -> String {
+    let (ok, text) = openssl(dir, &["x509", "-in", pem_file, "-noout", "-serial"]);
+    assert!(ok, "{text}");
+    text.trim().trim_start_matches("serial=").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_from_request_to_crl_with_openssl() {
+    let mut server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    // A CA, a policy folder, people and integrations.
+    let dn = server.admin(&["ca", "create", "Issuing CA", "--subject", "CN=Issuing CA, O=Acme, C=FR"], "");
+    assert_eq!(dn.trim(), "\\VED\\Policy\\CA Templates\\Issuing CA");
+    let listed = server.admin(&["ca", "list", "--json"], "");
+    assert!(listed.contains("\"algorithm\":\"p256\""), "{listed}");
+    std::fs::write(dir.join("ca.pem"), server.admin(&["ca", "show", "Issuing CA", "--pem"], "")).unwrap();
+    let (ok, text) = openssl(dir, &["x509", "-in", "ca.pem", "-noout", "-subject"]);
+    assert!(ok && text.contains("CN = Issuing CA"), "{text}");
+    server.admin(&["folders", "create", "\\VED\\Policy\\Web"], "");
+    let shown = server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
+    assert!(shown.contains("Acme (locked)"), "{shown}");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--domains", "example.com", "--wildcards", "false"], "");
+    for user in ["alice", "bob", "carol"] {
+        server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
+    }
+    server
+        .admin(&["rights", "grant", "\\VED\\Policy\\Web", "alice", "--rights", "view,read,write,create,revoke,delete,privatekeyread"], "");
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Web", "bob", "--rights", "view,read"], "");
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Web", "carol", "--rights", "view,read,write,create"], "");
+    server.admin(
+        &[
+            "integrations",
+            "create",
+            "vcert",
+            "--scope",
+            "certificate:manage,revoke,delete",
+            "--allow-all-users",
+            "--password-grant",
+            "true",
+        ],
+        "",
+    );
+    let api = Api::new(server.http_base());
+    let alice = api.password_grant("vcert", "alice", PASSWORD, "certificate:manage,revoke,delete").await.access().to_owned();
+    let reader = api.password_grant("vcert", "alice", PASSWORD, "certificate").await.access().to_owned();
+    let manager = api.password_grant("vcert", "alice", PASSWORD, "certificate:manage").await.access().to_owned();
+    let bob = api.password_grant("vcert", "bob", PASSWORD, "certificate:manage").await.access().to_owned();
+    let carol = api.password_grant("vcert", "carol", PASSWORD, "certificate:manage").await.access().to_owned();
+    let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
+
+    // The zone.
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/checkpolicy", json!({"PolicyDN": "Web"})).await;
+    assert_eq!(status, 200, "{v}");
+    let p = &v["Policy"];
+    assert_eq!(p["CertificateAuthority"]["Value"], "\\VED\\Policy\\CA Templates\\Issuing CA");
+    assert_eq!(p["Subject"]["Organization"], json!({"Locked": true, "Value": "Acme"}));
+    assert_eq!(p["Subject"]["OrganizationalUnit"], json!({"Locked": false, "Values": []}));
+    assert_eq!(p["KeyPair"]["KeyAlgorithm"]["Value"], "RSA");
+    assert_eq!(p["WhitelistedDomains"], json!(["example.com"]));
+    assert_eq!(p["WildcardsAllowed"], false);
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/checkpolicy", json!({"PolicyDN": "\\VED\\Policy\\nope"})).await;
+    assert_eq!((status, v["Error"].as_str().unwrap()), (400, "PolicyDN: \\VED\\Policy\\nope does not exist"));
+
+    // A user CSR (RSA 2048), with its newlines stripped as VenafiPS sends it.
+    let pem = csr(dir, "www", "/CN=www.example.com/O=Acme", &["www.example.com", "api.example.com"], Some(2048)).replace('\n', "");
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "PKCS10": pem, "CertificateType": "AUTO", "DisableAutomaticRenewal": true,
+                   "Reenable": true, "Origin": "VCert CLI", "CASpecificAttributes": [{"Name": "Origin", "Value": "VCert CLI"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let www = v["CertificateDN"].as_str().unwrap().to_owned();
+    assert_eq!(www, "\\VED\\Policy\\Web\\www.example.com");
+    let guid = v["Guid"].as_str().unwrap().to_owned();
+    assert!(guid.starts_with('{') && guid.ends_with('}'), "{guid}");
+    let (status, v) = c.post(&manager, "/vedsdk/metadata/get", json!({"DN": www})).await;
+    assert_eq!((status, v), (200, json!({"Data": [], "Locked": false})));
+    // Base64 with the chain (flags as strings, as Python sends them): CRLF, leaf first, verifies.
+    let data = c
+        .retrieve(
+            &reader,
+            dir,
+            "www.pem",
+            json!({"CertificateDN": www, "Format": "base64", "IncludeChain": "true", "RootFirstOrder": "false"}),
+        )
+        .await;
+    let text = String::from_utf8(data).unwrap();
+    assert_eq!(text.matches("-----BEGIN CERTIFICATE-----").count(), 2);
+    assert!(text.contains("-----\r\n") && !text.replace("\r\n", "").contains('\n'), "CRLF line ends");
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "www.pem"]);
+    assert!(ok && out.contains("www.pem: OK"), "{out}");
+    let (_, subject) = openssl(dir, &["x509", "-in", "www.pem", "-noout", "-subject", "-ext", "subjectAltName,crlDistributionPoints"]);
+    assert!(subject.contains("DNS:api.example.com") && subject.contains("/crl/issuing%20ca.crl"), "{subject}");
+    // Root first: the CA comes first.
+    let data = c
+        .retrieve(
+            &reader,
+            dir,
+            "rootfirst.pem",
+            json!({"CertificateDN": www, "Format": "Base64", "IncludeChain": true, "RootFirstOrder": true}),
+        )
+        .await;
+    let ca_pem = std::fs::read_to_string(dir.join("ca.pem")).unwrap();
+    let first_body: String =
+        String::from_utf8(data).unwrap().split("-----END").next().unwrap().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let ca_body: String = ca_pem.split("-----END").next().unwrap().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    assert_eq!(first_body, ca_body, "RootFirstOrder puts the CA first");
+    // DER: the certificate alone.
+    c.retrieve(&reader, dir, "www.der", json!({"CertificateDN": www, "Format": "DER"})).await;
+    let (ok, out) = openssl(dir, &["x509", "-inform", "DER", "-in", "www.der", "-noout", "-subject"]);
+    assert!(ok && out.contains("www.example.com"), "{out}");
+    // A CSR key has none here to hand out.
+    let (status, v) =
+        c.post(&alice, "/vedsdk/certificates/retrieve", json!({"CertificateDN": www, "IncludePrivateKey": true, "Password": "x"})).await;
+    assert_eq!(status, 400, "{v}");
+    // Missing: 400 with the product's reason phrase (Terraform matches it).
+    let line =
+        status_line(&server.http_base(), &reader, "/vedsdk/certificates/retrieve", r#"{"CertificateDN":"\\VED\\Policy\\Web\\gone"}"#);
+    assert_eq!(line, "HTTP/1.1 400 Certificate does not exist.");
+
+    // A central P-256 key, named by the PKIX parameter set OID as pyvenafi sends it; its key as PBES2 PKCS#8.
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "svc.example.com", "ObjectName": "svc",
+                   "PkixParameterSet": "1.3.6.1.4.1.28783.10.2.1.256",
+                   "SubjectAltNames": [{"TypeName": "DNS", "Name": "svc2.example.com"}, {"Type": 7, "Name": "10.0.0.7"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let svc = v["CertificateDN"].as_str().unwrap().to_owned();
+    let data = c
+        .retrieve(
+            &alice,
+            dir,
+            "svc.pem",
+            json!({"CertificateDN": svc, "Format": "Base64 (PKCS#8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "s3cret pw"}),
+        )
+        .await;
+    let text = String::from_utf8(data).unwrap();
+    assert!(text.trim_end().ends_with("-----END ENCRYPTED PRIVATE KEY-----"), "the key comes last");
+    let (ok, out) = openssl(dir, &["pkcs8", "-in", "svc.pem", "-passin", "pass:s3cret pw", "-out", "svc.key"]);
+    assert!(ok, "the PBES2 key opens with the password: {out}");
+    let (ok, out) = openssl(dir, &["pkcs8", "-in", "svc.pem", "-passin", "pass:wrong", "-out", "bad.key"]);
+    assert!(!ok, "and not without it: {out}");
+    let (_, params) = openssl(dir, &["asn1parse", "-in", "svc.pem", "-i", "-inform", "PEM"]);
+    let _ = params;
+    let (ok, leaf_pub) = openssl(dir, &["x509", "-in", "svc.pem", "-noout", "-pubkey"]);
+    assert!(ok);
+    let (ok, key_pub) = openssl(dir, &["pkey", "-in", "svc.key", "-pubout"]);
+    assert!(ok && key_pub.trim() == leaf_pub.trim(), "the key is the certificate's");
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "svc.pem"]);
+    assert!(ok, "{out}");
+    // PKCS #12 with the chain and the key, as VenafiPS asks for it: openssl opens it with the password.
+    c.retrieve(
+        &alice,
+        dir,
+        "svc.p12",
+        json!({"CertificateDN": svc, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 pw"}),
+    )
+    .await;
+    let (ok, out) = openssl(dir, &["pkcs12", "-in", "svc.p12", "-passin", "pass:p12 pw", "-nodes", "-info"]);
+    assert!(ok && out.contains("BEGIN PRIVATE KEY") && out.matches("BEGIN CERTIFICATE").count() == 2, "{out}");
+    // VenafiPS's WorkToDoTimeout: the certificate inline in the Request's answer.
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "inline.example.com", "KeyAlgorithm": "ECC", "WorkToDoTimeout": 60}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let inline = String::from_utf8(STANDARD.decode(v["CertificateData"].as_str().unwrap()).unwrap()).unwrap();
+    assert!(inline.starts_with("-----BEGIN CERTIFICATE-----\r\n"), "{inline}");
+    // Private Key Read is needed for the key (bob has Read only); the certificate alone is fine.
+    let (status, v) =
+        c.post(&bob, "/vedsdk/certificates/retrieve", json!({"CertificateDN": svc, "IncludePrivateKey": true, "Password": "x"})).await;
+    assert_eq!(status, 403, "{v}");
+    let (status, _) = c.post(&bob, "/vedsdk/certificates/retrieve", json!({"CertificateDN": svc, "Format": "Base64"})).await;
+    assert_eq!(status, 200);
+
+    // Refusals: scopes (403, never 401), rights, and policy violations that issue nothing.
+    let central = json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "x.example.com", "KeyAlgorithm": "ECC", "EllipticCurve": "P256"});
+    let (status, v) = c.post(&reader, "/vedsdk/certificates/request", central.clone()).await;
+    assert_eq!((status, v["error"].as_str()), (403, Some("insufficient_scope")), "a certificate token cannot request");
+    let (status, v) = c.post(&manager, "/vedsdk/certificates/revoke", json!({"CertificateDN": www})).await;
+    assert_eq!((status, v["error"].as_str()), (403, Some("insufficient_scope")), "a certificate:manage token cannot revoke");
+    let (status, v) = c.post(&bob, "/vedsdk/certificates/request", central.clone()).await;
+    assert_eq!(status, 403, "no Create on the folder: {v}");
+    let (status, v) = c.post(&carol, "/vedsdk/certificates/revoke", json!({"CertificateDN": www})).await;
+    assert_eq!(status, 403, "carol's token lacks the scope: {v}");
+    let before = c.get(&alice, "/vedsdk/certificates/?ParentDnRecursive=%5CVED%5CPolicy").await.2["TotalCount"].as_u64().unwrap();
+    for (what, body) in [
+        ("a domain outside the whitelist", json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "evil.org", "KeyAlgorithm": "ECC"})),
+        ("a wildcard", json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "*.example.com", "KeyAlgorithm": "ECC"})),
+        (
+            "a locked organisation",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "o.example.com", "Organization": "Evil", "KeyAlgorithm": "ECC"}),
+        ),
+        ("a 1024-bit key", json!({"PolicyDN": "\\VED\\Policy\\Web", "PKCS10": csr(dir, "weak", "/CN=weak.example.com", &[], Some(1024))})),
+        (
+            "an external CA",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "m.example.com", "CADN": "\\VED\\Policy\\CA Templates\\Microsoft"}),
+        ),
+        ("a device push", json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "d.example.com", "Devices": [{"PolicyDN": "x"}]})),
+    ] {
+        let (status, v) = c.post(&alice, "/vedsdk/certificates/request", body).await;
+        assert_eq!(status, 400, "{what}: {v}");
+        assert!(v["Error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: {v}");
+    }
+    let after = c.get(&alice, "/vedsdk/certificates/?ParentDnRecursive=%5CVED%5CPolicy").await.2["TotalCount"].as_u64().unwrap();
+    assert_eq!(before, after, "a refused request issues nothing");
+
+    // Search by thumbprint (as vcert: upper case, colons removed), with X-Record-Count.
+    let (ok, fp) = openssl(dir, &["x509", "-in", "www.pem", "-noout", "-fingerprint", "-sha1"]);
+    assert!(ok);
+    let thumb = fp.trim().rsplit('=').next().unwrap().replace(':', "");
+    let (status, count, v) = c.get(&reader, &format!("/vedsdk/certificates/?thumbprint={thumb}")).await;
+    assert_eq!((status, count.as_deref()), (200, Some("1")), "{v}");
+    assert_eq!(v["Certificates"][0]["DN"], www.as_str());
+    assert_eq!(v["Certificates"][0]["Guid"], guid.as_str());
+
+    // Renew with a new CSR: same DN, a new serial, the old one in PreviousVersions.
+    let old_serial = serial_of(dir, "www.pem");
+    let pem = csr(dir, "www2", "/CN=www.example.com/O=Acme", &["www.example.com"], None);
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": www, "PKCS10": pem})).await;
+    assert_eq!((status, &v["Success"], v["CertificateDN"].as_str()), (200, &json!(true), Some(www.as_str())), "{v}");
+    c.retrieve(&reader, dir, "www2.pem", json!({"CertificateDN": www, "Format": "base64"})).await;
+    let new_serial = serial_of(dir, "www2.pem");
+    assert_ne!(old_serial, new_serial);
+    let (status, _, v) =
+        c.get(&reader, &format!("/vedsdk/certificates/{}/PreviousVersions", guid.replace('{', "%7B").replace('}', "%7D"))).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["PreviousVersions"].as_array().unwrap().len(), 1);
+    assert_eq!(v["PreviousVersions"][0]["CertificateDetails"]["Serial"], old_serial.as_str());
+
+    // Revoke: the serial is on the CRL at once, served without a token, verified against the CA.
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/revoke", json!({"CertificateDN": www, "Reason": 1, "Disable": true})).await;
+    assert_eq!((status, &v["Success"]), (200, &json!(true)), "{v}");
+    let crl = reqwest::get(format!("{}/crl/issuing%20ca.crl", server.http_base())).await.unwrap();
+    assert_eq!(crl.status().as_u16(), 200);
+    std::fs::write(dir.join("ca.crl"), crl.bytes().await.unwrap()).unwrap();
+    let (ok, out) = openssl(dir, &["crl", "-inform", "DER", "-in", "ca.crl", "-CAfile", "ca.pem", "-noout", "-verify", "-text"]);
+    assert!(ok && out.contains("verify OK"), "{out}");
+    assert!(out.contains(&new_serial), "the revoked serial {new_serial} is on the CRL: {out}");
+    assert!(!out.contains(&old_serial), "the archived one was not revoked");
+    // Retire and delete by GUID (the spellings of §0.14).
+    let bare = guid.trim_matches(|c| c == '{' || c == '}').to_owned();
+    let r = c
+        .http
+        .put(format!("{}/vedsdk/certificates/{bare}", c.base))
+        .bearer_auth(&alice)
+        .json(&json!({"AttributeData": [{"Name": "Disabled", "Value": ["1"]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (status, _, v) = c.get(&reader, &format!("/vedsdk/certificates%2f%7b{bare}%7d")).await;
+    assert_eq!((status, &v["Disabled"]), (200, &json!(true)), "{v}");
+    let r = c.http.delete(format!("{}/vedsdk/certificates/{bare}", c.base)).bearer_auth(&alice).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (status, _) = c.post(&reader, "/vedsdk/certificates/retrieve", json!({"CertificateDN": www})).await;
+    assert_eq!(status, 400);
+
+    // A 200 survives SIGKILL right after it: the issuance was committed before the answer.
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "durable.example.com", "KeyAlgorithm": "RSA", "KeyBitSize": 2048}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let durable = v["CertificateDN"].as_str().unwrap().to_owned();
+    server.kill();
+    server.restart();
+    let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
+    let data = c.retrieve(&reader, dir, "durable.pem", json!({"CertificateDN": durable, "Format": "base64"})).await;
+    assert!(String::from_utf8(data).unwrap().contains("BEGIN CERTIFICATE"));
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "durable.pem"]);
+    assert!(ok, "{out}");
+    let (_, subject) = openssl(dir, &["x509", "-in", "durable.pem", "-noout", "-subject", "-text"]);
+    assert!(subject.contains("durable.example.com") && subject.contains("2048 bit"), "{subject}");
+
+    // Every request, issuance, key export and revocation is in the chained log, which verifies.
+    let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
+    for kind in [
+        "certificate.requested",
+        "certificate.issued",
+        "certificate.key_exported",
+        "certificate.revoked",
+        "certificate.deleted",
+        "certificate.ca_created",
+        "certificate.policy_set",
+    ] {
+        assert!(events.contains(kind), "{kind} in the log");
+    }
+    let verified = server.admin(&["events", "verify"], "");
+    assert!(verified.contains("event log intact"), "{verified}");
+}

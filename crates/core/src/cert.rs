@@ -1,0 +1,381 @@
+//! Certificates (issue 33), the pure part: the product's vault types, key
+//! specifications as clients send them, folder policies (each value locked
+//! or a default, inherited down the tree) and the check of a request
+//! against the effective policy. No I/O, no clock, no randomness.
+
+use serde::{Deserialize, Serialize};
+
+/// The product's vault types of a certificate's entries (`VaultType`).
+pub mod vault_type {
+    pub const CERTIFICATE: i32 = 2;
+    pub const PKCS8: i32 = 256;
+    pub const PKCS10: i32 = 512;
+    /// The archived overlay bit (`Mutate`d on renewal): 1073741826, 1073742080, 1073742336.
+    pub const ARCHIVED: i32 = 1 << 30;
+    pub const ARCHIVED_CERTIFICATE: i32 = ARCHIVED + CERTIFICATE;
+    pub const ARCHIVED_PKCS8: i32 = ARCHIVED + PKCS8;
+    pub const ARCHIVED_PKCS10: i32 = ARCHIVED + PKCS10;
+}
+
+/// Where the tree keeps the issuing CAs: `\VED\Policy\CA Templates\NAME`.
+pub const CA_FOLDER: &str = "\\VED\\Policy\\CA Templates";
+
+/// The class of a certificate object (the product's `SchemaClass` for server certificates).
+pub const CERTIFICATE_CLASS: &str = "X509 Server Certificate";
+/// The class of an issuing CA's object: Strongroom's own (clients see a CA only as a DN, so a
+/// name of its own cannot be taken for one of the product's CA template classes).
+pub const CA_CLASS: &str = "Strongroom CA";
+
+/// The smallest RSA key accepted, whatever the policy.
+pub const MIN_RSA_BITS: u32 = 2048;
+
+/// An elliptic curve as the product names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Curve {
+    P256,
+    P384,
+    P521,
+}
+
+impl Curve {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Curve::P256 => "P256",
+            Curve::P384 => "P384",
+            Curve::P521 => "P521",
+        }
+    }
+
+    /// `P256`, `p-256`, `secp256r1`, `prime256v1`, `256`, …
+    pub fn parse(s: &str) -> Option<Curve> {
+        let t: String = s.trim().chars().filter(|c| *c != '-' && *c != '_' && *c != ' ').collect::<String>().to_ascii_lowercase();
+        match t.as_str() {
+            "p256" | "secp256r1" | "prime256v1" | "256" | "ecdsap256" => Some(Curve::P256),
+            "p384" | "secp384r1" | "384" | "ecdsap384" => Some(Curve::P384),
+            "p521" | "secp521r1" | "521" | "ecdsap521" => Some(Curve::P521),
+            _ => None,
+        }
+    }
+}
+
+/// A key: RSA of a size, or EC on a curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeySpec {
+    Rsa(u32),
+    Ec(Curve),
+}
+
+impl KeySpec {
+    /// The product's `KeyAlgorithm`.
+    pub fn algorithm(self) -> &'static str {
+        match self {
+            KeySpec::Rsa(_) => "RSA",
+            KeySpec::Ec(_) => "ECC",
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            KeySpec::Rsa(b) => format!("RSA {b}"),
+            KeySpec::Ec(c) => format!("ECC {}", c.as_str()),
+        }
+    }
+
+    /// The key of a `PkixParameterSet` OID (`1.3.6.1.4.1.28783.10.1.1.2048` RSA 2048,
+    /// `….10.2.1.256` P-256; §0.11 of the reference).
+    pub fn from_pkix_oid(oid: &str) -> Option<KeySpec> {
+        let rest = oid.trim().strip_prefix("1.3.6.1.4.1.28783.10.")?;
+        let parts: Vec<&str> = rest.split('.').collect();
+        match parts.as_slice() {
+            ["1", "1", bits] => bits.parse().ok().map(KeySpec::Rsa),
+            ["2", "1", curve] => Curve::parse(curve).map(KeySpec::Ec),
+            _ => None,
+        }
+    }
+
+    /// The key asked for by `KeyAlgorithm` (`RSA`/`ECC`/`ECDSA`/`EC`), `KeyBitSize` and `EllipticCurve`.
+    pub fn from_fields(algorithm: Option<&str>, bits: Option<u32>, curve: Option<&str>) -> Result<Option<KeySpec>, String> {
+        let curve = match curve.filter(|c| !c.trim().is_empty()) {
+            Some(c) => Some(Curve::parse(c).ok_or_else(|| format!("EllipticCurve {c:?} is not one of P256, P384, P521."))?),
+            None => None,
+        };
+        match algorithm.map(|a| a.trim().to_ascii_uppercase()) {
+            Some(a) if a == "RSA" => Ok(Some(KeySpec::Rsa(bits.unwrap_or(2048)))),
+            Some(a) if a == "ECC" || a == "EC" || a == "ECDSA" => Ok(Some(KeySpec::Ec(curve.unwrap_or(Curve::P256)))),
+            Some(a) if !a.is_empty() => Err(format!("KeyAlgorithm {a:?} is not RSA or ECC.")),
+            _ => Ok(match (bits, curve) {
+                (_, Some(c)) => Some(KeySpec::Ec(c)),
+                (Some(b), None) => Some(KeySpec::Rsa(b)),
+                (None, None) => None,
+            }),
+        }
+    }
+}
+
+/// One policy value: locked (a policy the request must meet) or a default.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting<T> {
+    pub value: T,
+    #[serde(default)]
+    pub locked: bool,
+}
+
+/// What a folder sets; `None` inherits from above.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<Setting<String>>,
+    /// `RSA` or `ECC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_algorithm: Option<Setting<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_size: Option<Setting<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Setting<Curve>>,
+    /// Domain suffixes a CN and DNS names must fall under (empty: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domains: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wildcards: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization: Option<Setting<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organizational_unit: Option<Setting<Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub city: Option<Setting<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Setting<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<Setting<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity_days: Option<u32>,
+}
+
+fn merge<T: Clone>(above: &Option<Setting<T>>, here: &Option<Setting<T>>) -> Option<Setting<T>> {
+    match (above, here) {
+        (Some(a), _) if a.locked => Some(a.clone()),
+        (_, Some(h)) => Some(h.clone()),
+        (a, None) => a.clone(),
+    }
+}
+
+impl Policy {
+    /// The policy in force at a folder: its ancestors' policies, top first, then its own. A locked
+    /// value set higher up wins over anything below it; otherwise the nearest value wins.
+    pub fn effective<'a>(chain: impl IntoIterator<Item = &'a Policy>) -> Policy {
+        let mut p = Policy::default();
+        for here in chain {
+            p = Policy {
+                ca: merge(&p.ca, &here.ca),
+                key_algorithm: merge(&p.key_algorithm, &here.key_algorithm),
+                key_size: merge(&p.key_size, &here.key_size),
+                curve: merge(&p.curve, &here.curve),
+                domains: here.domains.clone().or(p.domains),
+                wildcards: here.wildcards.or(p.wildcards),
+                organization: merge(&p.organization, &here.organization),
+                organizational_unit: merge(&p.organizational_unit, &here.organizational_unit),
+                city: merge(&p.city, &here.city),
+                state: merge(&p.state, &here.state),
+                country: merge(&p.country, &here.country),
+                validity_days: here.validity_days.or(p.validity_days),
+            };
+        }
+        p
+    }
+
+    /// Checks a policy an administrator sets: values clients can read (§0.8 of the reference).
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(a) = &self.key_algorithm
+            && a.value != "RSA"
+            && a.value != "ECC"
+        {
+            return Err("The key algorithm is RSA or ECC.".into());
+        }
+        if let Some(s) = &self.key_size
+            && ![2048, 3072, 4096, 8192].contains(&s.value)
+        {
+            return Err("The key size is 2048, 3072, 4096 or 8192.".into());
+        }
+        if let Some(d) = &self.domains {
+            for x in d {
+                if x.is_empty() || x.contains(char::is_whitespace) || x.starts_with('*') {
+                    return Err(format!("{x:?} is not a domain."));
+                }
+            }
+        }
+        if let Some(c) = &self.country
+            && c.value.len() != 2
+        {
+            return Err("The country is a two-letter code.".into());
+        }
+        Ok(())
+    }
+}
+
+/// What a request asks for, as far as the policy judges it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Asked {
+    pub common_name: Option<String>,
+    pub dns: Vec<String>,
+    pub organization: Option<String>,
+    pub organizational_unit: Vec<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub country: Option<String>,
+    pub key: KeySpec,
+}
+
+impl Default for KeySpec {
+    fn default() -> Self {
+        KeySpec::Ec(Curve::P256)
+    }
+}
+
+fn under(name: &str, domain: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let name = name.strip_prefix("*.").unwrap_or(&name);
+    let domain = domain.trim_start_matches('.').trim_end_matches('.').to_ascii_lowercase();
+    name == domain || name.ends_with(&format!(".{domain}"))
+}
+
+fn locked_text(what: &str, s: &Option<Setting<String>>, asked: &Option<String>) -> Result<(), String> {
+    if let (Some(p), Some(a)) = (s, asked)
+        && p.locked
+        && !a.is_empty()
+        && a != &p.value
+    {
+        return Err(format!("{what} is locked to {:?} by policy; the request has {a:?}.", p.value));
+    }
+    Ok(())
+}
+
+/// Judges a request against the effective policy: the reason for a refusal,
+/// in the words clients show (nothing is issued then).
+pub fn judge(p: &Policy, a: &Asked) -> Result<(), String> {
+    let names: Vec<&String> = a.common_name.iter().chain(a.dns.iter()).collect();
+    if p.wildcards == Some(false)
+        && let Some(n) = names.iter().find(|n| n.contains('*'))
+    {
+        return Err(format!("Wildcards are not allowed by policy: {n}."));
+    }
+    if let Some(domains) = p.domains.as_ref().filter(|d| !d.is_empty()) {
+        for n in &names {
+            // A CN that is not a host name (no dot) is not judged by the whitelist.
+            if (a.dns.contains(n) || n.contains('.')) && !domains.iter().any(|d| under(n, d)) {
+                return Err(format!("{n} is not in the domains allowed by policy ({}).", domains.join(", ")));
+            }
+        }
+    }
+    locked_text("Organization", &p.organization, &a.organization)?;
+    locked_text("City", &p.city, &a.city)?;
+    locked_text("State", &p.state, &a.state)?;
+    locked_text("Country", &p.country, &a.country)?;
+    if let Some(ou) = &p.organizational_unit
+        && ou.locked
+        && !a.organizational_unit.is_empty()
+        && a.organizational_unit != ou.value
+    {
+        return Err(format!("Organizational Unit is locked to {:?} by policy.", ou.value));
+    }
+    if let KeySpec::Rsa(bits) = a.key
+        && bits < MIN_RSA_BITS
+    {
+        return Err(format!("The key is RSA {bits}: at least {MIN_RSA_BITS} bits are required."));
+    }
+    if let Some(alg) = &p.key_algorithm
+        && alg.locked
+        && alg.value != a.key.algorithm()
+    {
+        return Err(format!("The key algorithm is locked to {} by policy; the request has {}.", alg.value, a.key.describe()));
+    }
+    if let (Some(size), KeySpec::Rsa(bits)) = (&p.key_size, a.key)
+        && size.locked
+        && bits < size.value
+    {
+        return Err(format!("The key size is locked to at least {} by policy; the request has {bits}.", size.value));
+    }
+    if let (Some(curve), KeySpec::Ec(c)) = (&p.curve, a.key)
+        && curve.locked
+        && curve.value != c
+    {
+        return Err(format!("The elliptic curve is locked to {} by policy; the request has {}.", curve.value.as_str(), c.as_str()));
+    }
+    Ok(())
+}
+
+/// A thumbprint as clients send it: upper-case hex without `:`, `.` or spaces.
+pub fn normalize_thumbprint(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_hexdigit()).collect::<String>().to_ascii_uppercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn locked<T>(value: T) -> Option<Setting<T>> {
+        Some(Setting { value, locked: true })
+    }
+
+    #[test]
+    fn key_specs_read_every_spelling() {
+        assert_eq!(KeySpec::from_pkix_oid("1.3.6.1.4.1.28783.10.1.1.2048"), Some(KeySpec::Rsa(2048)));
+        assert_eq!(KeySpec::from_pkix_oid("1.3.6.1.4.1.28783.10.2.1.256"), Some(KeySpec::Ec(Curve::P256)));
+        assert_eq!(KeySpec::from_pkix_oid("1.3.6.1.4.1.28783.10.2.1.384"), Some(KeySpec::Ec(Curve::P384)));
+        assert_eq!(KeySpec::from_pkix_oid("1.2.3"), None);
+        assert_eq!(KeySpec::from_fields(Some("rsa"), Some(3072), None), Ok(Some(KeySpec::Rsa(3072))));
+        assert_eq!(KeySpec::from_fields(Some("ECC"), None, Some("p384")), Ok(Some(KeySpec::Ec(Curve::P384))));
+        assert_eq!(KeySpec::from_fields(None, None, Some("P521")), Ok(Some(KeySpec::Ec(Curve::P521))));
+        assert_eq!(KeySpec::from_fields(None, None, None), Ok(None));
+        assert!(KeySpec::from_fields(Some("DSA"), None, None).is_err());
+    }
+
+    #[test]
+    fn a_locked_value_above_wins_and_a_default_is_overridden() {
+        let top = Policy {
+            organization: locked("Acme".into()),
+            city: Some(Setting { value: "Paris".into(), locked: false }),
+            ..Policy::default()
+        };
+        let below = Policy {
+            organization: Some(Setting { value: "Other".into(), locked: false }),
+            city: Some(Setting { value: "Lyon".into(), locked: false }),
+            ..Policy::default()
+        };
+        let p = Policy::effective([&top, &below]);
+        assert_eq!(p.organization.map(|s| s.value), Some("Acme".into()));
+        assert_eq!(p.city.map(|s| s.value), Some("Lyon".into()));
+    }
+
+    #[test]
+    fn requests_are_judged() {
+        let p = Policy {
+            domains: Some(vec!["example.com".into()]),
+            wildcards: Some(false),
+            organization: locked("Acme".into()),
+            key_algorithm: locked("RSA".into()),
+            key_size: locked(3072),
+            ..Policy::default()
+        };
+        let ok = Asked {
+            common_name: Some("www.example.com".into()),
+            dns: vec!["api.example.com".into()],
+            organization: Some("Acme".into()),
+            key: KeySpec::Rsa(4096),
+            ..Asked::default()
+        };
+        assert_eq!(judge(&p, &ok), Ok(()));
+        assert!(judge(&p, &Asked { dns: vec!["evil.org".into()], ..ok.clone() }).is_err());
+        assert!(judge(&p, &Asked { common_name: Some("*.example.com".into()), ..ok.clone() }).is_err());
+        assert!(judge(&p, &Asked { organization: Some("Evil".into()), ..ok.clone() }).is_err());
+        assert!(judge(&p, &Asked { key: KeySpec::Rsa(2048), ..ok.clone() }).is_err());
+        assert!(judge(&p, &Asked { key: KeySpec::Ec(Curve::P256), ..ok.clone() }).is_err());
+        assert!(judge(&Policy::default(), &Asked { key: KeySpec::Rsa(1024), ..ok }).is_err());
+        assert!(under("a.b.example.com", "example.com"));
+        assert!(!under("badexample.com", "example.com"));
+    }
+
+    #[test]
+    fn thumbprints_are_normalized() {
+        assert_eq!(normalize_thumbprint("ab:cd.Ef 01"), "ABCDEF01");
+    }
+}

@@ -1,0 +1,650 @@
+//! `/vedsdk/Certificates/*` (issue 33): certificates from Strongroom's own
+//! CAs, through the product's API as vcert (Go and Python), cert-manager,
+//! Terraform, pyvenafi and VenafiPS call it. Bodies are read leniently
+//! (keys in any case, booleans as `true` or `"true"`). Errors are 400
+//! `{"Error": …}` (the product's texts; `Certificate does not exist.` in the
+//! status line too), 403 for a missing right, never 401.
+//!
+//! Scopes: `certificate` to read, search and retrieve; `certificate:manage`
+//! to request, renew, reset and disable; `certificate:revoke`;
+//! `certificate:delete`.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use strongroom_app::service::certificates::{self as svc, CertError, Format, RequestInput, RetrieveInput, Search};
+use strongroom_app::service::vault::Caller;
+use strongroom_core::cert::Policy;
+use strongroom_core::time::UnixTime;
+use strongroom_core::vault::VaultId;
+use strongroom_proto::SecretString;
+use strongroom_proto::read::SdkBody;
+use strongroom_store::CertRecord;
+
+use super::extract::{CertCall, VaultCaller, scope};
+use super::respond::{self, CertFailure, ok};
+use super::responses::{SdkRefusals, Timeout, Unavailable};
+use crate::state::HttpState;
+
+type Answer = Result<Response, CertFailure>;
+
+fn invalid(m: impl Into<String>) -> CertFailure {
+    CertFailure::Cert(CertError::Invalid(m.into()))
+}
+
+/// A time as the product writes it: `2026-11-27T10:00:00.0000000Z`.
+fn product_time(secs: i64) -> String {
+    let iso = UnixTime::from_secs(secs).iso8601();
+    match iso.strip_suffix('Z') {
+        Some(s) => format!("{s}.0000000Z"),
+        None => iso,
+    }
+}
+
+fn locked_value<T: serde::Serialize>(s: &Option<strongroom_core::cert::Setting<T>>, default: Value) -> Value {
+    match s {
+        Some(x) => json!({"Locked": x.locked, "Value": x.value}),
+        None => json!({"Locked": false, "Value": default}),
+    }
+}
+
+/// The product's `Policy` object (Appendix A): never a locked empty key algorithm or curve (§0.8),
+/// every subject field with its value and `Locked`, an open folder saying so (§0.9).
+fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
+    let alg = p.key_algorithm.as_ref().map(|a| a.value.clone()).unwrap_or_else(|| "RSA".into());
+    let ou = match &p.organizational_unit {
+        Some(x) => json!({"Locked": x.locked, "Values": x.value}),
+        None => json!({"Locked": false, "Values": []}),
+    };
+    let curve = match &p.curve {
+        Some(c) => json!({"Locked": c.locked, "Value": c.value.as_str()}),
+        None => json!({"Locked": false, "Value": "P256"}),
+    };
+    json!({
+        "CertificateAuthority": {"Locked": p.ca.as_ref().is_some_and(|c| c.locked), "Value": ca_dn.unwrap_or("")},
+        "CsrGeneration": {"Locked": false, "Value": "UserProvided"},
+        "KeyGeneration": {"Locked": false, "Value": "Central"},
+        "KeyPair": {
+            "KeyAlgorithm": {"Locked": p.key_algorithm.as_ref().is_some_and(|a| a.locked), "Value": alg},
+            "KeySize": locked_value(&p.key_size, json!(2048)),
+            "EllipticCurve": curve,
+        },
+        "ManagementType": {"Locked": false, "Value": "Enrollment"},
+        "PrivateKeyReuseAllowed": true,
+        "SubjAltNameDnsAllowed": true,
+        "SubjAltNameEmailAllowed": true,
+        "SubjAltNameIpAllowed": true,
+        "SubjAltNameUpnAllowed": false,
+        "SubjAltNameUriAllowed": true,
+        "Subject": {
+            "City": locked_value(&p.city, json!("")),
+            "Country": locked_value(&p.country, json!("")),
+            "Organization": locked_value(&p.organization, json!("")),
+            "OrganizationalUnit": ou,
+            "State": locked_value(&p.state, json!("")),
+        },
+        "UniqueSubjectEnforced": false,
+        "WhitelistedDomains": p.domains.clone().unwrap_or_default(),
+        "WildcardsAllowed": p.wildcards.unwrap_or(true),
+    })
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/CheckPolicy",
+    tag = "certificates",
+    description = "The certificate policy in force at `PolicyDN` (a zone without `\\VED\\` gets `\\VED\\Policy\\` before it): \
+        the folder's own values and those inherited from above (a locked value higher up wins), in the product's `Policy` \
+        shape. A locked `KeyAlgorithm` is always `RSA` or `ECC` and a locked `EllipticCurve` `P256`, `P384` or `P521`; an open \
+        folder has every `SubjAltName*Allowed` true and `WhitelistedDomains` empty. A missing folder (or one the caller has no \
+        right on or below) is 400 `{\"Error\":\"PolicyDN: … does not exist\"}`. Scope `certificate`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json", description = "`{\"PolicyDN\": \"\\\\VED\\\\Policy\\\\apps\"}`"),
+    responses((status = 200, description = "`{\"Error\": null, \"Policy\": {…}}`", body = Value), (status = 400, description = "No such folder.", body = Value), SdkRefusals),
+)]
+pub(crate) async fn check_policy(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
+    let dn = c.body.string(&["PolicyDN"])?.ok_or_else(|| invalid("PolicyDN is required."))?;
+    let view = svc::check_policy(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"Error": null, "Policy": policy_json(&view.policy, view.ca_dn.as_deref())})))
+}
+
+/// `SubjectAltNames`: `[{Type: int, Name}]` or `[{TypeName: "DNS", Name}]`.
+fn sans(b: &SdkBody) -> Result<Vec<(String, String)>, CertFailure> {
+    let mut out = Vec::new();
+    for s in b.objects(&["SubjectAltNames"])?.unwrap_or_default() {
+        let kind = match s.text(&["TypeName"])? {
+            Some(t) => t,
+            None => s.text(&["Type"])?.unwrap_or_default(),
+        };
+        let name = s.text(&["Name"])?.unwrap_or_default();
+        if kind.trim() == "0" || kind.eq_ignore_ascii_case("OtherName") || kind.eq_ignore_ascii_case("UPN") {
+            return Err(invalid("Subject alternative names of type UPN (OtherName) are not issued yet."));
+        }
+        out.push((kind, name));
+    }
+    Ok(out)
+}
+
+/// `CASpecificAttributes[{Name:"Specific End Date" (or a CA-prefixed one), Value}]`.
+fn end_date(b: &SdkBody) -> Result<Option<String>, CertFailure> {
+    for a in b.objects(&["CASpecificAttributes"])?.unwrap_or_default() {
+        let name = a.text(&["Name"])?.unwrap_or_default();
+        if name.trim().to_ascii_lowercase().ends_with("specific end date") {
+            return Ok(a.text(&["Value"])?);
+        }
+    }
+    Ok(None)
+}
+
+fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
+    if b.objects(&["Devices"])?.is_some_and(|d| !d.is_empty()) {
+        return Err(CertFailure::Cert(CertError::Unsupported("Devices and application pushes are not supported by this server.".into())));
+    }
+    let ou = match b.strings(&["OrganizationalUnit"]) {
+        Ok(v) => v.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    Ok(RequestInput {
+        policy_dn: b.string(&["PolicyDN"])?.ok_or_else(|| invalid("PolicyDN is required."))?,
+        object_name: b.text(&["ObjectName"])?,
+        pkcs10: b.string(&["PKCS10"])?,
+        subject: b.text(&["Subject"])?,
+        organization: b.text(&["Organization"])?,
+        organizational_unit: ou,
+        city: b.text(&["City"])?,
+        state: b.text(&["State"])?,
+        country: b.text(&["Country"])?,
+        sans: sans(b)?,
+        key_algorithm: b.text(&["KeyAlgorithm"])?,
+        key_bit_size: b.int64(&["KeyBitSize"])?.map(|v| u32::try_from(v).unwrap_or(0)),
+        elliptic_curve: b.text(&["EllipticCurve"])?,
+        pkix_parameter_set: b.text(&["PkixParameterSet"])?,
+        cadn: b.text(&["CADN"])?,
+        end_date: end_date(b)?,
+        disable_automatic_renewal: b.flag(&["DisableAutomaticRenewal"]).ok().flatten().unwrap_or(false),
+    })
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Request",
+    tag = "certificates",
+    description = "Issues a certificate at `PolicyDN\\ObjectName` (without `ObjectName`: the CN, else the first SAN), \
+        synchronously in the request's one write: from the caller's `PKCS10` (PEM with or without line breaks; its signature \
+        is verified) or, without one, from a key made here (`KeyAlgorithm` `RSA` with `KeyBitSize` 2048-4096, or `ECC` with \
+        `EllipticCurve` `P256`/`P384`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
+        `{Type, Name}` or `{TypeName, Name}`; `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
+        shortens the validity. A DN that holds a certificate is re-enrolled: the previous certificate, key and CSR are archived. \
+        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline \
+        (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \
+        `Password`). A policy violation, an external CA, `Devices` or bad input is 400 \
+        `{\"Error\"}` and issues nothing; no Create on the folder is 403. Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`", body = Value), (status = 400, description = "Refused; nothing issued.", body = Value), SdkRefusals),
+)]
+pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let input = request_input(&c.body)?;
+    let r = svc::request(&app, &c.caller, input).await?;
+    let mut answer = json!({"CertificateDN": r.dn, "Guid": r.guid.braced()});
+    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready already.
+    if c.body.has(&["WorkToDoTimeout"]) {
+        let object = svc::object(&app, &c.caller, &r.dn).await?;
+        let got = svc::retrieve(&app, &c.caller, &object, &retrieve_input(&c.body)?).await?;
+        answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
+        answer["Filename"] = json!(got.filename);
+        answer["Format"] = json!(got.format);
+    }
+    Ok(ok(&answer))
+}
+
+fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {
+    let format = Format::parse(&b.string(&["Format"])?.unwrap_or_else(|| "Base64".into()))?;
+    Ok(RetrieveInput {
+        format,
+        include_chain: b.flag(&["IncludeChain"])?.unwrap_or(false),
+        root_first: b.flag(&["RootFirstOrder"])?.unwrap_or(false),
+        include_private_key: b.flag(&["IncludePrivateKey"])?.unwrap_or(false),
+        password: b.string(&["Password"])?.map(SecretString),
+        friendly_name: b.text(&["FriendlyName"])?,
+    })
+}
+
+fn retrieved(r: svc::Retrieved) -> Response {
+    ok(&json!({"CertificateData": STANDARD.encode(&*r.data), "Filename": r.filename, "Format": r.format}))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Retrieve",
+    tag = "certificates",
+    description = "The certificate of `CertificateDN` (or `Thumbprint`) in `CertificateData` (base64): `Format` `Base64` \
+        (PEM, CRLF; the leaf then the CA with `IncludeChain`, the CA first with `RootFirstOrder`; booleans as `true` or \
+        `\"true\"`), `Base64 (PKCS #8)` (its spellings: the same PEM), or `DER` (the certificate alone). With \
+        `IncludePrivateKey` and a `Password`, the centrally made key comes last as PBES2 `ENCRYPTED PRIVATE KEY` \
+        (PBKDF2-HMAC-SHA256, AES-256-CBC); it needs Private Key Read on the object and writes a `certificate.key_exported` \
+        event first. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
+        `PKCS #12` (its spellings) under `Password`: the certificate, the CA with `IncludeChain`, the key with \
+        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. Scope `certificate`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), SdkRefusals),
+)]
+pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
+    let b = &c.body;
+    let input = retrieve_input(b)?;
+    let r =
+        svc::object_by_dn_or_thumbprint(&app, &c.caller, b.string(&["CertificateDN"])?.as_deref(), b.string(&["Thumbprint"])?.as_deref())
+            .await?;
+    Ok(retrieved(svc::retrieve(&app, &c.caller, &r, &input).await?))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Retrieve/{vaultid}",
+    tag = "certificates",
+    description = "A certificate (current or previous version) by its vault id, in the formats of `Certificates/Retrieve` \
+        (no private key). Needs Read on its object. Scope `certificate`.",
+    security(("bearer" = [])),
+    params(("vaultid" = i64, Path, description = "The certificate's VaultId (`PreviousVersions`).")),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+)]
+pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<String>, c: CertCall<scope::Certificate>) -> Answer {
+    let id: i64 = id.trim().parse().map_err(|_| invalid("The vault id must be an integer."))?;
+    let input = retrieve_input(&c.body)?;
+    Ok(retrieved(svc::retrieve_by_vault_id(&app, &c.caller, VaultId(id), &input).await?))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Renew",
+    tag = "certificates",
+    description = "Issues the certificate of `CertificateDN` again, at the same DN: from a new `PKCS10`, else a new central key \
+        (when the object had one), else its CSR on file; the previous certificate, key and CSR are archived \
+        (`PreviousVersions`). Needs Write. 200 `{\"CertificateDN\", \"Success\": true}`; refused: `{\"Success\": false, \
+        \"Error\"}` (400, 403). Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{CertificateDN, Success: true}`", body = Value), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let b = &c.body;
+    let dn =
+        b.string(&["CertificateDN"])?.ok_or_else(|| CertFailure::Unsuccessful(CertError::Invalid("CertificateDN is required.".into())))?;
+    let pkcs10 = b.string(&["PKCS10"])?;
+    let r = svc::renew(&app, &c.caller, &dn, pkcs10).await.map_err(CertFailure::Unsuccessful)?;
+    Ok(ok(&json!({"CertificateDN": r.dn, "Success": true})))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Revoke",
+    tag = "certificates",
+    description = "Revokes the certificate of `CertificateDN` (or `Thumbprint`) at once: its serial is on its CA's CRL \
+        from the same write (`Reason` 0-5; `Disable` also disables the object; `Comments` go to the event). Needs Revoke. \
+        200 `{\"Requested\": true, \"Success\": true, \"Revoked\": true}`; refused: `{\"Success\": false, \"Error\"}`. \
+        Scope `certificate:revoke`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{Requested, Success, Revoked}`", body = Value), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::CertificateRevoke>) -> Answer {
+    let b = &c.body;
+    let un = CertFailure::Unsuccessful;
+    let dn = b.string(&["CertificateDN"]).map_err(|e| un(CertError::Invalid(e.0)))?;
+    let thumb = b.string(&["Thumbprint"]).map_err(|e| un(CertError::Invalid(e.0)))?;
+    let r = svc::object_by_dn_or_thumbprint(&app, &c.caller, dn.as_deref(), thumb.as_deref()).await.map_err(un)?;
+    let reason = b.int64(&["Reason"]).map_err(|e| un(CertError::Invalid(e.0)))?.unwrap_or(0);
+    let disable = b.flag(&["Disable"]).map_err(|e| un(CertError::Invalid(e.0)))?.unwrap_or(false);
+    let comments = b.text(&["Comments"]).ok().flatten();
+    svc::revoke(&app, &c.caller, &r, reason, disable, comments.as_deref()).await.map_err(un)?;
+    Ok(ok(&json!({"Requested": true, "Success": true, "Revoked": true})))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Reset",
+    tag = "certificates",
+    description = "Clears a certificate's processing state. Issuance here is synchronous, so nothing is ever in progress: a \
+        certificate that exists answers 400 `Reset is not completed. No reset is required for the certificate.` and a missing \
+        one 400 `… does not exist or you do not have sufficient rights to the object.`, both of which vcert tolerates. \
+        Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
+    svc::reset(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"ProcessingResetCompleted": true})))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Retry",
+    tag = "certificates",
+    description = "Resumes a failed processing stage. Issuance here is synchronous and never left failed: 400 `{Error}`. \
+        Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
+    svc::object(&app, &c.caller, &dn).await?;
+    Err(invalid("Retry is not needed: the certificate is not in an error state."))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Import",
+    tag = "certificates",
+    description = "Not supported by this server: 400 `{Error}`. (`Certificates/Associate`, `Dissociate` and `Push` too: \
+        devices and application pushes are out of scope: they are not served.) Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn unsupported(c: CertCall<scope::CertificateManage>) -> Answer {
+    let _ = c;
+    Err(CertFailure::Cert(CertError::Unsupported(
+        "This server issues from its own CAs only: importing certificates, devices and application pushes are not supported.".into(),
+    )))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/metadata/get",
+    tag = "certificates",
+    description = "The custom field values of `DN`. Strongroom has no custom fields yet: a certificate the caller may see \
+        answers 200 `{\"Data\": [], \"Locked\": false}` (vcert calls this after every request with custom fields, §0.1); \
+        anything else 400 `{Error}`. Scope `certificate`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{Data: [], Locked: false}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
+    let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
+    svc::object(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"Data": [], "Locked": false})))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/metadata/getitems",
+    tag = "certificates",
+    description = "The custom fields that apply to `DN`: none yet, 200 `{\"Items\": [], \"Locked\": false}`. Scope `certificate`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{Items: [], Locked: false}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
+    let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
+    svc::object(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"Items": [], "Locked": false})))
+}
+
+fn search_item(r: &CertRecord) -> Value {
+    let parent = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default();
+    json!({
+        "CreatedOn": product_time(r.created_at.secs()),
+        "DN": r.path.as_str(),
+        "Guid": r.guid.braced(),
+        "Name": strongroom_core::tree::name_of(r.path.as_str()),
+        "ParentDn": parent,
+        "SchemaClass": "X509 Server Certificate",
+        "X509": {
+            "CN": r.cn,
+            "SANS": svc::sans_json(r),
+            "Serial": r.serial,
+            "Thumbprint": r.thumbprint,
+            "ValidFrom": product_time(r.valid_from),
+            "ValidTo": product_time(r.valid_to),
+        },
+        "_links": [{"Details": format!("/vedsdk/certificates/%7b{}%7d", r.guid.as_str())}],
+    })
+}
+
+/// A time filter: RFC 3339 (or a date).
+fn time_filter(v: &str) -> Result<i64, CertFailure> {
+    svc::parse_end_date(v).ok_or_else(|| invalid(format!("{v:?} is not a date and time (RFC 3339).")))
+}
+
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Certificates",
+    tag = "certificates",
+    description = "The certificates the caller may see, by DN, with the product's filters (names in any case): `CN`, \
+        `SAN-DNS` (comma-separated, all must match), `Thumbprint`, `Serial`, `ParentDn`, `ParentDnRecursive`, \
+        `ValidToGreater`, `ValidToLess` (RFC 3339), `Disabled`, `Limit` (default 100), `Offset`. The total before paging is \
+        in `TotalCount` and the `X-Record-Count` header (VenafiPS pages by it; `HEAD` gives the header alone). Scope \
+        `certificate`.",
+    security(("bearer" = [])),
+    responses((status = 200, description = "`{Certificates: […], DataRange, TotalCount}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn search(
+    State(app): State<HttpState>,
+    VaultCaller(caller, _): VaultCaller<scope::Certificate>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Answer {
+    let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).filter(|(_, v)| !v.is_empty()).collect();
+    let num = |k: &str, d: usize| -> Result<usize, CertFailure> {
+        q.get(k).map_or(Ok(d), |v| v.trim().parse::<usize>().map_err(|_| invalid(format!("{k} must be a number."))))
+    };
+    let s = Search {
+        cn: q.get("cn").cloned(),
+        san_dns: q
+            .get("san-dns")
+            .map(|v| v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect())
+            .unwrap_or_default(),
+        thumbprint: q.get("thumbprint").cloned(),
+        serial: q.get("serial").cloned(),
+        parent_dn: q.get("parentdn").cloned(),
+        parent_dn_recursive: q.get("parentdnrecursive").cloned(),
+        valid_to_greater: q.get("validtogreater").map(|v| time_filter(v)).transpose()?,
+        valid_to_less: q.get("validtoless").map(|v| time_filter(v)).transpose()?,
+        disabled: q.get("disabled").map(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+        limit: num("limit", 100)?.min(10_000),
+        offset: num("offset", 0)?,
+    };
+    let (page, total) = svc::search(&app, &caller, &s).await?;
+    let first = if page.is_empty() { 0 } else { s.offset + 1 };
+    let body = json!({
+        "Certificates": page.iter().map(search_item).collect::<Vec<_>>(),
+        "DataRange": format!("Certificates {first} - {}", s.offset + page.len()),
+        "TotalCount": total,
+    });
+    Ok(respond::with_record_count(&body, total))
+}
+
+async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Value, CertFailure> {
+    let facts = svc::current_facts(app, r).await?;
+    let sans = svc::sans_json(r);
+    let ca_dn = {
+        let cas = app.store.cert_authorities().await.map_err(CertError::from)?;
+        svc::find_ca(&cas, &r.ca_key).map(|c| c.dn.clone()).unwrap_or_default()
+    };
+    let _ = caller;
+    let (alg, size) = match facts.key {
+        strongroom_core::cert::KeySpec::Rsa(b) => ("RSA", b),
+        strongroom_core::cert::KeySpec::Ec(c) => (
+            "EC",
+            match c {
+                strongroom_core::cert::Curve::P256 => 256,
+                strongroom_core::cert::Curve::P384 => 384,
+                strongroom_core::cert::Curve::P521 => 521,
+            },
+        ),
+    };
+    Ok(json!({
+        "CertificateAuthorityDN": ca_dn,
+        "CertificateDetails": {
+            "CN": r.cn,
+            "Issuer": facts.issuer,
+            "KeyAlgorithm": alg,
+            "KeySize": size,
+            "SubjectAltNameDNS": sans.get("DNS").cloned().unwrap_or(json!([])),
+            "Serial": r.serial,
+            "Thumbprint": r.thumbprint,
+            "StoreAdded": product_time(r.issued_at.secs()),
+            "ValidFrom": product_time(r.valid_from),
+            "ValidTo": product_time(r.valid_to),
+        },
+        "Consumers": [],
+        "Contact": [],
+        "CreatedOn": product_time(r.created_at.secs()),
+        "CustomFields": [],
+        "Disabled": r.disabled,
+        "DN": r.path.as_str(),
+        "Guid": r.guid.braced(),
+        "ManagementType": "Enrollment",
+        "Name": strongroom_core::tree::name_of(r.path.as_str()),
+        "ParentDn": strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default(),
+        "ProcessingDetails": {},
+        "RenewalDetails": {},
+        "SchemaClass": "X509 Server Certificate",
+        "ValidationDetails": {},
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Certificates/{guid}",
+    tag = "certificates",
+    description = "A certificate object by GUID (with or without braces, `%7B…%7D`; also `certificates%2f%7b…%7d`): its DN, \
+        CA, current certificate's details, `Disabled`, an empty `ProcessingDetails` (nothing is ever in progress). Needs a \
+        right on it. Scope `certificate`.",
+    security(("bearer" = [])),
+    params(("guid" = String, Path, description = "The object's GUID.")),
+    responses((status = 200, description = "The object.", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+)]
+pub(crate) async fn get_one(
+    State(app): State<HttpState>,
+    Path(guid): Path<String>,
+    VaultCaller(caller, _): VaultCaller<scope::Certificate>,
+) -> Answer {
+    let r = svc::object_by_guid(&app, &caller, &guid).await?;
+    Ok(ok(&details(&app, &caller, &r).await?))
+}
+
+#[utoipa::path(
+    put,
+    path = "/vedsdk/Certificates/{guid}",
+    tag = "certificates",
+    description = "Changes attributes of a certificate object: `AttributeData` `[{Name: \"Disabled\", Value: [\"1\"]}]` retires \
+        it (`\"0\"` enables it); the `X509 SubjectAltName *` attributes vcert clears before a renewal with `OmitSANs` are \
+        accepted (a renewal from a CSR takes its names from the CSR). Other attributes are 400. Needs Write. Scope \
+        `certificate:manage`.",
+    security(("bearer" = [])),
+    params(("guid" = String, Path, description = "The object's GUID.")),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{Success: true}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<String>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let r = svc::object_by_guid(&app, &c.caller, &guid).await?;
+    for a in c.body.objects(&["AttributeData"])?.unwrap_or_default() {
+        let name = a.text(&["Name"])?.unwrap_or_default();
+        if name.eq_ignore_ascii_case("Disabled") {
+            let v = match a.strings(&["Value"]) {
+                Ok(Some(v)) => v.first().cloned().unwrap_or_default(),
+                _ => a.text(&["Value"])?.unwrap_or_default(),
+            };
+            svc::set_disabled(&app, &c.caller, &r, v.trim() == "1" || v.trim().eq_ignore_ascii_case("true")).await?;
+        } else if !name.to_ascii_lowercase().starts_with("x509 subjectaltname") {
+            return Err(invalid(format!("Attribute {name:?} cannot be changed here.")));
+        }
+    }
+    Ok(ok(&json!({"Success": true})))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/vedsdk/Certificates/{guid}",
+    tag = "certificates",
+    description = "Deletes a certificate object with its certificate, key and CSR entries (current and archived). Needs \
+        Delete. Scope `certificate:delete`.",
+    security(("bearer" = [])),
+    params(("guid" = String, Path, description = "The object's GUID.")),
+    responses((status = 200, description = "`{Success: true}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn delete_one(
+    State(app): State<HttpState>,
+    Path(guid): Path<String>,
+    VaultCaller(caller, _): VaultCaller<scope::CertificateDelete>,
+) -> Answer {
+    let r = svc::object_by_guid(&app, &caller, &guid).await?;
+    svc::delete(&app, &caller, &r).await?;
+    Ok(ok(&json!({"Success": true})))
+}
+
+#[utoipa::path(
+    get,
+    path = "/vedsdk/Certificates/{guid}/PreviousVersions",
+    tag = "certificates",
+    description = "The archived certificates of an object, newest first: `PreviousVersions[{VaultId, CertificateDetails}]` \
+        (`ExcludeExpired`, `ExcludeRevoked`). Each can be downloaded with `Certificates/Retrieve/{vaultId}`. Scope \
+        `certificate`.",
+    security(("bearer" = [])),
+    params(("guid" = String, Path, description = "The object's GUID.")),
+    responses((status = 200, description = "`{PreviousVersions: […]}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn previous_versions(
+    State(app): State<HttpState>,
+    Path(guid): Path<String>,
+    VaultCaller(caller, _): VaultCaller<scope::Certificate>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Answer {
+    let q: HashMap<String, String> = q.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v.to_ascii_lowercase())).collect();
+    let yes = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
+    let r = svc::object_by_guid(&app, &caller, &guid).await?;
+    let now = app.now().secs();
+    let list: Vec<Value> = svc::previous_versions(&app, &r)
+        .await?
+        .into_iter()
+        .filter(|v| !(yes("excludeexpired") && v.facts.not_after < now))
+        .filter(|v| !(yes("excluderevoked") && v.revoked))
+        .map(|v| {
+            json!({
+                "VaultId": v.vault_id.0,
+                "CertificateDetails": {
+                    "CN": v.facts.subject.iter().find(|(k, _)| k == "CN").map(|(_, x)| x.clone()).unwrap_or_default(),
+                    "Issuer": v.facts.issuer,
+                    "Serial": v.facts.serial,
+                    "Thumbprint": v.facts.thumbprint,
+                    "ValidFrom": product_time(v.facts.not_before),
+                    "ValidTo": product_time(v.facts.not_after),
+                    "Revoked": v.revoked,
+                },
+            })
+        })
+        .collect();
+    Ok(ok(&json!({"PreviousVersions": list})))
+}
+
+#[utoipa::path(
+    get,
+    path = "/crl/{name}",
+    tag = "certificates",
+    description = "The CRL of a CA (`NAME.crl`; DER, `application/pkix-crl`), signed when asked from its revocations whose \
+        certificates have not expired, valid a day. No authentication: every issued certificate names this URL in its CRL \
+        distribution point.",
+    params(("name" = String, Path, description = "The CA's name, lower case, `.crl` after it.")),
+    responses(
+        (status = 200, description = "The CRL (DER).", content_type = "application/pkix-crl"),
+        (status = 404, description = "No such CA."),
+        (status = 408, response = Timeout),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub(crate) async fn crl(State(app): State<HttpState>, Path(name): Path<String>) -> Answer {
+    match svc::crl(&app, &name).await? {
+        Some(der) => Ok(respond::crl(der)),
+        None => Ok(respond::not_found()),
+    }
+}

@@ -1,0 +1,398 @@
+//! Certificates (issue 33): issuing CAs, folder policies, certificate
+//! objects and their revocations. An issuance is one transaction: the
+//! object's folder (made if need be), the DN's current certificate, key and
+//! CSR entries archived, the new ones written with their owner, the DN's one
+//! row replaced, its events appended. Every write that appends events is
+//! serialised by the chain's head (SQLite's one writer; PostgreSQL's row
+//! lock on `event_head`), so concurrent issuances on one DN leave exactly
+//! one current certificate and every other one archived.
+
+use std::fmt;
+
+use strongroom_core::event::Event;
+use strongroom_core::time::UnixTime;
+use strongroom_core::tree::ObjectGuid;
+use strongroom_core::vault::{FolderPath, Rights, VaultId};
+
+use super::events::append_event;
+use super::{Conn, flag};
+use crate::codec::{self, Cols, values};
+use crate::sql;
+use crate::{Checked, StoreFuture, StoreResult, VaultEntry, Writer};
+
+/// An issuing CA as stored. `key_sealed` is its PKCS#8 private key sealed
+/// under data key `key_id` of named key `key_name`; `Debug` leaves it out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CaRecord {
+    pub name: String,
+    pub dn: String,
+    /// `p256`, `p384`, `rsa2048`, …
+    pub algorithm: String,
+    /// The subject as given (`CN=…, O=…`).
+    pub subject: String,
+    pub cert_der: Vec<u8>,
+    pub key_name: String,
+    pub key_id: i64,
+    pub key_sealed: Vec<u8>,
+    /// The default validity of the certificates it issues.
+    pub validity_days: i64,
+    pub created_at: UnixTime,
+}
+
+impl fmt::Debug for CaRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaRecord")
+            .field("name", &self.name)
+            .field("dn", &self.dn)
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A certificate object: its folder (path and GUID) and its current certificate's facts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertRecord {
+    pub path: FolderPath,
+    pub guid: ObjectGuid,
+    /// The issuing CA's name key (lower case).
+    pub ca_key: String,
+    pub cn: String,
+    /// JSON: `{"DNS":[…],"IP":[…],"Email":[…],"URI":[…]}`.
+    pub sans: String,
+    /// Upper-case hex.
+    pub serial: String,
+    /// SHA-1 of the DER, upper-case hex.
+    pub thumbprint: String,
+    pub valid_from: i64,
+    pub valid_to: i64,
+    pub cert_vault_id: VaultId,
+    pub key_vault_id: Option<VaultId>,
+    pub csr_vault_id: Option<VaultId>,
+    pub disabled: bool,
+    pub revoked: bool,
+    pub version: i64,
+    pub created_at: UnixTime,
+    pub issued_at: UnixTime,
+}
+
+/// One issuance: the object's row, the entries (certificate, key, CSR)
+/// owned by its folder, and who asks (their `need` re-checked on
+/// `policy_folder` in the write's own transaction; `None`: the CLI).
+#[derive(Clone, Debug)]
+pub struct Issuance {
+    pub record: CertRecord,
+    /// The object's folder and those above it, top first, each with the GUID it gets if it is
+    /// made here (a folder that exists keeps its own).
+    pub lineage: Vec<(FolderPath, ObjectGuid)>,
+    pub entries: Vec<VaultEntry>,
+    pub by: Option<Writer>,
+    pub need: Rights,
+    pub policy_folder: FolderPath,
+}
+
+/// A revoked serial of a CA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revocation {
+    pub ca_key: String,
+    pub serial: String,
+    pub revoked_at: i64,
+    pub reason: i64,
+    /// The certificate's end: the row leaves the CRL after it.
+    pub not_after: i64,
+}
+
+/// The store's side of certificates.
+pub trait CertStore: Send + Sync + fmt::Debug {
+    fn cert_authorities(&self) -> StoreFuture<'_, Vec<CaRecord>>;
+    /// Adds a CA and makes its folder, with those above it that are missing (`lineage`, top first) (`false`: the name is taken; nothing written).
+    fn insert_ca(&self, ca: CaRecord, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
+    /// Every folder's policy: (folder key, JSON).
+    fn cert_policies(&self) -> StoreFuture<'_, Vec<(String, String)>>;
+    /// Sets (or with `None` clears) a folder's policy; `false`: no such folder.
+    fn set_cert_policy(&self, folder: FolderPath, policy: Option<String>, event: Event) -> StoreFuture<'_, bool>;
+    fn certificates(&self) -> StoreFuture<'_, Vec<CertRecord>>;
+    /// The certificate object at folder key `key`.
+    fn certificate(&self, key: String) -> StoreFuture<'_, Option<CertRecord>>;
+    /// See [`Issuance`] and the module's text.
+    fn issue_certificate(&self, issue: Issuance, events: Vec<Event>) -> StoreFuture<'_, Checked<()>>;
+    /// Records a revocation (once per serial) and marks the object (disabled too with `disable`), when
+    /// `by` (if any) holds Revoke on the object now. `Done(false)`: the serial was revoked already.
+    fn revoke_certificate(
+        &self,
+        key: String,
+        r: Revocation,
+        disable: bool,
+        by: Option<Writer>,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<bool>>;
+    /// A CA's revocations whose certificates end after `now`.
+    fn revocations(&self, ca_key: String, now: i64) -> StoreFuture<'_, Vec<Revocation>>;
+    /// `false`: no such object.
+    fn set_certificate_disabled(&self, key: String, disabled: bool, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
+    /// The vault entries owned by folder key `key` (current and archived), oldest first.
+    fn cert_entries(&self, path: FolderPath) -> StoreFuture<'_, Vec<VaultEntry>>;
+    /// Deletes the object: its row, its entries (current and archived) and its folder (unless folders lie below it).
+    fn delete_certificate(&self, key: String, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
+}
+
+fn ca(r: &mut Cols<'_>) -> StoreResult<CaRecord> {
+    Ok(CaRecord {
+        name: {
+            r.text()?; // name_key
+            r.text()?
+        },
+        dn: r.text()?,
+        algorithm: r.text()?,
+        subject: r.text()?,
+        cert_der: r.bytes()?,
+        key_name: r.text()?,
+        key_id: r.int()?,
+        key_sealed: r.bytes()?,
+        validity_days: r.int()?,
+        created_at: r.time()?,
+    })
+}
+
+fn cert(r: &mut Cols<'_>) -> StoreResult<CertRecord> {
+    Ok(CertRecord {
+        path: r.folder()?,
+        guid: ObjectGuid::from_stored(r.text()?),
+        ca_key: r.text()?,
+        cn: r.text()?,
+        sans: r.text()?,
+        serial: r.text()?,
+        thumbprint: r.text()?,
+        valid_from: r.int()?,
+        valid_to: r.int()?,
+        cert_vault_id: VaultId(r.int()?),
+        key_vault_id: r.opt_int()?.map(VaultId),
+        csr_vault_id: r.opt_int()?.map(VaultId),
+        disabled: r.bool()?,
+        revoked: r.bool()?,
+        version: r.int()?,
+        created_at: r.time()?,
+        issued_at: r.time()?,
+    })
+}
+
+async fn may_hold<C: Conn>(c: &C, by: Option<&Writer>, key: &str, need: Rights) -> StoreResult<bool> {
+    let Some(by) = by else { return Ok(true) };
+    flag(c, &sql::MAY_HOLD, &values![by.grant_id.as_str(), by.user_id.as_str(), key, i64::from(need.bits())]).await
+}
+
+pub(crate) async fn cert_authorities<C: Conn>(c: &C) -> StoreResult<Vec<CaRecord>> {
+    c.query(&sql::CAS, &[], ca).await
+}
+
+pub(crate) async fn insert_ca<C: Conn>(c: &C, ca: &CaRecord, lineage: &[(FolderPath, ObjectGuid)], event: &Event) -> StoreResult<bool> {
+    let row = values![
+        ca.name.to_lowercase(),
+        ca.name.as_str(),
+        ca.dn.as_str(),
+        ca.algorithm.as_str(),
+        ca.subject.as_str(),
+        &ca.cert_der,
+        ca.key_name.as_str(),
+        ca.key_id,
+        &ca.key_sealed,
+        ca.validity_days,
+        ca.created_at,
+    ];
+    if c.execute(&sql::INSERT_CA, &row).await? == 0 {
+        return Ok(false);
+    }
+    for (f, g) in lineage {
+        c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, ca.created_at, g)).await?;
+    }
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn cert_policies<C: Conn>(c: &C) -> StoreResult<Vec<(String, String)>> {
+    c.query(&sql::CERT_POLICIES, &[], |r| Ok((r.text()?, r.text()?))).await
+}
+
+pub(crate) async fn set_cert_policy<C: Conn>(c: &C, folder: &FolderPath, policy: Option<&str>, event: &Event) -> StoreResult<bool> {
+    if !super::vault::folder_exists(c, folder.key()).await? {
+        return Ok(false);
+    }
+    match policy {
+        Some(p) => c.execute(&sql::SET_CERT_POLICY, &values![folder.key(), p]).await?,
+        None => c.execute(&sql::CLEAR_CERT_POLICY, &values![folder.key()]).await?,
+    };
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn certificates<C: Conn>(c: &C) -> StoreResult<Vec<CertRecord>> {
+    c.query(&sql::CERTIFICATES, &[], cert).await
+}
+
+pub(crate) async fn certificate<C: Conn>(c: &C, key: &str) -> StoreResult<Option<CertRecord>> {
+    c.query_opt(&sql::CERTIFICATE, &values![key], cert).await
+}
+
+pub(crate) async fn issue_certificate<C: Conn>(c: &C, issue: &Issuance, events: &[Event]) -> StoreResult<Checked<()>> {
+    if !may_hold(c, issue.by.as_ref(), issue.policy_folder.key(), issue.need).await? {
+        return Ok(Checked::Denied);
+    }
+    let r = &issue.record;
+    for (f, g) in &issue.lineage {
+        c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, r.issued_at, g)).await?;
+    }
+    c.execute(&sql::ARCHIVE_CERT_ENTRIES, &values![r.path.key()]).await?;
+    for e in &issue.entries {
+        c.execute(&sql::INSERT_ENTRY, &codec::entry_row(e)).await?;
+        for o in &e.owners {
+            c.execute(&sql::INSERT_OWNER, &codec::owner_row(e.vault_id, o)).await?;
+        }
+    }
+    let row = values![
+        r.path.key(),
+        r.ca_key.as_str(),
+        r.cn.as_str(),
+        r.sans.as_str(),
+        r.serial.as_str(),
+        r.thumbprint.as_str(),
+        r.valid_from,
+        r.valid_to,
+        r.cert_vault_id,
+        r.key_vault_id,
+        r.csr_vault_id,
+        r.disabled,
+        r.revoked,
+        r.version,
+        r.created_at,
+        r.issued_at,
+    ];
+    c.execute(&sql::UPSERT_CERTIFICATE, &row).await?;
+    for e in events {
+        append_event(c, e).await?;
+    }
+    Ok(Checked::Done(()))
+}
+
+pub(crate) async fn revoke_certificate<C: Conn>(
+    c: &C,
+    key: &str,
+    r: &Revocation,
+    disable: bool,
+    by: Option<&Writer>,
+    event: &Event,
+) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, by, key, Rights::REVOKE).await? {
+        return Ok(Checked::Denied);
+    }
+    let row = values![r.ca_key.as_str(), r.serial.as_str(), r.revoked_at, r.reason, r.not_after];
+    let new = c.execute(&sql::INSERT_REVOCATION, &row).await? == 1;
+    let marked = c.execute(&sql::MARK_REVOKED, &values![key, true, disable, r.serial.as_str()]).await?;
+    if new || marked > 0 {
+        append_event(c, event).await?;
+    }
+    Ok(Checked::Done(new))
+}
+
+pub(crate) async fn revocations<C: Conn>(c: &C, ca_key: &str, now: i64) -> StoreResult<Vec<Revocation>> {
+    c.query(&sql::REVOCATIONS, &values![ca_key, now], |r| {
+        Ok(Revocation { ca_key: r.text()?, serial: r.text()?, revoked_at: r.int()?, reason: r.int()?, not_after: r.int()? })
+    })
+    .await
+}
+
+pub(crate) async fn set_certificate_disabled<C: Conn>(
+    c: &C,
+    key: &str,
+    disabled: bool,
+    by: Option<&Writer>,
+    event: &Event,
+) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, by, key, Rights::WRITE).await? {
+        return Ok(Checked::Denied);
+    }
+    if c.execute(&sql::SET_CERT_DISABLED, &values![key, disabled]).await? == 0 {
+        return Ok(Checked::Done(false));
+    }
+    append_event(c, event).await?;
+    Ok(Checked::Done(true))
+}
+
+pub(crate) async fn cert_entries<C: Conn>(c: &C, path: &FolderPath) -> StoreResult<Vec<VaultEntry>> {
+    let mut out = c.query(&sql::CERT_ENTRIES, &values![path.key()], codec::entry).await?;
+    for e in &mut out {
+        e.owners = vec![path.clone()];
+    }
+    Ok(out)
+}
+
+pub(crate) async fn delete_certificate<C: Conn>(c: &C, key: &str, by: Option<&Writer>, event: &Event) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, by, key, Rights::DELETE).await? {
+        return Ok(Checked::Denied);
+    }
+    if c.execute(&sql::DELETE_CERTIFICATE, &values![key]).await? == 0 {
+        return Ok(Checked::Done(false));
+    }
+    let ids = c.query(&sql::CERT_OWNED, &values![key], |r| r.int()).await?;
+    c.execute(&sql::DELETE_OWNED_BY, &values![key]).await?;
+    for id in ids {
+        c.execute(&sql::DELETE_ORPHAN_ENTRY, &values![id]).await?;
+    }
+    c.execute(&sql::DELETE_LEAF_FOLDER, &values![key]).await?;
+    append_event(c, event).await?;
+    Ok(Checked::Done(true))
+}
+
+/// The methods of [`CertStore`], alike on both backends.
+macro_rules! cert_methods {
+    ($read:ident, $write:ident) => {
+        fn cert_authorities(&self) -> StoreFuture<'_, Vec<CaRecord>> {
+            $read!(self, |c| certs::cert_authorities(c))
+        }
+        fn insert_ca(&self, ca: CaRecord, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::insert_ca(c, &ca, &lineage, &event))
+        }
+        fn cert_policies(&self) -> StoreFuture<'_, Vec<(String, String)>> {
+            $read!(self, |c| certs::cert_policies(c))
+        }
+        fn set_cert_policy(&self, folder: FolderPath, policy: Option<String>, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::set_cert_policy(c, &folder, policy.as_deref(), &event))
+        }
+        fn certificates(&self) -> StoreFuture<'_, Vec<CertRecord>> {
+            $read!(self, |c| certs::certificates(c))
+        }
+        fn certificate(&self, key: String) -> StoreFuture<'_, Option<CertRecord>> {
+            $read!(self, |c| certs::certificate(c, &key))
+        }
+        fn issue_certificate(&self, issue: Issuance, events: Vec<Event>) -> StoreFuture<'_, Checked<()>> {
+            $write!(self, |c| certs::issue_certificate(c, &issue, &events))
+        }
+        fn revoke_certificate(
+            &self,
+            key: String,
+            r: Revocation,
+            disable: bool,
+            by: Option<Writer>,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::revoke_certificate(c, &key, &r, disable, by.as_ref(), &event))
+        }
+        fn revocations(&self, ca_key: String, now: i64) -> StoreFuture<'_, Vec<Revocation>> {
+            $read!(self, |c| certs::revocations(c, &ca_key, now))
+        }
+        fn set_certificate_disabled(
+            &self,
+            key: String,
+            disabled: bool,
+            by: Option<Writer>,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::set_certificate_disabled(c, &key, disabled, by.as_ref(), &event))
+        }
+        fn cert_entries(&self, path: FolderPath) -> StoreFuture<'_, Vec<VaultEntry>> {
+            $read!(self, |c| certs::cert_entries(c, &path))
+        }
+        fn delete_certificate(&self, key: String, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::delete_certificate(c, &key, by.as_ref(), &event))
+        }
+    };
+}
+pub(crate) use cert_methods;

@@ -1,0 +1,181 @@
+//! Certificates (issue 33): one current certificate per DN however many
+//! issuances race on it (every other one archived, every one in the log),
+//! a serial revoked once however many revocations race, the rights of the
+//! asker re-checked in the write, and a deletion that takes the entries.
+
+use std::sync::Arc;
+
+use strongroom_core::cert::vault_type;
+use strongroom_core::event::{EventKind, verify_chain};
+use strongroom_core::tree::ObjectGuid;
+use strongroom_core::vault::{Rights, VaultId};
+use strongroom_store::{CertRecord, Checked, EventFilter, Issuance, Revocation, Store, VaultEntry};
+
+use crate::cases::{T0, ev, first_data_key, folder, lineage, writer};
+
+fn record(path: &str, guid: &ObjectGuid, serial: usize, cert: VaultId, csr: VaultId) -> CertRecord {
+    CertRecord {
+        path: folder(path),
+        guid: guid.clone(),
+        ca_key: "issuing ca".into(),
+        cn: "www.example.com".into(),
+        sans: "{}".into(),
+        serial: format!("{serial:032X}"),
+        thumbprint: format!("{serial:040X}"),
+        valid_from: T0.secs(),
+        valid_to: T0.secs() + 86_400,
+        cert_vault_id: cert,
+        key_vault_id: None,
+        csr_vault_id: Some(csr),
+        disabled: false,
+        revoked: false,
+        version: 0,
+        created_at: T0,
+        issued_at: T0,
+    }
+}
+
+fn entry(id: VaultId, t: i32, owner: &str) -> VaultEntry {
+    VaultEntry {
+        vault_id: id,
+        vault_type: t,
+        key_name: "Software:Default".into(),
+        key_id: 1,
+        sealed: vec![7; 40],
+        owners: vec![folder(owner)],
+        created_at: T0,
+    }
+}
+
+async fn issuance(store: &dyn Store, path: &str, guid: &ObjectGuid, serial: usize) -> Issuance {
+    let (cert, csr) = (store.allocate_vault_id().await.unwrap(), store.allocate_vault_id().await.unwrap());
+    let mut l = lineage(&folder(path));
+    if let Some(last) = l.last_mut() {
+        last.1 = guid.clone();
+    }
+    Issuance {
+        record: record(path, guid, serial, cert, csr),
+        lineage: l,
+        entries: vec![entry(cert, vault_type::CERTIFICATE, path), entry(csr, vault_type::PKCS10, path)],
+        by: None,
+        need: Rights::CREATE,
+        policy_folder: folder("\\VED\\Policy\\Web"),
+    }
+}
+
+pub(crate) async fn concurrent_issuances_on_one_dn_leave_one_current(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let web = folder("\\VED\\Policy\\Web");
+    store.create_folders(lineage(&web), ev(EventKind::FolderCreated)).await.unwrap();
+    let dn = "\\VED\\Policy\\Web\\www.example.com";
+    let guid = ObjectGuid::parse("{11111111-2222-4333-8444-555555555555}").unwrap();
+    const N: usize = 50;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        let guid = guid.clone();
+        tasks.push(tokio::spawn(async move {
+            let issue = issuance(&*store, dn, &guid, i + 1).await;
+            let id = issue.record.cert_vault_id;
+            let events = vec![ev(EventKind::CertificateRequested), ev(EventKind::CertificateIssued).object(id.to_string())];
+            (id, store.issue_certificate(issue, events).await.unwrap())
+        }));
+    }
+    let mut issued = Vec::new();
+    for t in tasks {
+        let (id, outcome) = t.await.unwrap();
+        assert_eq!(outcome, Checked::Done(()));
+        issued.push(id);
+    }
+    let key = folder(dn).key().to_owned();
+    let current = store.certificate(key).await.unwrap().expect("the object");
+    assert_eq!(current.guid, guid, "the object keeps one GUID");
+    assert_eq!(current.version, (N - 1) as i64, "each issuance replaced the row once");
+    let entries = store.cert_entries(folder(dn)).await.unwrap();
+    let of = |t: i32| entries.iter().filter(|e| e.vault_type == t).map(|e| e.vault_id).collect::<Vec<_>>();
+    assert_eq!(of(vault_type::CERTIFICATE), vec![current.cert_vault_id], "exactly one current certificate: the row's");
+    assert_eq!(of(vault_type::PKCS10), vec![current.csr_vault_id.unwrap()]);
+    assert_eq!(of(vault_type::ARCHIVED_CERTIFICATE).len(), N - 1, "every other certificate archived");
+    assert_eq!(of(vault_type::ARCHIVED_PKCS10).len(), N - 1);
+    let mut all: Vec<VaultId> = of(vault_type::CERTIFICATE).into_iter().chain(of(vault_type::ARCHIVED_CERTIFICATE)).collect();
+    all.sort();
+    issued.sort();
+    assert_eq!(all, issued, "every issued certificate is kept, current or archived");
+    let events = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
+    let logged: Vec<&str> =
+        events.iter().filter(|e| e.event.kind == EventKind::CertificateIssued).map(|e| e.event.object.as_str()).collect();
+    assert_eq!(logged.len(), N, "every issuance is in the log");
+    for id in &issued {
+        assert!(logged.contains(&id.to_string().as_str()), "{id} in the log");
+    }
+    let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+    // The folder made for the object is the tree's, with the object's GUID.
+    assert_eq!(store.folder_object(folder(dn).key().to_owned()).await.unwrap().unwrap().guid, guid);
+}
+
+pub(crate) async fn a_serial_is_revoked_once_and_rights_are_rechecked(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let web = folder("\\VED\\Policy\\Web");
+    store.create_folders(lineage(&web), ev(EventKind::FolderCreated)).await.unwrap();
+    let dn = "\\VED\\Policy\\Web\\api";
+    let guid = ObjectGuid::parse("{21111111-2222-4333-8444-555555555555}").unwrap();
+    // Someone without rights asks: refused in the write, nothing written.
+    let (nobody, _) = writer(&*store, false).await;
+    let mut denied = issuance(&*store, dn, &guid, 1).await;
+    denied.by = Some(nobody.clone());
+    assert_eq!(store.issue_certificate(denied, vec![ev(EventKind::CertificateIssued)]).await.unwrap(), Checked::Denied);
+    assert!(store.certificate(folder(dn).key().to_owned()).await.unwrap().is_none());
+    assert!(store.cert_entries(folder(dn)).await.unwrap().is_empty());
+    // A Master Admin may.
+    let (admin, _) = writer(&*store, true).await;
+    let mut ok = issuance(&*store, dn, &guid, 7).await;
+    ok.by = Some(admin.clone());
+    assert_eq!(store.issue_certificate(ok, vec![ev(EventKind::CertificateIssued)]).await.unwrap(), Checked::Done(()));
+    let r = store.certificate(folder(dn).key().to_owned()).await.unwrap().unwrap();
+    // Ten revocations of one serial race: one records it.
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let store = store.clone();
+        let rev =
+            Revocation { ca_key: r.ca_key.clone(), serial: r.serial.clone(), revoked_at: T0.secs(), reason: 1, not_after: r.valid_to };
+        let key = folder(dn).key().to_owned();
+        tasks.push(tokio::spawn(async move {
+            store.revoke_certificate(key, rev, true, None, ev(EventKind::CertificateRevoked)).await.unwrap()
+        }));
+    }
+    let mut firsts = 0;
+    for t in tasks {
+        if t.await.unwrap() == Checked::Done(true) {
+            firsts += 1;
+        }
+    }
+    assert_eq!(firsts, 1, "the serial is revoked once");
+    let list = store.revocations("issuing ca".into(), T0.secs()).await.unwrap();
+    assert_eq!(list.len(), 1);
+    assert!(store.revocations("issuing ca".into(), r.valid_to).await.unwrap().is_empty(), "an expired one leaves the CRL");
+    let r = store.certificate(folder(dn).key().to_owned()).await.unwrap().unwrap();
+    assert!(r.revoked && r.disabled);
+    // Someone without Revoke cannot; deletion takes the entries and the folder.
+    let rev = Revocation { ca_key: r.ca_key.clone(), serial: "00".into(), revoked_at: T0.secs(), reason: 0, not_after: r.valid_to };
+    assert_eq!(
+        store
+            .revoke_certificate(folder(dn).key().to_owned(), rev, false, Some(nobody.clone()), ev(EventKind::CertificateRevoked))
+            .await
+            .unwrap(),
+        Checked::Denied
+    );
+    assert_eq!(
+        store.delete_certificate(folder(dn).key().to_owned(), Some(nobody), ev(EventKind::CertificateDeleted)).await.unwrap(),
+        Checked::Denied
+    );
+    assert_eq!(
+        store.delete_certificate(folder(dn).key().to_owned(), Some(admin), ev(EventKind::CertificateDeleted)).await.unwrap(),
+        Checked::Done(true)
+    );
+    assert!(store.certificate(folder(dn).key().to_owned()).await.unwrap().is_none());
+    assert!(store.cert_entries(folder(dn)).await.unwrap().is_empty());
+    assert!(store.folder_object(folder(dn).key().to_owned()).await.unwrap().is_none());
+    let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}
