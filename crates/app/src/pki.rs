@@ -589,7 +589,9 @@ pub fn issue(issuer: &Issuer<'_>, leaf: &Leaf<'_>, rng: &dyn Random) -> Result<I
     let mut p = CertificateParams::default();
     p.distinguished_name = distinguished_name(leaf.subject);
     p.subject_alt_names = leaf.sans.rcgen()?;
-    p.is_ca = IsCa::ExplicitNoCa;
+    // No basicConstraints on a leaf: `cA FALSE` written out is a DEFAULT value, which DER forbids
+    // (Python's cryptography, and so vcert-python, refuses such a certificate).
+    p.is_ca = IsCa::NoCa;
     p.key_usages = match leaf.key.spec {
         KeySpec::Rsa(_) => vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment],
         KeySpec::Ec(_) => vec![KeyUsagePurpose::DigitalSignature],
@@ -839,6 +841,25 @@ fn pkcs12_kdf(password: &str, salt: &[u8], iterations: u32, id: u8, n: usize) ->
     }
     out
 }
+
+/// The certificates (DER, leaf first) as PKCS #7 (`.p7b`): a SignedData
+/// without signers (RFC 5652 §5, the "certs-only" message), the
+/// certificates a DER `SET OF`, so in the order of their encodings.
+pub fn pkcs7(certs: &[&[u8]]) -> Vec<u8> {
+    let mut sorted = certs.to_vec();
+    sorted.sort();
+    let signed = seq(&[
+        &der_uint(1),
+        &tlv(0x31, &[]),              // digestAlgorithms: none
+        &seq(&[OID_DATA]),            // encapContentInfo: data, without content
+        &tlv(0xA0, &sorted.concat()), // certificates [0] IMPLICIT SET OF Certificate
+        &tlv(0x31, &[]),              // signerInfos: none
+    ]);
+    seq(&[OID_SIGNED_DATA, &explicit0(&signed)])
+}
+
+/// 1.2.840.113549.1.7.2 signedData
+const OID_SIGNED_DATA: &[u8] = &[0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02];
 
 /// A PKCS#12 file (modern: the key as PBES2 AES-256-CBC with PBKDF2-HMAC-SHA256, the MAC
 /// HMAC-SHA256): the certificates (leaf first), and the key when given, under `password`.

@@ -667,6 +667,8 @@ pub enum Format {
     /// PKCS#12 under the request's `Password`: the certificate, its chain with `IncludeChain`, its
     /// key with `IncludePrivateKey` (PBES2 AES-256-CBC; MAC HMAC-SHA256).
     Pkcs12,
+    /// The certificate (and its chain with `IncludeChain`) as PKCS #7, DER; no key.
+    Pkcs7,
 }
 
 impl Format {
@@ -677,10 +679,12 @@ impl Format {
             "base64(pkcs#8)" | "base64(pkcs8)" | "pkcs#8" | "pkcs8" => Ok(Format::Pkcs8),
             "der" => Ok(Format::Der),
             "pkcs#12" | "pkcs12" | "pfx" => Ok(Format::Pkcs12),
-            "pkcs#7" | "pkcs7" | "jks" => {
-                Err(CertError::Unsupported(format!("Format {s:?} is not served yet: use Base64, Base64 (PKCS #8), DER or PKCS #12.")))
-            }
-            _ => Err(CertError::Invalid(format!("Format {s:?} is not one of Base64, Base64 (PKCS #8), DER, PKCS #12."))),
+            "pkcs#7" | "pkcs7" | "p7b" => Ok(Format::Pkcs7),
+            "jks" => Err(CertError::Unsupported(format!(
+                "Format {s:?} is not served: no maintained Rust writer of Java key stores exists; use PKCS #12, which Java reads \
+                 (keytool -importkeystore -srcstoretype PKCS12)."
+            ))),
+            _ => Err(CertError::Invalid(format!("Format {s:?} is not one of Base64, Base64 (PKCS #8), DER, PKCS #7, PKCS #12."))),
         }
     }
 
@@ -691,9 +695,16 @@ impl Format {
             Format::Pkcs8 => "Base64 (PKCS #8)",
             Format::Der => "DER",
             Format::Pkcs12 => "PKCS #12",
+            Format::Pkcs7 => "PKCS #7",
         }
     }
 }
+
+/// The answer to a key asked of a certificate whose key the server does not
+/// hold. vcert's CLI (`pickup --no-prompt`) falls back to the certificate
+/// alone only when the text after the last `:` is exactly "Failed to lookup
+/// private key vault id" (vcert v5.13.9 `cmd/vcert/cmdCertificates.go`).
+pub const NO_KEY: &str = "Private key not found, please modify your selection: Failed to lookup private key vault id";
 
 /// What `Retrieve` is asked.
 #[derive(Clone, Debug)]
@@ -764,6 +775,16 @@ async fn retrieve_vault(
         return Ok(Retrieved { data: cert, filename: format!("{base}.cer"), format: Format::Der.name() });
     }
     let chain = if input.include_chain { ca_der(app, r).await? } else { Vec::new() };
+    if input.format == Format::Pkcs7 {
+        if input.include_private_key {
+            return Err(CertError::Invalid("PKCS #7 holds certificates alone: ask PKCS #12 or Base64 (PKCS #8) for the key.".into()));
+        }
+        let mut certs: Vec<&[u8]> = vec![&cert];
+        if !chain.is_empty() {
+            certs.push(&chain);
+        }
+        return Ok(Retrieved { data: Zeroizing::new(pki::pkcs7(&certs)), filename: format!("{base}.p7b"), format: Format::Pkcs7.name() });
+    }
     if input.format == Format::Pkcs12 {
         let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();
         if password.is_empty() {
@@ -807,7 +828,7 @@ async fn export_key(
     key_id: Option<VaultId>,
     how: &str,
 ) -> Result<PrivateKey> {
-    let missing = || CertError::NoKey("Private key not found, please modify your selection.".into());
+    let missing = || CertError::NoKey(NO_KEY.into());
     let kid = key_id.ok_or_else(missing)?;
     let key_entry = entries.iter().find(|e| e.vault_id == kid).ok_or_else(missing)?;
     let key = PrivateKey(open_entry(app, key_entry).await?);

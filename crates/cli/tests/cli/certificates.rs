@@ -256,6 +256,21 @@ async fn certificates_from_request_to_crl_with_openssl() {
     .await;
     let (ok, out) = openssl(dir, &["pkcs12", "-in", "svc.p12", "-passin", "pass:p12 pw", "-nodes", "-info"]);
     assert!(ok && out.contains("BEGIN PRIVATE KEY") && out.matches("BEGIN CERTIFICATE").count() == 2, "{out}");
+    // PKCS #7 with the chain: openssl lists both certificates; a key is refused (PKCS #7 holds none); JKS is a 400.
+    c.retrieve(&alice, dir, "svc.p7b", json!({"CertificateDN": svc, "Format": "PKCS #7", "IncludeChain": "true"})).await;
+    let (ok, out) = openssl(dir, &["pkcs7", "-inform", "DER", "-in", "svc.p7b", "-print_certs", "-noout"]);
+    assert!(ok && out.matches("subject=").count() == 2, "{out}");
+    for (format, key) in [("PKCS #7", true), ("JKS", false)] {
+        let (status, v) = c
+            .post(
+                &alice,
+                "/vedsdk/certificates/retrieve",
+                json!({"CertificateDN": svc, "Format": format, "IncludePrivateKey": key, "Password": "p7 pw"}),
+            )
+            .await;
+        assert_eq!(status, 400, "{format}: {v}");
+        assert!(v["Error"].as_str().is_some_and(|e| !e.is_empty()), "{format}: {v}");
+    }
     // VenafiPS's WorkToDoTimeout: the certificate inline in the Request's answer.
     let (status, v) = c
         .post(
