@@ -51,6 +51,15 @@ pub enum CaAlgorithm {
 }
 
 impl CaAlgorithm {
+    /// The curve of a key made in a token (which makes ECDSA keys only).
+    pub fn token_curve(self) -> Option<strongroom_keyring::SigningCurve> {
+        match self {
+            CaAlgorithm::P256 => Some(strongroom_keyring::SigningCurve::P256),
+            CaAlgorithm::P384 => Some(strongroom_keyring::SigningCurve::P384),
+            CaAlgorithm::Rsa(_) => None,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<CaAlgorithm> {
         match s.trim().to_ascii_lowercase().as_str() {
             "p256" | "p-256" | "ecdsa" | "ec" => Some(CaAlgorithm::P256),
@@ -75,14 +84,6 @@ impl CaAlgorithm {
             CaAlgorithm::P256 => KeySpec::Ec(Curve::P256),
             CaAlgorithm::P384 => KeySpec::Ec(Curve::P384),
             CaAlgorithm::Rsa(b) => KeySpec::Rsa(b),
-        }
-    }
-
-    fn signature(self) -> &'static SignatureAlgorithm {
-        match self {
-            CaAlgorithm::P256 => &rcgen::PKCS_ECDSA_P256_SHA256,
-            CaAlgorithm::P384 => &rcgen::PKCS_ECDSA_P384_SHA384,
-            CaAlgorithm::Rsa(_) => &rcgen::PKCS_RSA_SHA256,
         }
     }
 }
@@ -194,6 +195,76 @@ impl CaSigner for SoftwareSigner {
     }
 }
 
+/// A CA key in a PKCS#11 token: rcgen signs through it (`KeyPair::from_remote`),
+/// hashing here and signing the digest there (`CKM_ECDSA`), the signature turned
+/// from the token's `r || s` into X.509's DER.
+pub struct TokenCaSigner {
+    pub signer: strongroom_keyring::TokenSigner,
+    pub curve: strongroom_keyring::SigningCurve,
+}
+
+impl fmt::Debug for TokenCaSigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenCaSigner").field("key", &self.signer.key_name()).field("curve", &self.curve).finish()
+    }
+}
+
+struct TokenKey {
+    signer: strongroom_keyring::TokenSigner,
+    curve: strongroom_keyring::SigningCurve,
+    public: Vec<u8>,
+}
+
+impl rcgen::RemoteKeyPair for TokenKey {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
+        use strongroom_keyring::SigningCurve;
+        let digest = match self.curve {
+            SigningCurve::P256 => ring::digest::digest(&ring::digest::SHA256, msg),
+            SigningCurve::P384 => ring::digest::digest(&ring::digest::SHA384, msg),
+        };
+        let raw = self.signer.sign_digest(digest.as_ref()).map_err(|e| {
+            tracing::error!(error = %e, "the token did not sign");
+            rcgen::Error::RemoteKeyError
+        })?;
+        ecdsa_der(&raw).ok_or(rcgen::Error::RemoteKeyError)
+    }
+
+    fn algorithm(&self) -> &'static SignatureAlgorithm {
+        match self.curve {
+            strongroom_keyring::SigningCurve::P256 => &rcgen::PKCS_ECDSA_P256_SHA256,
+            strongroom_keyring::SigningCurve::P384 => &rcgen::PKCS_ECDSA_P384_SHA384,
+        }
+    }
+}
+
+/// An ECDSA signature `r || s` (each half the curve's size) as X.509 has it:
+/// `SEQUENCE { INTEGER r, INTEGER s }`.
+fn ecdsa_der(raw: &[u8]) -> Option<Vec<u8>> {
+    if raw.is_empty() || !raw.len().is_multiple_of(2) {
+        return None;
+    }
+    let (r, s) = raw.split_at(raw.len() / 2);
+    let int = |v: &[u8]| {
+        let v: Vec<u8> = v.iter().copied().skip_while(|b| *b == 0).collect();
+        let mut body = if v.first().is_none_or(|b| b & 0x80 != 0) { vec![0] } else { Vec::new() };
+        body.extend_from_slice(&v);
+        tlv(0x02, &body)
+    };
+    Some(seq(&[&int(r), &int(s)]))
+}
+
+impl CaSigner for TokenCaSigner {
+    fn key_pair(&self) -> Result<KeyPair, PkiError> {
+        let public = self.signer.public_key().map_err(|e| PkiError::Internal(format!("the CA's key in its token: {e}")))?;
+        let key = TokenKey { signer: self.signer.clone(), curve: self.curve, public };
+        KeyPair::from_remote(Box::new(key)).map_err(internal("the CA's key in its token"))
+    }
+}
+
 /// A subject as written on the command line: `CN=Issuing CA, O=Acme, C=FR`
 /// (CN, O, OU, L, ST, C; commas inside values are not supported).
 pub fn parse_subject(s: &str) -> Result<Vec<(String, String)>, PkiError> {
@@ -273,12 +344,24 @@ pub fn create_ca(
     rng: &dyn Random,
 ) -> Result<(Vec<u8>, PrivateKey), PkiError> {
     let key = generate_key(alg.key_spec(), rng)?;
-    let kp = load_key(&key.0)?;
+    let signer = SoftwareSigner(PrivateKey(key.0.clone()));
+    Ok((self_signed_ca(&signer, subject, now, validity_days, rng)?, key))
+}
+
+/// The self-signed certificate (DER) of a CA whose key `signer` holds (one
+/// made in a token, say).
+pub fn self_signed_ca(
+    signer: &dyn CaSigner,
+    subject: &[(String, String)],
+    now: i64,
+    validity_days: i64,
+    rng: &dyn Random,
+) -> Result<Vec<u8>, PkiError> {
+    let kp = signer.key_pair()?;
     let mut p = ca_params(subject, now - 60, now + validity_days * 86_400)?;
     p.serial_number = Some(SerialNumber::from_slice(&serial(rng)));
-    let _ = alg.signature();
     let cert = p.self_signed(&kp).map_err(internal("signing the CA certificate"))?;
-    Ok((cert.der().to_vec(), key))
+    Ok(cert.der().to_vec())
 }
 
 /// A positive 16-byte serial.

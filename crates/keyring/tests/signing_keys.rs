@@ -5,9 +5,9 @@
 //!
 //! SoftHSM2 finds its tokens through `SOFTHSM2_CONF`, which this process
 //! cannot set for itself (`set_var` is unsafe): the test makes a token, then
-//! runs its other half in a child process of this test binary with the
-//! variable set. Skips loudly without SoftHSM2, and fails instead under
-//! `STRONGROOM_REQUIRE_ALL_TESTS=1`.
+//! runs itself again in a child process of this test binary with the
+//! variable set, which does the checks. Skips loudly without SoftHSM2, and
+//! fails instead under `STRONGROOM_REQUIRE_ALL_TESTS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
@@ -34,6 +34,14 @@ fn softhsm_module() -> Option<PathBuf> {
 
 #[test]
 fn a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out() {
+    if let Ok(module) = std::env::var(CHILD) {
+        // The child: SOFTHSM2_CONF is set.
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(signs_with_the_token_key(module.into()));
+    }
     let Some(module) = softhsm_module() else {
         let why = "SoftHSM2 (softhsm2-util and libsofthsm2.so) is not installed: the token signing test cannot run";
         assert!(std::env::var("STRONGROOM_REQUIRE_ALL_TESTS").as_deref() != Ok("1"), "{why}, and STRONGROOM_REQUIRE_ALL_TESTS=1");
@@ -52,7 +60,7 @@ fn a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out() {
         .unwrap();
     assert!(out.status.success(), "softhsm2-util: {}", String::from_utf8_lossy(&out.stderr));
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_signs_with_the_token_key", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out", "--nocapture", "--test-threads=1"])
         .env("SOFTHSM2_CONF", &conf)
         .env(CHILD, &module)
         .env("STRONGROOM_TEST_SIGNING_PIN", PIN)
@@ -62,11 +70,8 @@ fn a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out() {
     assert!(child.status.success() && text.contains("1 passed"), "the child half failed:\n{text}");
 }
 
-/// The half that runs with `SOFTHSM2_CONF` set (by the test above).
-#[tokio::test]
-#[ignore = "run by a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out, which sets SOFTHSM2_CONF"]
-async fn child_signs_with_the_token_key() {
-    let module = PathBuf::from(std::env::var(CHILD).expect("run by a_signing_key_made_in_softhsm_signs_and_cannot_be_read_out"));
+/// The checks, in the child that runs with `SOFTHSM2_CONF` set.
+async fn signs_with_the_token_key(module: PathBuf) {
     let config = KeysConfig {
         default: SOFTWARE_DEFAULT.to_owned(),
         pkcs11: vec![Pkcs11KeyConfig {

@@ -33,6 +33,8 @@ pub struct CaInfo {
     pub validity_days: i64,
     pub cert_der: Vec<u8>,
     pub facts: CertFacts,
+    /// Where its key is: `sealed by NAME` (a key ring key) or `in the token of NAME`.
+    pub key: String,
 }
 
 impl CaInfo {
@@ -50,6 +52,7 @@ fn info(ca: &CaRecord) -> Result<CaInfo, AdminError> {
         validity_days: ca.validity_days,
         cert_der: ca.cert_der.clone(),
         facts: pki::cert_facts(&ca.cert_der).map_err(|e| AdminError::Invalid(e.to_string()))?,
+        key: if ca.key_id == svc::TOKEN_KEY_ID { format!("in the token of {}", ca.key_name) } else { format!("sealed by {}", ca.key_name) },
     })
 }
 
@@ -86,13 +89,17 @@ pub struct PolicyChange {
 }
 
 impl Admin {
-    /// Creates CA `name`: a new key (P-256 by default) and its self-signed certificate.
+    /// Creates CA `name`: a new key (P-256 by default) and its self-signed
+    /// certificate. The key is sealed by the key ring, or, with `token_key`
+    /// (a configured PKCS#11 key's name), made in that key's token as a
+    /// signing key that never leaves it (ECDSA: P-256 or P-384).
     pub async fn create_ca(
         &self,
         name: &str,
         algorithm: &str,
         subject: Option<&str>,
         validity_days: Option<i64>,
+        token_key: Option<&str>,
     ) -> Result<CaInfo, AdminError> {
         if !valid_ca_name(name) {
             return Err(AdminError::Invalid("CA names are 1-64 letters, digits, spaces or ._-".into()));
@@ -113,16 +120,40 @@ impl Admin {
             return Err(AdminError::Exists(format!("folder {folder}")));
         }
         let now = self.clock.now();
-        let (cert_der, key) = {
-            let rng = self.rng.clone();
-            let subject = subject.clone();
-            tokio::task::spawn_blocking(move || pki::create_ca(alg, &subject, now.secs(), CA_CERT_DAYS, &*rng))
+        let (cert_der, key_name, key_id, key_sealed) = match token_key {
+            Some(token_key) => {
+                let curve = alg
+                    .token_curve()
+                    .ok_or_else(|| AdminError::Invalid("a CA key in a token is an ECDSA key: --algorithm p256 or p384".into()))?;
+                let label = svc::token_label(name);
+                let (key_name, _) = self
+                    .keyring
+                    .create_signing_key(token_key, &label, curve)
+                    .await
+                    .map_err(|e| AdminError::Invalid(format!("the CA key in {token_key}: {e}")))?;
+                let signer = self.keyring.signer(&key_name, &label).map_err(|e| AdminError::Invalid(e.to_string()))?;
+                let (rng, subject) = (self.rng.clone(), subject.clone());
+                let cert_der = tokio::task::spawn_blocking(move || {
+                    pki::self_signed_ca(&pki::TokenCaSigner { signer, curve }, &subject, now.secs(), CA_CERT_DAYS, &*rng)
+                })
                 .await
-                .map_err(|e| AdminError::Invalid(format!("key generation: {e}")))?
-                .map_err(|e| AdminError::Invalid(e.to_string()))?
+                .map_err(|e| AdminError::Invalid(format!("signing the CA certificate: {e}")))?
+                .map_err(|e| AdminError::Invalid(e.to_string()))?;
+                (cert_der, key_name, svc::TOKEN_KEY_ID, label.into_bytes())
+            }
+            None => {
+                let (cert_der, key) = {
+                    let rng = self.rng.clone();
+                    let subject = subject.clone();
+                    tokio::task::spawn_blocking(move || pki::create_ca(alg, &subject, now.secs(), CA_CERT_DAYS, &*rng))
+                        .await
+                        .map_err(|e| AdminError::Invalid(format!("key generation: {e}")))?
+                        .map_err(|e| AdminError::Invalid(e.to_string()))?
+                };
+                let (key_name, key_id, key_sealed) = svc::seal_ca_key(&*self.store, &self.keyring, &*self.rng, now, name, &key).await?;
+                (cert_der, key_name, key_id, key_sealed)
+            }
         };
-        let (key_name, key_id, key_sealed) = svc::seal_ca_key(&*self.store, &self.keyring, &*self.rng, now, name, &key).await?;
-        drop(key);
         let ca = CaRecord {
             name: name.to_owned(),
             dn: folder.as_str().to_owned(),

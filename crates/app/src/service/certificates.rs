@@ -33,7 +33,7 @@ use strongroom_store::{CaRecord, CertRecord, Checked, Issuance, Revocation, Stor
 
 use super::vault::Caller;
 use crate::App;
-use crate::pki::{self, Csr, Issuer, PkiError, PrivateKey, Sans, SoftwareSigner};
+use crate::pki::{self, CaAlgorithm, CaSigner, Csr, Issuer, PkiError, PrivateKey, Sans, SoftwareSigner};
 
 /// Why a certificate call did not succeed. The texts are the client's to read.
 #[derive(Debug, thiserror::Error)]
@@ -106,12 +106,31 @@ pub async fn seal_ca_key(
     Ok((key_name, key_id, sealed))
 }
 
-/// A CA's signer: its key opened from the key ring.
-pub async fn ca_signer(store: &dyn Store, keyring: &KeyRing, ca: &CaRecord) -> Result<SoftwareSigner> {
+/// `key_id` of a CA whose key is a signing key in the token of the PKCS#11
+/// key `key_name` (`admin ca create --key`); its `key_sealed` then holds
+/// the token object's label, not a key. Data key ids start at 1.
+pub const TOKEN_KEY_ID: i64 = 0;
+
+/// The label of CA `name`'s signing key in its token.
+pub fn token_label(name: &str) -> String {
+    format!("strongroom CA {name}")
+}
+
+/// A CA's signer: its key in its token, or opened from the key ring.
+pub async fn ca_signer(store: &dyn Store, keyring: &KeyRing, ca: &CaRecord) -> Result<Box<dyn CaSigner>> {
+    if ca.key_id == TOKEN_KEY_ID {
+        let label =
+            String::from_utf8(ca.key_sealed.clone()).map_err(|_| CertError::Internal(format!("CA {}: its key's label", ca.name)))?;
+        let curve = CaAlgorithm::parse(&ca.algorithm)
+            .and_then(CaAlgorithm::token_curve)
+            .ok_or_else(|| CertError::Internal(format!("CA {}: a token key of algorithm {}", ca.name, ca.algorithm)))?;
+        let signer = keyring.signer(&ca.key_name, &label).map_err(|e| CertError::Internal(format!("CA {}: {e}", ca.name)))?;
+        return Ok(Box::new(pki::TokenCaSigner { signer, curve }));
+    }
     let k = keyring.key(store, ca.key_id).await.map_err(|e| CertError::Internal(format!("the CA key's data key: {e}")))?;
     let plain = crypto::open(&k, &ca_key_aad(&ca.name.to_lowercase(), ca.key_id), &ca.key_sealed)
         .map_err(|_| CertError::Internal(format!("the key of CA {} does not open", ca.name)))?;
-    Ok(SoftwareSigner(PrivateKey(Zeroizing::new(plain))))
+    Ok(Box::new(SoftwareSigner(PrivateKey(Zeroizing::new(plain)))))
 }
 
 /// A CA named by its DN (`\VED\Policy\CA Templates\NAME`) or its name, in any case.
@@ -137,7 +156,11 @@ pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let subject = pki::parse_subject(&ca.subject)?;
     let list: Vec<pki::Revoked> =
         revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
-    Ok(Some(pki::crl(&Issuer { subject: &subject, signer: &signer }, &list, now)?))
+    // A token's key signs with blocking calls: off the async threads.
+    let crl = tokio::task::spawn_blocking(move || pki::crl(&Issuer { subject: &subject, signer: &*signer }, &list, now))
+        .await
+        .map_err(|e| CertError::Internal(format!("signing the CRL: {e}")))??;
+    Ok(Some(crl))
 }
 
 // ------------------------------------------------------------------ policies
@@ -504,7 +527,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     let ca_subject = pki::parse_subject(&ca.subject)?;
     let url = crl_url(&app.public_url, &ca.name);
     let issued = pki::issue(
-        &Issuer { subject: &ca_subject, signer: &signer },
+        &Issuer { subject: &ca_subject, signer: &*signer },
         &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
         &*app.rng,
     )?;

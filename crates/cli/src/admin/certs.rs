@@ -31,6 +31,11 @@ pub(crate) enum CaCommand {
         /// template's Validity Period; default 90).
         #[arg(long)]
         validity_days: Option<i64>,
+        /// Make the key in the token of this configured PKCS#11 key ([[keys.pkcs11]], e.g.
+        /// PKCS11:hsm) as a signing key that never leaves it (p256 or p384), instead of
+        /// sealing it by the key ring.
+        #[arg(long, value_name = "PKCS11_KEY")]
+        key: Option<String>,
     },
     /// List the CAs.
     List,
@@ -101,15 +106,15 @@ pub(crate) struct PolicySet {
 fn ca_json(c: &CaInfo) -> serde_json::Value {
     json!({
         "name": c.name, "dn": c.dn, "algorithm": c.algorithm, "subject": c.subject,
-        "validity_days": c.validity_days, "serial": c.facts.serial, "thumbprint": c.facts.thumbprint,
+        "validity_days": c.validity_days, "serial": c.facts.serial, "thumbprint": c.facts.thumbprint, "key": c.key,
         "not_before": time(UnixTime::from_secs(c.facts.not_before)), "not_after": time(UnixTime::from_secs(c.facts.not_after)),
     })
 }
 
 pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
     Ok(match command {
-        CaCommand::Create { name, algorithm, subject, validity_days } => {
-            let c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days).await?;
+        CaCommand::Create { name, algorithm, subject, validity_days, key } => {
+            let c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days, key.as_deref()).await?;
             Rendered::done(c.dn.clone(), ca_json(&c))
         }
         CaCommand::List => {
@@ -128,7 +133,7 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
                 Rendered::done(c.pem(), json!({"pem": c.pem()}))
             } else {
                 let text = format!(
-                    "name:        {}\ndn:          {}\nalgorithm:   {}\nsubject:     {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\n",
+                    "name:        {}\ndn:          {}\nalgorithm:   {}\nsubject:     {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\nkey:         {}\n",
                     c.name,
                     c.dn,
                     c.algorithm,
@@ -137,7 +142,8 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
                     c.facts.thumbprint,
                     time(UnixTime::from_secs(c.facts.not_before)),
                     time(UnixTime::from_secs(c.facts.not_after)),
-                    c.validity_days
+                    c.validity_days,
+                    c.key
                 );
                 let mut j = ca_json(&c);
                 j["pem"] = json!(c.pem());

@@ -504,3 +504,57 @@ async fn a_pin_the_token_refused_is_not_presented_again() {
     let (output, kept) = server.stop_keeping_data();
     assert_no_secrets(&output, kept.path(), &["hsm secret", "hsm value", "software secret", "sw value", "third hsm secret"]);
 }
+
+/// A CA whose key is made in SoftHSM (`admin ca create --key PKCS11:hsm`):
+/// the token signs its certificate and, through the server, its CRL; RSA is
+/// refused (tokens make ECDSA keys here); and the key is sensitive and never
+/// extractable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_key_in_softhsm_signs_and_stays_in_the_token() {
+    let Some(module) = softhsm_module() else {
+        skip("SoftHSM2 (softhsm2-util and libsofthsm2.so) is not installed: the HSM CA test cannot run");
+        return;
+    };
+    let hsm = Hsm::init(module);
+    let config = hsm.config("config.toml", &[("hsm", TOKEN, hsm.pin_file())]);
+    let data = hsm.dir.path().join("data");
+    for args in [&["init"][..], &["keys", "create", "PKCS11:hsm"]] {
+        let r = admin(&hsm, &config, &data, args);
+        assert_eq!(r.code, 0, "{args:?}: {r:?}");
+    }
+    let r = admin(&hsm, &config, &data, &["ca", "create", "HSM CA", "--key", "pkcs11:HSM", "--subject", "CN=HSM CA, O=Strongroom tests"]);
+    assert_eq!((r.code, r.stdout.trim()), (0, "\\VED\\Policy\\CA Templates\\HSM CA"), "{r:?}");
+    let r = admin(&hsm, &config, &data, &["ca", "create", "RSA CA", "--algorithm", "rsa2048", "--key", "PKCS11:hsm"]);
+    assert!(r.code != 0 && r.stderr.contains("ECDSA"), "{r:?}");
+    let r = admin(&hsm, &config, &data, &["ca", "show", "HSM CA"]);
+    assert!(r.stdout.contains("key:         in the token of PKCS11:hsm"), "{r:?}");
+    let r = admin(&hsm, &config, &data, &["ca", "show", "HSM CA", "--pem"]);
+    let ca = hsm.dir.path().join("ca.pem");
+    std::fs::write(&ca, &r.stdout).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(hsm.dir.path()).output().unwrap();
+        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    };
+    let (ok, out) = openssl(&["verify", "-CAfile", "ca.pem", "ca.pem"]);
+    assert!(ok, "the token's self-signature: {out}");
+
+    // The server signs its CRL with the token's key.
+    let conf = hsm.conf();
+    let server = Server::start_on(data.clone(), &["--insecure-http", "--config", &config], &[("SOFTHSM2_CONF", conf.as_str())]);
+    let crl = reqwest::get(format!("{}/crl/hsm%20ca.crl", server.http_base())).await.unwrap();
+    assert_eq!(crl.status().as_u16(), 200);
+    std::fs::write(hsm.dir.path().join("ca.crl"), crl.bytes().await.unwrap()).unwrap();
+    let (ok, out) = openssl(&["crl", "-inform", "DER", "-in", "ca.crl", "-CAfile", "ca.pem", "-verify", "-noout"]);
+    assert!(ok && out.contains("verify OK"), "the CRL the token signed: {out}");
+
+    // OpenSC's view: the CA's private key, sensitive, never extractable.
+    if pkcs11_tool_present() {
+        let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", PIN, "--list-objects", "--type", "privkey"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("label:      strongroom CA HSM CA"), "{text}");
+        assert!(text.contains("Access:     sensitive, always sensitive, never extractable"), "{text}");
+        // (That no CKA_VALUE comes out of it: crates/keyring/tests/signing_keys.rs, through PKCS#11 itself.)
+    } else {
+        skip("pkcs11-tool (opensc) cannot run: the CA key's attributes are not checked");
+    }
+}
