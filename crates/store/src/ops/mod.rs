@@ -28,6 +28,19 @@ use crate::codec::{Cols, Value};
 use crate::sql::Sql;
 use crate::{StoreError, StoreResult};
 
+/// What a job of a group commit (SQLite's writer, PostgreSQL's
+/// `postgres::group`) answers once its batch has ended: its own outcome when
+/// the batch committed (`Closed` if it never ran); when the commit failed, its
+/// own failure, which says more than the batch's (and may have caused it),
+/// else the batch's.
+pub(crate) fn batch_answer<T>(own: Option<StoreResult<T>>, committed: &StoreResult<()>) -> StoreResult<T> {
+    match (committed, own) {
+        (Ok(()), own) => own.unwrap_or(Err(StoreError::Closed)),
+        (Err(_), Some(Err(own))) => Err(own),
+        (Err(e), _) => Err(e.clone()),
+    }
+}
+
 /// A connection (or transaction) that runs the store's statements; errors
 /// come back classified ([`crate::ErrorKind`]).
 pub(crate) trait Conn {

@@ -94,14 +94,7 @@ impl<T: Send + 'static, F: Body<T>> Job for Typed<T, F> {
     }
 
     fn finish(mut self: Box<Self>, committed: &StoreResult<()>) {
-        let out = match committed {
-            Ok(()) => self.out.take().unwrap_or(Err(StoreError::Closed)),
-            // The job's own failure says more than the batch's.
-            Err(e) => match self.out.take() {
-                Some(Err(own)) => Err(own),
-                _ => Err(e.clone()),
-            },
-        };
+        let out = crate::ops::batch_answer(self.out.take(), committed);
         if let Some(reply) = self.reply.take() {
             // A caller that went away needs no answer.
             let _ = reply.send(out);

@@ -79,14 +79,7 @@ where
     }
 
     fn finish(mut self: Box<Self>, committed: &StoreResult<()>) {
-        let out = match committed {
-            Ok(()) => self.out.take().unwrap_or(Err(StoreError::Closed)),
-            // The job's own failure says more than the batch's (which it may have caused).
-            Err(e) => match self.out.take() {
-                Some(Err(own)) => Err(own),
-                _ => Err(e.clone()),
-            },
-        };
+        let out = crate::ops::batch_answer(self.out.take(), committed);
         if let Some(reply) = self.reply.take() {
             // The caller may have gone away (request cancelled): nothing to do.
             let _ = reply.send(out);
