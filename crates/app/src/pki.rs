@@ -815,62 +815,6 @@ pub fn encrypt_pkcs8(key: &PrivateKey, password: &str, rng: &dyn Random) -> Resu
     Ok(seq(&[&pbes2, &tlv(0x04, &ct)]))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug)]
-    struct Os;
-    impl Random for Os {
-        fn fill(&self, d: &mut [u8]) {
-            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
-        }
-    }
-
-    #[test]
-    fn a_ca_issues_for_a_generated_key_and_signs_a_crl() {
-        let subject = parse_subject("CN=Test CA, O=Acme, C=FR").unwrap();
-        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
-        assert!(!ca_der.is_empty());
-        let signer = SoftwareSigner(ca_key);
-        let issuer = Issuer { subject: &subject, signer: &signer };
-        let key = generate_key(KeySpec::Ec(Curve::P384), &Os).unwrap();
-        let leaf_key = public_of(&key).unwrap();
-        let sans = Sans { dns: vec!["www.example.com".into()], ..Sans::default() };
-        let leaf_subject = vec![("CN".to_owned(), "www.example.com".to_owned())];
-        let issued = issue(
-            &issuer,
-            &Leaf {
-                subject: &leaf_subject,
-                sans: &sans,
-                key: &leaf_key,
-                not_before: 1_800_000_000,
-                not_after: 1_800_086_400,
-                crl_url: "https://x/crl",
-            },
-            &Os,
-        )
-        .unwrap();
-        assert_eq!(issued.serial.len(), 32);
-        assert_eq!(issued.thumbprint.len(), 40);
-        let der = crl(&issuer, &[Revoked { serial_hex: issued.serial.clone(), at: 1_800_000_100, reason: 1 }], 1_800_000_200).unwrap();
-        assert!(der.len() > 100);
-        assert!(encrypt_pkcs8(&key, "", &Os).is_err());
-        let enc = encrypt_pkcs8(&key, "pw", &Os).unwrap();
-        assert_eq!(enc[0], 0x30);
-        assert!(pem("X", &[1, 2, 3]).contains("\r\n"));
-    }
-
-    #[test]
-    fn subjects_and_pem_bodies_are_read() {
-        assert!(parse_subject("O=Acme").is_err());
-        assert!(parse_subject("CN=a, X=b").is_err());
-        assert_eq!(pem_body("-----BEGIN CERTIFICATE REQUEST-----AAEC-----END CERTIFICATE REQUEST-----"), Some(vec![0, 1, 2]));
-        assert_eq!(pem_body("AAEC"), Some(vec![0, 1, 2]));
-        assert!(parse_csr("not a csr").is_err());
-    }
-}
-
 // ------------------------------------------------------------------ PKCS#12
 
 fn oid_tlv(der: &[u8]) -> Vec<u8> {
@@ -983,7 +927,7 @@ pub fn pkcs12(certs: &[&[u8]], key: Option<&PrivateKey>, password: &str, rng: &d
 }
 
 #[cfg(test)]
-mod pkcs12_tests {
+mod tests {
     use super::*;
 
     #[derive(Debug)]
@@ -992,6 +936,49 @@ mod pkcs12_tests {
         fn fill(&self, d: &mut [u8]) {
             ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
         }
+    }
+
+    #[test]
+    fn a_ca_issues_for_a_generated_key_and_signs_a_crl() {
+        let subject = parse_subject("CN=Test CA, O=Acme, C=FR").unwrap();
+        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
+        assert!(!ca_der.is_empty());
+        let signer = SoftwareSigner(ca_key);
+        let issuer = Issuer { subject: &subject, signer: &signer };
+        let key = generate_key(KeySpec::Ec(Curve::P384), &Os).unwrap();
+        let leaf_key = public_of(&key).unwrap();
+        let sans = Sans { dns: vec!["www.example.com".into()], ..Sans::default() };
+        let leaf_subject = vec![("CN".to_owned(), "www.example.com".to_owned())];
+        let issued = issue(
+            &issuer,
+            &Leaf {
+                subject: &leaf_subject,
+                sans: &sans,
+                key: &leaf_key,
+                not_before: 1_800_000_000,
+                not_after: 1_800_086_400,
+                crl_url: "https://x/crl",
+            },
+            &Os,
+        )
+        .unwrap();
+        assert_eq!(issued.serial.len(), 32);
+        assert_eq!(issued.thumbprint.len(), 40);
+        let der = crl(&issuer, &[Revoked { serial_hex: issued.serial.clone(), at: 1_800_000_100, reason: 1 }], 1_800_000_200).unwrap();
+        assert!(der.len() > 100);
+        assert!(encrypt_pkcs8(&key, "", &Os).is_err());
+        let enc = encrypt_pkcs8(&key, "pw", &Os).unwrap();
+        assert_eq!(enc[0], 0x30);
+        assert!(pem("X", &[1, 2, 3]).contains("\r\n"));
+    }
+
+    #[test]
+    fn subjects_and_pem_bodies_are_read() {
+        assert!(parse_subject("O=Acme").is_err());
+        assert!(parse_subject("CN=a, X=b").is_err());
+        assert_eq!(pem_body("-----BEGIN CERTIFICATE REQUEST-----AAEC-----END CERTIFICATE REQUEST-----"), Some(vec![0, 1, 2]));
+        assert_eq!(pem_body("AAEC"), Some(vec![0, 1, 2]));
+        assert!(parse_csr("not a csr").is_err());
     }
 
     /// openssl opens it with the password (the MAC, the PBES2 key), and not without.
