@@ -468,17 +468,7 @@ impl Pkcs11Key {
     }
 
     fn find_key(&self, session: &Session) -> Result<Option<ObjectHandle>, DriverError> {
-        let template = [
-            Attribute::Class(ObjectClass::SECRET_KEY),
-            Attribute::Token(true),
-            Attribute::Label(self.config.key_label.as_bytes().to_vec()),
-        ];
-        let found = session.find_objects(&template).map_err(ck)?;
-        match found.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some(*one)),
-            _ => Err(DriverError::new(format!("{} keys are labelled {:?}; the label must be unique", found.len(), self.config.key_label))),
-        }
+        Self::find_labelled(session, ObjectClass::SECRET_KEY, &self.config.key_label)
     }
 
     fn attempt<T>(&self, session: &Session, f: &impl Fn(&Session, ObjectHandle) -> Result<T, DriverError>) -> Result<T, DriverError> {
@@ -518,14 +508,14 @@ impl Pkcs11Key {
         })
     }
 
-    /// The token object of `class` labelled `label` (one at most).
+    /// The token key of `class` labelled `label` (one at most).
     fn find_labelled(session: &Session, class: ObjectClass, label: &str) -> Result<Option<ObjectHandle>, DriverError> {
         let template = [Attribute::Class(class), Attribute::Token(true), Attribute::Label(label.as_bytes().to_vec())];
         let found = session.find_objects(&template).map_err(ck)?;
         match found.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(*one)),
-            _ => Err(DriverError::new(format!("{} objects are labelled {label:?}; the label must be unique", found.len()))),
+            _ => Err(DriverError::new(format!("{} keys are labelled {label:?}; the label must be unique", found.len()))),
         }
     }
 
