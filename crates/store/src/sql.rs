@@ -1093,10 +1093,10 @@ sql!(
 );
 
 sql!(
-    /// The mappings of issuer `?1` (by name), as [`LIST_MAPPINGS`].
+    /// The mappings of the issuer whose `iss` is `?1`, as [`LIST_MAPPINGS`].
     ISSUER_MAPPINGS_ROWS = format!(
-        "SELECT {}, mc.client_id FROM machine_mappings m LEFT JOIN mapping_clients mc ON mc.mapping = m.name \
-         WHERE m.issuer = ?1 ORDER BY m.name, mc.client_id",
+        "SELECT {}, mc.client_id FROM machine_mappings m JOIN jwt_issuers j ON j.name = m.issuer \
+         LEFT JOIN mapping_clients mc ON mc.mapping = m.name WHERE j.issuer = ?1 ORDER BY m.name, mc.client_id",
         MACHINE_MAPPINGS.cols("m")
     )
 );

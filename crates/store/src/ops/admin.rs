@@ -253,8 +253,20 @@ pub(crate) async fn update_integration<C: Conn>(c: &C, i: &Integration, event: &
 }
 
 pub(crate) async fn integration<C: Conn>(c: &C, client_id: &str) -> StoreResult<Option<Integration>> {
-    let Some(mut i) = c.query_opt(&sql::INTEGRATION, &values![client_id], codec::integration).await? else { return Ok(None) };
-    load_allowed(c, &mut i).await?;
+    // The row and its two lists do not depend on each other's answers: on
+    // PostgreSQL the three statements travel together, one round trip.
+    let key = values![client_id];
+    let (row, users, groups) = tokio::join!(
+        c.query_opt(&sql::INTEGRATION, &key, codec::integration),
+        c.query(&sql::ALLOWED_USERS, &key, |r| Ok(UserId::from_stored(r.text()?))),
+        c.query(&sql::ALLOWED_GROUPS, &key, |r| Ok(GroupId::from_stored(r.text()?))),
+    );
+    let Some(mut i) = row? else { return Ok(None) };
+    let (users, groups) = (users?, groups?);
+    if let AllowedUsers::Only(list) = &mut i.allowed_users {
+        *list = users;
+    }
+    i.allowed_groups = groups;
     Ok(Some(i))
 }
 

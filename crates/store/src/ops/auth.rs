@@ -10,7 +10,7 @@ use strongroom_core::throttle::{Admission, Counter, Rule, Slot};
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash};
 
-use super::events::{append_event, lockout_event};
+use super::events::{append_event, lockout_event, with_event};
 use super::{Conn, query_one};
 use crate::codec::{self, values};
 use crate::sql;
@@ -90,8 +90,7 @@ pub(crate) async fn redeem_device<C: Conn>(c: &C, code_hash: TokenHash, version:
 /// A grant with its first pair, and its event: one row (the tokens name
 /// the grant; nothing is stored per token).
 pub(crate) async fn insert_grant<C: Conn>(c: &C, g: &Grant, event: &Event) -> StoreResult<()> {
-    c.execute(&sql::INSERT_GRANT, &codec::grant_row(g)).await?;
-    append_event(c, event).await.map(drop)
+    with_event(c, c.execute(&sql::INSERT_GRANT, &codec::grant_row(g)), event).await.map(drop)
 }
 
 /// The values of [`sql::ADVANCE_PAIR`] (`?1`-`?11`).

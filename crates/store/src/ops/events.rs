@@ -30,6 +30,22 @@ pub(crate) async fn append_event<C: Conn>(c: &C, e: &Event) -> StoreResult<i64> 
     Ok(seq)
 }
 
+/// `write`, then `e` appended: `write`'s row count. Where the chain's head
+/// is kept in memory (a PostgreSQL group commit) the event's place needs no
+/// read, so both statements go to the server together, one round trip: a
+/// `write` that fails fails the job, and the job's savepoint takes the event
+/// with it. Elsewhere one after the other.
+pub(crate) async fn with_event<C: Conn>(c: &C, write: impl Future<Output = StoreResult<u64>>, e: &Event) -> StoreResult<u64> {
+    if c.kept_head().is_some() {
+        let (written, appended) = tokio::join!(write, append_event(c, e));
+        appended?;
+        return written;
+    }
+    let written = write.await?;
+    append_event(c, e).await?;
+    Ok(written)
+}
+
 pub(crate) async fn events<C: Conn>(c: &C, f: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
     let params = values![
         f.since,

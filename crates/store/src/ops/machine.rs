@@ -3,10 +3,10 @@
 //! machine's user row on its first grant, the grant and its events).
 
 use strongroom_core::event::{Event, EventKind};
-use strongroom_core::identity::User;
+use strongroom_core::identity::{User, UserId};
 use strongroom_core::machine::{JwtIssuer, Mapping};
 
-use super::events::append_event;
+use super::events::{append_event, with_event};
 use super::{Conn, int};
 use crate::codec::{self, values};
 use crate::sql;
@@ -64,16 +64,21 @@ pub(crate) async fn remove_mapping<C: Conn>(c: &C, name: &str, event: &Event) ->
 
 /// The issuer whose `iss` is `iss`, with its mappings.
 pub(crate) async fn jwt_context<C: Conn>(c: &C, iss: &str) -> StoreResult<Option<(JwtIssuer, Vec<Mapping>)>> {
-    let Some(issuer) = c.query_opt(&sql::JWT_ISSUER_BY_ISS, &values![iss], codec::jwt_issuer).await? else { return Ok(None) };
-    let rows = c.query(&sql::ISSUER_MAPPINGS_ROWS, &values![issuer.name.as_str()], codec::mapping_and_client).await?;
-    Ok(Some((issuer, codec::mappings(rows))))
+    // Both by `iss`: on PostgreSQL the two statements travel together, one round trip.
+    let key = values![iss];
+    let (issuer, rows) = tokio::join!(
+        c.query_opt(&sql::JWT_ISSUER_BY_ISS, &key, codec::jwt_issuer),
+        c.query(&sql::ISSUER_MAPPINGS_ROWS, &key, codec::mapping_and_client),
+    );
+    let Some(issuer) = issuer? else { return Ok(None) };
+    Ok(Some((issuer, codec::mappings(rows?))))
 }
 
 /// Makes sure machine identity `user` (of mapping `mapping`) has its row:
 /// `Some(disabled)` when it has one (made now, with `event`, or before);
 /// `None` when its name is another user's (two subjects that differ only in case).
 pub(crate) async fn ensure_machine_user<C: Conn>(c: &C, user: &User, mapping: &str, event: &Event) -> StoreResult<Option<bool>> {
-    if let Some(disabled) = c.query_opt(&sql::MACHINE_USER_DISABLED, &values![user.id.as_str()], |r| r.bool()).await? {
+    if let Some(disabled) = machine_user_disabled(c, &user.id).await? {
         return Ok(Some(disabled));
     }
     if c.execute(&sql::INSERT_MACHINE_USER, &codec::user_row(user, NO_PASSWORD)).await? == 1 {
@@ -82,16 +87,24 @@ pub(crate) async fn ensure_machine_user<C: Conn>(c: &C, user: &User, mapping: &s
         return Ok(Some(false));
     }
     // Made by a simultaneous first grant (committed meanwhile), or the name is taken.
-    c.query_opt(&sql::MACHINE_USER_DISABLED, &values![user.id.as_str()], |r| r.bool()).await
+    machine_user_disabled(c, &user.id).await
 }
 
 /// The JWT (certificate) grant's write: the JWT's replay record (one
 /// conditional insert: a JWT seen before answers `Replayed` and writes
 /// nothing), the machine identity's row on its first grant, the grant.
 pub(crate) async fn insert_machine_grant<C: Conn>(c: &C, m: &MachineGrant, event: &Event) -> StoreResult<MachineIssue> {
-    if let Some(r) = &m.replay
-        && c.execute(&sql::RECORD_JWT, &values![r.issuer.as_str(), r.key.as_str(), r.expires, event.at]).await? == 0
-    {
+    // The replay record and the identity's standing do not depend on each
+    // other: they travel together (one round trip on PostgreSQL). A replay
+    // writes nothing else.
+    let record = async {
+        match &m.replay {
+            Some(r) => Ok(c.execute(&sql::RECORD_JWT, &values![r.issuer.as_str(), r.key.as_str(), r.expires, event.at]).await? == 1),
+            None => Ok(true),
+        }
+    };
+    let (fresh, standing) = tokio::join!(record, machine_user_disabled(c, &m.grant.user_id));
+    if !fresh? {
         return Ok(MachineIssue::Replayed);
     }
     let user = User {
@@ -106,14 +119,22 @@ pub(crate) async fn insert_machine_grant<C: Conn>(c: &C, m: &MachineGrant, event
     added.kind = EventKind::MachineIdentityAdded;
     added.object = user.name.clone();
     added.detail = format!("mapping={}", m.mapping);
-    match ensure_machine_user(c, &user, &m.mapping, &added).await? {
+    let disabled = match standing? {
+        Some(disabled) => Some(disabled),
+        None => ensure_machine_user(c, &user, &m.mapping, &added).await?,
+    };
+    match disabled {
         None => return Ok(MachineIssue::IdentityTaken),
         Some(true) => return Ok(MachineIssue::Disabled),
         Some(false) => {}
     }
-    c.execute(&sql::INSERT_GRANT, &codec::grant_row(&m.grant)).await?;
-    append_event(c, event).await?;
+    with_event(c, c.execute(&sql::INSERT_GRANT, &codec::grant_row(&m.grant)), event).await?;
     Ok(MachineIssue::Issued)
+}
+
+/// Whether user `id` is disabled; `None` when there is no such user.
+async fn machine_user_disabled<C: Conn>(c: &C, id: &UserId) -> StoreResult<Option<bool>> {
+    c.query_opt(&sql::MACHINE_USER_DISABLED, &values![id.as_str()], |r| r.bool()).await
 }
 
 /// The user row of a machine identity an administrator names before its first grant.
