@@ -55,6 +55,19 @@ impl Table {
     }
 
     /// `INSERT` of a whole row, values `?1..?n` in column order.
+    /// The columns' values as PostgreSQL parameters `$first, …`, each cast
+    /// to its kind's type: an `INSERT … SELECT` gives its parameters no
+    /// column to take a type from.
+    pub(crate) fn pg_params(&self, first: usize) -> String {
+        let ty = |k: Kind| match k {
+            Int => "BIGINT",
+            Bool => "BOOLEAN",
+            Text => "TEXT",
+            Bytes => "BYTEA",
+        };
+        self.columns.iter().enumerate().map(|(i, (_, k))| format!("${}::{}", first + i, ty(*k))).collect::<Vec<_>>().join(", ")
+    }
+
     pub(crate) fn insert(&self) -> String {
         let values = (1..=self.columns.len()).map(|k| format!("?{k}")).collect::<Vec<_>>().join(", ");
         format!("INSERT INTO {} ({}) VALUES ({values})", self.name, self.column_list())

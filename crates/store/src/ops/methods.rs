@@ -41,9 +41,6 @@ macro_rules! auth_methods {
         fn decide_device(&self, code_hash: TokenHash, version: i64, decision: DeviceState, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| auth::decide_device(c, code_hash, version, &decision, &event))
         }
-        fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreFuture<'_, bool> {
-            $write!(self, |c| auth::redeem_device(c, code_hash, version, &grant, &event))
-        }
         fn insert_grant(&self, grant: Grant, event: Event) -> StoreFuture<'_, ()> {
             $write!(self, |c| auth::insert_grant(c, &grant, &event))
         }
@@ -79,9 +76,6 @@ macro_rules! auth_methods {
         }
         fn mappings(&self) -> StoreFuture<'_, Vec<Mapping>> {
             $read!(self, |c| machine::mappings(c))
-        }
-        fn insert_machine_grant(&self, grant: MachineGrant, event: Event) -> StoreFuture<'_, MachineIssue> {
-            $write!(self, |c| machine::insert_machine_grant(c, &grant, &event))
         }
     };
 }

@@ -1,5 +1,7 @@
-//! Group commit for the request path's two hot writes on PostgreSQL: a
-//! refresh's `advance_pair` and the vault's `put_association`.
+//! Group commit for the request path's hot writes on PostgreSQL: a
+//! refresh's `advance_pair`, the device-code exchange's `redeem_device`,
+//! the JWT grant's `insert_machine_grant` (for an identity that has its row)
+//! and the vault's `put_association`.
 //!
 //! Every event append locks the one `event_head` row until its transaction
 //! commits, and a commit waits for its WAL flush (`synchronous_commit=on`),
@@ -17,14 +19,18 @@ use futures_util::future::try_join_all;
 use tokio::sync::{mpsc, oneshot};
 
 use strongroom_core::event::{Event, chain_hash};
-use strongroom_core::grant::GrantId;
+use strongroom_core::grant::{Grant, GrantId};
+use strongroom_core::token::TokenHash;
 use strongroom_core::vault::VaultId;
 
 use super::{Pg, checkout, classify, refs, release, spoiled};
 use crate::codec::{self, Cols, Value, values};
 use crate::ops::{Conn, auth::advance_pair_values};
+use crate::schema::GRANTS;
 use crate::sql;
-use crate::{Checked, ErrorKind, ObserverSlot, PairChange, PutAssociation, StoreError, StoreResult, StoredAssociation, Writer};
+use crate::{
+    Checked, ErrorKind, MachineIssue, ObserverSlot, PairChange, PutAssociation, Replay, StoreError, StoreResult, StoredAssociation, Writer,
+};
 
 /// Jobs per transaction at most.
 const MAX_BATCH: usize = 64;
@@ -36,6 +42,44 @@ const QUEUE: usize = 1024;
 /// grant moved, else 0 (and writes nothing).
 fn advance_pair_sql() -> String {
     format!("WITH g AS ({} RETURNING id), {} SELECT count(*) FROM g", sql::ADVANCE_PAIR.postgres(), event_cte(12, "g"))
+}
+
+/// The device code's redemption, its grant and their event, in one
+/// statement. `$1` code hash, `$2` version read, `$3`-`$22` the grant's row
+/// ([`GRANTS`]; `$3`, its id, is also [`sql::REDEEM_DEVICE`]'s third),
+/// `$23`-`$32` the event. Answers 1 when the code was redeemed (and the
+/// grant written), else 0 (and writes nothing).
+fn redeem_device_sql() -> String {
+    format!(
+        "WITH d AS ({} RETURNING 1), g AS (INSERT INTO grants ({}) SELECT {} FROM d RETURNING 1), {} SELECT count(*) FROM g",
+        sql::REDEEM_DEVICE.postgres(),
+        GRANTS.column_list(),
+        GRANTS.pg_params(3),
+        event_cte(3 + GRANTS.columns.len(), "g")
+    )
+}
+
+/// The JWT grant's write for a machine identity that has its user row, in
+/// one statement: the replay record (only when the row is there), and the
+/// grant and its event when the identity is enabled and the JWT is new.
+/// `$1` the identity's user id; `$2`-`$4` the replay record (issuer, key,
+/// kept until), `$5` now; `$6`-`$25` the grant's row ([`GRANTS`]),
+/// `$26`-`$35` the event. Answers: the identity's `disabled` (NULL: no row,
+/// nothing written), whether the replay record was written, whether the
+/// grant was. The same decisions as [`crate::ops::machine::insert_machine_grant`].
+fn machine_grant_sql() -> String {
+    format!(
+        "WITH u AS (SELECT disabled FROM users WHERE id = $1::TEXT), \
+         r AS (INSERT INTO jwt_replay (issuer, replay_key, expires_at) SELECT $2::TEXT, $3::TEXT, $4::BIGINT FROM u \
+               ON CONFLICT (issuer, replay_key) DO UPDATE SET expires_at = excluded.expires_at \
+               WHERE jwt_replay.expires_at < $5::BIGINT RETURNING 1), \
+         g AS (INSERT INTO grants ({}) SELECT {} FROM r, u WHERE NOT u.disabled RETURNING 1), \
+         {} \
+         SELECT (SELECT disabled FROM u), EXISTS (SELECT 1 FROM r), EXISTS (SELECT 1 FROM g)",
+        GRANTS.column_list(),
+        GRANTS.pg_params(6),
+        event_cte(6 + GRANTS.columns.len(), "g")
+    )
 }
 
 /// The rights check, the identical-value check and the upsert with its
@@ -116,12 +160,17 @@ fn event_cte(first: usize, from: &str) -> String {
 pub(super) enum Work {
     AdvancePair { grant_id: GrantId, version: i64, change: PairChange, event: Event },
     PutAssociation { id: VaultId, a: StoredAssociation, by: Writer, event: Event },
+    RedeemDevice { code_hash: TokenHash, version: i64, grant: Grant, event: Event },
+    MachineGrant { grant: Grant, replay: Replay, event: Event },
 }
 
 impl Work {
     fn event(&self) -> &Event {
         match self {
-            Work::AdvancePair { event, .. } | Work::PutAssociation { event, .. } => event,
+            Work::AdvancePair { event, .. }
+            | Work::PutAssociation { event, .. }
+            | Work::RedeemDevice { event, .. }
+            | Work::MachineGrant { event, .. } => event,
         }
     }
 }
@@ -130,12 +179,15 @@ impl Work {
 enum Done {
     Moved(bool),
     Put(Checked<PutAssociation>),
+    /// `None`: the identity has no user row yet (nothing was written).
+    Machine(Option<MachineIssue>),
 }
 
 #[derive(Debug)]
 enum Reply {
     Moved(oneshot::Sender<StoreResult<bool>>),
     Put(oneshot::Sender<StoreResult<Checked<PutAssociation>>>),
+    Machine(oneshot::Sender<StoreResult<Option<MachineIssue>>>),
 }
 
 impl Reply {
@@ -144,6 +196,7 @@ impl Reply {
         match self {
             Reply::Moved(tx) => tx.is_closed(),
             Reply::Put(tx) => tx.is_closed(),
+            Reply::Machine(tx) => tx.is_closed(),
         }
     }
 
@@ -152,10 +205,13 @@ impl Reply {
         match (self, r) {
             (Reply::Moved(tx), Ok(Done::Moved(b))) => drop(tx.send(Ok(b))),
             (Reply::Put(tx), Ok(Done::Put(p))) => drop(tx.send(Ok(p))),
+            (Reply::Machine(tx), Ok(Done::Machine(m))) => drop(tx.send(Ok(m))),
             (Reply::Moved(tx), Err(e)) => drop(tx.send(Err(e))),
             (Reply::Put(tx), Err(e)) => drop(tx.send(Err(e))),
+            (Reply::Machine(tx), Err(e)) => drop(tx.send(Err(e))),
             (Reply::Moved(tx), Ok(_)) => drop(tx.send(Err(StoreError::other("batch answered another job")))),
             (Reply::Put(tx), Ok(_)) => drop(tx.send(Err(StoreError::other("batch answered another job")))),
+            (Reply::Machine(tx), Ok(_)) => drop(tx.send(Err(StoreError::other("batch answered another job")))),
         }
     }
 }
@@ -207,6 +263,20 @@ impl Batcher {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    pub(super) async fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreResult<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Job { work: Work::RedeemDevice { code_hash, version, grant, event }, reply: Reply::Moved(tx) }).await?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// The JWT grant's write when the identity has its user row; `None`
+    /// (and nothing written) when it has none yet.
+    pub(super) async fn machine_grant(&self, grant: Grant, replay: Replay, event: Event) -> StoreResult<Option<MachineIssue>> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Job { work: Work::MachineGrant { grant, replay, event }, reply: Reply::Machine(tx) }).await?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     pub(super) async fn put_association(
         &self,
         id: VaultId,
@@ -228,7 +298,9 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
     let advance = advance_pair_sql();
     let put = put_association_sql();
     let put_many = put_many_sql();
-    let sql = Statements { advance: &advance, put: &put, put_many: &put_many };
+    let redeem = redeem_device_sql();
+    let machine = machine_grant_sql();
+    let sql = Statements { advance: &advance, put: &put, put_many: &put_many, redeem: &redeem, machine: &machine };
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     // The writer keeps its connection: a batch does not queue behind the
     // requests' reads for one.
@@ -291,6 +363,8 @@ struct Statements<'a> {
     advance: &'a str,
     put: &'a str,
     put_many: &'a str,
+    redeem: &'a str,
+    machine: &'a str,
 }
 
 /// Runs `work` in one transaction; every result, or the first failure.
@@ -367,7 +441,7 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     // when it is first polled: in order, BEGIN before all.
     let lock = client.prepare_cached(sql::EVENT_HEAD.postgres()).await.map_err(classify)?;
     let move_head = client.prepare_cached(sql::MOVE_HEAD.postgres()).await.map_err(classify)?;
-    for s in [sql.advance, sql.put, sql.put_many] {
+    for s in [sql.advance, sql.put, sql.put_many, sql.redeem, sql.machine] {
         client.prepare_cached(s).await.map_err(classify)?;
     }
     let move_to = values![end.seq, &end.hash];
@@ -466,6 +540,28 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
             params.extend(codec::event_row(at.seq, event, &at.hash));
             let moved = one(c, sql.advance, &params, |r| r.int()).await? == 1;
             Ok((Done::Moved(moved), moved))
+        }
+        Work::RedeemDevice { code_hash, version, grant, event } => {
+            let mut params = values![code_hash, *version].to_vec();
+            params.extend(codec::grant_row(grant));
+            params.extend(codec::event_row(at.seq, event, &at.hash));
+            let moved = one(c, sql.redeem, &params, |r| r.int()).await? == 1;
+            Ok((Done::Moved(moved), moved))
+        }
+        Work::MachineGrant { grant, replay, event } => {
+            let mut params =
+                values![grant.user_id.as_str(), replay.issuer.as_str(), replay.key.as_str(), replay.expires, event.at].to_vec();
+            params.extend(codec::grant_row(grant));
+            params.extend(codec::event_row(at.seq, event, &at.hash));
+            let (disabled, recorded, granted) = one(c, sql.machine, &params, |r| Ok((r.opt_bool()?, r.bool()?, r.bool()?))).await?;
+            let issue = match (disabled, recorded, granted) {
+                (None, ..) => None,
+                (Some(_), false, _) => Some(MachineIssue::Replayed),
+                (Some(true), true, _) => Some(MachineIssue::Disabled),
+                (Some(false), true, true) => Some(MachineIssue::Issued),
+                (Some(false), true, false) => return Err(StoreError::other("a new JWT of an enabled identity wrote no grant")),
+            };
+            Ok((Done::Machine(issue), granted))
         }
         Work::PutAssociation { id, a, by, event } => {
             let mut params = values![by.grant_id.as_str(), by.user_id.as_str(), *id].to_vec();

@@ -1,7 +1,8 @@
 //! The store's four parts and the copier on PostgreSQL: each method one
 //! transaction on a pooled connection (or one statement outside any),
-//! running the shared body of [`crate::ops`]; a refresh's `advance_pair`
-//! and `put_association` go to the group commit of [`super::batch`], the
+//! running the shared body of [`crate::ops`]; a refresh's `advance_pair`,
+//! the device-code exchange's `redeem_device` and `put_association` go to
+//! the group commit of [`super::batch`], the
 //! other writes of the token flows and the vault to that of
 //! [`super::group`], and the vault context is one statement
 //! ([`VAULT_CONTEXT`]).
@@ -87,6 +88,26 @@ impl AuthStore for PgStore {
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
         // One statement in a group commit (`batch`).
         Box::pin(async move { self.observer.seen(self.batch.advance_pair(grant_id, version, change, event).await) })
+    }
+    fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreFuture<'_, bool> {
+        // One statement in a group commit (`batch`), as a refresh.
+        Box::pin(async move { self.observer.seen(self.batch.redeem_device(code_hash, version, grant, event).await) })
+    }
+    fn insert_machine_grant(&self, grant: MachineGrant, event: Event) -> StoreFuture<'_, MachineIssue> {
+        Box::pin(async move {
+            // A JWT grant for an identity that has its row: one statement in
+            // a group commit (`batch`). A certificate grant, or the first
+            // grant of an identity, runs the whole body (`group`).
+            if let Some(replay) = &grant.replay {
+                match self.batch.machine_grant(grant.grant.clone(), replay.clone(), event.clone()).await {
+                    Ok(Some(issue)) => return self.observer.seen(Ok(issue)),
+                    Ok(None) => {}
+                    Err(e) => return self.observer.seen(Err(e)),
+                }
+            }
+            let out = self.group.run(move |c| Box::pin(async move { machine::insert_machine_grant(c, &grant, &event).await })).await;
+            self.observer.seen(out)
+        })
     }
 }
 

@@ -57,6 +57,12 @@ impl AuthStore for SqliteStore {
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
         on_writer!(self, |c| auth::advance_pair(c, &grant_id, version, &change, &event))
     }
+    fn redeem_device(&self, code_hash: TokenHash, version: i64, grant: Grant, event: Event) -> StoreFuture<'_, bool> {
+        on_writer!(self, |c| auth::redeem_device(c, code_hash, version, &grant, &event))
+    }
+    fn insert_machine_grant(&self, grant: MachineGrant, event: Event) -> StoreFuture<'_, MachineIssue> {
+        on_writer!(self, |c| machine::insert_machine_grant(c, &grant, &event))
+    }
 }
 
 impl VaultStore for SqliteStore {
