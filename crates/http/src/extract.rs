@@ -110,35 +110,40 @@ pub(crate) mod scope {
     }
 
     macro_rules! scopes {
-        ($($name:ident = $needs:expr;)*) => {
+        ($($name:ident = $needs:literal;)*) => {
             $(
-                #[doc = concat!("Scope `", stringify!($needs), "`.")]
+                #[doc = concat!("Scope `", $needs, "`.")]
                 pub(crate) struct $name;
                 impl Scope for $name {
-                    const NEEDS: Option<&'static str> = $needs;
+                    const NEEDS: Option<&'static str> = Some($needs);
                 }
             )*
         };
     }
 
+    /// No scope: any valid token will do.
+    pub(crate) struct Any;
+    impl Scope for Any {
+        const NEEDS: Option<&'static str> = None;
+    }
+
     scopes! {
-        Any = None;
-        Admin = Some("admin");
-        AdminDelete = Some("admin:delete");
-        AdminViewLogs = Some("admin:viewlogs");
-        Configuration = Some("configuration");
-        ConfigurationManage = Some("configuration:manage");
-        ConfigurationDelete = Some("configuration:delete");
-        Restricted = Some("restricted");
-        RestrictedManage = Some("restricted:manage");
-        RestrictedDelete = Some("restricted:delete");
-        Security = Some("security");
-        SecurityManage = Some("security:manage");
-        SecurityDelete = Some("security:delete");
-        Certificate = Some("certificate");
-        CertificateManage = Some("certificate:manage");
-        CertificateRevoke = Some("certificate:revoke");
-        CertificateDelete = Some("certificate:delete");
+        Admin = "admin";
+        AdminDelete = "admin:delete";
+        AdminViewLogs = "admin:viewlogs";
+        Configuration = "configuration";
+        ConfigurationManage = "configuration:manage";
+        ConfigurationDelete = "configuration:delete";
+        Restricted = "restricted";
+        RestrictedManage = "restricted:manage";
+        RestrictedDelete = "restricted:delete";
+        Security = "security";
+        SecurityManage = "security:manage";
+        SecurityDelete = "security:delete";
+        Certificate = "certificate";
+        CertificateManage = "certificate:manage";
+        CertificateRevoke = "certificate:revoke";
+        CertificateDelete = "certificate:delete";
     }
 }
 

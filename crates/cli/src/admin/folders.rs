@@ -22,13 +22,15 @@ pub(crate) enum FoldersCommand {
     /// it. Rights granted on it go with it.
     ///
     /// With --recursive, also every folder below it; those folders are
-    /// removed from the owners of entries, and entries left without any
-    /// owner are deleted (each with its vault.deleted event).
+    /// removed from the owners of entries, and an entry left without any
+    /// owner is kept as an orphan, never deleted (an event says so):
+    /// `SecretStore/OrphanLookup` finds it, and a Master Admin gives it an
+    /// owner again (`OwnerAdd`) or deletes it.
     ///
     /// Example: strongroom admin folders delete '\VED\Policy\Old team' --recursive
     Delete {
         path: String,
-        /// Delete the folders below it and the entries left without an owner too.
+        /// Delete the folders below it too (entries left without an owner are kept as orphans).
         #[arg(long)]
         recursive: bool,
     },
