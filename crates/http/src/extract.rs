@@ -29,6 +29,7 @@ use strongroom_app::service::{credentials, vault};
 use strongroom_core::grant::AccessContext;
 use strongroom_core::vault::VaultId;
 use strongroom_proto::read::{self, SdkBody};
+use strongroom_store::Found;
 
 /// The request's id as text (set by `tower_http`'s `SetRequestIdLayer`).
 pub(crate) fn request_id_of(ext: &axum::http::Extensions) -> String {
@@ -275,6 +276,43 @@ pub(crate) async fn vault_call(
         bearer::require(&ctx.access, needed)?;
     }
     Ok((vault::Caller::new(ctx, origin), body?))
+}
+
+/// `SecretStore/LookupByAssociation`: the body's association read first,
+/// then the caller and the entries that have it in one context read
+/// ([`strongroom_store::VaultStore::vault_lookup`]), scope `S` required.
+/// A bad token is 401 whatever the body; a body without a valid `Name` or
+/// value is then refused as the vault's other calls refuse it.
+pub(crate) struct VaultLookup<S> {
+    pub(crate) caller: vault::Caller,
+    /// The entries with the association, each with its owners.
+    pub(crate) found: Found,
+    scope: PhantomData<S>,
+}
+
+impl<S: Scope> FromRequest<HttpState> for VaultLookup<S> {
+    type Rejection = SdkFailure;
+
+    async fn from_request(req: Request, app: &HttpState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(origin) = Origin::from_request_parts(&mut parts, app).await;
+        let token = bearer::presented(app, bearer_token(&parts.headers).as_deref())?;
+        let body = sdk_body::<Plain>(Request::from_parts(parts, body)).await;
+        let asked = body.and_then(|b| crate::secretstore::association(&b));
+        let (ctx, found) = match &asked {
+            Ok((name, value)) => {
+                let lookup = value.as_ref().map(|v| vault::association_lookup(app, name, v));
+                app.store.vault_lookup(token, name.clone(), lookup).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?
+            }
+            Err(_) => (app.store.vault_context(token, None).await.map_err(BearerError::from)?.ok_or(BearerError::Unknown)?, Vec::new()),
+        };
+        bearer::admit(app, &ctx.access).await?;
+        if let Some(needed) = S::NEEDS {
+            bearer::require(&ctx.access, needed)?;
+        }
+        asked?;
+        Ok(VaultLookup { caller: vault::Caller::new(ctx, origin), found, scope: PhantomData })
+    }
 }
 
 /// A certificate call (`Certificates/*`, issue 33): the token, the caller

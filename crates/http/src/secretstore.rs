@@ -17,7 +17,7 @@ use strongroom_proto::vedsdk::{
     TypedNameValuesResponse, ValueResponse, VaultIdRequest, VaultIdsResponse,
 };
 
-use super::extract::{Vault, scope, vault_call};
+use super::extract::{Vault, VaultLookup, scope, vault_call};
 use super::respond::{SdkFailure, ok};
 use super::responses::{
     AddAnswer, Forbidden, IdsAnswer, KeysAnswer, OwnersAnswer, RetrieveAnswer, SdkRefusals, Timeout, TypedNameValuesAnswer, Unauthorized,
@@ -190,12 +190,14 @@ pub(crate) async fn dissociate(State(app): State<HttpState>, Vault { caller: c, 
         SdkRefusals,
     ),
 )]
-pub(crate) async fn lookup_by_association(
-    State(app): State<HttpState>,
-    Vault { caller: c, body: b, .. }: Vault<scope::Restricted>,
-) -> Answer {
-    let n = required(name(&b)?, "Name")?;
-    Ok(ids(svc::lookup_by_association(&app, &c, n, value(&b)?).await?))
+pub(crate) async fn lookup_by_association(VaultLookup { caller: c, found, .. }: VaultLookup<scope::Restricted>) -> Answer {
+    Ok(ids(svc::readable(&c, found)))
+}
+
+/// `LookupByAssociation`'s question: the association's `Name` (required)
+/// and the value, if one is given.
+pub(crate) fn association(b: &SdkBody) -> Result<(String, Option<Value>), SdkFailure> {
+    Ok((required(name(b)?, "Name")?, value(b)?))
 }
 
 #[utoipa::path(

@@ -290,6 +290,9 @@ pub struct VaultContext {
     pub entry: Option<VaultEntry>,
 }
 
+/// Entries found by an association, each with its owners.
+pub type Found = Vec<(VaultId, Vec<FolderPath>)>;
+
 /// A grant as admins see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrantSummary {
@@ -579,6 +582,10 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
 pub trait VaultStore: Send + Sync + fmt::Debug {
     /// The caller behind an access token, their rights, the current data key, and entry `id` if asked.
     fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>>;
+    /// `SecretStore/LookupByAssociation`'s one read: the caller's context (no
+    /// entry) and the entries with association `name` (and value `lookup`,
+    /// when given) with their owners, as [`VaultStore::lookup_by_association`].
+    fn vault_lookup(&self, access: Presented, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Option<(VaultContext, Found)>>;
     fn data_keys(&self) -> StoreFuture<'_, Vec<DataKeyRecord>>;
     /// `Conflict` if the id is taken (two rotations at once).
     fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()>;

@@ -10,7 +10,8 @@ use strongroom_core::vault::crypto::{self, CryptoError};
 use strongroom_core::vault::value::{Value, ValueType};
 use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
 use strongroom_store::{
-    AddOwner, Checked, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Viewer, Writer,
+    AddOwner, Checked, Found, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Viewer,
+    Writer,
 };
 
 use super::Origin;
@@ -305,10 +306,18 @@ async fn visible(app: &App, c: &Caller, ids: Vec<VaultId>, needed: Rights) -> Va
     Ok(owners.into_iter().filter(|(_, o)| c.perms.on_any(o, needed)).map(|(id, _)| id).collect())
 }
 
-pub async fn lookup_by_association(app: &App, c: &Caller, name: String, value: Option<Value>) -> VaultResult<Vec<VaultId>> {
-    let lookup = value.map(|v| crypto::lookup_hash(&app.keyring.lookup, &name, v.value_type(), &v.to_bytes()));
-    let found = app.store.lookup_by_association(name, lookup).await?;
-    Ok(found.into_iter().filter(|(_, owners)| c.perms.on_any(owners, Rights::READ)).map(|(id, _)| id).collect())
+/// What `SecretStore/LookupByAssociation` looks for: association `name`'s
+/// lookup hash of `value`, as stored beside the sealed value. The entries
+/// come with the caller's context, in one read
+/// ([`strongroom_store::VaultStore::vault_lookup`]).
+pub fn association_lookup(app: &App, name: &str, value: &Value) -> [u8; 32] {
+    crypto::lookup_hash(&app.keyring.lookup, name, value.value_type(), &value.to_bytes())
+}
+
+/// The entries of a lookup the caller may read (on some owner); the rest
+/// are left out silently, as the product does.
+pub fn readable(c: &Caller, found: Found) -> Vec<VaultId> {
+    found.into_iter().filter(|(_, owners)| c.perms.on_any(owners, Rights::READ)).map(|(id, _)| id).collect()
 }
 
 fn open_association(key: &crypto::Key, id: VaultId, a: &StoredAssociation) -> VaultResult<Value> {

@@ -294,6 +294,50 @@ async fn result_codes_permissions_and_bad_input() {
     assert_eq!(result(&s.sdk("LookupByAssociation", &small, json!({"Name": "n"})).await.1), 0);
 }
 
+/// LookupByAssociation reads its body before its one context read (the
+/// entries come with the caller): the token is still judged first, then the
+/// scope, then the body; and an entry the caller cannot read is left out.
+#[tokio::test]
+async fn lookup_by_association_judges_token_scope_then_body_in_one_read() {
+    let s = server().await;
+    let alice = s.vault_user("alice", TEAM, "read,write").await;
+    let bob = s.vault_user("bob", "\\VED\\Policy\\Team B", "read,write").await;
+    let (ta, tb) = (token(&s, &alice, SCOPE).await, token(&s, &bob, SCOPE).await);
+    let mine = add(&s, &ta, TEAM, b"a").await;
+    let theirs = add(&s, &tb, "\\VED\\Policy\\Team B", b"b").await;
+    for (t, id) in [(&ta, mine), (&tb, theirs)] {
+        let (_, v) = s.sdk("Associate", t, json!({"VaultID": id, "Name": "env", "StringValue": "prod"})).await;
+        assert_eq!(result(&v), 0, "{v}");
+    }
+    let (st, v) = s.sdk("LookupByAssociation", &ta, json!({"Name": "env", "StringValue": "prod"})).await;
+    assert_eq!((st, &v["VaultIDs"]), (StatusCode::OK, &json!([mine])), "bob's entry is left out");
+    let (_, v) = s.sdk("LookupByAssociation", &tb, json!({"Name": "env"})).await;
+    assert_eq!(v["VaultIDs"], json!([theirs]));
+
+    // A bad token is 401 whatever the body, a valid one without the scope 403, then the body's fault.
+    let bad_body = json!({"StringValue": "prod"});
+    let (st, _) = s.sdk("LookupByAssociation", "not-a-token", bad_body.clone()).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let r = s
+        .http
+        .post(s.at("/vedsdk/SecretStore/LookupByAssociation"))
+        .bearer_auth(&ta)
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST, "a body it cannot read, as the vault's other calls");
+    assert!(r.json::<Value>().await.unwrap()["Error"].is_string());
+    let noscope = token(&s, &alice, "admin:viewlogs").await;
+    let (st, v) = s.sdk("LookupByAssociation", &noscope, bad_body.clone()).await;
+    assert_eq!((st, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")));
+    let (st, v) = s.sdk("LookupByAssociation", &ta, bad_body).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_ne!(result(&v), 0, "{v}");
+    assert_eq!(v["Error"].as_str(), Some("Name is required."), "{v}");
+}
+
 #[tokio::test]
 async fn a_failed_event_write_leaves_no_change() {
     let s = server().await;

@@ -239,6 +239,17 @@ pub(crate) async fn dissociate<C: Conn>(
     Ok(Checked::Done(n))
 }
 
+/// See [`crate::VaultStore::vault_lookup`]: one snapshot on SQLite's reader.
+pub(crate) async fn vault_lookup<C: Conn>(
+    c: &C,
+    access: Presented,
+    name: &str,
+    lookup: Option<&[u8; 32]>,
+) -> StoreResult<Option<(VaultContext, crate::Found)>> {
+    let Some(ctx) = vault_context(c, access, None).await? else { return Ok(None) };
+    Ok(Some((ctx, lookup_by_association(c, name, lookup).await?)))
+}
+
 pub(crate) async fn lookup_by_association<C: Conn>(
     c: &C,
     name: &str,

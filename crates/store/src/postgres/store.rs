@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 
 use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
-use crate::{CaRecord, CertRecord, Issuance, Revocation};
+use crate::{CaRecord, CertRecord, Found, Issuance, Revocation};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -79,6 +79,18 @@ fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: Acces
     Ok(VaultContext { access, rights, current_keys, entry })
 }
 
+/// [`VAULT_CONTEXT`] on `client`: the caller behind `access`, and entry `id` if asked.
+async fn vault_context_on(client: &deadpool_postgres::Object, access: Presented, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
+    let id = id.filter(|id| id.0 > 0).map(|id| id.0);
+    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
+    let rows = client.query(&st, &[&access.at.slot, &id]).await.map_err(classify)?;
+    let Some(row) = rows.first() else { return Ok(None) };
+    let mut c = Cols::new(row);
+    // A token the grant does not keep is unknown.
+    let Some(found) = codec::located_access(&mut c, access.hash, access.at.generation)? else { return Ok(None) };
+    vault_context_rest(row, &mut c, found).map(Some)
+}
+
 /// Readiness: the schema, and whether the server takes writes.
 static READY: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT max(version), pg_is_in_recovery() FROM schema_migrations"));
 
@@ -118,18 +130,27 @@ impl VaultStore for PgStore {
         Box::pin(async move {
             let out = async {
                 let client = self.client().await?;
-                let out = async {
-                    let id = id.filter(|id| id.0 > 0);
-                    let id = id.map(|id| id.0);
-                    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
-                    let rows = client.query(&st, &[&access.at.slot, &id]).await.map_err(classify)?;
-                    let Some(row) = rows.first() else { return Ok(None) };
-                    let mut c = Cols::new(row);
-                    // A token the grant does not keep is unknown.
-                    let Some(found) = codec::located_access(&mut c, access.hash, access.at.generation)? else { return Ok(None) };
-                    vault_context_rest(row, &mut c, found).map(Some)
-                }
-                .await;
+                let out = vault_context_on(&client, access, id).await;
+                super::release(client, &out);
+                out
+            }
+            .await;
+            self.observer.seen(out)
+        })
+    }
+    fn vault_lookup(&self, access: Presented, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Option<(VaultContext, Found)>> {
+        Box::pin(async move {
+            let out = async {
+                let client = self.client().await?;
+                // Both statements on one connection, polled together: one
+                // round trip (the lookup does not wait for the context).
+                let pg = super::Pg(&client);
+                let (ctx, found) =
+                    tokio::join!(vault_context_on(&client, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
+                let out = match ctx {
+                    Ok(Some(ctx)) => found.map(|found| Some((ctx, found))),
+                    other => other.map(|_| None),
+                };
                 super::release(client, &out);
                 out
             }

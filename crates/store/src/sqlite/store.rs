@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
-use crate::{CaRecord, CertRecord, Issuance, Revocation};
+use crate::{CaRecord, CertRecord, Found, Issuance, Revocation};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -70,6 +70,9 @@ impl VaultStore for SqliteStore {
 
     fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
         on_reader!(self, |c| vault::vault_context(c, access, id))
+    }
+    fn vault_lookup(&self, access: Presented, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Option<(VaultContext, Found)>> {
+        on_reader!(self, |c| vault::vault_lookup(c, access, &name, lookup.as_ref()))
     }
     fn put_association(&self, id: VaultId, a: StoredAssociation, by: Writer, event: Event) -> StoreFuture<'_, Checked<PutAssociation>> {
         on_writer!(self, |c| vault::put_association(c, id, &a, &by, &event))

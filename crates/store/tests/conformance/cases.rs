@@ -852,6 +852,16 @@ pub(crate) async fn vault_entries_owners_and_associations(store: Arc<dyn Store>)
     let (oa, ob) = (vec![folder("\\VED\\Policy\\A")], vec![folder("\\VED\\Policy\\A"), folder("\\VED\\Policy\\B")]);
     assert_eq!(store.lookup_by_association("n".into(), Some([2; 32])).await.unwrap(), vec![(a, oa.clone()), (b, ob.clone())]);
     assert_eq!(store.lookup_by_association("n".into(), Some([1; 32])).await.unwrap(), vec![]);
+    // LookupByAssociation's one read: the caller's context (no entry) and the same entries; nothing for a token
+    // its grant does not keep.
+    let (ctx, found) = store.vault_lookup(access, "n".into(), Some([2; 32])).await.unwrap().unwrap();
+    let alone = store.vault_context(access, None).await.unwrap().unwrap();
+    assert_eq!((ctx.access.grant.id, ctx.rights, ctx.entry), (alone.access.grant.id, alone.rights, None));
+    assert_eq!(found, vec![(a, oa.clone()), (b, ob.clone())]);
+    let (_, found) = store.vault_lookup(access, "m".into(), None).await.unwrap().unwrap();
+    assert_eq!(found, vec![(b, ob.clone())]);
+    let forged = strongroom_core::token::Presented { hash: strongroom_core::token::TokenHash([7; 32]), ..access };
+    assert!(store.vault_lookup(forged, "n".into(), Some([2; 32])).await.unwrap().is_none());
     assert_eq!(store.lookup_by_association("m".into(), None).await.unwrap(), vec![(b, ob)]);
     assert_eq!(
         store.dissociate(b, Some("n".into()), Some([9; 32]), w.clone(), ev(EventKind::VaultDissociated)).await.unwrap(),
