@@ -18,13 +18,13 @@ use crate::process::{Api, Server, TokensExt as _};
 
 const PASSWORD: &str = "a long passphrase";
 
-fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl is needed by these tests (apt install openssl)");
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// A CSR (PEM) and its key file for `subject` with DNS `sans`, RSA of `bits` or P-256.
-fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
+pub(crate) fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
     let newkey = rsa_bits.map_or_else(|| "ec".to_owned(), |b| format!("rsa:{b}"));
     let mut args = vec!["req", "-new", "-nodes", "-newkey", &newkey, "-keyout", "", "-subj", subject, "-out", ""];
     let key = format!("{name}.key");
@@ -44,19 +44,19 @@ fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u3
     std::fs::read_to_string(dir.join(out)).unwrap()
 }
 
-struct Call {
-    http: reqwest::Client,
-    base: String,
+pub(crate) struct Call {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
 }
 
 impl Call {
-    async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
         let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(&body).send().await.unwrap();
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, token: &str, path: &str) -> (u16, Option<String>, Value) {
+    pub(crate) async fn get(&self, token: &str, path: &str) -> (u16, Option<String>, Value) {
         let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(token).send().await.unwrap();
         let status = r.status().as_u16();
         let count = r.headers().get("x-record-count").map(|v| v.to_str().unwrap().to_owned());
@@ -64,7 +64,7 @@ impl Call {
     }
 
     /// Retrieves into `file` (the decoded `CertificateData`).
-    async fn retrieve(&self, token: &str, dir: &Path, file: &str, body: Value) -> Vec<u8> {
+    pub(crate) async fn retrieve(&self, token: &str, dir: &Path, file: &str, body: Value) -> Vec<u8> {
         let (status, v) = self.post(token, "/vedsdk/certificates/retrieve", body).await;
         assert_eq!(status, 200, "{v}");
         let data = STANDARD.decode(v["CertificateData"].as_str().unwrap()).unwrap();
@@ -88,7 +88,7 @@ fn status_line(base: &str, token: &str, path: &str, body: &str) -> String {
     out.lines().next().unwrap_or_default().to_owned()
 }
 
-fn serial_of(dir: &Path, pem_file: &str) -> String {
+pub(crate) fn serial_of(dir: &Path, pem_file: &str) -> String {
     let (ok, text) = openssl(dir, &["x509", "-in", pem_file, "-noout", "-serial"]);
     assert!(ok, "{text}");
     text.trim().trim_start_matches("serial=").to_owned()
@@ -111,6 +111,34 @@ async fn certificates_from_request_to_crl_with_openssl() {
     let shown = server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
     assert!(shown.contains("Acme (locked)"), "{shown}");
     server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--domains", "example.com", "--wildcards", "false"], "");
+    // `--issuing-ca` (and its older spelling `--ca`, the global trust file's option over --server):
+    // over the API `admin policy` and `admin ca` are refused at once, exit 2, no file read.
+    let base = server.http_base();
+    for args in [
+        &["policy", "set", "\\VED\\Policy\\Web", "--issuing-ca", "Issuing CA"][..],
+        &["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA"],
+        &["ca", "list"],
+    ] {
+        let r = crate::process::run(&[&["admin", "--server", base.as_str()][..], args].concat(), &[]);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert!(r.stderr.contains("is not available over the API") && !r.stderr.contains("Issuing CA:"), "{args:?}: {r:?}");
+    }
+    let both = crate::process::run(
+        &[
+            "admin",
+            "--data-dir",
+            &server.dir.display().to_string(),
+            "policy",
+            "set",
+            "\\VED\\Policy\\Web",
+            "--issuing-ca",
+            "Issuing CA",
+            "--ca",
+            "Issuing CA",
+        ],
+        &[],
+    );
+    assert!(both.code != 0 && both.stderr.contains("give the CA once"), "{both:?}");
     for user in ["alice", "bob", "carol"] {
         server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     }
