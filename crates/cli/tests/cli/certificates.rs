@@ -436,3 +436,165 @@ async fn certificates_from_request_to_crl_with_openssl() {
     let verified = server.admin(&["events", "verify"], "");
     assert!(verified.contains("event log intact"), "{verified}");
 }
+
+/// An intermediate CA with a software RSA 2048 key (`admin ca create --intermediate`), signed by
+/// an offline openssl root: installed with its root, it issues certificates whose chain
+/// `Retrieve` gives leaf, intermediate, root (or root first), that openssl verifies up to the
+/// root, and its CRL, signed by the intermediate, is the one openssl's CRL check takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_intermediate_signed_by_an_offline_root_issues_with_its_chain() {
+    let server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let csr_file = dir.join("sub.csr").display().to_string();
+    let dn = server.admin(
+        &["ca", "create", "Sub", "--algorithm", "rsa2048", "--intermediate", "--csr-out", &csr_file, "--subject", "CN=Acme Sub, O=Acme"],
+        "",
+    );
+    assert_eq!(dn.trim(), "\\VED\\Policy\\CA Templates\\Sub");
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "root.key",
+            "-out",
+            "root.pem",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=Acme Root",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    assert!(ok, "{out}");
+    std::fs::write(dir.join("sub.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n").unwrap();
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "sub.csr",
+            "-CA",
+            "root.pem",
+            "-CAkey",
+            "root.key",
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            "sub.ext",
+            "-out",
+            "sub.pem",
+        ],
+    );
+    assert!(ok, "{out}");
+    // Without cRLSign it is refused; with it and the root (one file, as a bundle), installed.
+    std::fs::write(dir.join("bad.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n").unwrap();
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "sub.csr",
+            "-CA",
+            "root.pem",
+            "-CAkey",
+            "root.key",
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            "bad.ext",
+            "-out",
+            "bad.pem",
+        ],
+    );
+    assert!(ok, "{out}");
+    let root = std::fs::read_to_string(dir.join("root.pem")).unwrap();
+    let bad = crate::process::run(
+        &[
+            "admin",
+            "--data-dir",
+            &server.dir.display().to_string(),
+            "ca",
+            "install",
+            "Sub",
+            "--cert",
+            &dir.join("bad.pem").display().to_string(),
+        ],
+        &[],
+    );
+    assert!(bad.code != 0 && bad.stderr.contains("cRLSign"), "{bad:?}");
+    std::fs::write(dir.join("bundle.pem"), format!("{}{root}", std::fs::read_to_string(dir.join("sub.pem")).unwrap())).unwrap();
+    let installed = server.admin(&["ca", "install", "Sub", "--cert", &dir.join("bundle.pem").display().to_string()], "");
+    assert!(installed.contains("2 certificates up to the root"), "{installed}");
+
+    server.admin(&["folders", "create", "\\VED\\Policy\\Inner"], "");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Inner", "--issuing-ca", "Sub"], "");
+    server.admin(&["users", "create", "alice"], &format!("{PASSWORD}\n"));
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Inner", "alice", "--rights", "view,read,write,create,revoke"], "");
+    let scope = "certificate:manage,revoke";
+    server.admin(&["integrations", "create", "vcert", "--scope", scope, "--allow-all-users", "--password-grant", "true"], "");
+    let token = Api::new(server.http_base()).password_grant("vcert", "alice", PASSWORD, scope).await.access().to_owned();
+    let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
+    let (status, v) = c
+        .post(
+            &token,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Inner", "Subject": "in.example.com", "KeyAlgorithm": "ECC"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let leaf = v["CertificateDN"].as_str().unwrap().to_owned();
+    let bodies = |pem: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(pem)
+            .split("-----BEGIN CERTIFICATE-----")
+            .skip(1)
+            .map(|b| b.split("-----END").next().unwrap().chars().filter(|c| !c.is_whitespace()).collect())
+            .collect()
+    };
+    let chain = c.retrieve(&token, dir, "leaf.pem", json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true})).await;
+    let (sub, root_body) = (bodies(&std::fs::read(dir.join("sub.pem")).unwrap()), bodies(root.as_bytes()));
+    let got = bodies(&chain);
+    assert_eq!((got.len(), &got[1], &got[2]), (3, &sub[0], &root_body[0]), "leaf, intermediate, root");
+    let first = c
+        .retrieve(
+            &token,
+            dir,
+            "first.pem",
+            json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true, "RootFirstOrder": true}),
+        )
+        .await;
+    assert_eq!(bodies(&first), got.iter().rev().cloned().collect::<Vec<_>>(), "root, intermediate, leaf");
+    c.retrieve(&token, dir, "leaf.p7b", json!({"CertificateDN": leaf, "Format": "PKCS #7", "IncludeChain": true})).await;
+    let (ok, out) = openssl(dir, &["pkcs7", "-inform", "DER", "-in", "leaf.p7b", "-print_certs", "-noout"]);
+    assert!(ok && out.matches("subject=").count() == 3, "{out}");
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "root.pem", "-untrusted", "sub.pem", "leaf.pem"]);
+    assert!(ok && out.contains("leaf.pem: OK"), "{out}");
+    let (_, text) = openssl(dir, &["x509", "-in", "leaf.pem", "-noout", "-text"]);
+    assert!(text.contains("Signature Algorithm: sha256WithRSAEncryption") && text.contains("Issuer: CN = Acme Sub, O = Acme"), "{text}");
+
+    // Revoked: on the intermediate's CRL, which openssl's CRL check takes as the intermediate's.
+    let (status, v) = c.post(&token, "/vedsdk/certificates/revoke", json!({"CertificateDN": leaf, "Reason": 4})).await;
+    assert_eq!(status, 200, "{v}");
+    let crl = reqwest::get(format!("{}/crl/sub.crl", server.http_base())).await.unwrap().bytes().await.unwrap();
+    std::fs::write(dir.join("sub.crl"), crl).unwrap();
+    let (ok, out) = openssl(dir, &["crl", "-inform", "DER", "-in", "sub.crl", "-CAfile", "sub.pem", "-verify", "-out", "sub-crl.pem"]);
+    assert!(ok && out.contains("verify OK"), "{out}");
+    let (ok, out) =
+        openssl(dir, &["verify", "-crl_check", "-CAfile", "root.pem", "-untrusted", "sub.pem", "-CRLfile", "sub-crl.pem", "leaf.pem"]);
+    assert!(!ok && out.contains("certificate revoked"), "{out}");
+    let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
+    assert!(events.contains("certificate.ca_installed"), "the install is in the log");
+}
