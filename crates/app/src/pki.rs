@@ -3,9 +3,15 @@
 //! encodings clients ask for (PEM with CRLF, PBES2-encrypted PKCS#8).
 //!
 //! Signing goes through [`CaSigner`]: a CA's key is a PKCS#8 sealed under
-//! the key ring today ([`SoftwareSigner`]); a PKCS#11 key can sign through
-//! the same trait later (rcgen's `KeyPair::from_remote` takes a
-//! `RemoteKeyPair`, which is the shape of the key ring's token driver).
+//! the key ring ([`SoftwareSigner`]) or a key in a PKCS#11 token
+//! ([`TokenCaSigner`]: rcgen's `KeyPair::from_remote` over the key ring's
+//! token signer; ECDSA P-256/P-384 or RSA 2048-4096).
+//!
+//! The issuer a leaf or a CRL names is read from the CA's certificate
+//! ([`Issuer::cert_der`]): its subject as encoded there, its subject key
+//! identifier as the authority key identifier, so an intermediate CA whose
+//! certificate an offline root signed ([`check_ca_certificate`]) issues
+//! certificates that chain to it byte for byte.
 //!
 //! Randomness: serial numbers, salts, IVs and RSA keys come from the
 //! `&dyn Random` the caller passes; ECDSA key generation and signing use
@@ -51,12 +57,12 @@ pub enum CaAlgorithm {
 }
 
 impl CaAlgorithm {
-    /// The curve of a key made in a token (which makes ECDSA keys only).
-    pub fn token_curve(self) -> Option<strongroom_keyring::SigningCurve> {
+    /// The algorithm of the CA's key made in a token.
+    pub fn token_algorithm(self) -> strongroom_keyring::SigningAlgorithm {
         match self {
-            CaAlgorithm::P256 => Some(strongroom_keyring::SigningCurve::P256),
-            CaAlgorithm::P384 => Some(strongroom_keyring::SigningCurve::P384),
-            CaAlgorithm::Rsa(_) => None,
+            CaAlgorithm::P256 => strongroom_keyring::SigningAlgorithm::P256,
+            CaAlgorithm::P384 => strongroom_keyring::SigningAlgorithm::P384,
+            CaAlgorithm::Rsa(b) => strongroom_keyring::SigningAlgorithm::Rsa(b),
         }
     }
 
@@ -179,8 +185,9 @@ fn load_key(pkcs8: &[u8]) -> Result<KeyPair, PkiError> {
 }
 
 /// A key of a CA that signs. [`SoftwareSigner`] holds a PKCS#8 in memory for
-/// the time of one signature; a PKCS#11 implementation would answer an
-/// rcgen `KeyPair::from_remote` over the token's key.
+/// the time of one signature; [`TokenCaSigner`] answers an rcgen
+/// `KeyPair::from_remote` over the token's key, whose calls block (sign on
+/// the blocking pool).
 pub trait CaSigner: Send + Sync {
     fn key_pair(&self) -> Result<KeyPair, PkiError>;
 }
@@ -196,22 +203,23 @@ impl CaSigner for SoftwareSigner {
 }
 
 /// A CA key in a PKCS#11 token: rcgen signs through it (`KeyPair::from_remote`),
-/// hashing here and signing the digest there (`CKM_ECDSA`), the signature turned
-/// from the token's `r || s` into X.509's DER.
+/// hashing here and signing the digest there: `CKM_ECDSA`, the signature turned
+/// from the token's `r || s` into X.509's DER, or `CKM_RSA_PKCS` over the
+/// SHA-256 `DigestInfo` (sha256WithRSAEncryption).
 pub struct TokenCaSigner {
     pub signer: strongroom_keyring::TokenSigner,
-    pub curve: strongroom_keyring::SigningCurve,
+    pub algorithm: strongroom_keyring::SigningAlgorithm,
 }
 
 impl fmt::Debug for TokenCaSigner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenCaSigner").field("key", &self.signer.key_name()).field("curve", &self.curve).finish()
+        f.debug_struct("TokenCaSigner").field("key", &self.signer.key_name()).field("algorithm", &self.algorithm).finish()
     }
 }
 
 struct TokenKey {
     signer: strongroom_keyring::TokenSigner,
-    curve: strongroom_keyring::SigningCurve,
+    algorithm: strongroom_keyring::SigningAlgorithm,
     public: Vec<u8>,
 }
 
@@ -221,22 +229,27 @@ impl rcgen::RemoteKeyPair for TokenKey {
     }
 
     fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
-        use strongroom_keyring::SigningCurve;
-        let digest = match self.curve {
-            SigningCurve::P256 => ring::digest::digest(&ring::digest::SHA256, msg),
-            SigningCurve::P384 => ring::digest::digest(&ring::digest::SHA384, msg),
+        use strongroom_keyring::SigningAlgorithm as A;
+        let digest = match self.algorithm {
+            A::P256 | A::Rsa(_) => ring::digest::digest(&ring::digest::SHA256, msg),
+            A::P384 => ring::digest::digest(&ring::digest::SHA384, msg),
         };
         let raw = self.signer.sign_digest(digest.as_ref()).map_err(|e| {
             tracing::error!(error = %e, "the token did not sign");
             rcgen::Error::RemoteKeyError
         })?;
-        ecdsa_der(&raw).ok_or(rcgen::Error::RemoteKeyError)
+        match self.algorithm {
+            A::Rsa(_) => Ok(raw),
+            A::P256 | A::P384 => ecdsa_der(&raw).ok_or(rcgen::Error::RemoteKeyError),
+        }
     }
 
     fn algorithm(&self) -> &'static SignatureAlgorithm {
-        match self.curve {
-            strongroom_keyring::SigningCurve::P256 => &rcgen::PKCS_ECDSA_P256_SHA256,
-            strongroom_keyring::SigningCurve::P384 => &rcgen::PKCS_ECDSA_P384_SHA384,
+        use strongroom_keyring::SigningAlgorithm as A;
+        match self.algorithm {
+            A::P256 => &rcgen::PKCS_ECDSA_P256_SHA256,
+            A::P384 => &rcgen::PKCS_ECDSA_P384_SHA384,
+            A::Rsa(_) => &rcgen::PKCS_RSA_SHA256,
         }
     }
 }
@@ -260,7 +273,7 @@ fn ecdsa_der(raw: &[u8]) -> Option<Vec<u8>> {
 impl CaSigner for TokenCaSigner {
     fn key_pair(&self) -> Result<KeyPair, PkiError> {
         let public = self.signer.public_key().map_err(|e| PkiError::Internal(format!("the CA's key in its token: {e}")))?;
-        let key = TokenKey { signer: self.signer.clone(), curve: self.curve, public };
+        let key = TokenKey { signer: self.signer.clone(), algorithm: self.algorithm, public };
         KeyPair::from_remote(Box::new(key)).map_err(internal("the CA's key in its token"))
     }
 }
@@ -322,8 +335,7 @@ fn at(secs: i64) -> Result<OffsetDateTime, PkiError> {
     OffsetDateTime::from_unix_timestamp(secs).map_err(|_| PkiError::Internal("a time out of range".into()))
 }
 
-/// The parameters of a CA's certificate (the same every time for one CA, so the issuer a leaf
-/// names is byte for byte the CA certificate's subject).
+/// The parameters of a CA's own certificate (self-signed) or CSR.
 fn ca_params(subject: &[(String, String)], not_before: i64, not_after: i64) -> Result<CertificateParams, PkiError> {
     let mut p = CertificateParams::default();
     p.distinguished_name = distinguished_name(subject);
@@ -372,23 +384,205 @@ fn serial(rng: &dyn Random) -> [u8; 16] {
     s
 }
 
-/// What a leaf's issuer needs: the CA's subject (as given at its creation) and its signer.
+/// What a leaf's or a CRL's issuer needs: the CA's certificate (DER; its
+/// subject and subject key identifier are what the issued certificates
+/// name) and its signer.
 pub struct Issuer<'a> {
-    pub subject: &'a [(String, String)],
+    pub cert_der: &'a [u8],
     pub signer: &'a dyn CaSigner,
 }
 
 impl fmt::Debug for Issuer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Issuer").field("subject", &self.subject).finish_non_exhaustive()
+        f.debug_struct("Issuer").field("cert_der", &self.cert_der.len()).finish_non_exhaustive()
     }
 }
 
-impl Issuer<'_> {
-    /// The CA as rcgen's issuer: its parameters re-made (same subject, same key identifier).
-    fn certificate(&self, key: &KeyPair) -> Result<rcgen::Certificate, PkiError> {
-        ca_params(self.subject, 0, 86_400)?.self_signed(key).map_err(internal("re-making the CA"))
+/// A key rcgen's issuer certificate is made with: rcgen signs a leaf with the
+/// key it is given and reads only the issuer's parameters (subject, key
+/// identifier, key usages), so this one never signs anything given out, and
+/// making the issuer costs no signature of the CA's key (a token's, say).
+fn throwaway_key() -> Result<&'static KeyPair, PkiError> {
+    static KEY: std::sync::OnceLock<Option<KeyPair>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| KeyPair::generate().ok()).as_ref().ok_or_else(|| PkiError::Internal("making a key".into()))
+}
+
+fn parse_cert(der: &[u8]) -> Result<x509_parser::certificate::X509Certificate<'_>, PkiError> {
+    use x509_parser::prelude::FromDer as _;
+    match x509_parser::certificate::X509Certificate::from_der(der) {
+        Ok((_, c)) => Ok(c),
+        Err(_) => Err(PkiError::Invalid("not an X.509 certificate".into())),
     }
+}
+
+/// rcgen's parameters of the CA whose certificate is `der`: its subject with
+/// each value's string type kept, its subject key identifier (or, without
+/// one, SHA-256 of its key, as rcgen made it), CA key usages. Fails on what
+/// rcgen cannot write back (a multi-valued RDN, a repeated attribute).
+fn issuer_params(der: &[u8]) -> Result<CertificateParams, PkiError> {
+    use x509_parser::asn1_rs::Tag;
+    use x509_parser::extensions::ParsedExtension;
+    let cannot = |why: &str| PkiError::Invalid(format!("the CA certificate's subject cannot be named as an issuer: {why}"));
+    let c = parse_cert(der)?;
+    let mut dn = DistinguishedName::new();
+    for rdn in c.subject().iter() {
+        let mut attrs = rdn.iter();
+        let (Some(a), None) = (attrs.next(), attrs.next()) else { return Err(cannot("a multi-valued RDN")) };
+        let oid: Vec<u64> = a.attr_type().iter().ok_or_else(|| cannot("an attribute type"))?.collect();
+        let t = DnType::from_oid(&oid);
+        if dn.get(&t).is_some() {
+            return Err(cannot("an attribute that appears twice"));
+        }
+        let v = a.attr_value();
+        let text = || std::str::from_utf8(v.data).map_err(|_| cannot("a value that is not text"));
+        let bad = || cannot("a value its string type does not allow");
+        let value = match v.header.tag() {
+            Tag::Utf8String => DnValue::Utf8String(text()?.to_owned()),
+            Tag::PrintableString => DnValue::PrintableString(rcgen::PrintableString::try_from(text()?).map_err(|_| bad())?),
+            Tag::Ia5String => DnValue::Ia5String(rcgen::Ia5String::try_from(text()?).map_err(|_| bad())?),
+            Tag::TeletexString => DnValue::TeletexString(rcgen::TeletexString::try_from(text()?).map_err(|_| bad())?),
+            Tag::BmpString => DnValue::BmpString(rcgen::BmpString::from_utf16be(v.data.to_vec()).map_err(|_| bad())?),
+            Tag::UniversalString => DnValue::UniversalString(rcgen::UniversalString::from_utf32be(v.data.to_vec()).map_err(|_| bad())?),
+            _ => return Err(cannot("a value of an unknown string type")),
+        };
+        dn.push(t, value);
+    }
+    let ski = c.iter_extensions().find_map(|e| match e.parsed_extension() {
+        ParsedExtension::SubjectKeyIdentifier(k) => Some(k.0.to_vec()),
+        _ => None,
+    });
+    let mut p = CertificateParams::default();
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    p.key_identifier_method = ski.map_or(KeyIdMethod::Sha256, KeyIdMethod::PreSpecified);
+    Ok(p)
+}
+
+/// The CA whose certificate is `cert_der` as rcgen's issuer (see
+/// [`throwaway_key`]), checked to name that certificate's subject byte for byte.
+fn issuer_certificate(cert_der: &[u8]) -> Result<rcgen::Certificate, PkiError> {
+    let made = issuer_params(cert_der)?.self_signed(throwaway_key()?).map_err(internal("re-making the CA"))?;
+    let subject = parse_cert(cert_der)?.subject().as_raw().to_vec();
+    let named = parse_cert(made.der())?.issuer().as_raw().to_vec();
+    if subject != named {
+        return Err(PkiError::Invalid("the CA certificate's subject cannot be written back byte for byte as an issuer".into()));
+    }
+    Ok(made)
+}
+
+impl Issuer<'_> {
+    fn certificate(&self) -> Result<rcgen::Certificate, PkiError> {
+        issuer_certificate(self.cert_der)
+    }
+}
+
+/// The certificates (DER) one after the other in `der` (a CA's certificate and those above it).
+pub fn split_certs(der: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = der;
+    while rest.len() >= 2 && rest[0] == 0x30 {
+        let (head, len) = match rest[1] {
+            n if n < 0x80 => (2, usize::from(n)),
+            n => {
+                let k = usize::from(n & 0x7f);
+                if k == 0 || k > 4 || rest.len() < 2 + k {
+                    break;
+                }
+                (2 + k, rest[2..2 + k].iter().fold(0usize, |a, b| (a << 8) | usize::from(*b)))
+            }
+        };
+        let Some(end) = head.checked_add(len).filter(|e| *e <= rest.len()) else { break };
+        out.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// The certificates in a file: PEM blocks (`CERTIFICATE`), or DER one after the other.
+pub fn read_certs(bytes: &[u8]) -> Result<Vec<Vec<u8>>, PkiError> {
+    let bad = || PkiError::Invalid("no certificate in it (PEM CERTIFICATE blocks or DER)".into());
+    if bytes.first() == Some(&0x30) {
+        let certs: Vec<Vec<u8>> = split_certs(bytes).into_iter().map(<[u8]>::to_vec).collect();
+        return if certs.is_empty() { Err(bad()) } else { Ok(certs) };
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+    let mut out = Vec::new();
+    for block in text.split("-----BEGIN CERTIFICATE-----").skip(1) {
+        let body = block.split("-----END CERTIFICATE-----").next().unwrap_or_default();
+        let clean: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+        out.push(STANDARD.decode(clean).map_err(|_| bad())?);
+    }
+    if out.is_empty() { Err(bad()) } else { Ok(out) }
+}
+
+/// The public key of a CA's signer as a certificate holds it (SubjectPublicKeyInfo, DER).
+pub fn signer_public_key(signer: &dyn CaSigner) -> Result<Vec<u8>, PkiError> {
+    Ok(signer.key_pair()?.public_key_der())
+}
+
+/// A CSR (DER) for an intermediate CA with `subject`, signed by its key: for an offline root to sign.
+pub fn ca_csr(signer: &dyn CaSigner, subject: &[(String, String)]) -> Result<Vec<u8>, PkiError> {
+    let kp = signer.key_pair()?;
+    let mut p = CertificateParams::default();
+    // The subject alone: the root decides the CA's extensions (rcgen writes none of them in a CSR).
+    p.distinguished_name = distinguished_name(subject);
+    Ok(p.serialize_request(&kp).map_err(internal("signing the CSR"))?.der().to_vec())
+}
+
+/// Checks an intermediate CA's certificate `cert` before it is installed: it
+/// holds the CA's key (`ca_key`, SubjectPublicKeyInfo DER), it is a CA
+/// certificate (basicConstraints cA) whose key may sign certificates and
+/// CRLs (keyUsage keyCertSign and cRLSign), it is valid at `now`, its subject
+/// can be named as leaves' issuer, and `others` (in any order) lead from it
+/// to a self-signed root, every signature verified. Answers the path: `cert`,
+/// its issuer, …, the root.
+pub fn check_ca_certificate(cert: &[u8], others: &[Vec<u8>], ca_key: &[u8], now: i64) -> Result<Vec<Vec<u8>>, PkiError> {
+    let invalid = |m: String| PkiError::Invalid(m);
+    let c = parse_cert(cert)?;
+    if c.public_key().raw != ca_key {
+        return Err(invalid("the certificate's public key is not the CA's key (was it made from this CA's CSR?)".into()));
+    }
+    fn is_ca(x: &x509_parser::certificate::X509Certificate<'_>) -> bool {
+        matches!(x.basic_constraints(), Ok(Some(b)) if b.value.ca)
+    }
+    if !is_ca(&c) {
+        return Err(invalid("the certificate is not a CA certificate (basicConstraints cA is not true)".into()));
+    }
+    if !matches!(c.key_usage(), Ok(Some(k)) if k.value.key_cert_sign() && k.value.crl_sign()) {
+        return Err(invalid("the certificate's keyUsage must hold keyCertSign and cRLSign".into()));
+    }
+    let (from, to) = (c.validity().not_before.timestamp(), c.validity().not_after.timestamp());
+    if now < from || now >= to {
+        return Err(invalid("the certificate is not valid now (notBefore, notAfter)".into()));
+    }
+    issuer_certificate(cert)?;
+    let mut pool: Vec<(&[u8], x509_parser::certificate::X509Certificate<'_>)> = Vec::new();
+    for o in others.iter().filter(|o| o.as_slice() != cert) {
+        pool.push((o.as_slice(), parse_cert(o)?));
+    }
+    let mut path = vec![cert.to_vec()];
+    let mut current = c;
+    for _ in 0..8 {
+        if current.subject().as_raw() == current.issuer().as_raw() && current.verify_signature(None).is_ok() {
+            return Ok(path);
+        }
+        let Some((der, next)) = pool
+            .iter()
+            .find(|(_, p)| p.subject().as_raw() == current.issuer().as_raw() && current.verify_signature(Some(p.public_key())).is_ok())
+        else {
+            return Err(invalid(format!(
+                "the chain does not reach a self-signed root: no certificate given signed the one of {} (give its issuers with --chain)",
+                current.subject()
+            )));
+        };
+        if !is_ca(next) {
+            return Err(invalid(format!("{} is not a CA certificate (basicConstraints cA)", next.subject())));
+        }
+        path.push(der.to_vec());
+        current = next.clone();
+    }
+    Err(invalid("the chain is longer than 8 certificates".into()))
 }
 
 /// A leaf's public key as a CSR or a generated key gives it.
@@ -667,8 +861,8 @@ pub fn thumbprint(der: &[u8]) -> String {
 
 /// Signs a leaf certificate.
 pub fn issue(issuer: &Issuer<'_>, leaf: &Leaf<'_>, rng: &dyn Random) -> Result<Issued, PkiError> {
+    let ca = issuer.certificate()?;
     let key = issuer.signer.key_pair()?;
-    let ca = issuer.certificate(&key)?;
     let mut p = CertificateParams::default();
     p.distinguished_name = distinguished_name(leaf.subject);
     p.subject_alt_names = leaf.sans.rcgen()?;
@@ -717,8 +911,8 @@ fn unhex(s: &str) -> Vec<u8> {
 
 /// A CRL of the CA, signed now, valid a day (DER).
 pub fn crl(issuer: &Issuer<'_>, revoked: &[Revoked], now: i64) -> Result<Vec<u8>, PkiError> {
+    let ca = issuer.certificate()?;
     let key = issuer.signer.key_pair()?;
-    let ca = issuer.certificate(&key)?;
     let mut list = Vec::with_capacity(revoked.len());
     for r in revoked {
         list.push(RevokedCertParams {
@@ -734,7 +928,8 @@ pub fn crl(issuer: &Issuer<'_>, revoked: &[Revoked], now: i64) -> Result<Vec<u8>
         crl_number: SerialNumber::from(now.max(1) as u64),
         issuing_distribution_point: None,
         revoked_certs: list,
-        key_identifier_method: KeyIdMethod::Sha256,
+        // The CA certificate's subject key identifier (an offline root's SHA-1, say), as its leaves name it.
+        key_identifier_method: ca.params().key_identifier_method.clone(),
     };
     Ok(params.signed_by(&ca, &key).map_err(internal("signing the CRL"))?.der().to_vec())
 }
@@ -944,7 +1139,7 @@ mod tests {
         let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
         assert!(!ca_der.is_empty());
         let signer = SoftwareSigner(ca_key);
-        let issuer = Issuer { subject: &subject, signer: &signer };
+        let issuer = Issuer { cert_der: &ca_der, signer: &signer };
         let key = generate_key(KeySpec::Ec(Curve::P384), &Os).unwrap();
         let leaf_key = public_of(&key).unwrap();
         let sans = Sans { dns: vec!["www.example.com".into()], ..Sans::default() };
@@ -972,6 +1167,75 @@ mod tests {
         assert!(pem("X", &[1, 2, 3]).contains("\r\n"));
     }
 
+    /// An intermediate made from its CSR's subject and signed by another CA: installed with its
+    /// root, it issues leaves whose issuer and authority key identifier are its own, byte for byte.
+    #[test]
+    fn an_intermediate_signed_elsewhere_is_checked_and_issues_under_its_own_name() {
+        use x509_parser::extensions::ParsedExtension;
+        let now = 1_800_000_000;
+        let root_subject = parse_subject("CN=Offline Root, O=Acme").unwrap();
+        let (root_der, root_key) = create_ca(CaAlgorithm::P384, &root_subject, now, 3650, &Os).unwrap();
+        let root_kp = load_key(&root_key.0).unwrap();
+        let sub = SoftwareSigner(generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap());
+        let sub_subject = parse_subject("CN=Issuing Sub CA, O=Acme, C=FR").unwrap();
+        let csr = ca_csr(&sub, &sub_subject).unwrap();
+        assert!(parse_csr(&pem("CERTIFICATE REQUEST", &csr)).is_ok(), "the CSR verifies with its own key");
+        // The root signs (as openssl x509 -req would): the CSR's subject, its own name as issuer.
+        let root_ca = issuer_certificate(&root_der).unwrap();
+        let mut p = ca_params(&sub_subject, now - 60, now + 86_400 * 365).unwrap();
+        p.key_identifier_method = KeyIdMethod::PreSpecified(vec![7; 20]);
+        p.use_authority_key_identifier_extension = true;
+        let sub_kp = sub.key_pair().unwrap();
+        let sub_der = p.signed_by(&sub_kp, &root_ca, &root_kp).unwrap().der().to_vec();
+        let sub_key = signer_public_key(&sub).unwrap();
+
+        let path = check_ca_certificate(&sub_der, std::slice::from_ref(&root_der), &sub_key, now).unwrap();
+        assert_eq!(path, vec![sub_der.clone(), root_der.clone()]);
+        let e = check_ca_certificate(&sub_der, &[], &sub_key, now).unwrap_err();
+        assert!(e.to_string().contains("does not reach a self-signed root"), "{e}");
+        let other = signer_public_key(&SoftwareSigner(generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap())).unwrap();
+        assert!(
+            check_ca_certificate(&sub_der, std::slice::from_ref(&root_der), &other, now)
+                .unwrap_err()
+                .to_string()
+                .contains("not the CA's key")
+        );
+        assert!(check_ca_certificate(&sub_der, std::slice::from_ref(&root_der), &sub_key, now + 86_400 * 400).is_err(), "expired");
+        let leaf_subject = vec![("CN".to_owned(), "www.example.com".to_owned())];
+        let leaf_key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
+        assert!(
+            check_ca_certificate(&root_der, &[], &signer_public_key(&SoftwareSigner(root_key)).unwrap(), now).is_ok(),
+            "a root is its own path"
+        );
+
+        let issued = issue(
+            &Issuer { cert_der: &sub_der, signer: &sub },
+            &Leaf {
+                subject: &leaf_subject,
+                sans: &Sans::default(),
+                key: &public_of(&leaf_key).unwrap(),
+                not_before: now,
+                not_after: now + 86_400,
+                crl_url: "http://x/crl",
+            },
+            &Os,
+        )
+        .unwrap();
+        let (leaf, inter) = (parse_cert(&issued.der).unwrap(), parse_cert(&sub_der).unwrap());
+        assert_eq!(leaf.issuer().as_raw(), inter.subject().as_raw());
+        leaf.verify_signature(Some(inter.public_key())).unwrap();
+        let aki = leaf.iter_extensions().find_map(|e| match e.parsed_extension() {
+            ParsedExtension::AuthorityKeyIdentifier(a) => a.key_identifier.as_ref().map(|k| k.0.to_vec()),
+            _ => None,
+        });
+        assert_eq!(aki, Some(vec![7; 20]), "the leaf's AKI is the intermediate's SKI");
+        assert_eq!(split_certs(&[sub_der.clone(), root_der.clone()].concat()), vec![&sub_der[..], &root_der[..]]);
+        let text = format!("{}{}", pem("CERTIFICATE", &sub_der), pem("CERTIFICATE", &root_der));
+        assert_eq!(read_certs(text.as_bytes()).unwrap(), vec![sub_der.clone(), root_der.clone()]);
+        assert_eq!(read_certs(&[sub_der.clone(), root_der].concat()).unwrap().len(), 2);
+        assert!(read_certs(b"nothing").is_err());
+    }
+
     #[test]
     fn subjects_and_pem_bodies_are_read() {
         assert!(parse_subject("O=Acme").is_err());
@@ -990,7 +1254,7 @@ mod tests {
         let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
         let leaf_subject = vec![("CN".to_owned(), "p12.example.com".to_owned())];
         let issued = issue(
-            &Issuer { subject: &subject, signer: &signer },
+            &Issuer { cert_der: &ca_der, signer: &signer },
             &Leaf {
                 subject: &leaf_subject,
                 sans: &Sans::default(),

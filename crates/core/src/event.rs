@@ -106,6 +106,8 @@ pub enum EventKind {
     UserMasterAdminChanged,
     /// An issuing CA was created (`strongroom admin ca create`).
     CaCreated,
+    /// An intermediate CA's certificate (and the chain above it) was installed (`strongroom admin ca install`).
+    CaInstalled,
     /// A folder's certificate policy was set or cleared.
     CertPolicySet,
     /// A certificate was requested (`Certificates/Request`, `Renew`).
@@ -190,6 +192,7 @@ impl EventKind {
         EventKind::CertificateRevoked,
         EventKind::CertificateDisabled,
         EventKind::CertificateDeleted,
+        EventKind::CaInstalled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -253,6 +256,7 @@ impl EventKind {
             EventKind::CredentialDeleted => "credential.deleted",
             EventKind::UserMasterAdminChanged => "user.master_admin_changed",
             EventKind::CaCreated => "certificate.ca_created",
+            EventKind::CaInstalled => "certificate.ca_installed",
             EventKind::CertPolicySet => "certificate.policy_set",
             EventKind::CertificateRequested => "certificate.requested",
             EventKind::CertificateIssued => "certificate.issued",
@@ -323,6 +327,7 @@ impl EventKind {
             | K::CredentialDeleted
             | K::UserMasterAdminChanged
             | K::CaCreated
+            | K::CaInstalled
             | K::CertPolicySet
             | K::CertificateKeyExported
             | K::CertificateRevoked

@@ -637,7 +637,7 @@ pub(crate) async fn previous_versions(
     params(("name" = String, Path, description = "The CA's name, lower case, `.crl` after it.")),
     responses(
         (status = 200, description = "The CRL (DER).", content_type = "application/pkix-crl"),
-        (status = 404, description = "No such CA."),
+        (status = 404, description = "No such CA, or an intermediate CA whose certificate is not installed yet."),
         (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),

@@ -102,41 +102,69 @@ pub trait KeyDriver: Send + Sync + fmt::Debug {
     fn create(&self) -> Result<(), DriverError>;
     /// Where the key lives, for `admin keys list` and start-up messages.
     fn describe(&self) -> String;
-    /// Makes an ECDSA key pair labelled `label` where the driver keeps keys,
-    /// its private half never extractable; returns the public key (the
-    /// uncompressed point). A certificate authority's key on an HSM.
-    fn create_signing_key(&self, label: &str, curve: SigningCurve) -> Result<Vec<u8>, DriverError> {
-        let _ = (label, curve);
+    /// Makes a key pair labelled `label` where the driver keeps keys (ECDSA
+    /// or RSA), its private half never extractable; returns the public key
+    /// as a certificate's `subjectPublicKey` holds it (see
+    /// [`KeyDriver::signing_public_key`]). A certificate authority's key on
+    /// an HSM.
+    fn create_signing_key(&self, label: &str, algorithm: SigningAlgorithm) -> Result<Vec<u8>, DriverError> {
+        let _ = (label, algorithm);
         Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
     }
-    /// The public key (uncompressed point) of the signing key `label`.
+    /// The public key of the signing key `label` as a certificate's
+    /// `subjectPublicKey` BIT STRING holds it: an EC key's uncompressed
+    /// point, an RSA key's PKCS #1 `RSAPublicKey` (DER).
     fn signing_public_key(&self, label: &str) -> Result<Vec<u8>, DriverError> {
         let _ = label;
         Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
     }
-    /// Signs `digest` (the message's hash, as the curve's hash makes it)
-    /// with the signing key `label`: the signature as `r || s`.
+    /// Signs `digest` (the message's SHA-256, SHA-384 or SHA-512) with the
+    /// signing key `label`: an EC key's signature as `r || s` (`CKM_ECDSA`),
+    /// an RSA key's PKCS #1 v1.5 signature over the digest's `DigestInfo`
+    /// (`CKM_RSA_PKCS`).
     fn sign_digest(&self, label: &str, digest: &[u8]) -> Result<Vec<u8>, DriverError> {
         let _ = (label, digest);
         Err(DriverError::new("this key's driver keeps no signing keys: name a PKCS#11 key"))
     }
 }
 
-/// The curves of signing keys a driver makes ([`KeyDriver::create_signing_key`]).
+/// The signing keys a driver makes ([`KeyDriver::create_signing_key`]):
+/// ECDSA on P-256 or P-384, RSA of 2048, 3072 or 4096 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SigningCurve {
+pub enum SigningAlgorithm {
     P256,
     P384,
+    /// The modulus's size in bits.
+    Rsa(u32),
 }
 
-impl SigningCurve {
-    /// The curve's OID, DER-encoded (`CKA_EC_PARAMS`).
-    pub fn params_der(self) -> &'static [u8] {
+impl SigningAlgorithm {
+    /// The curve's OID, DER-encoded (`CKA_EC_PARAMS`); `None` for RSA.
+    pub fn params_der(self) -> Option<&'static [u8]> {
         match self {
-            SigningCurve::P256 => &[0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07],
-            SigningCurve::P384 => &[0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22],
+            SigningAlgorithm::P256 => Some(&[0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]),
+            SigningAlgorithm::P384 => Some(&[0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]),
+            SigningAlgorithm::Rsa(_) => None,
         }
     }
+}
+
+/// The `DigestInfo` (PKCS #1 v1.5, RFC 8017 §9.2) of a SHA-256, SHA-384 or
+/// SHA-512 digest, by its length: what `CKM_RSA_PKCS` signs.
+pub fn digest_info(digest: &[u8]) -> Option<Vec<u8>> {
+    const SHA256: &[u8] =
+        &[0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20];
+    const SHA384: &[u8] =
+        &[0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02, 0x05, 0x00, 0x04, 0x30];
+    const SHA512: &[u8] =
+        &[0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40];
+    let prefix = match digest.len() {
+        32 => SHA256,
+        48 => SHA384,
+        64 => SHA512,
+        _ => return None,
+    };
+    Some([prefix, digest].concat())
 }
 
 /// Random bytes chosen beforehand, handed to `crypto::seal` as its source.
@@ -197,12 +225,12 @@ impl TokenSigner {
         KeyRingError::Driver { name: self.name.clone(), message: e.message, logged: e.logged }
     }
 
-    /// The public key (uncompressed point).
+    /// The public key (see [`KeyDriver::signing_public_key`]).
     pub fn public_key(&self) -> Result<Vec<u8>, KeyRingError> {
         self.driver.signing_public_key(&self.label).map_err(|e| self.failed(e))
     }
 
-    /// `r || s` over `digest`.
+    /// The signature over `digest` (see [`KeyDriver::sign_digest`]).
     pub fn sign_digest(&self, digest: &[u8]) -> Result<Vec<u8>, KeyRingError> {
         self.driver.sign_digest(&self.label, digest).map_err(|e| self.failed(e))
     }
@@ -372,10 +400,15 @@ impl KeyRing {
     /// Makes a signing key pair `label` in the named key's token (see
     /// [`KeyDriver::create_signing_key`]): the key's canonical name and the
     /// public key.
-    pub async fn create_signing_key(&self, name: &str, label: &str, curve: SigningCurve) -> Result<(String, Vec<u8>), KeyRingError> {
+    pub async fn create_signing_key(
+        &self,
+        name: &str,
+        label: &str,
+        algorithm: SigningAlgorithm,
+    ) -> Result<(String, Vec<u8>), KeyRingError> {
         let (name, driver) = self.driver(name)?;
         let label = label.to_owned();
-        let public = Self::call(&name, driver, move |d| d.create_signing_key(&label, curve)).await?;
+        let public = Self::call(&name, driver, move |d| d.create_signing_key(&label, algorithm)).await?;
         Ok((name, public))
     }
 

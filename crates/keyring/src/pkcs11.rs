@@ -46,7 +46,7 @@ use strongroom_core::random::{Random, bytes};
 use strongroom_core::vault::crypto::Key;
 
 use super::settings::{PinSource, Pkcs11KeyConfig};
-use super::{DriverError, KeyDriver, SigningCurve};
+use super::{DriverError, KeyDriver, SigningAlgorithm, digest_info};
 
 const IV_LEN: usize = 12;
 const TAG_BITS: u64 = 128;
@@ -519,12 +519,29 @@ impl Pkcs11Key {
         }
     }
 
-    /// The uncompressed point of the public key `label`: `CKA_EC_POINT` is a
-    /// DER OCTET STRING around it (PKCS#11 2.40 §2.3.3), which some modules
-    /// leave out.
-    fn point_of(session: &Session, label: &str) -> Result<Vec<u8>, DriverError> {
+    /// The public key `label` as a certificate's `subjectPublicKey` holds
+    /// it: an EC key's uncompressed point (`CKA_EC_POINT` is a DER OCTET
+    /// STRING around it, PKCS#11 2.40 §2.3.3, which some modules leave
+    /// out), an RSA key's `RSAPublicKey` made of `CKA_MODULUS` and
+    /// `CKA_PUBLIC_EXPONENT`.
+    fn public_of(session: &Session, label: &str) -> Result<Vec<u8>, DriverError> {
         let public = Self::find_labelled(session, ObjectClass::PUBLIC_KEY, label)?
             .ok_or_else(|| DriverError::new(format!("no public key labelled {label:?} on the token")))?;
+        if Self::key_type(session, public)? == KeyType::RSA {
+            let attrs = session.get_attributes(public, &[AttributeType::Modulus, AttributeType::PublicExponent]).map_err(ck)?;
+            let (mut n, mut e) = (None, None);
+            for a in attrs {
+                match a {
+                    Attribute::Modulus(v) => n = Some(v),
+                    Attribute::PublicExponent(v) => e = Some(v),
+                    _ => {}
+                }
+            }
+            let (Some(n), Some(e)) = (n, e) else {
+                return Err(DriverError::new(format!("the public key {label:?} has no modulus or exponent")));
+            };
+            return Ok(rsa_public_key(&n, &e));
+        }
         let attrs = session.get_attributes(public, &[AttributeType::EcPoint]).map_err(ck)?;
         let Some(Attribute::EcPoint(raw)) = attrs.into_iter().next() else {
             return Err(DriverError::new(format!("the public key {label:?} has no EC point")));
@@ -535,6 +552,40 @@ impl Pkcs11Key {
             _ => raw,
         })
     }
+
+    /// A key object's `CKA_KEY_TYPE`.
+    fn key_type(session: &Session, key: ObjectHandle) -> Result<KeyType, DriverError> {
+        match session.get_attributes(key, &[AttributeType::KeyType]).map_err(ck)?.into_iter().next() {
+            Some(Attribute::KeyType(t)) => Ok(t),
+            _ => Err(DriverError::new("a signing key without a key type")),
+        }
+    }
+}
+
+/// DER of an unsigned big-endian integer.
+fn der_unsigned(v: &[u8]) -> Vec<u8> {
+    let v: Vec<u8> = v.iter().copied().skip_while(|b| *b == 0).collect();
+    let mut body = if v.first().is_none_or(|b| b & 0x80 != 0) { vec![0] } else { Vec::new() };
+    body.extend_from_slice(&v);
+    der_tlv(0x02, &body)
+}
+
+fn der_tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    if content.len() < 0x80 {
+        out.push(content.len() as u8);
+    } else {
+        let len: Vec<u8> = content.len().to_be_bytes().iter().copied().skip_while(|b| *b == 0).collect();
+        out.push(0x80 | len.len() as u8);
+        out.extend_from_slice(&len);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// PKCS #1 `RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }`.
+fn rsa_public_key(n: &[u8], e: &[u8]) -> Vec<u8> {
+    der_tlv(0x30, &[der_unsigned(n), der_unsigned(e)].concat())
 }
 
 impl KeyDriver for Pkcs11Key {
@@ -602,7 +653,12 @@ impl KeyDriver for Pkcs11Key {
         )
     }
 
-    fn create_signing_key(&self, label: &str, curve: SigningCurve) -> Result<Vec<u8>, DriverError> {
+    fn create_signing_key(&self, label: &str, algorithm: SigningAlgorithm) -> Result<Vec<u8>, DriverError> {
+        if let SigningAlgorithm::Rsa(bits) = algorithm
+            && ![2048, 3072, 4096].contains(&bits)
+        {
+            return Err(DriverError::new(format!("RSA signing keys are 2048, 3072 or 4096 bits, not {bits}")));
+        }
         self.with_token(|_, lib, slot, info| {
             let session = self.open(lib, slot, info, true)?;
             if Self::find_labelled(&session, ObjectClass::PRIVATE_KEY, label)?.is_some()
@@ -610,13 +666,24 @@ impl KeyDriver for Pkcs11Key {
             {
                 return Err(DriverError::new(format!("a key labelled {label:?} already exists on the token")));
             }
-            let public = [
+            let mut public = vec![
                 Attribute::Token(true),
                 Attribute::Private(false),
                 Attribute::Verify(true),
-                Attribute::EcParams(curve.params_der().to_vec()),
                 Attribute::Label(label.as_bytes().to_vec()),
             ];
+            let mechanism = match (algorithm, algorithm.params_der()) {
+                (SigningAlgorithm::Rsa(bits), _) => {
+                    public.push(Attribute::ModulusBits(u64::from(bits).into()));
+                    public.push(Attribute::PublicExponent(vec![0x01, 0x00, 0x01]));
+                    Mechanism::RsaPkcsKeyPairGen
+                }
+                (_, Some(params)) => {
+                    public.push(Attribute::EcParams(params.to_vec()));
+                    Mechanism::EccKeyPairGen
+                }
+                (_, None) => return Err(DriverError::new("a curve without parameters")),
+            };
             let private = [
                 Attribute::Token(true),
                 Attribute::Private(true),
@@ -628,19 +695,23 @@ impl KeyDriver for Pkcs11Key {
                 Attribute::Derive(false),
                 Attribute::Label(label.as_bytes().to_vec()),
             ];
-            session.generate_key_pair(&Mechanism::EccKeyPairGen, &public, &private).map_err(ck)?;
-            Self::point_of(&session, label)
+            session.generate_key_pair(&mechanism, &public, &private).map_err(ck)?;
+            Self::public_of(&session, label)
         })
     }
 
     fn signing_public_key(&self, label: &str) -> Result<Vec<u8>, DriverError> {
-        self.with_session(|session| Self::point_of(session, label))
+        self.with_session(|session| Self::public_of(session, label))
     }
 
     fn sign_digest(&self, label: &str, digest: &[u8]) -> Result<Vec<u8>, DriverError> {
         self.with_session(|session| {
             let key = Self::find_labelled(session, ObjectClass::PRIVATE_KEY, label)?
                 .ok_or_else(|| DriverError::new(format!("no private key labelled {label:?} on the token")))?;
+            if Self::key_type(session, key)? == KeyType::RSA {
+                let info = digest_info(digest).ok_or_else(|| DriverError::new("an RSA key signs SHA-256, SHA-384 or SHA-512 digests"))?;
+                return session.sign(&Mechanism::RsaPkcs, key, &info).map_err(ck);
+            }
             session.sign(&Mechanism::Ecdsa, key, digest).map_err(ck)
         })
     }

@@ -1,7 +1,8 @@
 //! A certificate authority's key in a PKCS#11 token (SoftHSM2): made there
-//! through the key ring, it signs (ring verifies the signature against the
-//! public point the token gives), and its private half cannot be read out
-//! (sensitive, never extractable: the token answers no `CKA_VALUE`).
+//! through the key ring (ECDSA P-256, RSA 2048), it signs (ring verifies the
+//! signature against the public key the token gives), and its private half
+//! cannot be read out (sensitive, never extractable: `C_GetAttributeValue`
+//! of its secret part answers `CKR_ATTRIBUTE_SENSITIVE`).
 //!
 //! SoftHSM2 finds its tokens through `SOFTHSM2_CONF`, which this process
 //! cannot set for itself (`set_var` is unsafe): the test makes a token, then
@@ -14,11 +15,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use strongroom_keyring::settings::{KeysConfig, PinSource, Pkcs11KeyConfig, SOFTWARE_DEFAULT};
-use strongroom_keyring::{KeyRing, SigningCurve};
+use strongroom_keyring::{KeyRing, SigningAlgorithm};
 
 const TOKEN: &str = "ca-test";
 const PIN: &str = "ca-test-pin-1234";
 const LABEL: &str = "strongroom CA test";
+const RSA_LABEL: &str = "strongroom CA rsa test";
 const CHILD: &str = "STRONGROOM_TEST_SIGNING_CHILD";
 
 fn softhsm_module() -> Option<PathBuf> {
@@ -85,15 +87,15 @@ async fn signs_with_the_token_key(module: PathBuf) {
     let ring = KeyRing::without_master_key(&config, &Os);
 
     // Made in the token: its public point, given again by the signer.
-    let (name, point) = ring.create_signing_key("pkcs11:HSM", LABEL, SigningCurve::P256).await.unwrap();
+    let (name, point) = ring.create_signing_key("pkcs11:HSM", LABEL, SigningAlgorithm::P256).await.unwrap();
     assert_eq!(name, "PKCS11:hsm");
     assert_eq!((point.len(), point[0]), (65, 0x04), "an uncompressed P-256 point");
     let signer = ring.signer("PKCS11:hsm", LABEL).unwrap();
     assert_eq!(signer.public_key().unwrap(), point);
     // A second key of that label is refused; the software key makes none.
-    let again = ring.create_signing_key("PKCS11:hsm", LABEL, SigningCurve::P256).await.unwrap_err();
+    let again = ring.create_signing_key("PKCS11:hsm", LABEL, SigningAlgorithm::P256).await.unwrap_err();
     assert!(again.to_string().contains("already exists"), "{again}");
-    let software = ring.create_signing_key(SOFTWARE_DEFAULT, "x", SigningCurve::P256).await.unwrap_err();
+    let software = ring.create_signing_key(SOFTWARE_DEFAULT, "x", SigningAlgorithm::P256).await.unwrap_err();
     assert!(software.to_string().contains("keeps no signing keys"), "{software}");
 
     // It signs: the token's r || s over SHA-256(message) verifies against the point.
@@ -106,9 +108,23 @@ async fn signs_with_the_token_key(module: PathBuf) {
     forged[10] ^= 1;
     assert!(ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &point).verify(message, &forged).is_err());
 
-    // It cannot be read out: the token says sensitive, never extractable, and gives no value.
+    // An RSA 2048 key: its public key is PKCS #1, and it signs a SHA-256 DigestInfo (PKCS #1 v1.5).
+    let bad = ring.create_signing_key("PKCS11:hsm", "x", SigningAlgorithm::Rsa(1024)).await.unwrap_err();
+    assert!(bad.to_string().contains("2048, 3072 or 4096"), "{bad}");
+    let (_, rsa_public) = ring.create_signing_key("PKCS11:hsm", RSA_LABEL, SigningAlgorithm::Rsa(2048)).await.unwrap();
+    assert_eq!(rsa_public[0], 0x30, "an RSAPublicKey SEQUENCE");
+    let rsa = ring.signer("PKCS11:hsm", RSA_LABEL).unwrap();
+    assert_eq!(rsa.public_key().unwrap(), rsa_public);
+    let digest = ring::digest::digest(&ring::digest::SHA256, message);
+    let sig = tokio::task::spawn_blocking(move || rsa.sign_digest(digest.as_ref())).await.unwrap().unwrap();
+    assert_eq!(sig.len(), 256);
+    let verifier = ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, &rsa_public);
+    verifier.verify(message, &sig).unwrap();
+    assert!(verifier.verify(b"another message", &sig).is_err());
+
+    // Neither can be read out: the token says sensitive, never extractable, and refuses the secret's value.
     use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
-    use cryptoki::object::{Attribute, AttributeType, ObjectClass};
+    use cryptoki::object::{Attribute, AttributeInfo, AttributeType, ObjectClass};
     use cryptoki::session::UserType;
     use cryptoki::types::AuthPin;
     let lib = Pkcs11::new(&module).unwrap();
@@ -121,19 +137,23 @@ async fn signs_with_the_token_key(module: PathBuf) {
         .unwrap();
     let session = lib.open_ro_session(slot).unwrap();
     let _ = session.login(UserType::User, Some(&AuthPin::from(PIN.to_owned())));
-    let found = session.find_objects(&[Attribute::Class(ObjectClass::PRIVATE_KEY), Attribute::Label(LABEL.as_bytes().to_vec())]).unwrap();
-    assert_eq!(found.len(), 1);
-    let attrs = session
-        .get_attributes(
-            found[0],
-            &[AttributeType::Sensitive, AttributeType::Extractable, AttributeType::NeverExtractable, AttributeType::Value],
-        )
-        .unwrap_or_default();
-    assert!(attrs.contains(&Attribute::Sensitive(true)), "{attrs:?}");
-    assert!(attrs.contains(&Attribute::Extractable(false)), "{attrs:?}");
-    assert!(attrs.contains(&Attribute::NeverExtractable(true)), "{attrs:?}");
-    assert!(!attrs.iter().any(|a| matches!(a, Attribute::Value(_))), "the private key's value was read out: {attrs:?}");
-    eprintln!("SIGNING the CA key in SoftHSM2 signs (verified with ring) and gives no CKA_VALUE: sensitive, never extractable");
+    for (label, secret) in [(LABEL, AttributeType::Value), (RSA_LABEL, AttributeType::PrivateExponent)] {
+        let found =
+            session.find_objects(&[Attribute::Class(ObjectClass::PRIVATE_KEY), Attribute::Label(label.as_bytes().to_vec())]).unwrap();
+        assert_eq!(found.len(), 1);
+        let attrs = session
+            .get_attributes(found[0], &[AttributeType::Sensitive, AttributeType::Extractable, AttributeType::NeverExtractable, secret])
+            .unwrap_or_default();
+        assert!(attrs.contains(&Attribute::Sensitive(true)), "{label}: {attrs:?}");
+        assert!(attrs.contains(&Attribute::Extractable(false)), "{label}: {attrs:?}");
+        assert!(attrs.contains(&Attribute::NeverExtractable(true)), "{label}: {attrs:?}");
+        assert!(!attrs.iter().any(|a| matches!(a, Attribute::Value(_) | Attribute::PrivateExponent(_))), "{label} was read out: {attrs:?}");
+        let info = session.get_attribute_info(found[0], &[secret]).unwrap();
+        assert!(matches!(info.as_slice(), [AttributeInfo::Sensitive]), "{label}: C_GetAttributeValue of {secret:?} is refused: {info:?}");
+    }
+    eprintln!(
+        "SIGNING the CA keys in SoftHSM2 (P-256, RSA 2048) sign (verified with ring) and refuse their secret values: sensitive, never extractable"
+    );
 }
 
 #[derive(Debug)]

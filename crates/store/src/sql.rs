@@ -1145,6 +1145,7 @@ sql!(
 
 sql!(CAS = format!("SELECT {} FROM cert_authorities ORDER BY name_key", schema::CERT_AUTHORITIES.column_list()));
 sql!(INSERT_CA = format!("{} ON CONFLICT (name_key) DO NOTHING", schema::CERT_AUTHORITIES.insert()));
+sql!(SET_CA_CERT = "UPDATE cert_authorities SET cert_der = ?2 WHERE name_key = ?1 AND cert_der = ?3");
 sql!(CERT_POLICIES = "SELECT p.path_key, p.policy FROM cert_policies p JOIN folders f ON f.path_key = p.path_key ORDER BY p.path_key");
 sql!(
     SET_CERT_POLICY = "INSERT INTO cert_policies (path_key, policy) VALUES (?1, ?2) \

@@ -2,13 +2,18 @@
 //! folder certificate policies, on the store.
 //!
 //! A CA is a key of the key ring's making (its PKCS#8 sealed under the
-//! current data key of the default named key; a PKCS#11 CA key is for
-//! later, through `pki::CaSigner`) with its self-signed certificate, shown
-//! in the tree as the folder `\VED\Policy\CA Templates\NAME`: its DN is what
+//! current data key of the default named key, or a signing key made in the
+//! token of a PKCS#11 key, never leaving it) with its certificate, shown in
+//! the tree as the folder `\VED\Policy\CA Templates\NAME`: its DN is what
 //! clients see (`CertificateAuthority`, `CADN`). Its `validity_days` is the
 //! product's CA template `Validity Period`: how long the certificates it
-//! issues last (a folder policy's validity wins); its own certificate lasts
-//! ten years.
+//! issues last (a folder policy's validity wins).
+//!
+//! A root's certificate is self-signed, ten years. An intermediate
+//! (`create_ca` with `intermediate`) starts without one: its CSR
+//! ([`Admin::ca_csr`]) goes to an offline root, and the certificate that
+//! root signs is installed with [`Admin::install_ca`] (its key, CA flags and
+//! chain to a self-signed root checked); until then it issues nothing.
 
 use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting};
 use strongroom_core::event::EventKind;
@@ -31,27 +36,50 @@ pub struct CaInfo {
     pub algorithm: String,
     pub subject: String,
     pub validity_days: i64,
-    pub cert_der: Vec<u8>,
-    pub facts: CertFacts,
+    /// Its own certificate, then those above it up to the root (none for a root); empty for an
+    /// intermediate whose certificate is not installed yet.
+    pub chain: Vec<Vec<u8>>,
+    /// Its own certificate's facts (`None`: not installed yet).
+    pub facts: Option<CertFacts>,
     /// Where its key is: `sealed by NAME` (a key ring key) or `in the token of NAME`.
     pub key: String,
 }
 
 impl CaInfo {
+    /// Its own certificate, PEM (empty when not installed).
     pub fn pem(&self) -> String {
-        pki::pem("CERTIFICATE", &self.cert_der).replace("\r\n", "\n")
+        self.chain.first().map(|c| pki::pem("CERTIFICATE", c).replace("\r\n", "\n")).unwrap_or_default()
+    }
+
+    /// Its certificate and those above it up to the root, PEM.
+    pub fn chain_pem(&self) -> String {
+        self.chain.iter().map(|c| pki::pem("CERTIFICATE", c).replace("\r\n", "\n")).collect()
+    }
+
+    /// `root`, `intermediate` (signed by another CA) or `pending` (waiting for its certificate).
+    pub fn kind(&self) -> &'static str {
+        match self.chain.len() {
+            0 => "pending",
+            1 => "root",
+            _ => "intermediate",
+        }
     }
 }
 
 fn info(ca: &CaRecord) -> Result<CaInfo, AdminError> {
+    let chain: Vec<Vec<u8>> = pki::split_certs(&ca.cert_der).into_iter().map(<[u8]>::to_vec).collect();
+    let facts = match chain.first() {
+        Some(c) => Some(pki::cert_facts(c).map_err(|e| AdminError::Invalid(e.to_string()))?),
+        None => None,
+    };
     Ok(CaInfo {
         name: ca.name.clone(),
         dn: ca.dn.clone(),
         algorithm: ca.algorithm.clone(),
         subject: ca.subject.clone(),
         validity_days: ca.validity_days,
-        cert_der: ca.cert_der.clone(),
-        facts: pki::cert_facts(&ca.cert_der).map_err(|e| AdminError::Invalid(e.to_string()))?,
+        chain,
+        facts,
         key: if ca.key_id == svc::TOKEN_KEY_ID { format!("in the token of {}", ca.key_name) } else { format!("sealed by {}", ca.key_name) },
     })
 }
@@ -90,9 +118,10 @@ pub struct PolicyChange {
 
 impl Admin {
     /// Creates CA `name`: a new key (P-256 by default) and its self-signed
-    /// certificate. The key is sealed by the key ring, or, with `token_key`
-    /// (a configured PKCS#11 key's name), made in that key's token as a
-    /// signing key that never leaves it (ECDSA: P-256 or P-384).
+    /// certificate, or with `intermediate` none yet (see the module's text).
+    /// The key is sealed by the key ring, or, with `token_key` (a configured
+    /// PKCS#11 key's name), made in that key's token as a signing key that
+    /// never leaves it (ECDSA P-256 or P-384, RSA 2048, 3072 or 4096).
     pub async fn create_ca(
         &self,
         name: &str,
@@ -100,6 +129,7 @@ impl Admin {
         subject: Option<&str>,
         validity_days: Option<i64>,
         token_key: Option<&str>,
+        intermediate: bool,
     ) -> Result<CaInfo, AdminError> {
         if !valid_ca_name(name) {
             return Err(AdminError::Invalid("CA names are 1-64 letters, digits, spaces or ._-".into()));
@@ -120,39 +150,39 @@ impl Admin {
             return Err(AdminError::Exists(format!("folder {folder}")));
         }
         let now = self.clock.now();
-        let (cert_der, key_name, key_id, key_sealed) = match token_key {
+        let (signer, key_name, key_id, key_sealed) = match token_key {
             Some(token_key) => {
-                let curve = alg
-                    .token_curve()
-                    .ok_or_else(|| AdminError::Invalid("a CA key in a token is an ECDSA key: --algorithm p256 or p384".into()))?;
                 let label = svc::token_label(name);
                 let (key_name, _) = self
                     .keyring
-                    .create_signing_key(token_key, &label, curve)
+                    .create_signing_key(token_key, &label, alg.token_algorithm())
                     .await
                     .map_err(|e| AdminError::Invalid(format!("the CA key in {token_key}: {e}")))?;
                 let signer = self.keyring.signer(&key_name, &label).map_err(|e| AdminError::Invalid(e.to_string()))?;
-                let (rng, subject) = (self.rng.clone(), subject.clone());
-                let cert_der = tokio::task::spawn_blocking(move || {
-                    pki::self_signed_ca(&pki::TokenCaSigner { signer, curve }, &subject, now.secs(), CA_CERT_DAYS, &*rng)
-                })
-                .await
-                .map_err(|e| AdminError::Invalid(format!("signing the CA certificate: {e}")))?
-                .map_err(|e| AdminError::Invalid(e.to_string()))?;
-                (cert_der, key_name, svc::TOKEN_KEY_ID, label.into_bytes())
+                let signer: Box<dyn pki::CaSigner> = Box::new(pki::TokenCaSigner { signer, algorithm: alg.token_algorithm() });
+                (signer, key_name, svc::TOKEN_KEY_ID, label.into_bytes())
             }
             None => {
-                let (cert_der, key) = {
-                    let rng = self.rng.clone();
-                    let subject = subject.clone();
-                    tokio::task::spawn_blocking(move || pki::create_ca(alg, &subject, now.secs(), CA_CERT_DAYS, &*rng))
-                        .await
-                        .map_err(|e| AdminError::Invalid(format!("key generation: {e}")))?
-                        .map_err(|e| AdminError::Invalid(e.to_string()))?
-                };
+                // Off the async threads: an RSA key takes up to seconds.
+                let rng = self.rng.clone();
+                let key = tokio::task::spawn_blocking(move || pki::generate_key(alg.key_spec(), &*rng))
+                    .await
+                    .map_err(|e| AdminError::Invalid(format!("key generation: {e}")))?
+                    .map_err(|e| AdminError::Invalid(e.to_string()))?;
                 let (key_name, key_id, key_sealed) = svc::seal_ca_key(&*self.store, &self.keyring, &*self.rng, now, name, &key).await?;
-                (cert_der, key_name, key_id, key_sealed)
+                let signer: Box<dyn pki::CaSigner> = Box::new(pki::SoftwareSigner(key));
+                (signer, key_name, key_id, key_sealed)
             }
+        };
+        let cert_der = if intermediate {
+            Vec::new()
+        } else {
+            // A token's key signs with blocking calls.
+            let (rng, subject) = (self.rng.clone(), subject.clone());
+            tokio::task::spawn_blocking(move || pki::self_signed_ca(&*signer, &subject, now.secs(), CA_CERT_DAYS, &*rng))
+                .await
+                .map_err(|e| AdminError::Invalid(format!("signing the CA certificate: {e}")))?
+                .map_err(|e| AdminError::Invalid(e.to_string()))?
         };
         let ca = CaRecord {
             name: name.to_owned(),
@@ -166,11 +196,13 @@ impl Admin {
             validity_days: days,
             created_at: now,
         };
-        let facts = pki::cert_facts(&ca.cert_der).map_err(|e| AdminError::Invalid(e.to_string()))?;
-        let event = self
-            .event(EventKind::CaCreated)
-            .object(folder.as_str())
-            .detail(format!("ca={name} algorithm={} serial={} thumbprint={}", ca.algorithm, facts.serial, facts.thumbprint));
+        let detail = if ca.cert_der.is_empty() {
+            format!("ca={name} algorithm={} intermediate=true (its certificate to be installed)", ca.algorithm)
+        } else {
+            let facts = pki::cert_facts(&ca.cert_der).map_err(|e| AdminError::Invalid(e.to_string()))?;
+            format!("ca={name} algorithm={} serial={} thumbprint={}", ca.algorithm, facts.serial, facts.thumbprint)
+        };
+        let event = self.event(EventKind::CaCreated).object(folder.as_str()).detail(detail);
         if !self.store.insert_ca(ca.clone(), lineage_with_guids(&folder, &*self.rng), event).await? {
             return Err(AdminError::Exists(format!("CA {name}")));
         }
@@ -185,6 +217,63 @@ impl Admin {
     pub async fn ca(&self, name: &str) -> Result<CaInfo, AdminError> {
         let cas = self.store.cert_authorities().await?;
         svc::find_ca(&cas, name).map(info).unwrap_or_else(|| Err(AdminError::NotFound(format!("CA {name}"))))
+    }
+
+    /// A CSR (DER) of CA `name` for its subject, signed by its key: what an
+    /// offline root signs to make it an intermediate (any CA's key can ask).
+    pub async fn ca_csr(&self, name: &str) -> Result<Vec<u8>, AdminError> {
+        let cas = self.store.cert_authorities().await?;
+        let ca = svc::find_ca(&cas, name).ok_or_else(|| AdminError::NotFound(format!("CA {name}")))?;
+        let subject = pki::parse_subject(&ca.subject).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let signer = svc::ca_signer(&*self.store, &self.keyring, ca).await?;
+        tokio::task::spawn_blocking(move || pki::ca_csr(&*signer, &subject))
+            .await
+            .map_err(|e| AdminError::Invalid(format!("signing the CSR: {e}")))?
+            .map_err(|e| AdminError::Invalid(e.to_string()))
+    }
+
+    /// Installs CA `name`'s certificate `cert` (PEM or DER; any further
+    /// certificates in it join `chain`) with the certificates above it up to
+    /// a self-signed root (`chain`, PEM or DER, in any order): checked by
+    /// [`pki::check_ca_certificate`] against the CA's key, then written in
+    /// one conditional write (a concurrent install of the same CA loses).
+    /// Certificates it issued before keep verifying only if the subject and
+    /// key are the same, which they are: the key is the CA's, the subject the
+    /// certificate's own.
+    pub async fn install_ca(&self, name: &str, cert: &[u8], chain: Option<&[u8]>) -> Result<CaInfo, AdminError> {
+        let cas = self.store.cert_authorities().await?;
+        let ca = svc::find_ca(&cas, name).ok_or_else(|| AdminError::NotFound(format!("CA {name}")))?.clone();
+        let invalid = |what: &str, e: pki::PkiError| AdminError::Invalid(format!("{what}: {e}"));
+        let mut given = pki::read_certs(cert).map_err(|e| invalid("--cert", e))?;
+        let own = given.remove(0);
+        if let Some(chain) = chain {
+            given.extend(pki::read_certs(chain).map_err(|e| invalid("--chain", e))?);
+        }
+        let signer = svc::ca_signer(&*self.store, &self.keyring, &ca).await?;
+        let public = tokio::task::spawn_blocking(move || pki::signer_public_key(&*signer))
+            .await
+            .map_err(|e| AdminError::Invalid(format!("the CA's key: {e}")))?
+            .map_err(|e| AdminError::Invalid(format!("the CA's key: {e}")))?;
+        let now = self.clock.now();
+        let path = pki::check_ca_certificate(&own, &given, &public, now.secs()).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let facts = pki::cert_facts(&own).map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let root =
+            path.last().map(|r| pki::cert_facts(r).map(|f| f.thumbprint)).transpose().map_err(|e| AdminError::Invalid(e.to_string()))?;
+        let event = self.event(EventKind::CaInstalled).object(ca.dn.as_str()).detail(format!(
+            "ca={} serial={} thumbprint={} issuer={:?} chain={} root={}",
+            ca.name,
+            facts.serial,
+            facts.thumbprint,
+            facts.issuer,
+            path.len(),
+            root.unwrap_or_default()
+        ));
+        if !self.store.set_ca_certificate(ca.name.to_lowercase(), ca.cert_der.clone(), path.concat(), event).await? {
+            return Err(AdminError::Invalid(format!("CA {} changed meanwhile: install again", ca.name)));
+        }
+        let mut installed = ca;
+        installed.cert_der = path.concat();
+        info(&installed)
     }
 
     /// Changes folder `folder`'s own policy; answers it.

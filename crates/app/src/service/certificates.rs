@@ -121,16 +121,21 @@ pub async fn ca_signer(store: &dyn Store, keyring: &KeyRing, ca: &CaRecord) -> R
     if ca.key_id == TOKEN_KEY_ID {
         let label =
             String::from_utf8(ca.key_sealed.clone()).map_err(|_| CertError::Internal(format!("CA {}: its key's label", ca.name)))?;
-        let curve = CaAlgorithm::parse(&ca.algorithm)
-            .and_then(CaAlgorithm::token_curve)
+        let algorithm = CaAlgorithm::parse(&ca.algorithm)
+            .map(CaAlgorithm::token_algorithm)
             .ok_or_else(|| CertError::Internal(format!("CA {}: a token key of algorithm {}", ca.name, ca.algorithm)))?;
         let signer = keyring.signer(&ca.key_name, &label).map_err(|e| CertError::Internal(format!("CA {}: {e}", ca.name)))?;
-        return Ok(Box::new(pki::TokenCaSigner { signer, curve }));
+        return Ok(Box::new(pki::TokenCaSigner { signer, algorithm }));
     }
     let k = keyring.key(store, ca.key_id).await.map_err(|e| CertError::Internal(format!("the CA key's data key: {e}")))?;
     let plain = crypto::open(&k, &ca_key_aad(&ca.name.to_lowercase(), ca.key_id), &ca.key_sealed)
         .map_err(|_| CertError::Internal(format!("the key of CA {} does not open", ca.name)))?;
     Ok(Box::new(SoftwareSigner(PrivateKey(Zeroizing::new(plain)))))
+}
+
+/// A CA's own certificate (DER); `None` for an intermediate whose certificate is not installed yet.
+pub fn ca_certificate(ca: &CaRecord) -> Option<&[u8]> {
+    pki::split_certs(&ca.cert_der).into_iter().next()
 }
 
 /// A CA named by its DN (`\VED\Policy\CA Templates\NAME`) or its name, in any case.
@@ -145,19 +150,19 @@ pub fn crl_url(public_url: &str, ca_name: &str) -> String {
 }
 
 /// The CRL of CA `name` (DER), signed now from its revocations whose certificates have not
-/// expired. `None`: no such CA.
+/// expired. `None`: no such CA (or an intermediate whose certificate is not installed yet).
 pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let name = name.strip_suffix(".crl").unwrap_or(name);
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
+    let Some(cert) = ca_certificate(ca).map(<[u8]>::to_vec) else { return Ok(None) };
     let now = app.now().secs();
     let revoked = app.store.revocations(ca.name.to_lowercase(), now).await?;
     let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
-    let subject = pki::parse_subject(&ca.subject)?;
     let list: Vec<pki::Revoked> =
         revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
     // A token's key signs with blocking calls: off the async threads.
-    let crl = tokio::task::spawn_blocking(move || pki::crl(&Issuer { subject: &subject, signer: &*signer }, &list, now))
+    let crl = tokio::task::spawn_blocking(move || pki::crl(&Issuer { cert_der: &cert, signer: &*signer }, &list, now))
         .await
         .map_err(|e| CertError::Internal(format!("signing the CRL: {e}")))??;
     Ok(Some(crl))
@@ -489,6 +494,12 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
             "{wanted} is not a certificate authority of this server (external CAs are not supported)."
         )));
     };
+    let Some(ca_cert) = ca_certificate(ca).map(<[u8]>::to_vec) else {
+        return Err(CertError::Invalid(format!(
+            "The certificate authority {} cannot issue yet: its certificate is not installed (strongroom admin ca install).",
+            ca.dn
+        )));
+    };
     let now = app.now().secs();
     let days = i64::from(policy.validity_days.unwrap_or(0)).max(0);
     let days = if days > 0 {
@@ -506,6 +517,8 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         }
         not_after = not_after.min(at);
     }
+    // No certificate outlives its CA's (an intermediate's may be short).
+    not_after = not_after.min(pki::cert_facts(&ca_cert)?.not_after);
     let generated = match &csr {
         Some(_) => None,
         // Off the async threads: an RSA key takes tens to hundreds of milliseconds.
@@ -524,14 +537,21 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         (None, None) => return Err(CertError::Internal("no key".into())),
     };
     let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
-    let ca_subject = pki::parse_subject(&ca.subject)?;
     let url = crl_url(&app.public_url, &ca.name);
-    let issued = pki::issue(
-        &Issuer { subject: &ca_subject, signer: &*signer },
-        &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
-        &*app.rng,
-    )?;
-    drop(signer);
+    // Signed on the blocking pool: a token's key signs with blocking calls (its session is
+    // one at a time per key, so concurrent requests queue there, not on the async threads).
+    let issued = {
+        let (subject, sans, leaf_key, rng) = (subject.clone(), sans.clone(), leaf_key.clone(), app.rng.clone());
+        tokio::task::spawn_blocking(move || {
+            pki::issue(
+                &Issuer { cert_der: &ca_cert, signer: &*signer },
+                &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
+                &*rng,
+            )
+        })
+        .await
+        .map_err(|e| CertError::Internal(format!("signing the certificate: {e}")))??
+    };
     // The entries, sealed under the current data key.
     let default = app.keyring.default_name().to_owned();
     let dk: DataKey = app
@@ -754,10 +774,10 @@ impl std::fmt::Debug for Retrieved {
     }
 }
 
-/// The CA certificate (DER) of an object.
-async fn ca_der(app: &App, r: &CertRecord) -> Result<Vec<u8>> {
+/// The chain of an object's CA (DER): its certificate, then those above it up to the root.
+async fn ca_chain(app: &App, r: &CertRecord) -> Result<Vec<Vec<u8>>> {
     let cas = app.store.cert_authorities().await?;
-    Ok(find_ca(&cas, &r.ca_key).map(|c| c.cert_der.clone()).unwrap_or_default())
+    Ok(find_ca(&cas, &r.ca_key).map(|c| pki::split_certs(&c.cert_der).into_iter().map(<[u8]>::to_vec).collect()).unwrap_or_default())
 }
 
 /// `Certificates/Retrieve`: Read on the object; Private Key Read too for its key, which is
@@ -797,15 +817,13 @@ async fn retrieve_vault(
         }
         return Ok(Retrieved { data: cert, filename: format!("{base}.cer"), format: Format::Der.name() });
     }
-    let chain = if input.include_chain { ca_der(app, r).await? } else { Vec::new() };
+    let chain = if input.include_chain { ca_chain(app, r).await? } else { Vec::new() };
     if input.format == Format::Pkcs7 {
         if input.include_private_key {
             return Err(CertError::Invalid("PKCS #7 holds certificates alone: ask PKCS #12 or Base64 (PKCS #8) for the key.".into()));
         }
         let mut certs: Vec<&[u8]> = vec![&cert];
-        if !chain.is_empty() {
-            certs.push(&chain);
-        }
+        certs.extend(chain.iter().map(Vec::as_slice));
         return Ok(Retrieved { data: Zeroizing::new(pki::pkcs7(&certs)), filename: format!("{base}.p7b"), format: Format::Pkcs7.name() });
     }
     if input.format == Format::Pkcs12 {
@@ -815,19 +833,19 @@ async fn retrieve_vault(
         }
         let key = if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12").await?) } else { None };
         let mut certs: Vec<&[u8]> = vec![&cert];
-        if !chain.is_empty() {
-            certs.push(&chain);
-        }
+        certs.extend(chain.iter().map(Vec::as_slice));
         let p12 = pki::pkcs12(&certs, key.as_ref(), &Zeroizing::new(password), &*app.rng)?;
         return Ok(Retrieved { data: Zeroizing::new(p12), filename: format!("{base}.pfx"), format: Format::Pkcs12.name() });
     }
-    let mut out = String::new();
-    if input.root_first && !chain.is_empty() {
-        out.push_str(&pki::pem("CERTIFICATE", &chain));
+    // Leaf, its CA, …, the root; or with RootFirstOrder the root first and the leaf last.
+    let mut order: Vec<&[u8]> = vec![&cert];
+    order.extend(chain.iter().map(Vec::as_slice));
+    if input.root_first {
+        order.reverse();
     }
-    out.push_str(&pki::pem("CERTIFICATE", &cert));
-    if !input.root_first && !chain.is_empty() {
-        out.push_str(&pki::pem("CERTIFICATE", &chain));
+    let mut out = String::new();
+    for der in order {
+        out.push_str(&pki::pem("CERTIFICATE", der));
     }
     if input.include_private_key {
         let password = input.password.as_ref().map(|p| p.expose().to_owned()).unwrap_or_default();

@@ -14,8 +14,10 @@ use super::{Rendered, time};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum CaCommand {
-    /// Create an issuing CA: a new key sealed by the key ring and its
-    /// self-signed certificate (ten years). Prints its DN
+    /// Create an issuing CA: a new key sealed by the key ring (or made in a
+    /// token with --key) and its self-signed certificate (ten years); with
+    /// --intermediate, no certificate yet but a CSR for an offline root to
+    /// sign (then `ca install`). Prints its DN
     /// (\VED\Policy\CA Templates\NAME), which policies and requests name.
     ///
     /// Example: strongroom admin ca create 'Issuing CA' --subject 'CN=Issuing CA, O=Acme'
@@ -32,20 +34,57 @@ pub(crate) enum CaCommand {
         #[arg(long)]
         validity_days: Option<i64>,
         /// Make the key in the token of this configured PKCS#11 key ([[keys.pkcs11]], e.g.
-        /// PKCS11:hsm) as a signing key that never leaves it (p256 or p384), instead of
+        /// PKCS11:hsm) as a signing key that never leaves it (any --algorithm), instead of
         /// sealing it by the key ring.
         #[arg(long, value_name = "PKCS11_KEY")]
         key: Option<String>,
+        /// An intermediate CA: no self-signed certificate; its CSR goes to --csr-out for an
+        /// offline root to sign, and it issues nothing until `ca install` gives it the
+        /// certificate.
+        #[arg(long, requires = "csr_out")]
+        intermediate: bool,
+        /// With --intermediate: where to write the CA's CSR (PEM).
+        #[arg(long, value_name = "FILE", requires = "intermediate")]
+        csr_out: Option<std::path::PathBuf>,
+    },
+    /// Write a CA's CSR (PEM) again, signed by its key, for its subject: for an offline root to
+    /// sign (`ca install` takes what it signs).
+    ///
+    /// Example: strongroom admin ca csr 'Issuing CA' --out issuing.csr
+    Csr {
+        name: String,
+        /// The file (default: standard output).
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Install a CA's certificate signed by another CA (an offline root), with the certificates
+    /// above it. Checked first: it holds the CA's key, it is a CA certificate with keyCertSign
+    /// and cRLSign, it is valid now, and the chain reaches a self-signed root with every
+    /// signature verified. Retrieve's IncludeChain then answers the leaf, this CA and the
+    /// chain up to the root.
+    ///
+    /// Example: strongroom admin ca install 'Issuing CA' --cert issuing.pem --chain root.pem
+    Install {
+        name: String,
+        /// The CA's certificate (PEM or DER; further certificates in the file count as --chain).
+        #[arg(long, value_name = "FILE")]
+        cert: std::path::PathBuf,
+        /// The certificates above it up to the self-signed root, in any order (PEM or DER).
+        #[arg(long, value_name = "FILE")]
+        chain: Option<std::path::PathBuf>,
     },
     /// List the CAs.
     List,
-    /// Show a CA; with --pem, only its certificate in PEM (for trust bundles, openssl verify).
+    /// Show a CA; with --pem, only its certificate in PEM (for trust bundles, openssl verify);
+    /// with --chain, its certificate and those above it up to the root.
     ///
     /// Example: strongroom admin ca show 'Issuing CA' --pem > ca.pem
     Show {
         name: String,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "chain")]
         pem: bool,
+        #[arg(long)]
+        chain: bool,
     },
 }
 
@@ -56,7 +95,7 @@ pub(crate) enum PolicyCommand {
     /// value given is locked (a request must meet it); otherwise each is a
     /// default. Domains and wildcards always bind.
     ///
-    /// Example: strongroom admin policy set '\VED\Policy\Web' --ca 'Issuing CA' --domains example.com --wildcards false
+    /// Example: strongroom admin policy set '\VED\Policy\Web' --issuing-ca 'Issuing CA' --domains example.com --wildcards false
     Set(Box<PolicySet>),
     /// Show a folder's own policy and the one in force there.
     Show { folder: String },
@@ -66,9 +105,12 @@ pub(crate) enum PolicyCommand {
 #[derive(Debug, clap::Args)]
 pub(crate) struct PolicySet {
     folder: String,
-    /// The CA (its name or DN). Read through `admin`'s global `--ca` (the
-    /// --server trust file of other commands): `policy set` runs on the store
-    /// only, so the option is this one's here (see `main`).
+    /// The CA (its name or DN). The older spelling `--ca NAME` still works on the store; it is
+    /// also `admin`'s global --server trust file option, so prefer this one.
+    #[arg(long = "issuing-ca", value_name = "CA")]
+    issuing_ca: Option<String>,
+    /// `--ca NAME`, the older spelling of --issuing-ca: read through `admin`'s global `--ca`
+    /// (the --server trust file of other commands) on the store only (see `main`).
     #[arg(skip)]
     pub(crate) ca: Option<String>,
     /// RSA or ECC.
@@ -104,44 +146,89 @@ pub(crate) struct PolicySet {
 }
 
 fn ca_json(c: &CaInfo) -> serde_json::Value {
+    let f = c.facts.as_ref();
     json!({
-        "name": c.name, "dn": c.dn, "algorithm": c.algorithm, "subject": c.subject,
-        "validity_days": c.validity_days, "serial": c.facts.serial, "thumbprint": c.facts.thumbprint, "key": c.key,
-        "not_before": time(UnixTime::from_secs(c.facts.not_before)), "not_after": time(UnixTime::from_secs(c.facts.not_after)),
+        "name": c.name, "dn": c.dn, "algorithm": c.algorithm, "subject": c.subject, "kind": c.kind(),
+        "validity_days": c.validity_days, "serial": f.map(|f| &f.serial), "thumbprint": f.map(|f| &f.thumbprint), "key": c.key,
+        "issuer": f.map(|f| &f.issuer),
+        "not_before": f.map(|f| time(UnixTime::from_secs(f.not_before))), "not_after": f.map(|f| time(UnixTime::from_secs(f.not_after))),
     })
+}
+
+fn read(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+}
+
+fn csr_pem(der: &[u8]) -> String {
+    strongroom_app::pki::pem("CERTIFICATE REQUEST", der).replace("\r\n", "\n")
 }
 
 pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
     Ok(match command {
-        CaCommand::Create { name, algorithm, subject, validity_days, key } => {
-            let c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days, key.as_deref()).await?;
-            Rendered::done(c.dn.clone(), ca_json(&c))
+        CaCommand::Create { name, algorithm, subject, validity_days, key, intermediate, csr_out } => {
+            let c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days, key.as_deref(), intermediate).await?;
+            let mut j = ca_json(&c);
+            if let Some(out) = csr_out {
+                let pem = csr_pem(&admin.ca_csr(&c.name).await?);
+                std::fs::write(&out, &pem).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+                j["csr"] = json!(pem);
+            }
+            Rendered::done(c.dn.clone(), j)
+        }
+        CaCommand::Csr { name, out } => {
+            let pem = csr_pem(&admin.ca_csr(&name).await?);
+            match out {
+                Some(out) => {
+                    std::fs::write(&out, &pem).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+                    Rendered::done(format!("CSR of {name} written to {}", out.display()), json!({"csr": pem}))
+                }
+                None => Rendered::done(pem.trim_end().to_owned(), json!({"csr": pem})),
+            }
+        }
+        CaCommand::Install { name, cert, chain } => {
+            let chain = chain.as_deref().map(read).transpose()?;
+            let c = admin.install_ca(&name, &read(&cert)?, chain.as_deref()).await?;
+            let issuer = c.facts.as_ref().map(|f| f.issuer.clone()).unwrap_or_default();
+            Rendered::done(format!("installed: {} (issued by {issuer}; {} certificates up to the root)", c.dn, c.chain.len()), ca_json(&c))
         }
         CaCommand::List => {
             let cas = admin.cas().await?;
             let rows: Vec<Vec<String>> = cas
                 .iter()
                 .map(|c| {
-                    vec![c.name.clone(), c.algorithm.clone(), c.subject.clone(), time(UnixTime::from_secs(c.facts.not_after)), c.dn.clone()]
+                    let not_after = c.facts.as_ref().map_or_else(|| "-".to_owned(), |f| time(UnixTime::from_secs(f.not_after)));
+                    vec![c.name.clone(), c.kind().to_owned(), c.algorithm.clone(), c.subject.clone(), not_after, c.dn.clone()]
                 })
                 .collect();
-            Rendered::table(&["NAME", "ALGORITHM", "SUBJECT", "NOT AFTER", "DN"], &rows, json!(cas.iter().map(ca_json).collect::<Vec<_>>()))
+            Rendered::table(
+                &["NAME", "KIND", "ALGORITHM", "SUBJECT", "NOT AFTER", "DN"],
+                &rows,
+                json!(cas.iter().map(ca_json).collect::<Vec<_>>()),
+            )
         }
-        CaCommand::Show { name, pem } => {
+        CaCommand::Show { name, pem, chain } => {
             let c = admin.ca(&name).await?;
-            if pem {
-                Rendered::done(c.pem(), json!({"pem": c.pem()}))
+            if pem || chain {
+                let text = if chain { c.chain_pem() } else { c.pem() };
+                if text.is_empty() {
+                    anyhow::bail!("CA {} has no certificate yet: install the one its root signed (strongroom admin ca install)", c.name);
+                }
+                Rendered::done(text.trim_end().to_owned(), json!({"pem": text}))
             } else {
+                let f = c.facts.as_ref();
+                let or_none = |v: Option<String>| v.unwrap_or_else(|| "- (not installed: strongroom admin ca install)".into());
                 let text = format!(
-                    "name:        {}\ndn:          {}\nalgorithm:   {}\nsubject:     {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\nkey:         {}\n",
+                    "name:        {}\ndn:          {}\nkind:        {}\nalgorithm:   {}\nsubject:     {}\nissuer:      {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\nkey:         {}\n",
                     c.name,
                     c.dn,
+                    c.kind(),
                     c.algorithm,
                     c.subject,
-                    c.facts.serial,
-                    c.facts.thumbprint,
-                    time(UnixTime::from_secs(c.facts.not_before)),
-                    time(UnixTime::from_secs(c.facts.not_after)),
+                    or_none(f.map(|f| f.issuer.clone())),
+                    or_none(f.map(|f| f.serial.clone())),
+                    or_none(f.map(|f| f.thumbprint.clone())),
+                    or_none(f.map(|f| time(UnixTime::from_secs(f.not_before)))),
+                    or_none(f.map(|f| time(UnixTime::from_secs(f.not_after)))),
                     c.validity_days,
                     c.key
                 );
@@ -186,6 +273,7 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
         PolicyCommand::Set(set) => {
             let PolicySet {
                 folder,
+                issuing_ca,
                 ca,
                 key_algorithm,
                 key_size,
@@ -200,8 +288,11 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 validity_days,
                 locked,
             } = *set;
+            if issuing_ca.is_some() && ca.is_some() {
+                anyhow::bail!("give the CA once: --issuing-ca (or its older spelling --ca)");
+            }
             let change = PolicyChange {
-                ca,
+                ca: issuing_ca.or(ca),
                 key_algorithm,
                 key_size,
                 curve,

@@ -117,6 +117,12 @@ pub(crate) async fn run(remote: &RemoteArgs, command: AdminCommand, json: bool) 
     if let Some(what) = store_only(&command) {
         return Err(direct_only(what));
     }
+    // Refused before connecting: `--ca` is `policy set`'s CA on the store, and must not be
+    // read as the trust file it is to every other command over the API.
+    if let AdminCommand::Ca(_) | AdminCommand::Policy(_) = &command {
+        let what = if matches!(command, AdminCommand::Ca(_)) { "ca" } else { "policy" };
+        return Err(Failure::from(not_over_api(what)));
+    }
     let api = remote.connect()?;
     let out = Output { json };
     let target = super::Target::Server(api);

@@ -18,13 +18,13 @@ use crate::process::{Api, Server, TokensExt as _};
 
 const PASSWORD: &str = "a long passphrase";
 
-fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl is needed by these tests (apt install openssl)");
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// A CSR (PEM) and its key file for `subject` with DNS `sans`, RSA of `bits` or P-256.
-fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
+pub(crate) fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
     let newkey = rsa_bits.map_or_else(|| "ec".to_owned(), |b| format!("rsa:{b}"));
     let mut args = vec!["req", "-new", "-nodes", "-newkey", &newkey, "-keyout", "", "-subj", subject, "-out", ""];
     let key = format!("{name}.key");
@@ -44,19 +44,19 @@ fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u3
     std::fs::read_to_string(dir.join(out)).unwrap()
 }
 
-struct Call {
-    http: reqwest::Client,
-    base: String,
+pub(crate) struct Call {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
 }
 
 impl Call {
-    async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
         let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(&body).send().await.unwrap();
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, token: &str, path: &str) -> (u16, Option<String>, Value) {
+    pub(crate) async fn get(&self, token: &str, path: &str) -> (u16, Option<String>, Value) {
         let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(token).send().await.unwrap();
         let status = r.status().as_u16();
         let count = r.headers().get("x-record-count").map(|v| v.to_str().unwrap().to_owned());
@@ -64,7 +64,7 @@ impl Call {
     }
 
     /// Retrieves into `file` (the decoded `CertificateData`).
-    async fn retrieve(&self, token: &str, dir: &Path, file: &str, body: Value) -> Vec<u8> {
+    pub(crate) async fn retrieve(&self, token: &str, dir: &Path, file: &str, body: Value) -> Vec<u8> {
         let (status, v) = self.post(token, "/vedsdk/certificates/retrieve", body).await;
         assert_eq!(status, 200, "{v}");
         let data = STANDARD.decode(v["CertificateData"].as_str().unwrap()).unwrap();
@@ -88,7 +88,7 @@ fn status_line(base: &str, token: &str, path: &str, body: &str) -> String {
     out.lines().next().unwrap_or_default().to_owned()
 }
 
-fn serial_of(dir: &Path, pem_file: &str) -> String {
+pub(crate) fn serial_of(dir: &Path, pem_file: &str) -> String {
     let (ok, text) = openssl(dir, &["x509", "-in", pem_file, "-noout", "-serial"]);
     assert!(ok, "{text}");
     text.trim().trim_start_matches("serial=").to_owned()
@@ -111,6 +111,34 @@ async fn certificates_from_request_to_crl_with_openssl() {
     let shown = server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
     assert!(shown.contains("Acme (locked)"), "{shown}");
     server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--domains", "example.com", "--wildcards", "false"], "");
+    // `--issuing-ca` (and its older spelling `--ca`, the global trust file's option over --server):
+    // over the API `admin policy` and `admin ca` are refused at once, exit 2, no file read.
+    let base = server.http_base();
+    for args in [
+        &["policy", "set", "\\VED\\Policy\\Web", "--issuing-ca", "Issuing CA"][..],
+        &["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA"],
+        &["ca", "list"],
+    ] {
+        let r = crate::process::run(&[&["admin", "--server", base.as_str()][..], args].concat(), &[]);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert!(r.stderr.contains("is not available over the API") && !r.stderr.contains("Issuing CA:"), "{args:?}: {r:?}");
+    }
+    let both = crate::process::run(
+        &[
+            "admin",
+            "--data-dir",
+            &server.dir.display().to_string(),
+            "policy",
+            "set",
+            "\\VED\\Policy\\Web",
+            "--issuing-ca",
+            "Issuing CA",
+            "--ca",
+            "Issuing CA",
+        ],
+        &[],
+    );
+    assert!(both.code != 0 && both.stderr.contains("give the CA once"), "{both:?}");
     for user in ["alice", "bob", "carol"] {
         server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     }
@@ -407,4 +435,166 @@ async fn certificates_from_request_to_crl_with_openssl() {
     }
     let verified = server.admin(&["events", "verify"], "");
     assert!(verified.contains("event log intact"), "{verified}");
+}
+
+/// An intermediate CA with a software RSA 2048 key (`admin ca create --intermediate`), signed by
+/// an offline openssl root: installed with its root, it issues certificates whose chain
+/// `Retrieve` gives leaf, intermediate, root (or root first), that openssl verifies up to the
+/// root, and its CRL, signed by the intermediate, is the one openssl's CRL check takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_intermediate_signed_by_an_offline_root_issues_with_its_chain() {
+    let server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let csr_file = dir.join("sub.csr").display().to_string();
+    let dn = server.admin(
+        &["ca", "create", "Sub", "--algorithm", "rsa2048", "--intermediate", "--csr-out", &csr_file, "--subject", "CN=Acme Sub, O=Acme"],
+        "",
+    );
+    assert_eq!(dn.trim(), "\\VED\\Policy\\CA Templates\\Sub");
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "root.key",
+            "-out",
+            "root.pem",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=Acme Root",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    assert!(ok, "{out}");
+    std::fs::write(dir.join("sub.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n").unwrap();
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "sub.csr",
+            "-CA",
+            "root.pem",
+            "-CAkey",
+            "root.key",
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            "sub.ext",
+            "-out",
+            "sub.pem",
+        ],
+    );
+    assert!(ok, "{out}");
+    // Without cRLSign it is refused; with it and the root (one file, as a bundle), installed.
+    std::fs::write(dir.join("bad.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n").unwrap();
+    let (ok, out) = openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "sub.csr",
+            "-CA",
+            "root.pem",
+            "-CAkey",
+            "root.key",
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            "bad.ext",
+            "-out",
+            "bad.pem",
+        ],
+    );
+    assert!(ok, "{out}");
+    let root = std::fs::read_to_string(dir.join("root.pem")).unwrap();
+    let bad = crate::process::run(
+        &[
+            "admin",
+            "--data-dir",
+            &server.dir.display().to_string(),
+            "ca",
+            "install",
+            "Sub",
+            "--cert",
+            &dir.join("bad.pem").display().to_string(),
+        ],
+        &[],
+    );
+    assert!(bad.code != 0 && bad.stderr.contains("cRLSign"), "{bad:?}");
+    std::fs::write(dir.join("bundle.pem"), format!("{}{root}", std::fs::read_to_string(dir.join("sub.pem")).unwrap())).unwrap();
+    let installed = server.admin(&["ca", "install", "Sub", "--cert", &dir.join("bundle.pem").display().to_string()], "");
+    assert!(installed.contains("2 certificates up to the root"), "{installed}");
+
+    server.admin(&["folders", "create", "\\VED\\Policy\\Inner"], "");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Inner", "--issuing-ca", "Sub"], "");
+    server.admin(&["users", "create", "alice"], &format!("{PASSWORD}\n"));
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Inner", "alice", "--rights", "view,read,write,create,revoke"], "");
+    let scope = "certificate:manage,revoke";
+    server.admin(&["integrations", "create", "vcert", "--scope", scope, "--allow-all-users", "--password-grant", "true"], "");
+    let token = Api::new(server.http_base()).password_grant("vcert", "alice", PASSWORD, scope).await.access().to_owned();
+    let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
+    let (status, v) = c
+        .post(
+            &token,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Inner", "Subject": "in.example.com", "KeyAlgorithm": "ECC"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let leaf = v["CertificateDN"].as_str().unwrap().to_owned();
+    let bodies = |pem: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(pem)
+            .split("-----BEGIN CERTIFICATE-----")
+            .skip(1)
+            .map(|b| b.split("-----END").next().unwrap().chars().filter(|c| !c.is_whitespace()).collect())
+            .collect()
+    };
+    let chain = c.retrieve(&token, dir, "leaf.pem", json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true})).await;
+    let (sub, root_body) = (bodies(&std::fs::read(dir.join("sub.pem")).unwrap()), bodies(root.as_bytes()));
+    let got = bodies(&chain);
+    assert_eq!((got.len(), &got[1], &got[2]), (3, &sub[0], &root_body[0]), "leaf, intermediate, root");
+    let first = c
+        .retrieve(
+            &token,
+            dir,
+            "first.pem",
+            json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true, "RootFirstOrder": true}),
+        )
+        .await;
+    assert_eq!(bodies(&first), got.iter().rev().cloned().collect::<Vec<_>>(), "root, intermediate, leaf");
+    c.retrieve(&token, dir, "leaf.p7b", json!({"CertificateDN": leaf, "Format": "PKCS #7", "IncludeChain": true})).await;
+    let (ok, out) = openssl(dir, &["pkcs7", "-inform", "DER", "-in", "leaf.p7b", "-print_certs", "-noout"]);
+    assert!(ok && out.matches("subject=").count() == 3, "{out}");
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "root.pem", "-untrusted", "sub.pem", "leaf.pem"]);
+    assert!(ok && out.contains("leaf.pem: OK"), "{out}");
+    let (_, text) = openssl(dir, &["x509", "-in", "leaf.pem", "-noout", "-text"]);
+    assert!(text.contains("Signature Algorithm: sha256WithRSAEncryption") && text.contains("Issuer: CN = Acme Sub, O = Acme"), "{text}");
+
+    // Revoked: on the intermediate's CRL, which openssl's CRL check takes as the intermediate's.
+    let (status, v) = c.post(&token, "/vedsdk/certificates/revoke", json!({"CertificateDN": leaf, "Reason": 4})).await;
+    assert_eq!(status, 200, "{v}");
+    let crl = reqwest::get(format!("{}/crl/sub.crl", server.http_base())).await.unwrap().bytes().await.unwrap();
+    std::fs::write(dir.join("sub.crl"), crl).unwrap();
+    let (ok, out) = openssl(dir, &["crl", "-inform", "DER", "-in", "sub.crl", "-CAfile", "sub.pem", "-verify", "-out", "sub-crl.pem"]);
+    assert!(ok && out.contains("verify OK"), "{out}");
+    let (ok, out) =
+        openssl(dir, &["verify", "-crl_check", "-CAfile", "root.pem", "-untrusted", "sub.pem", "-CRLfile", "sub-crl.pem", "leaf.pem"]);
+    assert!(!ok && out.contains("certificate revoked"), "{out}");
+    let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
+    assert!(events.contains("certificate.ca_installed"), "the install is in the log");
 }

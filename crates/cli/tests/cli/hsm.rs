@@ -505,56 +505,305 @@ async fn a_pin_the_token_refused_is_not_presented_again() {
     assert_no_secrets(&output, kept.path(), &["hsm secret", "hsm value", "software secret", "sw value", "third hsm secret"]);
 }
 
-/// A CA whose key is made in SoftHSM (`admin ca create --key PKCS11:hsm`):
-/// the token signs its certificate and, through the server, its CRL; RSA is
-/// refused (tokens make ECDSA keys here); and the key is sensitive and never
-/// extractable.
+/// The PEM blocks of a file, each as its base64 body (line breaks removed).
+fn pem_bodies(text: &str) -> Vec<String> {
+    text.split("-----BEGIN CERTIFICATE-----")
+        .skip(1)
+        .map(|b| b.split("-----END").next().unwrap_or_default().chars().filter(|c| !c.is_whitespace()).collect())
+        .collect()
+}
+
+/// CAs whose keys are made in SoftHSM (`admin ca create --key PKCS11:hsm`),
+/// end to end through the real binary: a P-256 root, an RSA 2048 root and a
+/// P-256 intermediate whose certificate an offline root (openssl) signed.
+/// The token signs their certificates, every leaf (a user CSR, central keys,
+/// sixteen concurrent requests) and their CRLs, each checked with openssl;
+/// `Retrieve` gives the intermediate's chain in both orders; the keys are
+/// sensitive and never extractable (that the token refuses their secret
+/// parts is `crates/keyring/tests/signing_keys.rs`), and the store holds
+/// only their labels.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ca_key_in_softhsm_signs_and_stays_in_the_token() {
+async fn cas_with_keys_in_softhsm_issue_revoke_and_keep_their_keys() {
+    use crate::certificates::{Call, csr, openssl, serial_of};
+    use serde_json::json;
     let Some(module) = softhsm_module() else {
         skip("SoftHSM2 (softhsm2-util and libsofthsm2.so) is not installed: the HSM CA test cannot run");
         return;
     };
+    let started = std::time::Instant::now();
     let hsm = Hsm::init(module);
+    let dir = hsm.dir.path().to_owned();
     let config = hsm.config("config.toml", &[("hsm", TOKEN, hsm.pin_file())]);
-    let data = hsm.dir.path().join("data");
-    for args in [&["init"][..], &["keys", "create", "PKCS11:hsm"]] {
+    let data = dir.join("data");
+    let ok = |args: &[&str]| {
         let r = admin(&hsm, &config, &data, args);
         assert_eq!(r.code, 0, "{args:?}: {r:?}");
-    }
-    let r = admin(&hsm, &config, &data, &["ca", "create", "HSM CA", "--key", "pkcs11:HSM", "--subject", "CN=HSM CA, O=Strongroom tests"]);
-    assert_eq!((r.code, r.stdout.trim()), (0, "\\VED\\Policy\\CA Templates\\HSM CA"), "{r:?}");
-    let r = admin(&hsm, &config, &data, &["ca", "create", "RSA CA", "--algorithm", "rsa2048", "--key", "PKCS11:hsm"]);
-    assert!(r.code != 0 && r.stderr.contains("ECDSA"), "{r:?}");
-    let r = admin(&hsm, &config, &data, &["ca", "show", "HSM CA"]);
-    assert!(r.stdout.contains("key:         in the token of PKCS11:hsm"), "{r:?}");
-    let r = admin(&hsm, &config, &data, &["ca", "show", "HSM CA", "--pem"]);
-    let ca = hsm.dir.path().join("ca.pem");
-    std::fs::write(&ca, &r.stdout).unwrap();
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl").args(args).current_dir(hsm.dir.path()).output().unwrap();
-        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        r.stdout
     };
-    let (ok, out) = openssl(&["verify", "-CAfile", "ca.pem", "ca.pem"]);
-    assert!(ok, "the token's self-signature: {out}");
+    let fails = |args: &[&str], why: &str| {
+        let r = admin(&hsm, &config, &data, args);
+        assert!(r.code != 0 && r.stderr.contains(why), "{args:?} must fail with {why:?}: {r:?}");
+    };
+    ok(&["init"]);
+    ok(&["keys", "create", "PKCS11:hsm"]);
+    let dn = ok(&["ca", "create", "HSM CA", "--key", "pkcs11:HSM", "--subject", "CN=HSM CA, O=Strongroom tests"]);
+    assert_eq!(dn.trim(), "\\VED\\Policy\\CA Templates\\HSM CA");
+    let dn = ok(&["ca", "create", "RSA CA", "--algorithm", "rsa2048", "--key", "PKCS11:hsm"]);
+    assert_eq!(dn.trim(), "\\VED\\Policy\\CA Templates\\RSA CA");
+    let sub_csr = dir.join("sub.csr").display().to_string();
+    let subject = "CN=HSM Sub CA, O=Strongroom tests";
+    ok(&["ca", "create", "HSM Sub", "--key", "PKCS11:hsm", "--intermediate", "--csr-out", &sub_csr, "--subject", subject]);
+    let shown = ok(&["ca", "show", "RSA CA"]);
+    assert!(shown.contains("key:         in the token of PKCS11:hsm") && shown.contains("algorithm:   rsa2048"), "{shown}");
+    for (name, file) in [("HSM CA", "ca.pem"), ("RSA CA", "rsa-ca.pem")] {
+        std::fs::write(dir.join(file), ok(&["ca", "show", name, "--pem"])).unwrap();
+        let (good, out) = openssl(&dir, &["verify", "-CAfile", file, file]);
+        assert!(good, "{name}: the token's self-signature: {out}");
+    }
+    let (_, text) = openssl(&dir, &["x509", "-in", "rsa-ca.pem", "-noout", "-text"]);
+    assert!(text.contains("sha256WithRSAEncryption") && text.contains("(2048 bit)"), "{text}");
 
-    // The server signs its CRL with the token's key.
+    // The server (the CA commands run beside it): three policy folders, one per CA, and a signed-in client.
     let conf = hsm.conf();
     let server = Server::start_on(data.clone(), &["--insecure-http", "--config", &config], &[("SOFTHSM2_CONF", conf.as_str())]);
-    let crl = reqwest::get(format!("{}/crl/hsm%20ca.crl", server.http_base())).await.unwrap();
-    assert_eq!(crl.status().as_u16(), 200);
-    std::fs::write(hsm.dir.path().join("ca.crl"), crl.bytes().await.unwrap()).unwrap();
-    let (ok, out) = openssl(&["crl", "-inform", "DER", "-in", "ca.crl", "-CAfile", "ca.pem", "-verify", "-noout"]);
-    assert!(ok && out.contains("verify OK"), "the CRL the token signed: {out}");
+    server.admin(&["users", "create", "alice"], &format!("{PASSWORD}\n"));
+    for (folder, ca) in [("\\VED\\Policy\\Hsm", "HSM CA"), ("\\VED\\Policy\\Rsa", "RSA CA"), ("\\VED\\Policy\\Sub", "HSM Sub")] {
+        server.admin(&["folders", "create", folder], "");
+        server.admin(&["policy", "set", folder, "--issuing-ca", ca], "");
+        server.admin(&["rights", "grant", folder, "alice", "--rights", "view,read,write,create,revoke,privatekeyread"], "");
+    }
+    let scope = "certificate:manage,revoke";
+    server.admin(&["integrations", "create", "vcert", "--scope", scope, "--allow-all-users", "--password-grant", "true"], "");
+    let token =
+        strongroom_testkit::Api::new(server.http_base()).password_grant("vcert", "alice", PASSWORD, scope).await.access().to_owned();
+    let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
+    let request = |body: serde_json::Value| {
+        let (http, base, token) = (c.http.clone(), c.base.clone(), token.clone());
+        async move {
+            let (status, v) = Call { http, base }.post(&token, "/vedsdk/certificates/request", body).await;
+            assert_eq!(status, 200, "{v}");
+            v["CertificateDN"].as_str().unwrap().to_owned()
+        }
+    };
 
-    // OpenSC's view: the CA's private key, sensitive, never extractable.
+    // The intermediate: no certificate until one is installed; its CSR signed by an openssl root.
+    fails(&["ca", "show", "HSM Sub", "--pem"], "no certificate yet");
+    let (status, v) =
+        c.post(&token, "/vedsdk/certificates/request", json!({"PolicyDN": "\\VED\\Policy\\Sub", "Subject": "early.sub.example"})).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["Error"].as_str().is_some_and(|e| e.contains("cannot issue yet")), "{v}");
+    assert_eq!(reqwest::get(format!("{}/crl/hsm%20sub.crl", server.http_base())).await.unwrap().status().as_u16(), 404, "no CRL yet");
+    let again = ok(&["ca", "csr", "HSM Sub"]);
+    assert!(again.starts_with("-----BEGIN CERTIFICATE REQUEST-----") && again.contains("-----END CERTIFICATE REQUEST-----"), "{again}");
+    let pending = ok(&["ca", "list"]);
+    assert!(pending.lines().any(|l| l.starts_with("HSM Sub ") && l.contains(" pending ")), "{pending}");
+    let (good, out) = openssl(&dir, &["req", "-in", "sub.csr", "-noout", "-verify", "-subject"]);
+    assert!(good && out.contains("HSM Sub CA"), "the CSR the token signed: {out}");
+    let (good, out) = openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-384",
+            "-nodes",
+            "-keyout",
+            "root.key",
+            "-out",
+            "root.pem",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=Offline Root/O=Strongroom tests",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    assert!(good, "{out}");
+    std::fs::write(
+        dir.join("sub.ext"),
+        "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n\
+         subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always\n",
+    )
+    .unwrap();
+    let (good, out) = openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "sub.csr",
+            "-CA",
+            "root.pem",
+            "-CAkey",
+            "root.key",
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            "sub.ext",
+            "-out",
+            "sub.pem",
+        ],
+    );
+    assert!(good, "{out}");
+    let (sub_pem, root_pem) = (dir.join("sub.pem").display().to_string(), dir.join("root.pem").display().to_string());
+    fails(&["ca", "install", "HSM Sub", "--cert", &sub_pem], "does not reach a self-signed root");
+    fails(&["ca", "install", "HSM CA", "--cert", &sub_pem, "--chain", &root_pem], "not the CA's key");
+    fails(&["ca", "install", "HSM Sub", "--cert", &root_pem], "not the CA's key");
+    let installed = ok(&["ca", "install", "HSM Sub", "--cert", &sub_pem, "--chain", &root_pem]);
+    assert!(installed.starts_with("installed: \\VED\\Policy\\CA Templates\\HSM Sub (issued by CN=Offline Root"), "{installed}");
+    let listed = ok(&["ca", "list"]);
+    assert!(listed.lines().any(|l| l.starts_with("HSM Sub ") && l.contains(" intermediate ")), "{listed}");
+    let chain = ok(&["ca", "show", "HSM Sub", "--chain"]);
+    let root_body = pem_bodies(&std::fs::read_to_string(dir.join("root.pem")).unwrap());
+    let sub_body = pem_bodies(&std::fs::read_to_string(dir.join("sub.pem")).unwrap());
+    assert_eq!(pem_bodies(&chain), [sub_body.clone(), root_body.clone()].concat());
+
+    // The store holds each CA key's label in its token, never a key.
+    {
+        let db = rusqlite::Connection::open(data.join("strongroom.db")).unwrap();
+        let mut q = db.prepare("SELECT name, key_name, key_id, key_sealed FROM cert_authorities ORDER BY name_key").unwrap();
+        let rows: Vec<(String, String, i64, Vec<u8>)> =
+            q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 3);
+        for (name, key_name, key_id, sealed) in rows {
+            assert_eq!((key_name.as_str(), key_id), ("PKCS11:hsm", 0), "{name}");
+            assert_eq!(String::from_utf8(sealed).unwrap(), format!("strongroom CA {name}"), "{name}: only the label is stored");
+        }
+    }
+
+    // The P-256 token CA: a user CSR, then a central P-384 key handed out as PBES2 PKCS#8.
+    let pem = csr(&dir, "www", "/CN=www.hsm.example", &["www.hsm.example"], None);
+    let www = request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "PKCS10": pem})).await;
+    c.retrieve(&token, &dir, "www.pem", json!({"CertificateDN": www, "Format": "Base64", "IncludeChain": true})).await;
+    let (good, out) = openssl(&dir, &["verify", "-CAfile", "ca.pem", "www.pem"]);
+    assert!(good && out.contains("www.pem: OK"), "{out}");
+    let api =
+        request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "Subject": "api.hsm.example", "KeyAlgorithm": "ECC", "EllipticCurve": "P384"}))
+            .await;
+    c.retrieve(
+        &token,
+        &dir,
+        "api.pem",
+        json!({"CertificateDN": api, "Format": "Base64 (PKCS #8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "pw 1"}),
+    )
+    .await;
+    let (good, out) = openssl(&dir, &["verify", "-CAfile", "ca.pem", "api.pem"]);
+    assert!(good, "{out}");
+    let (good, out) = openssl(&dir, &["pkcs8", "-in", "api.pem", "-passin", "pass:pw 1", "-out", "api.key"]);
+    assert!(good, "{out}");
+
+    // The RSA token CA signs with sha256WithRSAEncryption.
+    let rsa =
+        request(json!({"PolicyDN": "\\VED\\Policy\\Rsa", "Subject": "rsa.hsm.example", "KeyAlgorithm": "RSA", "KeyBitSize": 2048})).await;
+    c.retrieve(&token, &dir, "rsa.pem", json!({"CertificateDN": rsa, "Format": "Base64"})).await;
+    let (good, out) = openssl(&dir, &["verify", "-CAfile", "rsa-ca.pem", "rsa.pem"]);
+    assert!(good && out.contains("rsa.pem: OK"), "{out}");
+    let (_, text) = openssl(&dir, &["x509", "-in", "rsa.pem", "-noout", "-text"]);
+    assert!(text.contains("Signature Algorithm: sha256WithRSAEncryption") && text.contains("Issuer: CN = RSA CA"), "{text}");
+
+    // The intermediate: leaf, intermediate, root; or root first. openssl verifies up to the offline root.
+    let pem = csr(&dir, "sub-leaf", "/CN=leaf.sub.example", &["leaf.sub.example"], Some(2048));
+    let leaf = request(json!({"PolicyDN": "\\VED\\Policy\\Sub", "PKCS10": pem})).await;
+    let data_ = c.retrieve(&token, &dir, "leaf.pem", json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true})).await;
+    let blocks = pem_bodies(&String::from_utf8(data_).unwrap());
+    assert_eq!(blocks.len(), 3);
+    assert_eq!((&blocks[1], &blocks[2]), (&sub_body[0], &root_body[0]), "leaf, intermediate, root");
+    let first = c
+        .retrieve(
+            &token,
+            &dir,
+            "rootfirst.pem",
+            json!({"CertificateDN": leaf, "Format": "Base64", "IncludeChain": true, "RootFirstOrder": true}),
+        )
+        .await;
+    let reversed: Vec<String> = blocks.iter().rev().cloned().collect();
+    assert_eq!(pem_bodies(&String::from_utf8(first).unwrap()), reversed, "root, intermediate, leaf");
+    let (good, out) = openssl(&dir, &["verify", "-CAfile", "root.pem", "-untrusted", "sub.pem", "leaf.pem"]);
+    assert!(good && out.contains("leaf.pem: OK"), "{out}");
+    let (_, text) = openssl(&dir, &["x509", "-in", "leaf.pem", "-noout", "-issuer", "-ext", "authorityKeyIdentifier"]);
+    let (_, ski) = openssl(&dir, &["x509", "-in", "sub.pem", "-noout", "-ext", "subjectKeyIdentifier"]);
+    let ski = ski.lines().last().unwrap().trim().to_owned();
+    assert!(text.contains("CN = HSM Sub CA") && text.contains(&ski), "the leaf names the intermediate and its key id {ski}: {text}");
+
+    // Sixteen requests at once to the token CA: every one answered 200 with a valid certificate of its own.
+    let at = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        tasks.spawn(request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "Subject": format!("c{i}.hsm.example"), "KeyAlgorithm": "ECC"})));
+    }
+    let mut dns = Vec::new();
+    while let Some(dn) = tasks.join_next().await {
+        dns.push(dn.unwrap());
+    }
+    let took = at.elapsed();
+    let mut serials = std::collections::BTreeSet::new();
+    for (i, dn) in dns.iter().enumerate() {
+        let file = format!("c{i}.pem");
+        c.retrieve(&token, &dir, &file, json!({"CertificateDN": dn, "Format": "Base64"})).await;
+        let (good, out) = openssl(&dir, &["verify", "-CAfile", "ca.pem", &file]);
+        assert!(good, "{dn}: {out}");
+        serials.insert(serial_of(&dir, &file));
+    }
+    assert_eq!(serials.len(), 16, "sixteen certificates, sixteen serials");
+    eprintln!("HSM 16 concurrent Requests to the SoftHSM P-256 CA answered in {took:?}");
+
+    // The intermediate's CRL is one openssl takes as its own (issuer, authority key id): with it the leaf
+    // verifies; once revoked, it does not.
+    let crl_check = |when: &str| {
+        let dir = dir.clone();
+        let url = format!("{}/crl/hsm%20sub.crl", server.http_base());
+        let when = when.to_owned();
+        async move {
+            std::fs::write(dir.join("sub.crl"), reqwest::get(url).await.unwrap().bytes().await.unwrap()).unwrap();
+            let (good, out) = openssl(&dir, &["crl", "-inform", "DER", "-in", "sub.crl", "-out", "sub-crl.pem"]);
+            assert!(good, "{when}: {out}");
+            openssl(&dir, &["verify", "-crl_check", "-CAfile", "root.pem", "-untrusted", "sub.pem", "-CRLfile", "sub-crl.pem", "leaf.pem"])
+        }
+    };
+    let (good, out) = crl_check("before").await;
+    assert!(good && out.contains("leaf.pem: OK"), "the intermediate's CRL is taken as its own: {out}");
+
+    // Revocations: each CRL signed by the CA's key in the token, the serial on it.
+    for (dn, pem, crl, ca_file) in [
+        (&www, "www.pem", "hsm%20ca.crl", "ca.pem"),
+        (&rsa, "rsa.pem", "rsa%20ca.crl", "rsa-ca.pem"),
+        (&leaf, "leaf.pem", "hsm%20sub.crl", "sub.pem"),
+    ] {
+        let serial = serial_of(&dir, pem);
+        let (status, v) = c.post(&token, "/vedsdk/certificates/revoke", json!({"CertificateDN": dn, "Reason": 1})).await;
+        assert_eq!((status, &v["Success"]), (200, &json!(true)), "{v}");
+        let body = reqwest::get(format!("{}/crl/{crl}", server.http_base())).await.unwrap();
+        assert_eq!(body.status().as_u16(), 200, "{crl}");
+        std::fs::write(dir.join("got.crl"), body.bytes().await.unwrap()).unwrap();
+        let (good, out) = openssl(&dir, &["crl", "-inform", "DER", "-in", "got.crl", "-CAfile", ca_file, "-verify", "-noout", "-text"]);
+        assert!(good && out.contains("verify OK"), "{crl}, signed in the token: {out}");
+        assert!(out.contains(&serial), "{crl} lists {serial}: {out}");
+    }
+
+    let (good, out) = crl_check("after").await;
+    assert!(!good && out.contains("certificate revoked"), "the revoked leaf fails openssl's CRL check: {out}");
+
+    // The token's view: each CA's private key sensitive, never extractable, its secret refused.
     if pkcs11_tool_present() {
         let out = hsm.pkcs11_tool(&["--token-label", TOKEN, "--login", "--pin", PIN, "--list-objects", "--type", "privkey"]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("label:      strongroom CA HSM CA"), "{text}");
-        assert!(text.contains("Access:     sensitive, always sensitive, never extractable"), "{text}");
-        // (That no CKA_VALUE comes out of it: crates/keyring/tests/signing_keys.rs, through PKCS#11 itself.)
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for name in ["HSM CA", "RSA CA", "HSM Sub"] {
+            let block = text.split("Private Key Object").find(|b| b.contains(&format!("label:      strongroom CA {name}\n")));
+            let block = block.unwrap_or_else(|| panic!("{name} in {text}"));
+            assert!(block.contains("Access:     sensitive, always sensitive, never extractable"), "{name}: {block}");
+        }
+        // (C_GetAttributeValue of the secret itself answers CKR_ATTRIBUTE_SENSITIVE: crates/keyring/tests/signing_keys.rs,
+        // through PKCS#11 itself; pkcs11-tool --read-object reads no private key of any kind, so it proves nothing.)
     } else {
-        skip("pkcs11-tool (opensc) cannot run: the CA key's attributes are not checked");
+        skip("pkcs11-tool (opensc) cannot run: the CA keys' attributes are not checked");
     }
+    drop(server);
+    eprintln!("HSM the SoftHSM CA test took {:?}", started.elapsed());
 }

@@ -21,7 +21,11 @@ use crate::sql;
 use crate::{Checked, StoreFuture, StoreResult, VaultEntry, Writer};
 
 /// An issuing CA as stored. `key_sealed` is its PKCS#8 private key sealed
-/// under data key `key_id` of named key `key_name`; `Debug` leaves it out.
+/// under data key `key_id` of named key `key_name` (or, with `key_id` 0, the
+/// label of its key in the token of `key_name`); `Debug` leaves it out.
+/// `cert_der` is the CA's certificate (DER) followed by the certificates
+/// above it up to the root, each DER (none for a root); it is empty for an
+/// intermediate CA whose certificate is not installed yet.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CaRecord {
     pub name: String,
@@ -106,6 +110,9 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     fn cert_authorities(&self) -> StoreFuture<'_, Vec<CaRecord>>;
     /// Adds a CA and makes its folder, with those above it that are missing (`lineage`, top first) (`false`: the name is taken; nothing written).
     fn insert_ca(&self, ca: CaRecord, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
+    /// Replaces CA `name_key`'s certificates (`cert_der`) when they are still
+    /// `old` (`false`: no such CA, or its certificates changed meanwhile; nothing written).
+    fn set_ca_certificate(&self, name_key: String, old: Vec<u8>, new: Vec<u8>, event: Event) -> StoreFuture<'_, bool>;
     /// Every folder's policy: (folder key, JSON).
     fn cert_policies(&self) -> StoreFuture<'_, Vec<(String, String)>>;
     /// Sets (or with `None` clears) a folder's policy; `false`: no such folder.
@@ -203,6 +210,14 @@ pub(crate) async fn insert_ca<C: Conn>(c: &C, ca: &CaRecord, lineage: &[(FolderP
     }
     for (f, g) in lineage {
         c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, ca.created_at, g)).await?;
+    }
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn set_ca_certificate<C: Conn>(c: &C, name_key: &str, old: &[u8], new: &[u8], event: &Event) -> StoreResult<bool> {
+    if c.execute(&sql::SET_CA_CERT, &values![name_key, new, old]).await? == 0 {
+        return Ok(false);
     }
     append_event(c, event).await?;
     Ok(true)
@@ -349,6 +364,9 @@ macro_rules! cert_methods {
         }
         fn insert_ca(&self, ca: CaRecord, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| certs::insert_ca(c, &ca, &lineage, &event))
+        }
+        fn set_ca_certificate(&self, name_key: String, old: Vec<u8>, new: Vec<u8>, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::set_ca_certificate(c, &name_key, &old, &new, &event))
         }
         fn cert_policies(&self) -> StoreFuture<'_, Vec<(String, String)>> {
             $read!(self, |c| certs::cert_policies(c))

@@ -179,3 +179,54 @@ pub(crate) async fn a_serial_is_revoked_once_and_rights_are_rechecked(store: Arc
     let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }
+
+/// An intermediate CA's certificate is installed by one conditional write: of installs racing
+/// from the same (empty) certificates exactly one lands, with its event; one from certificates
+/// that changed meanwhile, or on no CA, writes nothing.
+pub(crate) async fn a_ca_certificate_is_installed_once_under_concurrency(store: Arc<dyn Store>) {
+    use strongroom_store::CaRecord;
+    let ca = CaRecord {
+        name: "Sub CA".into(),
+        dn: "\\VED\\Policy\\CA Templates\\Sub CA".into(),
+        algorithm: "p256".into(),
+        subject: "CN=Sub CA".into(),
+        cert_der: Vec::new(),
+        key_name: "Software:Default".into(),
+        key_id: 1,
+        key_sealed: vec![9; 48],
+        validity_days: 90,
+        created_at: T0,
+    };
+    assert!(store.insert_ca(ca.clone(), lineage(&folder(&ca.dn)), ev(EventKind::CaCreated)).await.unwrap());
+    const N: usize = 16;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let new = vec![0x30, 0x03, 0x02, 0x01, i as u8];
+            let won = store.set_ca_certificate("sub ca".into(), Vec::new(), new.clone(), ev(EventKind::CaInstalled)).await.unwrap();
+            (won, new)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (won, new) = t.await.unwrap();
+        if won {
+            winners.push(new);
+        }
+    }
+    assert_eq!(winners.len(), 1, "one install from the empty certificates lands");
+    let stored = store.cert_authorities().await.unwrap().into_iter().find(|c| c.name == "Sub CA").unwrap();
+    assert_eq!(stored.cert_der, winners[0]);
+    assert_eq!((stored.key_sealed, stored.key_id), (ca.key_sealed.clone(), 1), "nothing else changes");
+    let events = store
+        .events(EventFilter { kind: Some(EventKind::CaInstalled.as_str().into()), limit: 1000, ..EventFilter::default() })
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1, "one event, the winner's");
+    // From what it holds now, a second install lands; on no CA nothing does.
+    assert!(store.set_ca_certificate("sub ca".into(), winners[0].clone(), vec![0x30, 0x00], ev(EventKind::CaInstalled)).await.unwrap());
+    assert!(!store.set_ca_certificate("no such ca".into(), Vec::new(), vec![0x30, 0x00], ev(EventKind::CaInstalled)).await.unwrap());
+    let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}
