@@ -23,6 +23,29 @@ pub(crate) fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
+/// The offline root `root.pem`/`root.key` in `dir` signs CSR `csr` for 20 days with the
+/// extensions in file `ext`, into `out`; whether openssl succeeded, and what it said.
+pub(crate) fn root_signs(dir: &Path, csr: &str, ext: &str, out: &str) -> (bool, String) {
+    let args = [
+        "x509",
+        "-req",
+        "-in",
+        csr,
+        "-CA",
+        "root.pem",
+        "-CAkey",
+        "root.key",
+        "-CAcreateserial",
+        "-days",
+        "20",
+        "-extfile",
+        ext,
+        "-out",
+        out,
+    ];
+    openssl(dir, &args)
+}
+
 /// A CSR (PEM) and its key file for `subject` with DNS `sans`, RSA of `bits` or P-256.
 pub(crate) fn csr(dir: &Path, name: &str, subject: &str, sans: &[&str], rsa_bits: Option<u32>) -> String {
     let newkey = rsa_bits.map_or_else(|| "ec".to_owned(), |b| format!("rsa:{b}"));
@@ -477,49 +500,11 @@ async fn an_intermediate_signed_by_an_offline_root_issues_with_its_chain() {
     );
     assert!(ok, "{out}");
     std::fs::write(dir.join("sub.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n").unwrap();
-    let (ok, out) = openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "sub.csr",
-            "-CA",
-            "root.pem",
-            "-CAkey",
-            "root.key",
-            "-CAcreateserial",
-            "-days",
-            "20",
-            "-extfile",
-            "sub.ext",
-            "-out",
-            "sub.pem",
-        ],
-    );
+    let (ok, out) = root_signs(dir, "sub.csr", "sub.ext", "sub.pem");
     assert!(ok, "{out}");
     // Without cRLSign it is refused; with it and the root (one file, as a bundle), installed.
     std::fs::write(dir.join("bad.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n").unwrap();
-    let (ok, out) = openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "sub.csr",
-            "-CA",
-            "root.pem",
-            "-CAkey",
-            "root.key",
-            "-CAcreateserial",
-            "-days",
-            "20",
-            "-extfile",
-            "bad.ext",
-            "-out",
-            "bad.pem",
-        ],
-    );
+    let (ok, out) = root_signs(dir, "sub.csr", "bad.ext", "bad.pem");
     assert!(ok, "{out}");
     let root = std::fs::read_to_string(dir.join("root.pem")).unwrap();
     let bad = crate::process::run(

@@ -631,26 +631,7 @@ async fn cas_with_keys_in_softhsm_issue_revoke_and_keep_their_keys() {
          subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always\n",
     )
     .unwrap();
-    let (good, out) = openssl(
-        &dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "sub.csr",
-            "-CA",
-            "root.pem",
-            "-CAkey",
-            "root.key",
-            "-CAcreateserial",
-            "-days",
-            "20",
-            "-extfile",
-            "sub.ext",
-            "-out",
-            "sub.pem",
-        ],
-    );
+    let (good, out) = crate::certificates::root_signs(&dir, "sub.csr", "sub.ext", "sub.pem");
     assert!(good, "{out}");
     let (sub_pem, root_pem) = (dir.join("sub.pem").display().to_string(), dir.join("root.pem").display().to_string());
     fails(&["ca", "install", "HSM Sub", "--cert", &sub_pem], "does not reach a self-signed root");
