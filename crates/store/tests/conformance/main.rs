@@ -165,6 +165,7 @@ conformance!(
     concurrent_integration_updates_keep_every_change,
     concurrent_issuances_on_one_dn_leave_one_current,
     a_serial_is_revoked_once_and_rights_are_rechecked,
+    an_object_without_a_certificate_is_made_once_then_enrolled,
 );
 
 /// The same, for cases that need the store's copier too.
