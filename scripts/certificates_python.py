@@ -460,31 +460,110 @@ if api and "central RSA 2048 key with a password" in issued:
     check("pyvenafi: Certificates/Retrieve in every format (key last in PEM, CRLF; PKCS #12 AES-256; JKS or a 400)", formats)
 
 
-def feature_flow_refused():
-    """pyvenafi's certificate.create -> renew -> wait -> download needs
-    Config/Create of class X509 Certificate (an object without a certificate,
-    enrolled by its first Renew), which Strongroom does not build yet: the
-    call must be refused with its Result and reason, and create nothing.
-    Reported as NOT BUILT, never as the flow passing."""
-    cn = name("pv-flow")
+def sans_of(cert):
     try:
-        features.certificate.create(name=cn, parent_folder=POLICY_DN, common_name=cn, san_dns=[cn],
-                                    service_generated_csr=True, key_algorithm="RSA", key_strength=2048)
-    except Exception as e:  # noqa: BLE001: the refusal is what is checked
-        text = str(e)
-        if "X509 Certificate" not in text and "406" not in text:
-            return False, f"refused, but not as documented: {type(e).__name__}: {text[:300]}"
-        found = api.websdk.Certificates.get(filters={"CN": cn}).total_count
-        if found:
-            return False, f"refused, yet {found} certificate(s) named {cn} exist"
-        print(f"NOT BUILT pyvenafi certificate.create (Config/Create of class X509 Certificate): refused as documented: {text[:200]}",
-              flush=True)
-        return True, "refused with Result 406, nothing created"
-    return False, "Config/Create of class X509 Certificate was accepted: the flow is built: check it whole here"
+        return cert.extensions.get_extension_for_oid(ExtensionOID.SUBJECT_ALTERNATIVE_NAME).value
+    except x509.ExtensionNotFound:
+        return x509.SubjectAlternativeName([])
+
+
+def feature_flow():
+    """pyvenafi's certificate.create -> renew -> wait_for_enrollment_to_complete -> download,
+    unchanged: Config/Create of class X509 Certificate makes an object without a certificate
+    (create again answers the product's "exists", Result 401, and pyvenafi fetches the same
+    object); its first Renew enrolls it from the attributes create sent (a key made by the
+    server); the certificate downloaded has that subject and those SANs and chains to the CA;
+    a second renew gives a new serial and keeps the first in PreviousVersions."""
+    cn, alias = name("pv-flow"), name("pv-alias")
+    ca_dn = "\\VED\\Policy\\CA Templates\\" + cn_of(CA)
+    obj = features.certificate.create(
+        name=cn, parent_folder=POLICY_DN, description="scripts/certificates", contacts=[f"local:{USER}"],
+        management_type="Enrollment", service_generated_csr=True, common_name=cn, organization_unit=["Platform"],
+        city="Lyon", country="FR", san_dns=[cn, alias], san_ip=["192.0.2.7"], key_algorithm="RSA", key_strength=2048,
+        ca_template=ca_dn, disable_automatic_renewal=True)
+    if obj.type_name != "X509 Certificate" or not obj.guid or obj.dn != f"{POLICY_DN}\\{cn}":
+        return False, f"create returned {obj.dn!r} of class {obj.type_name!r}, GUID {obj.guid!r}"
+    again = features.certificate.create(name=cn, parent_folder=POLICY_DN, common_name=cn)
+    if again.guid != obj.guid:
+        return False, f"create of an existing DN returned GUID {again.guid}, want {obj.guid}"
+    before = api.websdk.Certificates.Guid(obj.guid).get()
+    if before.certificate_details.thumbprint or before.processing_details.stage is not None:
+        return False, f"before its first renew the object has thumbprint {before.certificate_details.thumbprint!r}, stage {before.processing_details.stage!r}"
+    current = features.certificate.renew(obj)
+    done = features.certificate.wait_for_enrollment_to_complete(obj, current, timeout=20)
+    got = features.certificate.download(format="Base64", certificate=obj, include_chain=True, timeout=20)
+    certs = x509.load_pem_x509_certificates(base64.b64decode(got.certificate_data))
+    leaf = certs[0]
+    ok, detail = leaf_ok(leaf, cn)
+    if not ok:
+        return False, f"the downloaded certificate: {detail}"
+    if certs[-1] != CA:
+        return False, "the chain does not end in the issuing CA"
+    if thumbprint(leaf) != str(done.thumbprint).upper():
+        return False, f"downloaded {thumbprint(leaf)}, wait_for_enrollment_to_complete saw {done.thumbprint}"
+    sans = sans_of(leaf)
+    if sorted(sans.get_values_for_type(x509.DNSName)) != sorted([cn, alias]):
+        return False, f"DNS SANs {sans.get_values_for_type(x509.DNSName)}, create sent {[cn, alias]}"
+    if [str(i) for i in sans.get_values_for_type(x509.IPAddress)] != ["192.0.2.7"]:
+        return False, f"IP SANs {sans.get_values_for_type(x509.IPAddress)}, create sent 192.0.2.7"
+    subject = {a.oid: a.value for a in leaf.subject}
+    want = {NameOID.ORGANIZATIONAL_UNIT_NAME: "Platform", NameOID.LOCALITY_NAME: "Lyon", NameOID.COUNTRY_NAME: "FR"}
+    if any(subject.get(k) != v for k, v in want.items()):
+        return False, f"subject {leaf.subject.rfc4514_string()}, create sent OU=Platform, L=Lyon, C=FR"
+    if leaf.public_key().key_size != 2048:
+        return False, f"a {leaf.public_key().key_size}-bit key, create asked RSA 2048"
+    # Renew again: a new serial; the first one kept in PreviousVersions.
+    current = features.certificate.renew(obj)
+    features.certificate.wait_for_enrollment_to_complete(obj, current, timeout=20)
+    newer = load(base64.b64decode(features.certificate.download(format="Base64", certificate=obj, timeout=20).certificate_data))
+    if newer.serial_number == leaf.serial_number:
+        return False, f"the second renew kept serial {leaf.serial_number:X}"
+    ok, detail2 = leaf_ok(newer, cn)
+    if not ok:
+        return False, f"the renewed certificate: {detail2}"
+    previous = [str(v.certificate_details.thumbprint).upper() for v in features.certificate.get_previous_versions(obj)]
+    if thumbprint(leaf) not in previous:
+        return False, f"the first certificate {thumbprint(leaf)} is not among the previous versions {previous}"
+    return True, f"{obj.dn}: enrolled ({detail}), renewed to serial {newer.serial_number:X}, the first in PreviousVersions"
 
 
 if api:
-    check("pyvenafi: certificate.create (not built yet) is refused with its reason and creates nothing", feature_flow_refused)
+    check("pyvenafi: certificate.create -> renew -> wait_for_enrollment_to_complete -> download, then renew again", feature_flow)
+
+
+def config_write_disabled():
+    """VenafiPS's Disable (Config/Write {ObjectDN, AttributeData:[{Name:"Disabled", Value}]}), sent
+    through pyvenafi's endpoint: Result 1, and GET Certificates/{guid} says Disabled; "0" enables."""
+    req, _ = issued["local P-256 key"]
+    guid = api.websdk.Config.IsValid.post(object_dn=req.id).object.guid
+    for value, want in (["1"], True), (["0"], False):
+        code = api.websdk.Config.Write.post(object_dn=req.id, attribute_data=[{"Name": "Disabled", "Value": value}]).result.code
+        if code != 1:
+            return False, f"Config/Write Disabled={value} answered Result {code}"
+        if api.websdk.Certificates.Guid(guid).get().disabled is not want:
+            return False, f"after Disabled={value}, GET Certificates/{guid} says Disabled is not {want}"
+    return True, "Disabled 1 then 0, read back each time"
+
+
+if api and "local P-256 key" in issued:
+    check("pyvenafi: Config/Write Disabled (VenafiPS's Disable) on a certificate", config_write_disabled)
+
+
+def associate_refused():
+    """Devices and application pushes are out of scope: associate_application is a 400 with Error."""
+    req, _ = issued["local P-256 key"]
+    try:
+        features.certificate.associate_application(req.id, [POLICY_DN + "\\app"], push_to_new=True)
+    except Exception as e:  # noqa: BLE001: the refusal is what is checked
+        if last["status"] == 400 and '"Error"' in last["body"]:
+            last["status"] = 0
+            return True, f"{type(e).__name__} on {last['line']}"
+        return False, f"raised {type(e).__name__}, but the answer was {last['line']} {last['body'][:160]}"
+    return False, "Certificates/Associate was accepted"
+
+
+if api and "local P-256 key" in issued:
+    check("pyvenafi: certificate.associate_application is refused with 400 and Error (no devices here)", associate_refused)
 
 # --------------------------------------------------- revoke (CRL) and retire
 

@@ -303,6 +303,195 @@ pub fn judge(p: &Policy, a: &Asked) -> Result<(), String> {
     Ok(())
 }
 
+/// The class pyvenafi's `certificate.create` passes to `Config/Create` (the product's base class of
+/// certificate objects); an object made so shows it as its class.
+pub const CREATED_CLASS: &str = "X509 Certificate";
+
+/// Whether `Config/Create` of class `name` makes a certificate object.
+pub fn is_certificate_class(name: &str) -> bool {
+    let n = name.trim();
+    n.eq_ignore_ascii_case(CREATED_CLASS) || n.eq_ignore_ascii_case(CERTIFICATE_CLASS)
+}
+
+/// What a certificate object made with `Config/Create` (class `X509 Certificate`) holds until
+/// (and after) its first enrollment: its attributes, from which `Certificates/Renew` enrolls it.
+/// Stored as JSON with the object; empty fields are left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Template {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contacts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+    /// `Unassigned`, `Monitoring`, `Enrollment` or `Provisioning`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub management_type: Option<String>,
+    /// `Manual Csr`: `true` ("1") when the CSR comes from the caller; `false` ("0") when the server
+    /// makes the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_csr: Option<bool>,
+    /// `X509 Subject`: the CN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub organizational_unit: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub city: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uri: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub email: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_algorithm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_bit_strength: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elliptic_curve: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkix_parameter_set: Option<String>,
+    /// `Certificate Authority`: a CA's DN (or name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_authority: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_automatic_renewal: bool,
+}
+
+/// Why `Config/Create` refused an object's attributes: its `Result` code and text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeError {
+    pub code: i32,
+    pub text: String,
+}
+
+/// `Config` result `InvalidArgument`: a value that cannot be.
+pub const RESULT_INVALID_ARGUMENT: i32 = 2;
+/// `Config` result `IllegalAttributeForClass`: a name this class has not (here).
+pub const RESULT_ILLEGAL_ATTRIBUTE: i32 = 112;
+
+/// Attributes of the class that are accepted and not acted on: which driver, hash or renewal
+/// window the product's own engine would use.
+const IGNORED_ATTRIBUTES: [&str; 4] = ["driver name", "pkcs10 hash algorithm", "renewal window", "origin"];
+
+fn flag_value(name: &str, v: &str) -> Result<bool, AttributeError> {
+    match v.trim() {
+        "1" => Ok(true),
+        "0" | "" => Ok(false),
+        t if t.eq_ignore_ascii_case("true") => Ok(true),
+        t if t.eq_ignore_ascii_case("false") => Ok(false),
+        _ => Err(AttributeError { code: RESULT_INVALID_ARGUMENT, text: format!("{name} is \"0\" or \"1\", not {v:?}.") }),
+    }
+}
+
+impl Template {
+    /// Reads `Config/Create`'s `NameAttributeList` (names in any case; each value a list). A name
+    /// outside the ones listed in the book is `Result` 112, a value that cannot be 2.
+    pub fn from_attributes(attributes: &[(String, Vec<String>)]) -> Result<Template, AttributeError> {
+        let mut t = Template::default();
+        let bad = |text: String| AttributeError { code: RESULT_INVALID_ARGUMENT, text };
+        for (name, values) in attributes {
+            let values: Vec<String> = values.iter().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
+            let one = values.first().cloned();
+            let key = name.trim().to_ascii_lowercase();
+            match key.as_str() {
+                "description" => t.description = one,
+                "contact" => t.contacts = values,
+                "approver" => t.approvers = values,
+                "management type" => {
+                    if let Some(m) = &one {
+                        let known = ["Unassigned", "Monitoring", "Enrollment", "Provisioning"];
+                        let Some(k) = known.iter().find(|k| k.eq_ignore_ascii_case(m)) else {
+                            return Err(bad(format!("Management Type {m:?} is not one of {}.", known.join(", "))));
+                        };
+                        t.management_type = Some((*k).to_owned());
+                    }
+                }
+                "manual csr" => t.manual_csr = one.as_deref().map(|v| flag_value(name, v)).transpose()?,
+                "x509 subject" => t.common_name = one,
+                "organization" => t.organization = one,
+                "organizational unit" => t.organizational_unit = values,
+                "city" => t.city = one,
+                "state" => t.state = one,
+                "country" => {
+                    if let Some(c) = &one
+                        && (c.len() != 2 || !c.chars().all(|x| x.is_ascii_alphabetic()))
+                    {
+                        return Err(bad(format!("Country {c:?} is not a two-letter code.")));
+                    }
+                    t.country = one;
+                }
+                "x509 subjectaltname dns" => t.dns = values,
+                "x509 subjectaltname ipaddress" => {
+                    if let Some(v) = values.iter().find(|v| v.parse::<std::net::IpAddr>().is_err()) {
+                        return Err(bad(format!("{v:?} is not an IP address.")));
+                    }
+                    t.ip = values;
+                }
+                "x509 subjectaltname uri" => t.uri = values,
+                "x509 subjectaltname rfc822" => t.email = values,
+                "x509 subjectaltname othername upn" if !values.is_empty() => {
+                    return Err(bad("Subject alternative names of type UPN (OtherName) are not issued yet.".into()));
+                }
+                "x509 subjectaltname othername upn" => {}
+                "key algorithm" => t.key_algorithm = one,
+                "key bit strength" => {
+                    t.key_bit_strength = match &one {
+                        Some(v) => Some(v.parse().map_err(|_| bad(format!("Key Bit Strength {v:?} is not a number.")))?),
+                        None => None,
+                    }
+                }
+                "elliptic curve" => t.elliptic_curve = one,
+                "pkix parameter set" => t.pkix_parameter_set = one,
+                "certificate authority" => t.certificate_authority = one,
+                "disable automatic renewal" => {
+                    t.disable_automatic_renewal = one.as_deref().map(|v| flag_value(name, v)).transpose()?.unwrap_or(false)
+                }
+                "generate keypair on application" => {
+                    if one.as_deref().map(|v| flag_value(name, v)).transpose()? == Some(true) {
+                        return Err(bad(
+                            "Generate Keypair On Application: keys made on applications need devices, which this server does not manage."
+                                .into(),
+                        ));
+                    }
+                }
+                k if IGNORED_ATTRIBUTES.contains(&k) => {}
+                _ => {
+                    return Err(AttributeError {
+                        code: RESULT_ILLEGAL_ATTRIBUTE,
+                        text: format!("Attribute {:?} is not kept on certificate objects by this server.", name.trim()),
+                    });
+                }
+            }
+        }
+        t.key_spec().map_err(bad)?;
+        Ok(t)
+    }
+
+    /// The key the template asks for (`None`: the policy's), or why it names none that can be.
+    pub fn key_spec(&self) -> Result<Option<KeySpec>, String> {
+        if let Some(oid) = self.pkix_parameter_set.as_ref().filter(|o| !o.trim().is_empty()) {
+            return KeySpec::from_pkix_oid(oid).map(Some).ok_or_else(|| format!("PKIX Parameter Set {oid:?} is not a known key."));
+        }
+        let spec = KeySpec::from_fields(self.key_algorithm.as_deref(), self.key_bit_strength, self.elliptic_curve.as_deref())?;
+        if let Some(KeySpec::Rsa(bits)) = spec
+            && !(MIN_RSA_BITS..=8192).contains(&bits)
+        {
+            return Err(format!("Key Bit Strength {bits} is not between {MIN_RSA_BITS} and 8192."));
+        }
+        Ok(spec)
+    }
+}
+
 /// A thumbprint as clients send it: upper-case hex without `:`, `.` or spaces.
 pub fn normalize_thumbprint(s: &str) -> String {
     s.chars().filter(|c| c.is_ascii_hexdigit()).collect::<String>().to_ascii_uppercase()
@@ -314,6 +503,49 @@ mod tests {
 
     fn locked<T>(value: T) -> Option<Setting<T>> {
         Some(Setting { value, locked: true })
+    }
+
+    fn attrs(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        list.iter().map(|(n, v)| ((*n).to_owned(), v.iter().map(|x| (*x).to_owned()).collect())).collect()
+    }
+
+    #[test]
+    fn templates_read_what_pyvenafi_sends_and_refuse_the_rest() {
+        let t = Template::from_attributes(&attrs(&[
+            ("Description", &["made by a test"]),
+            ("Management Type", &["enrollment"]),
+            ("Manual Csr", &["0"]),
+            ("X509 Subject", &["www.example.com"]),
+            ("Organizational Unit", &["a", "b"]),
+            ("Driver Name", &["appx509certificate"]),
+            ("X509 SubjectAltName DNS", &["www.example.com", "api.example.com"]),
+            ("X509 SubjectAltName IPAddress", &["192.0.2.1"]),
+            ("Key Algorithm", &["RSA"]),
+            ("Key Bit Strength", &["3072"]),
+            ("Disable Automatic Renewal", &["1"]),
+        ]))
+        .unwrap();
+        assert_eq!(t.management_type.as_deref(), Some("Enrollment"));
+        assert_eq!(t.manual_csr, Some(false));
+        assert_eq!(t.common_name.as_deref(), Some("www.example.com"));
+        assert_eq!(t.organizational_unit, vec!["a", "b"]);
+        assert_eq!(t.dns.len(), 2);
+        assert!(t.disable_automatic_renewal);
+        assert_eq!(t.key_spec(), Ok(Some(KeySpec::Rsa(3072))));
+        let code = |list: &[(&str, &[&str])]| Template::from_attributes(&attrs(list)).map_err(|e| e.code);
+        assert_eq!(code(&[("Favourite Colour", &["blue"])]), Err(RESULT_ILLEGAL_ATTRIBUTE));
+        assert_eq!(code(&[("Key Bit Strength", &["1024"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(code(&[("Key Algorithm", &["DSA"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(code(&[("X509 SubjectAltName IPAddress", &["not-an-ip"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(code(&[("Country", &["USA"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(code(&[("Manual Csr", &["maybe"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(code(&[("Generate Keypair On Application", &["1"])]), Err(RESULT_INVALID_ARGUMENT));
+        assert_eq!(
+            code(&[("PKIX Parameter Set", &["1.3.6.1.4.1.28783.10.2.1.384"])]).map(|t| t.key_spec()),
+            Ok(Ok(Some(KeySpec::Ec(Curve::P384))))
+        );
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<Template>(&json).unwrap(), t);
     }
 
     #[test]

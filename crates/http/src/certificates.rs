@@ -267,8 +267,11 @@ pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<
     tag = "certificates",
     description = "Issues the certificate of `CertificateDN` again, at the same DN: from a new `PKCS10`, else a new central key \
         (when the object had one), else its CSR on file; the previous certificate, key and CSR are archived \
-        (`PreviousVersions`). Needs Write. 200 `{\"CertificateDN\", \"Success\": true}`; refused: `{\"Success\": false, \
-        \"Error\"}` (400, 403). Scope `certificate:manage`.",
+        (`PreviousVersions`). An object made with `Config/Create` is enrolled (its first certificate too) from its attributes: \
+        a key made here unless `Manual Csr` is `1` (then the `PKCS10`, else its CSR on file), judged by the folder's policy. \
+        A disabled object is renewed only with `Reenable` (`true` or `\"true\"`), which enables it again. \
+        Needs Write. 200 `{\"CertificateDN\", \"Success\": true}`; refused: `{\"Success\": false, \"Error\"}` (400, 403). \
+        Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
     responses((status = 200, description = "`{CertificateDN, Success: true}`", body = Value), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
@@ -278,7 +281,8 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
     let dn =
         b.string(&["CertificateDN"])?.ok_or_else(|| CertFailure::Unsuccessful(CertError::Invalid("CertificateDN is required.".into())))?;
     let pkcs10 = b.string(&["PKCS10"])?;
-    let r = svc::renew(&app, &c.caller, &dn, pkcs10).await.map_err(CertFailure::Unsuccessful)?;
+    let reenable = b.flag(&["Reenable"]).map_err(|e| CertFailure::Unsuccessful(CertError::Invalid(e.0)))?.unwrap_or(false);
+    let r = svc::renew(&app, &c.caller, &dn, pkcs10, reenable).await.map_err(CertFailure::Unsuccessful)?;
     Ok(ok(&json!({"CertificateDN": r.dn, "Success": true})))
 }
 
@@ -345,8 +349,8 @@ pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::Certi
     post,
     path = "/vedsdk/Certificates/Import",
     tag = "certificates",
-    description = "Not supported by this server: 400 `{Error}`. (`Certificates/Associate`, `Dissociate` and `Push` too: \
-        devices and application pushes are out of scope: they are not served.) Scope `certificate:manage`.",
+    description = "Not supported by this server: 400 `{Error}` (certificates are issued by its own CAs). Scope \
+        `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
     responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
@@ -356,6 +360,59 @@ pub(crate) async fn unsupported(c: CertCall<scope::CertificateManage>) -> Answer
     Err(CertFailure::Cert(CertError::Unsupported(
         "This server issues from its own CAs only: importing certificates, devices and application pushes are not supported.".into(),
     )))
+}
+
+/// Devices and application pushes are out of scope (issue 33 item 9): 400 `{Error}`.
+fn no_devices(call: &str) -> Answer {
+    Err(CertFailure::Cert(CertError::Unsupported(format!(
+        "Certificates/{call}: this server manages no devices or applications, so certificates are not associated with or pushed \
+         to them. Retrieve the certificate and install it yourself."
+    ))))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Associate",
+    tag = "certificates",
+    description = "Associating a certificate with applications: not supported (this server manages no devices or \
+        applications): 400 `{Error}`. Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn associate(c: CertCall<scope::CertificateManage>) -> Answer {
+    let _ = c;
+    no_devices("Associate")
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Dissociate",
+    tag = "certificates",
+    description = "Dissociating a certificate from applications: not supported (this server manages no devices or \
+        applications): 400 `{Error}`. Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn dissociate(c: CertCall<scope::CertificateManage>) -> Answer {
+    let _ = c;
+    no_devices("Dissociate")
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Certificates/Push",
+    tag = "certificates",
+    description = "Pushing a certificate to its applications: not supported (this server manages no devices or \
+        applications): 400 `{Error}`. Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn push(c: CertCall<scope::CertificateManage>) -> Answer {
+    let _ = c;
+    no_devices("Push")
 }
 
 #[utoipa::path(
@@ -390,23 +447,34 @@ pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall
     Ok(ok(&json!({"Items": [], "Locked": false})))
 }
 
+/// The class of an object: one made with `Config/Create` shows the class it was made as.
+fn schema_class(r: &CertRecord) -> &'static str {
+    if r.template.is_empty() { strongroom_core::cert::CERTIFICATE_CLASS } else { strongroom_core::cert::CREATED_CLASS }
+}
+
 fn search_item(r: &CertRecord) -> Value {
     let parent = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default();
-    json!({
-        "CreatedOn": product_time(r.created_at.secs()),
-        "DN": r.path.as_str(),
-        "Guid": r.guid.braced(),
-        "Name": strongroom_core::tree::name_of(r.path.as_str()),
-        "ParentDn": parent,
-        "SchemaClass": "X509 Server Certificate",
-        "X509": {
+    // An object without a certificate yet has no serial, thumbprint or validity (never `""` for a time, §0.13).
+    let x509 = if r.issued() {
+        json!({
             "CN": r.cn,
             "SANS": svc::sans_json(r),
             "Serial": r.serial,
             "Thumbprint": r.thumbprint,
             "ValidFrom": product_time(r.valid_from),
             "ValidTo": product_time(r.valid_to),
-        },
+        })
+    } else {
+        json!({"CN": r.cn, "SANS": svc::sans_json(r)})
+    };
+    json!({
+        "CreatedOn": product_time(r.created_at.secs()),
+        "DN": r.path.as_str(),
+        "Guid": r.guid.braced(),
+        "Name": strongroom_core::tree::name_of(r.path.as_str()),
+        "ParentDn": parent,
+        "SchemaClass": schema_class(r),
+        "X509": x509,
         "_links": [{"Details": format!("/vedsdk/certificates/%7b{}%7d", r.guid.as_str())}],
     })
 }
@@ -464,13 +532,48 @@ pub(crate) async fn search(
 }
 
 async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Value, CertFailure> {
-    let facts = svc::current_facts(app, r).await?;
+    let _ = caller;
     let sans = svc::sans_json(r);
+    let tpl = svc::template_of(r);
     let ca_dn = {
         let cas = app.store.cert_authorities().await.map_err(CertError::from)?;
-        svc::find_ca(&cas, &r.ca_key).map(|c| c.dn.clone()).unwrap_or_default()
+        match svc::find_ca(&cas, &r.ca_key) {
+            Some(c) => c.dn.clone(),
+            None => tpl.as_ref().and_then(|t| t.certificate_authority.clone()).unwrap_or_default(),
+        }
     };
-    let _ = caller;
+    let mut out = json!({
+        "Approver": tpl.as_ref().map(|t| t.approvers.clone()).unwrap_or_default(),
+        "CertificateAuthorityDN": ca_dn,
+        "Consumers": [],
+        "Contact": tpl.as_ref().map(|t| t.contacts.clone()).unwrap_or_default(),
+        "CreatedOn": product_time(r.created_at.secs()),
+        "CustomFields": [],
+        "Disabled": r.disabled,
+        "DN": r.path.as_str(),
+        "Guid": r.guid.braced(),
+        "ManagementType": tpl.as_ref().and_then(|t| t.management_type.clone()).unwrap_or_else(|| "Enrollment".into()),
+        "Name": strongroom_core::tree::name_of(r.path.as_str()),
+        "ParentDn": strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default(),
+        // Issuance is synchronous: nothing is ever in progress or failed (Stage absent: idle).
+        "ProcessingDetails": {},
+        "RenewalDetails": {},
+        "SchemaClass": schema_class(r),
+        "ValidationDetails": {},
+    });
+    if let Some(t) = &tpl {
+        out["RenewalDetails"] = json!({
+            "City": t.city, "Country": t.country, "Organization": t.organization,
+            "OrganizationalUnit": t.organizational_unit, "State": t.state, "Subject": t.common_name,
+            "SubjectAltNameDns": t.dns, "SubjectAltNameEmail": t.email, "SubjectAltNameIPAddress": t.ip, "SubjectAltNameUri": t.uri,
+        });
+    }
+    if !r.issued() {
+        // No certificate yet: what it will be issued for, no thumbprint (pyvenafi waits for one).
+        out["CertificateDetails"] = json!({"CN": r.cn, "SubjectAltNameDNS": sans.get("DNS").cloned().unwrap_or(json!([]))});
+        return Ok(out);
+    }
+    let facts = svc::current_facts(app, r).await?;
     let (alg, size) = match facts.key {
         strongroom_core::cert::KeySpec::Rsa(b) => ("RSA", b),
         strongroom_core::cert::KeySpec::Ec(c) => (
@@ -482,9 +585,7 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
             },
         ),
     };
-    Ok(json!({
-        "CertificateAuthorityDN": ca_dn,
-        "CertificateDetails": {
+    out["CertificateDetails"] = json!({
             "CN": r.cn,
             "Issuer": facts.issuer,
             "KeyAlgorithm": alg,
@@ -495,22 +596,8 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
             "StoreAdded": product_time(r.issued_at.secs()),
             "ValidFrom": product_time(r.valid_from),
             "ValidTo": product_time(r.valid_to),
-        },
-        "Consumers": [],
-        "Contact": [],
-        "CreatedOn": product_time(r.created_at.secs()),
-        "CustomFields": [],
-        "Disabled": r.disabled,
-        "DN": r.path.as_str(),
-        "Guid": r.guid.braced(),
-        "ManagementType": "Enrollment",
-        "Name": strongroom_core::tree::name_of(r.path.as_str()),
-        "ParentDn": strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default(),
-        "ProcessingDetails": {},
-        "RenewalDetails": {},
-        "SchemaClass": "X509 Server Certificate",
-        "ValidationDetails": {},
-    }))
+    });
+    Ok(out)
 }
 
 #[utoipa::path(
@@ -518,8 +605,9 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
     path = "/vedsdk/Certificates/{guid}",
     tag = "certificates",
     description = "A certificate object by GUID (with or without braces, `%7B…%7D`; also `certificates%2f%7b…%7d`): its DN, \
-        CA, current certificate's details, `Disabled`, an empty `ProcessingDetails` (nothing is ever in progress). Needs a \
-        right on it. Scope `certificate`.",
+        CA, current certificate's details, `Disabled`, an empty `ProcessingDetails` (nothing is ever in progress). An object \
+        made with `Config/Create` shows its `Contact`, `Approver`, `ManagementType` and `RenewalDetails`, and until its first \
+        enrollment `CertificateDetails` without a `Thumbprint`. Needs a right on it. Scope `certificate`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
     responses((status = 200, description = "The object.", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),

@@ -59,7 +59,16 @@ fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
         (set one with `admin users passwd`), Master Admin only; `Group` likewise a local group. HTTP 200 with `Result` 1 and \
         `Object`, or `Result` 7 (insufficient privileges), 400 (the parent does not exist, or the caller cannot see it), 401 \
         (it exists), 405 (an invalid name), 406 (an invalid class), 407 (not allowed under that parent), with `Error`. \
-        `NameAttributeList` is read and ignored. Scope `configuration:manage`.",
+        `Class` `X509 Certificate` (pyvenafi's `certificate.create`) in a policy folder under `\\VED\\Policy`, for a caller \
+        with Create on it: a certificate object holding no certificate yet, with its `NameAttributeList` (`Description`, \
+        `Contact`, `Approver`, `Management Type`, `Manual Csr`, `X509 Subject`, `Organization`, `Organizational Unit`, \
+        `City`, `State`, `Country`, `X509 SubjectAltName DNS`/`IPAddress`/`URI`/`RFC822`, `Key Algorithm`, \
+        `Key Bit Strength`, `Elliptic Curve`, `PKIX Parameter Set`, `Certificate Authority`, `Disable Automatic Renewal`; \
+        `Driver Name`, `PKCS10 Hash Algorithm`, `Renewal Window` and `Origin` are accepted and not acted on); \
+        `Certificates/Renew` enrolls it from them, where the folder's policy judges them as it judges a request (a violation \
+        is 400 there). Another attribute name is `Result` 112, a value that cannot be (an RSA key under 2048 bits, a CA \
+        this server does not have, a UPN SAN, keys made on applications) 2. Other classes read and ignore \
+        `NameAttributeList`. Scope `configuration:manage`.",
     security(("bearer" = [])),
     request_body(content = ConfigRequest, content_type = "application/json"),
     responses(
@@ -74,8 +83,55 @@ pub(crate) async fn create(
 ) -> Result<Response, TreeFailure> {
     let dn = required_dn(&body)?;
     let class = body.string(&["Class"]).map_err(bad)?.unwrap_or_default();
-    let node = tree::create(&app, &ctx, &origin, &dn, &class).await?;
+    // Only a certificate object keeps its attributes; the other classes ignore them, unread.
+    let attributes =
+        if strongroom_core::cert::is_certificate_class(&class) { name_values(&body, &["NameAttributeList"])? } else { Vec::new() };
+    let node = tree::create_with(&app, &ctx, &origin, &dn, &class, &attributes).await?;
     Ok(object(&node))
+}
+
+/// `[{Name, Value}]` (`NameAttributeList`, `AttributeData`): each `Value` a list of strings, one
+/// string or a number (VenafiPS sends scalars, pyvenafi lists).
+fn name_values(body: &SdkBody, names: &[&str]) -> Result<Vec<(String, Vec<String>)>, TreeFailure> {
+    let mut out = Vec::new();
+    for a in body.objects(names).map_err(bad)?.unwrap_or_default() {
+        let name = a.string(&["Name"]).map_err(bad)?.unwrap_or_default();
+        let values = match a.strings(&["Value", "Values"]) {
+            Ok(v) => v.unwrap_or_default(),
+            Err(_) => a.text(&["Value", "Values"]).map_err(bad)?.into_iter().collect(),
+        };
+        out.push((name, values));
+    }
+    Ok(out)
+}
+
+/// `POST Config/Write`: scope `configuration:manage`.
+#[utoipa::path(
+    post,
+    path = "/vedsdk/Config/Write",
+    tag = "vedsdk",
+    description = "Writes attributes of an object: `ObjectDN`, `AttributeData` `[{Name, Value}]` (`Value` a list or, as \
+        VenafiPS sends it, one value). Written here: `Disabled` (`1` or `0`) of a certificate object, as \
+        `PUT Certificates/{guid}` does (VenafiPS's Disable): Write on it. Any other attribute, or an object that is not a \
+        certificate, is `Result` 5 (not implemented) and nothing is written. `Result` 1, or 2 (a value not 0 or 1), 5, 7, 400 \
+        with `Error`. Scope \
+        `configuration:manage`.",
+    security(("bearer" = [])),
+    request_body(content = ConfigRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Result` 1, or a failure's `Result` and `Error`.", body = ConfigResult),
+        SdkRefusals,
+    ),
+)]
+pub(crate) async fn write(
+    State(app): State<HttpState>,
+    origin: Origin,
+    Sdk { ctx, body, .. }: Sdk<scope::ConfigurationManage>,
+) -> Result<Response, TreeFailure> {
+    let dn = required_dn(&body)?;
+    let attributes = name_values(&body, &["AttributeData"])?;
+    tree::write(&app, &ctx, &origin, &dn, &attributes).await?;
+    Ok(ok(&ConfigResult { result: result::SUCCESS, error: None }))
 }
 
 /// `POST Config/Delete`: scope `configuration:delete`.

@@ -183,6 +183,9 @@ api! {
     "/vedsdk/certificates/reset" post certificates::reset;
     "/vedsdk/certificates/retry" post certificates::retry;
     "/vedsdk/certificates/import" post certificates::unsupported;
+    "/vedsdk/certificates/associate" post certificates::associate;
+    "/vedsdk/certificates/dissociate" post certificates::dissociate;
+    "/vedsdk/certificates/push" post certificates::push;
     "/vedsdk/certificates" get certificates::search;
     "/vedsdk/certificates/{guid}" get certificates::get_one;
     "/vedsdk/certificates/{guid}" put certificates::put_one;
@@ -216,6 +219,7 @@ api! {
     "/vedsdk/config/enumerate" post config::enumerate;
     "/vedsdk/config/findobjectsofclass" post config::find_objects_of_class;
     "/vedsdk/config/renameobject" post config::rename_object;
+    "/vedsdk/config/write" post config::write;
     "/vedsdk/permissions/object/{guid}" get permissions::principals;
     "/vedsdk/permissions/object/{guid}/{ptype}/{principal}" get | post | put | delete permissions::local_entry;
     "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective" get permissions::local_effective;

@@ -322,6 +322,7 @@ pub(crate) const CERTIFICATES: Table = Table {
         ("version", Int),
         ("created_at", Int),
         ("issued_at", Int),
+        ("template", Text),
     ],
     key: 1,
 };

@@ -1155,8 +1155,8 @@ sql!(CLEAR_CERT_POLICY = "DELETE FROM cert_policies WHERE path_key = ?1");
 
 /// A certificate object's columns: its folder's path and GUID, then its row after the key.
 const CERT_COLS: &str = "SELECT f.path, f.guid, c.ca_key, c.cn, c.sans, c.serial, c.thumbprint, c.valid_from, c.valid_to, \
-     c.cert_vault_id, c.key_vault_id, c.csr_vault_id, c.disabled, c.revoked, c.version, c.created_at, c.issued_at \
-     FROM certificates c JOIN folders f ON f.path_key = c.path_key";
+     c.cert_vault_id, c.key_vault_id, c.csr_vault_id, c.disabled, c.revoked, c.version, c.created_at, c.issued_at, \
+     c.template FROM certificates c JOIN folders f ON f.path_key = c.path_key";
 sql!(CERTIFICATES = format!("{CERT_COLS} ORDER BY c.path_key"));
 sql!(CERTIFICATE = format!("{CERT_COLS} WHERE c.path_key = ?1"));
 sql!(
@@ -1165,7 +1165,8 @@ sql!(
         "{} ON CONFLICT (path_key) DO UPDATE SET ca_key = excluded.ca_key, cn = excluded.cn, sans = excluded.sans, \
          serial = excluded.serial, thumbprint = excluded.thumbprint, valid_from = excluded.valid_from, valid_to = excluded.valid_to, \
          cert_vault_id = excluded.cert_vault_id, key_vault_id = excluded.key_vault_id, csr_vault_id = excluded.csr_vault_id, \
-         disabled = excluded.disabled, revoked = excluded.revoked, version = certificates.version + 1, issued_at = excluded.issued_at",
+         disabled = excluded.disabled, revoked = excluded.revoked, version = certificates.version + 1, issued_at = excluded.issued_at, \
+         template = excluded.template",
         schema::CERTIFICATES.insert()
     )
 );

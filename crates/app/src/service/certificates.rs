@@ -23,13 +23,13 @@ use std::collections::HashMap;
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, vault_type};
+use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, Template, vault_type};
 use strongroom_core::event::EventKind;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 use strongroom_keyring::KeyRing;
-use strongroom_store::{CaRecord, CertRecord, Checked, Issuance, Revocation, Store, StoreError, VaultEntry};
+use strongroom_store::{CaRecord, CertRecord, Checked, Issuance, NewObject, Revocation, Store, StoreError, VaultEntry};
 
 use super::vault::Caller;
 use crate::App;
@@ -481,7 +481,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         .cadn
         .clone()
         .filter(|x| !x.trim().is_empty())
-        .or_else(|| if renewal { t.existing.as_ref().map(|e| e.ca_key.clone()) } else { None })
+        .or_else(|| if renewal { t.existing.as_ref().map(|e| e.ca_key.clone()).filter(|k| !k.is_empty()) } else { None })
         .or_else(|| policy.ca.as_ref().map(|s| s.value.clone()));
     let Some(wanted) = wanted else { return Err(CertError::Invalid("Need a certificate authority (CADN).".into())) };
     if let (Some(locked), Some(asked)) = (policy.ca.as_ref().filter(|s| s.locked), input.cadn.as_ref().filter(|x| !x.trim().is_empty()))
@@ -603,8 +603,12 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         version: t.existing.as_ref().map_or(0, |e| e.version + 1),
         created_at: t.existing.as_ref().map_or(app.now(), |e| e.created_at),
         issued_at: app.now(),
+        template: t.existing.as_ref().map(|e| e.template.clone()).unwrap_or_default(),
     };
+    let first = t.existing.as_ref().is_some_and(|e| !e.issued());
     let how = match (&csr, renewal) {
+        (Some(_), true) if first => "first enrollment, user CSR",
+        (None, true) if first => "first enrollment, central key",
         (Some(_), false) => "user CSR",
         (None, false) => "central key",
         (Some(_), true) => "renewal, new CSR",
@@ -650,6 +654,11 @@ pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Reque
 
 fn no_certificate(dn: &str) -> CertError {
     CertError::NoCertificate(format!("Certificate {dn} does not exist."))
+}
+
+/// An object made with `Config/Create` that holds no certificate yet.
+fn not_enrolled(r: &CertRecord) -> CertError {
+    CertError::Invalid(format!("Certificate {} has no certificate yet: Certificates/Renew enrolls it.", r.path))
 }
 
 /// The certificate object at `dn`, if the caller may know of it (any right on it).
@@ -799,6 +808,9 @@ async fn retrieve_vault(
     if !rights.contains(Rights::READ) {
         return Err(CertError::Denied(format!("Retrieving {} needs Read on it.", r.path)));
     }
+    if !r.issued() {
+        return Err(not_enrolled(r));
+    }
     if input.include_private_key && !rights.contains(Rights::PRIVATE_KEY_READ) {
         return Err(CertError::Denied(format!("Retrieving the private key of {} needs Private Key Read on it.", r.path)));
     }
@@ -897,15 +909,39 @@ pub async fn retrieve_by_vault_id(app: &App, c: &Caller, id: VaultId, input: &Re
 }
 
 /// `Certificates/Renew`: Write on the object. A new CSR, or (none given) a new central key
-/// when the object had one, else the CSR on file is signed again.
-pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>) -> Result<Requested> {
+/// when the object had one, else the CSR on file is signed again. An object made with
+/// `Config/Create` is enrolled from its attributes. A disabled object only with `reenable`
+/// (the new certificate's object is enabled).
+pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reenable: bool) -> Result<Requested> {
     let r = object(app, c, dn).await?;
     if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
         return Err(CertError::Denied(format!("Renewing {} needs Write on it.", r.path)));
     }
+    if r.disabled && !reenable {
+        return Err(CertError::Invalid(format!("{} is disabled: renew it with Reenable true, which enables it again.", r.path)));
+    }
     let folder_dn = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
     let folder = FolderPath::parse(&folder_dn).map_err(|_| no_certificate(r.path.as_str()))?;
     let entries = app.store.cert_entries(r.path.clone()).await?;
+    if !r.template.is_empty() {
+        // An object made with Config/Create: enrolled (the first time too) from its attributes.
+        let tpl: Template =
+            serde_json::from_str(&r.template).map_err(|e| CertError::Internal(format!("the attributes of {}: {e}", r.path)))?;
+        let mut pkcs10 = pkcs10.filter(|p| !p.trim().is_empty());
+        if pkcs10.is_none() && tpl.manual_csr == Some(true) {
+            match r.csr_vault_id.and_then(|id| entries.iter().find(|e| e.vault_id == id)) {
+                Some(e) => pkcs10 = Some(pki::pem("CERTIFICATE REQUEST", &open_entry(app, e).await?)),
+                None => {
+                    return Err(CertError::Invalid(format!("{} takes the requester's CSR (Manual Csr is 1): give a PKCS10.", r.path)));
+                }
+            }
+        }
+        let input = template_input(&tpl, &folder, &r.path, pkcs10);
+        let t = Target { folder, path: r.path.clone(), existing: Some(r.clone()) };
+        let mut out = enroll(app, c, &input, t, Rights::WRITE, true).await?;
+        out.dn = r.path.as_str().to_owned();
+        return Ok(out);
+    }
     let cert_entry = entries.iter().find(|e| e.vault_id == r.cert_vault_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
     let old = open_entry(app, cert_entry).await?;
     let facts = pki::cert_facts(&old)?;
@@ -948,6 +984,147 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>) -> R
     Ok(out)
 }
 
+/// What an object made with `Config/Create` asks, as a request: its subject, SANs (with a CSR,
+/// the CSR's), key (without one), CA.
+fn template_input(t: &Template, folder: &FolderPath, path: &FolderPath, pkcs10: Option<String>) -> RequestInput {
+    let mut sans = Vec::new();
+    if pkcs10.is_none() {
+        for (k, list) in [("dns", &t.dns), ("ip", &t.ip), ("email", &t.email), ("uri", &t.uri)] {
+            for v in list {
+                sans.push((k.to_owned(), v.clone()));
+            }
+        }
+    }
+    RequestInput {
+        policy_dn: folder.as_str().to_owned(),
+        object_name: Some(ccert_name(path)),
+        pkcs10,
+        subject: t.common_name.clone(),
+        organization: t.organization.clone(),
+        organizational_unit: t.organizational_unit.clone(),
+        city: t.city.clone(),
+        state: t.state.clone(),
+        country: t.country.clone(),
+        sans,
+        key_algorithm: t.key_algorithm.clone(),
+        key_bit_size: t.key_bit_strength,
+        elliptic_curve: t.elliptic_curve.clone(),
+        pkix_parameter_set: t.pkix_parameter_set.clone(),
+        cadn: t.certificate_authority.clone(),
+        end_date: None,
+        disable_automatic_renewal: t.disable_automatic_renewal,
+    }
+}
+
+/// The attributes of an object made with `Config/Create` (`None` for one made by a Request).
+pub fn template_of(r: &CertRecord) -> Option<Template> {
+    if r.template.is_empty() { None } else { serde_json::from_str(&r.template).ok() }
+}
+
+/// `Config/Create` of class `X509 Certificate` (pyvenafi's `certificate.create`): a certificate
+/// object at `path` holding no certificate, with the attributes it is given (see
+/// [`Template::from_attributes`]); `Certificates/Renew` enrolls it from them, where the policy
+/// judges them as it judges a request. Create on the parent, a policy folder (re-checked in the
+/// one write, which makes the object's folder and row together). Refusals are the product's
+/// `Config` results: 400 (no such parent, or one the caller cannot see), 401 (something is at
+/// that DN), 7, 405, 407, 112 and 2 (attributes).
+pub async fn create_object(
+    app: &App,
+    c: &Caller,
+    path: &FolderPath,
+    attributes: &[(String, Vec<String>)],
+) -> Result<CertRecord, super::tree::TreeError> {
+    use strongroom_core::tree::result;
+    let refuse = |code: i32, text: String| Err(super::tree::TreeError::Result(code, text));
+    let parent_dn = strongroom_core::tree::parent_of(path.as_str()).unwrap_or_default();
+    let Ok(parent) = FolderPath::parse(&parent_dn) else {
+        return refuse(result::OBJECT_DOES_NOT_EXIST, format!("The parent {parent_dn} does not exist."));
+    };
+    if !(parent.key() == "\\ved\\policy" || parent.key().starts_with("\\ved\\policy\\")) {
+        return refuse(result::OBJECT_INVALID_CONTAINMENT, "A certificate is created in a policy folder under \\VED\\Policy.".into());
+    }
+    let held = c.perms.effective(&parent).implied();
+    let parent_exists = parent.key() == "\\ved\\policy" || app.store.folder_object(parent.key().to_owned()).await?.is_some();
+    if !parent_exists || !held.contains(Rights::VIEW) {
+        return refuse(result::OBJECT_DOES_NOT_EXIST, format!("The parent {parent_dn} does not exist."));
+    }
+    if app.store.certificate(parent.key().to_owned()).await?.is_some()
+        || app.store.cert_authorities().await?.iter().any(|ca| ca.dn.eq_ignore_ascii_case(parent.as_str()))
+    {
+        return refuse(
+            result::OBJECT_INVALID_CONTAINMENT,
+            format!("{parent_dn} is not a policy folder: a certificate cannot be made in it."),
+        );
+    }
+    if app.store.folder_object(path.key().to_owned()).await?.is_some() {
+        return if c.perms.effective(path).implied().contains(Rights::VIEW) {
+            refuse(result::OBJECT_ALREADY_EXISTS, "Object already exists.".into())
+        } else {
+            refuse(result::INSUFFICIENT_PRIVILEGES, "Insufficient privileges to create an object here.".into())
+        };
+    }
+    if !held.contains(Rights::CREATE) {
+        return refuse(result::INSUFFICIENT_PRIVILEGES, format!("Creating under {parent_dn} needs the Create permission."));
+    }
+    if let Err(e) = path.check_new() {
+        return refuse(result::OBJECT_INVALID_NAME, format!("{e}."));
+    }
+    let tpl = match Template::from_attributes(attributes) {
+        Ok(t) => t,
+        Err(e) => return refuse(e.code, e.text),
+    };
+    let cas = app.store.cert_authorities().await?;
+    let ca_key = match tpl.certificate_authority.as_deref() {
+        Some(dn) => match find_ca(&cas, dn) {
+            Some(ca) => ca.name.to_lowercase(),
+            None => {
+                return refuse(
+                    ccert::RESULT_INVALID_ARGUMENT,
+                    format!("Certificate Authority {dn:?} is not a certificate authority of this server (external CAs are not supported)."),
+                );
+            }
+        },
+        None => String::new(),
+    };
+    let sans = Sans { dns: tpl.dns.clone(), ip: tpl.ip.clone(), email: tpl.email.clone(), uri: tpl.uri.clone() };
+    let internal = |e: serde_json::Error| super::tree::TreeError::Store(StoreError::other(e.to_string()));
+    let guid = ObjectGuid::generate(&*app.rng);
+    let mut lineage = lineage_with_guids(path, &*app.rng);
+    if let Some(last) = lineage.last_mut() {
+        last.1 = guid.clone();
+    }
+    let record = CertRecord {
+        path: path.clone(),
+        guid,
+        ca_key,
+        cn: tpl.common_name.clone().unwrap_or_default(),
+        sans: serde_json::to_string(&sans).map_err(internal)?,
+        serial: String::new(),
+        thumbprint: String::new(),
+        valid_from: 0,
+        valid_to: 0,
+        cert_vault_id: VaultId(0),
+        key_vault_id: None,
+        csr_vault_id: None,
+        disabled: false,
+        revoked: false,
+        version: 0,
+        created_at: app.now(),
+        issued_at: app.now(),
+        template: serde_json::to_string(&tpl).map_err(internal)?,
+    };
+    let event = c
+        .event(app, EventKind::FolderCreated, None)
+        .object(path.as_str())
+        .detail(format!("class={} (a certificate object without a certificate)", ccert::CREATED_CLASS));
+    let object = NewObject { record: record.clone(), lineage, by: Some(c.writer()), parent };
+    match app.store.create_certificate_object(object, event).await? {
+        Checked::Done(true) => Ok(record),
+        Checked::Done(false) => refuse(result::OBJECT_ALREADY_EXISTS, "Object already exists.".into()),
+        Checked::Denied => refuse(result::INSUFFICIENT_PRIVILEGES, format!("Creating under {parent_dn} needs the Create permission.")),
+    }
+}
+
 fn ccert_name(p: &FolderPath) -> String {
     strongroom_core::tree::name_of(p.as_str()).to_owned()
 }
@@ -957,6 +1134,9 @@ fn ccert_name(p: &FolderPath) -> String {
 pub async fn revoke(app: &App, c: &Caller, r: &CertRecord, reason: i64, disable: bool, comments: Option<&str>) -> Result<bool> {
     if !c.perms.effective(&r.path).implied().contains(Rights::REVOKE) {
         return Err(CertError::Denied(format!("Revoking {} needs Revoke on it.", r.path)));
+    }
+    if !r.issued() {
+        return Err(not_enrolled(r));
     }
     let rev = Revocation {
         ca_key: r.ca_key.clone(),
@@ -980,8 +1160,7 @@ pub async fn set_disabled(app: &App, c: &Caller, r: &CertRecord, disabled: bool)
     if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
         return Err(CertError::Denied(format!("Changing {} needs Write on it.", r.path)));
     }
-    let event =
-        c.event(app, EventKind::CertificateDisabled, Some(r.cert_vault_id)).detail(format!("certificate={} disabled={disabled}", r.path));
+    let event = c.event(app, EventKind::CertificateDisabled, r.cert_id()).detail(format!("certificate={} disabled={disabled}", r.path));
     match app.store.set_certificate_disabled(r.path.key().to_owned(), disabled, Some(c.writer()), event).await? {
         Checked::Done(true) => Ok(()),
         Checked::Done(false) => Err(no_certificate(r.path.as_str())),
@@ -994,8 +1173,7 @@ pub async fn delete(app: &App, c: &Caller, r: &CertRecord) -> Result<()> {
     if !c.perms.effective(&r.path).implied().contains(Rights::DELETE) {
         return Err(CertError::Denied(format!("Deleting {} needs Delete on it.", r.path)));
     }
-    let event =
-        c.event(app, EventKind::CertificateDeleted, Some(r.cert_vault_id)).detail(format!("certificate={} serial={}", r.path, r.serial));
+    let event = c.event(app, EventKind::CertificateDeleted, r.cert_id()).detail(format!("certificate={} serial={}", r.path, r.serial));
     match app.store.delete_certificate(r.path.key().to_owned(), Some(c.writer()), event).await? {
         Checked::Done(true) => Ok(()),
         Checked::Done(false) => Err(no_certificate(r.path.as_str())),
@@ -1045,6 +1223,9 @@ pub async fn previous_versions(app: &App, r: &CertRecord) -> Result<Vec<Previous
 
 /// The facts of an object's current certificate.
 pub async fn current_facts(app: &App, r: &CertRecord) -> Result<pki::CertFacts> {
+    if !r.issued() {
+        return Err(not_enrolled(r));
+    }
     let entries = app.store.cert_entries(r.path.clone()).await?;
     let e = entries.iter().find(|e| e.vault_id == r.cert_vault_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
     Ok(pki::cert_facts(&open_entry(app, e).await?)?)

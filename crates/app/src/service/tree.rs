@@ -235,8 +235,9 @@ async fn with_certificate_class(app: &App, mut n: Node) -> Result<Node, StoreErr
     if let Kind::Folder(f) = &n.kind
         && f.key().starts_with("\\ved\\policy\\")
     {
-        if app.store.certificate(f.key().to_owned()).await?.is_some() {
-            n.class = strongroom_core::cert::CERTIFICATE_CLASS;
+        if let Some(r) = app.store.certificate(f.key().to_owned()).await? {
+            // One made with Config/Create shows the class it was made as.
+            n.class = if r.template.is_empty() { strongroom_core::cert::CERTIFICATE_CLASS } else { strongroom_core::cert::CREATED_CLASS };
         } else if f.key().starts_with(&format!("{}\\", strongroom_core::cert::CA_FOLDER.to_lowercase()))
             && app.store.cert_authorities().await?.iter().any(|c| c.dn.eq_ignore_ascii_case(f.as_str()))
         {
@@ -261,10 +262,100 @@ pub fn admin_for(app: &App, ctx: &AccessContext, origin: &Origin) -> Admin {
     .on_behalf_of(ctx.grant.user_id.clone())
 }
 
-/// `Config/Create`.
+/// The certificate calls' caller for a `Config` call (its rights read by [`caller_rights`]).
+fn caller_of(ctx: &AccessContext, perms: Permissions, origin: &Origin) -> crate::service::vault::Caller {
+    crate::service::vault::Caller {
+        user_id: ctx.grant.user_id.clone(),
+        grant_id: ctx.grant.id.clone(),
+        perms,
+        client_id: ctx.grant.client_id.clone(),
+        origin: origin.clone(),
+        current_keys: Vec::new(),
+        entry: None,
+    }
+}
+
+/// `Config/Write`: `Disabled` of a certificate object (VenafiPS's Disable), as
+/// `PUT Certificates/{guid}` writes it; anything else is `Result` 5, nothing written.
+pub async fn write(
+    app: &App,
+    ctx: &AccessContext,
+    origin: &Origin,
+    dn: &str,
+    attributes: &[(String, Vec<String>)],
+) -> Result<(), TreeError> {
+    use crate::service::certificates::{self as certs, CertError};
+    let perms = caller_rights(app, ctx).await?;
+    let node = find(app, &perms, Some(dn), None).await?;
+    let caller = caller_of(ctx, perms, origin);
+    let r = match &node.kind {
+        Kind::Folder(f) => app.store.certificate(f.key().to_owned()).await?,
+        _ => None,
+    };
+    let Some(r) = r else {
+        return refuse(
+            NOT_IMPLEMENTED,
+            format!("Config/Write writes Disabled of certificate objects only; {} is a {}.", node.dn, node.class),
+        );
+    };
+    let mut disabled = None;
+    for (name, values) in attributes {
+        if !name.trim().eq_ignore_ascii_case("Disabled") {
+            return refuse(NOT_IMPLEMENTED, format!("Config/Write writes Disabled of certificate objects only, not {:?}.", name.trim()));
+        }
+        disabled = Some(match values.first().map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            Some("1") | Some("true") => true,
+            Some("0") | Some("false") | None => false,
+            Some(v) => return refuse(INVALID_ARGUMENT, format!("Disabled is \"0\" or \"1\", not {v:?}.")),
+        });
+    }
+    let Some(disabled) = disabled else { return Ok(()) };
+    match certs::set_disabled(app, &caller, &r, disabled).await {
+        Ok(()) => Ok(()),
+        Err(CertError::Denied(why)) => refuse(result::INSUFFICIENT_PRIVILEGES, why),
+        Err(CertError::NoCertificate(_)) => absent(),
+        Err(CertError::Store(e)) => Err(TreeError::Store(e)),
+        Err(CertError::Invalid(m) | CertError::Unsupported(m) | CertError::NoPolicy(m) | CertError::NoKey(m)) => {
+            refuse(INVALID_ARGUMENT, m)
+        }
+        Err(e @ CertError::Internal(_)) => Err(TreeError::Store(StoreError::other(e.to_string()))),
+    }
+}
+
+/// `Config` results `InvalidArgument` and `NotImplemented`.
+const INVALID_ARGUMENT: i32 = strongroom_core::cert::RESULT_INVALID_ARGUMENT;
+const NOT_IMPLEMENTED: i32 = 5;
+
+/// `Config/Create` without attributes.
 pub async fn create(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, class_name: &str) -> Result<Node, TreeError> {
+    create_with(app, ctx, origin, dn, class_name, &[]).await
+}
+
+/// `Config/Create` with its `NameAttributeList` (`(Name, Values)`), which only a certificate object
+/// (class `X509 Certificate`) keeps; the other classes read and ignore it.
+pub async fn create_with(
+    app: &App,
+    ctx: &AccessContext,
+    origin: &Origin,
+    dn: &str,
+    class_name: &str,
+    attributes: &[(String, Vec<String>)],
+) -> Result<Node, TreeError> {
     let perms = caller_rights(app, ctx).await?;
     let dn = parse_dn(dn)?;
+    if strongroom_core::cert::is_certificate_class(class_name) {
+        let Dn::Folder(path) = &dn else {
+            return refuse(result::OBJECT_INVALID_CONTAINMENT, "A certificate is created in a policy folder under \\VED\\Policy.");
+        };
+        let r = crate::service::certificates::create_object(app, &caller_of(ctx, perms, origin), path, attributes).await?;
+        return Ok(Node {
+            dn: r.path.as_str().to_owned(),
+            guid: r.guid,
+            class: strongroom_core::cert::CREATED_CLASS,
+            revision: r.created_at.secs(),
+            kind: Kind::Folder(r.path),
+        });
+    }
     let admin = admin_for(app, ctx, origin);
     if class_name.eq_ignore_ascii_case(class::POLICY) {
         let Dn::Folder(f) = &dn else {
@@ -319,7 +410,7 @@ pub async fn create(app: &App, ctx: &AccessContext, origin: &Origin, dn: &str, c
             Err(e) => Err(e.into()),
         };
     }
-    refuse(result::OBJECT_INVALID_CLASS, format!("Class {class_name:?} cannot be created here: Policy, User or Group."))
+    refuse(result::OBJECT_INVALID_CLASS, format!("Class {class_name:?} cannot be created here: Policy, User, Group or X509 Certificate."))
 }
 
 /// `Config/Delete`. A folder with folders below it, or owning vault

@@ -583,3 +583,266 @@ async fn an_intermediate_signed_by_an_offline_root_issues_with_its_chain() {
     let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
     assert!(events.contains("certificate.ca_installed"), "the install is in the log");
 }
+
+/// The scopes pyvenafi's certificate features ask for (scripts/certificates).
+const PV_SCOPE: &str = "certificate:manage,revoke,delete;configuration:manage";
+
+/// A server with a CA, the policy folder `\VED\Policy\Web` naming it (its organisation locked to
+/// Acme), alice with every right there and bob with View and Read, and their tokens (`PV_SCOPE`).
+async fn pyvenafi_fixture(server: &mut Server, dir: &Path) -> (Call, String, String) {
+    server.admin(&["ca", "create", "Issuing CA", "--subject", "CN=Issuing CA, O=Acme, C=FR"], "");
+    std::fs::write(dir.join("ca.pem"), server.admin(&["ca", "show", "Issuing CA", "--pem"], "")).unwrap();
+    server.admin(&["folders", "create", "\\VED\\Policy\\Web"], "");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
+    for user in ["alice", "bob"] {
+        server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
+    }
+    server
+        .admin(&["rights", "grant", "\\VED\\Policy\\Web", "alice", "--rights", "view,read,write,create,revoke,delete,privatekeyread"], "");
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Web", "bob", "--rights", "view,read"], "");
+    server.admin(&["integrations", "create", "pyvenafi", "--scope", PV_SCOPE, "--allow-all-users", "--password-grant", "true"], "");
+    let api = Api::new(server.http_base());
+    let alice = api.password_grant("pyvenafi", "alice", PASSWORD, PV_SCOPE).await.access().to_owned();
+    let bob = api.password_grant("pyvenafi", "bob", PASSWORD, PV_SCOPE).await.access().to_owned();
+    (Call { http: strongroom_testkit::api::client(), base: server.http_base() }, alice, bob)
+}
+
+fn attrs(list: &[(&str, &[&str])]) -> Value {
+    Value::Array(list.iter().map(|(n, v)| json!({"Name": n, "Value": v})).collect())
+}
+
+/// `GET Certificates/{guid}` (braces percent-encoded, as `requests` sends them).
+async fn object_of(c: &Call, token: &str, guid: &str) -> Value {
+    let (status, _, v) = c.get(token, &format!("/vedsdk/certificates/{}", guid.replace('{', "%7B").replace('}', "%7D"))).await;
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+/// pyvenafi's `certificate.create` → `renew` → `wait_for_enrollment_to_complete` → `download`, as
+/// it sends them: `Config/Create` of class `X509 Certificate` makes an object without a
+/// certificate (once; refused with its `Result` for a missing right, an unknown attribute, a key
+/// too weak), `GET Certificates/{guid}` shows it without a thumbprint, the first `Renew` enrolls
+/// it from its attributes (a central key; or the CSR given when `Manual Csr` is 1), the policy
+/// refuses at that enrollment what it refuses in a request, a second `Renew` archives the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_create_makes_a_certificate_object_that_renew_enrolls() {
+    let mut server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (c, alice, bob) = pyvenafi_fixture(&mut server, dir).await;
+    let create = |dn: &str, list: Value| json!({"ObjectDN": dn, "Class": "X509 Certificate", "NameAttributeList": list});
+    let dn = "\\VED\\Policy\\Web\\made.example.com";
+    // What pyvenafi's create sends (values as lists or strings; Driver Name accepted).
+    let list = attrs(&[
+        ("Description", &["made by pyvenafi"]),
+        ("Contact", &["local:{11111111-2222-4333-8444-555555555555}"]),
+        ("Management Type", &["Enrollment"]),
+        ("Manual Csr", &["0"]),
+        ("X509 Subject", &["made.example.com"]),
+        ("Organization", &["Acme"]),
+        ("Organizational Unit", &["Platform"]),
+        ("City", &["Lyon"]),
+        ("Country", &["FR"]),
+        ("Driver Name", &["appx509certificate"]),
+        ("X509 SubjectAltName DNS", &["made.example.com", "alias.example.com"]),
+        ("X509 SubjectAltName IPAddress", &["192.0.2.10"]),
+        ("Key Algorithm", &["RSA"]),
+        ("Key Bit Strength", &["3072"]),
+        ("Certificate Authority", &["\\VED\\Policy\\CA Templates\\Issuing CA"]),
+        ("Disable Automatic Renewal", &["1"]),
+    ]);
+    // Bob may see the folder but not create in it: Result 7, nothing made.
+    let (status, v) = c.post(&bob, "/vedsdk/config/create", create(dn, list.clone())).await;
+    assert_eq!((status, v["Result"].as_i64()), (200, Some(7)), "{v}");
+    // Refused attributes: an unknown name (112), a key too weak, a CA this server lacks (2).
+    for (what, bad, code) in [
+        ("an unknown attribute", attrs(&[("Favourite Colour", &["blue"])]), 112),
+        ("a 1024-bit key", attrs(&[("Key Algorithm", &["RSA"]), ("Key Bit Strength", &["1024"])]), 2),
+        ("an external CA", attrs(&[("Certificate Authority", &["\\VED\\Policy\\CA Templates\\Microsoft"])]), 2),
+        ("a UPN", attrs(&[("X509 SubjectAltName OtherName UPN", &["a@example.com"])]), 2),
+    ] {
+        let (status, v) = c.post(&alice, "/vedsdk/config/create", create(dn, bad)).await;
+        assert_eq!((status, v["Result"].as_i64()), (200, Some(code)), "{what}: {v}");
+        assert!(v["Error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: {v}");
+    }
+    let (_, v) = c.post(&alice, "/vedsdk/config/isvalid", json!({"ObjectDN": dn})).await;
+    assert_eq!(v["Result"], 400, "nothing was made by the refusals: {v}");
+    // Made: Result 1 with the object, of the class asked.
+    let (status, v) = c.post(&alice, "/vedsdk/config/create", create(dn, list.clone())).await;
+    assert_eq!((status, v["Result"].as_i64()), (200, Some(1)), "{v}");
+    assert_eq!((v["Object"]["DN"].as_str(), v["Object"]["TypeName"].as_str()), (Some(dn), Some("X509 Certificate")), "{v}");
+    let guid = v["Object"]["GUID"].as_str().unwrap().to_owned();
+    // Again: the product's "exists" (pyvenafi then fetches the object with Config/IsValid).
+    let (_, v) = c.post(&alice, "/vedsdk/config/create", create(dn, list.clone())).await;
+    assert_eq!(v["Result"], 401, "{v}");
+    let (_, v) = c.post(&alice, "/vedsdk/config/isvalid", json!({"ObjectDN": dn})).await;
+    assert_eq!((v["Result"].as_i64(), v["Object"]["GUID"].as_str()), (Some(1), Some(guid.as_str())), "{v}");
+    // No certificate yet: GET answers the object without a thumbprint, idle; Retrieve says so.
+    let v = object_of(&c, &alice, &guid).await;
+    assert_eq!((v["DN"].as_str(), v["SchemaClass"].as_str()), (Some(dn), Some("X509 Certificate")), "{v}");
+    assert!(v["CertificateDetails"].is_object() && v["CertificateDetails"].get("Thumbprint").is_none(), "{v}");
+    assert_eq!(v["ProcessingDetails"], json!({}), "{v}");
+    assert_eq!(v["Contact"], json!(["local:{11111111-2222-4333-8444-555555555555}"]), "{v}");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/retrieve", json!({"CertificateDN": dn})).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["Error"].as_str().unwrap().contains("no certificate yet"), "{v}");
+    let (_, count, v) = c.get(&alice, "/vedsdk/certificates/?CN=made.example.com").await;
+    assert_eq!(count.as_deref(), Some("1"), "listed, without validity: {v}");
+    assert!(v["Certificates"][0]["X509"].get("ValidTo").is_none(), "{v}");
+    // Bob (Read, no Write) cannot enroll it.
+    let (status, v) = c.post(&bob, "/vedsdk/certificates/renew", json!({"CertificateDN": dn, "Reenable": false})).await;
+    assert_eq!((status, &v["Success"]), (403, &json!(false)), "{v}");
+    // The first Renew enrolls it from its attributes, with a key made here.
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": dn, "Reenable": false})).await;
+    assert_eq!((status, &v["Success"]), (200, &json!(true)), "{v}");
+    let v = object_of(&c, &alice, &guid).await;
+    let thumb = v["CertificateDetails"]["Thumbprint"].as_str().unwrap().to_owned();
+    assert_eq!(thumb.len(), 40, "{v}");
+    assert_eq!(v["ProcessingDetails"], json!({}), "idle: Stage absent");
+    c.retrieve(&alice, dir, "made.pem", json!({"CertificateDN": dn, "Format": "Base64", "IncludeChain": true})).await;
+    let (ok, out) = openssl(dir, &["verify", "-CAfile", "ca.pem", "made.pem"]);
+    assert!(ok, "{out}");
+    let (_, text) =
+        openssl(dir, &["x509", "-in", "made.pem", "-noout", "-subject", "-ext", "subjectAltName", "-text", "-nameopt", "RFC2253"]);
+    for want in
+        ["CN=made.example.com", "O=Acme", "OU=Platform", "L=Lyon", "C=FR", "DNS:alias.example.com", "IP Address:192.0.2.10", "3072 bit"]
+    {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    // The key made here is the certificate's, handed out under a password.
+    let data = c
+        .retrieve(
+            &alice,
+            dir,
+            "made-key.pem",
+            json!({"CertificateDN": dn, "Format": "Base64 (PKCS #8)", "IncludePrivateKey": true, "Password": "pw pw"}),
+        )
+        .await;
+    assert!(String::from_utf8(data).unwrap().contains("ENCRYPTED PRIVATE KEY"));
+    let (ok, out) = openssl(dir, &["pkey", "-in", "made-key.pem", "-passin", "pass:pw pw", "-pubout"]);
+    let (_, cert_pub) = openssl(dir, &["x509", "-in", "made.pem", "-noout", "-pubkey"]);
+    assert!(ok && out.trim() == cert_pub.trim(), "{out}");
+    // Renewed: a new serial, the first in PreviousVersions.
+    let first_serial = serial_of(dir, "made.pem");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": dn})).await;
+    assert_eq!(status, 200, "{v}");
+    c.retrieve(&alice, dir, "made2.pem", json!({"CertificateDN": dn, "Format": "Base64"})).await;
+    assert_ne!(serial_of(dir, "made2.pem"), first_serial);
+    let (_, text) = openssl(dir, &["x509", "-in", "made2.pem", "-noout", "-subject", "-ext", "subjectAltName", "-nameopt", "RFC2253"]);
+    assert!(text.contains("OU=Platform") && text.contains("DNS:alias.example.com"), "renewed from the same attributes: {text}");
+    let (_, _, v) = c.get(&alice, &format!("/vedsdk/certificates/{}/PreviousVersions", guid.replace('{', "%7B").replace('}', "%7D"))).await;
+    assert_eq!(v["PreviousVersions"][0]["CertificateDetails"]["Serial"], first_serial.as_str(), "{v}");
+
+    // The policy judges the attributes at enrollment: a locked organisation refused, nothing issued.
+    let evil = "\\VED\\Policy\\Web\\evil.example.com";
+    let list = attrs(&[("X509 Subject", &["evil.example.com"]), ("Organization", &["Evil"])]);
+    let (_, v) = c.post(&alice, "/vedsdk/config/create", create(evil, list)).await;
+    assert_eq!(v["Result"], 1, "{v}");
+    let evil_guid = v["Object"]["GUID"].as_str().unwrap().to_owned();
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": evil})).await;
+    assert_eq!((status, &v["Success"]), (400, &json!(false)), "{v}");
+    assert!(v["Error"].as_str().unwrap().contains("locked"), "{v}");
+    assert!(object_of(&c, &alice, &evil_guid).await["CertificateDetails"].get("Thumbprint").is_none(), "nothing issued");
+
+    // Manual Csr 1: the requester's CSR is needed, and its key is the certificate's.
+    let manual = "\\VED\\Policy\\Web\\manual";
+    let (_, v) = c.post(&alice, "/vedsdk/config/create", create(manual, attrs(&[("Manual Csr", &["1"])]))).await;
+    assert_eq!(v["Result"], 1, "{v}");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": manual})).await;
+    assert_eq!(status, 400, "no PKCS10: {v}");
+    let pem = csr(dir, "manual", "/CN=manual.example.com/O=Acme", &["manual.example.com"], None);
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": manual, "PKCS10": pem})).await;
+    assert_eq!(status, 200, "{v}");
+    c.retrieve(&alice, dir, "manual.pem", json!({"CertificateDN": manual, "Format": "Base64"})).await;
+    let (_, cert_pub) = openssl(dir, &["x509", "-in", "manual.pem", "-noout", "-pubkey"]);
+    let (_, key_pub) = openssl(dir, &["pkey", "-in", "manual.key", "-pubout"]);
+    assert_eq!(cert_pub.trim(), key_pub.trim(), "the CSR's key");
+
+    // In the chained log: the object made, its first enrollment.
+    let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
+    assert!(events.contains("a certificate object without a certificate") && events.contains("first enrollment, central key"), "{events}");
+    assert!(server.admin(&["events", "verify"], "").contains("event log intact"));
+}
+
+/// VenafiPS's Disable: `Config/Write {ObjectDN, AttributeData:[{Name:"Disabled", Value}]}` does what
+/// `PUT Certificates/{guid}` does (Write on the object; anything else written is `Result` 5); and
+/// `Certificates/Associate`, `Dissociate`, `Push` are a clear 400 (no devices here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_write_disables_and_device_calls_are_refused() {
+    let mut server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let (c, alice, bob) = pyvenafi_fixture(&mut server, work.path()).await;
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": "ps.example.com", "KeyAlgorithm": "ECC"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (dn, guid) = (v["CertificateDN"].as_str().unwrap().to_owned(), v["Guid"].as_str().unwrap().to_owned());
+    let write = |value: Value| json!({"ObjectDN": dn, "AttributeData": [{"Name": "Disabled", "Value": value}]});
+    // Bob holds Read, not Write: Result 7, still enabled.
+    let (status, v) = c.post(&bob, "/vedsdk/config/write", write(json!(["1"]))).await;
+    assert_eq!((status, v["Result"].as_i64()), (200, Some(7)), "{v}");
+    assert_eq!(object_of(&c, &alice, &guid).await["Disabled"], false);
+    // Alice: disabled (a list, as the docs say), then enabled (a scalar, as VenafiPS sends it).
+    let (status, v) = c.post(&alice, "/vedsdk/config/write", write(json!(["1"]))).await;
+    assert_eq!((status, v["Result"].as_i64()), (200, Some(1)), "{v}");
+    assert_eq!(object_of(&c, &alice, &guid).await["Disabled"], true);
+    let (_, count, _) = c.get(&alice, "/vedsdk/certificates/?Disabled=1&CN=ps.example.com").await;
+    assert_eq!(count.as_deref(), Some("1"));
+    // Disabled: Renew needs Reenable, which enables it again.
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": dn})).await;
+    assert_eq!((status, &v["Success"]), (400, &json!(false)), "{v}");
+    assert!(v["Error"].as_str().unwrap().contains("Reenable"), "{v}");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": dn, "Reenable": "true"})).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(object_of(&c, &alice, &guid).await["Disabled"], false);
+    let (_, v) = c.post(&alice, "/vedsdk/config/write", write(json!(["1"]))).await;
+    assert_eq!(v["Result"], 1, "{v}");
+    let (_, v) = c.post(&alice, "/vedsdk/config/write", write(json!("0"))).await;
+    assert_eq!(v["Result"], 1, "{v}");
+    assert_eq!(object_of(&c, &alice, &guid).await["Disabled"], false);
+    // What is not written here: Result 5 and nothing changed; a DN that does not exist: 400.
+    let (_, v) = c
+        .post(
+            &alice,
+            "/vedsdk/config/write",
+            json!({"ObjectDN": dn, "AttributeData": [{"Name": "Disabled", "Value": ["1"]}, {"Name": "Description", "Value": ["x"]}]}),
+        )
+        .await;
+    assert_eq!(v["Result"], 5, "{v}");
+    assert_eq!(object_of(&c, &alice, &guid).await["Disabled"], false, "nothing written");
+    let (_, v) = c
+        .post(
+            &alice,
+            "/vedsdk/config/write",
+            json!({"ObjectDN": "\\VED\\Policy\\Web", "AttributeData": [{"Name": "Disabled", "Value": ["1"]}]}),
+        )
+        .await;
+    assert_eq!(v["Result"], 5, "a folder: {v}");
+    let (_, v) = c
+        .post(
+            &alice,
+            "/vedsdk/config/write",
+            json!({"ObjectDN": "\\VED\\Policy\\Web\\nope", "AttributeData": [{"Name": "Disabled", "Value": ["1"]}]}),
+        )
+        .await;
+    assert_eq!(v["Result"], 400, "{v}");
+    let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
+    assert_eq!(events.matches("certificate.disabled").count(), 3, "each change is an event: {events}");
+
+    // Devices and application pushes are out of scope: 400 with Error, never a 404.
+    for call in ["associate", "dissociate", "push"] {
+        let (status, v) = c
+            .post(
+                &alice,
+                &format!("/vedsdk/certificates/{call}"),
+                json!({"CertificateDN": dn, "ApplicationDN": ["\\VED\\Policy\\Web\\app"], "PushToNew": true}),
+            )
+            .await;
+        assert_eq!(status, 400, "{call}: {v}");
+        assert!(v["Error"].as_str().is_some_and(|e| e.contains("devices")), "{call}: {v}");
+    }
+}

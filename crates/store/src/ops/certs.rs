@@ -77,6 +77,34 @@ pub struct CertRecord {
     pub version: i64,
     pub created_at: UnixTime,
     pub issued_at: UnixTime,
+    /// JSON of the attributes an object made with `Config/Create` was given
+    /// (`strongroom_core::cert::Template`); empty for one made by a Request.
+    pub template: String,
+}
+
+impl CertRecord {
+    /// Whether the object holds a certificate: one made with `Config/Create` holds none
+    /// (empty serial and thumbprint) until its first enrollment.
+    pub fn issued(&self) -> bool {
+        !self.thumbprint.is_empty()
+    }
+
+    /// The current certificate's vault id, if it has one.
+    pub fn cert_id(&self) -> Option<VaultId> {
+        self.issued().then_some(self.cert_vault_id)
+    }
+}
+
+/// A certificate object made without a certificate (`Config/Create`): its row (empty serial and
+/// thumbprint, its attributes in `template`) and its folder, made in one write when `by` (if
+/// any) holds Create on `parent` then.
+#[derive(Clone, Debug)]
+pub struct NewObject {
+    pub record: CertRecord,
+    /// The object's folder and those above it, top first (see [`Issuance::lineage`]).
+    pub lineage: Vec<(FolderPath, ObjectGuid)>,
+    pub by: Option<Writer>,
+    pub parent: FolderPath,
 }
 
 /// One issuance: the object's row, the entries (certificate, key, CSR)
@@ -122,6 +150,8 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     fn certificate(&self, key: String) -> StoreFuture<'_, Option<CertRecord>>;
     /// See [`Issuance`] and the module's text.
     fn issue_certificate(&self, issue: Issuance, events: Vec<Event>) -> StoreFuture<'_, Checked<()>>;
+    /// See [`NewObject`]. `Done(false)`: something is at that DN already (nothing written).
+    fn create_certificate_object(&self, object: NewObject, event: Event) -> StoreFuture<'_, Checked<bool>>;
     /// Records a revocation (once per serial) and marks the object (disabled too with `disable`), when
     /// `by` (if any) holds Revoke on the object now. `Done(false)`: the serial was revoked already.
     fn revoke_certificate(
@@ -179,7 +209,30 @@ fn cert(r: &mut Cols<'_>) -> StoreResult<CertRecord> {
         version: r.int()?,
         created_at: r.time()?,
         issued_at: r.time()?,
+        template: r.text()?,
     })
+}
+
+fn cert_row(r: &CertRecord) -> [codec::Value<'_>; 17] {
+    values![
+        r.path.key(),
+        r.ca_key.as_str(),
+        r.cn.as_str(),
+        r.sans.as_str(),
+        r.serial.as_str(),
+        r.thumbprint.as_str(),
+        r.valid_from,
+        r.valid_to,
+        r.cert_vault_id,
+        r.key_vault_id,
+        r.csr_vault_id,
+        r.disabled,
+        r.revoked,
+        r.version,
+        r.created_at,
+        r.issued_at,
+        r.template.as_str(),
+    ]
 }
 
 async fn may_hold<C: Conn>(c: &C, by: Option<&Writer>, key: &str, need: Rights) -> StoreResult<bool> {
@@ -262,29 +315,32 @@ pub(crate) async fn issue_certificate<C: Conn>(c: &C, issue: &Issuance, events: 
             c.execute(&sql::INSERT_OWNER, &codec::owner_row(e.vault_id, o)).await?;
         }
     }
-    let row = values![
-        r.path.key(),
-        r.ca_key.as_str(),
-        r.cn.as_str(),
-        r.sans.as_str(),
-        r.serial.as_str(),
-        r.thumbprint.as_str(),
-        r.valid_from,
-        r.valid_to,
-        r.cert_vault_id,
-        r.key_vault_id,
-        r.csr_vault_id,
-        r.disabled,
-        r.revoked,
-        r.version,
-        r.created_at,
-        r.issued_at,
-    ];
-    c.execute(&sql::UPSERT_CERTIFICATE, &row).await?;
+    c.execute(&sql::UPSERT_CERTIFICATE, &cert_row(r)).await?;
     for e in events {
         append_event(c, e).await?;
     }
     Ok(Checked::Done(()))
+}
+
+pub(crate) async fn create_certificate_object<C: Conn>(c: &C, o: &NewObject, event: &Event) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, o.by.as_ref(), o.parent.key(), Rights::CREATE).await? {
+        return Ok(Checked::Denied);
+    }
+    let r = &o.record;
+    let Some(((last, guid), above)) = o.lineage.split_last() else {
+        return Err(crate::StoreError::other("a certificate object without a folder"));
+    };
+    for (f, g) in above {
+        c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, r.created_at, g)).await?;
+    }
+    // The object's own folder: made here, or something is there already.
+    if c.execute(&sql::CREATE_FOLDER, &codec::folder_row(last, r.created_at, guid)).await? == 0 {
+        return Ok(Checked::Done(false));
+    }
+    // A row left by a folder deleted without it is replaced.
+    c.execute(&sql::UPSERT_CERTIFICATE, &cert_row(r)).await?;
+    append_event(c, event).await?;
+    Ok(Checked::Done(true))
 }
 
 pub(crate) async fn revoke_certificate<C: Conn>(
@@ -382,6 +438,9 @@ macro_rules! cert_methods {
         }
         fn issue_certificate(&self, issue: Issuance, events: Vec<Event>) -> StoreFuture<'_, Checked<()>> {
             $write!(self, |c| certs::issue_certificate(c, &issue, &events))
+        }
+        fn create_certificate_object(&self, object: NewObject, event: Event) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::create_certificate_object(c, &object, &event))
         }
         fn revoke_certificate(
             &self,

@@ -55,6 +55,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 13, name: "0013_console_epochs", sql: include_str!("../../migrations/postgres/0013_console_epochs.sql") },
     Migration { version: 14, name: "0014_one_token_layout", sql: include_str!("../../migrations/postgres/0014_one_token_layout.sql") },
     Migration { version: 15, name: "0015_certificates", sql: include_str!("../../migrations/postgres/0015_certificates.sql") },
+    Migration {
+        version: 16,
+        name: "0016_certificate_templates",
+        sql: include_str!("../../migrations/postgres/0016_certificate_templates.sql"),
+    },
 ];
 
 /// Connections per replica unless the connection string sets

@@ -9,7 +9,7 @@ use strongroom_core::cert::vault_type;
 use strongroom_core::event::{EventKind, verify_chain};
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{Rights, VaultId};
-use strongroom_store::{CertRecord, Checked, EventFilter, Issuance, Revocation, Store, VaultEntry};
+use strongroom_store::{CertRecord, Checked, EventFilter, Issuance, NewObject, Revocation, Store, VaultEntry};
 
 use crate::cases::{T0, ev, first_data_key, folder, lineage, writer};
 
@@ -32,6 +32,7 @@ fn record(path: &str, guid: &ObjectGuid, serial: usize, cert: VaultId, csr: Vaul
         version: 0,
         created_at: T0,
         issued_at: T0,
+        template: String::new(),
     }
 }
 
@@ -229,4 +230,62 @@ pub(crate) async fn a_ca_certificate_is_installed_once_under_concurrency(store: 
     assert!(!store.set_ca_certificate("no such ca".into(), Vec::new(), vec![0x30, 0x00], ev(EventKind::CaInstalled)).await.unwrap());
     let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}
+
+/// `Config/Create` of a certificate object: made once (with its folder, its template and no
+/// certificate), a second one at the DN is told so, Create on the parent is re-checked in the
+/// write; the first issuance at the DN replaces the row and keeps the template.
+pub(crate) async fn an_object_without_a_certificate_is_made_once_then_enrolled(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let apps = folder("\\VED\\Policy\\Apps");
+    store.create_folders(lineage(&apps), ev(EventKind::FolderCreated)).await.unwrap();
+    let dn = "\\VED\\Policy\\Apps\\made";
+    let guid = ObjectGuid::parse("{31111111-2222-4333-8444-555555555555}").unwrap();
+    let pending = || {
+        let mut r = record(dn, &guid, 0, VaultId(0), VaultId(0));
+        (r.serial, r.thumbprint, r.csr_vault_id, r.template) = (String::new(), String::new(), None, "{\"common_name\":\"x\"}".into());
+        let mut l = lineage(&folder(dn));
+        if let Some(last) = l.last_mut() {
+            last.1 = guid.clone();
+        }
+        NewObject { record: r, lineage: l, by: None, parent: apps.clone() }
+    };
+    let (nobody, _) = writer(&*store, false).await;
+    let denied = NewObject { by: Some(nobody), ..pending() };
+    assert_eq!(store.create_certificate_object(denied, ev(EventKind::FolderCreated)).await.unwrap(), Checked::Denied);
+    assert!(store.folder_object(folder(dn).key().to_owned()).await.unwrap().is_none(), "nothing made for a refusal");
+    // Ten creations of the DN race, each with a GUID of its own: one makes it, the others are told it exists.
+    let (admin, _) = writer(&*store, true).await;
+    let mut tasks = Vec::new();
+    for i in 0..10u32 {
+        let store = store.clone();
+        let mut o = NewObject { by: Some(admin.clone()), ..pending() };
+        let g = ObjectGuid::parse(&format!("{{3111{i:04}-2222-4333-8444-555555555555}}")).unwrap();
+        o.record.guid = g.clone();
+        if let Some(last) = o.lineage.last_mut() {
+            last.1 = g.clone();
+        }
+        tasks.push(tokio::spawn(async move { (g, store.create_certificate_object(o, ev(EventKind::FolderCreated)).await.unwrap()) }));
+    }
+    let mut made = Vec::new();
+    for t in tasks {
+        let (g, outcome) = t.await.unwrap();
+        match outcome {
+            Checked::Done(true) => made.push(g),
+            other => assert_eq!(other, Checked::Done(false)),
+        }
+    }
+    assert_eq!(made.len(), 1, "one object per DN");
+    let r = store.certificate(folder(dn).key().to_owned()).await.unwrap().expect("the object");
+    assert!(!r.issued() && r.cert_id().is_none() && r.template.contains("common_name"));
+    assert_eq!(r.guid, made[0]);
+    assert_eq!(store.folder_object(folder(dn).key().to_owned()).await.unwrap().unwrap().guid, made[0], "the winner's folder");
+    let guid = made[0].clone();
+    // The first issuance at the DN: the row holds a certificate, the template stays.
+    let mut first = issuance(&*store, dn, &guid, 9).await;
+    first.record.template = r.template.clone();
+    assert_eq!(store.issue_certificate(first, vec![ev(EventKind::CertificateIssued)]).await.unwrap(), Checked::Done(()));
+    let r = store.certificate(folder(dn).key().to_owned()).await.unwrap().unwrap();
+    assert!(r.issued() && r.cert_id().is_some() && r.template.contains("common_name"));
+    assert_eq!(store.cert_entries(folder(dn)).await.unwrap().iter().filter(|e| e.vault_type == vault_type::CERTIFICATE).count(), 1);
 }

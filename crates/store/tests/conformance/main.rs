@@ -166,6 +166,7 @@ conformance!(
     concurrent_issuances_on_one_dn_leave_one_current,
     a_serial_is_revoked_once_and_rights_are_rechecked,
     a_ca_certificate_is_installed_once_under_concurrency,
+    an_object_without_a_certificate_is_made_once_then_enrolled,
 );
 
 /// The same, for cases that need the store's copier too.
