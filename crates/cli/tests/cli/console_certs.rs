@@ -210,3 +210,40 @@ async fn cas_and_policies_through_the_console() {
     assert_eq!(server.admin(&["policy", "show", web], ""), before);
     server.stop();
 }
+
+/// A root CA whose key is made in a SoftHSM token, created through the
+/// console's form: the form offers the configured PKCS#11 key, the CLI then
+/// shows the key in that token, and the console's list says token and label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_ca_with_a_token_key_through_the_console() {
+    use crate::hsm::{Hsm, TOKEN, softhsm_module};
+    let Some(module) = softhsm_module() else {
+        strongroom_testkit::skip("SoftHSM2 (softhsm2-util and libsofthsm2.so) is not installed: the console's token CA test cannot run");
+        return;
+    };
+    let hsm = Hsm::init(module);
+    let config = hsm.config("config.toml", &[("hsm", TOKEN, hsm.pin_file())]);
+    let data = hsm.dir.path().join("data");
+    let conf = hsm.conf();
+    let env = [("SOFTHSM2_CONF", conf.as_str())];
+    let admin =
+        |args: &[&str], stdin: &str| crate::process::admin(&data, &[&["--config", config.as_str()][..], args].concat(), &env, stdin);
+    admin(&["init"], "");
+    admin(&["keys", "create", "PKCS11:hsm"], "");
+    admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
+    let server = Server::start_on(data.clone(), &["--insecure-http", "--config", &config], &env);
+    let mut root = Browser::signed_in(&server.http_base(), "root").await;
+    let (st, html, _) = root.get("/admin/cas").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("<option value=\"PKCS11:hsm\">"), "{html}");
+    let (st, html) = root.post("/admin/cas/create", &[("name", "Token CA"), ("algorithm", "p256"), ("key", "PKCS11:hsm")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("token PKCS11:hsm, label strongroom CA Token CA"), "{html}");
+    let shown = server.admin(&["--config", &config, "ca", "show", "Token CA"], "");
+    assert!(shown.contains("key:         in the token of PKCS11:hsm") && shown.contains("kind:        root"), "{shown}");
+    // A key that is not a configured token's: the act refuses it, nothing made.
+    let (st, html) = root.post("/admin/cas/create", &[("name", "Nowhere CA"), ("key", "PKCS11:nope")]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{html}");
+    assert!(!server.admin(&["--config", &config, "ca", "list"], "").contains("Nowhere CA"));
+    server.stop();
+}
