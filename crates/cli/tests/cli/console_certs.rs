@@ -150,6 +150,16 @@ async fn cas_and_policies_through_the_console() {
         assert!(html.contains(says), "{bad:?}: {html}");
     }
     assert_eq!(ca_list(&server).len(), 1);
+    // An intermediate made with the CLI, waiting for its certificate: pending, no PEM, no CRL yet.
+    let work = tempfile::tempdir().unwrap();
+    let csr = work.path().join("sub.csr").display().to_string();
+    server.admin(&["ca", "create", "Sub CA", "--intermediate", "--csr-out", &csr], "");
+    let (_, html, _) = root.get("/admin/cas").await;
+    assert!(html.contains(">Sub CA</a></th><td>pending</td>") && html.contains("not installed"), "{html}");
+    let (st, html, _) = root.get("/admin/cas/show?name=Sub%20CA").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("id=\"kind\">pending<") && html.contains("waits for its certificate") && !html.contains("/crl/"), "{html}");
+    assert_eq!(root.get("/admin/cas/pem?name=Sub%20CA").await.0, StatusCode::NOT_FOUND);
 
     // A policy through the form: shown as `admin policy show` says, and what CheckPolicy answers.
     let (st, html, _) = root.get("/admin/policies?folder=%5CVED%5CPolicy%5CWeb").await;
@@ -189,7 +199,7 @@ async fn cas_and_policies_through_the_console() {
     assert_eq!(st, StatusCode::FORBIDDEN, "{html}");
     let (st, _) = root.post_with("/admin/policies/set", &[("folder", web), ("city", "Forged")], false).await;
     assert_eq!(st, StatusCode::FORBIDDEN);
-    assert_eq!(ca_list(&server).len(), 1);
+    assert_eq!(ca_list(&server).len(), 2);
     assert_eq!(server.admin(&["policy", "show", web], ""), before);
 
     // Someone who is no Master Admin (with rights on the folder): no link, every page and post refused.
@@ -206,7 +216,7 @@ async fn cas_and_policies_through_the_console() {
     }
     assert_eq!(a.post("/admin/cas/create", &[("name", "Alice CA")]).await.0, StatusCode::FORBIDDEN);
     assert_eq!(a.post("/admin/policies/set", &[("folder", web), ("city", "Alice")]).await.0, StatusCode::FORBIDDEN);
-    assert_eq!(ca_list(&server).len(), 1);
+    assert_eq!(ca_list(&server).len(), 2);
     assert_eq!(server.admin(&["policy", "show", web], ""), before);
     server.stop();
 }
