@@ -273,6 +273,12 @@ api! {
     "/admin/machines/mappings/cert" post console::machines::save_cert_mapping;
     "/admin/machines/mappings/remove" get console::machines::confirm_remove_mapping;
     "/admin/machines/mappings/remove" post console::machines::remove_mapping;
+    "/admin/cas" get console::certs::cas;
+    "/admin/cas/create" post console::certs::create;
+    "/admin/cas/show" get console::certs::ca;
+    "/admin/cas/pem" get console::certs::pem;
+    "/admin/policies" get console::certs::policies;
+    "/admin/policies/set" post console::certs::set_policy;
     "/admin/log" get console::log::page;
     "/admin/server" get console::server::page;
     documented apart {

@@ -258,6 +258,8 @@ pub(crate) enum Console {
     Ok(maud::Markup, Vec<String>),
     Problem(strongroom_app::service::console::ConsoleError, maud::Markup, Vec<String>),
     SeeOther(String, Vec<String>),
+    /// A PEM file to save (`/admin/cas/pem`): its file name and text.
+    File(String, String),
 }
 
 impl IntoResponse for Console {
@@ -271,6 +273,14 @@ impl IntoResponse for Console {
                     r.headers_mut().insert(header::LOCATION, l);
                 }
                 (r, c)
+            }
+            Console::File(name, text) => {
+                let mut r = (StatusCode::OK, text).into_response();
+                r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"));
+                if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+                    r.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+                }
+                (r, Vec::new())
             }
             Console::Problem(e, m, c) => {
                 let status = match &e {

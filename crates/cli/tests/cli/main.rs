@@ -42,6 +42,7 @@ mod backup;
 mod certificates;
 mod client;
 mod config_check;
+mod console_certs;
 mod discovery;
 mod docs;
 mod file_modes;

@@ -14,7 +14,8 @@
 //!   form's `csrf` field; `Origin` or `Referer` must be this server). A post
 //!   that fails it is refused with 403 before anything is read or changed.
 //! - Pages (one file each): integrations, users and groups, folders and
-//!   permissions, grants, the event log. A Master Admin sees and changes
+//!   permissions, grants, keys, machine identities, certificate authorities
+//!   and certificate policies, the event log. A Master Admin sees and changes
 //!   everything; anyone else sees only the folders they hold a right on
 //!   and the events they may read, and may change only the permissions of
 //!   folders they hold ManagePermissions on (once `Rights` has it); every
@@ -22,6 +23,7 @@
 //! - Every change calls the one implementation in `strongroom_app::admin`, through
 //!   an `Admin` acting as the signed-in person, so its chained event names them.
 
+pub(crate) mod certs;
 pub(crate) mod folders;
 pub(crate) mod grants;
 pub(crate) mod integrations;
@@ -100,12 +102,14 @@ pub(crate) enum Nav {
     Grants,
     Keys,
     Machines,
+    Cas,
+    Policies,
     Log,
     Server,
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 10] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 12] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
@@ -114,6 +118,8 @@ impl Nav {
         (Nav::Grants, "/admin/grants", "Grants", true),
         (Nav::Keys, "/admin/keys", "Keys", true),
         (Nav::Machines, "/admin/machines", "Machine identities", true),
+        (Nav::Cas, "/admin/cas", "Certificate authorities", true),
+        (Nav::Policies, "/admin/policies", "Certificate policies", true),
         (Nav::Log, "/admin/log", "Event log", false),
         (Nav::Server, "/admin/server", "Server", true),
     ];
@@ -464,6 +470,8 @@ pub(crate) async fn home(State(app): State<HttpState>, origin: Origin, headers: 
                 li { a href="/admin/grants" { "Grants" } ": the live grants, by user or integration; revoke one." }
                 li { a href="/admin/keys" { "Keys" } ": the named keys that seal the vault, which one is the default; rotate one." }
                 li { a href="/admin/machines" { "Machine identities" } ": trusted JWT issuers, and the JWT and certificate mappings that give machines identities." }
+                li { a href="/admin/cas" { "Certificate authorities" } ": the issuing CAs, their certificates, chains and CRLs; create a root CA." }
+                li { a href="/admin/policies" { "Certificate policies" } ": a folder's certificate policy, locked or default, and the one in force; set it." }
                 li { a href="/admin/log" { "Event log" } ": every change and sign-in, newest first." }
                 li { a href="/admin/server" { "Server" } ": its version, the store, its schema and whether it is ready." }
             }

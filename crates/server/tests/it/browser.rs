@@ -169,6 +169,34 @@ async fn console_in_chromium() {
     assert!(page.url().await.contains("kind=user.created"));
     screenshot(&page, "log").await;
 
+    // Certificate authorities: create a root CA by clicking, open it; then a policy on a folder.
+    page.click("a[href='/admin/cas']").await;
+    page.wait_title(console_heading, "Certificate authorities").await;
+    page.type_into("#ca_name", "Web CA").await;
+    page.element("#ca_algorithm").await.select_by_value("p384").await.unwrap();
+    page.click("#create_ca").await;
+    page.element(".notice").await;
+    let cas = s.admin.cas().await.unwrap();
+    assert_eq!((cas.len(), cas[0].algorithm.as_str(), cas[0].kind()), (1, "p384", "root"));
+    screenshot(&page, "cas").await;
+    page.click("#cas a[href*='Web']").await;
+    page.wait_title(console_heading, "CA Web CA").await;
+    assert!(page.text("#pem").await.starts_with("-----BEGIN CERTIFICATE-----"));
+    page.click("a[href='/admin/policies']").await;
+    page.wait_title(console_heading, "Certificate policies").await;
+    // (The folder's option holds backslashes, which a CSS selector would read as escapes: its URL instead.)
+    page.goto(&s.at("/admin/policies?folder=%5CVED%5CPolicy%5CTeam%20A")).await;
+    page.wait_title(console_heading, "Certificate policies").await;
+    page.element("#p_ca").await.select_by_value("Web CA").await.unwrap();
+    page.type_into("#p_organization", "Acme").await;
+    page.click("#p_locked").await;
+    page.click("#set_policy").await;
+    page.element(".notice").await;
+    let (own, _) = s.admin.cert_policy("\\VED\\Policy\\Team A").await.unwrap();
+    assert_eq!(own.organization.map(|o| (o.value, o.locked)), Some(("Acme".to_owned(), true)));
+    assert!(page.text("#effective").await.contains("Acme (locked)"));
+    screenshot(&page, "policies").await;
+
     // A form on another site posting here: refused, nothing created.
     let forged = format!(
         "data:text/html,<form method=post action='{}/admin/users/create'><input name=name value=mallory>\
