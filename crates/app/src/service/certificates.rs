@@ -144,14 +144,28 @@ pub fn crl_url(public_url: &str, ca_name: &str) -> String {
     format!("{}/crl/{}.crl", public_url.trim_end_matches('/'), ca_name.to_lowercase().replace(' ', "%20"))
 }
 
+/// How long the revocation of a certificate is kept after the certificate
+/// expired (days): it left the CRL [`pki::CRL_VALIDITY_SECS`] after the
+/// expiry; the row serves `PreviousVersions`' `Revoked` until the janitor
+/// deletes it (`purge_revocations`, every ten minutes). The revocation's
+/// event stays in the log.
+pub const REVOCATION_KEEP_DAYS: i64 = 30;
+
+/// The cut of the janitor's purge at `now`: revocations of certificates that
+/// ended before it are deleted.
+pub fn revocation_purge_cut(now: i64) -> i64 {
+    now - REVOCATION_KEEP_DAYS * 86_400
+}
+
 /// The CRL of CA `name` (DER), signed now from its revocations whose certificates have not
-/// expired. `None`: no such CA.
+/// expired, or expired less than a CRL's validity ago (so each appears on one CRL issued
+/// after its certificate's end, RFC 5280 §3.3). `None`: no such CA.
 pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let name = name.strip_suffix(".crl").unwrap_or(name);
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
     let now = app.now().secs();
-    let revoked = app.store.revocations(ca.name.to_lowercase(), now).await?;
+    let revoked = app.store.revocations(ca.name.to_lowercase(), now - pki::CRL_VALIDITY_SECS).await?;
     let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
     let subject = pki::parse_subject(&ca.subject)?;
     let list: Vec<pki::Revoked> =
