@@ -24,7 +24,7 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, vault_type};
-use strongroom_core::event::EventKind;
+use strongroom_core::event::{Event, EventKind};
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
@@ -873,6 +873,24 @@ async fn export_key(
         c.event(app, EventKind::CertificateKeyExported, Some(kid)).detail(format!("certificate={} serial={} as={how}", r.path, r.serial));
     app.store.append_event(event).await?;
     Ok(key)
+}
+
+/// The event of a certificate object's private key (current or archived)
+/// handed out by `SecretStore/Retrieve`, the vault view VenafiPS's
+/// `Find-VdcVaultId` and `Export-VdcVaultObject` use; `None` for any other entry.
+pub(crate) async fn vault_key_export(app: &App, c: &Caller, e: &VaultEntry) -> Result<Option<Event>, StoreError> {
+    if e.vault_type != vault_type::PKCS8 && e.vault_type != vault_type::ARCHIVED_PKCS8 {
+        return Ok(None);
+    }
+    for owner in &e.owners {
+        if let Some(r) = app.store.certificate(owner.key().to_owned()).await? {
+            let event = c
+                .event(app, EventKind::CertificateKeyExported, Some(e.vault_id))
+                .detail(format!("certificate={} vault_type={} as=SecretStore/Retrieve (PKCS#8, not encrypted)", r.path, e.vault_type));
+            return Ok(Some(event));
+        }
+    }
+    Ok(None)
 }
 
 /// `Certificates/Retrieve/{vaultId}`: an entry of the object (current or archived), by id.
