@@ -909,7 +909,13 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2).filter_map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()).collect()
 }
 
-/// A CRL of the CA, signed now, valid a day (DER).
+/// How long a CRL is valid: its `nextUpdate` is this after it was signed.
+/// A revocation stays on the CRL this long after its certificate expired, so
+/// that it appears on one regularly scheduled CRL issued after the
+/// certificate's end (RFC 5280 §3.3), then leaves it.
+pub const CRL_VALIDITY_SECS: i64 = 86_400;
+
+/// A CRL of the CA, signed now, valid [`CRL_VALIDITY_SECS`] (DER).
 pub fn crl(issuer: &Issuer<'_>, revoked: &[Revoked], now: i64) -> Result<Vec<u8>, PkiError> {
     let ca = issuer.certificate()?;
     let key = issuer.signer.key_pair()?;
@@ -924,7 +930,7 @@ pub fn crl(issuer: &Issuer<'_>, revoked: &[Revoked], now: i64) -> Result<Vec<u8>
     }
     let params = CertificateRevocationListParams {
         this_update: at(now - 60)?,
-        next_update: at(now + 86_400)?,
+        next_update: at(now + CRL_VALIDITY_SECS)?,
         crl_number: SerialNumber::from(now.max(1) as u64),
         issuing_distribution_point: None,
         revoked_certs: list,

@@ -720,8 +720,8 @@ pub(crate) async fn previous_versions(
     path = "/crl/{name}",
     tag = "certificates",
     description = "The CRL of a CA (`NAME.crl`; DER, `application/pkix-crl`), signed when asked from its revocations whose \
-        certificates have not expired, valid a day. No authentication: every issued certificate names this URL in its CRL \
-        distribution point.",
+        certificates have not expired or expired less than a day ago, valid a day. No authentication: every issued certificate \
+        names this URL in its CRL distribution point.",
     params(("name" = String, Path, description = "The CA's name, lower case, `.crl` after it.")),
     responses(
         (status = 200, description = "The CRL (DER).", content_type = "application/pkix-crl"),

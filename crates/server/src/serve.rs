@@ -288,7 +288,9 @@ async fn janitor(app: HttpState, retention: Option<crate::config::Retention>) {
 /// The janitor's work of minute `round`: JWT replay records of expired
 /// tokens every minute (so a record is kept until its token expires, and
 /// about a minute more); ended device codes, grants and tokens every ten
-/// minutes, an hour after they ended; with a retention setting, the events
+/// minutes, an hour after they ended; revocations of certificates that
+/// expired more than `REVOCATION_KEEP_DAYS` (30) days ago every ten minutes
+/// (they left the CRL a day after the expiry); with a retention setting, the events
 /// older than it archived every hour (and at start). Every replica runs it:
 /// each deletion is one statement that another replica's run makes a no-op.
 pub async fn upkeep(app: &HttpState, round: u64, retention: Option<&crate::config::Retention>) {
@@ -302,6 +304,12 @@ pub async fn upkeep(app: &HttpState, round: u64, retention: Option<&crate::confi
             Ok(n) if n > 0 => tracing::info!(rows = n, "purged ended grants and codes"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "purge failed"),
+        }
+        let cut = strongroom_app::service::certificates::revocation_purge_cut(app.now().secs());
+        match app.store.purge_revocations(cut).await {
+            Ok(n) if n > 0 => tracing::info!(rows = n, "purged the revocations of certificates long expired"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "purging certificate revocations failed"),
         }
     }
     if let Some(r) = retention.filter(|_| round.is_multiple_of(60)) {

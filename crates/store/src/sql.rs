@@ -1181,6 +1181,10 @@ sql!(
     REVOCATIONS = "SELECT ca_key, serial, revoked_at, reason, not_after FROM cert_revocations \
                    WHERE ca_key = ?1 AND not_after > ?2 ORDER BY revoked_at, serial"
 );
+sql!(
+    /// Revocations of certificates that ended before `?1`, every CA's.
+    PURGE_REVOCATIONS = "DELETE FROM cert_revocations WHERE not_after < ?1"
+);
 sql!(SET_CERT_DISABLED = "UPDATE certificates SET disabled = ?2 WHERE path_key = ?1");
 sql!(DELETE_CERTIFICATE = "DELETE FROM certificates WHERE path_key = ?1");
 sql!(CERT_OWNED = "SELECT vault_id FROM vault_owners WHERE owner_key = ?1 ORDER BY vault_id");

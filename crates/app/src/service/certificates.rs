@@ -24,7 +24,7 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, Template, vault_type};
-use strongroom_core::event::EventKind;
+use strongroom_core::event::{Event, EventKind};
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
@@ -149,15 +149,30 @@ pub fn crl_url(public_url: &str, ca_name: &str) -> String {
     format!("{}/crl/{}.crl", public_url.trim_end_matches('/'), ca_name.to_lowercase().replace(' ', "%20"))
 }
 
+/// How long the revocation of a certificate is kept after the certificate
+/// expired (days): it left the CRL [`pki::CRL_VALIDITY_SECS`] after the
+/// expiry; the row serves `PreviousVersions`' `Revoked` until the janitor
+/// deletes it (`purge_revocations`, every ten minutes). The revocation's
+/// event stays in the log.
+pub const REVOCATION_KEEP_DAYS: i64 = 30;
+
+/// The cut of the janitor's purge at `now`: revocations of certificates that
+/// ended before it are deleted.
+pub fn revocation_purge_cut(now: i64) -> i64 {
+    now - REVOCATION_KEEP_DAYS * 86_400
+}
+
 /// The CRL of CA `name` (DER), signed now from its revocations whose certificates have not
-/// expired. `None`: no such CA (or an intermediate whose certificate is not installed yet).
+/// expired, or expired less than a CRL's validity ago (so each appears on one CRL issued
+/// after its certificate's end, RFC 5280 §3.3). `None`: no such CA (or an intermediate whose
+/// certificate is not installed yet).
 pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let name = name.strip_suffix(".crl").unwrap_or(name);
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
     let Some(cert) = ca_certificate(ca).map(<[u8]>::to_vec) else { return Ok(None) };
     let now = app.now().secs();
-    let revoked = app.store.revocations(ca.name.to_lowercase(), now).await?;
+    let revoked = app.store.revocations(ca.name.to_lowercase(), now - pki::CRL_VALIDITY_SECS).await?;
     let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
     let list: Vec<pki::Revoked> =
         revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
@@ -889,6 +904,24 @@ async fn export_key(
         c.event(app, EventKind::CertificateKeyExported, Some(kid)).detail(format!("certificate={} serial={} as={how}", r.path, r.serial));
     app.store.append_event(event).await?;
     Ok(key)
+}
+
+/// The event of a certificate object's private key (current or archived)
+/// handed out by `SecretStore/Retrieve`, the vault view VenafiPS's
+/// `Find-VdcVaultId` and `Export-VdcVaultObject` use; `None` for any other entry.
+pub(crate) async fn vault_key_export(app: &App, c: &Caller, e: &VaultEntry) -> Result<Option<Event>, StoreError> {
+    if e.vault_type != vault_type::PKCS8 && e.vault_type != vault_type::ARCHIVED_PKCS8 {
+        return Ok(None);
+    }
+    for owner in &e.owners {
+        if let Some(r) = app.store.certificate(owner.key().to_owned()).await? {
+            let event = c
+                .event(app, EventKind::CertificateKeyExported, Some(e.vault_id))
+                .detail(format!("certificate={} vault_type={} as=SecretStore/Retrieve (PKCS#8, not encrypted)", r.path, e.vault_type));
+            return Ok(Some(event));
+        }
+    }
+    Ok(None)
 }
 
 /// `Certificates/Retrieve/{vaultId}`: an entry of the object (current or archived), by id.

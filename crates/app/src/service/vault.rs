@@ -242,13 +242,19 @@ pub async fn add(app: &App, c: &Caller, req: AddRequest) -> VaultResult<VaultId>
     if checked(app.store.insert_entry(entry, c.writer(), event).await?)? { Ok(id) } else { Err(no_folder()) }
 }
 
-/// `Retrieve`: Master Admin only. Returns (data, VaultType).
+/// `Retrieve`: Master Admin only. Returns (data, VaultType). A certificate
+/// object's private key (VenafiPS's `Export-VdcVaultObject` reads it so) is
+/// a key export: its `certificate.key_exported` event is written before the
+/// key is answered.
 pub async fn retrieve(app: &App, c: &Caller, id: VaultId) -> VaultResult<(Vec<u8>, i32)> {
     c.require_master_admin()?;
     let e = c.entry(id)?;
     not_a_credential(e)?;
     let key = app.keyring.key(&*app.store, e.key_id).await?;
     let data = crypto::open(&key, &crypto::aad_data(id, e.key_id), &e.sealed)?;
+    if let Some(event) = super::certificates::vault_key_export(app, c, e).await? {
+        app.store.append_event(event).await?;
+    }
     Ok((data, e.vault_type))
 }
 

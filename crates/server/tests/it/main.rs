@@ -7,7 +7,8 @@
 //! client library on the manual clock, and 600 random requests that must
 //! never get a 5xx. `vcert`: the calls Go vcert makes around an
 //! authentication (`Identity/Self`, `POST Log`, also on a locked database).
-//! `retention`: the event log's archive on the manual clock, with
+//! `certificates`: the vault view of certificate objects and revocation
+//! upkeep on the manual clock. `retention`: the event log's archive on the manual clock, with
 //! replicas racing. `operability`: metrics counted exactly after a scripted flow, readiness
 //! with a locked SQLite file or a locked PostgreSQL table and a missing
 //! migration, request ids. `suite`: the security tests that need the manual
@@ -17,6 +18,7 @@
 
 mod bad_input;
 mod browser;
+mod certificates;
 mod client_library;
 mod concurrency;
 mod config;

@@ -164,6 +164,9 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     ) -> StoreFuture<'_, Checked<bool>>;
     /// A CA's revocations whose certificates end after `now`.
     fn revocations(&self, ca_key: String, now: i64) -> StoreFuture<'_, Vec<Revocation>>;
+    /// Deletes every CA's revocations of certificates that ended before `before` (the janitor's,
+    /// long after they left the CRL); how many. One statement: replicas' runs race harmlessly.
+    fn purge_revocations(&self, before: i64) -> StoreFuture<'_, u64>;
     /// `false`: no such object.
     fn set_certificate_disabled(&self, key: String, disabled: bool, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
     /// The vault entries owned by folder key `key` (current and archived), oldest first.
@@ -370,6 +373,10 @@ pub(crate) async fn revocations<C: Conn>(c: &C, ca_key: &str, now: i64) -> Store
     .await
 }
 
+pub(crate) async fn purge_revocations<C: Conn>(c: &C, before: i64) -> StoreResult<u64> {
+    c.execute(&sql::PURGE_REVOCATIONS, &values![before]).await
+}
+
 pub(crate) async fn set_certificate_disabled<C: Conn>(
     c: &C,
     key: &str,
@@ -454,6 +461,9 @@ macro_rules! cert_methods {
         }
         fn revocations(&self, ca_key: String, now: i64) -> StoreFuture<'_, Vec<Revocation>> {
             $read!(self, |c| certs::revocations(c, &ca_key, now))
+        }
+        fn purge_revocations(&self, before: i64) -> StoreFuture<'_, u64> {
+            $write!(self, |c| certs::purge_revocations(c, before))
         }
         fn set_certificate_disabled(
             &self,

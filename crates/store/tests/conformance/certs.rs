@@ -177,6 +177,19 @@ pub(crate) async fn a_serial_is_revoked_once_and_rights_are_rechecked(store: Arc
     assert!(store.certificate(folder(dn).key().to_owned()).await.unwrap().is_none());
     assert!(store.cert_entries(folder(dn)).await.unwrap().is_empty());
     assert!(store.folder_object(folder(dn).key().to_owned()).await.unwrap().is_none());
+    // The janitor's purge: revocations of certificates that ended before the cut, every CA's,
+    // and no other (the deleted object's revocation stayed until now).
+    let later =
+        Revocation { ca_key: "other ca".into(), serial: "0A".into(), revoked_at: T0.secs(), reason: 0, not_after: r.valid_to + 100 };
+    assert_eq!(
+        store.revoke_certificate("\\ved\\policy\\gone".into(), later, false, None, ev(EventKind::CertificateRevoked)).await.unwrap(),
+        Checked::Done(true)
+    );
+    assert_eq!(store.purge_revocations(r.valid_to).await.unwrap(), 0, "a certificate ending at the cut stays");
+    assert_eq!(store.purge_revocations(r.valid_to + 1).await.unwrap(), 1);
+    assert!(store.revocations("issuing ca".into(), i64::MIN).await.unwrap().is_empty());
+    assert_eq!(store.revocations("other ca".into(), i64::MIN).await.unwrap().len(), 1, "the later one stays");
+    assert_eq!(store.purge_revocations(r.valid_to + 1).await.unwrap(), 0, "a second run finds nothing");
     let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }

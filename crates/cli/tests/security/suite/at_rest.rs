@@ -64,6 +64,17 @@ fn hits(hay: &[u8], secrets: &[Vec<u8>]) -> usize {
 }
 
 #[test]
+fn key_secrets_find_the_private_numbers() {
+    // A P-256 PKCS#8 (RFC 5915 inside), scalar 0x11 x 32.
+    let mut der = vec![0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+    der.extend([0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27, 0x30, 0x25, 0x02, 0x01, 0x01, 0x04, 0x20]);
+    der.extend([0x11; 32]);
+    let s = key_secrets(&der);
+    assert_eq!(s[0], der);
+    assert_eq!(s[1], vec![0x11; 32]);
+}
+
+#[test]
 fn the_scan_finds_what_is_there() {
     let secret = b"canary-value-xyz".to_vec();
     let mut hay = vec![0u8; 1000];
@@ -141,7 +152,109 @@ async fn exercise(fx: &Fx) -> (Vec<Vec<u8>>, BTreeMap<(i64, String), String>) {
     let g3 = fx.grant("app").await;
     push_tokens(&mut secrets, &g3);
     fx.http.get(format!("{}/vedauth/revoke/token", fx.base)).bearer_auth(g3["access_token"].as_str().unwrap()).send().await.unwrap();
+    secrets.extend(exercise_certificates(fx).await);
     (secrets, values)
+}
+
+/// The items of DER `b` at one level: (tag, contents).
+fn der_items(mut b: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    while b.len() >= 2 {
+        let (tag, first) = (b[0], b[1]);
+        let (len, head) = if first < 0x80 {
+            (usize::from(first), 2)
+        } else {
+            let n = usize::from(first & 0x7f);
+            (b[2..2 + n].iter().fold(0usize, |a, x| (a << 8) | usize::from(*x)), 2 + n)
+        };
+        out.push((tag, &b[head..head + len]));
+        b = &b[head + len..];
+    }
+    out
+}
+
+/// What of a private key (PKCS#8 DER) must never be found: the whole DER,
+/// its private numbers (an EC key's scalar, RFC 5915; an RSA key's d, p
+/// and q), and for an EC key the lines of its PEM that hold private bytes
+/// (`forms` adds each one's encodings).
+fn key_secrets(pkcs8: &[u8]) -> Vec<Vec<u8>> {
+    let info = der_items(der_items(pkcs8)[0].1);
+    let fields = der_items(der_items(info[2].1)[0].1);
+    let mut out = vec![pkcs8.to_vec()];
+    if fields[0].1 == [1] {
+        out.push(fields[1].1.to_vec());
+        let pem = STANDARD.encode(pkcs8);
+        let lines: Vec<&str> = pem.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        // The last line of a P-256 key is its public key alone.
+        out.extend(lines[..lines.len() - 1].iter().map(|l| l.as_bytes().to_vec()));
+    } else {
+        out.extend([3, 4, 5].iter().map(|&i| fields[i].1.to_vec()));
+    }
+    out
+}
+
+/// Certificates (issue 33): a CA and a policy folder, then a centrally
+/// generated P-256 key and an RSA-2048 one (each Request asking for its key
+/// inline under a `Password`, as VenafiPS does), each exported as PBES2 PKCS#8 and
+/// as PKCS #12 under passwords of their own, and read raw (PKCS#8) through
+/// the vault view by a Master Admin, as VenafiPS's `Export-VdcVaultObject`
+/// does. Returns the secrets: each key in its forms ([`key_secrets`]), every
+/// password given and the Master Admin's token.
+async fn exercise_certificates(fx: &Fx) -> Vec<Vec<u8>> {
+    const CERTS: &str = "\\VED\\Policy\\Canary Certificates";
+    const CERT_SCOPE: &str = "certificate:manage;restricted:manage";
+    fx.server.admin(&["ca", "create", "Canary CA"], "");
+    fx.server.admin(&["folders", "create", CERTS], "");
+    fx.server.admin(&["policy", "set", CERTS, "--ca", "Canary CA"], "");
+    fx.server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
+    fx.server.admin(&["integrations", "create", "certs", "--scope", CERT_SCOPE, "--allow-all-users", "--password-grant", "true"], "");
+    let body = json!({"client_id": "certs", "username": "root", "password": PASSWORD, "scope": CERT_SCOPE});
+    let (st, t) = fx.post_json("/vedauth/authorize/oauth", &body).await;
+    assert_eq!(st, 200, "{t}");
+    let at = t["access_token"].as_str().unwrap().to_owned();
+    let mut secrets = vec![at.as_bytes().to_vec()];
+    let call = |op: String, body: Value| {
+        let req = fx.http.post(format!("{}/vedsdk/{op}", fx.base)).bearer_auth(&at).json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let keys = [json!({"KeyAlgorithm": "ECC", "EllipticCurve": "P256"}), json!({"KeyAlgorithm": "RSA", "KeyBitSize": 2048})];
+    for (i, key) in keys.into_iter().enumerate() {
+        let request_password = canary();
+        secrets.push(request_password.as_bytes().to_vec());
+        // As VenafiPS asks: the certificate and its key inline in the Request's answer.
+        let mut body = json!({"PolicyDN": CERTS, "Subject": format!("canary{i}.example.com"), "WorkToDoTimeout": 60,
+            "Format": "Base64 (PKCS #8)", "IncludePrivateKey": true, "Password": request_password});
+        for (k, v) in key.as_object().unwrap() {
+            body[k.as_str()] = v.clone();
+        }
+        let (st, v) = call("certificates/request".into(), body).await;
+        assert_eq!(st, 200, "{v}");
+        let dn = v["CertificateDN"].as_str().unwrap().to_owned();
+        assert!(v["CertificateData"].as_str().is_some_and(|d| !d.is_empty()), "{v}");
+        for format in ["Base64 (PKCS #8)", "PKCS #12"] {
+            let password = canary();
+            secrets.push(password.as_bytes().to_vec());
+            let body =
+                json!({"CertificateDN": dn, "Format": format, "IncludeChain": true, "IncludePrivateKey": true, "Password": password});
+            let (st, v) = call("certificates/retrieve".into(), body).await;
+            assert_eq!(st, 200, "{format}: {v}");
+        }
+        let (_, v) = call("SecretStore/LookupByOwner".into(), json!({"Namespace": "config", "Owner": dn})).await;
+        let mut found = 0;
+        for id in v["VaultIDs"].as_array().unwrap_or_else(|| panic!("LookupByOwner: {v}")) {
+            let (_, r) = call("SecretStore/Retrieve".into(), json!({"VaultID": id})).await;
+            if r["VaultType"] == 256 {
+                secrets.extend(key_secrets(&STANDARD.decode(r["Base64Data"].as_str().unwrap()).unwrap()));
+                found += 1;
+            }
+        }
+        assert_eq!(found, 1, "{dn}: one key entry in the vault view");
+    }
+    secrets
 }
 
 /// E3's forced errors, each carrying a secret the log must not show: bodies
@@ -280,7 +393,7 @@ async fn d1_sqlite_plaintext_scan() {
         "D1",
         "plaintext scan (SQLite)",
         &format!(
-            "{} secrets ({VALUES} canary values, vault data, passwords, device/user codes, access/refresh tokens) x 7 encodings in {live_files}; {dead_files}; `admin backup` snapshot {} KiB and its sidecar: {} hits",
+            "{} secrets ({VALUES} canary values, vault data, passwords, device/user codes, access/refresh tokens, centrally generated certificate keys (P-256, RSA-2048: PKCS#8 DER, private numbers, PEM lines) and their export passwords) x 7 encodings in {live_files}; {dead_files}; `admin backup` snapshot {} KiB and its sidecar: {} hits",
             secrets.len(),
             backup_bytes.len() / 1024,
             live_hits + dead_hits + backup_hits
