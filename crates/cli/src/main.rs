@@ -321,30 +321,36 @@ fn init_logging(default: &str) -> Result<()> {
     result.map_err(|e| anyhow::anyhow!("logging: {e}"))
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Ctrl-C or SIGTERM. The handlers are installed now, before the server
+/// starts, not when the server first waits on this future: a SIGTERM sent
+/// the moment the server says it is serving is kept for the graceful
+/// shutdown, not taken by the default action (which ends the process at once).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
+    let streams = {
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::interrupt()).and_then(|interrupt| Ok((interrupt, signal(SignalKind::terminate())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        match streams {
+            Ok((mut interrupt, mut term)) => tokio::select! {
+                _ = interrupt.recv() => tracing::info!("received Ctrl-C"),
+                _ = term.recv() => tracing::info!("received SIGTERM"),
+            },
             Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                tracing::error!(error = %e, "cannot listen for Ctrl-C or SIGTERM");
                 std::future::pending::<()>().await;
             }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("received Ctrl-C"),
-        () = term => tracing::info!("received SIGTERM"),
+        #[cfg(not(unix))]
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => tracing::info!("received Ctrl-C"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for Ctrl-C");
+                std::future::pending::<()>().await;
+            }
+        }
     }
 }
 

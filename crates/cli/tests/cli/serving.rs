@@ -49,6 +49,39 @@ fn a_second_serve_on_one_sqlite_store_is_refused() {
     again.stop();
 }
 
+/// A SIGTERM that comes while the server is still starting (after it opened its store, before
+/// it serves) is a clean stop, status 0: the handlers are installed before anything is opened,
+/// so the default action, which ends the process at once, never takes it.
+#[test]
+fn a_sigterm_during_the_start_is_a_clean_stop() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(crate::process::BIN)
+        .args(["serve", "--insecure-http", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains("store opened") {
+            break;
+        }
+    }
+    assert!(said.contains("store opened"), "{said}");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let rest: Vec<String> = lines.collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "a SIGTERM during the start ended it with {status}:\n{said}{}", rest.join("\n"));
+}
+
 #[test]
 fn the_first_start_of_an_empty_store_says_the_next_step() {
     const NEXT: &str = "no Master Admin yet. Next step: strongroom admin users create NAME --master-admin";
