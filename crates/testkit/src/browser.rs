@@ -124,6 +124,25 @@ impl Session {
         self.client.find_all(Locator::Css(css)).await.map_or(0, |v| v.len())
     }
 
+    /// The text of the element `css` selects once it contains `needle`,
+    /// waiting (bounded) across a page load: after a click that posts a form,
+    /// the page being left may still show its own notice, or its element may
+    /// go stale under us.
+    pub async fn wait_text(&self, css: &str, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let now = match self.client.find(Locator::Css(css)).await {
+                Ok(e) => e.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if now.contains(needle) {
+                return now;
+            }
+            assert!(start.elapsed() < PATIENCE, "{css} never said {needle:?}; it says {now:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits (bounded) until `title` of the page's title is `want`.
     pub async fn wait_title(&self, title: impl Fn(&str) -> String, want: &str) {
         let start = Instant::now();

@@ -270,7 +270,7 @@ async fn console_confirmations_in_chromium() {
     assert!(s.store.integration("app".into()).await.unwrap().is_some(), "cancelled");
     ask(&page, "a[aria-label='Delete app']", "Delete integration app?").await;
     page.click("#confirm").await;
-    assert!(page.text(".notice").await.contains("Integration app deleted; 1 of its grants ended."));
+    page.wait_text(".notice", "Integration app deleted; 1 of its grants ended.").await;
     assert!(s.store.integration("app".into()).await.unwrap().is_none());
     assert_eq!(last_actor(&s, "integration.deleted").await, me);
 
@@ -305,7 +305,7 @@ async fn console_confirmations_in_chromium() {
     assert!(said.contains("A new password ends 0 live grants of alice"), "{said}");
     page.type_into("#reset_password", "a brand new password 42").await;
     page.click("#confirm").await;
-    assert!(page.text(".notice").await.contains("New password set for alice"));
+    page.wait_text(".notice", "New password set for alice").await;
     assert_eq!(last_actor(&s, "user.password_changed").await, me);
     // Master Admin on, then off again.
     let said = ask(&page, "a[aria-label='Make alice a Master Admin']", "Make alice a Master Admin?").await;
@@ -338,7 +338,7 @@ async fn console_confirmations_in_chromium() {
     page.wait_title(console_heading, "Folders and permissions").await;
     page.type_into("#new_folder", "Team").await;
     page.click("#create_folder").await;
-    assert!(page.text(".notice").await.contains("Folder \\VED\\Policy\\Team created."));
+    page.wait_text(".notice", "Folder \\VED\\Policy\\Team created.").await;
     page.type_into("#sub_folder", "App").await;
     page.click("#create_subfolder").await;
     page.element(".notice").await;
@@ -346,7 +346,7 @@ async fn console_confirmations_in_chromium() {
     page.element("#rename_to").await.clear().await.unwrap();
     page.type_into("#rename_to", "Squad").await;
     page.click("#rename_folder").await;
-    assert!(page.text(".notice").await.contains("renamed to \\VED\\Policy\\Squad"));
+    page.wait_text(".notice", "renamed to \\VED\\Policy\\Squad").await;
     assert!(s.store.folder_exists("\\ved\\policy\\squad\\app".into()).await.unwrap());
     let said = ask(&page, "#delete_folder", "Delete folder \\VED\\Policy\\Squad?").await;
     assert!(said.contains("1 folder below it: \\VED\\Policy\\Squad\\App") && said.contains("0 vault entries"), "{said}");
@@ -363,13 +363,13 @@ async fn console_confirmations_in_chromium() {
     page.type_into("#issuer_iss", "https://token.actions.example").await;
     page.type_into("#issuer_audiences", "strongroom").await;
     page.click("#save_issuer").await;
-    assert!(page.text(".notice").await.contains("Issuer gh saved."));
+    page.wait_text(".notice", "Issuer gh saved.").await;
     page.type_into("#jwt_name", "deploy").await;
     page.type_into("#jwt_clients", "other").await;
     page.type_into("#jwt_scope", "restricted").await;
     page.type_into("#jwt_claims", "repository=acme/app").await;
     page.click("#save_jwt_mapping").await;
-    assert!(page.text(".notice").await.contains("Mapping deploy saved."));
+    page.wait_text(".notice", "Mapping deploy saved.").await;
     screenshot(&page, "machines").await;
     let said = ask(&page, "a[aria-label='Remove mapping deploy']", "Remove mapping deploy?").await;
     assert!(said.contains("This will end 0 live grants of its identities"), "{said}");
@@ -394,7 +394,7 @@ async fn console_confirmations_in_chromium() {
     let said = ask(&page, "a[aria-label='Rotate Software:Default']", "Rotate Software:Default?").await;
     assert!(said.contains("nothing ends"), "{said}");
     page.click("#confirm").await;
-    assert!(page.text(".notice").await.contains("Software:Default rotated"));
+    page.wait_text(".notice", "Software:Default rotated").await;
 
     // The server.
     page.click("a[href='/admin/server']").await;
