@@ -1,7 +1,8 @@
 //! Group commit for the rest of the request path's writes on PostgreSQL:
-//! the device-code exchange, the JWT and certificate grants, the password
-//! grant's sign-in and grant, revocations and the vault's writes — every
-//! method the auth and vault lists run as a write (`in_batch!`).
+//! a JWT's first grant and the certificate grant, the password grant's
+//! sign-in and grant, revocations, the vault's writes and the certificates'
+//! (issuances, revocations, objects) — every method the auth, vault and
+//! certificate lists run as a write (`in_batch!`).
 //!
 //! One transaction per request would take the event chain's head lock once
 //! per request and hold it through that request's commit (its WAL flush):

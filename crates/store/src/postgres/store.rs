@@ -1,11 +1,11 @@
 //! The store's four parts and the copier on PostgreSQL: each method one
 //! transaction on a pooled connection (or one statement outside any),
 //! running the shared body of [`crate::ops`]; a refresh's `advance_pair`,
-//! the device-code exchange's `redeem_device` and `put_association` go to
-//! the group commit of [`super::batch`], the
-//! other writes of the token flows and the vault to that of
-//! [`super::group`], and the vault context is one statement
-//! ([`VAULT_CONTEXT`]).
+//! the device-code exchange's `redeem_device`, a JWT grant's
+//! `insert_machine_grant` and `put_association` go to the group commit of
+//! [`super::batch`], the other writes of the token flows, the vault and the
+//! certificates to that of [`super::group`], and the vault context is one
+//! statement ([`VAULT_CONTEXT`]).
 
 use std::sync::{Arc, LazyLock};
 
@@ -173,7 +173,10 @@ impl GroupStore for PgStore {
 }
 
 impl crate::CertStore for PgStore {
-    crate::ops::certs::cert_methods!(on_client, in_tx);
+    // Writes in the group commit (`group`): issuances, revocations and the
+    // rest share one transaction and one commit per batch, each in its own
+    // savepoint, rather than one head lock and one flush each.
+    crate::ops::certs::cert_methods!(on_client, in_batch);
 }
 
 impl crate::TreeStore for PgStore {
