@@ -12,6 +12,27 @@ pub fn hidden_field(html: &str, name: &str) -> Option<String> {
     Some(html[start..end].replace("&amp;", "&"))
 }
 
+/// Takes into `jar` the cookies a response's `headers` set (one with
+/// `Max-Age=0` leaves the jar), as a browser does: for tests that drive the
+/// console over plain HTTP.
+pub fn absorb_cookies(jar: &mut std::collections::BTreeMap<String, String>, headers: &reqwest::header::HeaderMap) {
+    for v in headers.get_all("set-cookie") {
+        let v = v.to_str().unwrap_or_default();
+        let (kv, attrs) = v.split_once(';').unwrap_or((v, ""));
+        let Some((k, val)) = kv.split_once('=') else { continue };
+        if attrs.contains("Max-Age=0") {
+            jar.remove(k);
+        } else {
+            jar.insert(k.to_owned(), val.to_owned());
+        }
+    }
+}
+
+/// The `Cookie` header that sends `jar` back.
+pub fn cookie_header(jar: &std::collections::BTreeMap<String, String>) -> String {
+    jar.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+}
+
 /// `scheme://authority` of `url`.
 fn origin_of(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or_else(|| panic!("not an absolute URL: {url}"));

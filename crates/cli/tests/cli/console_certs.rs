@@ -38,20 +38,11 @@ impl Browser {
     }
 
     fn absorb(&mut self, r: &reqwest::Response) {
-        for v in r.headers().get_all("set-cookie") {
-            let v = v.to_str().unwrap();
-            let (kv, attrs) = v.split_once(';').unwrap_or((v, ""));
-            let (k, val) = kv.split_once('=').unwrap();
-            if attrs.contains("Max-Age=0") {
-                self.cookies.remove(k);
-            } else {
-                self.cookies.insert(k.to_owned(), val.to_owned());
-            }
-        }
+        strongroom_testkit::page::absorb_cookies(&mut self.cookies, r.headers());
     }
 
     fn cookie(&self) -> String {
-        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+        strongroom_testkit::page::cookie_header(&self.cookies)
     }
 
     async fn get(&mut self, path: &str) -> (StatusCode, String, reqwest::header::HeaderMap) {

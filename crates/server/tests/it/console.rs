@@ -46,20 +46,11 @@ impl<'a> Console<'a> {
     }
 
     fn absorb(&mut self, headers: &HeaderMap) {
-        for v in headers.get_all("set-cookie") {
-            let v = v.to_str().unwrap();
-            let (kv, attrs) = v.split_once(';').unwrap_or((v, ""));
-            let (k, val) = kv.split_once('=').unwrap();
-            if attrs.contains("Max-Age=0") {
-                self.cookies.remove(k);
-            } else {
-                self.cookies.insert(k.to_owned(), val.to_owned());
-            }
-        }
+        strongroom_testkit::page::absorb_cookies(&mut self.cookies, headers);
     }
 
     fn cookie_header(&self) -> String {
-        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+        strongroom_testkit::page::cookie_header(&self.cookies)
     }
 
     pub async fn get(&mut self, path: &str) -> (StatusCode, String) {
