@@ -95,7 +95,7 @@ async fn vault_context_on(client: &deadpool_postgres::Object, access: Presented,
 static READY: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT max(version), pg_is_in_recovery() FROM schema_migrations"));
 
 impl AuthStore for PgStore {
-    crate::ops::methods::auth_methods!(on_client, in_batch, on_client, in_plain_tx);
+    crate::ops::methods::auth_methods!(on_client, in_batch, on_client, in_plain_tx, coalesced);
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
         // One statement in a group commit (`batch`).
