@@ -470,8 +470,12 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     if cn.is_none() && sans.kinds().is_empty() {
         return Err(CertError::Invalid("The request has neither a CN nor a subject alternative name.".into()));
     }
-    // A CN that is a host name is a DNS name too (clients verify names against the SANs only).
+    // The kinds of names asked for, as the policy judges them (before the CN is added below).
+    let san_types: Vec<String> = sans.kinds().into_iter().map(str::to_owned).collect();
+    // A CN that is a host name is a DNS name too (clients verify names against the SANs only),
+    // unless the policy prohibits DNS names.
     if let Some(n) = cn.as_ref().filter(|n| n.contains('.') && !n.contains(' ') && !n.contains('@'))
+        && policy.san_allowed("DNS")
         && !sans.dns.iter().any(|d| d.eq_ignore_ascii_case(n))
         && n.parse::<std::net::IpAddr>().is_err()
     {
@@ -484,7 +488,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     let asked = Asked {
         common_name: cn.clone(),
         dns: sans.dns.clone(),
-        san_types: sans.kinds().into_iter().map(str::to_owned).collect(),
+        san_types,
         organization: csr.as_ref().and_then(|x| x.get("O").map(str::to_owned)).or(input.organization.clone()),
         organizational_unit: csr
             .as_ref()
@@ -1005,6 +1009,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
         pkcs10: pkcs10.clone(),
         subject: if pkcs10.is_none() { Some(r.cn.clone()) } else { None },
         organization: facts.subject.iter().find(|(k, _)| k == "O").map(|(_, v)| v.clone()),
+        organizational_unit: facts.subject.iter().filter(|(k, _)| k == "OU").map(|(_, v)| v.clone()).collect(),
         sans: if pkcs10.is_none() { san_list } else { Vec::new() },
         key_algorithm: Some(facts.key.algorithm().to_owned()),
         key_bit_size: match facts.key {

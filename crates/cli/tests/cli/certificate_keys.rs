@@ -3,7 +3,8 @@
 //! and a central P-521 key issued by a P-256 CA (`openssl verify`, the key the certificate's),
 //! UPN subject alternative names from a request, a CSR and `Config/Create` (`openssl x509
 //! -text`, `X509.SANS.UPN` in search), refused with 400 and nothing issued where the policy
-//! prohibits them, and several OUs (a request's, a CSR's, a policy's) all in the subject.
+//! prohibits them (a host-name CN not copied into a prohibited DNS name), several OUs (a
+//! request's, a CSR's, a policy's) all in the subject, and a renewal keeping curve, OUs and UPN.
 
 use serde_json::json;
 
@@ -153,6 +154,16 @@ async fn p521_keys_upn_names_and_several_ous_are_issued() {
     let (status, count, v) = c.get(&alice, "/vedsdk/certificates/?CN=c521.example.com").await;
     assert_eq!((status, count.as_deref()), (200, Some("1")), "{v}");
     assert_eq!(v["Certificates"][0]["X509"]["SANS"]["UPN"], json!(["carol@corp.example"]), "{v}");
+    // A renewal keeps the key's curve (a new P-521 key), the units and the UPN.
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": central})).await;
+    assert_eq!((status, &v["Success"]), (200, &json!(true)), "{v}");
+    c.retrieve(&alice, dir, "c521r.pem", json!({"CertificateDN": central, "Format": "Base64"})).await;
+    let (_, text) = openssl(dir, &["x509", "-in", "c521r.pem", "-noout", "-text"]);
+    for want in ["NIST CURVE: P-521", "OU = Web, OU = Ops", "othername: UPN::carol@corp.example"] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    let (_, renewed_pub) = openssl(dir, &["x509", "-in", "c521r.pem", "-noout", "-pubkey"]);
+    assert_ne!(renewed_pub.trim(), leaf_pub.trim(), "a new key");
 
     // A request's own OUs (several), with a P-384 key made here.
     let (status, v) = c
@@ -184,6 +195,26 @@ async fn p521_keys_upn_names_and_several_ous_are_issued() {
     }
     let after = c.get(&alice, "/vedsdk/certificates/?ParentDnRecursive=%5CVED%5CPolicy").await.2["TotalCount"].as_u64().unwrap();
     assert_eq!(before, after, "a refused request issues nothing");
+    // Where DNS names are prohibited, a host-name CN is not copied into a DNS name, and a DNS name asked is refused.
+    server.admin(&["folders", "create", "\\VED\\Policy\\Keys\\NoDns"], "");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Keys\\NoDns", "--prohibited-san-types", "DNS,UPN"], "");
+    let (status, v) = c
+        .post(&alice, "/vedsdk/certificates/request", json!({"PolicyDN": "\\VED\\Policy\\Keys\\NoDns", "Subject": "nodns.example.com"}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let nodns = v["CertificateDN"].as_str().unwrap().to_owned();
+    c.retrieve(&alice, dir, "nodns.pem", json!({"CertificateDN": nodns, "Format": "Base64"})).await;
+    let (_, text) = openssl(dir, &["x509", "-in", "nodns.pem", "-noout", "-text"]);
+    assert!(text.contains("CN = nodns.example.com") && !text.contains("DNS:"), "{text}");
+    let (status, v) = c
+        .post(
+            &alice,
+            "/vedsdk/certificates/request",
+            json!({"PolicyDN": "\\VED\\Policy\\Keys\\NoDns", "Subject": "d2.example.com",
+                   "SubjectAltNames": [{"Type": 2, "Name": "d2.example.com"}]}),
+        )
+        .await;
+    assert_eq!((status, v["Error"].as_str()), (400, Some("Subject alternative names of type DNS are prohibited by policy.")), "{v}");
 
     // Config/Create with a UPN attribute, enrolled by the first Renew.
     let made = "\\VED\\Policy\\Keys\\made.example.com";
