@@ -1,6 +1,6 @@
 //! Coalesced context reads on PostgreSQL: the statement every request with
-//! a token starts with (the access or refresh context by the grant's slot)
-//! is the same statement with another key each time. One reader task per
+//! a token starts with (the access, refresh or vault context by the
+//! grant's slot) is the same statement with another key each time. One reader task per
 //! store takes every such read waiting, runs the reads of one statement as
 //! one statement over all their keys (the statement as a `LATERAL`
 //! subquery of `unnest`, see [`lateral`]), and hands each caller its rows.
@@ -61,10 +61,14 @@ fn lateral(sql: &str, types: &[&str]) -> String {
 /// The statements read many at once, with their parameters' types. Each
 /// answers at most one row per key (a batched read orders by key only).
 fn coalesced() -> HashMap<&'static str, String> {
-    [(&*sql::ACCESS_BY_SLOT, &["BIGINT"][..]), (&*sql::REFRESH_BY_SLOT, &["BIGINT"][..])]
-        .into_iter()
-        .map(|(s, types): (&'static Sql, &[&str])| (s.postgres(), lateral(s.postgres(), types)))
-        .collect()
+    [
+        (&*sql::ACCESS_BY_SLOT, &["BIGINT"][..]),
+        (&*sql::REFRESH_BY_SLOT, &["BIGINT"][..]),
+        (&*super::store::VAULT_CONTEXT, &["BIGINT", "BIGINT"][..]),
+    ]
+    .into_iter()
+    .map(|(s, types): (&'static Sql, &[&str])| (s.postgres(), lateral(s.postgres(), types)))
+    .collect()
 }
 
 struct Job {
@@ -75,9 +79,9 @@ struct Job {
 
 /// A read's rows, and where its columns start in them (after the index of
 /// a batched read).
-struct Rows {
-    first: usize,
-    rows: Vec<Row>,
+pub(super) struct Rows {
+    pub(super) first: usize,
+    pub(super) rows: Vec<Row>,
 }
 
 /// The queue to a store's reader task.
@@ -103,7 +107,8 @@ impl Reader {
         Reader { jobs, many }
     }
 
-    async fn rows(&self, sql: &Sql, params: &[Value<'_>]) -> StoreResult<Rows> {
+    /// The rows of `sql` (a coalesced statement) with `params`.
+    pub(super) async fn rows(&self, sql: &Sql, params: &[Value<'_>]) -> StoreResult<Rows> {
         let Some((&sql, _)) = self.many.get_key_value(sql.postgres()) else {
             return Err(StoreError::other("a read the reader does not coalesce"));
         };

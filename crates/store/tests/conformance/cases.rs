@@ -396,6 +396,51 @@ pub(crate) async fn refreshes_of_many_grants_at_once_each_move_once(store: Arc<d
     verify_chain(&events, head).unwrap();
 }
 
+/// Context reads of many tokens at once, as PostgreSQL's reader coalesces
+/// them into one statement: each caller gets its own grant's context (the
+/// access, refresh and vault contexts), a token of a slot nobody has gets
+/// none, a token of another generation than its grant's gets none, and
+/// several readers of one token all get it.
+pub(crate) async fn context_reads_at_once_each_get_their_own(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let mut grants = Vec::new();
+    for _ in 0..30 {
+        let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = first_pair(&*rng, &mut grant);
+        store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+        grants.push((grant.id, first));
+    }
+    for round in 0..3 {
+        let mut tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        for (i, (id, t)) in grants.iter().enumerate() {
+            for copy in 0..2 {
+                let (store, id, access, refresh) = (store.clone(), id.clone(), t.access_presented(), t.refresh_presented().unwrap());
+                tasks.push(tokio::spawn(async move {
+                    let a = store.access_context(access).await.unwrap().expect("an access token of a live grant has its context");
+                    assert_eq!(a.grant.id, id, "round {round}, grant {i}, copy {copy}: its own access context");
+                    let r = store.refresh_context(refresh).await.unwrap().expect("a refresh token of a live grant has its context");
+                    assert_eq!(r.grant.id, id, "round {round}, grant {i}, copy {copy}: its own refresh context");
+                    let v = store.vault_context(access, None).await.unwrap().expect("a vault context");
+                    assert_eq!(v.access.grant.id, id, "round {round}, grant {i}, copy {copy}: its own vault context");
+                }));
+            }
+            let (store, mut unknown, mut elder) = (store.clone(), t.access_presented(), t.access_presented());
+            unknown.at.slot = -1 - i64::try_from(i).unwrap();
+            elder.at.generation += 1;
+            tasks.push(tokio::spawn(async move {
+                assert!(store.access_context(unknown).await.unwrap().is_none(), "no grant has the slot");
+                assert!(store.vault_context(unknown, None).await.unwrap().is_none(), "no grant has the slot");
+                assert!(store.access_context(elder).await.unwrap().is_none(), "the grant does not keep that generation");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap_or_else(|e| panic!("round {round}: a read failed: {e}"));
+        }
+    }
+}
+
 pub(crate) async fn retry_replaces_an_unused_pair_under_concurrency(store: Arc<dyn Store>) {
     let rng = Arc::new(rng());
     let alice = user(&*store, &rng, "alice").await;
