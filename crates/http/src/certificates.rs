@@ -459,7 +459,8 @@ pub(crate) fn field_item(f: &CertField) -> Value {
     tag = "certificates",
     description = "The custom field values of the certificate object `DN`: 200 `{\"Data\": [{\"Key\": {Label, Guid, Type, \
         AllowedValues, Classes, …}, \"Value\": [...]}], \"Locked\": false}`, one element per field that holds values \
-        (`{\"Data\": [], \"Locked\": false}` when none does; vcert calls this after every request with custom fields, §0.1). \
+        (`{\"Data\": [], \"Locked\": false}` when none does; vcert calls this after every request with custom fields, §0.1); \
+        with `All` true, every field that applies to the object, those without values with `Value: []`. \
         Read on the object (else 403); an object the caller cannot see is 400 `{Error}`. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json", description = "`{\"DN\": \"\\\\VED\\\\Policy\\\\…\"}`"),
@@ -467,8 +468,9 @@ pub(crate) fn field_item(f: &CertField) -> Value {
 )]
 pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
+    let all = c.body.flag(&["All"])?.unwrap_or(false);
     let data: Vec<Value> =
-        svc::metadata_get(&app, &c.caller, &dn).await?.iter().map(|(f, v)| json!({"Key": field_item(f), "Value": v})).collect();
+        svc::metadata_get(&app, &c.caller, &dn, all).await?.iter().map(|(f, v)| json!({"Key": field_item(f), "Value": v})).collect();
     Ok(ok(&json!({"Data": data, "Locked": false})))
 }
 

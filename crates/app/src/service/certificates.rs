@@ -1400,10 +1400,26 @@ pub async fn field_values(app: &App, r: &CertRecord) -> Result<Vec<(CertField, V
     Ok(defined.into_iter().filter_map(|f| values.iter().find(|(g, _)| *g == f.guid).map(|(_, v)| (f.clone(), v.clone()))).collect())
 }
 
-/// `Metadata/Get`: Read on the object; its fields that hold values.
-pub async fn metadata_get(app: &App, c: &Caller, dn: &str) -> Result<Vec<(CertField, Vec<String>)>> {
+/// `Metadata/Get`: Read on the object; its fields that hold values (with `all`, every field
+/// that applies to it, those without values with none).
+pub async fn metadata_get(app: &App, c: &Caller, dn: &str, all: bool) -> Result<Vec<(CertField, Vec<String>)>> {
     let r = object_with(app, c, dn, Rights::READ, "Reading the custom fields").await?;
-    field_values(app, &r).await
+    if !all {
+        return field_values(app, &r).await;
+    }
+    let values = app.store.cert_field_values(r.path.key().to_owned()).await?;
+    let class = class_of(&r);
+    Ok(app
+        .store
+        .cert_fields()
+        .await?
+        .into_iter()
+        .filter(|f| fields::applies(&f.classes, class) || values.iter().any(|(g, _)| *g == f.guid))
+        .map(|f| {
+            let v = values.iter().find(|(g, _)| *g == f.guid).map(|(_, v)| v.clone()).unwrap_or_default();
+            (f, v)
+        })
+        .collect())
 }
 
 /// `Metadata/GetItems`: Read on the object; the fields that apply to its class.

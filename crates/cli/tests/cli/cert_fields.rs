@@ -109,8 +109,16 @@ async fn custom_fields_from_definition_to_request_set_and_renewal() {
     // A request without fields still answers the minimal shape (§0.1).
     let (status, v) = c.post(&alice, "/vedsdk/certificates/request", request("plain.example.com", json!([]))).await;
     assert_eq!(status, 200, "{v}");
-    let (status, v) = c.post(&alice, "/vedsdk/metadata/get", json!({"DN": v["CertificateDN"]})).await;
+    let plain = v["CertificateDN"].as_str().unwrap().to_owned();
+    let (status, v) = c.post(&alice, "/vedsdk/metadata/get", json!({"DN": plain})).await;
     assert_eq!((status, v), (200, json!({"Data": [], "Locked": false})));
+
+    // With All, every field that applies, values or not.
+    let (status, v) = c.post(&alice, "/vedsdk/metadata/get", json!({"DN": plain, "All": true})).await;
+    assert_eq!(status, 200, "{v}");
+    let labels: Vec<(&str, &Value)> =
+        v["Data"].as_array().unwrap().iter().map(|d| (d["Key"]["Label"].as_str().unwrap(), &d["Value"])).collect();
+    assert_eq!(labels, vec![("Cost Center", &json!([])), ("Environment", &json!([]))]);
 
     // The fields that apply, per object and per class.
     let (status, v) = c.post(&alice, "/vedsdk/metadata/getitems", json!({"DN": dn})).await;
