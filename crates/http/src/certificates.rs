@@ -496,7 +496,8 @@ pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall
     path = "/vedsdk/metadata/set",
     tag = "certificates",
     description = "Sets custom field values of the certificate object `DN`: `GuidData: [{ItemGuid, List: [...]}]` (an empty \
-        `List` clears that field); with `KeepExisting` false (the default) every field not named is cleared. One write with \
+        `List` clears that field; `GuidData` is required, `[]` with `KeepExisting` false clears them all); with \
+        `KeepExisting` false (the default) every field not named is cleared. One write with \
         its event. Answers 200 `{\"Locked\": false, \"Result\": N}` with the product's metadata result code: 0 set; \
         4 an unknown `ItemGuid`, 18 a field not for this object's class, 17 a value not in a list field's allowed values, \
         19 a value too long or too many (nothing written). Write on the object (else 403). Scope `certificate:manage`.",
@@ -507,7 +508,8 @@ pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall
 pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
     let mut data = Vec::new();
-    for g in c.body.objects(&["GuidData"])?.unwrap_or_default() {
+    // Required, even empty: without it `KeepExisting` false would clear every field by mistake.
+    for g in c.body.objects(&["GuidData"])?.ok_or_else(|| invalid("GuidData is required."))? {
         let item = g.text(&["ItemGuid"])?.ok_or_else(|| invalid("GuidData[].ItemGuid is required."))?;
         data.push((item, g.strings(&["List"])?.unwrap_or_default()));
     }

@@ -142,6 +142,21 @@ async fn custom_fields_from_definition_to_request_set_and_renewal() {
     assert_eq!((status, v["Result"].as_i64()), (200, Some(4)), "an unknown item: {v}");
     let (status, v) = c.post(&alice, "/vedsdk/metadata/set", set(json!([{"ItemGuid": env_guid, "List": ["Prod"]}]), true)).await;
     assert_eq!((status, v["Result"].as_i64()), (200, Some(17)), "a value outside the list: {v}");
+    // Bodies that are not the product's shapes are 400 with Error, never a 500.
+    for body in [
+        json!({"DN": dn, "GuidData": "x"}),
+        json!({"DN": dn, "GuidData": [{"ItemGuid": cost_guid, "List": [1]}]}),
+        json!({"DN": dn, "GuidData": [{"List": ["1"]}]}),
+        json!({"DN": dn, "GuidData": [], "KeepExisting": "maybe"}),
+        json!({"GuidData": []}),
+        json!({"DN": dn, "CustomFields": 3}),
+    ] {
+        let (status, v) = c.post(&alice, "/vedsdk/metadata/set", body.clone()).await;
+        assert!(status == 400 && v["Error"].is_string(), "{body}: {status} {v}");
+    }
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/request", request("odd.example.com", json!([{"Values": ["1"]}]))).await;
+    assert!(status == 400 && v["Error"].is_string(), "a field without a name: {status} {v}");
+
     // Rights: Write to set, Read to read; a missing right is 403, and nothing changes.
     let (status, v) = c.post(&bob, "/vedsdk/metadata/set", set(json!([{"ItemGuid": cost_guid, "List": ["0"]}]), true)).await;
     assert_eq!(status, 403, "{v}");
