@@ -53,7 +53,7 @@ def _recording_send(self, request, **kwargs):
 requests.Session.send = _recording_send
 
 from vcert import CertificateRequest, KeyType, RevocationRequest, venafi_connection  # noqa: E402
-from vcert.common import CSR_ORIGIN_SERVICE, Authentication, RetireRequest  # noqa: E402
+from vcert.common import CSR_ORIGIN_SERVICE, Authentication, CustomField, RetireRequest  # noqa: E402
 from pyvenafi.tpp import Authenticate, Features  # noqa: E402
 
 results = []
@@ -545,6 +545,41 @@ def feature_flow():
 
 if api:
     check("pyvenafi: certificate.create -> renew -> wait_for_enrollment_to_complete -> download, then renew again", feature_flow)
+
+
+def custom_fields():
+    """vcert-python's custom_fields (fields defined with `admin fields create`): the Request's
+    CustomFields [{Name, Values}]; pyvenafi's Metadata endpoints read them back (GetItems parsed by
+    its models; Get's raw answer, whose Data its model takes for one object), and Metadata/Set
+    through pyvenafi changes one, with the product's Result codes."""
+    cn = name("py-fields")
+    fields = [CustomField("Cost Center", "42"), CustomField("Environment", "Staging"), CustomField("Environment", "UAT")]
+    r = CertificateRequest(common_name=cn, san_dns=[cn], key_type=KeyType(KeyType.ECDSA, "p256"), custom_fields=fields,
+                           timeout=20)
+    conn.request_cert(r, ZONE)
+    md = api.websdk.Metadata
+
+    def values():
+        data = md.Get._post(data={"DN": r.id}).json()["Data"]
+        return sorted((d["Key"]["Label"], sorted(d["Value"])) for d in data)
+
+    got = values()
+    if got != [("Cost Center", ["42"]), ("Environment", ["Staging", "UAT"])]:
+        return False, f"Metadata/Get of {r.id} shows {got}"
+    items = {i.label: i for i in md.GetItems.post(dn=r.id).items}
+    if set(items) != {"Cost Center", "Environment"} or items["Environment"].type != 2:
+        return False, f"Metadata/GetItems shows {sorted(items)}"
+    out = md.Set.post(dn=r.id, guid_data=[{"ItemGuid": items["Cost Center"].guid, "List": ["7"]}], keep_existing=True)
+    if out.result.code != 0 or values() != [("Cost Center", ["7"]), ("Environment", ["Staging", "UAT"])]:
+        return False, f"Metadata/Set answered Result {out.result.code}; now {values()}"
+    bad = md.Set.post(dn=r.id, guid_data=[{"ItemGuid": items["Environment"].guid, "List": ["Prod"]}], keep_existing=True)
+    if bad.result.code != 17:
+        return False, f"a value outside the list: Result {bad.result.code}, want 17 (ValueNotInAllowedList)"
+    return True, f"{r.id}: Cost Center 42 then 7 (Metadata/Set), Environment Staging+UAT; a value outside the list is Result 17"
+
+
+if api:
+    check("vcert-python: request_cert with custom_fields; pyvenafi Metadata/Get, GetItems, Set", custom_fields)
 
 
 def config_write_disabled():

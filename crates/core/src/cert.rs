@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod fields;
+
 /// The product's vault types of a certificate's entries (`VaultType`).
 pub mod vault_type {
     pub const CERTIFICATE: i32 = 2;

@@ -122,6 +122,12 @@ pub enum EventKind {
     CertificateDisabled,
     /// A certificate object was deleted with its entries.
     CertificateDeleted,
+    /// A custom field was defined (`strongroom admin fields create`).
+    CertFieldCreated,
+    /// A custom field was removed with every object's values of it.
+    CertFieldRemoved,
+    /// A certificate object's custom field values were set (`Metadata/Set`).
+    CertificateFieldsSet,
 }
 
 impl EventKind {
@@ -193,6 +199,9 @@ impl EventKind {
         EventKind::CertificateDisabled,
         EventKind::CertificateDeleted,
         EventKind::CaInstalled,
+        EventKind::CertFieldCreated,
+        EventKind::CertFieldRemoved,
+        EventKind::CertificateFieldsSet,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -257,6 +266,9 @@ impl EventKind {
             EventKind::UserMasterAdminChanged => "user.master_admin_changed",
             EventKind::CaCreated => "certificate.ca_created",
             EventKind::CaInstalled => "certificate.ca_installed",
+            EventKind::CertFieldCreated => "certificate.field_created",
+            EventKind::CertFieldRemoved => "certificate.field_removed",
+            EventKind::CertificateFieldsSet => "certificate.fields_set",
             EventKind::CertPolicySet => "certificate.policy_set",
             EventKind::CertificateRequested => "certificate.requested",
             EventKind::CertificateIssued => "certificate.issued",
@@ -332,7 +344,9 @@ impl EventKind {
             | K::CertificateKeyExported
             | K::CertificateRevoked
             | K::CertificateDisabled
-            | K::CertificateDeleted => Severity::Notice,
+            | K::CertificateDeleted
+            | K::CertFieldCreated
+            | K::CertFieldRemoved => Severity::Notice,
             _ => Severity::Info,
         }
     }

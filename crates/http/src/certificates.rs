@@ -19,12 +19,12 @@ use serde_json::{Value, json};
 
 use strongroom_app::service::certificates::{self as svc, CertError, Format, RequestInput, RetrieveInput, Search};
 use strongroom_app::service::vault::Caller;
-use strongroom_core::cert::Policy;
+use strongroom_core::cert::{Policy, fields};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::VaultId;
 use strongroom_proto::SecretString;
 use strongroom_proto::read::SdkBody;
-use strongroom_store::CertRecord;
+use strongroom_store::{CertField, CertRecord};
 
 use super::extract::{CertCall, VaultCaller, scope};
 use super::respond::{self, CertFailure, ok};
@@ -138,6 +138,20 @@ fn end_date(b: &SdkBody) -> Result<Option<String>, CertFailure> {
     Ok(None)
 }
 
+/// `CustomFields[{Name, Values}]` (a single `Value` or a string `Values` read as a list of one).
+fn custom_fields(b: &SdkBody) -> Result<Vec<(String, Vec<String>)>, CertFailure> {
+    let mut out = Vec::new();
+    for f in b.objects(&["CustomFields"])?.unwrap_or_default() {
+        let name = f.text(&["Name"])?.filter(|n| !n.trim().is_empty()).ok_or_else(|| invalid("CustomFields[].Name is required."))?;
+        let values = match f.strings(&["Values"])? {
+            Some(v) => v,
+            None => f.text(&["Value"])?.into_iter().collect(),
+        };
+        out.push((name, values));
+    }
+    Ok(out)
+}
+
 fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
     if b.objects(&["Devices"])?.is_some_and(|d| !d.is_empty()) {
         return Err(CertFailure::Cert(CertError::Unsupported("Devices and application pushes are not supported by this server.".into())));
@@ -164,6 +178,7 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         cadn: b.text(&["CADN"])?,
         end_date: end_date(b)?,
         disable_automatic_renewal: b.flag(&["DisableAutomaticRenewal"]).ok().flatten().unwrap_or(false),
+        custom_fields: custom_fields(b)?,
     })
 }
 
@@ -412,36 +427,107 @@ pub(crate) async fn push(c: CertCall<scope::CertificateManage>) -> Answer {
     no_devices("Push")
 }
 
+/// A custom field's definition as the product's metadata item (`Key` of `Metadata/Get`, `Items[]`).
+pub(crate) fn field_item(f: &CertField) -> Value {
+    json!({
+        "AllowedValues": f.allowed,
+        "Classes": f.classes,
+        "ConfigAttribute": "",
+        "DefaultValues": [],
+        "DN": format!("\\VED\\Metadata Root\\{}", f.name),
+        "ErrorMessage": "",
+        "Guid": f.guid,
+        "Help": "",
+        "Label": f.name,
+        "Mandatory": false,
+        "Name": f.guid,
+        "Policyable": false,
+        "RegularExpression": "",
+        "RenderHidden": false,
+        "RenderReadOnly": false,
+        "Single": false,
+        "Type": f.kind,
+    })
+}
+
 #[utoipa::path(
     post,
     path = "/vedsdk/metadata/get",
     tag = "certificates",
-    description = "The custom field values of `DN`. Strongroom has no custom fields yet: a certificate the caller may see \
-        answers 200 `{\"Data\": [], \"Locked\": false}` (vcert calls this after every request with custom fields, §0.1); \
-        anything else 400 `{Error}`. Scope `certificate`.",
+    description = "The custom field values of the certificate object `DN`: 200 `{\"Data\": [{\"Key\": {Label, Guid, Type, \
+        AllowedValues, Classes, …}, \"Value\": [...]}], \"Locked\": false}`, one element per field that holds values \
+        (`{\"Data\": [], \"Locked\": false}` when none does; vcert calls this after every request with custom fields, §0.1); \
+        with `All` true, every field that applies to the object, those without values with `Value: []`. \
+        Read on the object (else 403); an object the caller cannot see is 400 `{Error}`. Scope `certificate`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Data: [], Locked: false}`", body = Value), SdkRefusals),
+    request_body(content = Value, content_type = "application/json", description = "`{\"DN\": \"\\\\VED\\\\Policy\\\\…\"}`"),
+    responses((status = 200, description = "`{Data: [{Key, Value}], Locked: false}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
-    svc::object(&app, &c.caller, &dn).await?;
-    Ok(ok(&json!({"Data": [], "Locked": false})))
+    let all = c.body.flag(&["All"])?.unwrap_or(false);
+    let data: Vec<Value> =
+        svc::metadata_get(&app, &c.caller, &dn, all).await?.iter().map(|(f, v)| json!({"Key": field_item(f), "Value": v})).collect();
+    Ok(ok(&json!({"Data": data, "Locked": false})))
 }
 
 #[utoipa::path(
     post,
     path = "/vedsdk/metadata/getitems",
     tag = "certificates",
-    description = "The custom fields that apply to `DN`: none yet, 200 `{\"Items\": [], \"Locked\": false}`. Scope `certificate`.",
+    description = "The custom fields that apply to the certificate object `DN` (defined with `strongroom admin fields create`), \
+        with or without values: 200 `{\"Items\": [{Label, Guid, Type, AllowedValues, Classes, …}], \"Locked\": false, \
+        \"Result\": 0}`. Read on the object (else 403). Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Items: [], Locked: false}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
-    svc::object(&app, &c.caller, &dn).await?;
-    Ok(ok(&json!({"Items": [], "Locked": false})))
+    let items: Vec<Value> = svc::metadata_items(&app, &c.caller, &dn).await?.iter().map(field_item).collect();
+    Ok(ok(&json!({"Items": items, "Locked": false, "Result": 0})))
+}
+
+#[utoipa::path(
+    post,
+    path = "/vedsdk/metadata/set",
+    tag = "certificates",
+    description = "Sets custom field values of the certificate object `DN`: `GuidData: [{ItemGuid, List: [...]}]` (an empty \
+        `List` clears that field; `GuidData` is required, `[]` with `KeepExisting` false clears them all); with \
+        `KeepExisting` false (the default) every field not named is cleared. One write with \
+        its event. Answers 200 `{\"Locked\": false, \"Result\": N}` with the product's metadata result code: 0 set; \
+        4 an unknown `ItemGuid`, 18 a field not for this object's class, 17 a value not in a list field's allowed values, \
+        19 a value too long or too many (nothing written). Write on the object (else 403). Scope `certificate:manage`.",
+    security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json"),
+    responses((status = 200, description = "`{Locked: false, Result: N}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
+    let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
+    let mut data = Vec::new();
+    // Required, even empty: without it `KeepExisting` false would clear every field by mistake.
+    for g in c.body.objects(&["GuidData"])?.ok_or_else(|| invalid("GuidData is required."))? {
+        let item = g.text(&["ItemGuid"])?.ok_or_else(|| invalid("GuidData[].ItemGuid is required."))?;
+        data.push((item, g.strings(&["List"])?.unwrap_or_default()));
+    }
+    let keep = c.body.flag(&["KeepExisting"])?.unwrap_or(false);
+    let result = svc::metadata_set(&app, &c.caller, &dn, &data, keep).await?;
+    Ok(ok(&json!({"Locked": false, "Result": result})))
+}
+
+#[utoipa::path(
+    get,
+    path = "/vedsdk/metadata/items",
+    tag = "certificates",
+    description = "Every custom field defined (`strongroom admin fields create`): 200 `{\"Items\": [...], \"Locked\": false, \
+        \"Result\": 0}`. Any valid token.",
+    security(("bearer" = [])),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = Value), SdkRefusals),
+)]
+pub(crate) async fn metadata_items(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Answer {
+    let _ = c;
+    let items: Vec<Value> = svc::fields_for_class(&app, None).await?.iter().map(field_item).collect();
+    Ok(ok(&json!({"Items": items, "Locked": false, "Result": 0})))
 }
 
 /// The class of an object: one made with `Config/Create` shows the class it was made as.
@@ -545,7 +631,11 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
         "Consumers": [],
         "Contact": tpl.as_ref().map(|t| t.contacts.clone()).unwrap_or_default(),
         "CreatedOn": product_time(r.created_at.secs()),
-        "CustomFields": [],
+        "CustomFields": svc::field_values(app, r)
+            .await?
+            .iter()
+            .map(|(f, v)| json!({"Name": f.name, "Type": fields::type_name(f.kind), "Value": v}))
+            .collect::<Vec<_>>(),
         "Disabled": r.disabled,
         "DN": r.path.as_str(),
         "Guid": r.guid.braced(),

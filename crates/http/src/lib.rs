@@ -193,6 +193,8 @@ api! {
     "/vedsdk/certificates/{guid}/previousversions" get certificates::previous_versions;
     "/vedsdk/metadata/get" post certificates::metadata_get;
     "/vedsdk/metadata/getitems" post certificates::metadata_get_items;
+    "/vedsdk/metadata/set" post certificates::metadata_set;
+    "/vedsdk/metadata/items" get certificates::metadata_items;
     "/crl/{name}" get certificates::crl;
     "/vedsdk/log" get log::log;
     "/vedsdk/log" post identity::write_log;

@@ -1,23 +1,22 @@
 //! `GET /vedsdk/Log` (the chained events in the product's `LogEvents`
-//! shape), `GET /vedsdk/Log/LogSchema`, and the `Metadata/GetItemsForClass`
-//! stub VenafiPS calls when a session starts.
+//! shape), `GET /vedsdk/Log/LogSchema`, and `Metadata/GetItemsForClass`
+//! (the custom fields of a class), which VenafiPS calls when a session starts.
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use std::collections::HashMap;
 
+use serde_json::{Value, json};
 use strongroom_core::event::{EventKind, Severity, StoredEvent};
 use strongroom_core::time::UnixTime;
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::FolderPath;
 use strongroom_core::vault::value;
-use strongroom_proto::vedsdk::{
-    LogApplicationDefinition, LogEvent, LogEventDefinition, LogResponse, LogSchemaResponse, MetadataItemsResponse,
-};
+use strongroom_proto::vedsdk::{LogApplicationDefinition, LogEvent, LogEventDefinition, LogResponse, LogSchemaResponse};
 use strongroom_store::EventFilter;
 
-use super::extract::{Caller, Vault, VaultCaller, scope};
-use super::respond::{SdkFailure, ok};
+use super::extract::{CertCall, Vault, VaultCaller, scope};
+use super::respond::{CertFailure, SdkFailure, ok};
 use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::tree;
@@ -293,24 +292,33 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
     Ok(ok(&LogSchemaResponse { applications, definitions, log_result: 0 }))
 }
 
-/// `POST /vedsdk/Metadata/GetItemsForClass`: any valid token; Strongroom
-/// keeps no custom fields, so `{"Result":0,"Items":[]}` whatever the body.
+/// `POST /vedsdk/Metadata/GetItemsForClass`: any valid token; the custom
+/// fields that apply to `ConfigClass` (every one without it).
 #[utoipa::path(
     post,
     path = "/vedsdk/Metadata/GetItemsForClass",
     tag = "vedsdk",
-    description = "A stub for VenafiPS's `New-VenafiSession`: `{\"Result\":0,\"Items\":[]}` for any class (Strongroom keeps no custom fields). Any valid token; the body is not read.",
+    description = "The custom fields (`strongroom admin fields create`) that apply to `ConfigClass` (VenafiPS's `New-VenafiSession` \
+        asks for `X509 Certificate` and `Device`; a class no field applies to has none): `{\"Result\":0,\"Items\":[{Label, Guid, \
+        Type, AllowedValues, Classes, …}]}`. Any valid token.",
     security(("bearer" = [])),
+    request_body(content = Value, content_type = "application/json", description = "`{\"ConfigClass\": \"X509 Certificate\"}`"),
     responses(
-        (status = 200, description = "No custom fields.", body = MetadataItemsResponse),
+        (status = 200, description = "The fields.", body = Value),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 408, response = Timeout),
         (status = 503, response = Unavailable),
     ),
 )]
-pub(crate) async fn items_for_class(_: Caller<scope::Any>) -> Response {
-    ok(&MetadataItemsResponse { result: 0, items: Vec::new() })
+pub(crate) async fn items_for_class(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Result<Response, CertFailure> {
+    let class = c.body.text(&["ConfigClass"])?.filter(|k| !k.trim().is_empty());
+    let items: Vec<Value> = strongroom_app::service::certificates::fields_for_class(&app, class.as_deref())
+        .await?
+        .iter()
+        .map(crate::certificates::field_item)
+        .collect();
+    Ok(ok(&json!({"Result": 0, "Items": items})))
 }
 
 #[cfg(test)]

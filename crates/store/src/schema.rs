@@ -333,6 +333,23 @@ pub(crate) const CERT_REVOCATIONS: Table = Table {
     key: 2,
 };
 
+pub(crate) const CERT_FIELDS: Table = Table {
+    name: "cert_fields",
+    columns: &[
+        ("guid", Text),
+        ("name_key", Text),
+        ("name", Text),
+        ("kind", Int),
+        ("allowed", Text),
+        ("classes", Text),
+        ("created_at", Int),
+    ],
+    key: 1,
+};
+
+pub(crate) const CERT_FIELD_VALUES: Table =
+    Table { name: "cert_field_values", columns: &[("path_key", Text), ("field_guid", Text), ("vals", Text)], key: 2 };
+
 /// Every table a store holds, parents before children. `schema_migrations`
 /// is each database's own; `event_head` and the VaultID sequence are the
 /// copier's `Counters`.
@@ -370,4 +387,6 @@ pub const TABLES: &[&Table] = &[
     &CERT_POLICIES,
     &CERTIFICATES,
     &CERT_REVOCATIONS,
+    &CERT_FIELDS,
+    &CERT_FIELD_VALUES,
 ];

@@ -1205,3 +1205,23 @@ sql!(
         schema::VAULT_ENTRIES.cols("e")
     )
 );
+
+sql!(CERT_FIELDS = format!("SELECT {} FROM cert_fields ORDER BY name_key", schema::CERT_FIELDS.column_list()));
+sql!(
+    /// A field definition, unless its GUID or its name (any case) is taken.
+    INSERT_CERT_FIELD = format!("{} ON CONFLICT DO NOTHING", schema::CERT_FIELDS.insert())
+);
+sql!(
+    /// The values of field `?1` (by name key) on every object.
+    DELETE_FIELD_VALUES = "DELETE FROM cert_field_values WHERE field_guid IN (SELECT guid FROM cert_fields WHERE name_key = ?1)"
+);
+sql!(DELETE_CERT_FIELD = "DELETE FROM cert_fields WHERE name_key = ?1");
+sql!(CERT_FIELD_VALUES = "SELECT field_guid, vals FROM cert_field_values WHERE path_key = ?1 ORDER BY field_guid");
+sql!(
+    /// Object `?1`'s values of field `?2`, when that field is defined.
+    SET_CERT_FIELD_VALUE = "INSERT INTO cert_field_values (path_key, field_guid, vals) SELECT ?1::TEXT, guid, ?3::TEXT FROM cert_fields \
+                            WHERE guid = ?2 ON CONFLICT (path_key, field_guid) DO UPDATE SET vals = excluded.vals"
+);
+sql!(CLEAR_CERT_FIELD_VALUE = "DELETE FROM cert_field_values WHERE path_key = ?1 AND field_guid = ?2");
+sql!(CLEAR_CERT_FIELD_VALUES = "DELETE FROM cert_field_values WHERE path_key = ?1");
+sql!(CERTIFICATE_EXISTS = "SELECT 1 FROM certificates WHERE path_key = ?1");

@@ -49,6 +49,7 @@ pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};
 /// dialect and PostgreSQL's: the upgrade tests make an older store by
 /// undoing the newest one.
 const MIGRATION_UNDO: &[(i64, &str, &str)] = &[
+    (17, "DROP TABLE cert_field_values; DROP TABLE cert_fields;", "DROP TABLE cert_field_values; DROP TABLE cert_fields;"),
     (16, "ALTER TABLE certificates DROP COLUMN template;", "ALTER TABLE certificates DROP COLUMN template;"),
     (
         15,

@@ -1,5 +1,5 @@
-//! `strongroom admin ca …` and `admin policy …` (issue 33): issuing CAs and
-//! folder certificate policies, on the store.
+//! `strongroom admin ca …`, `admin policy …` and `admin fields …` (issue 33):
+//! issuing CAs, folder certificate policies and custom fields, on the store.
 //!
 //! A CA is a key of the key ring's making (its PKCS#8 sealed under the
 //! current data key of the default named key, or a signing key made in the
@@ -15,11 +15,11 @@
 //! root signs is installed with [`Admin::install_ca`] (its key, CA flags and
 //! chain to a self-signed root checked); until then it issues nothing.
 
-use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting};
+use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting, fields};
 use strongroom_core::event::EventKind;
-use strongroom_core::tree::lineage_with_guids;
+use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::FolderPath;
-use strongroom_store::CaRecord;
+use strongroom_store::{CaRecord, CertField};
 
 use super::{Admin, AdminError};
 use crate::pki::{self, CaAlgorithm, CertFacts};
@@ -359,5 +359,94 @@ impl Admin {
         }
         let all = svc::policies(&*self.store).await?;
         Ok((all.get(f.key()).cloned().unwrap_or_default(), svc::effective_policy(&all, &f)))
+    }
+}
+
+/// A custom field as an operator defines it (`strongroom admin fields create`).
+#[derive(Clone, Debug, Default)]
+pub struct FieldSpec {
+    pub name: String,
+    /// `text` or `list`.
+    pub kind: String,
+    /// A list's values (a text field takes none).
+    pub allowed: Vec<String>,
+    /// The classes it applies to (none: every certificate).
+    pub classes: Vec<String>,
+}
+
+impl Admin {
+    /// Defines a custom field of certificate objects, with a GUID of its own; its name is unique
+    /// whatever the case (two racing definitions of one name make one field).
+    pub async fn create_cert_field(&self, spec: FieldSpec) -> Result<CertField, AdminError> {
+        let name = fields::check_name(&spec.name).map_err(AdminError::Invalid)?;
+        let kind =
+            fields::parse_kind(&spec.kind).ok_or_else(|| AdminError::Invalid(format!("field type {:?}: text or list", spec.kind)))?;
+        let mut allowed: Vec<String> = Vec::new();
+        for v in spec.allowed.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            if v.chars().count() > fields::MAX_VALUE {
+                return Err(AdminError::Invalid(format!("an allowed value has at most {} characters", fields::MAX_VALUE)));
+            }
+            if !allowed.iter().any(|a| a == v) {
+                allowed.push(v.to_owned());
+            }
+        }
+        match kind {
+            fields::LIST if allowed.is_empty() => {
+                return Err(AdminError::Invalid("a list field needs --value (its allowed values)".into()));
+            }
+            fields::TEXT if !allowed.is_empty() => return Err(AdminError::Invalid("a text field takes no --value".into())),
+            _ => {}
+        }
+        if allowed.len() > 1000 {
+            return Err(AdminError::Invalid("a list field has at most 1000 values".into()));
+        }
+        let mut classes: Vec<String> = Vec::new();
+        for c in &spec.classes {
+            let k = fields::class_name(c).ok_or_else(|| {
+                AdminError::Invalid(format!(
+                    "class {c:?}: {} or {}",
+                    strongroom_core::cert::CREATED_CLASS,
+                    strongroom_core::cert::CERTIFICATE_CLASS
+                ))
+            })?;
+            if !classes.iter().any(|x| x == k) {
+                classes.push(k.to_owned());
+            }
+        }
+        if classes.is_empty() {
+            classes.push(fields::DEFAULT_CLASS.to_owned());
+        }
+        let field = CertField {
+            guid: ObjectGuid::generate(&*self.rng).braced(),
+            name: name.clone(),
+            kind,
+            allowed,
+            classes,
+            created_at: self.clock.now(),
+        };
+        let event = self.event(EventKind::CertFieldCreated).object(name.as_str()).detail(format!(
+            "field={name} guid={} type={}",
+            field.guid,
+            fields::type_name(kind)
+        ));
+        if !self.store.insert_cert_field(field.clone(), event).await? {
+            return Err(AdminError::Exists(format!("field {name}")));
+        }
+        Ok(field)
+    }
+
+    /// Every custom field, by name.
+    pub async fn cert_fields(&self) -> Result<Vec<CertField>, AdminError> {
+        Ok(self.store.cert_fields().await?)
+    }
+
+    /// Removes custom field `name` (any case) and every object's values of it.
+    pub async fn remove_cert_field(&self, name: &str) -> Result<(), AdminError> {
+        let name = name.trim();
+        let event = self.event(EventKind::CertFieldRemoved).object(name).detail(format!("field={name}"));
+        if !self.store.delete_cert_field(name.to_owned(), event).await? {
+            return Err(AdminError::NotFound(format!("field {name}")));
+        }
+        Ok(())
     }
 }

@@ -1,12 +1,13 @@
-//! `strongroom admin ca ...` and `strongroom admin policy ...` (issue 33):
-//! issuing CAs and folder certificate policies, on the store.
+//! `strongroom admin ca ...`, `strongroom admin policy ...` and
+//! `strongroom admin fields ...` (issue 33): issuing CAs, folder certificate
+//! policies and custom fields, on the store.
 
 use anyhow::Result;
 use clap::Subcommand;
 use serde_json::json;
 
 use strongroom_app::admin::Admin;
-use strongroom_app::admin::certs::{CaInfo, PolicyChange};
+use strongroom_app::admin::certs::{CaInfo, FieldSpec, PolicyChange};
 use strongroom_core::cert::{Policy, Setting};
 use strongroom_core::time::UnixTime;
 
@@ -321,6 +322,75 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 format!("set on {folder}:\n{}in force:\n{}", policy_text(&own), policy_text(&effective)),
                 json!({"folder": folder, "policy": own, "effective": effective}),
             )
+        }
+    })
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FieldsCommand {
+    /// Define a custom field of certificate objects: clients set it by its name
+    /// (Certificates/Request's CustomFields, vcert --field "NAME=VALUE") or by the GUID it is
+    /// given (Metadata/Set). Names are unique whatever the case. Prints its GUID.
+    ///
+    /// Example: strongroom admin fields create 'Cost Center'
+    /// Example: strongroom admin fields create Environment --type list --value Staging --value UAT
+    Create {
+        name: String,
+        /// text (any values, the default) or list (only the --value values).
+        #[arg(long = "type", default_value = "text")]
+        kind: String,
+        /// An allowed value of a list field (repeat for each).
+        #[arg(long = "value", value_name = "VALUE")]
+        values: Vec<String>,
+        /// A class it applies to: "X509 Certificate" (every certificate, the default) or
+        /// "X509 Server Certificate" (repeat for more).
+        #[arg(long = "class", value_name = "CLASS")]
+        classes: Vec<String>,
+    },
+    /// List the custom fields.
+    List,
+    /// Remove a custom field, with every certificate object's values of it.
+    ///
+    /// Example: strongroom admin fields remove 'Cost Center'
+    Remove { name: String },
+}
+
+fn field_json(f: &strongroom_store::CertField) -> serde_json::Value {
+    json!({
+        "name": f.name,
+        "guid": f.guid,
+        "type": strongroom_core::cert::fields::type_name(f.kind).to_ascii_lowercase(),
+        "values": f.allowed,
+        "classes": f.classes,
+        "created_at": f.created_at.iso8601(),
+    })
+}
+
+pub(crate) async fn fields(admin: &Admin, command: FieldsCommand) -> Result<Rendered> {
+    Ok(match command {
+        FieldsCommand::Create { name, kind, values, classes } => {
+            let f = admin.create_cert_field(FieldSpec { name, kind, allowed: values, classes }).await?;
+            Rendered::done(format!("field {} created: {}", f.name, f.guid), field_json(&f))
+        }
+        FieldsCommand::List => {
+            let all = admin.cert_fields().await?;
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.name.clone(),
+                        strongroom_core::cert::fields::type_name(f.kind).to_ascii_lowercase(),
+                        f.allowed.join(", "),
+                        f.classes.join(", "),
+                        f.guid.clone(),
+                    ]
+                })
+                .collect();
+            Rendered::table(&["NAME", "TYPE", "VALUES", "CLASSES", "GUID"], &rows, json!(all.iter().map(field_json).collect::<Vec<_>>()))
+        }
+        FieldsCommand::Remove { name } => {
+            admin.remove_cert_field(&name).await?;
+            Rendered::done(format!("field {} removed", name.trim()), json!({"removed": name.trim()}))
         }
     })
 }

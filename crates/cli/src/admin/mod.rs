@@ -42,7 +42,7 @@ use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
-pub(crate) use certs::{CaCommand, PolicyCommand};
+pub(crate) use certs::{CaCommand, FieldsCommand, PolicyCommand};
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
@@ -129,6 +129,10 @@ pub(crate) enum AdminCommand {
     /// Certificate policies of folders (the CA, key, domains, subject), inherited down the tree.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Custom fields of certificate objects (the product's metadata items): defined here, set by
+    /// clients (Certificates/Request's CustomFields, vcert --field, Metadata/Set).
+    #[command(subcommand)]
+    Fields(FieldsCommand),
     /// Copy a whole store into an empty one of either backend (stop the servers first).
     ///
     /// Copies users, integrations, grants, tokens, device codes, folders, rights,
@@ -250,9 +254,11 @@ pub(crate) async fn dispatch(target: &Target, config: Option<&strongroom_server:
         (AdminCommand::Mappings(c), Some(admin)) => machines::mappings(admin, c).await?,
         (AdminCommand::Ca(c), Some(admin)) => certs::ca(admin, c).await?,
         (AdminCommand::Policy(c), Some(admin)) => certs::policy(admin, c).await?,
+        (AdminCommand::Fields(c), Some(admin)) => certs::fields(admin, c).await?,
         (AdminCommand::Keys(_), None) => return Err(remote::not_over_api("keys")),
         (AdminCommand::Ca(_), None) => return Err(remote::not_over_api("ca")),
         (AdminCommand::Policy(_), None) => return Err(remote::not_over_api("policy")),
+        (AdminCommand::Fields(_), None) => return Err(remote::not_over_api("fields")),
         (AdminCommand::JwtIssuers(_), None) => return Err(remote::not_over_api("jwt-issuers")),
         (AdminCommand::Mappings(_), None) => return Err(remote::not_over_api("mappings")),
         (

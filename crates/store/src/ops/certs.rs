@@ -120,6 +120,29 @@ pub struct Issuance {
     pub by: Option<Writer>,
     pub need: Rights,
     pub policy_folder: FolderPath,
+    /// The object's custom field values, written in the same transaction.
+    pub fields: FieldValues,
+}
+
+/// A custom field's definition (`Metadata/*`): `guid` with braces, `name` its label, `kind` the
+/// product's type (1 text, 2 list), `allowed` a list's values, `classes` the classes it applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertField {
+    pub guid: String,
+    pub name: String,
+    pub kind: i64,
+    pub allowed: Vec<String>,
+    pub classes: Vec<String>,
+    pub created_at: UnixTime,
+}
+
+/// Values of custom fields written to an object: each field's GUID with its values (none: the
+/// field is cleared); with `replace`, every other field's values are cleared first. A field no
+/// longer defined when the write runs is left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldValues {
+    pub replace: bool,
+    pub values: Vec<(String, Vec<String>)>,
 }
 
 /// A revoked serial of a CA.
@@ -173,6 +196,108 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     fn cert_entries(&self, path: FolderPath) -> StoreFuture<'_, Vec<VaultEntry>>;
     /// Deletes the object: its row, its entries (current and archived) and its folder (unless folders lie below it).
     fn delete_certificate(&self, key: String, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
+    /// Every custom field's definition, by name.
+    fn cert_fields(&self) -> StoreFuture<'_, Vec<CertField>>;
+    /// Defines a field (`false`: its GUID or its name, in any case, is taken; nothing written).
+    fn insert_cert_field(&self, field: CertField, event: Event) -> StoreFuture<'_, bool>;
+    /// Removes the field named `name` (any case) and every object's values of it (`false`: no such field).
+    fn delete_cert_field(&self, name: String, event: Event) -> StoreFuture<'_, bool>;
+    /// Object `key`'s custom field values: (field GUID, values), by GUID.
+    fn cert_field_values(&self, key: String) -> StoreFuture<'_, Vec<(String, Vec<String>)>>;
+    /// Writes object `key`'s values (`Metadata/Set`) when `by` (if any) holds Write on it now.
+    /// `Done(false)`: no such object (nothing written).
+    fn set_cert_field_values(&self, key: String, values: FieldValues, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
+}
+
+fn json_list(text: &str) -> StoreResult<Vec<String>> {
+    strongroom_core::cert::fields::decode_list(text).ok_or_else(|| crate::StoreError::other("a stored list that is not one"))
+}
+
+fn list_json(list: &[String]) -> StoreResult<String> {
+    Ok(strongroom_core::cert::fields::encode_list(list))
+}
+
+fn field(r: &mut Cols<'_>) -> StoreResult<CertField> {
+    Ok(CertField {
+        guid: r.text()?,
+        name: {
+            r.text()?; // name_key
+            r.text()?
+        },
+        kind: r.int()?,
+        allowed: json_list(&r.text()?)?,
+        classes: json_list(&r.text()?)?,
+        created_at: r.time()?,
+    })
+}
+
+/// Writes `v` to object `key` (see [`FieldValues`]).
+async fn write_field_values<C: Conn>(c: &C, key: &str, v: &FieldValues) -> StoreResult<()> {
+    if v.replace {
+        c.execute(&sql::CLEAR_CERT_FIELD_VALUES, &values![key]).await?;
+    }
+    for (guid, vals) in &v.values {
+        if vals.is_empty() {
+            c.execute(&sql::CLEAR_CERT_FIELD_VALUE, &values![key, guid.as_str()]).await?;
+        } else {
+            c.execute(&sql::SET_CERT_FIELD_VALUE, &values![key, guid.as_str(), list_json(vals)?]).await?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) async fn cert_fields<C: Conn>(c: &C) -> StoreResult<Vec<CertField>> {
+    c.query(&sql::CERT_FIELDS, &[], field).await
+}
+
+pub(crate) async fn insert_cert_field<C: Conn>(c: &C, f: &CertField, event: &Event) -> StoreResult<bool> {
+    let row = values![
+        f.guid.as_str(),
+        f.name.to_lowercase(),
+        f.name.as_str(),
+        f.kind,
+        list_json(&f.allowed)?,
+        list_json(&f.classes)?,
+        f.created_at,
+    ];
+    if c.execute(&sql::INSERT_CERT_FIELD, &row).await? == 0 {
+        return Ok(false);
+    }
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn delete_cert_field<C: Conn>(c: &C, name: &str, event: &Event) -> StoreResult<bool> {
+    let key = name.to_lowercase();
+    c.execute(&sql::DELETE_FIELD_VALUES, &values![key.as_str()]).await?;
+    if c.execute(&sql::DELETE_CERT_FIELD, &values![key.as_str()]).await? == 0 {
+        return Ok(false);
+    }
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn cert_field_values<C: Conn>(c: &C, key: &str) -> StoreResult<Vec<(String, Vec<String>)>> {
+    let rows = c.query(&sql::CERT_FIELD_VALUES, &values![key], |r| Ok((r.text()?, r.text()?))).await?;
+    rows.into_iter().map(|(g, v)| Ok((g, json_list(&v)?))).collect()
+}
+
+pub(crate) async fn set_cert_field_values<C: Conn>(
+    c: &C,
+    key: &str,
+    v: &FieldValues,
+    by: Option<&Writer>,
+    event: &Event,
+) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, by, key, Rights::WRITE).await? {
+        return Ok(Checked::Denied);
+    }
+    if !super::exists(c, &sql::CERTIFICATE_EXISTS, &values![key]).await? {
+        return Ok(Checked::Done(false));
+    }
+    write_field_values(c, key, v).await?;
+    append_event(c, event).await?;
+    Ok(Checked::Done(true))
 }
 
 fn ca(r: &mut Cols<'_>) -> StoreResult<CaRecord> {
@@ -319,6 +444,7 @@ pub(crate) async fn issue_certificate<C: Conn>(c: &C, issue: &Issuance, events: 
         }
     }
     c.execute(&sql::UPSERT_CERTIFICATE, &cert_row(r)).await?;
+    write_field_values(c, r.path.key(), &issue.fields).await?;
     for e in events {
         append_event(c, e).await?;
     }
@@ -340,8 +466,9 @@ pub(crate) async fn create_certificate_object<C: Conn>(c: &C, o: &NewObject, eve
     if c.execute(&sql::CREATE_FOLDER, &codec::folder_row(last, r.created_at, guid)).await? == 0 {
         return Ok(Checked::Done(false));
     }
-    // A row left by a folder deleted without it is replaced.
+    // A row (and field values) left by a folder deleted without it is replaced.
     c.execute(&sql::UPSERT_CERTIFICATE, &cert_row(r)).await?;
+    c.execute(&sql::CLEAR_CERT_FIELD_VALUES, &values![r.path.key()]).await?;
     append_event(c, event).await?;
     Ok(Checked::Done(true))
 }
@@ -409,6 +536,7 @@ pub(crate) async fn delete_certificate<C: Conn>(c: &C, key: &str, by: Option<&Wr
     if c.execute(&sql::DELETE_CERTIFICATE, &values![key]).await? == 0 {
         return Ok(Checked::Done(false));
     }
+    c.execute(&sql::CLEAR_CERT_FIELD_VALUES, &values![key]).await?;
     let ids = c.query(&sql::CERT_OWNED, &values![key], |r| r.int()).await?;
     c.execute(&sql::DELETE_OWNED_BY, &values![key]).await?;
     for id in ids {
@@ -479,6 +607,27 @@ macro_rules! cert_methods {
         }
         fn delete_certificate(&self, key: String, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>> {
             $write!(self, |c| certs::delete_certificate(c, &key, by.as_ref(), &event))
+        }
+        fn cert_fields(&self) -> StoreFuture<'_, Vec<CertField>> {
+            $read!(self, |c| certs::cert_fields(c))
+        }
+        fn insert_cert_field(&self, field: CertField, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::insert_cert_field(c, &field, &event))
+        }
+        fn delete_cert_field(&self, name: String, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::delete_cert_field(c, &name, &event))
+        }
+        fn cert_field_values(&self, key: String) -> StoreFuture<'_, Vec<(String, Vec<String>)>> {
+            $read!(self, |c| certs::cert_field_values(c, &key))
+        }
+        fn set_cert_field_values(
+            &self,
+            key: String,
+            values: FieldValues,
+            by: Option<Writer>,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::set_cert_field_values(c, &key, &values, by.as_ref(), &event))
         }
     };
 }

@@ -60,6 +60,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0016_certificate_templates",
         sql: include_str!("../../migrations/postgres/0016_certificate_templates.sql"),
     },
+    Migration { version: 17, name: "0017_certificate_fields", sql: include_str!("../../migrations/postgres/0017_certificate_fields.sql") },
 ];
 
 /// Connections per replica unless the connection string sets

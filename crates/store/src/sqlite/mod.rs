@@ -53,6 +53,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0016_certificate_templates",
         sql: include_str!("../../migrations/sqlite/0016_certificate_templates.sql"),
     },
+    Migration { version: 17, name: "0017_certificate_fields", sql: include_str!("../../migrations/sqlite/0017_certificate_fields.sql") },
 ];
 
 /// Milliseconds a connection waits for another process's lock (the admin

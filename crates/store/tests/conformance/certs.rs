@@ -9,7 +9,7 @@ use strongroom_core::cert::vault_type;
 use strongroom_core::event::{EventKind, verify_chain};
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{Rights, VaultId};
-use strongroom_store::{CertRecord, Checked, EventFilter, Issuance, NewObject, Revocation, Store, VaultEntry};
+use strongroom_store::{CertField, CertRecord, Checked, EventFilter, FieldValues, Issuance, NewObject, Revocation, Store, VaultEntry};
 
 use crate::cases::{T0, ev, first_data_key, folder, lineage, writer};
 
@@ -61,6 +61,7 @@ async fn issuance(store: &dyn Store, path: &str, guid: &ObjectGuid, serial: usiz
         by: None,
         need: Rights::CREATE,
         policy_folder: folder("\\VED\\Policy\\Web"),
+        fields: FieldValues::default(),
     }
 }
 
@@ -301,4 +302,123 @@ pub(crate) async fn an_object_without_a_certificate_is_made_once_then_enrolled(s
     let r = store.certificate(folder(dn).key().to_owned()).await.unwrap().unwrap();
     assert!(r.issued() && r.cert_id().is_some() && r.template.contains("common_name"));
     assert_eq!(store.cert_entries(folder(dn)).await.unwrap().iter().filter(|e| e.vault_type == vault_type::CERTIFICATE).count(), 1);
+}
+
+fn field_def(guid: &str, name: &str, kind: i64, allowed: &[&str]) -> CertField {
+    CertField {
+        guid: guid.into(),
+        name: name.into(),
+        kind,
+        allowed: allowed.iter().map(|s| (*s).to_owned()).collect(),
+        classes: vec!["X509 Certificate".into()],
+        created_at: T0,
+    }
+}
+
+fn vals(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Custom fields: ten definitions of one name (in different cases, each with a GUID of its own)
+/// race and one is made; values are written in the issuance's own write, kept by the next one,
+/// set (Write re-checked in the write) or replaced, and go with the field and with the object.
+pub(crate) async fn custom_fields_are_defined_once_and_their_values_follow_the_object(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let web = folder("\\VED\\Policy\\Web");
+    store.create_folders(lineage(&web), ev(EventKind::FolderCreated)).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..10u32 {
+        let store = store.clone();
+        let name = if i % 2 == 0 { "Cost Center" } else { "COST center" };
+        let f = field_def(&format!("{{c0570000-0000-4000-8000-{i:012}}}"), name, 1, &[]);
+        tasks.push(tokio::spawn(async move { store.insert_cert_field(f, ev(EventKind::CertFieldCreated)).await.unwrap() }));
+    }
+    let mut made = 0;
+    for t in tasks {
+        made += usize::from(t.await.unwrap());
+    }
+    assert_eq!(made, 1, "one field per name, whatever the case");
+    let env = field_def("{e0000000-0000-4000-8000-000000000001}", "Environment", 2, &["Staging", "UAT"]);
+    assert!(store.insert_cert_field(env.clone(), ev(EventKind::CertFieldCreated)).await.unwrap());
+    assert!(
+        !store.insert_cert_field(field_def(&env.guid, "Other", 1, &[]), ev(EventKind::CertFieldCreated)).await.unwrap(),
+        "a GUID is one field's"
+    );
+    let fields = store.cert_fields().await.unwrap();
+    assert_eq!(fields.len(), 2);
+    assert_eq!(fields[1], env, "read back as defined, by name");
+    let cost = fields[0].guid.clone();
+
+    // The issuance writes values with the object; an undefined GUID's are left out.
+    let dn = "\\VED\\Policy\\Web\\fields.example.com";
+    let key = folder(dn).key().to_owned();
+    let guid = ObjectGuid::parse("{41111111-2222-4333-8444-555555555555}").unwrap();
+    let mut first = issuance(&*store, dn, &guid, 1).await;
+    first.fields = FieldValues {
+        replace: true,
+        values: vec![
+            (cost.clone(), vals(&["42"])),
+            (env.guid.clone(), vals(&["Staging", "UAT"])),
+            ("{00000000-0000-4000-8000-00000000dead}".into(), vals(&["x"])),
+        ],
+    };
+    assert_eq!(store.issue_certificate(first, vec![ev(EventKind::CertificateIssued)]).await.unwrap(), Checked::Done(()));
+    let mut want = vec![(cost.clone(), vals(&["42"])), (env.guid.clone(), vals(&["Staging", "UAT"]))];
+    want.sort();
+    assert_eq!(store.cert_field_values(key.clone()).await.unwrap(), want);
+    // A renewal (no values given) keeps them.
+    let again = issuance(&*store, dn, &guid, 2).await;
+    assert_eq!(store.issue_certificate(again, vec![ev(EventKind::CertificateIssued)]).await.unwrap(), Checked::Done(()));
+    assert_eq!(store.cert_field_values(key.clone()).await.unwrap(), want, "kept by a renewal");
+
+    // Metadata/Set: Write re-checked in the write; keep the others, or replace them all.
+    let (nobody, _) = writer(&*store, false).await;
+    let (admin, _) = writer(&*store, true).await;
+    let set = FieldValues { replace: false, values: vec![(cost.clone(), vals(&["7"]))] };
+    assert_eq!(
+        store.set_cert_field_values(key.clone(), set.clone(), Some(nobody), ev(EventKind::CertificateFieldsSet)).await.unwrap(),
+        Checked::Denied
+    );
+    assert_eq!(store.cert_field_values(key.clone()).await.unwrap(), want, "nothing written for a refusal");
+    assert_eq!(
+        store.set_cert_field_values(key.clone(), set, Some(admin.clone()), ev(EventKind::CertificateFieldsSet)).await.unwrap(),
+        Checked::Done(true)
+    );
+    let values = store.cert_field_values(key.clone()).await.unwrap();
+    assert!(values.contains(&(cost.clone(), vals(&["7"]))) && values.len() == 2, "{values:?}");
+    let replace = FieldValues { replace: true, values: vec![(env.guid.clone(), vals(&["UAT"]))] };
+    assert_eq!(
+        store.set_cert_field_values(key.clone(), replace, None, ev(EventKind::CertificateFieldsSet)).await.unwrap(),
+        Checked::Done(true)
+    );
+    assert_eq!(store.cert_field_values(key.clone()).await.unwrap(), vec![(env.guid.clone(), vals(&["UAT"]))]);
+    let clear = FieldValues { replace: false, values: vec![(env.guid.clone(), Vec::new())] };
+    assert_eq!(
+        store.set_cert_field_values(key.clone(), clear, None, ev(EventKind::CertificateFieldsSet)).await.unwrap(),
+        Checked::Done(true)
+    );
+    assert!(store.cert_field_values(key.clone()).await.unwrap().is_empty(), "no values: cleared");
+    let none = FieldValues { replace: false, values: vec![(cost.clone(), vals(&["1"]))] };
+    assert_eq!(
+        store
+            .set_cert_field_values(folder("\\VED\\Policy\\Web\\nothing").key().to_owned(), none, None, ev(EventKind::CertificateFieldsSet))
+            .await
+            .unwrap(),
+        Checked::Done(false),
+        "no such object"
+    );
+
+    // A removed field takes its values; a deleted object takes its own.
+    let both = FieldValues { replace: false, values: vec![(cost.clone(), vals(&["1"])), (env.guid.clone(), vals(&["UAT"]))] };
+    store.set_cert_field_values(key.clone(), both, None, ev(EventKind::CertificateFieldsSet)).await.unwrap();
+    assert!(store.delete_cert_field("ENVIRONMENT".into(), ev(EventKind::CertFieldRemoved)).await.unwrap());
+    assert!(!store.delete_cert_field("Environment".into(), ev(EventKind::CertFieldRemoved)).await.unwrap(), "once");
+    assert_eq!(store.cert_field_values(key.clone()).await.unwrap(), vec![(cost.clone(), vals(&["1"]))]);
+    assert_eq!(store.cert_fields().await.unwrap().len(), 1);
+    assert_eq!(store.delete_certificate(key.clone(), None, ev(EventKind::CertificateDeleted)).await.unwrap(), Checked::Done(true));
+    assert!(store.cert_field_values(key).await.unwrap().is_empty(), "gone with the object");
+    let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
+    assert_eq!(all.iter().filter(|e| e.event.kind == EventKind::CertFieldCreated).count(), 2, "one event per field made");
+    assert_eq!(all.iter().filter(|e| e.event.kind == EventKind::CertificateFieldsSet).count(), 4, "one per set, none for a refusal");
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }
