@@ -122,6 +122,15 @@ pub enum EventKind {
     CertificateDisabled,
     /// A certificate object was deleted with its entries.
     CertificateDeleted,
+    /// A CA's `Manual Approval` was set or cleared (`strongroom admin ca set`).
+    CaUpdated,
+    /// A request waiting for approval was approved (its issuance is `certificate.issued`, in the same transaction).
+    CertificateApproved,
+    /// A request waiting for approval was rejected (`detail`: the reason).
+    CertificateRejected,
+    /// A certificate's processing was reset (`Certificates/Reset`: a waiting or rejected request
+    /// dropped) or retried (`Certificates/Retry`: a rejected request waiting again).
+    CertificateProcessingReset,
 }
 
 impl EventKind {
@@ -193,6 +202,10 @@ impl EventKind {
         EventKind::CertificateDisabled,
         EventKind::CertificateDeleted,
         EventKind::CaInstalled,
+        EventKind::CaUpdated,
+        EventKind::CertificateApproved,
+        EventKind::CertificateRejected,
+        EventKind::CertificateProcessingReset,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -264,6 +277,10 @@ impl EventKind {
             EventKind::CertificateRevoked => "certificate.revoked",
             EventKind::CertificateDisabled => "certificate.disabled",
             EventKind::CertificateDeleted => "certificate.deleted",
+            EventKind::CaUpdated => "certificate.ca_updated",
+            EventKind::CertificateApproved => "certificate.approved",
+            EventKind::CertificateRejected => "certificate.rejected",
+            EventKind::CertificateProcessingReset => "certificate.processing_reset",
         }
     }
 
@@ -332,7 +349,11 @@ impl EventKind {
             | K::CertificateKeyExported
             | K::CertificateRevoked
             | K::CertificateDisabled
-            | K::CertificateDeleted => Severity::Notice,
+            | K::CertificateDeleted
+            | K::CaUpdated
+            | K::CertificateApproved
+            | K::CertificateRejected
+            | K::CertificateProcessingReset => Severity::Notice,
             _ => Severity::Info,
         }
     }

@@ -10,6 +10,7 @@
 //! `certificate:delete`.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -192,15 +193,56 @@ pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::Cer
     let input = request_input(&c.body)?;
     let r = svc::request(&app, &c.caller, input).await?;
     let mut answer = json!({"CertificateDN": r.dn, "Guid": r.guid.braced()});
-    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready already.
-    if c.body.has(&["WorkToDoTimeout"]) {
-        let object = svc::object(&app, &c.caller, &r.dn).await?;
-        let got = svc::retrieve(&app, &c.caller, &object, &retrieve_input(&c.body)?).await?;
-        answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
-        answer["Filename"] = json!(got.filename);
-        answer["Format"] = json!(got.format);
+    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready
+    // already, unless it waits for approval: then it is waited for up to the timeout, and past it
+    // the answer is still 200 without it (never 202, §0.2: vcert's Request fails on a 202).
+    if let Some(wait) = work_to_do_timeout(&c.body)? {
+        match retrieve_waiting(&app, &c.caller, &r.dn, &retrieve_input(&c.body)?, wait).await {
+            Ok(got) => {
+                answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
+                answer["Filename"] = json!(got.filename);
+                answer["Format"] = json!(got.format);
+            }
+            Err(CertError::Pending { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(ok(&answer))
+}
+
+/// The longest `WorkToDoTimeout` honoured (the product's bound, §3.4).
+const MAX_WORK_TO_DO: Duration = Duration::from_secs(120);
+/// How often a waiting call looks at a request waiting for approval again.
+const WORK_POLL: Duration = Duration::from_millis(250);
+
+/// `WorkToDoTimeout` (seconds, a number or a numeric string), bounded; `None` when absent.
+fn work_to_do_timeout(b: &SdkBody) -> Result<Option<Duration>, CertFailure> {
+    if !b.has(&["WorkToDoTimeout"]) {
+        return Ok(None);
+    }
+    let secs = b.int64(&["WorkToDoTimeout"])?.unwrap_or(0).max(0);
+    Ok(Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0)).min(MAX_WORK_TO_DO)))
+}
+
+/// Retrieves `dn`, waiting up to `wait` while its request waits for approval; past it, the
+/// waiting answer ([`CertError::Pending`]).
+async fn retrieve_waiting(
+    app: &HttpState,
+    caller: &Caller,
+    dn: &str,
+    input: &RetrieveInput,
+    wait: Duration,
+) -> Result<svc::Retrieved, CertError> {
+    let until = tokio::time::Instant::now() + wait;
+    loop {
+        let object = svc::object(app, caller, dn).await?;
+        match svc::retrieve(app, caller, &object, input).await {
+            Err(CertError::Pending { .. }) if tokio::time::Instant::now() + WORK_POLL <= until => {
+                tokio::time::sleep(WORK_POLL).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {
@@ -241,6 +283,11 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Ce
     let r =
         svc::object_by_dn_or_thumbprint(&app, &c.caller, b.string(&["CertificateDN"])?.as_deref(), b.string(&["Thumbprint"])?.as_deref())
             .await?;
+    // A request waiting for approval: with `WorkToDoTimeout`, waited for up to it; then (or
+    // without it at once) 202 `{"Stage", "Status"}`.
+    if let Some(wait) = work_to_do_timeout(b)? {
+        return Ok(retrieved(retrieve_waiting(&app, &c.caller, r.path.as_str(), &input, wait).await?));
+    }
     Ok(retrieved(svc::retrieve(&app, &c.caller, &r, &input).await?))
 }
 
@@ -341,8 +388,8 @@ pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::Certi
 )]
 pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
-    svc::object(&app, &c.caller, &dn).await?;
-    Err(invalid("Retry is not needed: the certificate is not in an error state."))
+    svc::retry(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"Success": true})))
 }
 
 #[utoipa::path(
@@ -555,12 +602,22 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
         "ManagementType": tpl.as_ref().and_then(|t| t.management_type.clone()).unwrap_or_else(|| "Enrollment".into()),
         "Name": strongroom_core::tree::name_of(r.path.as_str()),
         "ParentDn": strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default(),
-        // Issuance is synchronous: nothing is ever in progress or failed (Stage absent: idle).
+        // Issuance is synchronous: only a request waiting for approval (or rejected) is in
+        // progress (or failed); idle is `{}` (Stage absent).
         "ProcessingDetails": {},
         "RenewalDetails": {},
         "SchemaClass": schema_class(r),
         "ValidationDetails": {},
     });
+    if let Some(p) = svc::processing(&*app.store, r).await? {
+        out["ProcessingDetails"] = json!({
+            "InError": p.rejected,
+            "InProcess": !p.rejected,
+            "Stage": svc::PENDING_STAGE,
+            "Status": p.status,
+            "TicketDN": r.path.as_str(),
+        });
+    }
     if let Some(t) = &tpl {
         out["RenewalDetails"] = json!({
             "City": t.city, "Country": t.country, "Organization": t.organization,

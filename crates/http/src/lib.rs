@@ -279,6 +279,11 @@ api! {
     "/admin/cas/pem" get console::certs::pem;
     "/admin/policies" get console::certs::policies;
     "/admin/policies/set" post console::certs::set_policy;
+    "/admin/certificates/pending" get console::approvals::pending;
+    "/admin/certificates/approve" get console::approvals::confirm_approve;
+    "/admin/certificates/approve" post console::approvals::approve;
+    "/admin/certificates/reject" get console::approvals::confirm_reject;
+    "/admin/certificates/reject" post console::approvals::reject;
     "/admin/log" get console::log::page;
     "/admin/server" get console::server::page;
     documented apart {

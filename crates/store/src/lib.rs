@@ -927,7 +927,7 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
 pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore {}
 impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore> Store for T {}
 
-pub use ops::certs::{CaRecord, CertRecord, CertStore, Issuance, NewObject, Revocation};
+pub use ops::certs::{CaRecord, CertRecord, CertStore, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation};
 
 pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};
 

@@ -60,6 +60,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0016_certificate_templates",
         sql: include_str!("../../migrations/postgres/0016_certificate_templates.sql"),
     },
+    Migration {
+        version: 19,
+        name: "0019_certificate_approval",
+        sql: include_str!("../../migrations/postgres/0019_certificate_approval.sql"),
+    },
 ];
 
 /// Connections per replica unless the connection string sets

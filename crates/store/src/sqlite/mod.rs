@@ -53,6 +53,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0016_certificate_templates",
         sql: include_str!("../../migrations/sqlite/0016_certificate_templates.sql"),
     },
+    Migration {
+        version: 19,
+        name: "0019_certificate_approval",
+        sql: include_str!("../../migrations/sqlite/0019_certificate_approval.sql"),
+    },
 ];
 
 /// Milliseconds a connection waits for another process's lock (the admin
