@@ -47,6 +47,7 @@ pub mod state;
 mod teams;
 mod vedauth;
 mod vedsdk;
+mod workflow;
 
 pub use vedsdk::API_VERSION;
 
@@ -182,6 +183,9 @@ api! {
     "/vedsdk/certificates/revoke" post certificates::revoke;
     "/vedsdk/certificates/reset" post certificates::reset;
     "/vedsdk/certificates/retry" post certificates::retry;
+    "/vedsdk/workflow/ticket/enumerate" post workflow::enumerate;
+    "/vedsdk/workflow/ticket/status" post workflow::status;
+    "/vedsdk/workflow/ticket/updatestatus" post workflow::update_status;
     "/vedsdk/certificates/import" post certificates::unsupported;
     "/vedsdk/certificates/associate" post certificates::associate;
     "/vedsdk/certificates/dissociate" post certificates::dissociate;

@@ -943,6 +943,52 @@ pub fn rejected_status(reason: &str) -> String {
     format!("Rejected by the approver: {}", reason.trim())
 }
 
+/// The waiting (or rejected) request of the certificate object of GUID `guid` (the product's
+/// workflow ticket: one per object here, named by the object's GUID), if the caller may know of
+/// the object.
+pub async fn pending_by_guid(app: &App, c: &Caller, guid: &str) -> Result<PendingRecord> {
+    let missing = || CertError::NoCertificate(format!("Ticket {guid} does not exist."));
+    let r = object_by_guid(app, c, guid).await.map_err(|_| missing())?;
+    processing(&*app.store, &r).await?.ok_or_else(missing)
+}
+
+/// The waiting requests an API caller may know of (any right on the object), oldest first; with
+/// `dn`, that object's only.
+pub async fn pending_for(app: &App, c: &Caller, dn: Option<&str>) -> Result<Vec<PendingRecord>> {
+    let all = match dn.filter(|d| !d.trim().is_empty()) {
+        Some(dn) => match object(app, c, dn).await {
+            Ok(r) => processing(&*app.store, &r).await?.into_iter().collect(),
+            Err(CertError::NoCertificate(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        },
+        None => app.store.pending_certificates().await?,
+    };
+    Ok(all.into_iter().filter(|p| c.perms.effective(&p.path).implied() != Rights::NONE).collect())
+}
+
+/// An API caller approves (`Workflow/Ticket/UpdateStatus` `Approved`): a Master Admin or
+/// [`APPROVE_RIGHT`] on the object (re-checked in the write); 403 otherwise.
+pub async fn approve_as_caller(app: &App, c: &Caller, p: &PendingRecord) -> Result<Requested> {
+    if !may_approve(c, &p.path) {
+        return Err(CertError::Denied(format!("Approving the request for {} needs Manage Permissions on it.", p.path)));
+    }
+    let make = |kind: EventKind| c.event(app, kind, None);
+    approve(app.desk(), &caller_actor(c, &make), p, None).await
+}
+
+/// An API caller rejects (`Workflow/Ticket/UpdateStatus` `Rejected`), as [`approve_as_caller`].
+pub async fn reject_as_caller(app: &App, c: &Caller, p: &PendingRecord, reason: &str) -> Result<()> {
+    if !may_approve(c, &p.path) {
+        return Err(CertError::Denied(format!("Rejecting the request for {} needs Manage Permissions on it.", p.path)));
+    }
+    if p.rejected {
+        return Err(CertError::Invalid(format!("The request for {} was rejected already.", p.path)));
+    }
+    let make = |kind: EventKind| c.event(app, kind, None);
+    let reason = if reason.trim().is_empty() { "no reason given" } else { reason };
+    settle(app.desk(), &caller_actor(c, &make), p, None, PendingChange::Reject(rejected_status(reason)), APPROVE_RIGHT).await
+}
+
 /// An API caller as an [`Actor`] (their rights re-checked in the write).
 pub fn caller_actor<'a>(c: &Caller, event: &'a (dyn Fn(EventKind) -> Event + Send + Sync)) -> Actor<'a> {
     Actor { writer: Some(c.writer()), current_keys: c.current_keys.clone(), name: c.user_id.identity(), event }

@@ -35,13 +35,15 @@ async fn manual_approval_parks_then_approval_issues_and_rejection_fails() {
     assert!(shown.contains("manual approval:     true (default)"), "{shown}");
     server.admin(&["folders", "create", "\\VED\\Policy\\ByCa"], "");
     server.admin(&["policy", "set", "\\VED\\Policy\\ByCa", "--issuing-ca", "Gated CA"], "");
-    for user in ["alice", "bob"] {
+    for user in ["alice", "bob", "carol"] {
         server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     }
     for f in ["\\VED\\Policy\\Web", "\\VED\\Policy\\ByCa"] {
         server.admin(&["rights", "grant", f, "alice", "--rights", "view,read,write,create,privatekeyread"], "");
         server.admin(&["rights", "grant", f, "bob", "--rights", "view,read"], "");
     }
+    // The approver over the API: Manage Permissions on the gated folder.
+    server.admin(&["rights", "grant", "\\VED\\Policy\\Web\\Gated", "carol", "--rights", "view,read,managepermissions"], "");
     server.admin(
         &["integrations", "create", "vcert", "--scope", "certificate:manage,revoke", "--allow-all-users", "--password-grant", "true"],
         "",
@@ -49,6 +51,7 @@ async fn manual_approval_parks_then_approval_issues_and_rejection_fails() {
     let api = Api::new(server.http_base());
     let alice = api.password_grant("vcert", "alice", PASSWORD, "certificate:manage").await.access().to_owned();
     let bob = api.password_grant("vcert", "bob", PASSWORD, "certificate:manage").await.access().to_owned();
+    let carol = api.password_grant("vcert", "carol", PASSWORD, "certificate:manage").await.access().to_owned();
     let c = Call { http: strongroom_testkit::api::client(), base: server.http_base() };
 
     // A request under the gated folder: 200 (never 202), nothing issued.
@@ -109,6 +112,29 @@ async fn manual_approval_parks_then_approval_issues_and_rejection_fails() {
     let again = crate::process::run(&["admin", "--data-dir", &server.dir.display().to_string(), "certificates", "approve", &www], &[]);
     assert!(again.code != 0 && again.stderr.contains("waits for approval"), "{again:?}");
 
+    // Over the API (the product's workflow tickets, as pyvenafi's Ticket feature calls them): the
+    // ticket of the other waiting request; no Manage Permissions is 403, the approver issues.
+    let (status, v) = c.post(&bob, "/vedsdk/workflow/ticket/enumerate", json!({"ObjectDN": api_dn})).await;
+    assert_eq!(status, 200, "{v}");
+    let ticket = v["GUIDs"][0].as_str().unwrap().to_owned();
+    let (status, v) = c.post(&bob, "/vedsdk/workflow/ticket/status", json!({"GUID": ticket})).await;
+    assert_eq!((status, v["Status"].as_str()), (200, Some("Pending")), "{v}");
+    let (status, v) = c.post(&bob, "/vedsdk/workflow/ticket/updatestatus", json!({"GUID": ticket, "Status": "Approved"})).await;
+    assert_eq!(status, 403, "no right to approve: {v}");
+    let (status, v) = c.post(&alice, "/vedsdk/workflow/ticket/updatestatus", json!({"GUID": ticket, "Status": "Approved"})).await;
+    assert_eq!(status, 403, "Create and Write do not approve: {v}");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/retrieve", json!({"CertificateDN": api_dn})).await;
+    assert_eq!(status, 202, "still waiting after the refusals: {v}");
+    let (status, v) = c.post(&carol, "/vedsdk/workflow/ticket/updatestatus", json!({"GUID": ticket, "Status": "Approved"})).await;
+    assert_eq!((status, v), (200, json!({"Result": 1})));
+    c.retrieve(&alice, dir, "api.pem", json!({"CertificateDN": api_dn, "Format": "Base64"})).await;
+    let (ok, text) = openssl(dir, &["verify", "-CAfile", "ca.pem", "api.pem"]);
+    assert!(ok, "{text}");
+    let (status, v) = c.post(&carol, "/vedsdk/workflow/ticket/updatestatus", json!({"GUID": ticket, "Status": "Approved"})).await;
+    assert_eq!(status, 400, "the ticket is gone: {v}");
+    let (_, v) = c.post(&carol, "/vedsdk/workflow/ticket/enumerate", json!({})).await;
+    assert_eq!(v["GUIDs"], json!([]), "{v}");
+
     // A CA template's Manual Approval: a central-key request waits; reject, retry, reset.
     let (status, v) = c
         .post(
@@ -167,7 +193,7 @@ async fn manual_approval_parks_then_approval_issues_and_rejection_fails() {
     {
         assert!(events.contains(kind), "{kind} in the log");
     }
-    assert_eq!(events.matches("\"certificate.approved\"").count(), 1, "one approval");
+    assert_eq!(events.matches("\"certificate.approved\"").count(), 2, "two approvals");
     let verified = server.admin(&["events", "verify"], "");
     assert!(verified.contains("intact"), "{verified}");
     // Over the API, `admin certificates` is refused at once (like `ca` and `policy`).
