@@ -181,7 +181,9 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         `EllipticCurve` `P256`/`P384`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
         `{Type, Name}` or `{TypeName, Name}`; `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
         shortens the validity. A DN that holds a certificate is re-enrolled: the previous certificate, key and CSR are archived. \
-        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline \
+        Under a CA's or a folder policy's Manual Approval the request is kept and waits for an approver (nothing issued). \
+        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline (when waiting for \
+        approval, once approved within it) \
         (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \
         `Password`). A policy violation, an external CA, `Devices` or bad input is 400 \
         `{\"Error\"}` and issues nothing; no Create on the folder is 403. Scope `certificate:manage`.",
@@ -272,10 +274,12 @@ fn retrieved(r: svc::Retrieved) -> Response {
         (PBKDF2-HMAC-SHA256, AES-256-CBC); it needs Private Key Read on the object and writes a `certificate.key_exported` \
         event first. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
         `PKCS #12` (its spellings) under `Password`: the certificate, the CA with `IncludeChain`, the key with \
-        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. Scope `certificate`.",
+        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. While a request for it waits for Manual Approval: 202 \
+        `{\"Stage\": 500, \"Status\": \"Pending workflow resolution…\"}` (with `WorkToDoTimeout`, after waiting up to it, at most \
+        120 s); rejected: 500 `{\"Stage\", \"Status\"}` with the reason. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = Value), SdkRefusals),
 )]
 pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let b = &c.body;
@@ -362,13 +366,14 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
     post,
     path = "/vedsdk/Certificates/Reset",
     tag = "certificates",
-    description = "Clears a certificate's processing state. Issuance here is synchronous, so nothing is ever in progress: a \
-        certificate that exists answers 400 `Reset is not completed. No reset is required for the certificate.` and a missing \
-        one 400 `… does not exist or you do not have sufficient rights to the object.`, both of which vcert tolerates. \
-        Scope `certificate:manage`.",
+    description = "Clears a certificate's processing state: a request waiting for Manual Approval, or rejected, is dropped \
+        (Write on the certificate; 200 `{\"ProcessingResetCompleted\": true}`). Issuance is otherwise synchronous, so nothing \
+        else is ever in progress: a certificate that exists answers 400 `Reset is not completed. No reset is required for the \
+        certificate.` and a missing one 400 `… does not exist or you do not have sufficient rights to the object.`, both of \
+        which vcert tolerates. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
@@ -380,11 +385,12 @@ pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::Certi
     post,
     path = "/vedsdk/Certificates/Retry",
     tag = "certificates",
-    description = "Resumes a failed processing stage. Issuance here is synchronous and never left failed: 400 `{Error}`. \
-        Scope `certificate:manage`.",
+    description = "Resumes a failed processing stage: a request rejected by its approver waits for approval again (Write on \
+        the certificate; 200 `{\"Success\": true}`). Anything else is never left failed: 400 `{Error}`. Scope \
+        `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
@@ -662,7 +668,8 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
     path = "/vedsdk/Certificates/{guid}",
     tag = "certificates",
     description = "A certificate object by GUID (with or without braces, `%7B…%7D`; also `certificates%2f%7b…%7d`): its DN, \
-        CA, current certificate's details, `Disabled`, an empty `ProcessingDetails` (nothing is ever in progress). An object \
+        CA, current certificate's details, `Disabled`, `ProcessingDetails` (empty unless a request waits for Manual Approval: \
+        `{Stage: 500, Status, InError, InProcess, TicketDN}`). An object \
         made with `Config/Create` shows its `Contact`, `Approver`, `ManagementType` and `RenewalDetails`, and until its first \
         enrollment `CertificateDetails` without a `Thumbprint`. Needs a right on it. Scope `certificate`.",
     security(("bearer" = [])),
