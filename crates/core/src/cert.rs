@@ -152,6 +152,25 @@ pub struct Policy {
     /// `Manual Approval`: requests here wait for an approver before anything is issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual_approval: Option<Setting<bool>>,
+    /// The product's `Prohibited SAN Types`: of `DNS`, `IP`, `Email`, `URI`, `UPN`, the kinds of
+    /// subject alternative names a request here may not have (`None` inherits; none: all allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prohibited_san_types: Option<Vec<String>>,
+}
+
+/// The kinds of subject alternative names a policy names, as it spells them.
+pub const SAN_TYPES: [&str; 5] = ["DNS", "IP", "Email", "URI", "UPN"];
+
+/// A kind of SAN in any case (`ipaddress`, `rfc822` and `othername` too), spelled as [`SAN_TYPES`].
+pub fn san_type(s: &str) -> Option<&'static str> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "dns" => Some("DNS"),
+        "ip" | "ipaddress" => Some("IP"),
+        "email" | "rfc822" => Some("Email"),
+        "uri" => Some("URI"),
+        "upn" | "othername" => Some("UPN"),
+        _ => None,
+    }
 }
 
 fn merge<T: Clone>(above: &Option<Setting<T>>, here: &Option<Setting<T>>) -> Option<Setting<T>> {
@@ -182,6 +201,7 @@ impl Policy {
                 country: merge(&p.country, &here.country),
                 validity_days: here.validity_days.or(p.validity_days),
                 manual_approval: merge(&p.manual_approval, &here.manual_approval),
+                prohibited_san_types: here.prohibited_san_types.clone().or(p.prohibited_san_types),
             };
         }
         p
@@ -212,7 +232,15 @@ impl Policy {
         {
             return Err("The country is a two-letter code.".into());
         }
+        if let Some(x) = self.prohibited_san_types.iter().flatten().find(|x| !SAN_TYPES.contains(&x.as_str())) {
+            return Err(format!("{x:?} is not a SAN type: {}.", SAN_TYPES.join(", ")));
+        }
         Ok(())
+    }
+
+    /// Whether SANs of `kind` (one of [`SAN_TYPES`]) may be asked for here.
+    pub fn san_allowed(&self, kind: &str) -> bool {
+        !self.prohibited_san_types.iter().flatten().any(|x| x == kind)
     }
 }
 
@@ -221,6 +249,8 @@ impl Policy {
 pub struct Asked {
     pub common_name: Option<String>,
     pub dns: Vec<String>,
+    /// The kinds of SANs asked for ([`SAN_TYPES`]).
+    pub san_types: Vec<String>,
     pub organization: Option<String>,
     pub organizational_unit: Vec<String>,
     pub city: Option<String>,
@@ -269,6 +299,9 @@ pub fn judge(p: &Policy, a: &Asked) -> Result<(), String> {
                 return Err(format!("{n} is not in the domains allowed by policy ({}).", domains.join(", ")));
             }
         }
+    }
+    if let Some(k) = a.san_types.iter().find(|k| !p.san_allowed(k)) {
+        return Err(format!("Subject alternative names of type {k} are prohibited by policy."));
     }
     locked_text("Organization", &p.organization, &a.organization)?;
     locked_text("City", &p.city, &a.city)?;
@@ -356,6 +389,9 @@ pub struct Template {
     pub uri: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub email: Vec<String>,
+    /// `X509 SubjectAltName OtherName UPN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upn: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_algorithm: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -443,10 +479,7 @@ impl Template {
                 }
                 "x509 subjectaltname uri" => t.uri = values,
                 "x509 subjectaltname rfc822" => t.email = values,
-                "x509 subjectaltname othername upn" if !values.is_empty() => {
-                    return Err(bad("Subject alternative names of type UPN (OtherName) are not issued yet.".into()));
-                }
-                "x509 subjectaltname othername upn" => {}
+                "x509 subjectaltname othername upn" => t.upn = values,
                 "key algorithm" => t.key_algorithm = one,
                 "key bit strength" => {
                     t.key_bit_strength = match &one {
@@ -544,6 +577,8 @@ mod tests {
         assert_eq!(code(&[("Country", &["USA"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Manual Csr", &["maybe"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Generate Keypair On Application", &["1"])]), Err(RESULT_INVALID_ARGUMENT));
+        let upn = Template::from_attributes(&attrs(&[("X509 SubjectAltName OtherName UPN", &["alice@corp.example", " "])])).unwrap();
+        assert_eq!(upn.upn, vec!["alice@corp.example"]);
         assert_eq!(
             code(&[("PKIX Parameter Set", &["1.3.6.1.4.1.28783.10.2.1.384"])]).map(|t| t.key_spec()),
             Ok(Ok(Some(KeySpec::Ec(Curve::P384))))
@@ -618,6 +653,18 @@ mod tests {
         assert!(judge(&p, &Asked { key: KeySpec::Rsa(2048), ..ok.clone() }).is_err());
         assert!(judge(&p, &Asked { key: KeySpec::Ec(Curve::P256), ..ok.clone() }).is_err());
         assert!(judge(&Policy::default(), &Asked { key: KeySpec::Rsa(1024), ..ok }).is_err());
+        // Prohibited SAN types: inherited, replaced below, judged, checked when set.
+        let top = Policy { prohibited_san_types: Some(vec!["UPN".into()]), ..Policy::default() };
+        let p = Policy::effective([&top, &Policy::default()]);
+        let upn = Asked { san_types: vec!["DNS".into(), "UPN".into()], ..Asked::default() };
+        assert_eq!(judge(&p, &upn), Err("Subject alternative names of type UPN are prohibited by policy.".into()));
+        assert!(judge(&p, &Asked { san_types: vec!["DNS".into()], ..Asked::default() }).is_ok());
+        assert!(!p.san_allowed("UPN") && p.san_allowed("DNS"));
+        let open = Policy::effective([&top, &Policy { prohibited_san_types: Some(Vec::new()), ..Policy::default() }]);
+        assert!(judge(&open, &upn).is_ok());
+        assert!(Policy { prohibited_san_types: Some(vec!["X400".into()]), ..Policy::default() }.check().is_err());
+        assert_eq!(san_type("ipaddress"), Some("IP"));
+        assert_eq!(san_type("OtherName"), Some("UPN"));
         assert!(under("a.b.example.com", "example.com"));
         assert!(!under("badexample.com", "example.com"));
     }

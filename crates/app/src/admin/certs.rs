@@ -124,6 +124,8 @@ pub struct PolicyChange {
     pub validity_days: Option<u32>,
     /// `Manual Approval`: requests below wait for an approver.
     pub manual_approval: Option<bool>,
+    /// `DNS`, `IP`, `Email`, `URI`, `UPN`: SAN kinds requests may not have (empty: none).
+    pub prohibited_san_types: Option<Vec<String>>,
     /// Every value given here is locked (a policy); otherwise each is a default.
     pub locked: bool,
 }
@@ -335,6 +337,17 @@ impl Admin {
         }
         if let Some(x) = change.country.clone() {
             p.country = set(x.to_ascii_uppercase());
+        }
+        if let Some(list) = &change.prohibited_san_types {
+            let mut kinds = Vec::new();
+            for x in list.iter().filter(|x| !x.trim().is_empty()) {
+                let k = strongroom_core::cert::san_type(x)
+                    .ok_or_else(|| AdminError::Invalid(format!("SAN type {x:?}: DNS, IP, Email, URI or UPN")))?;
+                if !kinds.iter().any(|y| y == k) {
+                    kinds.push(k.to_owned());
+                }
+            }
+            p.prohibited_san_types = Some(kinds);
         }
         if let Some(v) = change.validity_days {
             if !(1..=3650).contains(&v) {

@@ -463,6 +463,7 @@ fn change(form: &Form) -> Result<PolicyChange, AdminError> {
         country: text(form, "country"),
         validity_days: number(form, "validity_days", "validity")?,
         manual_approval,
+        prohibited_san_types: None,
         locked: form.ticked("locked"),
     })
 }
