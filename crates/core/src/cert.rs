@@ -151,6 +151,9 @@ pub struct Policy {
     pub country: Option<Setting<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity_days: Option<u32>,
+    /// `Manual Approval`: requests here wait for an approver before anything is issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_approval: Option<Setting<bool>>,
     /// The product's `Prohibited SAN Types`: of `DNS`, `IP`, `Email`, `URI`, `UPN`, the kinds of
     /// subject alternative names a request here may not have (`None` inherits; none: all allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +202,7 @@ impl Policy {
                 state: merge(&p.state, &here.state),
                 country: merge(&p.country, &here.country),
                 validity_days: here.validity_days.or(p.validity_days),
+                manual_approval: merge(&p.manual_approval, &here.manual_approval),
                 prohibited_san_types: here.prohibited_san_types.clone().or(p.prohibited_san_types),
             };
         }
@@ -613,6 +617,18 @@ mod tests {
         let p = Policy::effective([&top, &below]);
         assert_eq!(p.organization.map(|s| s.value), Some("Acme".into()));
         assert_eq!(p.city.map(|s| s.value), Some("Lyon".into()));
+    }
+
+    #[test]
+    fn manual_approval_is_inherited_and_a_locked_one_binds_below() {
+        let on = |locked| Policy { manual_approval: Some(Setting { value: true, locked }), ..Policy::default() };
+        let off = Policy { manual_approval: Some(Setting { value: false, locked: false }), ..Policy::default() };
+        let none = Policy::default();
+        let value = |p: Policy| p.manual_approval.is_some_and(|s| s.value);
+        assert!(value(Policy::effective([&on(false), &none])), "inherited");
+        assert!(!value(Policy::effective([&on(false), &off])), "a default is overridden below");
+        assert!(value(Policy::effective([&on(true), &off])), "a locked one binds below");
+        assert!(!value(Policy::effective([&none, &none])));
     }
 
     #[test]

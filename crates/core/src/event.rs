@@ -128,6 +128,15 @@ pub enum EventKind {
     CertFieldRemoved,
     /// A certificate object's custom field values were set (`Metadata/Set`).
     CertificateFieldsSet,
+    /// A CA's `Manual Approval` was set or cleared (`strongroom admin ca set`).
+    CaUpdated,
+    /// A request waiting for approval was approved (its issuance is `certificate.issued`, in the same transaction).
+    CertificateApproved,
+    /// A request waiting for approval was rejected (`detail`: the reason).
+    CertificateRejected,
+    /// A certificate's processing was reset (`Certificates/Reset`: a waiting or rejected request
+    /// dropped) or retried (`Certificates/Retry`: a rejected request waiting again).
+    CertificateProcessingReset,
 }
 
 impl EventKind {
@@ -202,6 +211,10 @@ impl EventKind {
         EventKind::CertFieldCreated,
         EventKind::CertFieldRemoved,
         EventKind::CertificateFieldsSet,
+        EventKind::CaUpdated,
+        EventKind::CertificateApproved,
+        EventKind::CertificateRejected,
+        EventKind::CertificateProcessingReset,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -276,6 +289,10 @@ impl EventKind {
             EventKind::CertificateRevoked => "certificate.revoked",
             EventKind::CertificateDisabled => "certificate.disabled",
             EventKind::CertificateDeleted => "certificate.deleted",
+            EventKind::CaUpdated => "certificate.ca_updated",
+            EventKind::CertificateApproved => "certificate.approved",
+            EventKind::CertificateRejected => "certificate.rejected",
+            EventKind::CertificateProcessingReset => "certificate.processing_reset",
         }
     }
 
@@ -346,7 +363,11 @@ impl EventKind {
             | K::CertificateDisabled
             | K::CertificateDeleted
             | K::CertFieldCreated
-            | K::CertFieldRemoved => Severity::Notice,
+            | K::CertFieldRemoved
+            | K::CaUpdated
+            | K::CertificateApproved
+            | K::CertificateRejected
+            | K::CertificateProcessingReset => Severity::Notice,
             _ => Severity::Info,
         }
     }

@@ -10,6 +10,7 @@
 //! `certificate:delete`.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -192,7 +193,9 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         `EllipticCurve` `P256`/`P384`/`P521`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
         `{Type, Name}` or `{TypeName, Name}` (`Type` 0 UPN, 1 email, 2 DNS, 6 URI, 7 IP); `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
         shortens the validity. A DN that holds a certificate is re-enrolled: the previous certificate, key and CSR are archived. \
-        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline \
+        Under a CA's or a folder policy's Manual Approval the request is kept and waits for an approver (nothing issued). \
+        Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline (when waiting for \
+        approval, once approved within it) \
         (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \
         `Password`). A policy violation, an external CA, `Devices` or bad input is 400 \
         `{\"Error\"}` and issues nothing; no Create on the folder is 403. Scope `certificate:manage`.",
@@ -204,15 +207,56 @@ pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::Cer
     let input = request_input(&c.body)?;
     let r = svc::request(&app, &c.caller, input).await?;
     let mut answer = json!({"CertificateDN": r.dn, "Guid": r.guid.braced()});
-    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready already.
-    if c.body.has(&["WorkToDoTimeout"]) {
-        let object = svc::object(&app, &c.caller, &r.dn).await?;
-        let got = svc::retrieve(&app, &c.caller, &object, &retrieve_input(&c.body)?).await?;
-        answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
-        answer["Filename"] = json!(got.filename);
-        answer["Format"] = json!(got.format);
+    // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready
+    // already, unless it waits for approval: then it is waited for up to the timeout, and past it
+    // the answer is still 200 without it (never 202, §0.2: vcert's Request fails on a 202).
+    if let Some(wait) = work_to_do_timeout(&c.body)? {
+        match retrieve_waiting(&app, &c.caller, &r.dn, &retrieve_input(&c.body)?, wait).await {
+            Ok(got) => {
+                answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
+                answer["Filename"] = json!(got.filename);
+                answer["Format"] = json!(got.format);
+            }
+            Err(CertError::Pending { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(ok(&answer))
+}
+
+/// The longest `WorkToDoTimeout` honoured (the product's bound, §3.4).
+const MAX_WORK_TO_DO: Duration = Duration::from_secs(120);
+/// How often a waiting call looks at a request waiting for approval again.
+const WORK_POLL: Duration = Duration::from_millis(250);
+
+/// `WorkToDoTimeout` (seconds, a number or a numeric string), bounded; `None` when absent.
+fn work_to_do_timeout(b: &SdkBody) -> Result<Option<Duration>, CertFailure> {
+    if !b.has(&["WorkToDoTimeout"]) {
+        return Ok(None);
+    }
+    let secs = b.int64(&["WorkToDoTimeout"])?.unwrap_or(0).max(0);
+    Ok(Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0)).min(MAX_WORK_TO_DO)))
+}
+
+/// Retrieves `dn`, waiting up to `wait` while its request waits for approval; past it, the
+/// waiting answer ([`CertError::Pending`]).
+async fn retrieve_waiting(
+    app: &HttpState,
+    caller: &Caller,
+    dn: &str,
+    input: &RetrieveInput,
+    wait: Duration,
+) -> Result<svc::Retrieved, CertError> {
+    let until = tokio::time::Instant::now() + wait;
+    loop {
+        let object = svc::object(app, caller, dn).await?;
+        match svc::retrieve(app, caller, &object, input).await {
+            Err(CertError::Pending { .. }) if tokio::time::Instant::now() + WORK_POLL <= until => {
+                tokio::time::sleep(WORK_POLL).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {
@@ -242,10 +286,12 @@ fn retrieved(r: svc::Retrieved) -> Response {
         (PBKDF2-HMAC-SHA256, AES-256-CBC); it needs Private Key Read on the object and writes a `certificate.key_exported` \
         event first. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
         `PKCS #12` (its spellings) under `Password`: the certificate, the CA with `IncludeChain`, the key with \
-        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. Scope `certificate`.",
+        `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. While a request for it waits for Manual Approval: 202 \
+        `{\"Stage\": 500, \"Status\": \"Pending workflow resolution…\"}` (with `WorkToDoTimeout`, after waiting up to it, at most \
+        120 s); rejected: 500 `{\"Stage\", \"Status\"}` with the reason. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = Value), SdkRefusals),
 )]
 pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let b = &c.body;
@@ -253,6 +299,11 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Ce
     let r =
         svc::object_by_dn_or_thumbprint(&app, &c.caller, b.string(&["CertificateDN"])?.as_deref(), b.string(&["Thumbprint"])?.as_deref())
             .await?;
+    // A request waiting for approval: with `WorkToDoTimeout`, waited for up to it; then (or
+    // without it at once) 202 `{"Stage", "Status"}`.
+    if let Some(wait) = work_to_do_timeout(b)? {
+        return Ok(retrieved(retrieve_waiting(&app, &c.caller, r.path.as_str(), &input, wait).await?));
+    }
     Ok(retrieved(svc::retrieve(&app, &c.caller, &r, &input).await?))
 }
 
@@ -327,13 +378,14 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
     post,
     path = "/vedsdk/Certificates/Reset",
     tag = "certificates",
-    description = "Clears a certificate's processing state. Issuance here is synchronous, so nothing is ever in progress: a \
-        certificate that exists answers 400 `Reset is not completed. No reset is required for the certificate.` and a missing \
-        one 400 `… does not exist or you do not have sufficient rights to the object.`, both of which vcert tolerates. \
-        Scope `certificate:manage`.",
+    description = "Clears a certificate's processing state: a request waiting for Manual Approval, or rejected, is dropped \
+        (Write on the certificate; 200 `{\"ProcessingResetCompleted\": true}`). Issuance is otherwise synchronous, so nothing \
+        else is ever in progress: a certificate that exists answers 400 `Reset is not completed. No reset is required for the \
+        certificate.` and a missing one 400 `… does not exist or you do not have sufficient rights to the object.`, both of \
+        which vcert tolerates. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
@@ -345,16 +397,17 @@ pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::Certi
     post,
     path = "/vedsdk/Certificates/Retry",
     tag = "certificates",
-    description = "Resumes a failed processing stage. Issuance here is synchronous and never left failed: 400 `{Error}`. \
-        Scope `certificate:manage`.",
+    description = "Resumes a failed processing stage: a request rejected by its approver waits for approval again (Write on \
+        the certificate; 200 `{\"Success\": true}`). Anything else is never left failed: 400 `{Error}`. Scope \
+        `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
 )]
 pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
-    svc::object(&app, &c.caller, &dn).await?;
-    Err(invalid("Retry is not needed: the certificate is not in an error state."))
+    svc::retry(&app, &c.caller, &dn).await?;
+    Ok(ok(&json!({"Success": true})))
 }
 
 #[utoipa::path(
@@ -642,12 +695,22 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
         "ManagementType": tpl.as_ref().and_then(|t| t.management_type.clone()).unwrap_or_else(|| "Enrollment".into()),
         "Name": strongroom_core::tree::name_of(r.path.as_str()),
         "ParentDn": strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default(),
-        // Issuance is synchronous: nothing is ever in progress or failed (Stage absent: idle).
+        // Issuance is synchronous: only a request waiting for approval (or rejected) is in
+        // progress (or failed); idle is `{}` (Stage absent).
         "ProcessingDetails": {},
         "RenewalDetails": {},
         "SchemaClass": schema_class(r),
         "ValidationDetails": {},
     });
+    if let Some(p) = svc::processing(&*app.store, r).await? {
+        out["ProcessingDetails"] = json!({
+            "InError": p.rejected,
+            "InProcess": !p.rejected,
+            "Stage": svc::PENDING_STAGE,
+            "Status": p.status,
+            "TicketDN": r.path.as_str(),
+        });
+    }
     if let Some(t) = &tpl {
         out["RenewalDetails"] = json!({
             "City": t.city, "Country": t.country, "Organization": t.organization,
@@ -692,7 +755,8 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
     path = "/vedsdk/Certificates/{guid}",
     tag = "certificates",
     description = "A certificate object by GUID (with or without braces, `%7B…%7D`; also `certificates%2f%7b…%7d`): its DN, \
-        CA, current certificate's details, `Disabled`, an empty `ProcessingDetails` (nothing is ever in progress). An object \
+        CA, current certificate's details, `Disabled`, `ProcessingDetails` (empty unless a request waits for Manual Approval: \
+        `{Stage: 500, Status, InError, InProcess, TicketDN}`). An object \
         made with `Config/Create` shows its `Contact`, `Approver`, `ManagementType` and `RenewalDetails`, and until its first \
         enrollment `CertificateDetails` without a `Thumbprint`. Needs a right on it. Scope `certificate`.",
     security(("bearer" = [])),

@@ -47,6 +47,7 @@ pub mod state;
 mod teams;
 mod vedauth;
 mod vedsdk;
+mod workflow;
 
 pub use vedsdk::API_VERSION;
 
@@ -182,6 +183,9 @@ api! {
     "/vedsdk/certificates/revoke" post certificates::revoke;
     "/vedsdk/certificates/reset" post certificates::reset;
     "/vedsdk/certificates/retry" post certificates::retry;
+    "/vedsdk/workflow/ticket/enumerate" post workflow::enumerate;
+    "/vedsdk/workflow/ticket/status" post workflow::status;
+    "/vedsdk/workflow/ticket/updatestatus" post workflow::update_status;
     "/vedsdk/certificates/import" post certificates::unsupported;
     "/vedsdk/certificates/associate" post certificates::associate;
     "/vedsdk/certificates/dissociate" post certificates::dissociate;
@@ -281,6 +285,11 @@ api! {
     "/admin/cas/pem" get console::certs::pem;
     "/admin/policies" get console::certs::policies;
     "/admin/policies/set" post console::certs::set_policy;
+    "/admin/certificates/pending" get console::approvals::pending;
+    "/admin/certificates/approve" get console::approvals::confirm_approve;
+    "/admin/certificates/approve" post console::approvals::approve;
+    "/admin/certificates/reject" get console::approvals::confirm_reject;
+    "/admin/certificates/reject" post console::approvals::reject;
     "/admin/log" get console::log::page;
     "/admin/server" get console::server::page;
     documented apart {

@@ -653,6 +653,17 @@ impl IntoResponse for CertFailure {
                 tracing::error!(kind = %s.kind(), error = %s, "certificate call failed");
                 body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
             }
+            // §3.6: in progress is 202 `{"Stage", "Status"}`, failed 500 with the same body; each
+            // with the product's status line.
+            E::Pending { ref stage, ref status, .. } => {
+                let line = e.to_string();
+                with_reason(json(StatusCode::ACCEPTED, &serde_json::json!({"Stage": stage, "Status": status})), &line)
+            }
+            E::Failed { ref stage, ref status, .. } => {
+                tracing::info!(status = %status, "certificate call: the request was rejected");
+                let line = e.to_string();
+                with_reason(json(StatusCode::INTERNAL_SERVER_ERROR, &serde_json::json!({"Stage": stage, "Status": status})), &line)
+            }
             E::Internal(why) => {
                 tracing::error!(error = %why, "certificate call failed");
                 body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())

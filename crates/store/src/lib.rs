@@ -927,7 +927,9 @@ pub trait GroupStore: Send + Sync + fmt::Debug {
 pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore {}
 impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore> Store for T {}
 
-pub use ops::certs::{CaRecord, CertField, CertRecord, CertStore, FieldValues, Issuance, NewObject, Revocation};
+pub use ops::certs::{
+    CaRecord, CertField, CertRecord, CertStore, FieldValues, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation,
+};
 
 pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};
 

@@ -297,6 +297,7 @@ pub(crate) const CERT_AUTHORITIES: Table = Table {
         ("key_sealed", Bytes),
         ("validity_days", Int),
         ("created_at", Int),
+        ("manual_approval", Bool),
     ],
     key: 1,
 };
@@ -323,6 +324,22 @@ pub(crate) const CERTIFICATES: Table = Table {
         ("created_at", Int),
         ("issued_at", Int),
         ("template", Text),
+    ],
+    key: 1,
+};
+
+pub(crate) const CERT_PENDING: Table = Table {
+    name: "cert_pending",
+    columns: &[
+        ("path_key", Text),
+        ("ca_key", Text),
+        ("request", Text),
+        ("renewal", Bool),
+        ("requested_by", Text),
+        ("requested_at", Int),
+        ("rejected", Bool),
+        ("status", Text),
+        ("version", Int),
     ],
     key: 1,
 };
@@ -389,4 +406,5 @@ pub const TABLES: &[&Table] = &[
     &CERT_REVOCATIONS,
     &CERT_FIELDS,
     &CERT_FIELD_VALUES,
+    &CERT_PENDING,
 ];

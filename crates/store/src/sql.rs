@@ -1175,6 +1175,34 @@ sql!(
     ARCHIVE_CERT_ENTRIES = "UPDATE vault_entries SET vault_type = vault_type + 1073741824 WHERE vault_type IN (2, 256, 512) \
                             AND vault_id IN (SELECT vault_id FROM vault_owners WHERE owner_key = ?1)"
 );
+sql!(
+    /// A certificate object's row for a request waiting for approval, unless the DN has one.
+    INSERT_CERT_PLACEHOLDER = format!("{} ON CONFLICT (path_key) DO NOTHING", schema::CERTIFICATES.insert())
+);
+sql!(SET_CA_APPROVAL = "UPDATE cert_authorities SET manual_approval = ?2 WHERE name_key = ?1");
+/// A waiting (or rejected) request's columns: its object's path and GUID, then its row after the key.
+const PENDING_COLS: &str = "SELECT f.path, f.guid, p.ca_key, p.request, p.renewal, p.requested_by, p.requested_at, p.rejected, \
+     p.status, p.version FROM cert_pending p JOIN folders f ON f.path_key = p.path_key";
+sql!(PENDING_CERTS = format!("{PENDING_COLS} ORDER BY p.requested_at, p.path_key"));
+sql!(PENDING_CERT = format!("{PENDING_COLS} WHERE p.path_key = ?1"));
+sql!(
+    /// A request set waiting, replacing the DN's previous waiting or rejected one (its version moved on).
+    UPSERT_PENDING = format!(
+        "{} ON CONFLICT (path_key) DO UPDATE SET ca_key = excluded.ca_key, request = excluded.request, \
+         renewal = excluded.renewal, requested_by = excluded.requested_by, requested_at = excluded.requested_at, \
+         rejected = excluded.rejected, status = excluded.status, version = cert_pending.version + 1",
+        schema::CERT_PENDING.insert()
+    )
+);
+sql!(
+    /// The approval's conditional write: the request `?1` still waiting at version `?2`.
+    TAKE_PENDING = "DELETE FROM cert_pending WHERE path_key = ?1 AND version = ?2 AND NOT rejected"
+);
+sql!(CLEAR_PENDING = "DELETE FROM cert_pending WHERE path_key = ?1");
+sql!(
+    /// Rejects (`?3` true) or sets waiting again (`?3` false) the request `?1` still at version `?2`.
+    SET_PENDING = "UPDATE cert_pending SET rejected = ?3, status = ?4, version = version + 1 WHERE path_key = ?1 AND version = ?2"
+);
 sql!(INSERT_REVOCATION = format!("{} ON CONFLICT (ca_key, serial) DO NOTHING", schema::CERT_REVOCATIONS.insert()));
 sql!(MARK_REVOKED = "UPDATE certificates SET revoked = ?2, disabled = (disabled OR ?3) WHERE path_key = ?1 AND serial = ?4");
 sql!(

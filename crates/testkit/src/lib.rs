@@ -49,6 +49,11 @@ pub use env::{pg_url_or_skip, postgres_url, require_all, seed, skip};
 /// dialect and PostgreSQL's: the upgrade tests make an older store by
 /// undoing the newest one.
 const MIGRATION_UNDO: &[(i64, &str, &str)] = &[
+    (
+        18,
+        "DROP TABLE cert_pending; ALTER TABLE cert_authorities DROP COLUMN manual_approval;",
+        "DROP TABLE cert_pending; ALTER TABLE cert_authorities DROP COLUMN manual_approval;",
+    ),
     (17, "DROP TABLE cert_field_values; DROP TABLE cert_fields;", "DROP TABLE cert_field_values; DROP TABLE cert_fields;"),
     (16, "ALTER TABLE certificates DROP COLUMN template;", "ALTER TABLE certificates DROP COLUMN template;"),
     (

@@ -19,7 +19,7 @@ use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting, fields};
 use strongroom_core::event::EventKind;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::FolderPath;
-use strongroom_store::{CaRecord, CertField};
+use strongroom_store::{CaRecord, CertField, PendingChange, PendingRecord};
 
 use super::{Admin, AdminError};
 use crate::pki::{self, CaAlgorithm, CertFacts};
@@ -43,6 +43,8 @@ pub struct CaInfo {
     pub facts: Option<CertFacts>,
     /// Where its key is: `sealed by NAME` (a key ring key) or `in the token of NAME`.
     pub key: String,
+    /// The CA template's `Manual Approval`: what it would issue waits for an approver.
+    pub manual_approval: bool,
 }
 
 impl CaInfo {
@@ -81,6 +83,7 @@ fn info(ca: &CaRecord) -> Result<CaInfo, AdminError> {
         chain,
         facts,
         key: if ca.key_id == svc::TOKEN_KEY_ID { format!("in the token of {}", ca.key_name) } else { format!("sealed by {}", ca.key_name) },
+        manual_approval: ca.manual_approval,
     })
 }
 
@@ -90,6 +93,13 @@ impl From<CertError> for AdminError {
             CertError::Store(s) => AdminError::Store(s),
             other => AdminError::Invalid(other.to_string()),
         }
+    }
+}
+
+fn not_found(e: CertError) -> AdminError {
+    match e {
+        CertError::NoCertificate(m) => AdminError::NotFound(m),
+        other => other.into(),
     }
 }
 
@@ -112,6 +122,8 @@ pub struct PolicyChange {
     pub state: Option<String>,
     pub country: Option<String>,
     pub validity_days: Option<u32>,
+    /// `Manual Approval`: requests below wait for an approver.
+    pub manual_approval: Option<bool>,
     /// `DNS`, `IP`, `Email`, `URI`, `UPN`: SAN kinds requests may not have (empty: none).
     pub prohibited_san_types: Option<Vec<String>>,
     /// Every value given here is locked (a policy); otherwise each is a default.
@@ -197,6 +209,7 @@ impl Admin {
             key_sealed,
             validity_days: days,
             created_at: now,
+            manual_approval: false,
         };
         let detail = if ca.cert_der.is_empty() {
             format!("ca={name} algorithm={} intermediate=true (its certificate to be installed)", ca.algorithm)
@@ -342,6 +355,9 @@ impl Admin {
             }
             p.validity_days = Some(v);
         }
+        if let Some(m) = change.manual_approval {
+            p.manual_approval = Some(Setting { value: m, locked: change.locked });
+        }
         p.check().map_err(AdminError::Invalid)?;
         let text = serde_json::to_string(&p).map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::CertPolicySet).object(f.as_str()).detail(format!("policy={text}"));
@@ -349,6 +365,56 @@ impl Admin {
             return Err(AdminError::NotFound(format!("folder {f}")));
         }
         Ok(p)
+    }
+
+    /// Sets CA `name`'s `Manual Approval` (the CA template's attribute): with it, what the CA
+    /// would issue waits for an approver ([`Admin::approve_certificate`]).
+    pub async fn set_ca_manual_approval(&self, name: &str, on: bool) -> Result<CaInfo, AdminError> {
+        let cas = self.store.cert_authorities().await?;
+        let mut ca = svc::find_ca(&cas, name).ok_or_else(|| AdminError::NotFound(format!("CA {name}")))?.clone();
+        let event = self.event(EventKind::CaUpdated).object(ca.dn.as_str()).detail(format!("ca={} manual_approval={on}", ca.name));
+        if !self.store.set_ca_manual_approval(ca.name.to_lowercase(), on, event).await? {
+            return Err(AdminError::NotFound(format!("CA {name}")));
+        }
+        ca.manual_approval = on;
+        info(&ca)
+    }
+
+    /// Every certificate request waiting for approval (or rejected), oldest first.
+    pub async fn pending_certificates(&self) -> Result<Vec<PendingRecord>, AdminError> {
+        Ok(self.store.pending_certificates().await?)
+    }
+
+    fn issuing<'a>(&'a self, public_url: &'a str) -> svc::Desk<'a> {
+        svc::Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url }
+    }
+
+    /// Approves the request waiting at certificate `dn` (at `version`, the one the approver saw,
+    /// if given): issued as its Request or Renew would have been, judged by the policy in force
+    /// now, in one write that takes the waiting request, so two approvals issue once. The
+    /// certificates name `public_url` in their CRL distribution point (the server's).
+    pub async fn approve_certificate(&self, public_url: &str, dn: &str, version: Option<i64>) -> Result<svc::Requested, AdminError> {
+        let p = svc::pending_at(&*self.store, dn).await.map_err(not_found)?;
+        let make = |kind: EventKind| self.event(kind);
+        let actor = svc::Actor { writer: None, current_keys: Vec::new(), name: self.actor.identity.clone(), event: &make };
+        Ok(svc::approve(self.issuing(public_url), &actor, &p, version).await?)
+    }
+
+    /// Rejects the request waiting at certificate `dn` (at `version`, if given) with `reason`:
+    /// `Certificates/Retrieve` then answers the product's failed shape (500, `Status` the reason)
+    /// until a Reset or Retry.
+    pub async fn reject_certificate(&self, dn: &str, reason: &str, version: Option<i64>) -> Result<(), AdminError> {
+        if reason.trim().is_empty() {
+            return Err(AdminError::Invalid("a rejection gives its reason (--reason)".into()));
+        }
+        let p = svc::pending_at(&*self.store, dn).await.map_err(not_found)?;
+        if p.rejected {
+            return Err(AdminError::Invalid(format!("the request for {} was rejected already", p.path)));
+        }
+        let make = |kind: EventKind| self.event(kind);
+        let actor = svc::Actor { writer: None, current_keys: Vec::new(), name: self.actor.identity.clone(), event: &make };
+        let change = PendingChange::Reject(svc::rejected_status(reason));
+        Ok(svc::settle(self.issuing(""), &actor, &p, version, change, svc::APPROVE_RIGHT).await?)
     }
 
     /// Folder `folder`'s own policy and the one in force there.

@@ -25,12 +25,15 @@ use zeroize::Zeroizing;
 
 use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, Template, fields, vault_type};
 use strongroom_core::event::{Event, EventKind};
+use strongroom_core::random::Random;
+use strongroom_core::time::Clock;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 use strongroom_keyring::KeyRing;
 use strongroom_store::{
-    CaRecord, CertField, CertRecord, Checked, FieldValues, Issuance, NewObject, Revocation, Store, StoreError, VaultEntry,
+    CaRecord, CertField, CertRecord, Checked, FieldValues, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation, Store,
+    StoreError, VaultEntry, Writer,
 };
 
 use super::vault::Caller;
@@ -64,6 +67,13 @@ pub enum CertError {
     /// The server's own failure (a key that does not open, a signature): 500, logged, generic text.
     #[error("{0}")]
     Internal(String),
+    /// The certificate is not issued yet: its request waits for approval (Retrieve: 202
+    /// `{"Stage", "Status"}`, §3.6).
+    #[error("Certificate {dn} being processed, Status: {status}, Stage: {stage}.")]
+    Pending { dn: String, stage: i64, status: String },
+    /// Its request was rejected (Retrieve: 500 `{"Stage", "Status"}`, §3.6) until a Reset or Retry.
+    #[error("Certificate {dn} has encountered an error while processing, Status: {status}, Stage: {stage}.")]
+    Failed { dn: String, stage: i64, status: String },
 }
 
 impl From<PkiError> for CertError {
@@ -264,8 +274,10 @@ fn holds_below(c: &Caller, folder: &FolderPath) -> bool {
 
 // ------------------------------------------------------------------ requests
 
-/// What `Certificates/Request` (and `Renew`) is given, as read from its body.
-#[derive(Clone, Debug, Default)]
+/// What `Certificates/Request` (and `Renew`) is given, as read from its body (and, for a request
+/// waiting for approval, as kept until then: it holds no secret).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RequestInput {
     pub policy_dn: String,
     pub object_name: Option<String>,
@@ -442,9 +454,9 @@ async fn target(app: &App, policy_folder: &FolderPath, name: &str) -> Result<Tar
 /// The data key entries are sealed under: (key name, key id, key).
 type DataKey = (String, i64, crypto::Key);
 
-fn sealed_entry(app: &App, dk: &DataKey, id: VaultId, vault_type: i32, owner: &FolderPath, plain: &[u8]) -> Result<VaultEntry> {
+fn sealed_entry(app: Desk<'_>, dk: &DataKey, id: VaultId, vault_type: i32, owner: &FolderPath, plain: &[u8]) -> Result<VaultEntry> {
     let (key_name, key_id, key) = (&dk.0, dk.1, &dk.2);
-    let sealed = crypto::seal(key, &*app.rng, &crypto::aad_data(id, key_id), plain)
+    let sealed = crypto::seal(key, &**app.rng, &crypto::aad_data(id, key_id), plain)
         .map_err(|_| CertError::Internal("sealing a certificate entry failed".into()))?;
     Ok(VaultEntry {
         vault_id: id,
@@ -457,11 +469,102 @@ fn sealed_entry(app: &App, dk: &DataKey, id: VaultId, vault_type: i32, owner: &F
     })
 }
 
+/// What an issuance needs of the application: the store, the clock, randomness, the key ring and
+/// the public URL (CRL distribution points). The API's `App` and the administrative `Admin`
+/// (with the configured URL) both give one.
+#[derive(Clone, Copy)]
+pub struct Desk<'a> {
+    pub store: &'a dyn Store,
+    pub clock: &'a dyn Clock,
+    pub rng: &'a std::sync::Arc<dyn Random>,
+    pub keyring: &'a KeyRing,
+    pub public_url: &'a str,
+}
+
+impl std::fmt::Debug for Desk<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk").field("public_url", &self.public_url).finish_non_exhaustive()
+    }
+}
+
+impl Desk<'_> {
+    fn now(&self) -> strongroom_core::time::UnixTime {
+        self.clock.now()
+    }
+}
+
+impl App {
+    /// What an issuance needs of it.
+    pub fn desk(&self) -> Desk<'_> {
+        Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url: &self.public_url }
+    }
+}
+
+/// Who acts in an issuance: an API caller, or an approver (the console's, the CLI's).
+pub struct Actor<'a> {
+    /// Their rights re-checked in the write (`None`: the CLI on the store, or a Master Admin's
+    /// console act, checked before).
+    pub writer: Option<Writer>,
+    /// The newest data key of each named key, as they were read.
+    pub current_keys: Vec<(String, i64)>,
+    /// How the log names them.
+    pub name: String,
+    /// An event of theirs of a kind.
+    pub event: &'a (dyn Fn(EventKind) -> Event + Send + Sync),
+}
+
+impl std::fmt::Debug for Actor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Actor").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Actor<'_> {
+    fn event(&self, kind: EventKind, id: Option<VaultId>) -> Event {
+        let mut e = (self.event)(kind);
+        if let Some(id) = id {
+            e.object = id.to_string();
+        }
+        e
+    }
+}
+
+/// The `Stage` a request waiting for approval is parked at (the product's PostCSR, §3.4; vcert
+/// and cert-manager read 500 as in progress).
+pub const PENDING_STAGE: i64 = 500;
+/// The `Status` of a request waiting for approval: pyvenafi's `wait_for_stage` looks for
+/// `pending workflow resolution` in it.
+pub const PENDING_STATUS: &str = "Pending workflow resolution: manual approval";
+
+/// Whether an issuance is a request (which may wait for approval) or an approval of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Request,
+    /// The waiting request's version the approver saw.
+    Approve(i64),
+}
+
 /// Issues a certificate for `input` at `t` and writes it: the one write of a Request or Renew.
 /// `need` is re-checked in the write on `t.folder` (a request: Create) or on the object (a renewal: Write).
 async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Rights, renewal: bool) -> Result<Requested> {
-    let fields = request_fields(app, input, t.existing.as_ref()).await?;
-    let all = policies(&*app.store).await?;
+    let make = |kind: EventKind| c.event(app, kind, None);
+    let actor = Actor { writer: Some(c.writer()), current_keys: c.current_keys.clone(), name: c.user_id.identity(), event: &make };
+    enroll_as(app.desk(), &actor, input, t, need, renewal, Mode::Request).await
+}
+
+/// [`enroll`] for any actor; with [`Mode::Approve`], the approval of the waiting request (`need`
+/// re-checked on the object, the waiting request taken in the write), never parked again.
+async fn enroll_as(
+    app: Desk<'_>,
+    c: &Actor<'_>,
+    input: &RequestInput,
+    t: Target,
+    need: Rights,
+    renewal: bool,
+    mode: Mode,
+) -> Result<Requested> {
+    let fields = request_fields(app.store, input, t.existing.as_ref()).await?;
+    let all = policies(app.store).await?;
     let policy = effective_policy(&all, &t.folder);
     let csr = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
         Some(text) => Some(pki::parse_csr(text)?),
@@ -566,8 +669,12 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         (None, Some(k)) => pki::public_of(k)?,
         (None, None) => return Err(CertError::Internal("no key".into())),
     };
-    let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
-    let url = crl_url(&app.public_url, &ca.name);
+    let manual = ca.manual_approval || policy.manual_approval.as_ref().is_some_and(|s| s.value);
+    if manual && mode == Mode::Request {
+        return park(app, c, input, &t, need, renewal, ca, &cn, &sans, spec).await;
+    }
+    let signer = ca_signer(app.store, app.keyring, ca).await?;
+    let url = crl_url(app.public_url, &ca.name);
     // Signed on the blocking pool: a token's key signs with blocking calls (its session is
     // one at a time per key, so concurrent requests queue there, not on the async threads).
     let issued = {
@@ -586,7 +693,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     let default = app.keyring.default_name().to_owned();
     let dk: DataKey = app
         .keyring
-        .current(&*app.store, &*app.rng, app.now(), &default, &c.current_keys)
+        .current(app.store, &**app.rng, app.now(), &default, &c.current_keys)
         .await
         .map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
     let cert_id = app.store.allocate_vault_id().await?;
@@ -609,9 +716,9 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     };
     let guid = match &t.existing {
         Some(e) => e.guid.clone(),
-        None => ObjectGuid::generate(&*app.rng),
+        None => ObjectGuid::generate(&**app.rng),
     };
-    let mut lineage = lineage_with_guids(&t.path, &*app.rng);
+    let mut lineage = lineage_with_guids(&t.path, &**app.rng);
     if let Some(last) = lineage.last_mut() {
         last.1 = guid.clone();
     }
@@ -644,23 +751,260 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         (Some(_), true) => "renewal, new CSR",
         (None, true) => "renewal, new central key",
     };
-    let requested = c.event(app, EventKind::CertificateRequested, Some(cert_id)).detail(format!(
-        "certificate={} ca={} key={} how={how}",
-        t.path,
-        ca.name,
-        spec.describe()
-    ));
-    let issued_event = c.event(app, EventKind::CertificateIssued, Some(cert_id)).detail(format!(
+    let requested = match mode {
+        Mode::Request => c.event(EventKind::CertificateRequested, Some(cert_id)).detail(format!(
+            "certificate={} ca={} key={} how={how}",
+            t.path,
+            ca.name,
+            spec.describe()
+        )),
+        Mode::Approve(version) => c.event(EventKind::CertificateApproved, Some(cert_id)).detail(format!(
+            "certificate={} ca={} key={} how={how} request_version={version}",
+            t.path,
+            ca.name,
+            spec.describe()
+        )),
+    };
+    let issued_event = c.event(EventKind::CertificateIssued, Some(cert_id)).detail(format!(
         "certificate={} ca={} serial={} thumbprint={} not_after={not_after}",
         t.path, ca.name, issued.serial, issued.thumbprint
     ));
-    let checked_at = if renewal { t.path.clone() } else { t.folder.clone() };
-    let issue = Issuance { record, lineage, entries, by: Some(c.writer()), need, policy_folder: checked_at, fields };
+    let checked_at = if renewal || mode != Mode::Request { t.path.clone() } else { t.folder.clone() };
+    let issue = Issuance { record, lineage, entries, by: c.writer.clone(), need, policy_folder: checked_at, fields };
+    if let Mode::Approve(version) = mode {
+        return match app.store.approve_certificate(issue, version, vec![requested, issued_event]).await? {
+            Checked::Done(true) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
+            Checked::Done(false) => Err(CertError::Invalid(format!(
+                "The request for {} was approved, rejected or replaced meanwhile: nothing was issued.",
+                t.path
+            ))),
+            Checked::Denied => Err(CertError::Denied(format!("Approving the request for {} needs Manage Permissions on it.", t.path))),
+        };
+    }
     match app.store.issue_certificate(issue, vec![requested, issued_event]).await? {
         Checked::Done(()) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
         Checked::Denied if renewal => Err(CertError::Denied(format!("Renewing {} needs Write on it.", t.path))),
         Checked::Denied => Err(CertError::Denied("Requesting a certificate needs Create on its policy folder.".into())),
     }
+}
+
+/// A request judged by the policy whose CA (or folder) wants `Manual Approval`: kept, with the
+/// object (made if need be, holding no certificate), waiting at [`PENDING_STAGE`]; nothing is
+/// issued. One write, `need` re-checked as for an issuance.
+#[allow(clippy::too_many_arguments)]
+async fn park(
+    app: Desk<'_>,
+    c: &Actor<'_>,
+    input: &RequestInput,
+    t: &Target,
+    need: Rights,
+    renewal: bool,
+    ca: &CaRecord,
+    cn: &Option<String>,
+    sans: &Sans,
+    spec: KeySpec,
+) -> Result<Requested> {
+    let now = app.now();
+    let guid = match &t.existing {
+        Some(e) => e.guid.clone(),
+        None => ObjectGuid::generate(&**app.rng),
+    };
+    let mut lineage = lineage_with_guids(&t.path, &**app.rng);
+    if let Some(last) = lineage.last_mut() {
+        last.1 = guid.clone();
+    }
+    // The object as it shows until the approval: no certificate (written only for a new DN).
+    let placeholder = CertRecord {
+        path: t.path.clone(),
+        guid: guid.clone(),
+        ca_key: ca.name.to_lowercase(),
+        cn: cn.clone().unwrap_or_default(),
+        sans: serde_json::to_string(sans).map_err(|e| CertError::Internal(e.to_string()))?,
+        serial: String::new(),
+        thumbprint: String::new(),
+        valid_from: 0,
+        valid_to: 0,
+        cert_vault_id: VaultId(0),
+        key_vault_id: None,
+        csr_vault_id: None,
+        disabled: false,
+        revoked: false,
+        version: 0,
+        created_at: now,
+        issued_at: now,
+        template: String::new(),
+    };
+    let mut kept = input.clone();
+    kept.policy_dn = t.folder.as_str().to_owned();
+    kept.object_name = Some(ccert_name(&t.path));
+    let pending = PendingRecord {
+        path: t.path.clone(),
+        guid: guid.clone(),
+        ca_key: ca.name.to_lowercase(),
+        request: serde_json::to_string(&kept).map_err(|e| CertError::Internal(e.to_string()))?,
+        renewal,
+        requested_by: c.name.clone(),
+        requested_at: now,
+        rejected: false,
+        status: PENDING_STATUS.to_owned(),
+        version: 0,
+    };
+    let how = match (input.pkcs10.as_ref().is_some_and(|p| !p.trim().is_empty()), renewal) {
+        (true, false) => "user CSR",
+        (false, false) => "central key",
+        (true, true) => "renewal, new CSR",
+        (false, true) => "renewal, new central key",
+    };
+    let requested = c.event(EventKind::CertificateRequested, None).detail(format!(
+        "certificate={} ca={} key={} how={how} waiting=manual approval",
+        t.path,
+        ca.name,
+        spec.describe()
+    ));
+    let checked_at = if renewal { t.path.clone() } else { t.folder.clone() };
+    let park = Parking { placeholder, lineage, pending, by: c.writer.clone(), need, policy_folder: checked_at };
+    match app.store.park_certificate(park, vec![requested]).await? {
+        Checked::Done(()) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
+        Checked::Denied if renewal => Err(CertError::Denied(format!("Renewing {} needs Write on it.", t.path))),
+        Checked::Denied => Err(CertError::Denied("Requesting a certificate needs Create on its policy folder.".into())),
+    }
+}
+
+/// The right that approves or rejects a request waiting at an object (besides a Master Admin):
+/// Manage Permissions on it (or a folder above it), the product's strongest right on an object,
+/// held apart from the Create and Write that request and renew (see the book's decisions).
+pub const APPROVE_RIGHT: Rights = Rights::MANAGE_PERMISSIONS;
+
+/// Whether an API caller may approve or reject requests at `path`.
+pub fn may_approve(c: &Caller, path: &FolderPath) -> bool {
+    c.perms.master_admin || c.perms.effective(path).implied().contains(APPROVE_RIGHT)
+}
+
+/// The waiting or rejected request at certificate DN `dn` (any spelling of it).
+pub async fn pending_at(store: &dyn Store, dn: &str) -> Result<PendingRecord> {
+    let shown = policy_dn(dn);
+    let missing = || CertError::NoCertificate(format!("No request for {shown} waits for approval."));
+    let Ok(p) = FolderPath::parse(&shown) else { return Err(missing()) };
+    store.pending_certificate(p.key().to_owned()).await?.ok_or_else(missing)
+}
+
+/// The processing state of an object: its waiting or rejected request, if any.
+pub async fn processing(store: &dyn Store, r: &CertRecord) -> Result<Option<PendingRecord>> {
+    Ok(store.pending_certificate(r.path.key().to_owned()).await?)
+}
+
+/// The error a Retrieve answers while the object's request waits or was rejected.
+pub fn processing_error(p: &PendingRecord) -> CertError {
+    if p.rejected {
+        CertError::Failed { dn: p.path.as_str().to_owned(), stage: PENDING_STAGE, status: p.status.clone() }
+    } else {
+        CertError::Pending { dn: p.path.as_str().to_owned(), stage: PENDING_STAGE, status: p.status.clone() }
+    }
+}
+
+/// Approves the waiting request `p` (at `version`, if the approver saw one: else the one read):
+/// judged by the policy again and issued as its Request or Renew would have been, in one write
+/// that takes the waiting request (two approvals issue once). `actor.writer`'s [`APPROVE_RIGHT`]
+/// is re-checked there.
+pub async fn approve(app: Desk<'_>, actor: &Actor<'_>, p: &PendingRecord, version: Option<i64>) -> Result<Requested> {
+    if p.rejected {
+        return Err(CertError::Invalid(format!("The request for {} was rejected: Certificates/Retry sets it waiting again.", p.path)));
+    }
+    let version = version.unwrap_or(p.version);
+    let input: RequestInput =
+        serde_json::from_str(&p.request).map_err(|e| CertError::Internal(format!("the kept request of {}: {e}", p.path)))?;
+    let folder_dn = strongroom_core::tree::parent_of(p.path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
+    let folder = FolderPath::parse(&folder_dn).map_err(|_| no_certificate(p.path.as_str()))?;
+    let existing = app.store.certificate(p.path.key().to_owned()).await?;
+    let t = Target { folder, path: p.path.clone(), existing };
+    enroll_as(app, actor, &input, t, APPROVE_RIGHT, p.renewal, Mode::Approve(version)).await
+}
+
+/// Rejects (`Reject`), sets waiting again (`Retry`) or drops (`Cancel`) the request `p`
+/// (at `version`), with the actor's `need` re-checked in the write.
+pub async fn settle(
+    app: Desk<'_>,
+    actor: &Actor<'_>,
+    p: &PendingRecord,
+    version: Option<i64>,
+    change: PendingChange,
+    need: Rights,
+) -> Result<()> {
+    let (kind, detail) = match &change {
+        PendingChange::Reject(why) => (EventKind::CertificateRejected, format!("certificate={} reason={why:?}", p.path)),
+        PendingChange::Retry(_) => (EventKind::CertificateProcessingReset, format!("certificate={} retry=waiting again", p.path)),
+        PendingChange::Cancel => (
+            EventKind::CertificateProcessingReset,
+            format!("certificate={} reset=request dropped (was {})", p.path, if p.rejected { "rejected" } else { "waiting" }),
+        ),
+    };
+    let event = actor.event(kind, None).object(p.path.as_str()).detail(detail);
+    let version = version.unwrap_or(p.version);
+    match app.store.settle_pending(p.path.key().to_owned(), version, change, actor.writer.clone(), need, event).await? {
+        Checked::Done(true) => Ok(()),
+        Checked::Done(false) => Err(CertError::Invalid(format!(
+            "The request for {} was approved, rejected or replaced meanwhile: nothing was changed.",
+            p.path
+        ))),
+        Checked::Denied => Err(CertError::Denied(format!("Changing the request for {} needs another right on it.", p.path))),
+    }
+}
+
+/// A rejection's `Status` (InError): the product's text, then the approver's reason.
+pub fn rejected_status(reason: &str) -> String {
+    let reason: String = reason.chars().filter(|c| !c.is_control()).take(300).collect();
+    format!("Rejected by the approver: {}", reason.trim())
+}
+
+/// The waiting (or rejected) request of the certificate object of GUID `guid` (the product's
+/// workflow ticket: one per object here, named by the object's GUID), if the caller may know of
+/// the object.
+pub async fn pending_by_guid(app: &App, c: &Caller, guid: &str) -> Result<PendingRecord> {
+    let missing = || CertError::NoCertificate(format!("Ticket {guid} does not exist."));
+    let r = object_by_guid(app, c, guid).await.map_err(|_| missing())?;
+    processing(&*app.store, &r).await?.ok_or_else(missing)
+}
+
+/// The waiting requests an API caller may know of (any right on the object), oldest first; with
+/// `dn`, that object's only.
+pub async fn pending_for(app: &App, c: &Caller, dn: Option<&str>) -> Result<Vec<PendingRecord>> {
+    let all = match dn.filter(|d| !d.trim().is_empty()) {
+        Some(dn) => match object(app, c, dn).await {
+            Ok(r) => processing(&*app.store, &r).await?.into_iter().collect(),
+            Err(CertError::NoCertificate(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        },
+        None => app.store.pending_certificates().await?,
+    };
+    Ok(all.into_iter().filter(|p| c.perms.effective(&p.path).implied() != Rights::NONE).collect())
+}
+
+/// An API caller approves (`Workflow/Ticket/UpdateStatus` `Approved`): a Master Admin or
+/// [`APPROVE_RIGHT`] on the object (re-checked in the write); 403 otherwise.
+pub async fn approve_as_caller(app: &App, c: &Caller, p: &PendingRecord) -> Result<Requested> {
+    if !may_approve(c, &p.path) {
+        return Err(CertError::Denied(format!("Approving the request for {} needs Manage Permissions on it.", p.path)));
+    }
+    let make = |kind: EventKind| c.event(app, kind, None);
+    approve(app.desk(), &caller_actor(c, &make), p, None).await
+}
+
+/// An API caller rejects (`Workflow/Ticket/UpdateStatus` `Rejected`), as [`approve_as_caller`].
+pub async fn reject_as_caller(app: &App, c: &Caller, p: &PendingRecord, reason: &str) -> Result<()> {
+    if !may_approve(c, &p.path) {
+        return Err(CertError::Denied(format!("Rejecting the request for {} needs Manage Permissions on it.", p.path)));
+    }
+    if p.rejected {
+        return Err(CertError::Invalid(format!("The request for {} was rejected already.", p.path)));
+    }
+    let make = |kind: EventKind| c.event(app, kind, None);
+    let reason = if reason.trim().is_empty() { "no reason given" } else { reason };
+    settle(app.desk(), &caller_actor(c, &make), p, None, PendingChange::Reject(rejected_status(reason)), APPROVE_RIGHT).await
+}
+
+/// An API caller as an [`Actor`] (their rights re-checked in the write).
+pub fn caller_actor<'a>(c: &Caller, event: &'a (dyn Fn(EventKind) -> Event + Send + Sync)) -> Actor<'a> {
+    Actor { writer: Some(c.writer()), current_keys: c.current_keys.clone(), name: c.user_id.identity(), event }
 }
 
 /// `Certificates/Request`: Create on the policy folder. A DN that holds a certificate is
@@ -823,6 +1167,13 @@ async fn ca_chain(app: &App, r: &CertRecord) -> Result<Vec<Vec<u8>>> {
 /// handed out only as PBES2 PKCS#8 under the request's `Password`, with a
 /// `certificate.key_exported` event written first.
 pub async fn retrieve(app: &App, c: &Caller, r: &CertRecord, input: &RetrieveInput) -> Result<Retrieved> {
+    if !c.perms.effective(&r.path).implied().contains(Rights::READ) {
+        return Err(CertError::Denied(format!("Retrieving {} needs Read on it.", r.path)));
+    }
+    // A request waiting for approval (or rejected) hides the previous certificate (§0.5).
+    if let Some(p) = processing(&*app.store, r).await? {
+        return Err(processing_error(&p));
+    }
     retrieve_vault(app, c, r, r.cert_vault_id, r.key_vault_id, input).await
 }
 
@@ -1231,17 +1582,42 @@ pub async fn delete(app: &App, c: &Caller, r: &CertRecord) -> Result<()> {
     }
 }
 
-/// `Certificates/Reset` (§0.15): nothing is ever in progress here (issuance is synchronous),
-/// so a certificate that exists needs no reset.
+/// `Certificates/Reset` (§0.15, §3.4): Write on the object. A request waiting for approval, or
+/// rejected, is dropped (the object is as before it: its previous certificate, or none);
+/// otherwise nothing is in progress here (issuance is synchronous), so a certificate that exists
+/// needs no reset.
 pub async fn reset(app: &App, c: &Caller, dn: &str) -> Result<()> {
     match object(app, c, dn).await {
-        Ok(_) => Err(CertError::Invalid("Reset is not completed. No reset is required for the certificate.".into())),
+        Ok(r) => {
+            let Some(p) = processing(&*app.store, &r).await? else {
+                return Err(CertError::Invalid("Reset is not completed. No reset is required for the certificate.".into()));
+            };
+            if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
+                return Err(CertError::Denied(format!("Resetting {} needs Write on it.", r.path)));
+            }
+            let make = |kind: EventKind| c.event(app, kind, None);
+            settle(app.desk(), &caller_actor(c, &make), &p, None, PendingChange::Cancel, Rights::WRITE).await
+        }
         Err(CertError::NoCertificate(_)) => Err(CertError::Invalid(format!(
             "Certificate {} does not exist or you do not have sufficient rights to the object.",
             policy_dn(dn)
         ))),
         Err(e) => Err(e),
     }
+}
+
+/// `Certificates/Retry` (§3.4): Write on the object. A rejected request waits for approval again;
+/// anything else has nothing to retry (400).
+pub async fn retry(app: &App, c: &Caller, dn: &str) -> Result<()> {
+    let r = object(app, c, dn).await?;
+    let Some(p) = processing(&*app.store, &r).await?.filter(|p| p.rejected) else {
+        return Err(CertError::Invalid("Retry is not needed: the certificate is not in an error state.".into()));
+    };
+    if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
+        return Err(CertError::Denied(format!("Retrying {} needs Write on it.", r.path)));
+    }
+    let make = |kind: EventKind| c.event(app, kind, None);
+    settle(app.desk(), &caller_actor(c, &make), &p, None, PendingChange::Retry(PENDING_STATUS.to_owned()), Rights::WRITE).await
 }
 
 /// An archived version of an object: its vault id and facts.
@@ -1364,12 +1740,12 @@ fn field_error(text: impl std::fmt::Display) -> CertError {
 /// a field that is not defined, does not apply to the object's class or refuses a value is a
 /// 400 `Custom Field error. …` and nothing is issued. A new object starts with only these; an
 /// existing one keeps the values of fields not named.
-async fn request_fields(app: &App, input: &RequestInput, existing: Option<&CertRecord>) -> Result<FieldValues> {
+async fn request_fields(store: &dyn Store, input: &RequestInput, existing: Option<&CertRecord>) -> Result<FieldValues> {
     let mut out = FieldValues { replace: existing.is_none(), values: Vec::new() };
     if input.custom_fields.is_empty() {
         return Ok(out);
     }
-    let defined = app.store.cert_fields().await?;
+    let defined = store.cert_fields().await?;
     let class = existing.map_or(ccert::CERTIFICATE_CLASS, class_of);
     for (name, values) in &input.custom_fields {
         let Some(f) = defined.iter().find(|f| f.name.eq_ignore_ascii_case(name.trim())) else {

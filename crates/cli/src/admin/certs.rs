@@ -47,6 +47,19 @@ pub(crate) enum CaCommand {
         /// With --intermediate: where to write the CA's CSR (PEM).
         #[arg(long, value_name = "FILE", requires = "intermediate")]
         csr_out: Option<std::path::PathBuf>,
+        /// The CA template's Manual Approval: what it would issue waits for an approver
+        /// (`admin certificates approve`).
+        #[arg(long)]
+        manual_approval: bool,
+    },
+    /// Change a CA: its Manual Approval (what it would issue waits for an approver, `admin
+    /// certificates pending`/`approve`/`reject`).
+    ///
+    /// Example: strongroom admin ca set 'Issuing CA' --manual-approval true
+    Set {
+        name: String,
+        #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set, required = true)]
+        manual_approval: bool,
     },
     /// Write a CA's CSR (PEM) again, signed by its key, for its subject: for an offline root to
     /// sign (`ca install` takes what it signs).
@@ -141,6 +154,10 @@ pub(crate) struct PolicySet {
     /// How long the certificates issued here last.
     #[arg(long)]
     validity_days: Option<u32>,
+    /// Manual Approval: requests here and below wait for an approver (`admin certificates
+    /// approve`) before anything is issued.
+    #[arg(long, value_name = "BOOL")]
+    manual_approval: Option<bool>,
     /// SAN types requests may not have, comma-separated: DNS, IP, Email, URI, UPN ("" for none).
     #[arg(long, value_delimiter = ',')]
     prohibited_san_types: Option<Vec<String>>,
@@ -153,7 +170,7 @@ fn ca_json(c: &CaInfo) -> serde_json::Value {
     let f = c.facts.as_ref();
     json!({
         "name": c.name, "dn": c.dn, "algorithm": c.algorithm, "subject": c.subject, "kind": c.kind(),
-        "validity_days": c.validity_days, "serial": f.map(|f| &f.serial), "thumbprint": f.map(|f| &f.thumbprint), "key": c.key,
+        "validity_days": c.validity_days, "manual_approval": c.manual_approval, "serial": f.map(|f| &f.serial), "thumbprint": f.map(|f| &f.thumbprint), "key": c.key,
         "issuer": f.map(|f| &f.issuer),
         "not_before": f.map(|f| time(UnixTime::from_secs(f.not_before))), "not_after": f.map(|f| time(UnixTime::from_secs(f.not_after))),
     })
@@ -169,8 +186,11 @@ fn csr_pem(der: &[u8]) -> String {
 
 pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
     Ok(match command {
-        CaCommand::Create { name, algorithm, subject, validity_days, key, intermediate, csr_out } => {
-            let c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days, key.as_deref(), intermediate).await?;
+        CaCommand::Create { name, algorithm, subject, validity_days, key, intermediate, csr_out, manual_approval } => {
+            let mut c = admin.create_ca(&name, &algorithm, subject.as_deref(), validity_days, key.as_deref(), intermediate).await?;
+            if manual_approval {
+                c = admin.set_ca_manual_approval(&c.name, true).await?;
+            }
             let mut j = ca_json(&c);
             if let Some(out) = csr_out {
                 let pem = csr_pem(&admin.ca_csr(&c.name).await?);
@@ -194,6 +214,11 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
             let c = admin.install_ca(&name, &read(&cert)?, chain.as_deref()).await?;
             let issuer = c.facts.as_ref().map(|f| f.issuer.clone()).unwrap_or_default();
             Rendered::done(format!("installed: {} (issued by {issuer}; {} certificates up to the root)", c.dn, c.chain.len()), ca_json(&c))
+        }
+        CaCommand::Set { name, manual_approval } => {
+            let c = admin.set_ca_manual_approval(&name, manual_approval).await?;
+            let how = if c.manual_approval { "wait for an approver" } else { "are issued at once" };
+            Rendered::done(format!("CA {}: what it issues {how} (Manual Approval {})", c.name, c.manual_approval), ca_json(&c))
         }
         CaCommand::List => {
             let cas = admin.cas().await?;
@@ -222,7 +247,7 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
                 let f = c.facts.as_ref();
                 let or_none = |v: Option<String>| v.unwrap_or_else(|| "- (not installed: strongroom admin ca install)".into());
                 let text = format!(
-                    "name:        {}\ndn:          {}\nkind:        {}\nalgorithm:   {}\nsubject:     {}\nissuer:      {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\nkey:         {}\n",
+                    "name:        {}\ndn:          {}\nkind:        {}\nalgorithm:   {}\nsubject:     {}\nissuer:      {}\nserial:      {}\nthumbprint:  {}\nnot before:  {}\nnot after:   {}\nissues for:  {} days\nkey:         {}\napproval:    {}\n",
                     c.name,
                     c.dn,
                     c.kind(),
@@ -234,7 +259,8 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
                     or_none(f.map(|f| time(UnixTime::from_secs(f.not_before)))),
                     or_none(f.map(|f| time(UnixTime::from_secs(f.not_after)))),
                     c.validity_days,
-                    c.key
+                    c.key,
+                    if c.manual_approval { "manual (requests wait for an approver)" } else { "none" }
                 );
                 let mut j = ca_json(&c);
                 j["pem"] = json!(c.pem());
@@ -256,7 +282,7 @@ fn policy_text(p: &Policy) -> String {
     let ou = p.organizational_unit.as_ref().map(|s| Setting { value: s.value.join(","), locked: s.locked });
     let curve = p.curve.as_ref().map(|s| Setting { value: s.value.as_str(), locked: s.locked });
     format!(
-        "  ca:                  {}\n  key algorithm:       {}\n  key size:            {}\n  curve:               {}\n  domains:             {}\n  wildcards:           {}\n  organization:        {}\n  organizational unit: {}\n  city:                {}\n  state:               {}\n  country:             {}\n  validity days:       {}\n  prohibited SANs:     {}\n",
+        "  ca:                  {}\n  key algorithm:       {}\n  key size:            {}\n  curve:               {}\n  domains:             {}\n  wildcards:           {}\n  organization:        {}\n  organizational unit: {}\n  city:                {}\n  state:               {}\n  country:             {}\n  validity days:       {}\n  prohibited SANs:     {}\n  manual approval:     {}\n",
         setting(&p.ca),
         setting(&p.key_algorithm),
         setting(&p.key_size),
@@ -270,6 +296,7 @@ fn policy_text(p: &Policy) -> String {
         setting(&p.country),
         p.validity_days.map_or("-".into(), |v| v.to_string()),
         p.prohibited_san_types.as_ref().filter(|d| !d.is_empty()).map_or("none".into(), |d| d.join(", ")),
+        setting(&p.manual_approval),
     )
 }
 
@@ -291,6 +318,7 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 state,
                 country,
                 validity_days,
+                manual_approval,
                 prohibited_san_types,
                 locked,
             } = *set;
@@ -310,6 +338,7 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 state,
                 country,
                 validity_days,
+                manual_approval,
                 prohibited_san_types,
                 locked,
             };
@@ -391,6 +420,80 @@ pub(crate) async fn fields(admin: &Admin, command: FieldsCommand) -> Result<Rend
         FieldsCommand::Remove { name } => {
             admin.remove_cert_field(&name).await?;
             Rendered::done(format!("field {} removed", name.trim()), json!({"removed": name.trim()}))
+        }
+    })
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CertificatesCommand {
+    /// List the certificate requests waiting for approval (a CA's or a folder policy's Manual
+    /// Approval holds them), and the rejected ones until a Reset or Retry.
+    Pending,
+    /// Approve the request waiting at a certificate DN: the certificate is issued now, as
+    /// requested, judged by the policy in force (one write: two approvals issue once).
+    ///
+    /// Example: strongroom admin certificates approve '\VED\Policy\Web\www.example.com'
+    Approve {
+        dn: String,
+        /// Approve only if the request is still this version (`pending --json` shows it).
+        #[arg(long)]
+        version: Option<i64>,
+    },
+    /// Reject the request waiting at a certificate DN: nothing is issued, and the requester's
+    /// Retrieve answers the product's failed shape with the reason until a Reset or Retry.
+    ///
+    /// Example: strongroom admin certificates reject '\VED\Policy\Web\www.example.com' --reason 'not ours'
+    Reject {
+        dn: String,
+        /// Why (the requester sees it in Status).
+        #[arg(long)]
+        reason: String,
+        /// Reject only if the request is still this version.
+        #[arg(long)]
+        version: Option<i64>,
+    },
+}
+
+fn pending_json(p: &strongroom_store::PendingRecord) -> serde_json::Value {
+    json!({
+        "dn": p.path.as_str(), "guid": p.guid.braced(), "ca": p.ca_key, "renewal": p.renewal, "requested_by": p.requested_by,
+        "requested_at": time(p.requested_at), "state": if p.rejected { "rejected" } else { "waiting" }, "status": p.status,
+        "version": p.version,
+    })
+}
+
+/// `admin certificates …`; `public_url`: the server's, named in the CRL distribution point of
+/// what an approval issues.
+pub(crate) async fn certificates(admin: &Admin, public_url: &str, command: CertificatesCommand) -> Result<Rendered> {
+    Ok(match command {
+        CertificatesCommand::Pending => {
+            let all = admin.pending_certificates().await?;
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.path.as_str().to_owned(),
+                        p.ca_key.clone(),
+                        if p.rejected { "rejected".into() } else { "waiting".into() },
+                        p.requested_by.clone(),
+                        time(p.requested_at),
+                        p.version.to_string(),
+                    ]
+                })
+                .collect();
+            Rendered::table(
+                &["DN", "CA", "STATE", "REQUESTED BY", "AT", "VERSION"],
+                &rows,
+                json!(all.iter().map(pending_json).collect::<Vec<_>>()),
+            )
+        }
+        CertificatesCommand::Approve { dn, version } => {
+            let r = admin.approve_certificate(public_url, &dn, version).await?;
+            Rendered::done(format!("approved: {} is issued", r.dn), json!({"dn": r.dn, "guid": r.guid.braced(), "approved": true}))
+        }
+        CertificatesCommand::Reject { dn, reason, version } => {
+            admin.reject_certificate(&dn, &reason, version).await?;
+            Rendered::done(format!("rejected: {dn}"), json!({"dn": dn, "rejected": true, "reason": reason}))
         }
     })
 }

@@ -42,7 +42,7 @@ use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
-pub(crate) use certs::{CaCommand, FieldsCommand, PolicyCommand};
+pub(crate) use certs::{CaCommand, CertificatesCommand, FieldsCommand, PolicyCommand};
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
@@ -133,6 +133,9 @@ pub(crate) enum AdminCommand {
     /// clients (Certificates/Request's CustomFields, vcert --field, Metadata/Set).
     #[command(subcommand)]
     Fields(FieldsCommand),
+    /// Certificate requests waiting for approval (Manual Approval): list, approve, reject.
+    #[command(subcommand)]
+    Certificates(CertificatesCommand),
     /// Copy a whole store into an empty one of either backend (stop the servers first).
     ///
     /// Copies users, integrations, grants, tokens, device codes, folders, rights,
@@ -255,6 +258,11 @@ pub(crate) async fn dispatch(target: &Target, config: Option<&strongroom_server:
         (AdminCommand::Ca(c), Some(admin)) => certs::ca(admin, c).await?,
         (AdminCommand::Policy(c), Some(admin)) => certs::policy(admin, c).await?,
         (AdminCommand::Fields(c), Some(admin)) => certs::fields(admin, c).await?,
+        (AdminCommand::Certificates(c), Some(admin)) => {
+            let url = config.map(|c| c.public_url.as_str()).unwrap_or_default();
+            certs::certificates(admin, url, c).await?
+        }
+        (AdminCommand::Certificates(_), None) => return Err(remote::not_over_api("certificates")),
         (AdminCommand::Keys(_), None) => return Err(remote::not_over_api("keys")),
         (AdminCommand::Ca(_), None) => return Err(remote::not_over_api("ca")),
         (AdminCommand::Policy(_), None) => return Err(remote::not_over_api("policy")),

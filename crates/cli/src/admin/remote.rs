@@ -119,8 +119,12 @@ pub(crate) async fn run(remote: &RemoteArgs, command: AdminCommand, json: bool) 
     }
     // Refused before connecting: `--ca` is `policy set`'s CA on the store, and must not be
     // read as the trust file it is to every other command over the API.
-    if let AdminCommand::Ca(_) | AdminCommand::Policy(_) = &command {
-        let what = if matches!(command, AdminCommand::Ca(_)) { "ca" } else { "policy" };
+    if let AdminCommand::Ca(_) | AdminCommand::Policy(_) | AdminCommand::Certificates(_) = &command {
+        let what = match command {
+            AdminCommand::Ca(_) => "ca",
+            AdminCommand::Policy(_) => "policy",
+            _ => "certificates",
+        };
         return Err(Failure::from(not_over_api(what)));
     }
     let api = remote.connect()?;

@@ -248,3 +248,81 @@ async fn a_root_ca_with_a_token_key_through_the_console() {
     assert!(!server.admin(&["--config", &config, "ca", "list"], "").contains("Nowhere CA"));
     server.stop();
 }
+
+/// The console's pending certificates (Manual Approval): the list, the confirmation page, an
+/// approval that issues (Retrieve then 200), a rejection with its reason (Retrieve then the
+/// failed shape), posts without the anti-forgery token refused with nothing changed, a stale
+/// confirmation page refused, and no page for a user who is no Master Admin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_certificates_are_approved_and_rejected_through_the_console() {
+    let server = Server::start(&["--insecure-http"], &[]);
+    let base = server.http_base();
+    server.admin(&["ca", "create", "Issuing CA"], "");
+    let web = "\\VED\\Policy\\Web";
+    server.admin(&["folders", "create", web], "");
+    server.admin(&["policy", "set", web, "--issuing-ca", "Issuing CA", "--manual-approval", "true"], "");
+    server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
+    server.admin(&["users", "create", "alice"], &format!("{PASSWORD}\n"));
+    server.admin(&["rights", "grant", web, "alice", "--rights", "view,read,write,create"], "");
+    server
+        .admin(&["integrations", "create", "vcert", "--scope", "certificate:manage", "--allow-all-users", "--password-grant", "true"], "");
+    let alice = Api::new(base.clone()).password_grant("vcert", "alice", PASSWORD, "certificate:manage").await.access().to_owned();
+    let call = Call { http: strongroom_testkit::api::client(), base: base.clone() };
+    let mut dns = Vec::new();
+    for name in ["one.example.com", "two.example.com"] {
+        let (status, v) = call
+            .post(
+                &alice,
+                "/vedsdk/certificates/request",
+                json!({"PolicyDN": web, "Subject": name, "KeyAlgorithm": "ECC", "EllipticCurve": "P256"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+        dns.push(v["CertificateDN"].as_str().unwrap().to_owned());
+    }
+    let retrieve = |dn: String| {
+        let (call, alice) = (&call, &alice);
+        async move { call.post(alice, "/vedsdk/certificates/retrieve", json!({"CertificateDN": dn})).await }
+    };
+    assert_eq!(retrieve(dns[0].clone()).await.0, 202);
+
+    let mut root = Browser::signed_in(&base, "root").await;
+    let (st, html, _) = root.get("/admin/certificates/pending").await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("one.example.com") && html.contains("two.example.com") && html.contains("2 requests"), "{html}");
+    let q = |dn: &str, v: &str| {
+        reqwest::Url::parse_with_params("http://x/", &[("dn", dn), ("version", v)]).unwrap().query().unwrap().to_owned()
+    };
+    let (st, html, _) = root.get(&format!("/admin/certificates/approve?{}", q(&dns[0], "0"))).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("Approve and issue") && html.contains("name=\"version\" value=\"0\""), "{html}");
+    // Without the anti-forgery token: refused, nothing issued.
+    let (st, _) = root.post_with("/admin/certificates/approve", &[("dn", &dns[0]), ("version", "0")], false).await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    assert_eq!(retrieve(dns[0].clone()).await.0, 202, "still waiting");
+    // A page of another version (the request changed since): refused.
+    let (st, html) = root.post("/admin/certificates/approve", &[("dn", &dns[0]), ("version", "7")]).await;
+    assert!(html.contains("approved, rejected or replaced meanwhile"), "{st}: {html}");
+    assert_eq!(retrieve(dns[0].clone()).await.0, 202, "still waiting");
+    let (st, html) = root.post("/admin/certificates/approve", &[("dn", &dns[0]), ("version", "0")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("is issued"), "{html}");
+    let (status, v) = retrieve(dns[0].clone()).await;
+    assert_eq!(status, 200, "{v}");
+    // The rejection asks for a reason; the requester then sees it.
+    let (st, html, _) = root.get(&format!("/admin/certificates/reject?{}", q(&dns[1], "0"))).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    assert!(html.contains("name=\"reason\""), "{html}");
+    let (st, html) = root.post("/admin/certificates/reject", &[("dn", &dns[1]), ("version", "0"), ("reason", "not this one")]).await;
+    assert_eq!(st, StatusCode::OK, "{html}");
+    let (status, v) = retrieve(dns[1].clone()).await;
+    assert_eq!(status, 500, "{v}");
+    assert!(v["Status"].as_str().unwrap().contains("not this one"), "{v}");
+    let events = server.admin(&["events", "list", "--json", "--kind", "certificate.approved"], "");
+    assert!(events.contains("\"user\":\"root\""), "the approval names the signed-in person: {events}");
+    // No Master Admin: no page, no post.
+    let mut a = Browser::signed_in(&base, "alice").await;
+    assert_eq!(a.get("/admin/certificates/pending").await.0, StatusCode::FORBIDDEN);
+    assert_eq!(a.post("/admin/certificates/approve", &[("dn", &dns[1]), ("version", "1")]).await.0, StatusCode::FORBIDDEN);
+    server.stop();
+}

@@ -39,6 +39,7 @@
 mod admin_remote;
 mod admin_store;
 mod backup;
+mod cert_approval;
 mod cert_fields;
 mod certificate_keys;
 mod certificates;

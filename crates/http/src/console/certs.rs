@@ -275,6 +275,7 @@ fn policy_table(id: &str, p: &Policy) -> Markup {
                 tr { th scope="row" { "State" } td { (setting(&p.state)) } }
                 tr { th scope="row" { "Country" } td { (setting(&p.country)) } }
                 tr { th scope="row" { "Validity (days)" } td { (p.validity_days.map_or("-".into(), |v| v.to_string())) } }
+                tr { th scope="row" { "Manual approval" } td { (setting(&p.manual_approval)) } }
             }
         }
     }
@@ -341,6 +342,8 @@ async fn policy_body(ctx: &Ctx, folder: &str) -> Result<Markup, ConsoleError> {
                 div.field { label for="p_state" { "State" } input type="text" id="p_state" name="state" maxlength="200"; }
                 div.field { label for="p_country" { "Country (two letters)" } input type="text" id="p_country" name="country" maxlength="2" size="3"; }
                 div.field { label for="p_validity" { "Validity of certificates issued here (days, 1-3650)" } input type="number" id="p_validity" name="validity_days" min="1" max="3650"; }
+                div.field { label for="p_manual_approval" { "Manual approval (requests wait for an approver: " a href="/admin/certificates/pending" { "Pending certificates" } ")" }
+                    select id="p_manual_approval" name="manual_approval" { option value="" { "(unchanged)" } option value="true" { "required" } option value="false" { "not required" } } }
                 div.field { input type="checkbox" id="p_locked" name="locked" value="1"; label.inline for="p_locked" { "Lock every value given here (otherwise each is a default; domains and wildcards always bind)" } }
                 button type="submit" id="set_policy" { "Set policy" }
             }
@@ -417,6 +420,8 @@ pub(crate) struct ConsolePolicyForm {
     state: Option<String>,
     country: Option<String>,
     validity_days: Option<String>,
+    /// `true` or `false`: requests wait for an approver.
+    manual_approval: Option<String>,
     /// `1`: every value given is locked.
     locked: Option<String>,
 }
@@ -436,6 +441,12 @@ fn change(form: &Form) -> Result<PolicyChange, AdminError> {
         "false" => Some(false),
         other => return Err(AdminError::Invalid(format!("wildcards {other:?}: true or false"))),
     };
+    let manual_approval = match form.get("manual_approval") {
+        "" => None,
+        "true" => Some(true),
+        "false" => Some(false),
+        other => return Err(AdminError::Invalid(format!("manual approval {other:?}: true or false"))),
+    };
     let domains = if form.ticked("any_domain") { Some(Vec::new()) } else { Some(form.list("domains")).filter(|d| !d.is_empty()) };
     let ou = Some(form.list("organizational_unit")).filter(|d| !d.is_empty());
     Ok(PolicyChange {
@@ -451,6 +462,7 @@ fn change(form: &Form) -> Result<PolicyChange, AdminError> {
         state: text(form, "state"),
         country: text(form, "country"),
         validity_days: number(form, "validity_days", "validity")?,
+        manual_approval,
         prohibited_san_types: None,
         locked: form.ticked("locked"),
     })

@@ -23,6 +23,7 @@
 //! - Every change calls the one implementation in `strongroom_app::admin`, through
 //!   an `Admin` acting as the signed-in person, so its chained event names them.
 
+pub(crate) mod approvals;
 pub(crate) mod certs;
 pub(crate) mod folders;
 pub(crate) mod grants;
@@ -104,12 +105,13 @@ pub(crate) enum Nav {
     Machines,
     Cas,
     Policies,
+    Approvals,
     Log,
     Server,
 }
 
 impl Nav {
-    const ALL: [(Nav, &'static str, &'static str, bool); 12] = [
+    const ALL: [(Nav, &'static str, &'static str, bool); 13] = [
         (Nav::Home, "/admin", "Overview", false),
         (Nav::Integrations, "/admin/integrations", "Integrations", true),
         (Nav::Users, "/admin/users", "Users and groups", true),
@@ -120,6 +122,7 @@ impl Nav {
         (Nav::Machines, "/admin/machines", "Machine identities", true),
         (Nav::Cas, "/admin/cas", "Certificate authorities", true),
         (Nav::Policies, "/admin/policies", "Certificate policies", true),
+        (Nav::Approvals, "/admin/certificates/pending", "Pending certificates", true),
         (Nav::Log, "/admin/log", "Event log", false),
         (Nav::Server, "/admin/server", "Server", true),
     ];

@@ -41,6 +41,8 @@ pub struct CaRecord {
     /// The default validity of the certificates it issues.
     pub validity_days: i64,
     pub created_at: UnixTime,
+    /// The CA template's `Manual Approval`: what it would issue waits for an approver.
+    pub manual_approval: bool,
 }
 
 impl fmt::Debug for CaRecord {
@@ -145,6 +147,51 @@ pub struct FieldValues {
     pub values: Vec<(String, Vec<String>)>,
 }
 
+/// A request waiting for approval (or rejected): see `cert_pending` in migration 0018.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingRecord {
+    /// The certificate object's folder (and GUID).
+    pub path: FolderPath,
+    pub guid: ObjectGuid,
+    /// The CA it is to be issued by (name key).
+    pub ca_key: String,
+    /// The request as given (JSON; the application's).
+    pub request: String,
+    pub renewal: bool,
+    /// Who asked, as the log names them.
+    pub requested_by: String,
+    pub requested_at: UnixTime,
+    pub rejected: bool,
+    /// The product's `Status`: `Pending workflow resolution …`, or the rejection's reason.
+    pub status: String,
+    /// Moves on with every change: approvals and rejections are conditional on it.
+    pub version: i64,
+}
+
+/// A request set waiting for approval instead of issued: the object's folder (made if need
+/// be) and a row with no certificate (`placeholder`, written only if the DN has none), the
+/// waiting request (replacing one there), and who asks (`need` re-checked on `policy_folder`).
+#[derive(Clone, Debug)]
+pub struct Parking {
+    pub placeholder: CertRecord,
+    pub lineage: Vec<(FolderPath, ObjectGuid)>,
+    pub pending: PendingRecord,
+    pub by: Option<Writer>,
+    pub need: Rights,
+    pub policy_folder: FolderPath,
+}
+
+/// What becomes of a waiting or rejected request (see [`CertStore::settle_pending`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PendingChange {
+    /// Rejected with this status (the reason): `InError`.
+    Reject(String),
+    /// A rejected request waits again, with this status (`Certificates/Retry`).
+    Retry(String),
+    /// Gone (`Certificates/Reset`): the object is as before the request.
+    Cancel,
+}
+
 /// A revoked serial of a CA.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Revocation {
@@ -207,6 +254,30 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     /// Writes object `key`'s values (`Metadata/Set`) when `by` (if any) holds Write on it now.
     /// `Done(false)`: no such object (nothing written).
     fn set_cert_field_values(&self, key: String, values: FieldValues, by: Option<Writer>, event: Event) -> StoreFuture<'_, Checked<bool>>;
+    /// Sets CA `name_key`'s `Manual Approval` (`false`: no such CA).
+    fn set_ca_manual_approval(&self, name_key: String, on: bool, event: Event) -> StoreFuture<'_, bool>;
+    /// Every waiting or rejected request, oldest first.
+    fn pending_certificates(&self) -> StoreFuture<'_, Vec<PendingRecord>>;
+    /// The waiting or rejected request of the object at folder key `key`.
+    fn pending_certificate(&self, key: String) -> StoreFuture<'_, Option<PendingRecord>>;
+    /// See [`Parking`].
+    fn park_certificate(&self, park: Parking, events: Vec<Event>) -> StoreFuture<'_, Checked<()>>;
+    /// An approval: the issuance of [`CertStore::issue_certificate`], conditional on the
+    /// object's request still waiting at `version` (one statement, its row count checked, then
+    /// the issuance in the same transaction). `Done(false)`: it was approved, rejected,
+    /// reset or replaced meanwhile; nothing written.
+    fn approve_certificate(&self, issue: Issuance, version: i64, events: Vec<Event>) -> StoreFuture<'_, Checked<bool>>;
+    /// Changes the request of the object at `key` still at `version` (`Done(false)`: it changed
+    /// meanwhile; nothing written), when `by` (if any) holds `need` on the object.
+    fn settle_pending(
+        &self,
+        key: String,
+        version: i64,
+        change: PendingChange,
+        by: Option<Writer>,
+        need: Rights,
+        event: Event,
+    ) -> StoreFuture<'_, Checked<bool>>;
 }
 
 fn json_list(text: &str) -> StoreResult<Vec<String>> {
@@ -300,6 +371,21 @@ pub(crate) async fn set_cert_field_values<C: Conn>(
     Ok(Checked::Done(true))
 }
 
+fn pending(r: &mut Cols<'_>) -> StoreResult<PendingRecord> {
+    Ok(PendingRecord {
+        path: r.folder()?,
+        guid: ObjectGuid::from_stored(r.text()?),
+        ca_key: r.text()?,
+        request: r.text()?,
+        renewal: r.bool()?,
+        requested_by: r.text()?,
+        requested_at: r.time()?,
+        rejected: r.bool()?,
+        status: r.text()?,
+        version: r.int()?,
+    })
+}
+
 fn ca(r: &mut Cols<'_>) -> StoreResult<CaRecord> {
     Ok(CaRecord {
         name: {
@@ -315,6 +401,7 @@ fn ca(r: &mut Cols<'_>) -> StoreResult<CaRecord> {
         key_sealed: r.bytes()?,
         validity_days: r.int()?,
         created_at: r.time()?,
+        manual_approval: r.bool()?,
     })
 }
 
@@ -385,6 +472,7 @@ pub(crate) async fn insert_ca<C: Conn>(c: &C, ca: &CaRecord, lineage: &[(FolderP
         &ca.key_sealed,
         ca.validity_days,
         ca.created_at,
+        ca.manual_approval,
     ];
     if c.execute(&sql::INSERT_CA, &row).await? == 0 {
         return Ok(false);
@@ -432,6 +520,11 @@ pub(crate) async fn issue_certificate<C: Conn>(c: &C, issue: &Issuance, events: 
     if !may_hold(c, issue.by.as_ref(), issue.policy_folder.key(), issue.need).await? {
         return Ok(Checked::Denied);
     }
+    issue_body(c, issue, events).await?;
+    Ok(Checked::Done(()))
+}
+
+async fn issue_body<C: Conn>(c: &C, issue: &Issuance, events: &[Event]) -> StoreResult<()> {
     let r = &issue.record;
     for (f, g) in &issue.lineage {
         c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, r.issued_at, g)).await?;
@@ -445,10 +538,96 @@ pub(crate) async fn issue_certificate<C: Conn>(c: &C, issue: &Issuance, events: 
     }
     c.execute(&sql::UPSERT_CERTIFICATE, &cert_row(r)).await?;
     write_field_values(c, r.path.key(), &issue.fields).await?;
+    // An issuance settles whatever request waited at the DN (approved, or superseded by one
+    // issued without approval).
+    c.execute(&sql::CLEAR_PENDING, &values![r.path.key()]).await?;
+    for e in events {
+        append_event(c, e).await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn set_ca_manual_approval<C: Conn>(c: &C, name_key: &str, on: bool, event: &Event) -> StoreResult<bool> {
+    if c.execute(&sql::SET_CA_APPROVAL, &values![name_key, on]).await? == 0 {
+        return Ok(false);
+    }
+    append_event(c, event).await?;
+    Ok(true)
+}
+
+pub(crate) async fn pending_certificates<C: Conn>(c: &C) -> StoreResult<Vec<PendingRecord>> {
+    c.query(&sql::PENDING_CERTS, &[], pending).await
+}
+
+pub(crate) async fn pending_certificate<C: Conn>(c: &C, key: &str) -> StoreResult<Option<PendingRecord>> {
+    c.query_opt(&sql::PENDING_CERT, &values![key], pending).await
+}
+
+pub(crate) async fn park_certificate<C: Conn>(c: &C, p: &Parking, events: &[Event]) -> StoreResult<Checked<()>> {
+    if !may_hold(c, p.by.as_ref(), p.policy_folder.key(), p.need).await? {
+        return Ok(Checked::Denied);
+    }
+    let r = &p.placeholder;
+    for (f, g) in &p.lineage {
+        c.execute(&sql::CREATE_FOLDER, &codec::folder_row(f, r.created_at, g)).await?;
+    }
+    c.execute(&sql::INSERT_CERT_PLACEHOLDER, &cert_row(r)).await?;
+    let w = &p.pending;
+    let row = values![
+        r.path.key(),
+        w.ca_key.as_str(),
+        w.request.as_str(),
+        w.renewal,
+        w.requested_by.as_str(),
+        w.requested_at,
+        w.rejected,
+        w.status.as_str(),
+        w.version,
+    ];
+    c.execute(&sql::UPSERT_PENDING, &row).await?;
     for e in events {
         append_event(c, e).await?;
     }
     Ok(Checked::Done(()))
+}
+
+pub(crate) async fn approve_certificate<C: Conn>(c: &C, issue: &Issuance, version: i64, events: &[Event]) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, issue.by.as_ref(), issue.policy_folder.key(), issue.need).await? {
+        return Ok(Checked::Denied);
+    }
+    // The one conditional write: waiting → issued. A second approval finds no row.
+    if c.execute(&sql::TAKE_PENDING, &values![issue.record.path.key(), version]).await? == 0 {
+        return Ok(Checked::Done(false));
+    }
+    issue_body(c, issue, events).await?;
+    Ok(Checked::Done(true))
+}
+
+pub(crate) async fn settle_pending<C: Conn>(
+    c: &C,
+    key: &str,
+    version: i64,
+    change: &PendingChange,
+    by: Option<&Writer>,
+    need: Rights,
+    event: &Event,
+) -> StoreResult<Checked<bool>> {
+    if !may_hold(c, by, key, need).await? {
+        return Ok(Checked::Denied);
+    }
+    let n = match change {
+        PendingChange::Reject(status) => c.execute(&sql::SET_PENDING, &values![key, version, true, status.as_str()]).await?,
+        PendingChange::Retry(status) => c.execute(&sql::SET_PENDING, &values![key, version, false, status.as_str()]).await?,
+        PendingChange::Cancel => {
+            // Reset: gone whatever its version (the caller saw it).
+            c.execute(&sql::CLEAR_PENDING, &values![key]).await?
+        }
+    };
+    if n == 0 {
+        return Ok(Checked::Done(false));
+    }
+    append_event(c, event).await?;
+    Ok(Checked::Done(true))
 }
 
 pub(crate) async fn create_certificate_object<C: Conn>(c: &C, o: &NewObject, event: &Event) -> StoreResult<Checked<bool>> {
@@ -537,6 +716,7 @@ pub(crate) async fn delete_certificate<C: Conn>(c: &C, key: &str, by: Option<&Wr
         return Ok(Checked::Done(false));
     }
     c.execute(&sql::CLEAR_CERT_FIELD_VALUES, &values![key]).await?;
+    c.execute(&sql::CLEAR_PENDING, &values![key]).await?;
     let ids = c.query(&sql::CERT_OWNED, &values![key], |r| r.int()).await?;
     c.execute(&sql::DELETE_OWNED_BY, &values![key]).await?;
     for id in ids {
@@ -628,6 +808,32 @@ macro_rules! cert_methods {
             event: Event,
         ) -> StoreFuture<'_, Checked<bool>> {
             $write!(self, |c| certs::set_cert_field_values(c, &key, &values, by.as_ref(), &event))
+        }
+        fn set_ca_manual_approval(&self, name_key: String, on: bool, event: Event) -> StoreFuture<'_, bool> {
+            $write!(self, |c| certs::set_ca_manual_approval(c, &name_key, on, &event))
+        }
+        fn pending_certificates(&self) -> StoreFuture<'_, Vec<PendingRecord>> {
+            $read!(self, |c| certs::pending_certificates(c))
+        }
+        fn pending_certificate(&self, key: String) -> StoreFuture<'_, Option<PendingRecord>> {
+            $read!(self, |c| certs::pending_certificate(c, &key))
+        }
+        fn park_certificate(&self, park: Parking, events: Vec<Event>) -> StoreFuture<'_, Checked<()>> {
+            $write!(self, |c| certs::park_certificate(c, &park, &events))
+        }
+        fn approve_certificate(&self, issue: Issuance, version: i64, events: Vec<Event>) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::approve_certificate(c, &issue, version, &events))
+        }
+        fn settle_pending(
+            &self,
+            key: String,
+            version: i64,
+            change: PendingChange,
+            by: Option<Writer>,
+            need: Rights,
+            event: Event,
+        ) -> StoreFuture<'_, Checked<bool>> {
+            $write!(self, |c| certs::settle_pending(c, &key, version, &change, by.as_ref(), need, &event))
         }
     };
 }

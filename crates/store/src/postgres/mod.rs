@@ -61,6 +61,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/postgres/0016_certificate_templates.sql"),
     },
     Migration { version: 17, name: "0017_certificate_fields", sql: include_str!("../../migrations/postgres/0017_certificate_fields.sql") },
+    Migration {
+        version: 18,
+        name: "0018_certificate_approval",
+        sql: include_str!("../../migrations/postgres/0018_certificate_approval.sql"),
+    },
 ];
 
 /// Connections per replica unless the connection string sets

@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/sqlite/0016_certificate_templates.sql"),
     },
     Migration { version: 17, name: "0017_certificate_fields", sql: include_str!("../../migrations/sqlite/0017_certificate_fields.sql") },
+    Migration {
+        version: 18,
+        name: "0018_certificate_approval",
+        sql: include_str!("../../migrations/sqlite/0018_certificate_approval.sql"),
+    },
 ];
 
 /// Milliseconds a connection waits for another process's lock (the admin

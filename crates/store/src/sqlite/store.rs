@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
-use crate::{CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, Revocation};
+use crate::{CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;

@@ -9,7 +9,10 @@ use strongroom_core::cert::vault_type;
 use strongroom_core::event::{EventKind, verify_chain};
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{Rights, VaultId};
-use strongroom_store::{CertField, CertRecord, Checked, EventFilter, FieldValues, Issuance, NewObject, Revocation, Store, VaultEntry};
+use strongroom_store::{
+    CertField, CertRecord, Checked, EventFilter, FieldValues, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation,
+    Store, VaultEntry,
+};
 
 use crate::cases::{T0, ev, first_data_key, folder, lineage, writer};
 
@@ -211,6 +214,7 @@ pub(crate) async fn a_ca_certificate_is_installed_once_under_concurrency(store: 
         key_sealed: vec![9; 48],
         validity_days: 90,
         created_at: T0,
+        manual_approval: false,
     };
     assert!(store.insert_ca(ca.clone(), lineage(&folder(&ca.dn)), ev(EventKind::CaCreated)).await.unwrap());
     const N: usize = 16;
@@ -421,4 +425,159 @@ pub(crate) async fn custom_fields_are_defined_once_and_their_values_follow_the_o
     assert_eq!(all.iter().filter(|e| e.event.kind == EventKind::CertFieldCreated).count(), 2, "one event per field made");
     assert_eq!(all.iter().filter(|e| e.event.kind == EventKind::CertificateFieldsSet).count(), 4, "one per set, none for a refusal");
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}
+
+/// A request parked for approval at `dn` (its object made without a certificate).
+async fn park(store: &dyn Store, dn: &str, guid: &ObjectGuid) {
+    let mut l = lineage(&folder(dn));
+    if let Some(last) = l.last_mut() {
+        last.1 = guid.clone();
+    }
+    let mut placeholder = record(dn, guid, 0, VaultId(0), VaultId(0));
+    placeholder.serial = String::new();
+    placeholder.thumbprint = String::new();
+    placeholder.csr_vault_id = None;
+    let pending = PendingRecord {
+        path: folder(dn),
+        guid: guid.clone(),
+        ca_key: "issuing ca".into(),
+        request: "{\"PolicyDN\":\"\\\\VED\\\\Policy\\\\Web\"}".into(),
+        renewal: false,
+        requested_by: "local:{alice}".into(),
+        requested_at: T0,
+        rejected: false,
+        status: "Pending workflow resolution".into(),
+        version: 0,
+    };
+    let p = Parking { placeholder, lineage: l, pending, by: None, need: Rights::CREATE, policy_folder: folder("\\VED\\Policy\\Web") };
+    assert_eq!(store.park_certificate(p, vec![ev(EventKind::CertificateRequested)]).await.unwrap(), Checked::Done(()));
+}
+
+pub(crate) async fn racing_approvals_of_one_request_issue_once(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let web = folder("\\VED\\Policy\\Web");
+    store.create_folders(lineage(&web), ev(EventKind::FolderCreated)).await.unwrap();
+    let dn = "\\VED\\Policy\\Web\\www.example.com";
+    let key = folder(dn).key().to_owned();
+    let guid = ObjectGuid::parse("{21111111-2222-4333-8444-555555555555}").unwrap();
+    park(&*store, dn, &guid).await;
+    let waiting = store.pending_certificate(key.clone()).await.unwrap().expect("waiting");
+    assert!(!waiting.rejected && waiting.status.contains("Pending workflow resolution"));
+    assert_eq!(store.pending_certificates().await.unwrap().len(), 1);
+    let object = store.certificate(key.clone()).await.unwrap().expect("the object, without a certificate");
+    assert!(!object.issued() && object.guid == guid);
+    // 20 approvals at once, each with its own certificate: exactly one wins.
+    const N: usize = 20;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        let guid = guid.clone();
+        let version = waiting.version;
+        tasks.push(tokio::spawn(async move {
+            let mut issue = issuance(&*store, dn, &guid, i + 1).await;
+            issue.need = Rights::MANAGE_PERMISSIONS;
+            issue.policy_folder = folder(dn);
+            let id = issue.record.cert_vault_id;
+            let events =
+                vec![ev(EventKind::CertificateApproved).object(id.to_string()), ev(EventKind::CertificateIssued).object(id.to_string())];
+            (id, store.approve_certificate(issue, version, events).await.unwrap())
+        }));
+    }
+    let mut won = Vec::new();
+    for t in tasks {
+        let (id, outcome) = t.await.unwrap();
+        match outcome {
+            Checked::Done(true) => won.push(id),
+            Checked::Done(false) => {}
+            Checked::Denied => panic!("no writer: never denied"),
+        }
+    }
+    assert_eq!(won.len(), 1, "one approval issues");
+    let current = store.certificate(key.clone()).await.unwrap().unwrap();
+    assert_eq!(current.cert_vault_id, won[0]);
+    let entries = store.cert_entries(folder(dn)).await.unwrap();
+    let certs: Vec<VaultId> = entries
+        .iter()
+        .filter(|e| e.vault_type == vault_type::CERTIFICATE || e.vault_type == vault_type::ARCHIVED_CERTIFICATE)
+        .map(|e| e.vault_id)
+        .collect();
+    assert_eq!(certs, won, "exactly one certificate written, none archived");
+    assert!(store.pending_certificate(key.clone()).await.unwrap().is_none(), "the request is taken");
+    let events = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
+    let count = |k: EventKind| events.iter().filter(|e| e.event.kind == k).count();
+    assert_eq!((count(EventKind::CertificateApproved), count(EventKind::CertificateIssued)), (1, 1), "one approval event, one issuance");
+    verify_chain(&events, store.event_head().await.unwrap()).unwrap();
+
+    // A new request waits again (its version moved on); a rejection at an old version loses,
+    // at the current one it wins once; Retry and Reset.
+    park(&*store, dn, &guid).await;
+    let w = store.pending_certificate(key.clone()).await.unwrap().unwrap();
+    let reject = |v: i64| {
+        let store = store.clone();
+        let key = key.clone();
+        async move {
+            store
+                .settle_pending(
+                    key,
+                    v,
+                    PendingChange::Reject("no".into()),
+                    None,
+                    Rights::MANAGE_PERMISSIONS,
+                    ev(EventKind::CertificateRejected),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        tasks.push(tokio::spawn(reject(w.version)));
+    }
+    let mut rejected = 0;
+    for t in tasks {
+        if t.await.unwrap() == Checked::Done(true) {
+            rejected += 1;
+        }
+    }
+    assert_eq!(rejected, 1, "one rejection");
+    let r = store.pending_certificate(key.clone()).await.unwrap().unwrap();
+    assert!(r.rejected && r.status == "no" && r.version == w.version + 1);
+    // An approval of the rejected request (at any version) issues nothing.
+    let issue = issuance(&*store, dn, &guid, 99).await;
+    assert_eq!(
+        store.approve_certificate(issue.clone(), r.version, vec![ev(EventKind::CertificateApproved)]).await.unwrap(),
+        Checked::Done(false)
+    );
+    assert_eq!(
+        store
+            .settle_pending(
+                key.clone(),
+                r.version,
+                PendingChange::Retry("again".into()),
+                None,
+                Rights::WRITE,
+                ev(EventKind::CertificateProcessingReset)
+            )
+            .await
+            .unwrap(),
+        Checked::Done(true)
+    );
+    let again = store.pending_certificate(key.clone()).await.unwrap().unwrap();
+    assert!(!again.rejected && again.status == "again");
+    assert_eq!(
+        store
+            .settle_pending(
+                key.clone(),
+                again.version,
+                PendingChange::Cancel,
+                None,
+                Rights::WRITE,
+                ev(EventKind::CertificateProcessingReset)
+            )
+            .await
+            .unwrap(),
+        Checked::Done(true)
+    );
+    assert!(store.pending_certificate(key.clone()).await.unwrap().is_none());
+    assert_eq!(store.certificate(key).await.unwrap().unwrap().cert_vault_id, won[0], "the approved certificate stays current");
 }

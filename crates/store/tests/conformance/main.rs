@@ -170,6 +170,7 @@ conformance!(
     a_ca_certificate_is_installed_once_under_concurrency,
     an_object_without_a_certificate_is_made_once_then_enrolled,
     custom_fields_are_defined_once_and_their_values_follow_the_object,
+    racing_approvals_of_one_request_issue_once,
 );
 
 /// The same, for cases that need the store's copier too.
