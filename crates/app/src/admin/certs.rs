@@ -15,7 +15,7 @@
 //! root signs is installed with [`Admin::install_ca`] (its key, CA flags and
 //! chain to a self-signed root checked); until then it issues nothing.
 
-use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting};
+use strongroom_core::cert::{CA_FOLDER, Policy};
 use strongroom_core::event::EventKind;
 use strongroom_core::tree::lineage_with_guids;
 use strongroom_core::vault::FolderPath;
@@ -23,6 +23,7 @@ use strongroom_store::CaRecord;
 
 use super::{Admin, AdminError};
 use crate::pki::{self, CaAlgorithm, CertFacts};
+use crate::service::cert_policy::{self as policy, Attribute, SetError};
 use crate::service::certificates::{self as svc, CertError};
 
 /// How long a CA's own certificate lasts.
@@ -284,44 +285,30 @@ impl Admin {
         }
         let all = svc::policies(&*self.store).await?;
         let mut p = all.get(f.key()).cloned().unwrap_or_default();
-        let set = |v| Some(Setting { value: v, locked: change.locked });
-        if let Some(ca) = &change.ca {
-            let cas = self.store.cert_authorities().await?;
-            let found = svc::find_ca(&cas, ca).ok_or_else(|| AdminError::NotFound(format!("CA {ca}")))?;
-            p.ca = Some(Setting { value: found.dn.clone(), locked: change.locked });
-        }
-        if let Some(a) = &change.key_algorithm {
-            let a = a.trim().to_ascii_uppercase();
-            let a = if a == "EC" || a == "ECDSA" { "ECC".to_owned() } else { a };
-            p.key_algorithm = set(a);
-        }
-        if let Some(s) = change.key_size {
-            p.key_size = Some(Setting { value: s, locked: change.locked });
-        }
-        if let Some(c) = &change.curve {
-            let curve = Curve::parse(c).ok_or_else(|| AdminError::Invalid(format!("curve {c:?}: P256, P384 or P521")))?;
-            p.curve = Some(Setting { value: curve, locked: change.locked });
-        }
-        if let Some(d) = change.domains.clone() {
-            p.domains = Some(d.into_iter().map(|x| x.trim().to_ascii_lowercase()).filter(|x| !x.is_empty()).collect());
-        }
-        if let Some(w) = change.wildcards {
-            p.wildcards = Some(w);
-        }
-        if let Some(o) = change.organization.clone() {
-            p.organization = set(o);
-        }
-        if let Some(ou) = change.organizational_unit.clone() {
-            p.organizational_unit = Some(Setting { value: ou, locked: change.locked });
-        }
-        if let Some(x) = change.city.clone() {
-            p.city = set(x);
-        }
-        if let Some(x) = change.state.clone() {
-            p.state = set(x);
-        }
-        if let Some(x) = change.country.clone() {
-            p.country = set(x.to_ascii_uppercase());
+        // The product's attributes, through the one path `Config/WritePolicy` takes too.
+        let mut values: Vec<(Attribute, Vec<String>)> = Vec::new();
+        let mut put = |attr, v: Option<Vec<String>>| {
+            if let Some(v) = v {
+                values.push((attr, v));
+            }
+        };
+        put(Attribute::CertificateAuthority, change.ca.clone().map(|x| vec![x]));
+        put(Attribute::KeyAlgorithm, change.key_algorithm.clone().map(|x| vec![x]));
+        put(Attribute::KeyBitStrength, change.key_size.map(|x| vec![x.to_string()]));
+        put(Attribute::EllipticCurve, change.curve.clone().map(|x| vec![x]));
+        put(Attribute::DomainSuffixWhitelist, change.domains.clone());
+        put(Attribute::ProhibitWildcard, change.wildcards.map(|w| vec![if w { "0" } else { "1" }.to_owned()]));
+        put(Attribute::Organization, change.organization.clone().map(|x| vec![x]));
+        put(Attribute::OrganizationalUnit, change.organizational_unit.clone());
+        put(Attribute::City, change.city.clone().map(|x| vec![x]));
+        put(Attribute::State, change.state.clone().map(|x| vec![x]));
+        put(Attribute::Country, change.country.clone().map(|x| vec![x]));
+        let cas = if change.ca.is_some() { self.store.cert_authorities().await? } else { Vec::new() };
+        for (attr, v) in values {
+            policy::set(&mut p, attr, &v, change.locked, &cas).map_err(|e| match e {
+                SetError::NotFound(m) => AdminError::NotFound(m),
+                SetError::Invalid(m) => AdminError::Invalid(m),
+            })?;
         }
         if let Some(v) = change.validity_days {
             if !(1..=3650).contains(&v) {

@@ -216,7 +216,7 @@ fn no_policy(dn: &str) -> CertError {
 }
 
 /// A policy folder that exists: not a certificate object, not a CA's folder.
-async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
+pub(crate) async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
     let shown = policy_dn(dn);
     let Ok(p) = FolderPath::parse(&shown) else { return Err(no_policy(&shown)) };
     if !(p.key() == "\\ved\\policy" || p.key().starts_with("\\ved\\policy\\")) {
@@ -489,6 +489,13 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         country: csr.as_ref().and_then(|x| x.get("C").map(str::to_owned)).or(input.country.clone()),
         key: spec,
     };
+    let kinds = sans.dns.iter().map(|n| ("DNS", n)).chain(sans.ip.iter().map(|n| ("IP", n)));
+    let kinds: Vec<(&str, &str)> = kinds
+        .chain(sans.email.iter().map(|n| ("Email", n)))
+        .chain(sans.uri.iter().map(|n| ("URI", n)))
+        .map(|(k, n)| (k, n.as_str()))
+        .collect();
+    ccert::judge_kinds(&policy, csr.is_some(), cn.as_deref(), &kinds).map_err(CertError::Invalid)?;
     ccert::judge(&policy, &asked).map_err(CertError::Invalid)?;
     // The CA: the request's CADN, else the one the renewed object was issued by, else the policy's.
     let cas = app.store.cert_authorities().await?;

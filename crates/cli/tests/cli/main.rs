@@ -39,6 +39,7 @@
 mod admin_remote;
 mod admin_store;
 mod backup;
+mod cert_policy;
 mod certificates;
 mod client;
 mod config_check;
