@@ -283,8 +283,7 @@ impl Admin {
         if !(f.key() == "\\ved\\policy" || f.key().starts_with("\\ved\\policy\\")) {
             return Err(AdminError::Invalid("policies are set on folders under \\VED\\Policy".into()));
         }
-        let all = svc::policies(&*self.store).await?;
-        let mut p = all.get(f.key()).cloned().unwrap_or_default();
+        let (old, mut p) = policy::own(&*self.store, &f).await?;
         // The product's attributes, through the one path `Config/WritePolicy` takes too.
         let mut values: Vec<(Attribute, Vec<String>)> = Vec::new();
         let mut put = |attr, v: Option<Vec<String>>| {
@@ -319,10 +318,13 @@ impl Admin {
         p.check().map_err(AdminError::Invalid)?;
         let text = serde_json::to_string(&p).map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::CertPolicySet).object(f.as_str()).detail(format!("policy={text}"));
-        if !self.store.set_cert_policy(f.clone(), Some(text), event).await? {
-            return Err(AdminError::NotFound(format!("folder {f}")));
+        // Conditional on the policy read: a change that landed meanwhile (`Config/WritePolicy`,
+        // the console) is not overwritten.
+        match self.store.replace_cert_policy(f.clone(), old, Some(text), event).await? {
+            Some(true) => Ok(p),
+            Some(false) => Err(AdminError::Invalid(format!("the policy of {f} changed meanwhile: set it again"))),
+            None => Err(AdminError::NotFound(format!("folder {f}"))),
         }
-        Ok(p)
     }
 
     /// Folder `folder`'s own policy and the one in force there.

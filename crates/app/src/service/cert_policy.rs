@@ -14,7 +14,7 @@
 use strongroom_core::cert::{Curve, KeySpec, MANAGEMENT_TYPES, Policy, Setting, san_type};
 use strongroom_core::event::EventKind;
 use strongroom_core::vault::{FolderPath, Rights};
-use strongroom_store::CaRecord;
+use strongroom_store::{CaRecord, Store};
 
 use super::certificates::{self as svc, CertError};
 use super::identity as people;
@@ -331,49 +331,77 @@ async fn identities(app: &App, attr: Attribute, values: &[String]) -> Result<Vec
     Ok(out)
 }
 
+/// How often a policy change is tried again when another one landed between its read and its write.
+const TRIES: usize = 64;
+
+/// A folder's own policy as stored (its text, compared in the write) and read.
+pub(crate) async fn own(store: &dyn Store, folder: &FolderPath) -> Result<(Option<String>, Policy)> {
+    let text = store.cert_policies().await?.into_iter().find(|(k, _)| k == folder.key()).map(|(_, t)| t);
+    let p = match &text {
+        Some(t) => serde_json::from_str(t).map_err(|e| CertError::Internal(format!("a stored policy: {e}")))?,
+        None => Policy::default(),
+    };
+    Ok((text, p))
+}
+
+/// Changes folder `folder`'s own policy with `change` (`Ok(false)`: nothing to change), by one
+/// conditional write on the policy read (another change landing between the read and the write
+/// makes it read and change again, so none is lost), with a `certificate.policy_set` event.
+async fn update(app: &App, c: &Caller, folder: &FolderPath, what: &str, change: impl Fn(&mut Policy) -> Result<bool>) -> Result<()> {
+    for _ in 0..TRIES {
+        let (old, mut p) = own(&*app.store, folder).await?;
+        if !change(&mut p)? {
+            return Ok(());
+        }
+        let new =
+            if p == Policy::default() { None } else { Some(serde_json::to_string(&p).map_err(|e| CertError::Internal(e.to_string()))?) };
+        let shown = new.as_deref().unwrap_or("{}");
+        let event = c.event(app, EventKind::CertPolicySet, None).object(folder.as_str()).detail(format!("{what} policy={shown}"));
+        match app.store.replace_cert_policy(folder.clone(), old, new, event).await? {
+            Some(true) => return Ok(()),
+            Some(false) => continue,
+            None => return Err(CertError::NoPolicy(format!("PolicyDN: {} does not exist", folder.as_str()))),
+        }
+    }
+    Err(CertError::Internal(format!("the policy of {} kept changing: {TRIES} tries", folder.as_str())))
+}
+
 /// `Config/WritePolicy`: sets one attribute of a folder's policy (Write on the folder), checked as
 /// `admin policy set` checks it, with a chained `certificate.policy_set` event.
-pub async fn write(app: &App, c: &Caller, dn: &str, attr: Attribute, values: &[String], locked: bool) -> Result<Policy> {
+pub async fn write(app: &App, c: &Caller, dn: &str, attr: Attribute, values: &[String], locked: bool) -> Result<()> {
     let folder = folder_for(app, c, dn, Rights::WRITE, "Writing").await?;
     let values = match attr {
         Attribute::Contact | Attribute::Approver => identities(app, attr, values).await?,
         _ => values.to_vec(),
     };
-    let all = svc::policies(&*app.store).await?;
-    let mut p = all.get(folder.key()).cloned().unwrap_or_default();
-    let cas = app.store.cert_authorities().await?;
-    set(&mut p, attr, &values, locked, &cas)?;
-    p.check().map_err(CertError::Invalid)?;
-    store(app, c, &folder, &p, &format!("attribute={:?} locked={locked}", attr.name())).await?;
-    Ok(p)
+    let cas = if attr == Attribute::CertificateAuthority { app.store.cert_authorities().await? } else { Vec::new() };
+    let what = format!("attribute={:?} locked={locked}", attr.name());
+    update(app, c, &folder, &what, |p| {
+        set(p, attr, &values, locked, &cas)?;
+        p.check().map_err(CertError::Invalid)?;
+        Ok(true)
+    })
+    .await
 }
 
-/// `Config/ClearPolicyAttribute`: clears one attribute of a folder's policy (Write on the folder).
+/// `Config/ClearPolicyAttribute`: clears one attribute of a folder's policy (Write on the folder);
+/// clearing what is not set writes nothing.
 pub async fn clear_attribute(app: &App, c: &Caller, dn: &str, attr: Attribute) -> Result<()> {
     let folder = folder_for(app, c, dn, Rights::WRITE, "Clearing").await?;
-    let all = svc::policies(&*app.store).await?;
-    let Some(mut p) = all.get(folder.key()).cloned() else { return Ok(()) };
-    if read(&p, attr).is_none() {
-        return Ok(());
-    }
-    clear(&mut p, attr);
-    store(app, c, &folder, &p, &format!("cleared={:?}", attr.name())).await
+    update(app, c, &folder, &format!("cleared={:?}", attr.name()), |p| {
+        if read(p, attr).is_none() {
+            return Ok(false);
+        }
+        clear(p, attr);
+        Ok(true)
+    })
+    .await
 }
 
 /// `Config/ReadPolicy`: the folder's own values of `attr` (Read on the folder).
 pub async fn read_attribute(app: &App, c: &Caller, dn: &str, attr: Attribute) -> Result<Option<(Vec<String>, bool)>> {
     let folder = folder_for(app, c, dn, Rights::READ, "Reading").await?;
-    let all = svc::policies(&*app.store).await?;
-    Ok(all.get(folder.key()).and_then(|p| read(p, attr)))
-}
-
-async fn store(app: &App, c: &Caller, folder: &FolderPath, p: &Policy, what: &str) -> Result<()> {
-    let text = serde_json::to_string(p).map_err(|e| CertError::Internal(e.to_string()))?;
-    let event = c.event(app, EventKind::CertPolicySet, None).object(folder.as_str()).detail(format!("{what} policy={text}"));
-    if !app.store.set_cert_policy(folder.clone(), Some(text), event).await? {
-        return Err(CertError::NoPolicy(format!("PolicyDN: {} does not exist", folder.as_str())));
-    }
-    Ok(())
+    Ok(read(&own(&*app.store, &folder).await?.1, attr))
 }
 
 #[cfg(test)]

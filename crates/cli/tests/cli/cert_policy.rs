@@ -169,8 +169,34 @@ async fn folder_policy_written_read_back_and_cleared_like_vcert_setpolicy() {
     let (_, v) = c.post(&alice, "/vedsdk/Config/ReadPolicy", read("Organization")).await;
     assert_eq!(v["Values"], json!(["Acme"]), "the refused calls changed nothing");
 
-    // Every change is one chained event (15 writes, 3 clears); the chain holds.
+    // Racing writes of different attributes on the one folder: none is lost (each write is
+    // conditional on the policy it read, and reads again when another landed first).
+    let racing = [
+        ("State", "IDF"),
+        ("Country", "FR"),
+        ("City", "Lyon"),
+        ("Manual Csr", "1"),
+        ("Key Bit Strength", "4096"),
+        ("Elliptic Curve", "P384"),
+        ("Management Type", "Enrollment"),
+        ("Allow Private Key Reuse", "1"),
+    ];
+    let mut tasks = Vec::new();
+    for (name, value) in racing {
+        let (c, token) = (Call { http: c.http.clone(), base: c.base.clone() }, alice.clone());
+        tasks.push(tokio::spawn(async move { c.post(&token, "/vedsdk/Config/WritePolicy", attr(name, &[value], true)).await }));
+    }
+    for t in tasks {
+        let (status, v) = t.await.unwrap();
+        assert_eq!(status, 200, "{v}");
+    }
+    for (name, value) in racing {
+        let (_, v) = c.post(&bob, "/vedsdk/Config/ReadPolicy", read(name)).await;
+        assert_eq!(v["Values"], json!([value]), "{name} kept under concurrency");
+    }
+
+    // Every change is one chained event (the writes, 3 clears, the racing writes); the chain holds.
     let events = server.admin(&["events", "list", "--json", "--limit", "1000"], "");
-    assert_eq!(events.matches("certificate.policy_set").count() - events_before, writes.len() + 3, "{events}");
+    assert_eq!(events.matches("certificate.policy_set").count() - events_before, writes.len() + 3 + racing.len(), "{events}");
     assert!(server.admin(&["events", "verify"], "").contains("event log intact"));
 }

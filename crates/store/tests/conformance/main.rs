@@ -167,6 +167,7 @@ conformance!(
     a_serial_is_revoked_once_and_rights_are_rechecked,
     a_ca_certificate_is_installed_once_under_concurrency,
     an_object_without_a_certificate_is_made_once_then_enrolled,
+    a_folder_policy_changes_once_from_what_was_read,
 );
 
 /// The same, for cases that need the store's copier too.
