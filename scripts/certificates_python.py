@@ -220,6 +220,21 @@ cn = name("py-rsa")
 enroll("local RSA 2048 key", CertificateRequest(common_name=cn, san_dns=[cn], key_type=KeyType(KeyType.RSA, 2048), timeout=20))
 cn = name("py-p256")
 enroll("local P-256 key", CertificateRequest(common_name=cn, san_dns=[cn], key_type=KeyType(KeyType.ECDSA, "p256"), timeout=20))
+# A local P-521 key (vcert signs its CSR with SHA-256) with a UPN name in the CSR.
+cn = name("py-p521")
+P521_UPN = f"{cn.split('.')[0]}@corp.example"
+if enroll("local P-521 key with a UPN", CertificateRequest(common_name=cn, san_dns=[cn], user_principal_names=[P521_UPN],
+                                                          key_type=KeyType(KeyType.ECDSA, "p521"), timeout=20)):
+    def p521_upn():
+        cert = load(issued["local P-521 key with a UPN"][1].cert)
+        if cert.public_key().curve.name != "secp521r1":
+            return False, f"the key is on {cert.public_key().curve.name}"
+        names = cert.extensions.get_extension_for_oid(ExtensionOID.SUBJECT_ALTERNATIVE_NAME).value.get_values_for_type(x509.OtherName)
+        upns = [n.value for n in names if n.type_id.dotted_string == "1.3.6.1.4.1.311.20.2.3"]
+        if upns != [b"\x0c" + bytes([len(P521_UPN)]) + P521_UPN.encode()]:
+            return False, f"UPN otherNames {upns}, want {P521_UPN!r} as a UTF8String"
+        return True, f"secp521r1, UPN {P521_UPN}"
+    check("vcert-python: the P-521 certificate holds the P-521 key and the UPN", p521_upn)
 
 user_key = ec.generate_private_key(ec.SECP256R1())
 user_cn = name("py-csr")
@@ -255,7 +270,8 @@ check("vcert-python: request_cert outside the folder's locked domain whitelist: 
 
 KEY_PASSWORD = "Central-" + secrets.token_hex(6)
 for label, kt in (("central RSA 2048 key with a password", KeyType(KeyType.RSA, 2048)),
-                  ("central P-256 key with a password", KeyType(KeyType.ECDSA, "p256"))):
+                  ("central P-256 key with a password", KeyType(KeyType.ECDSA, "p256")),
+                  ("central P-521 key with a password", KeyType(KeyType.ECDSA, "p521"))):
     cn = name("py-central")
     r = CertificateRequest(common_name=cn, san_dns=[cn], key_type=kt, csr_origin=CSR_ORIGIN_SERVICE,
                            include_private_key=True, key_password=KEY_PASSWORD, timeout=20)

@@ -149,6 +149,10 @@ pub struct Policy {
     pub country: Option<Setting<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity_days: Option<u32>,
+    /// The product's `Prohibited SAN Types`: of `DNS`, `IP`, `Email`, `URI`, `UPN`, the kinds of
+    /// subject alternative names a request here may not have (`None` inherits; none: all allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prohibited_san_types: Option<Vec<String>>,
     /// `Manual Csr`: `true` lets a request bring its own CSR (`UserProvided`), `false` allows only
     /// a key of the server's making (`ServiceGenerated`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,9 +160,6 @@ pub struct Policy {
     /// `Management Type`: one of [`MANAGEMENT_TYPES`] (shown by CheckPolicy; not enforced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub management_type: Option<Setting<String>>,
-    /// `Prohibited SAN Types`: SAN kinds of [`SAN_TYPES`] a request may not carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prohibited_sans: Option<Vec<String>>,
     /// `Allow Private Key Reuse` (CheckPolicy's `PrivateKeyReuseAllowed`; shown, not enforced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_reuse: Option<bool>,
@@ -176,8 +177,20 @@ pub struct Policy {
 /// The product's management types (`Management Type`).
 pub const MANAGEMENT_TYPES: [&str; 4] = ["Unassigned", "Monitoring", "Enrollment", "Provisioning"];
 
-/// The SAN kinds `Prohibited SAN Types` names, as the product spells them.
+/// The kinds of subject alternative names a policy names, as it spells them.
 pub const SAN_TYPES: [&str; 5] = ["DNS", "IP", "Email", "URI", "UPN"];
+
+/// A kind of SAN in any case (`ipaddress`, `rfc822` and `othername` too), spelled as [`SAN_TYPES`].
+pub fn san_type(s: &str) -> Option<&'static str> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "dns" => Some("DNS"),
+        "ip" | "ipaddress" => Some("IP"),
+        "email" | "rfc822" => Some("Email"),
+        "uri" => Some("URI"),
+        "upn" | "othername" => Some("UPN"),
+        _ => None,
+    }
+}
 
 fn merge<T: Clone>(above: &Option<Setting<T>>, here: &Option<Setting<T>>) -> Option<Setting<T>> {
     match (above, here) {
@@ -206,9 +219,9 @@ impl Policy {
                 state: merge(&p.state, &here.state),
                 country: merge(&p.country, &here.country),
                 validity_days: here.validity_days.or(p.validity_days),
+                prohibited_san_types: here.prohibited_san_types.clone().or(p.prohibited_san_types),
                 manual_csr: merge(&p.manual_csr, &here.manual_csr),
                 management_type: merge(&p.management_type, &here.management_type),
-                prohibited_sans: here.prohibited_sans.clone().or(p.prohibited_sans),
                 key_reuse: here.key_reuse.or(p.key_reuse),
                 want_renewal: here.want_renewal.or(p.want_renewal),
                 // Who to tell and who approves are the folder's own (Config/ReadPolicy reads them there).
@@ -249,47 +262,23 @@ impl Policy {
         {
             return Err(format!("The management type is one of {}.", MANAGEMENT_TYPES.join(", ")));
         }
-        if let Some(kinds) = &self.prohibited_sans
-            && let Some(k) = kinds.iter().find(|k| !SAN_TYPES.contains(&k.as_str()))
-        {
-            return Err(format!("{k:?} is not a SAN type: {}.", SAN_TYPES.join(", ")));
+        if let Some(x) = self.prohibited_san_types.iter().flatten().find(|x| !SAN_TYPES.contains(&x.as_str())) {
+            return Err(format!("{x:?} is not a SAN type: {}.", SAN_TYPES.join(", ")));
         }
         Ok(())
     }
 
-    /// Whether SAN kind `kind` (one of [`SAN_TYPES`]) is allowed here.
+    /// Whether SANs of `kind` (one of [`SAN_TYPES`]) may be asked for here.
     pub fn san_allowed(&self, kind: &str) -> bool {
-        !self.prohibited_sans.as_ref().is_some_and(|p| p.iter().any(|k| k.eq_ignore_ascii_case(kind)))
+        !self.prohibited_san_types.iter().flatten().any(|x| x == kind)
     }
 }
 
-/// The SAN kind of [`SAN_TYPES`] that `s` names (`dns`, `Email`, `ip address`, `rfc822`, …).
-pub fn san_type(s: &str) -> Option<&'static str> {
-    let t: String = s.trim().chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    match t.as_str() {
-        "dns" => Some("DNS"),
-        "ip" | "ipaddress" => Some("IP"),
-        "email" | "rfc822" => Some("Email"),
-        "uri" => Some("URI"),
-        "upn" => Some("UPN"),
-        _ => None,
-    }
-}
-
-/// Judges what [`judge`] does not see: whether a user's CSR is allowed (a locked `Manual Csr`
-/// of `0` allows only central keys) and the kinds of SANs the request carries (`(kind, name)`,
-/// kinds of [`SAN_TYPES`]; a DNS name equal to the CN is the CN's, not judged as a SAN).
-pub fn judge_kinds(p: &Policy, user_csr: bool, common_name: Option<&str>, sans: &[(&str, &str)]) -> Result<(), String> {
+/// Whether a request may bring its own CSR: not where a locked `Manual Csr` of `0` allows only
+/// keys of the server's making.
+pub fn judge_csr(p: &Policy, user_csr: bool) -> Result<(), String> {
     if user_csr && p.manual_csr.as_ref().is_some_and(|m| m.locked && !m.value) {
         return Err("The policy allows only keys generated by the server (Manual Csr is 0): send no CSR.".into());
-    }
-    for (kind, name) in sans {
-        if *kind == "DNS" && common_name.is_some_and(|cn| cn.eq_ignore_ascii_case(name)) {
-            continue;
-        }
-        if !p.san_allowed(kind) {
-            return Err(format!("{kind} subject alternative names are prohibited by policy: {name}."));
-        }
     }
     Ok(())
 }
@@ -299,6 +288,8 @@ pub fn judge_kinds(p: &Policy, user_csr: bool, common_name: Option<&str>, sans: 
 pub struct Asked {
     pub common_name: Option<String>,
     pub dns: Vec<String>,
+    /// The kinds of SANs asked for ([`SAN_TYPES`]).
+    pub san_types: Vec<String>,
     pub organization: Option<String>,
     pub organizational_unit: Vec<String>,
     pub city: Option<String>,
@@ -347,6 +338,9 @@ pub fn judge(p: &Policy, a: &Asked) -> Result<(), String> {
                 return Err(format!("{n} is not in the domains allowed by policy ({}).", domains.join(", ")));
             }
         }
+    }
+    if let Some(k) = a.san_types.iter().find(|k| !p.san_allowed(k)) {
+        return Err(format!("Subject alternative names of type {k} are prohibited by policy."));
     }
     locked_text("Organization", &p.organization, &a.organization)?;
     locked_text("City", &p.city, &a.city)?;
@@ -434,6 +428,9 @@ pub struct Template {
     pub uri: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub email: Vec<String>,
+    /// `X509 SubjectAltName OtherName UPN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upn: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_algorithm: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -521,10 +518,7 @@ impl Template {
                 }
                 "x509 subjectaltname uri" => t.uri = values,
                 "x509 subjectaltname rfc822" => t.email = values,
-                "x509 subjectaltname othername upn" if !values.is_empty() => {
-                    return Err(bad("Subject alternative names of type UPN (OtherName) are not issued yet.".into()));
-                }
-                "x509 subjectaltname othername upn" => {}
+                "x509 subjectaltname othername upn" => t.upn = values,
                 "key algorithm" => t.key_algorithm = one,
                 "key bit strength" => {
                     t.key_bit_strength = match &one {
@@ -622,6 +616,8 @@ mod tests {
         assert_eq!(code(&[("Country", &["USA"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Manual Csr", &["maybe"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Generate Keypair On Application", &["1"])]), Err(RESULT_INVALID_ARGUMENT));
+        let upn = Template::from_attributes(&attrs(&[("X509 SubjectAltName OtherName UPN", &["alice@corp.example", " "])])).unwrap();
+        assert_eq!(upn.upn, vec!["alice@corp.example"]);
         assert_eq!(
             code(&[("PKIX Parameter Set", &["1.3.6.1.4.1.28783.10.2.1.384"])]).map(|t| t.key_spec()),
             Ok(Ok(Some(KeySpec::Ec(Curve::P384))))
@@ -684,22 +680,29 @@ mod tests {
         assert!(judge(&p, &Asked { key: KeySpec::Rsa(2048), ..ok.clone() }).is_err());
         assert!(judge(&p, &Asked { key: KeySpec::Ec(Curve::P256), ..ok.clone() }).is_err());
         assert!(judge(&Policy::default(), &Asked { key: KeySpec::Rsa(1024), ..ok }).is_err());
+        // Prohibited SAN types: inherited, replaced below, judged, checked when set.
+        let top = Policy { prohibited_san_types: Some(vec!["UPN".into()]), ..Policy::default() };
+        let p = Policy::effective([&top, &Policy::default()]);
+        let upn = Asked { san_types: vec!["DNS".into(), "UPN".into()], ..Asked::default() };
+        assert_eq!(judge(&p, &upn), Err("Subject alternative names of type UPN are prohibited by policy.".into()));
+        assert!(judge(&p, &Asked { san_types: vec!["DNS".into()], ..Asked::default() }).is_ok());
+        assert!(!p.san_allowed("UPN") && p.san_allowed("DNS"));
+        let open = Policy::effective([&top, &Policy { prohibited_san_types: Some(Vec::new()), ..Policy::default() }]);
+        assert!(judge(&open, &upn).is_ok());
+        assert!(Policy { prohibited_san_types: Some(vec!["X400".into()]), ..Policy::default() }.check().is_err());
+        assert_eq!(san_type("ipaddress"), Some("IP"));
+        assert_eq!(san_type("OtherName"), Some("UPN"));
         assert!(under("a.b.example.com", "example.com"));
         assert!(!under("badexample.com", "example.com"));
     }
 
     #[test]
-    fn csr_generation_and_san_kinds_are_judged() {
-        let p = Policy { manual_csr: locked(false), prohibited_sans: Some(vec!["IP".into(), "DNS".into()]), ..Policy::default() };
-        assert!(judge_kinds(&p, true, None, &[]).is_err());
-        assert_eq!(judge_kinds(&p, false, Some("a.example.com"), &[("DNS", "a.example.com")]), Ok(()));
-        assert!(judge_kinds(&p, false, Some("a.example.com"), &[("DNS", "b.example.com")]).is_err());
-        assert!(judge_kinds(&p, false, None, &[("IP", "10.0.0.1")]).is_err());
-        assert_eq!(judge_kinds(&p, false, None, &[("Email", "a@example.com")]), Ok(()));
+    fn csr_generation_is_judged() {
+        let p = Policy { manual_csr: locked(false), ..Policy::default() };
+        assert!(judge_csr(&p, true).is_err());
+        assert_eq!(judge_csr(&p, false), Ok(()));
         let default_only = Policy { manual_csr: Some(Setting { value: false, locked: false }), ..Policy::default() };
-        assert_eq!(judge_kinds(&default_only, true, None, &[]), Ok(()));
-        assert_eq!(san_type("ip address"), Some("IP"));
-        assert!(Policy { prohibited_sans: Some(vec!["Fax".into()]), ..Policy::default() }.check().is_err());
+        assert_eq!(judge_csr(&default_only, true), Ok(()));
         assert!(Policy { management_type: locked("Sometimes".into()), ..Policy::default() }.check().is_err());
     }
 

@@ -82,7 +82,7 @@ fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
         "SubjAltNameDnsAllowed": p.san_allowed("DNS"),
         "SubjAltNameEmailAllowed": p.san_allowed("Email"),
         "SubjAltNameIpAllowed": p.san_allowed("IP"),
-        "SubjAltNameUpnAllowed": false,
+        "SubjAltNameUpnAllowed": p.san_allowed("UPN"),
         "SubjAltNameUriAllowed": p.san_allowed("URI"),
         "Subject": {
             "City": locked_value(&p.city, json!("")),
@@ -125,9 +125,6 @@ fn sans(b: &SdkBody) -> Result<Vec<(String, String)>, CertFailure> {
             None => s.text(&["Type"])?.unwrap_or_default(),
         };
         let name = s.text(&["Name"])?.unwrap_or_default();
-        if kind.trim() == "0" || kind.eq_ignore_ascii_case("OtherName") || kind.eq_ignore_ascii_case("UPN") {
-            return Err(invalid("Subject alternative names of type UPN (OtherName) are not issued yet."));
-        }
         out.push((kind, name));
     }
     Ok(out)
@@ -180,8 +177,8 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
     description = "Issues a certificate at `PolicyDN\\ObjectName` (without `ObjectName`: the CN, else the first SAN), \
         synchronously in the request's one write: from the caller's `PKCS10` (PEM with or without line breaks; its signature \
         is verified) or, without one, from a key made here (`KeyAlgorithm` `RSA` with `KeyBitSize` 2048-4096, or `ECC` with \
-        `EllipticCurve` `P256`/`P384`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
-        `{Type, Name}` or `{TypeName, Name}`; `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
+        `EllipticCurve` `P256`/`P384`/`P521`; or a `PkixParameterSet` OID) kept sealed in the vault. `SubjectAltNames` as \
+        `{Type, Name}` or `{TypeName, Name}` (`Type` 0 UPN, 1 email, 2 DNS, 6 URI, 7 IP); `CADN` (else the policy's CA); a `Specific End Date` in `CASpecificAttributes` \
         shortens the validity. A DN that holds a certificate is re-enrolled: the previous certificate, key and CSR are archived. \
         Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline \
         (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \

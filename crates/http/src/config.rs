@@ -62,12 +62,12 @@ fn required_dn(body: &SdkBody) -> Result<String, TreeFailure> {
         `Class` `X509 Certificate` (pyvenafi's `certificate.create`) in a policy folder under `\\VED\\Policy`, for a caller \
         with Create on it: a certificate object holding no certificate yet, with its `NameAttributeList` (`Description`, \
         `Contact`, `Approver`, `Management Type`, `Manual Csr`, `X509 Subject`, `Organization`, `Organizational Unit`, \
-        `City`, `State`, `Country`, `X509 SubjectAltName DNS`/`IPAddress`/`URI`/`RFC822`, `Key Algorithm`, \
+        `City`, `State`, `Country`, `X509 SubjectAltName DNS`/`IPAddress`/`URI`/`RFC822`/`OtherName UPN`, `Key Algorithm`, \
         `Key Bit Strength`, `Elliptic Curve`, `PKIX Parameter Set`, `Certificate Authority`, `Disable Automatic Renewal`; \
         `Driver Name`, `PKCS10 Hash Algorithm`, `Renewal Window` and `Origin` are accepted and not acted on); \
         `Certificates/Renew` enrolls it from them, where the folder's policy judges them as it judges a request (a violation \
         is 400 there). Another attribute name is `Result` 112, a value that cannot be (an RSA key under 2048 bits, a CA \
-        this server does not have, a UPN SAN, keys made on applications) 2. Other classes read and ignore \
+        this server does not have, keys made on applications) 2. Other classes read and ignore \
         `NameAttributeList`. Scope `configuration:manage`.",
     security(("bearer" = [])),
     request_body(content = ConfigRequest, content_type = "application/json"),

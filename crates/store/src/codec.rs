@@ -40,6 +40,19 @@ pub(crate) enum Value<'a> {
     Bytes(Cow<'a, [u8]>),
 }
 
+impl Value<'_> {
+    /// The value, owning what it borrowed.
+    pub(crate) fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Null => Value::Null,
+            Value::Int(v) => Value::Int(v),
+            Value::Bool(b) => Value::Bool(b),
+            Value::Text(t) => Value::Text(Cow::Owned(t.into_owned())),
+            Value::Bytes(b) => Value::Bytes(Cow::Owned(b.into_owned())),
+        }
+    }
+}
+
 /// Values hold password hashes, token hashes and sealed data: `Debug` shows only their kind.
 impl std::fmt::Debug for Value<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -113,6 +113,8 @@ pub struct PolicyChange {
     pub state: Option<String>,
     pub country: Option<String>,
     pub validity_days: Option<u32>,
+    /// `DNS`, `IP`, `Email`, `URI`, `UPN`: SAN kinds requests may not have (empty: none).
+    pub prohibited_san_types: Option<Vec<String>>,
     /// Every value given here is locked (a policy); otherwise each is a default.
     pub locked: bool,
 }
@@ -302,6 +304,7 @@ impl Admin {
         put(Attribute::City, change.city.clone().map(|x| vec![x]));
         put(Attribute::State, change.state.clone().map(|x| vec![x]));
         put(Attribute::Country, change.country.clone().map(|x| vec![x]));
+        put(Attribute::ProhibitedSanTypes, change.prohibited_san_types.clone());
         let cas = if change.ca.is_some() { self.store.cert_authorities().await? } else { Vec::new() };
         for (attr, v) in values {
             policy::set(&mut p, attr, &v, change.locked, &cas).map_err(|e| match e {

@@ -203,12 +203,12 @@ pub fn set(p: &mut Policy, attr: Attribute, values: &[String], locked: bool, cas
         Attribute::ProhibitedSanTypes => {
             let mut kinds = Vec::new();
             for v in values.iter().filter(|v| !v.trim().is_empty()) {
-                let k = san_type(v).ok_or_else(|| SetError::Invalid(format!("{v:?} is not a SAN type: DNS, IP, Email, URI, UPN.")))?;
+                let k = san_type(v).ok_or_else(|| SetError::Invalid(format!("SAN type {v:?}: DNS, IP, Email, URI or UPN")))?;
                 if !kinds.contains(&k.to_owned()) {
                     kinds.push(k.to_owned());
                 }
             }
-            p.prohibited_sans = Some(kinds);
+            p.prohibited_san_types = Some(kinds);
         }
         Attribute::AllowPrivateKeyReuse => p.key_reuse = Some(flag(attr, values)?),
         Attribute::WantRenewal => p.want_renewal = Some(flag(attr, values)?),
@@ -239,7 +239,7 @@ pub fn clear(p: &mut Policy, attr: Attribute) {
         Attribute::ManagementType => p.management_type = None,
         Attribute::DomainSuffixWhitelist => p.domains = None,
         Attribute::ProhibitWildcard => p.wildcards = None,
-        Attribute::ProhibitedSanTypes => p.prohibited_sans = None,
+        Attribute::ProhibitedSanTypes => p.prohibited_san_types = None,
         Attribute::AllowPrivateKeyReuse => p.key_reuse = None,
         Attribute::WantRenewal => p.want_renewal = None,
         Attribute::Contact => p.contacts = None,
@@ -269,7 +269,7 @@ pub fn read(p: &Policy, attr: Attribute) -> Option<(Vec<String>, bool)> {
         Attribute::ManagementType => text(&p.management_type),
         Attribute::DomainSuffixWhitelist => p.domains.clone().map(|d| (d, true)),
         Attribute::ProhibitWildcard => p.wildcards.map(|w| (vec![bit(!w)], true)),
-        Attribute::ProhibitedSanTypes => p.prohibited_sans.clone().map(|k| (k, true)),
+        Attribute::ProhibitedSanTypes => p.prohibited_san_types.clone().map(|k| (k, true)),
         Attribute::AllowPrivateKeyReuse => p.key_reuse.map(|b| (vec![bit(b)], true)),
         Attribute::WantRenewal => p.want_renewal.map(|b| (vec![bit(b)], true)),
         Attribute::Contact => p.contacts.clone().map(|c| (c, true)),
@@ -425,7 +425,7 @@ mod tests {
             (Attribute::ManagementType, s(&["provisioning"]), false),
             (Attribute::DomainSuffixWhitelist, s(&["Example.com", "example.org"]), true),
             (Attribute::ProhibitWildcard, s(&["1"]), false),
-            (Attribute::ProhibitedSanTypes, s(&["IP", "ip address", "UPN"]), false),
+            (Attribute::ProhibitedSanTypes, s(&["IP", "ipaddress", "OtherName"]), false),
             (Attribute::AllowPrivateKeyReuse, s(&["0"]), true),
         ] {
             assert_eq!(set(&mut p, attr, &values, locked, &[]), Ok(()), "{attr:?}");

@@ -375,7 +375,12 @@ fn subject_for(csr: Option<&Csr>, input: &RequestInput, policy: &Policy) -> Vec<
     add("L", policy.city.as_ref().map(|x| &x.value));
     add("ST", policy.state.as_ref().map(|x| &x.value));
     add("C", policy.country.as_ref().map(|x| &x.value));
-    add("OU", policy.organizational_unit.as_ref().and_then(|x| x.value.first()));
+    // The policy's OUs, every one, when the request has none.
+    if !s.iter().any(|(t, _)| t == "OU") {
+        for ou in policy.organizational_unit.iter().flat_map(|x| &x.value).filter(|v| !v.is_empty()) {
+            s.push(("OU".to_owned(), ou.clone()));
+        }
+    }
     s
 }
 
@@ -462,11 +467,15 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     let subject = subject_for(csr.as_ref(), input, &policy);
     let get = |k: &str| subject.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
     let cn = get("CN");
-    if cn.is_none() && sans.dns.is_empty() && sans.ip.is_empty() && sans.uri.is_empty() && sans.email.is_empty() {
+    if cn.is_none() && sans.kinds().is_empty() {
         return Err(CertError::Invalid("The request has neither a CN nor a subject alternative name.".into()));
     }
-    // A CN that is a host name is a DNS name too (clients verify names against the SANs only).
+    // The kinds of names asked for, as the policy judges them (before the CN is added below).
+    let san_types: Vec<String> = sans.kinds().into_iter().map(str::to_owned).collect();
+    // A CN that is a host name is a DNS name too (clients verify names against the SANs only),
+    // unless the policy prohibits DNS names.
     if let Some(n) = cn.as_ref().filter(|n| n.contains('.') && !n.contains(' ') && !n.contains('@'))
+        && policy.san_allowed("DNS")
         && !sans.dns.iter().any(|d| d.eq_ignore_ascii_case(n))
         && n.parse::<std::net::IpAddr>().is_err()
     {
@@ -479,6 +488,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
     let asked = Asked {
         common_name: cn.clone(),
         dns: sans.dns.clone(),
+        san_types,
         organization: csr.as_ref().and_then(|x| x.get("O").map(str::to_owned)).or(input.organization.clone()),
         organizational_unit: csr
             .as_ref()
@@ -489,13 +499,7 @@ async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Ri
         country: csr.as_ref().and_then(|x| x.get("C").map(str::to_owned)).or(input.country.clone()),
         key: spec,
     };
-    let kinds = sans.dns.iter().map(|n| ("DNS", n)).chain(sans.ip.iter().map(|n| ("IP", n)));
-    let kinds: Vec<(&str, &str)> = kinds
-        .chain(sans.email.iter().map(|n| ("Email", n)))
-        .chain(sans.uri.iter().map(|n| ("URI", n)))
-        .map(|(k, n)| (k, n.as_str()))
-        .collect();
-    ccert::judge_kinds(&policy, csr.is_some(), cn.as_deref(), &kinds).map_err(CertError::Invalid)?;
+    ccert::judge_csr(&policy, csr.is_some()).map_err(CertError::Invalid)?;
     ccert::judge(&policy, &asked).map_err(CertError::Invalid)?;
     // The CA: the request's CADN, else the one the renewed object was issued by, else the policy's.
     let cas = app.store.cert_authorities().await?;
@@ -995,7 +999,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
     };
     let sans: Sans = serde_json::from_str(&r.sans).unwrap_or_default();
     let mut san_list: Vec<(String, String)> = Vec::new();
-    for (k, list) in [("dns", &sans.dns), ("ip", &sans.ip), ("email", &sans.email), ("uri", &sans.uri)] {
+    for (k, list) in [("dns", &sans.dns), ("ip", &sans.ip), ("email", &sans.email), ("uri", &sans.uri), ("upn", &sans.upn)] {
         for v in list {
             san_list.push((k.into(), v.clone()));
         }
@@ -1006,6 +1010,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
         pkcs10: pkcs10.clone(),
         subject: if pkcs10.is_none() { Some(r.cn.clone()) } else { None },
         organization: facts.subject.iter().find(|(k, _)| k == "O").map(|(_, v)| v.clone()),
+        organizational_unit: facts.subject.iter().filter(|(k, _)| k == "OU").map(|(_, v)| v.clone()).collect(),
         sans: if pkcs10.is_none() { san_list } else { Vec::new() },
         key_algorithm: Some(facts.key.algorithm().to_owned()),
         key_bit_size: match facts.key {
@@ -1029,7 +1034,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
 fn template_input(t: &Template, folder: &FolderPath, path: &FolderPath, pkcs10: Option<String>) -> RequestInput {
     let mut sans = Vec::new();
     if pkcs10.is_none() {
-        for (k, list) in [("dns", &t.dns), ("ip", &t.ip), ("email", &t.email), ("uri", &t.uri)] {
+        for (k, list) in [("dns", &t.dns), ("ip", &t.ip), ("email", &t.email), ("uri", &t.uri), ("upn", &t.upn)] {
             for v in list {
                 sans.push((k.to_owned(), v.clone()));
             }
@@ -1126,7 +1131,7 @@ pub async fn create_object(
         },
         None => String::new(),
     };
-    let sans = Sans { dns: tpl.dns.clone(), ip: tpl.ip.clone(), email: tpl.email.clone(), uri: tpl.uri.clone() };
+    let sans = Sans { dns: tpl.dns.clone(), ip: tpl.ip.clone(), email: tpl.email.clone(), uri: tpl.uri.clone(), upn: tpl.upn.clone() };
     let internal = |e: serde_json::Error| super::tree::TreeError::Store(StoreError::other(e.to_string()));
     let guid = ObjectGuid::generate(&*app.rng);
     let mut lineage = lineage_with_guids(path, &*app.rng);
@@ -1331,7 +1336,7 @@ pub async fn search(app: &App, c: &Caller, s: &Search) -> Result<(Vec<CertRecord
 pub fn sans_json(r: &CertRecord) -> serde_json::Value {
     let s: Sans = serde_json::from_str(&r.sans).unwrap_or_default();
     let mut m = serde_json::Map::new();
-    for (k, v) in [("DNS", s.dns), ("IP", s.ip), ("Email", s.email), ("URI", s.uri)] {
+    for (k, v) in [("DNS", s.dns), ("IP", s.ip), ("Email", s.email), ("URI", s.uri), ("UPN", s.upn)] {
         if !v.is_empty() {
             m.insert(k.into(), json!(v));
         }

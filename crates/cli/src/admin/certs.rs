@@ -140,6 +140,9 @@ pub(crate) struct PolicySet {
     /// How long the certificates issued here last.
     #[arg(long)]
     validity_days: Option<u32>,
+    /// SAN types requests may not have, comma-separated: DNS, IP, Email, URI, UPN ("" for none).
+    #[arg(long, value_delimiter = ',')]
+    prohibited_san_types: Option<Vec<String>>,
     /// Lock every value given in this command.
     #[arg(long)]
     locked: bool,
@@ -252,7 +255,7 @@ fn policy_text(p: &Policy) -> String {
     let ou = p.organizational_unit.as_ref().map(|s| Setting { value: s.value.join(","), locked: s.locked });
     let curve = p.curve.as_ref().map(|s| Setting { value: s.value.as_str(), locked: s.locked });
     format!(
-        "  ca:                  {}\n  key algorithm:       {}\n  key size:            {}\n  curve:               {}\n  domains:             {}\n  wildcards:           {}\n  organization:        {}\n  organizational unit: {}\n  city:                {}\n  state:               {}\n  country:             {}\n  validity days:       {}\n",
+        "  ca:                  {}\n  key algorithm:       {}\n  key size:            {}\n  curve:               {}\n  domains:             {}\n  wildcards:           {}\n  organization:        {}\n  organizational unit: {}\n  city:                {}\n  state:               {}\n  country:             {}\n  validity days:       {}\n  prohibited SANs:     {}\n",
         setting(&p.ca),
         setting(&p.key_algorithm),
         setting(&p.key_size),
@@ -265,6 +268,7 @@ fn policy_text(p: &Policy) -> String {
         setting(&p.state),
         setting(&p.country),
         p.validity_days.map_or("-".into(), |v| v.to_string()),
+        p.prohibited_san_types.as_ref().filter(|d| !d.is_empty()).map_or("none".into(), |d| d.join(", ")),
     )
 }
 
@@ -286,6 +290,7 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 state,
                 country,
                 validity_days,
+                prohibited_san_types,
                 locked,
             } = *set;
             if issuing_ca.is_some() && ca.is_some() {
@@ -304,6 +309,7 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 state,
                 country,
                 validity_days,
+                prohibited_san_types,
                 locked,
             };
             let p = admin.set_cert_policy(&folder, change).await?;

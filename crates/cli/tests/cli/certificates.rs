@@ -659,7 +659,6 @@ async fn config_create_makes_a_certificate_object_that_renew_enrolls() {
         ("an unknown attribute", attrs(&[("Favourite Colour", &["blue"])]), 112),
         ("a 1024-bit key", attrs(&[("Key Algorithm", &["RSA"]), ("Key Bit Strength", &["1024"])]), 2),
         ("an external CA", attrs(&[("Certificate Authority", &["\\VED\\Policy\\CA Templates\\Microsoft"])]), 2),
-        ("a UPN", attrs(&[("X509 SubjectAltName OtherName UPN", &["a@example.com"])]), 2),
     ] {
         let (status, v) = c.post(&alice, "/vedsdk/config/create", create(dn, bad)).await;
         assert_eq!((status, v["Result"].as_i64()), (200, Some(code)), "{what}: {v}");

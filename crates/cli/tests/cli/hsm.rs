@@ -659,14 +659,15 @@ async fn cas_with_keys_in_softhsm_issue_revoke_and_keep_their_keys() {
         }
     }
 
-    // The P-256 token CA: a user CSR, then a central P-384 key handed out as PBES2 PKCS#8.
+    // The P-256 token CA: a user CSR, then a central P-521 key handed out as PBES2 PKCS#8 (the
+    // certificate rewritten after rcgen, then signed in the token).
     let pem = csr(&dir, "www", "/CN=www.hsm.example", &["www.hsm.example"], None);
     let www = request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "PKCS10": pem})).await;
     c.retrieve(&token, &dir, "www.pem", json!({"CertificateDN": www, "Format": "Base64", "IncludeChain": true})).await;
     let (good, out) = openssl(&dir, &["verify", "-CAfile", "ca.pem", "www.pem"]);
     assert!(good && out.contains("www.pem: OK"), "{out}");
     let api =
-        request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "Subject": "api.hsm.example", "KeyAlgorithm": "ECC", "EllipticCurve": "P384"}))
+        request(json!({"PolicyDN": "\\VED\\Policy\\Hsm", "Subject": "api.hsm.example", "KeyAlgorithm": "ECC", "EllipticCurve": "P521"}))
             .await;
     c.retrieve(
         &token,
@@ -679,15 +680,19 @@ async fn cas_with_keys_in_softhsm_issue_revoke_and_keep_their_keys() {
     assert!(good, "{out}");
     let (good, out) = openssl(&dir, &["pkcs8", "-in", "api.pem", "-passin", "pass:pw 1", "-out", "api.key"]);
     assert!(good, "{out}");
+    let (_, text) = openssl(&dir, &["x509", "-in", "api.pem", "-noout", "-text"]);
+    assert!(text.contains("NIST CURVE: P-521"), "{text}");
 
-    // The RSA token CA signs with sha256WithRSAEncryption.
-    let rsa =
-        request(json!({"PolicyDN": "\\VED\\Policy\\Rsa", "Subject": "rsa.hsm.example", "KeyAlgorithm": "RSA", "KeyBitSize": 2048})).await;
+    // The RSA token CA signs with sha256WithRSAEncryption (two OUs: the rewritten certificate too).
+    let rsa = request(json!({"PolicyDN": "\\VED\\Policy\\Rsa", "Subject": "rsa.hsm.example", "KeyAlgorithm": "RSA", "KeyBitSize": 2048,
+                            "OrganizationalUnit": ["Blue", "Green"]}))
+    .await;
     c.retrieve(&token, &dir, "rsa.pem", json!({"CertificateDN": rsa, "Format": "Base64"})).await;
     let (good, out) = openssl(&dir, &["verify", "-CAfile", "rsa-ca.pem", "rsa.pem"]);
     assert!(good && out.contains("rsa.pem: OK"), "{out}");
     let (_, text) = openssl(&dir, &["x509", "-in", "rsa.pem", "-noout", "-text"]);
     assert!(text.contains("Signature Algorithm: sha256WithRSAEncryption") && text.contains("Issuer: CN = RSA CA"), "{text}");
+    assert!(text.contains("Subject: CN = rsa.hsm.example, OU = Blue, OU = Green"), "{text}");
 
     // The intermediate: leaf, intermediate, root; or root first. openssl verifies up to the offline root.
     let pem = csr(&dir, "sub-leaf", "/CN=leaf.sub.example", &["leaf.sub.example"], Some(2048));

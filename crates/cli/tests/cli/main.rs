@@ -40,6 +40,7 @@ mod admin_remote;
 mod admin_store;
 mod backup;
 mod cert_policy;
+mod certificate_keys;
 mod certificates;
 mod client;
 mod config_check;

@@ -451,6 +451,7 @@ fn change(form: &Form) -> Result<PolicyChange, AdminError> {
         state: text(form, "state"),
         country: text(form, "country"),
         validity_days: number(form, "validity_days", "validity")?,
+        prohibited_san_types: None,
         locked: form.ticked("locked"),
     })
 }

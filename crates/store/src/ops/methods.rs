@@ -13,6 +13,11 @@
 //! - `$plain`: a write transaction that appends no event (PostgreSQL: one
 //!   that leaves the chain's head alone).
 //!
+//! `auth_methods!` takes a fifth, `$context`, for the access and refresh
+//! contexts, the read every request with a token starts with (PostgreSQL:
+//! coalesced with the others waiting, see `postgres::read`); `$read` when
+//! it is left out.
+//!
 //! Each macro is called as `$kind!(self, |c| body)`, `body` a future over
 //! the connection `c`. The names in the signatures and bodies resolve where
 //! the lists are expanded: each backend's `store.rs` imports them.
@@ -20,11 +25,14 @@
 /// The methods of [`crate::AuthStore`] that run alike on both backends.
 macro_rules! auth_methods {
     ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        $crate::ops::methods::auth_methods!($read, $write, $single, $plain, $read);
+    };
+    ($read:ident, $write:ident, $single:ident, $plain:ident, $context:ident) => {
         fn access_context(&self, token: Presented) -> StoreFuture<'_, Option<AccessContext>> {
-            $read!(self, |c| auth::access_context(c, token))
+            $context!(self, |c| auth::access_context(c, token))
         }
         fn refresh_context(&self, token: Presented) -> StoreFuture<'_, Option<RefreshContext>> {
-            $read!(self, |c| auth::refresh_context(c, token))
+            $context!(self, |c| auth::refresh_context(c, token))
         }
         fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>> {
             $read!(self, |c| auth::device_context(c, code_hash))

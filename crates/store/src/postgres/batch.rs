@@ -105,20 +105,49 @@ fn put_association_sql() -> String {
     )
 }
 
+/// The event's columns after a job's own in an [`unnest`] row, with their types.
+const EVENT_COLUMNS: [(&str, &str); 10] = [
+    ("seq", "BIGINT"),
+    ("at", "BIGINT"),
+    ("kind", "TEXT"),
+    ("identity", "TEXT"),
+    ("client_id", "TEXT"),
+    ("source", "TEXT"),
+    ("request_id", "TEXT"),
+    ("object", "TEXT"),
+    ("detail", "TEXT"),
+    ("hash", "BYTEA"),
+];
+
+/// `j AS (SELECT * FROM unnest($1::INT[], …) AS j(idx, …))`: a batch's jobs
+/// of one kind as rows, a parameter (an array, one element per job) per
+/// column: the job's index in the batch, then `columns`, then its event's
+/// ([`EVENT_COLUMNS`]). The arrays are the parameters of that job's own
+/// statement, in the same order ([`params`]), one per job ([`run_many`]).
+fn unnest(columns: &[(&str, &str)]) -> String {
+    let all: Vec<(&str, &str)> = [("idx", "INT")].into_iter().chain(columns.iter().copied()).chain(EVENT_COLUMNS).collect();
+    let arrays: Vec<String> = all.iter().enumerate().map(|(i, (_, ty))| format!("${}::{ty}[]", i + 1)).collect();
+    let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+    format!("j AS (SELECT * FROM unnest({}) AS j({}))", arrays.join(", "), names.join(", "))
+}
+
+/// `ev AS (…)`: the events of the rows of `rel` (which has [`unnest`]'s
+/// columns) that `from` lets through (the jobs whose write was made).
+fn events_of(rel: &str, from: &str) -> String {
+    let cols: Vec<&str> = EVENT_COLUMNS.iter().map(|(name, _)| *name).collect();
+    let of_rel: Vec<String> = cols.iter().map(|c| format!("{rel}.{c}")).collect();
+    format!("ev AS (INSERT INTO events ({}) SELECT {} FROM {from})", cols.join(", "), of_rel.join(", "))
+}
+
 /// A batch's associations in one statement: [`put_association_sql`] over
-/// the rows of `unnest`, one per job, so the executor starts once per batch
-/// rather than once per job. `$1` the jobs' indexes in the batch, `$2`-`$9`
-/// grant, user, entry, name, type, key id, sealed, lookup; `$10`-`$19` the
-/// events. Answers a row per job, in index order: index, entry exists, may
-/// write, stored. No two jobs may name the same (entry, name): one upsert
-/// cannot change a row twice ([`together`] sees to it).
+/// the rows of [`unnest`], one per job, so the executor starts once per
+/// batch rather than once per job. Answers a row per job, in index order:
+/// index, entry exists, may write, stored. No two jobs may name the same
+/// (entry, name): one upsert cannot change a row twice ([`lanes`] sees to
+/// it).
 fn put_many_sql() -> String {
     format!(
-        "WITH j AS (SELECT * FROM unnest($1::INT[], $2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], \
-                    $8::BYTEA[], $9::BYTEA[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::TEXT[], $14::TEXT[], $15::TEXT[], \
-                    $16::TEXT[], $17::TEXT[], $18::TEXT[], $19::BYTEA[]) \
-                    AS j(idx, grant_id, user_id, vault_id, name, value_type, key_id, sealed, lookup, \
-                         seq, at, kind, identity, client_id, source, request_id, object, detail, hash)), \
+        "WITH {}, \
          e AS (SELECT vault_id FROM vault_entries WHERE vault_id IN (SELECT vault_id FROM j) ORDER BY vault_id FOR UPDATE), \
          w AS (SELECT j.*, EXISTS (SELECT 1 FROM e WHERE e.vault_id = j.vault_id) AS found, {} AS allowed FROM j), \
          p AS (INSERT INTO associations (vault_id, name, value_type, key_id, sealed, lookup) \
@@ -126,12 +155,54 @@ fn put_many_sql() -> String {
                ON CONFLICT (vault_id, name) DO UPDATE SET value_type = excluded.value_type, key_id = excluded.key_id, \
                sealed = excluded.sealed, lookup = excluded.lookup WHERE associations.lookup IS DISTINCT FROM excluded.lookup \
                RETURNING vault_id, name), \
-         ev AS (INSERT INTO events (seq, at, kind, identity, client_id, source, request_id, object, detail, hash) \
-                SELECT w.seq, w.at, w.kind, w.identity, w.client_id, w.source, w.request_id, w.object, w.detail, w.hash \
-                FROM w JOIN p ON p.vault_id = w.vault_id AND p.name = w.name) \
+         {} \
          SELECT w.idx, w.found, w.allowed, EXISTS (SELECT 1 FROM p WHERE p.vault_id = w.vault_id AND p.name = w.name) \
          FROM w ORDER BY w.idx",
-        sql::may_write_entry("j.grant_id", "j.user_id", "j.vault_id")
+        unnest(&[
+            ("grant_id", "TEXT"),
+            ("user_id", "TEXT"),
+            ("vault_id", "BIGINT"),
+            ("name", "TEXT"),
+            ("value_type", "TEXT"),
+            ("key_id", "BIGINT"),
+            ("sealed", "BYTEA"),
+            ("lookup", "BYTEA"),
+        ]),
+        sql::may_write_entry("j.grant_id", "j.user_id", "j.vault_id"),
+        events_of("w", "w JOIN p ON p.vault_id = w.vault_id AND p.name = w.name")
+    )
+}
+
+/// A batch's refreshes in one statement: [`sql::ADVANCE_PAIR`] over the
+/// rows of [`unnest`], one per job. Answers a row per job, in index order:
+/// index, whether its grant moved. No two jobs may name the same grant: an
+/// `UPDATE … FROM` changes a row once whichever rows of `j` match it
+/// ([`lanes`] sees to it).
+fn advance_many_sql() -> String {
+    format!(
+        "WITH {}, \
+         g AS (UPDATE grants SET version = grants.version + 1, refresh_hash = j.refresh_hash, access_hash = j.access_hash, \
+               pair_used = j.pair_used, rotated_from = j.rotated_from, rotated_at = j.rotated_at, \
+               access_issued_at = j.access_issued_at, generation = j.generation, older_access = j.older_access, \
+               last_addr = COALESCE(j.last_addr, grants.last_addr) \
+               FROM j WHERE grants.id = j.grant_id AND grants.version = j.version AND grants.revoked_at IS NULL \
+               AND grants.refresh_until > j.access_issued_at RETURNING grants.id), \
+         {} \
+         SELECT j.idx, EXISTS (SELECT 1 FROM g WHERE g.id = j.grant_id) FROM j ORDER BY j.idx",
+        unnest(&[
+            ("grant_id", "TEXT"),
+            ("version", "BIGINT"),
+            ("refresh_hash", "BYTEA"),
+            ("access_hash", "BYTEA"),
+            ("pair_used", "BOOL"),
+            ("rotated_from", "BYTEA"),
+            ("rotated_at", "BIGINT"),
+            ("access_issued_at", "BIGINT"),
+            ("generation", "BIGINT"),
+            ("older_access", "BYTEA"),
+            ("last_addr", "TEXT"),
+        ]),
+        events_of("j", "j JOIN g ON g.id = j.grant_id")
     )
 }
 
@@ -298,9 +369,11 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
     let advance = advance_pair_sql();
     let put = put_association_sql();
     let put_many = put_many_sql();
+    let advance_many = advance_many_sql();
     let redeem = redeem_device_sql();
     let machine = machine_grant_sql();
-    let sql = Statements { advance: &advance, put: &put, put_many: &put_many, redeem: &redeem, machine: &machine };
+    let sql =
+        Statements { advance: &advance, put: &put, put_many: &put_many, advance_many: &advance_many, redeem: &redeem, machine: &machine };
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     // The writer keeps its connection: a batch does not queue behind the
     // requests' reads for one.
@@ -363,6 +436,7 @@ struct Statements<'a> {
     advance: &'a str,
     put: &'a str,
     put_many: &'a str,
+    advance_many: &'a str,
     redeem: &'a str,
     machine: &'a str,
 }
@@ -441,20 +515,29 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     // when it is first polled: in order, BEGIN before all.
     let lock = client.prepare_cached(sql::EVENT_HEAD.postgres()).await.map_err(classify)?;
     let move_head = client.prepare_cached(sql::MOVE_HEAD.postgres()).await.map_err(classify)?;
-    for s in [sql.advance, sql.put, sql.put_many, sql.redeem, sql.machine] {
+    for s in [sql.advance, sql.put, sql.put_many, sql.advance_many, sql.redeem, sql.machine] {
         client.prepare_cached(s).await.map_err(classify)?;
     }
     let move_to = values![end.seq, &end.hash];
     let move_to = refs(&move_to);
-    // The associations in one statement when they may be, every other job
-    // in one of its own.
-    let grouped = together(work);
-    let singles = work.iter().zip(&places).enumerate().filter(|(i, _)| !grouped.get(*i).copied().unwrap_or(false));
+    // The associations in one statement when they may be, the refreshes in
+    // another, every other job in one of its own.
+    let lanes = lanes(work);
+    let jobs = work.iter().zip(&places).zip(&lanes).enumerate();
+    let singles = jobs.clone().filter(|(_, (_, lane))| **lane == Lane::Single).map(|(i, ((w, at), _))| (i, *w, at));
+    let in_lane = |l: Lane| jobs.clone().filter(move |(_, (_, lane))| **lane == l).map(|(i, ((w, at), _))| (i, *w, at)).collect();
+    let (puts, advances): (Vec<_>, Vec<_>) = (in_lane(Lane::Puts), in_lane(Lane::Advances));
     let (begun, locked, single, many, moved) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.query_one(&lock, &[]),
-        try_join_all(singles.map(|(i, (w, at))| async move { run(client, sql, w, at).await.map(|d| (i, d)) })),
-        run_puts(client, sql.put_many, work, &places, &grouped),
+        try_join_all(singles.map(|(i, w, at)| async move { run(client, sql, w, at).await.map(|d| (i, d)) })),
+        async {
+            let (p, a) = tokio::join!(
+                run_many(client, sql.put_many, &puts, |r| Ok(put_outcome(r.bool()?, r.bool()?, r.bool()?))),
+                run_many(client, sql.advance_many, &advances, |r| r.bool().map(|moved| (Done::Moved(moved), moved))),
+            );
+            Ok::<_, StoreError>(p?.into_iter().chain(a?).collect::<Vec<_>>())
+        },
         client.execute(&move_head, &move_to),
     );
     let outcome = async {
@@ -531,28 +614,45 @@ async fn one<T>(
     f(&mut Cols::new(&row))
 }
 
+/// The parameters of `w`'s own statement with its event at `at`; also a
+/// row of its kind's [`unnest`] (same values, same order).
+fn params<'a>(w: &'a Work, at: &'a Chain) -> Vec<Value<'a>> {
+    let mut params = match w {
+        Work::AdvancePair { grant_id, version, change, .. } => advance_pair_values(grant_id, *version, change).to_vec(),
+        Work::RedeemDevice { code_hash, version, grant, .. } => {
+            let mut p = values![code_hash, *version].to_vec();
+            p.extend(codec::grant_row(grant));
+            p
+        }
+        Work::MachineGrant { grant, replay, event } => {
+            let mut p = values![grant.user_id.as_str(), replay.issuer.as_str(), replay.key.as_str(), replay.expires, event.at].to_vec();
+            p.extend(codec::grant_row(grant));
+            p
+        }
+        Work::PutAssociation { id, a, by, .. } => {
+            let mut p = values![by.grant_id.as_str(), by.user_id.as_str(), *id].to_vec();
+            p.extend(codec::association_row(*id, a).into_iter().skip(1));
+            p
+        }
+    };
+    params.extend(codec::event_row(at.seq, w.event(), &at.hash));
+    params
+}
+
 /// Runs one job with its event at `at`; its answer, and whether it moved
 /// the chain (wrote its event).
 async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain) -> StoreResult<(Done, bool)> {
+    let params = params(w, at);
     match w {
-        Work::AdvancePair { grant_id, version, change, event } => {
-            let mut params = advance_pair_values(grant_id, *version, change).to_vec();
-            params.extend(codec::event_row(at.seq, event, &at.hash));
+        Work::AdvancePair { .. } => {
             let moved = one(c, sql.advance, &params, |r| r.int()).await? == 1;
             Ok((Done::Moved(moved), moved))
         }
-        Work::RedeemDevice { code_hash, version, grant, event } => {
-            let mut params = values![code_hash, *version].to_vec();
-            params.extend(codec::grant_row(grant));
-            params.extend(codec::event_row(at.seq, event, &at.hash));
+        Work::RedeemDevice { .. } => {
             let moved = one(c, sql.redeem, &params, |r| r.int()).await? == 1;
             Ok((Done::Moved(moved), moved))
         }
-        Work::MachineGrant { grant, replay, event } => {
-            let mut params =
-                values![grant.user_id.as_str(), replay.issuer.as_str(), replay.key.as_str(), replay.expires, event.at].to_vec();
-            params.extend(codec::grant_row(grant));
-            params.extend(codec::event_row(at.seq, event, &at.hash));
+        Work::MachineGrant { .. } => {
             let (disabled, recorded, granted) = one(c, sql.machine, &params, |r| Ok((r.opt_bool()?, r.bool()?, r.bool()?))).await?;
             let issue = match (disabled, recorded, granted) {
                 (None, ..) => None,
@@ -563,10 +663,7 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
             };
             Ok((Done::Machine(issue), granted))
         }
-        Work::PutAssociation { id, a, by, event } => {
-            let mut params = values![by.grant_id.as_str(), by.user_id.as_str(), *id].to_vec();
-            params.extend(codec::association_row(*id, a).into_iter().skip(1));
-            params.extend(codec::event_row(at.seq, event, &at.hash));
+        Work::PutAssociation { .. } => {
             let (exists, allowed, stored) = one(c, sql.put, &params, |r| Ok((r.bool()?, r.bool()?, r.bool()?))).await?;
             Ok(put_outcome(exists, allowed, stored))
         }
@@ -588,130 +685,79 @@ fn put_outcome(exists: bool, allowed: bool, stored: bool) -> (Done, bool) {
     (Done::Put(put), stored)
 }
 
-/// Which jobs of `work` go into the one statement of [`put_many_sql`]: its
-/// associations, when there are at least two and no two name the same
-/// (entry, name). Empty (nothing grouped) otherwise.
-fn together(work: &[&Work]) -> Vec<bool> {
-    let mut names = std::collections::HashSet::new();
-    let mut puts = 0;
-    for w in work {
-        if let Work::PutAssociation { id, a, .. } = w {
-            puts += 1;
-            if !names.insert((id.0, a.name.as_str())) {
-                return Vec::new();
-            }
-        }
-    }
-    if puts < 2 {
-        return Vec::new();
-    }
-    work.iter().map(|w| matches!(w, Work::PutAssociation { .. })).collect()
+/// Where a batch's job runs: in a statement of its own, or with the other
+/// jobs of its kind in one ([`put_many_sql`], [`advance_many_sql`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Lane {
+    Single,
+    Puts,
+    Advances,
 }
 
-/// Runs the grouped associations (none when `grouped` marks none) as one
-/// statement, each with its event at its place; (index in `work`, answer,
-/// moved) per job.
-async fn run_puts(
+/// The lane of each job of `work`. Associations go together when there are
+/// at least two and no two name the same (entry, name); refreshes when
+/// there are at least two and no two name the same grant (a retried
+/// refresh and its first attempt: one of them must lose, alone). Otherwise
+/// the jobs of that kind run singly.
+fn lanes(work: &[&Work]) -> Vec<Lane> {
+    let mut names = std::collections::HashSet::new();
+    let mut grants = std::collections::HashSet::new();
+    let (mut puts, mut advances) = ((0, true), (0, true));
+    for w in work {
+        match w {
+            Work::PutAssociation { id, a, .. } => {
+                puts.0 += 1;
+                puts.1 &= names.insert((id.0, a.name.as_str()));
+            }
+            Work::AdvancePair { grant_id, .. } => {
+                advances.0 += 1;
+                advances.1 &= grants.insert(grant_id.as_str());
+            }
+            Work::RedeemDevice { .. } | Work::MachineGrant { .. } => {}
+        }
+    }
+    let (puts, advances) = (puts.0 >= 2 && puts.1, advances.0 >= 2 && advances.1);
+    work.iter()
+        .map(|w| match w {
+            Work::PutAssociation { .. } if puts => Lane::Puts,
+            Work::AdvancePair { .. } if advances => Lane::Advances,
+            _ => Lane::Single,
+        })
+        .collect()
+}
+
+/// Runs `jobs` (index in the batch, job, its event's place; all of one
+/// kind) as one statement `sql` over [`unnest`]'s rows, each row the job's
+/// [`params`]; (index, answer, moved) per job, `answer` reading a row after
+/// its index.
+async fn run_many(
     c: &impl GenericClient,
     sql: &str,
-    work: &[&Work],
-    places: &[Chain],
-    grouped: &[bool],
+    jobs: &[(usize, &Work, &Chain)],
+    answer: impl Fn(&mut Cols<'_>) -> StoreResult<(Done, bool)>,
 ) -> StoreResult<Vec<(usize, (Done, bool))>> {
-    let jobs: Vec<(usize, &Work, &Chain)> = work
-        .iter()
-        .zip(places)
-        .enumerate()
-        .filter(|(i, _)| grouped.get(*i).copied().unwrap_or(false))
-        .map(|(i, (w, at))| (i, *w, at))
-        .collect();
-    if jobs.is_empty() {
+    let Some((_, first, at)) = jobs.first() else {
         return Ok(Vec::new());
-    }
-    let n = jobs.len();
-    let (mut idx, mut grant, mut user, mut entry, mut name, mut vtype, mut key_id, mut sealed, mut lookup) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut seq, mut at, mut kind, mut identity, mut client_id, mut source, mut request_id, mut object, mut detail, mut hash) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    for (i, w, place) in &jobs {
-        let Work::PutAssociation { id, a, by, event: e } = w else {
-            return Err(StoreError::other("a grouped job is not an association"));
-        };
-        idx.push(i32::try_from(*i).map_err(|_| StoreError::other("batch index"))?);
-        grant.push(by.grant_id.as_str());
-        user.push(by.user_id.as_str());
-        entry.push(id.0);
-        name.push(a.name.as_str());
-        vtype.push(a.value_type.as_str());
-        key_id.push(a.key_id);
-        sealed.push(a.sealed.as_slice());
-        lookup.push(&a.lookup[..]);
-        seq.push(place.seq);
-        at.push(e.at.millis());
-        kind.push(e.kind.as_str());
-        identity.push(e.identity.as_str());
-        client_id.push(e.client_id.as_str());
-        source.push(e.source.as_str());
-        request_id.push(e.request_id.as_str());
-        object.push(e.object.as_str());
-        detail.push(e.detail.as_str());
-        hash.push(&place.hash[..]);
+    };
+    let width = params(first, at).len();
+    let mut columns: Vec<Vec<Value<'_>>> = std::iter::repeat_with(|| Vec::with_capacity(jobs.len())).take(width + 1).collect();
+    for (i, w, at) in jobs {
+        let row = std::iter::once(Value::from(i64::try_from(*i).map_err(|_| StoreError::other("batch index"))?)).chain(params(w, at));
+        for (column, v) in columns.iter_mut().zip(row) {
+            column.push(v);
+        }
     }
     let st = c.prepare_cached(sql).await.map_err(classify)?;
-    let rows = c
-        .query(
-            &st,
-            &[
-                &idx,
-                &grant,
-                &user,
-                &entry,
-                &name,
-                &vtype,
-                &key_id,
-                &sealed,
-                &lookup,
-                &seq,
-                &at,
-                &kind,
-                &identity,
-                &client_id,
-                &source,
-                &request_id,
-                &object,
-                &detail,
-                &hash,
-            ],
-        )
-        .await
-        .map_err(classify)?;
-    if rows.len() != n {
-        return Err(StoreError::other(format!("{n} associations in one statement, {} answers", rows.len())));
+    let arrays: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
+    let rows = c.query(&st, &arrays).await.map_err(classify)?;
+    if rows.len() != jobs.len() {
+        return Err(StoreError::other(format!("{} jobs in one statement, {} answers", jobs.len(), rows.len())));
     }
     rows.iter()
         .map(|r| {
             let mut r = Cols::new(r);
             let i = usize::try_from(r.int()?).map_err(|_| StoreError::other("batch index"))?;
-            Ok((i, put_outcome(r.bool()?, r.bool()?, r.bool()?)))
+            Ok((i, answer(&mut r)?))
         })
         .collect()
 }

@@ -80,6 +80,8 @@ pub struct PgStore {
     pool: Pool,
     describe: String,
     batch: batch::Batcher,
+    /// The coalesced context reads (`coalesced!`).
+    reader: read::Reader,
     /// The group commit of every other request-path write (`in_batch!`).
     group: group::Group,
     /// Told each batch's size and time, and every failure's kind.
@@ -305,6 +307,7 @@ impl PgStore {
         let observer = ObserverSlot::default();
         let store = PgStore {
             batch: batch::Batcher::spawn(pool.clone(), observer.clone()),
+            reader: read::Reader::spawn(pool.clone()),
             group: group::Group::spawn(pool.clone(), observer.clone()),
             pool,
             describe,
@@ -473,6 +476,20 @@ macro_rules! in_plain_tx {
     };
 }
 
+/// Runs `$body` (a future over `$c`, a [`read::Coalescing`]) on the
+/// store's reader: a context read, coalesced with the others waiting.
+macro_rules! coalesced {
+    ($self:ident, |$c:ident| $body:expr) => {
+        Box::pin(async move {
+            let out = {
+                let $c = &$crate::postgres::read::Coalescing(&$self.reader);
+                $body.await
+            };
+            $self.observer.seen(out)
+        })
+    };
+}
+
 /// Runs `$body` (a future over `$c`, a [`Pg`]) on a pooled connection,
 /// outside any transaction.
 macro_rules! on_client {
@@ -496,6 +513,7 @@ macro_rules! on_client {
 // The store's parts, after the macros they use.
 mod batch;
 mod group;
+mod read;
 mod store;
 mod tls;
 

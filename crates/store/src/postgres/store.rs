@@ -25,8 +25,9 @@ use strongroom_core::token::{Presented, TokenHash};
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
-use super::{PgStore, classify};
-use crate::codec::{self, Cols, rights, stored_folder};
+use super::PgStore;
+use super::read::Reader;
+use crate::codec::{self, Cols, rights, stored_folder, values};
 use crate::ops::{admin, auth, events, groups, machine, query_one, transfer as copier, vault};
 use crate::schema::VAULT_ENTRIES;
 use crate::sql::{self, Sql};
@@ -44,7 +45,7 @@ use crate::{GroupStore, MemberChange, Team};
 /// entry's row and owners (NULLs and no owners when there is no such
 /// entry). The whole vault context in one statement, one round trip and one
 /// snapshot; no row when no grant has the slot.
-static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| {
+pub(super) static VAULT_CONTEXT: LazyLock<Sql> = LazyLock::new(|| {
     Sql::new(format!(
         "SELECT {}, \
          ARRAY(SELECT r.path_key FROM {held} r ORDER BY r.path_key, r.rights), \
@@ -79,13 +80,14 @@ fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: Acces
     Ok(VaultContext { access, rights, current_keys, entry })
 }
 
-/// [`VAULT_CONTEXT`] on `client`: the caller behind `access`, and entry `id` if asked.
-async fn vault_context_on(client: &deadpool_postgres::Object, access: Presented, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
+/// [`VAULT_CONTEXT`] on the store's reader: the caller behind `access`,
+/// and entry `id` if asked.
+async fn vault_context_on(reader: &Reader, access: Presented, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
     let id = id.filter(|id| id.0 > 0).map(|id| id.0);
-    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(classify)?;
-    let rows = client.query(&st, &[&access.at.slot, &id]).await.map_err(classify)?;
-    let Some(row) = rows.first() else { return Ok(None) };
+    let read = reader.rows(&VAULT_CONTEXT, &values![access.at.slot, id]).await?;
+    let Some(row) = read.rows.first() else { return Ok(None) };
     let mut c = Cols::new(row);
+    c.skip(read.first);
     // A token the grant does not keep is unknown.
     let Some(found) = codec::located_access(&mut c, access.hash, access.at.generation)? else { return Ok(None) };
     vault_context_rest(row, &mut c, found).map(Some)
@@ -95,7 +97,7 @@ async fn vault_context_on(client: &deadpool_postgres::Object, access: Presented,
 static READY: LazyLock<Sql> = LazyLock::new(|| Sql::new("SELECT max(version), pg_is_in_recovery() FROM schema_migrations"));
 
 impl AuthStore for PgStore {
-    crate::ops::methods::auth_methods!(on_client, in_batch, on_client, in_plain_tx);
+    crate::ops::methods::auth_methods!(on_client, in_batch, on_client, in_plain_tx, coalesced);
 
     fn advance_pair(&self, grant_id: GrantId, version: i64, change: PairChange, event: Event) -> StoreFuture<'_, bool> {
         // One statement in a group commit (`batch`).
@@ -127,26 +129,17 @@ impl VaultStore for PgStore {
     crate::ops::methods::vault_methods!(on_client, in_batch, on_client, in_plain_tx);
 
     fn vault_context(&self, access: Presented, id: Option<VaultId>) -> StoreFuture<'_, Option<VaultContext>> {
-        Box::pin(async move {
-            let out = async {
-                let client = self.client().await?;
-                let out = vault_context_on(&client, access, id).await;
-                super::release(client, &out);
-                out
-            }
-            .await;
-            self.observer.seen(out)
-        })
+        Box::pin(async move { self.observer.seen(vault_context_on(&self.reader, access, id).await) })
     }
     fn vault_lookup(&self, access: Presented, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Option<(VaultContext, Found)>> {
         Box::pin(async move {
             let out = async {
                 let client = self.client().await?;
-                // Both statements on one connection, polled together: one
-                // round trip (the lookup does not wait for the context).
+                // The context on the reader, the lookup on a pooled
+                // connection, at once (the lookup does not wait for the context).
                 let pg = super::Pg(&client);
                 let (ctx, found) =
-                    tokio::join!(vault_context_on(&client, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
+                    tokio::join!(vault_context_on(&self.reader, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
                 let out = match ctx {
                     Ok(Some(ctx)) => found.map(|found| Some((ctx, found))),
                     other => other.map(|_| None),

@@ -324,6 +324,123 @@ pub(crate) async fn refresh_rotates_once_under_concurrency(store: Arc<dyn Store>
     assert_eq!(g.version, 20);
 }
 
+/// Refreshes of many grants at once, as group commits take them (on
+/// PostgreSQL the refreshes of distinct grants in one statement). Round 0:
+/// one writer per grant, and every grant moves. Round 1: one writer per
+/// grant, every fifth with a stale version: those are told they lost and
+/// their grants stay, the others move. Rounds 2 and 3: two writers with the
+/// version they read race on each grant, and exactly one wins. Each move
+/// stores the winner's pair, one event per move, and the chain verifies.
+pub(crate) async fn refreshes_of_many_grants_at_once_each_move_once(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let mut grants = Vec::new();
+    for _ in 0..40 {
+        let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = first_pair(&*rng, &mut grant);
+        store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+        grants.push((grant, first.refresh_presented().unwrap()));
+    }
+    let before = store.event_head().await.unwrap().0;
+    let mut moves = 0;
+    for round in 0..4_i64 {
+        let at = T0.plus_secs(round + 1);
+        let mut tasks = Vec::new();
+        for (i, (g, presented)) in grants.iter().enumerate() {
+            let writers: &[bool] = match round {
+                0 => &[false],
+                1 if i % 5 == 0 => &[true],
+                1 => &[false],
+                _ => &[false, false],
+            };
+            for &stale in writers {
+                let (store, rng, g, presented) = (store.clone(), rng.clone(), g.clone(), *presented);
+                tasks.push(tokio::spawn(async move {
+                    let t = IssuedTokens::mint(&TokenKey::new(KEY), &*rng, &g, at);
+                    let version = if stale { g.version - 1 } else { g.version };
+                    let change = PairChange::rotation(&g, presented.hash, &t);
+                    let won = store.advance_pair(g.id.clone(), version, change, ev(EventKind::TokenRefreshed)).await.unwrap();
+                    assert!(!(won && stale), "a stale version never moves a grant");
+                    (g.id.clone(), won.then(|| t.refresh_presented().unwrap()))
+                }));
+            }
+        }
+        let mut winners = std::collections::HashMap::new();
+        for t in tasks {
+            let (id, won) = t.await.unwrap();
+            if let Some(p) = won {
+                assert!(winners.insert(id, p).is_none(), "round {round}: one grant moved twice");
+            }
+        }
+        let expected = if round == 1 { grants.len() - grants.len().div_ceil(5) } else { grants.len() };
+        assert_eq!(winners.len(), expected, "round {round}: the grants that should move moved");
+        moves += winners.len();
+        for (g, presented) in &mut grants {
+            let Some(&won) = winners.get(&g.id) else {
+                let ctx = store.refresh_context(*presented).await.unwrap().unwrap();
+                assert_eq!(ctx.grant.version, g.version, "round {round}: a stale writer's grant stays");
+                continue;
+            };
+            let ctx = store.refresh_context(won).await.unwrap().unwrap();
+            assert_eq!(ctx.grant.pair.refresh, Some(won.hash), "round {round}: the winner's pair is stored");
+            assert_eq!(ctx.grant.pair.rotated_from, Some((presented.hash, at)));
+            assert_eq!(ctx.grant.version, g.version + 1);
+            *g = ctx.grant;
+            *presented = won;
+        }
+    }
+    let head = store.event_head().await.unwrap();
+    assert_eq!(usize::try_from(head.0 - before).unwrap(), moves, "one event per move");
+    let events = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
+    verify_chain(&events, head).unwrap();
+}
+
+/// Context reads of many tokens at once, as PostgreSQL's reader coalesces
+/// them into one statement: each caller gets its own grant's context (the
+/// access, refresh and vault contexts), a token of a slot nobody has gets
+/// none, a token of another generation than its grant's gets none, and
+/// several readers of one token all get it.
+pub(crate) async fn context_reads_at_once_each_get_their_own(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    let alice = user(&*store, &rng, "alice").await;
+    store.create_integration(integration("app"), ev(EventKind::IntegrationCreated)).await.unwrap();
+    let mut grants = Vec::new();
+    for _ in 0..30 {
+        let mut grant = Grant::new(&*rng, "app", alice.id.clone(), Scope::parse("restricted").unwrap(), T0, TokenSettings::default());
+        let first = first_pair(&*rng, &mut grant);
+        store.insert_grant(grant.clone(), ev(EventKind::TokenIssued)).await.unwrap();
+        grants.push((grant.id, first));
+    }
+    for round in 0..3 {
+        let mut tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        for (i, (id, t)) in grants.iter().enumerate() {
+            for copy in 0..2 {
+                let (store, id, access, refresh) = (store.clone(), id.clone(), t.access_presented(), t.refresh_presented().unwrap());
+                tasks.push(tokio::spawn(async move {
+                    let a = store.access_context(access).await.unwrap().expect("an access token of a live grant has its context");
+                    assert_eq!(a.grant.id, id, "round {round}, grant {i}, copy {copy}: its own access context");
+                    let r = store.refresh_context(refresh).await.unwrap().expect("a refresh token of a live grant has its context");
+                    assert_eq!(r.grant.id, id, "round {round}, grant {i}, copy {copy}: its own refresh context");
+                    let v = store.vault_context(access, None).await.unwrap().expect("a vault context");
+                    assert_eq!(v.access.grant.id, id, "round {round}, grant {i}, copy {copy}: its own vault context");
+                }));
+            }
+            let (store, mut unknown, mut elder) = (store.clone(), t.access_presented(), t.access_presented());
+            unknown.at.slot = -1 - i64::try_from(i).unwrap();
+            elder.at.generation += 1;
+            tasks.push(tokio::spawn(async move {
+                assert!(store.access_context(unknown).await.unwrap().is_none(), "no grant has the slot");
+                assert!(store.vault_context(unknown, None).await.unwrap().is_none(), "no grant has the slot");
+                assert!(store.access_context(elder).await.unwrap().is_none(), "the grant does not keep that generation");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap_or_else(|e| panic!("round {round}: a read failed: {e}"));
+        }
+    }
+}
+
 pub(crate) async fn retry_replaces_an_unused_pair_under_concurrency(store: Arc<dyn Store>) {
     let rng = Arc::new(rng());
     let alice = user(&*store, &rng, "alice").await;
