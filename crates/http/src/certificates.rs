@@ -68,15 +68,18 @@ fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
     };
     json!({
         "CertificateAuthority": {"Locked": p.ca.as_ref().is_some_and(|c| c.locked), "Value": ca_dn.unwrap_or("")},
-        "CsrGeneration": {"Locked": false, "Value": "UserProvided"},
+        "CsrGeneration": match &p.manual_csr {
+            Some(m) => json!({"Locked": m.locked, "Value": if m.value { "UserProvided" } else { "ServiceGenerated" }}),
+            None => json!({"Locked": false, "Value": "UserProvided"}),
+        },
         "KeyGeneration": {"Locked": false, "Value": "Central"},
         "KeyPair": {
             "KeyAlgorithm": {"Locked": p.key_algorithm.as_ref().is_some_and(|a| a.locked), "Value": alg},
             "KeySize": locked_value(&p.key_size, json!(2048)),
             "EllipticCurve": curve,
         },
-        "ManagementType": {"Locked": false, "Value": "Enrollment"},
-        "PrivateKeyReuseAllowed": true,
+        "ManagementType": locked_value(&p.management_type, json!("Enrollment")),
+        "PrivateKeyReuseAllowed": p.key_reuse.unwrap_or(true),
         "SubjAltNameDnsAllowed": p.san_allowed("DNS"),
         "SubjAltNameEmailAllowed": p.san_allowed("Email"),
         "SubjAltNameIpAllowed": p.san_allowed("IP"),

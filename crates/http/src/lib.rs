@@ -24,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cert_policy;
 mod certificates;
 pub mod client_addr;
 mod config;
@@ -226,6 +227,9 @@ api! {
     "/vedsdk/config/findobjectsofclass" post config::find_objects_of_class;
     "/vedsdk/config/renameobject" post config::rename_object;
     "/vedsdk/config/write" post config::write;
+    "/vedsdk/config/writepolicy" post cert_policy::write_policy;
+    "/vedsdk/config/readpolicy" post cert_policy::read_policy;
+    "/vedsdk/config/clearpolicyattribute" post cert_policy::clear_policy_attribute;
     "/vedsdk/permissions/object/{guid}" get permissions::principals;
     "/vedsdk/permissions/object/{guid}/{ptype}/{principal}" get | post | put | delete permissions::local_entry;
     "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective" get permissions::local_effective;

@@ -1152,6 +1152,9 @@ sql!(
                        ON CONFLICT (path_key) DO UPDATE SET policy = excluded.policy"
 );
 sql!(CLEAR_CERT_POLICY = "DELETE FROM cert_policies WHERE path_key = ?1");
+sql!(ADD_CERT_POLICY = "INSERT INTO cert_policies (path_key, policy) VALUES (?1, ?2) ON CONFLICT (path_key) DO NOTHING");
+sql!(REPLACE_CERT_POLICY = "UPDATE cert_policies SET policy = ?2 WHERE path_key = ?1 AND policy = ?3");
+sql!(DROP_CERT_POLICY = "DELETE FROM cert_policies WHERE path_key = ?1 AND policy = ?2");
 
 /// A certificate object's columns: its folder's path and GUID, then its row after the key.
 const CERT_COLS: &str = "SELECT f.path, f.guid, c.ca_key, c.cn, c.sans, c.serial, c.thumbprint, c.valid_from, c.valid_to, \

@@ -15,7 +15,7 @@
 //! root signs is installed with [`Admin::install_ca`] (its key, CA flags and
 //! chain to a self-signed root checked); until then it issues nothing.
 
-use strongroom_core::cert::{CA_FOLDER, Curve, Policy, Setting, fields};
+use strongroom_core::cert::{CA_FOLDER, Policy, Setting, fields};
 use strongroom_core::event::EventKind;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::FolderPath;
@@ -23,6 +23,7 @@ use strongroom_store::{CaRecord, CertField, PendingChange, PendingRecord};
 
 use super::{Admin, AdminError};
 use crate::pki::{self, CaAlgorithm, CertFacts};
+use crate::service::cert_policy::{self as policy, Attribute, SetError};
 use crate::service::certificates::{self as svc, CertError};
 
 /// How long a CA's own certificate lasts.
@@ -297,57 +298,32 @@ impl Admin {
         if !(f.key() == "\\ved\\policy" || f.key().starts_with("\\ved\\policy\\")) {
             return Err(AdminError::Invalid("policies are set on folders under \\VED\\Policy".into()));
         }
-        let all = svc::policies(&*self.store).await?;
-        let mut p = all.get(f.key()).cloned().unwrap_or_default();
-        let set = |v| Some(Setting { value: v, locked: change.locked });
-        if let Some(ca) = &change.ca {
-            let cas = self.store.cert_authorities().await?;
-            let found = svc::find_ca(&cas, ca).ok_or_else(|| AdminError::NotFound(format!("CA {ca}")))?;
-            p.ca = Some(Setting { value: found.dn.clone(), locked: change.locked });
-        }
-        if let Some(a) = &change.key_algorithm {
-            let a = a.trim().to_ascii_uppercase();
-            let a = if a == "EC" || a == "ECDSA" { "ECC".to_owned() } else { a };
-            p.key_algorithm = set(a);
-        }
-        if let Some(s) = change.key_size {
-            p.key_size = Some(Setting { value: s, locked: change.locked });
-        }
-        if let Some(c) = &change.curve {
-            let curve = Curve::parse(c).ok_or_else(|| AdminError::Invalid(format!("curve {c:?}: P256, P384 or P521")))?;
-            p.curve = Some(Setting { value: curve, locked: change.locked });
-        }
-        if let Some(d) = change.domains.clone() {
-            p.domains = Some(d.into_iter().map(|x| x.trim().to_ascii_lowercase()).filter(|x| !x.is_empty()).collect());
-        }
-        if let Some(w) = change.wildcards {
-            p.wildcards = Some(w);
-        }
-        if let Some(o) = change.organization.clone() {
-            p.organization = set(o);
-        }
-        if let Some(ou) = change.organizational_unit.clone() {
-            p.organizational_unit = Some(Setting { value: ou, locked: change.locked });
-        }
-        if let Some(x) = change.city.clone() {
-            p.city = set(x);
-        }
-        if let Some(x) = change.state.clone() {
-            p.state = set(x);
-        }
-        if let Some(x) = change.country.clone() {
-            p.country = set(x.to_ascii_uppercase());
-        }
-        if let Some(list) = &change.prohibited_san_types {
-            let mut kinds = Vec::new();
-            for x in list.iter().filter(|x| !x.trim().is_empty()) {
-                let k = strongroom_core::cert::san_type(x)
-                    .ok_or_else(|| AdminError::Invalid(format!("SAN type {x:?}: DNS, IP, Email, URI or UPN")))?;
-                if !kinds.iter().any(|y| y == k) {
-                    kinds.push(k.to_owned());
-                }
+        let (old, mut p) = policy::own(&*self.store, &f).await?;
+        // The product's attributes, through the one path `Config/WritePolicy` takes too.
+        let mut values: Vec<(Attribute, Vec<String>)> = Vec::new();
+        let mut put = |attr, v: Option<Vec<String>>| {
+            if let Some(v) = v {
+                values.push((attr, v));
             }
-            p.prohibited_san_types = Some(kinds);
+        };
+        put(Attribute::CertificateAuthority, change.ca.clone().map(|x| vec![x]));
+        put(Attribute::KeyAlgorithm, change.key_algorithm.clone().map(|x| vec![x]));
+        put(Attribute::KeyBitStrength, change.key_size.map(|x| vec![x.to_string()]));
+        put(Attribute::EllipticCurve, change.curve.clone().map(|x| vec![x]));
+        put(Attribute::DomainSuffixWhitelist, change.domains.clone());
+        put(Attribute::ProhibitWildcard, change.wildcards.map(|w| vec![if w { "0" } else { "1" }.to_owned()]));
+        put(Attribute::Organization, change.organization.clone().map(|x| vec![x]));
+        put(Attribute::OrganizationalUnit, change.organizational_unit.clone());
+        put(Attribute::City, change.city.clone().map(|x| vec![x]));
+        put(Attribute::State, change.state.clone().map(|x| vec![x]));
+        put(Attribute::Country, change.country.clone().map(|x| vec![x]));
+        put(Attribute::ProhibitedSanTypes, change.prohibited_san_types.clone());
+        let cas = if change.ca.is_some() { self.store.cert_authorities().await? } else { Vec::new() };
+        for (attr, v) in values {
+            policy::set(&mut p, attr, &v, change.locked, &cas).map_err(|e| match e {
+                SetError::NotFound(m) => AdminError::NotFound(m),
+                SetError::Invalid(m) => AdminError::Invalid(m),
+            })?;
         }
         if let Some(v) = change.validity_days {
             if !(1..=3650).contains(&v) {
@@ -361,10 +337,13 @@ impl Admin {
         p.check().map_err(AdminError::Invalid)?;
         let text = serde_json::to_string(&p).map_err(|e| AdminError::Invalid(e.to_string()))?;
         let event = self.event(EventKind::CertPolicySet).object(f.as_str()).detail(format!("policy={text}"));
-        if !self.store.set_cert_policy(f.clone(), Some(text), event).await? {
-            return Err(AdminError::NotFound(format!("folder {f}")));
+        // Conditional on the policy read: a change that landed meanwhile (`Config/WritePolicy`,
+        // the console) is not overwritten.
+        match self.store.replace_cert_policy(f.clone(), old, Some(text), event).await? {
+            Some(true) => Ok(p),
+            Some(false) => Err(AdminError::Invalid(format!("the policy of {f} changed meanwhile: set it again"))),
+            None => Err(AdminError::NotFound(format!("folder {f}"))),
         }
-        Ok(p)
     }
 
     /// Sets CA `name`'s `Manual Approval` (the CA template's attribute): with it, what the CA

@@ -228,7 +228,7 @@ fn no_policy(dn: &str) -> CertError {
 }
 
 /// A policy folder that exists: not a certificate object, not a CA's folder.
-async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
+pub(crate) async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
     let shown = policy_dn(dn);
     let Ok(p) = FolderPath::parse(&shown) else { return Err(no_policy(&shown)) };
     if !(p.key() == "\\ved\\policy" || p.key().starts_with("\\ved\\policy\\")) {
@@ -607,6 +607,7 @@ async fn enroll_as(
         country: csr.as_ref().and_then(|x| x.get("C").map(str::to_owned)).or(input.country.clone()),
         key: spec,
     };
+    ccert::judge_csr(&policy, csr.is_some()).map_err(CertError::Invalid)?;
     ccert::judge(&policy, &asked).map_err(CertError::Invalid)?;
     // The CA: the request's CADN, else the one the renewed object was issued by, else the policy's.
     let cas = app.store.cert_authorities().await?;

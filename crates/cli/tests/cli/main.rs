@@ -41,6 +41,7 @@ mod admin_store;
 mod backup;
 mod cert_approval;
 mod cert_fields;
+mod cert_policy;
 mod certificate_keys;
 mod certificates;
 mod client;

@@ -215,6 +215,16 @@ pub trait CertStore: Send + Sync + fmt::Debug {
     fn cert_policies(&self) -> StoreFuture<'_, Vec<(String, String)>>;
     /// Sets (or with `None` clears) a folder's policy; `false`: no such folder.
     fn set_cert_policy(&self, folder: FolderPath, policy: Option<String>, event: Event) -> StoreFuture<'_, bool>;
+    /// Replaces a folder's policy when it is still `old` (`None`: it has none) by `new` (`None`:
+    /// none), with `event`: one conditional write. `None`: no such folder; `Some(false)`: its
+    /// policy changed meanwhile; nothing written either way.
+    fn replace_cert_policy(
+        &self,
+        folder: FolderPath,
+        old: Option<String>,
+        new: Option<String>,
+        event: Event,
+    ) -> StoreFuture<'_, Option<bool>>;
     fn certificates(&self) -> StoreFuture<'_, Vec<CertRecord>>;
     /// The certificate object at folder key `key`.
     fn certificate(&self, key: String) -> StoreFuture<'_, Option<CertRecord>>;
@@ -508,6 +518,29 @@ pub(crate) async fn set_cert_policy<C: Conn>(c: &C, folder: &FolderPath, policy:
     Ok(true)
 }
 
+pub(crate) async fn replace_cert_policy<C: Conn>(
+    c: &C,
+    folder: &FolderPath,
+    old: Option<&str>,
+    new: Option<&str>,
+    event: &Event,
+) -> StoreResult<Option<bool>> {
+    if !super::vault::folder_exists(c, folder.key()).await? {
+        return Ok(None);
+    }
+    let changed = match (old, new) {
+        (Some(o), Some(n)) => c.execute(&sql::REPLACE_CERT_POLICY, &values![folder.key(), n, o]).await?,
+        (None, Some(n)) => c.execute(&sql::ADD_CERT_POLICY, &values![folder.key(), n]).await?,
+        (Some(o), None) => c.execute(&sql::DROP_CERT_POLICY, &values![folder.key(), o]).await?,
+        (None, None) => return Ok(Some(true)),
+    };
+    if changed != 1 {
+        return Ok(Some(false));
+    }
+    append_event(c, event).await?;
+    Ok(Some(true))
+}
+
 pub(crate) async fn certificates<C: Conn>(c: &C) -> StoreResult<Vec<CertRecord>> {
     c.query(&sql::CERTIFICATES, &[], cert).await
 }
@@ -744,6 +777,15 @@ macro_rules! cert_methods {
         }
         fn set_cert_policy(&self, folder: FolderPath, policy: Option<String>, event: Event) -> StoreFuture<'_, bool> {
             $write!(self, |c| certs::set_cert_policy(c, &folder, policy.as_deref(), &event))
+        }
+        fn replace_cert_policy(
+            &self,
+            folder: FolderPath,
+            old: Option<String>,
+            new: Option<String>,
+            event: Event,
+        ) -> StoreFuture<'_, Option<bool>> {
+            $write!(self, |c| certs::replace_cert_policy(c, &folder, old.as_deref(), new.as_deref(), &event))
         }
         fn certificates(&self) -> StoreFuture<'_, Vec<CertRecord>> {
             $read!(self, |c| certs::certificates(c))

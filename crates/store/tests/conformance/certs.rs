@@ -581,3 +581,51 @@ pub(crate) async fn racing_approvals_of_one_request_issue_once(store: Arc<dyn St
     assert!(store.pending_certificate(key.clone()).await.unwrap().is_none());
     assert_eq!(store.certificate(key).await.unwrap().unwrap().cert_vault_id, won[0], "the approved certificate stays current");
 }
+
+/// A folder's certificate policy changes by one conditional write on the policy read: of changes
+/// racing from the same policy exactly one lands, with its event; from a policy that changed
+/// meanwhile, or on no folder, nothing is written; clearing takes the row.
+pub(crate) async fn a_folder_policy_changes_once_from_what_was_read(store: Arc<dyn Store>) {
+    let zone = folder("\\VED\\Policy\\Zone");
+    assert!(store.create_folders(lineage(&zone), ev(EventKind::FolderCreated)).await.unwrap());
+    const N: usize = 16;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let (store, zone) = (store.clone(), zone.clone());
+        tasks.push(tokio::spawn(async move {
+            let new = format!("{{\"city\":{{\"value\":\"C{i}\",\"locked\":false}}}}");
+            (store.replace_cert_policy(zone, None, Some(new.clone()), ev(EventKind::CertPolicySet)).await.unwrap(), new)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (outcome, new) = t.await.unwrap();
+        assert!(outcome.is_some(), "the folder exists");
+        if outcome == Some(true) {
+            winners.push(new);
+        }
+    }
+    assert_eq!(winners.len(), 1, "one change from no policy lands");
+    let stored = |s: Vec<(String, String)>| s.into_iter().find(|(k, _)| k == zone.key()).map(|(_, t)| t);
+    assert_eq!(stored(store.cert_policies().await.unwrap()), Some(winners[0].clone()));
+    let kind = Some(EventKind::CertPolicySet.as_str().into());
+    let events = store.events(EventFilter { kind: kind.clone(), limit: 1000, ..EventFilter::default() }).await.unwrap();
+    assert_eq!(events.len(), 1, "one event, the winner's");
+    // From a stale policy nothing lands; from the current one it does; then cleared; no folder: None.
+    let stale = Some("{}".to_owned());
+    assert_eq!(
+        store.replace_cert_policy(zone.clone(), stale, Some("{\"x\":1}".into()), ev(EventKind::CertPolicySet)).await.unwrap(),
+        Some(false)
+    );
+    let next = "{\"state\":{\"value\":\"S\",\"locked\":true}}".to_owned();
+    let from = Some(winners[0].clone());
+    assert_eq!(store.replace_cert_policy(zone.clone(), from, Some(next.clone()), ev(EventKind::CertPolicySet)).await.unwrap(), Some(true));
+    assert_eq!(store.replace_cert_policy(zone.clone(), Some(next), None, ev(EventKind::CertPolicySet)).await.unwrap(), Some(true));
+    assert_eq!(stored(store.cert_policies().await.unwrap()), None, "cleared");
+    let nowhere = folder("\\VED\\Policy\\Nowhere");
+    assert_eq!(store.replace_cert_policy(nowhere, None, Some("{}".into()), ev(EventKind::CertPolicySet)).await.unwrap(), None);
+    let events = store.events(EventFilter { kind, limit: 1000, ..EventFilter::default() }).await.unwrap();
+    assert_eq!(events.len(), 3, "an event per change that landed");
+    let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
+    verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}

@@ -171,6 +171,7 @@ conformance!(
     an_object_without_a_certificate_is_made_once_then_enrolled,
     custom_fields_are_defined_once_and_their_values_follow_the_object,
     racing_approvals_of_one_request_issue_once,
+    a_folder_policy_changes_once_from_what_was_read,
 );
 
 /// The same, for cases that need the store's copier too.
