@@ -15,7 +15,7 @@ const PASSWORD: &str = "a long passphrase";
 const SCOPE: &str = "certificate:manage;configuration:manage";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn p521_keys_upn_names_and_several_ous_are_issued() {
+async fn keys_on_p521_upn_names_and_several_ous_are_issued() {
     let server = Server::start(&["--insecure-http"], &[]);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
