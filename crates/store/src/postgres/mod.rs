@@ -69,13 +69,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
 ];
 
 /// Connections per replica unless the connection string sets
-/// `pool_max_size`: two per core and one (the batch writer keeps one of
-/// them), at least 4 and at most 16. More connections than the database can
+/// `pool_max_size`: two per core and two (the batch writer and the reader
+/// of coalesced context reads keep one each), at least 4 and at most 16. More connections than the database can
 /// run at once only make its backends take turns: on the 2-core benchmark
 /// machine a pool of 4-5 served `Associate` 15% faster than one of 16. All
 /// replicas' pools share the server's `max_connections` (100 by default).
 fn default_pool_size() -> usize {
-    (2 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 1).clamp(4, 16)
+    (2 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 2).clamp(4, 16)
 }
 
 /// An arbitrary constant naming the migration lock.

@@ -83,11 +83,32 @@ fn vault_context_rest(row: &tokio_postgres::Row, c: &mut Cols<'_>, access: Acces
 /// [`VAULT_CONTEXT`] on the store's reader: the caller behind `access`,
 /// and entry `id` if asked.
 async fn vault_context_on(reader: &Reader, access: Presented, id: Option<VaultId>) -> StoreResult<Option<VaultContext>> {
-    let id = id.filter(|id| id.0 > 0).map(|id| id.0);
-    let read = reader.rows(&VAULT_CONTEXT, &values![access.at.slot, id]).await?;
-    let Some(row) = read.rows.first() else { return Ok(None) };
+    let read = reader.rows(&VAULT_CONTEXT, &values![access.at.slot, entry_key(id)]).await?;
+    vault_context_of(read.rows.first(), read.first, access)
+}
+
+/// [`VAULT_CONTEXT`] on a pooled connection (pipelined with another read
+/// of the same request).
+async fn vault_context_pooled(
+    client: &deadpool_postgres::Object,
+    access: Presented,
+    id: Option<VaultId>,
+) -> StoreResult<Option<VaultContext>> {
+    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(super::classify)?;
+    let rows = client.query(&st, &[&access.at.slot, &entry_key(id)]).await.map_err(super::classify)?;
+    vault_context_of(rows.first(), 0, access)
+}
+
+/// The entry id [`VAULT_CONTEXT`] is asked for (NULL: none).
+fn entry_key(id: Option<VaultId>) -> Option<i64> {
+    id.filter(|id| id.0 > 0).map(|id| id.0)
+}
+
+/// The vault context in `row` (its columns from `first` on), if a grant has the token's slot.
+fn vault_context_of(row: Option<&tokio_postgres::Row>, first: usize, access: Presented) -> StoreResult<Option<VaultContext>> {
+    let Some(row) = row else { return Ok(None) };
     let mut c = Cols::new(row);
-    c.skip(read.first);
+    c.skip(first);
     // A token the grant does not keep is unknown.
     let Some(found) = codec::located_access(&mut c, access.hash, access.at.generation)? else { return Ok(None) };
     vault_context_rest(row, &mut c, found).map(Some)
@@ -135,11 +156,13 @@ impl VaultStore for PgStore {
         Box::pin(async move {
             let out = async {
                 let client = self.client().await?;
-                // The context on the reader, the lookup on a pooled
-                // connection, at once (the lookup does not wait for the context).
+                // Both statements on one connection, polled together: one
+                // round trip (the lookup does not wait for the context). Not
+                // on the reader: the lookup's rows are many, and the pair
+                // pipelined on a pooled connection measured faster.
                 let pg = super::Pg(&client);
                 let (ctx, found) =
-                    tokio::join!(vault_context_on(&self.reader, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
+                    tokio::join!(vault_context_pooled(&client, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
                 let out = match ctx {
                     Ok(Some(ctx)) => found.map(|found| Some((ctx, found))),
                     other => other.map(|_| None),
