@@ -305,6 +305,7 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
     request_body(content = Value, content_type = "application/json", description = "`{\"ConfigClass\": \"X509 Certificate\"}`"),
     responses(
         (status = 200, description = "The fields.", body = Value),
+        (status = 400, description = "The body is not a JSON object: `{\"Error\"}`.", body = Value),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 408, response = Timeout),
