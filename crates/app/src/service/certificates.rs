@@ -437,6 +437,22 @@ struct Target {
     existing: Option<CertRecord>,
 }
 
+impl Target {
+    /// The object's GUID (the existing one's, or a new one) and the folders down to it, each with
+    /// a GUID for the ones a write creates (the object's own: that GUID).
+    fn place(&self, rng: &dyn Random) -> (ObjectGuid, Vec<(FolderPath, ObjectGuid)>) {
+        let guid = match &self.existing {
+            Some(e) => e.guid.clone(),
+            None => ObjectGuid::generate(rng),
+        };
+        let mut lineage = lineage_with_guids(&self.path, rng);
+        if let Some(last) = lineage.last_mut() {
+            last.1 = guid.clone();
+        }
+        (guid, lineage)
+    }
+}
+
 async fn target(app: &App, policy_folder: &FolderPath, name: &str) -> Result<Target> {
     let Ok(path) = FolderPath::parse(&format!("{}\\{name}", policy_folder.as_str())) else {
         return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
@@ -715,14 +731,7 @@ async fn enroll_as(
         }
         None => None,
     };
-    let guid = match &t.existing {
-        Some(e) => e.guid.clone(),
-        None => ObjectGuid::generate(&**app.rng),
-    };
-    let mut lineage = lineage_with_guids(&t.path, &**app.rng);
-    if let Some(last) = lineage.last_mut() {
-        last.1 = guid.clone();
-    }
+    let (guid, lineage) = t.place(&**app.rng);
     let record = CertRecord {
         path: t.path.clone(),
         guid: guid.clone(),
@@ -806,14 +815,7 @@ async fn park(
     spec: KeySpec,
 ) -> Result<Requested> {
     let now = app.now();
-    let guid = match &t.existing {
-        Some(e) => e.guid.clone(),
-        None => ObjectGuid::generate(&**app.rng),
-    };
-    let mut lineage = lineage_with_guids(&t.path, &**app.rng);
-    if let Some(last) = lineage.last_mut() {
-        last.1 = guid.clone();
-    }
+    let (guid, lineage) = t.place(&**app.rng);
     // The object as it shows until the approval: no certificate (written only for a new DN).
     let placeholder = CertRecord {
         path: t.path.clone(),
