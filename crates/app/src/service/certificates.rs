@@ -438,18 +438,52 @@ struct Target {
 }
 
 impl Target {
-    /// The object's GUID (the existing one's, or a new one) and the folders down to it, each with
-    /// a GUID for the ones a write creates (the object's own: that GUID).
+    /// [`place`] of this object (the existing one's GUID, if any).
     fn place(&self, rng: &dyn Random) -> (ObjectGuid, Vec<(FolderPath, ObjectGuid)>) {
-        let guid = match &self.existing {
-            Some(e) => e.guid.clone(),
-            None => ObjectGuid::generate(rng),
-        };
-        let mut lineage = lineage_with_guids(&self.path, rng);
-        if let Some(last) = lineage.last_mut() {
-            last.1 = guid.clone();
-        }
-        (guid, lineage)
+        place(&self.path, self.existing.as_ref().map(|e| &e.guid), rng)
+    }
+}
+
+/// The GUID of the object at `path` (`existing`, or a new one) and the folders down to it, each
+/// with a GUID for the ones a write creates (the object's own: that GUID).
+fn place(path: &FolderPath, existing: Option<&ObjectGuid>, rng: &dyn Random) -> (ObjectGuid, Vec<(FolderPath, ObjectGuid)>) {
+    let guid = existing.cloned().unwrap_or_else(|| ObjectGuid::generate(rng));
+    let mut lineage = lineage_with_guids(path, rng);
+    if let Some(last) = lineage.last_mut() {
+        last.1 = guid.clone();
+    }
+    (guid, lineage)
+}
+
+/// The row of a certificate object that holds no certificate yet (made by `Config/Create`, or
+/// waiting for approval): `sans` as stored (JSON), no template.
+fn unissued(
+    path: &FolderPath,
+    guid: ObjectGuid,
+    ca_key: String,
+    cn: String,
+    sans: String,
+    now: strongroom_core::time::UnixTime,
+) -> CertRecord {
+    CertRecord {
+        path: path.clone(),
+        guid,
+        ca_key,
+        cn,
+        sans,
+        serial: String::new(),
+        thumbprint: String::new(),
+        valid_from: 0,
+        valid_to: 0,
+        cert_vault_id: VaultId(0),
+        key_vault_id: None,
+        csr_vault_id: None,
+        disabled: false,
+        revoked: false,
+        version: 0,
+        created_at: now,
+        issued_at: now,
+        template: String::new(),
     }
 }
 
@@ -817,26 +851,8 @@ async fn park(
     let now = app.now();
     let (guid, lineage) = t.place(&**app.rng);
     // The object as it shows until the approval: no certificate (written only for a new DN).
-    let placeholder = CertRecord {
-        path: t.path.clone(),
-        guid: guid.clone(),
-        ca_key: ca.name.to_lowercase(),
-        cn: cn.clone().unwrap_or_default(),
-        sans: serde_json::to_string(sans).map_err(|e| CertError::Internal(e.to_string()))?,
-        serial: String::new(),
-        thumbprint: String::new(),
-        valid_from: 0,
-        valid_to: 0,
-        cert_vault_id: VaultId(0),
-        key_vault_id: None,
-        csr_vault_id: None,
-        disabled: false,
-        revoked: false,
-        version: 0,
-        created_at: now,
-        issued_at: now,
-        template: String::new(),
-    };
+    let sans_json = serde_json::to_string(sans).map_err(|e| CertError::Internal(e.to_string()))?;
+    let placeholder = unissued(&t.path, guid.clone(), ca.name.to_lowercase(), cn.clone().unwrap_or_default(), sans_json, now);
     let mut kept = input.clone();
     kept.policy_dn = t.folder.as_str().to_owned();
     kept.object_name = Some(ccert_name(&t.path));
@@ -1492,30 +1508,17 @@ pub async fn create_object(
     };
     let sans = Sans { dns: tpl.dns.clone(), ip: tpl.ip.clone(), email: tpl.email.clone(), uri: tpl.uri.clone(), upn: tpl.upn.clone() };
     let internal = |e: serde_json::Error| super::tree::TreeError::Store(StoreError::other(e.to_string()));
-    let guid = ObjectGuid::generate(&*app.rng);
-    let mut lineage = lineage_with_guids(path, &*app.rng);
-    if let Some(last) = lineage.last_mut() {
-        last.1 = guid.clone();
-    }
+    let (guid, lineage) = place(path, None, &*app.rng);
     let record = CertRecord {
-        path: path.clone(),
-        guid,
-        ca_key,
-        cn: tpl.common_name.clone().unwrap_or_default(),
-        sans: serde_json::to_string(&sans).map_err(internal)?,
-        serial: String::new(),
-        thumbprint: String::new(),
-        valid_from: 0,
-        valid_to: 0,
-        cert_vault_id: VaultId(0),
-        key_vault_id: None,
-        csr_vault_id: None,
-        disabled: false,
-        revoked: false,
-        version: 0,
-        created_at: app.now(),
-        issued_at: app.now(),
         template: serde_json::to_string(&tpl).map_err(internal)?,
+        ..unissued(
+            path,
+            guid,
+            ca_key,
+            tpl.common_name.clone().unwrap_or_default(),
+            serde_json::to_string(&sans).map_err(internal)?,
+            app.now(),
+        )
     };
     let event = c
         .event(app, EventKind::FolderCreated, None)
