@@ -170,16 +170,24 @@ pub(crate) struct CaQuery {
     chain: Option<String>,
 }
 
+/// The CA `q` names, for a Master Admin; else the page to answer (forbidden, or the CA list
+/// with the error).
+async fn asked_ca(q: &CaQuery, ctx: &Ctx) -> Result<CaInfo, Response> {
+    if !ctx.standing.master_admin() {
+        return Err(ctx.forbidden(Nav::Cas));
+    }
+    match ctx.admin().ca(q.name.as_deref().unwrap_or("").trim()).await {
+        Ok(c) => Ok(c),
+        Err(e) => Err(show_cas(ctx, Some(Err(e.into()))).await),
+    }
+}
+
 /// One CA: its facts, certificate, chain and CRL URL.
 #[utoipa::path(get, path = "/admin/cas/show", tag = "admin console", operation_id = "console_ca", params(CaQuery), responses(PageAnswers))]
 pub(crate) async fn ca(Query(q): Query<CaQuery>, ctx: Ctx) -> Response {
-    if !ctx.standing.master_admin() {
-        return ctx.forbidden(Nav::Cas);
-    }
-    let name = q.name.as_deref().unwrap_or("").trim();
-    let c = match ctx.admin().ca(name).await {
+    let c = match asked_ca(&q, &ctx).await {
         Ok(c) => c,
-        Err(e) => return show_cas(&ctx, Some(Err(e.into()))).await,
+        Err(page) => return page,
     };
     let f = c.facts.as_ref();
     let pem_link = |chain: bool| {
@@ -230,13 +238,9 @@ pub(crate) async fn ca(Query(q): Query<CaQuery>, ctx: Ctx) -> Response {
 #[utoipa::path(get, path = "/admin/cas/pem", tag = "admin console", operation_id = "console_ca_pem", params(CaQuery),
     responses((status = 200, description = "The PEM file (an attachment).", body = String, content_type = "application/x-pem-file"), PageAnswers))]
 pub(crate) async fn pem(Query(q): Query<CaQuery>, ctx: Ctx) -> Response {
-    if !ctx.standing.master_admin() {
-        return ctx.forbidden(Nav::Cas);
-    }
-    let name = q.name.as_deref().unwrap_or("").trim();
-    let c = match ctx.admin().ca(name).await {
+    let c = match asked_ca(&q, &ctx).await {
         Ok(c) => c,
-        Err(e) => return show_cas(&ctx, Some(Err(e.into()))).await,
+        Err(page) => return page,
     };
     let chain = q.chain.as_deref() == Some("1");
     let text = if chain { c.chain_pem() } else { c.pem() };
