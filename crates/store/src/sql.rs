@@ -580,15 +580,17 @@ sql!(
 );
 
 sql!(
-    /// Entries with association `?1`, with their owners.
-    LOOKUP_BY_ASSOCIATION = "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+    /// Entries with association `?1`, with their owners (and each owner's
+    /// key, the order they come in: a batched read orders by what it answers).
+    LOOKUP_BY_ASSOCIATION = "SELECT a.vault_id, o.owner, o.owner_key FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
                              WHERE a.name = ?1 ORDER BY a.vault_id, o.owner_key"
 );
 
 sql!(
-    /// Entries with association `?1` of hash `?2`, with their owners (the
-    /// index `associations_lookup` on both).
-    LOOKUP_BY_ASSOCIATION_VALUE = "SELECT a.vault_id, o.owner FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
+    /// Entries with association `?1` of hash `?2`, with their owners and
+    /// their keys, as [`LOOKUP_BY_ASSOCIATION`] (the index
+    /// `associations_lookup` on both).
+    LOOKUP_BY_ASSOCIATION_VALUE = "SELECT a.vault_id, o.owner, o.owner_key FROM associations a LEFT JOIN vault_owners o ON o.vault_id = a.vault_id \
                                    WHERE a.name = ?1 AND a.lookup = ?2 ORDER BY a.vault_id, o.owner_key"
 );
 

@@ -66,7 +66,17 @@ fn required(v: Option<String>) -> Option<String> {
 /// The client id, integration and scope every grant starts with.
 async fn start(app: &App, client_id: Option<String>, scope: Option<String>) -> Result<(String, Integration, Scope), AuthError> {
     let client_id = required(client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
-    let integration = app.store.integration(client_id.clone()).await?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
+    let integration = app.store.integration(client_id.clone()).await;
+    started(client_id, integration, scope)
+}
+
+/// [`start`]'s checks, in its order, on an integration read meanwhile.
+fn started(
+    client_id: String,
+    integration: Result<Option<Integration>, strongroom_store::StoreError>,
+    scope: Option<String>,
+) -> Result<(String, Integration, Scope), AuthError> {
+    let integration = integration?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
     let scope_text = required(scope).ok_or(AuthError::InvalidScope("scope is required."))?;
     let scope = Scope::parse(&scope_text).map_err(|_| AuthError::InvalidScope("The scope is malformed."))?;
     Ok((client_id, integration, scope))
@@ -95,13 +105,28 @@ pub async fn jwt_grant(app: &App, req: JwtRequest, origin: &Origin) -> Result<Is
 }
 
 async fn jwt_grant_inner(app: &App, req: JwtRequest, origin: &Origin) -> Result<Issued, AuthError> {
-    let (client_id, integration, scope) = start(app, req.client_id, req.scope).await?;
-    let text = req.jwt.filter(|j| !j.expose().is_empty()).ok_or(AuthError::InvalidRequest("jwt is required."))?;
+    let client_id = required(req.client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let bad = |e: JwtError| AuthError::InvalidGrant(e.description());
     // Size first, then the header's algorithm: `none` and HMAC never get further.
-    let jwt = Jwt::parse(text.expose()).map_err(bad)?;
-    let iss = jwt.issuer().ok_or(bad(JwtError::UnknownIssuer))?.to_owned();
-    let (issuer, mappings) = app.store.jwt_context(iss).await?.ok_or(bad(JwtError::UnknownIssuer))?;
+    let jwt = match req.jwt.filter(|j| !j.expose().is_empty()) {
+        Some(text) => Jwt::parse(text.expose()).map_err(bad),
+        None => Err(AuthError::InvalidRequest("jwt is required.")),
+    };
+    let iss = jwt.as_ref().ok().and_then(Jwt::issuer).map(str::to_owned);
+    // The integration and the JWT's issuer are read at once; the refusals
+    // come in the order of the checks (the client first, then the JWT).
+    let (integration, context) = tokio::join!(app.store.integration(client_id.clone()), async {
+        match iss {
+            Some(iss) => app.store.jwt_context(iss).await,
+            None => Ok(None),
+        }
+    });
+    let (client_id, integration, scope) = started(client_id, integration, req.scope)?;
+    let jwt = jwt?;
+    if jwt.issuer().is_none() {
+        return Err(bad(JwtError::UnknownIssuer));
+    }
+    let (issuer, mappings) = context?.ok_or(bad(JwtError::UnknownIssuer))?;
     if !issuer.algorithms.contains(&jwt.alg) {
         return Err(bad(JwtError::AlgorithmNotAllowed));
     }

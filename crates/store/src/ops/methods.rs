@@ -13,10 +13,13 @@
 //! - `$plain`: a write transaction that appends no event (PostgreSQL: one
 //!   that leaves the chain's head alone).
 //!
-//! `auth_methods!` takes a fifth, `$context`, for the access and refresh
-//! contexts, the read every request with a token starts with (PostgreSQL:
-//! coalesced with the others waiting, see `postgres::read`); `$read` when
-//! it is left out.
+//! `auth_methods!` and `admin_methods!` take a fifth, `$context`, for the
+//! reads many requests make at once with another key each: the access and
+//! refresh contexts (the read every request with a token starts with), a
+//! device code's, an integration (every grant's) and a JWT issuer with its
+//! mappings
+//! (PostgreSQL: coalesced with the others waiting, see `postgres::read`);
+//! `$read` when it is left out.
 //!
 //! Each macro is called as `$kind!(self, |c| body)`, `body` a future over
 //! the connection `c`. The names in the signatures and bodies resolve where
@@ -35,7 +38,7 @@ macro_rules! auth_methods {
             $context!(self, |c| auth::refresh_context(c, token))
         }
         fn device_context(&self, code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceContext>> {
-            $read!(self, |c| auth::device_context(c, code_hash))
+            $context!(self, |c| auth::device_context(c, code_hash))
         }
         fn device_by_user_code(&self, user_code_hash: TokenHash) -> StoreFuture<'_, Option<DeviceAuthorization>> {
             $read!(self, |c| auth::device_by_user_code(c, user_code_hash))
@@ -80,7 +83,7 @@ macro_rules! auth_methods {
             $write!(self, |c| auth::attempt_succeeded(c, &slots, origin.as_ref(), signed_in.as_ref(), now))
         }
         fn jwt_context(&self, iss: String) -> StoreFuture<'_, Option<(JwtIssuer, Vec<Mapping>)>> {
-            $read!(self, |c| machine::jwt_context(c, &iss))
+            $context!(self, |c| machine::jwt_context(c, &iss))
         }
         fn mappings(&self) -> StoreFuture<'_, Vec<Mapping>> {
             $read!(self, |c| machine::mappings(c))
@@ -167,6 +170,9 @@ pub(crate) use vault_methods;
 /// The methods of [`crate::AdminStore`] that run alike on both backends.
 macro_rules! admin_methods {
     ($read:ident, $write:ident, $single:ident, $plain:ident) => {
+        $crate::ops::methods::admin_methods!($read, $write, $single, $plain, $read);
+    };
+    ($read:ident, $write:ident, $single:ident, $plain:ident, $context:ident) => {
         fn create_user(&self, user: User, password_hash: String, event: Event) -> StoreFuture<'_, ()> {
             $write!(self, |c| admin::create_user(c, &user, &password_hash, &event))
         }
@@ -207,7 +213,7 @@ macro_rules! admin_methods {
             $write!(self, |c| admin::update_integration(c, &i, &event))
         }
         fn integration(&self, client_id: String) -> StoreFuture<'_, Option<Integration>> {
-            $read!(self, |c| admin::integration(c, &client_id))
+            $context!(self, |c| admin::integration(c, &client_id))
         }
         fn list_integrations(&self) -> StoreFuture<'_, Vec<Integration>> {
             $read!(self, |c| admin::list_integrations(c))

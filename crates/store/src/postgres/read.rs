@@ -1,12 +1,15 @@
-//! Coalesced context reads on PostgreSQL: the statement every request with
-//! a token starts with (the access, refresh or vault context by the
-//! grant's slot) is the same statement with another key each time. One reader task per
-//! store takes every such read waiting, runs the reads of one statement as
-//! one statement over all their keys (the statement as a `LATERAL`
-//! subquery of `unnest`, see [`lateral`]), and hands each caller its rows.
-//! The database parses, plans and starts an executor once per batch rather
-//! than once per request, and wakes once for a pipeline of them, while the
-//! request path still makes one read, in one snapshot, of its context.
+//! Coalesced reads on PostgreSQL: the statement every request with a token
+//! starts with (the access, refresh or vault context by the grant's slot),
+//! and the few other reads many requests make at once (a device code's
+//! context, an integration, a JWT issuer and its mappings, the entries with
+//! an association), is the same statement with another key each time. One
+//! reader task per store takes every such read waiting, runs the reads of
+//! one statement as one statement over all their keys (the statement as a
+//! `LATERAL` subquery of `unnest`, see [`lateral`]), and hands each caller
+//! its rows, in the statement's own order. The database parses, plans and
+//! starts an executor once per batch rather than once per request, and
+//! wakes once for a pipeline of them, while each read is still one read of
+//! what it would read alone.
 //!
 //! Under little load a read runs alone, as it would on a pooled connection:
 //! the task is idle and takes it at once.
@@ -51,20 +54,54 @@ fn lateral(sql: &str, types: &[&str]) -> String {
     inner.push_str(rest);
     let arrays: Vec<String> = types.iter().enumerate().map(|(k, ty)| format!("${}::{ty}[]", k + 1)).collect();
     let names: Vec<String> = (1..=types.len()).map(|k| format!("p{k}")).collect();
+    let within = trailing_order(&inner).map(|order| format!(", {order}")).unwrap_or_default();
     format!(
-        "SELECT k.i, q.* FROM unnest({}) WITH ORDINALITY AS k({}, i) CROSS JOIN LATERAL ({inner}) q ORDER BY k.i",
+        "SELECT k.i, q.* FROM unnest({}) WITH ORDINALITY AS k({}, i) CROSS JOIN LATERAL ({inner}) q ORDER BY k.i{within}",
         arrays.join(", "),
         names.join(", ")
     )
 }
 
-/// The statements read many at once, with their parameters' types. Each
-/// answers at most one row per key (a batched read orders by key only).
+/// A statement's own order, when it ends in one (`… ORDER BY m.name,
+/// client_id`, outside any parentheses), as the order of the columns it
+/// answers (`q.name, q.client_id`): a key's rows keep it in the batched
+/// read, whose outer `ORDER BY` would otherwise leave them in any order.
+/// Each column must be one the statement answers (PostgreSQL refuses the
+/// batched statement otherwise).
+fn trailing_order(sql: &str) -> Option<String> {
+    let at = sql.rfind(" ORDER BY ")?;
+    let list = &sql[at + " ORDER BY ".len()..];
+    if list.contains(['(', ')']) {
+        return None;
+    }
+    let columns: Vec<String> = list
+        .split(',')
+        .map(|c| {
+            let c = c.trim();
+            format!("q.{}", c.rsplit_once('.').map_or(c, |(_, column)| column))
+        })
+        .collect();
+    Some(columns.join(", "))
+}
+
+/// The statements read many at once, with their parameters' types: the
+/// contexts by a token's slot or a device code's hash, an integration (for
+/// every grant), a JWT issuer and its mappings (the JWT grant), and the
+/// entries with an association (`LookupByAssociation`). A statement that
+/// answers many rows a key orders them itself ([`trailing_order`]).
 fn coalesced() -> HashMap<&'static str, String> {
     [
         (&*sql::ACCESS_BY_SLOT, &["BIGINT"][..]),
         (&*sql::REFRESH_BY_SLOT, &["BIGINT"][..]),
         (&*super::store::VAULT_CONTEXT, &["BIGINT", "BIGINT"][..]),
+        (&*sql::DEVICE_CONTEXT, &["BYTEA"][..]),
+        (&*sql::INTEGRATION, &["TEXT"][..]),
+        (&*sql::ALLOWED_USERS, &["TEXT"][..]),
+        (&*sql::ALLOWED_GROUPS, &["TEXT"][..]),
+        (&*sql::JWT_ISSUER_BY_ISS, &["TEXT"][..]),
+        (&*sql::ISSUER_MAPPINGS_ROWS, &["TEXT"][..]),
+        (&*sql::LOOKUP_BY_ASSOCIATION, &["TEXT"][..]),
+        (&*sql::LOOKUP_BY_ASSOCIATION_VALUE, &["TEXT", "BYTEA"][..]),
     ]
     .into_iter()
     .map(|(s, types): (&'static Sql, &[&str])| (s.postgres(), lateral(s.postgres(), types)))
@@ -271,6 +308,28 @@ mod tests {
             "SELECT k.i, q.* FROM unnest($1::BIGINT[], $2::TEXT[]) WITH ORDINALITY AS k(p1, p2, i) \
              CROSS JOIN LATERAL (SELECT a FROM t WHERE x = k.p1 AND y = k.p2::BIGINT AND z = $12) q ORDER BY k.i"
         );
+    }
+
+    #[test]
+    fn a_statement_that_orders_its_rows_keeps_that_order_within_each_key() {
+        let sql = lateral(
+            "SELECT m.name, mc.client_id FROM m LEFT JOIN mc ON mc.m = m.name WHERE m.i = $1 ORDER BY m.name, mc.client_id",
+            &["TEXT"],
+        );
+        assert!(sql.ends_with(") q ORDER BY k.i, q.name, q.client_id"), "{sql}");
+        // An order inside parentheses is the subquery's, not the statement's.
+        let sql = lateral("SELECT ARRAY(SELECT o FROM t WHERE t.k = $1 ORDER BY o) FROM u", &["BIGINT"]);
+        assert!(sql.ends_with(") q ORDER BY k.i"), "{sql}");
+    }
+
+    #[test]
+    fn every_coalesced_read_that_orders_its_rows_keeps_that_order() {
+        for (single, many) in coalesced() {
+            let tail = single.rsplit_once(" ORDER BY ").map(|(_, t)| t).unwrap_or_default();
+            if !tail.is_empty() && !tail.contains(')') {
+                assert!(many.contains("ORDER BY k.i, q."), "{many}");
+            }
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 
 use super::PgStore;
-use super::read::Reader;
+use super::read::{Coalescing, Reader};
 use crate::codec::{self, Cols, rights, stored_folder, values};
 use crate::ops::{admin, auth, events, groups, machine, query_one, transfer as copier, vault};
 use crate::schema::VAULT_ENTRIES;
@@ -87,18 +87,6 @@ async fn vault_context_on(reader: &Reader, access: Presented, id: Option<VaultId
     vault_context_of(read.rows.first(), read.first, access)
 }
 
-/// [`VAULT_CONTEXT`] on a pooled connection (pipelined with another read
-/// of the same request).
-async fn vault_context_pooled(
-    client: &deadpool_postgres::Object,
-    access: Presented,
-    id: Option<VaultId>,
-) -> StoreResult<Option<VaultContext>> {
-    let st = client.prepare_cached(VAULT_CONTEXT.postgres()).await.map_err(super::classify)?;
-    let rows = client.query(&st, &[&access.at.slot, &entry_key(id)]).await.map_err(super::classify)?;
-    vault_context_of(rows.first(), 0, access)
-}
-
 /// The entry id [`VAULT_CONTEXT`] is asked for (NULL: none).
 fn entry_key(id: Option<VaultId>) -> Option<i64> {
     id.filter(|id| id.0 > 0).map(|id| id.0)
@@ -154,23 +142,15 @@ impl VaultStore for PgStore {
     }
     fn vault_lookup(&self, access: Presented, name: String, lookup: Option<[u8; 32]>) -> StoreFuture<'_, Option<(VaultContext, Found)>> {
         Box::pin(async move {
-            let out = async {
-                let client = self.client().await?;
-                // Both statements on one connection, polled together: one
-                // round trip (the lookup does not wait for the context). Not
-                // on the reader: the lookup's rows are many, and the pair
-                // pipelined on a pooled connection measured faster.
-                let pg = super::Pg(&client);
-                let (ctx, found) =
-                    tokio::join!(vault_context_pooled(&client, access, None), vault::lookup_by_association(&pg, &name, lookup.as_ref()));
-                let out = match ctx {
-                    Ok(Some(ctx)) => found.map(|found| Some((ctx, found))),
-                    other => other.map(|_| None),
-                };
-                super::release(client, &out);
-                out
-            }
-            .await;
+            // Both on the reader at once, each coalesced with the others of
+            // its statement: the lookup does not wait for the context.
+            let reader = Coalescing(&self.reader);
+            let (ctx, found) =
+                tokio::join!(vault_context_on(&self.reader, access, None), vault::lookup_by_association(&reader, &name, lookup.as_ref()));
+            let out = match ctx {
+                Ok(Some(ctx)) => found.map(|found| Some((ctx, found))),
+                other => other.map(|_| None),
+            };
             self.observer.seen(out)
         })
     }
@@ -181,7 +161,7 @@ impl VaultStore for PgStore {
 }
 
 impl AdminStore for PgStore {
-    crate::ops::methods::admin_methods!(on_client, in_tx, on_client, in_plain_tx);
+    crate::ops::methods::admin_methods!(on_client, in_tx, on_client, in_plain_tx, coalesced);
 }
 
 impl GroupStore for PgStore {

@@ -1434,3 +1434,114 @@ pub(crate) async fn the_master_key_check_is_recorded_once(store: Arc<dyn Store>)
     let all = store.events(EventFilter { limit: 1000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }
+
+/// The reads PostgreSQL's reader coalesces that answer many rows a key (an
+/// integration with its allowed users and groups, a JWT issuer with its
+/// mappings and their clients, the entries with an association and their
+/// owners), made many at once: each caller gets what it gets alone, in the
+/// same order; a key nobody has gets nothing.
+pub(crate) async fn many_row_reads_at_once_each_get_their_own(store: Arc<dyn Store>) {
+    use std::collections::HashMap;
+    use strongroom_core::identity::{Group, GroupId};
+    use strongroom_core::machine::MappingRule;
+    let rng = Arc::new(rng());
+    let mut users = Vec::new();
+    for i in 0..5 {
+        users.push(user(&*store, &rng, &format!("u{i}")).await.id);
+    }
+    let mut groups = Vec::new();
+    for i in 0..3 {
+        let g = Group { id: GroupId::generate(&*rng), name: format!("g{i}"), created_at: T0 };
+        store.create_group(g.clone(), ev(EventKind::GroupCreated)).await.unwrap();
+        groups.push(g.id);
+    }
+    let clients: Vec<String> = (0..8).map(|i| format!("app{i}")).collect();
+    for (i, client) in clients.iter().enumerate() {
+        let mut app = integration(client);
+        app.allowed_users = AllowedUsers::Only(users.iter().rev().take(i % 5).cloned().collect());
+        app.allowed_groups = groups.iter().rev().take(i % 4).cloned().collect();
+        store.create_integration(app, ev(EventKind::IntegrationCreated)).await.unwrap();
+    }
+    // Issuers with one to four mappings each, made in the reverse of their names' order.
+    let mut issuers = Vec::new();
+    for k in 0..4 {
+        let mut iss = crate::machines::issuer();
+        (iss.name, iss.issuer) = (format!("iss{k}"), format!("https://iss{k}.invalid"));
+        store.save_jwt_issuer(iss.clone(), ev(EventKind::JwtIssuerSaved)).await.unwrap();
+        for j in (0..=k).rev() {
+            let mut m = crate::machines::jwt_mapping();
+            m.name = format!("m{k}-{j}");
+            if let MappingRule::Jwt { issuer, .. } = &mut m.rule {
+                issuer.clone_from(&iss.name);
+            }
+            m.client_ids = clients.iter().rev().skip(j).take(j % 3 + 1).cloned().collect();
+            store.save_mapping(m, ev(EventKind::MappingSaved)).await.unwrap();
+        }
+        issuers.push(iss.issuer);
+    }
+    // Entries with associations: names shared by several entries, each with one to three owners.
+    first_data_key(&*store).await;
+    let (w, access) = writer(&*store, true).await;
+    let owners = ["\\VED\\Policy\\C", "\\VED\\Policy\\A", "\\VED\\Policy\\B"];
+    for f in owners {
+        store.create_folders(lineage(&folder(f)), ev(EventKind::FolderCreated)).await.unwrap();
+    }
+    for n in 0..9 {
+        let id = store.allocate_vault_id().await.unwrap();
+        store.insert_entry(entry(id, &owners[..=n % 3]), w.clone(), ev(EventKind::VaultAdded)).await.unwrap();
+        let name = format!("n{}", n % 3);
+        store.put_association(id, assoc(&name, u8::try_from(n % 2).unwrap()), w.clone(), ev(EventKind::VaultAssociated)).await.unwrap();
+    }
+    let lookups: Vec<(String, Option<[u8; 32]>)> =
+        (0..4).flat_map(|n| [(format!("n{n}"), None), (format!("n{n}"), Some([0; 32])), (format!("n{n}"), Some([1; 32]))]).collect();
+
+    // Each read alone first: what each caller must get when they are many.
+    let mut alone_apps = HashMap::new();
+    for c in clients.iter().chain([&"nobody".to_owned()]) {
+        alone_apps.insert(c.clone(), store.integration(c.clone()).await.unwrap());
+    }
+    assert_eq!(alone_apps.values().flatten().map(|i| i.allowed_groups.len()).sum::<usize>(), 12, "1+2+3, twice");
+    let mut alone_issuers = HashMap::new();
+    for i in issuers.iter().chain([&"https://nobody.invalid".to_owned()]) {
+        alone_issuers.insert(i.clone(), store.jwt_context(i.clone()).await.unwrap());
+    }
+    let names: Vec<String> = alone_issuers.values().flatten().flat_map(|(_, ms)| ms.iter().map(|m| m.name.clone())).collect();
+    assert_eq!(names.len(), 1 + 2 + 3 + 4, "every mapping of every issuer");
+    let mut alone_lookups = HashMap::new();
+    for l in &lookups {
+        alone_lookups.insert(l.clone(), store.vault_lookup(access, l.0.clone(), l.1).await.unwrap().unwrap().1);
+    }
+    let found: usize = alone_lookups.values().map(Vec::len).sum();
+    assert_eq!(found, 9 + 9, "each entry by its name, and by its name and value");
+    assert!(alone_lookups.values().flatten().any(|(_, o)| o.len() == 3), "an entry with three owners");
+
+    for round in 0..3 {
+        let mut tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        for copy in 0..2 {
+            for (client, want) in &alone_apps {
+                let (store, client, want) = (store.clone(), client.clone(), want.clone());
+                tasks.push(tokio::spawn(async move {
+                    let got = store.integration(client.clone()).await.unwrap();
+                    assert_eq!(got, want, "round {round}, copy {copy}: integration {client} as read alone");
+                }));
+            }
+            for (iss, want) in &alone_issuers {
+                let (store, iss, want) = (store.clone(), iss.clone(), want.clone());
+                tasks.push(tokio::spawn(async move {
+                    let got = store.jwt_context(iss.clone()).await.unwrap();
+                    assert_eq!(got, want, "round {round}, copy {copy}: issuer {iss} and its mappings as read alone");
+                }));
+            }
+            for (l, want) in &alone_lookups {
+                let (store, l, want) = (store.clone(), l.clone(), want.clone());
+                tasks.push(tokio::spawn(async move {
+                    let (_, got) = store.vault_lookup(access, l.0.clone(), l.1).await.unwrap().unwrap();
+                    assert_eq!(got, want, "round {round}, copy {copy}: lookup {l:?} as read alone");
+                }));
+            }
+        }
+        for t in tasks {
+            t.await.unwrap_or_else(|e| panic!("round {round}: a read failed: {e}"));
+        }
+    }
+}

@@ -128,6 +128,7 @@ conformance!(
     refresh_rotates_once_under_concurrency,
     refreshes_of_many_grants_at_once_each_move_once,
     context_reads_at_once_each_get_their_own,
+    many_row_reads_at_once_each_get_their_own,
     retry_replaces_an_unused_pair_under_concurrency,
     standing_follows_the_user_and_integration,
     vault_writes_recheck_rights,
