@@ -54,20 +54,19 @@ impl Table {
         format!("SELECT {} FROM {}{filter} ORDER BY {keys} LIMIT {limit}", self.column_list(), self.name)
     }
 
-    /// `INSERT` of a whole row, values `?1..?n` in column order.
     /// The columns' values as PostgreSQL parameters `$first, …`, each cast
     /// to its kind's type: an `INSERT … SELECT` gives its parameters no
     /// column to take a type from.
     pub(crate) fn pg_params(&self, first: usize) -> String {
-        let ty = |k: Kind| match k {
-            Int => "BIGINT",
-            Bool => "BOOLEAN",
-            Text => "TEXT",
-            Bytes => "BYTEA",
-        };
-        self.columns.iter().enumerate().map(|(i, (_, k))| format!("${}::{}", first + i, ty(*k))).collect::<Vec<_>>().join(", ")
+        self.columns.iter().enumerate().map(|(i, (_, k))| format!("${}::{}", first + i, pg_type(*k))).collect::<Vec<_>>().join(", ")
     }
 
+    /// The columns named `{prefix}{column}`, each with its PostgreSQL type.
+    pub(crate) fn pg_columns(&self, prefix: &str) -> Vec<(String, &'static str)> {
+        self.columns.iter().map(|(c, k)| (format!("{prefix}{c}"), pg_type(*k))).collect()
+    }
+
+    /// `INSERT` of a whole row, values `?1..?n` in column order.
     pub(crate) fn insert(&self) -> String {
         let values = (1..=self.columns.len()).map(|k| format!("?{k}")).collect::<Vec<_>>().join(", ");
         format!("INSERT INTO {} ({}) VALUES ({values})", self.name, self.column_list())
@@ -133,6 +132,16 @@ pub(crate) const DEVICE_CODES: Table = Table {
     ],
     key: 1,
 };
+
+/// A column kind's PostgreSQL type.
+fn pg_type(k: Kind) -> &'static str {
+    match k {
+        Int => "BIGINT",
+        Bool => "BOOLEAN",
+        Text => "TEXT",
+        Bytes => "BYTEA",
+    }
+}
 
 pub(crate) const GRANTS: Table = Table {
     name: "grants",

@@ -124,8 +124,9 @@ const EVENT_COLUMNS: [(&str, &str); 10] = [
 /// column: the job's index in the batch, then `columns`, then its event's
 /// ([`EVENT_COLUMNS`]). The arrays are the parameters of that job's own
 /// statement, in the same order ([`params`]), one per job ([`run_many`]).
-fn unnest(columns: &[(&str, &str)]) -> String {
-    let all: Vec<(&str, &str)> = [("idx", "INT")].into_iter().chain(columns.iter().copied()).chain(EVENT_COLUMNS).collect();
+fn unnest<N: AsRef<str>>(columns: &[(N, &str)]) -> String {
+    let all: Vec<(&str, &str)> =
+        [("idx", "INT")].into_iter().chain(columns.iter().map(|(name, ty)| (name.as_ref(), *ty))).chain(EVENT_COLUMNS).collect();
     let arrays: Vec<String> = all.iter().enumerate().map(|(i, (_, ty))| format!("${}::{ty}[]", i + 1)).collect();
     let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
     format!("j AS (SELECT * FROM unnest({}) AS j({}))", arrays.join(", "), names.join(", "))
@@ -203,6 +204,41 @@ fn advance_many_sql() -> String {
             ("last_addr", "TEXT"),
         ]),
         events_of("j", "j JOIN g ON g.id = j.grant_id")
+    )
+}
+
+/// A batch's JWT grants in one statement: [`machine_grant_sql`] over the
+/// rows of [`unnest`], one per job (the grant's columns named `g_…`).
+/// Answers a row per job, in index order: index, the identity's `disabled`
+/// (NULL: no row, nothing written), whether the replay record was written,
+/// whether the grant was. A replay record is taken over when it expired
+/// before the batch's earliest `now` (the statement of one job: before its
+/// own). No two jobs may carry the same replay record: one upsert cannot
+/// change a row twice ([`lanes`] sees to it).
+fn machine_many_sql() -> String {
+    let grant = GRANTS.pg_columns("g_");
+    let grant_cols: Vec<&str> = grant.iter().map(|(name, _)| name.as_str()).collect();
+    let columns: Vec<(String, &str)> =
+        [("uid", "TEXT"), ("issuer", "TEXT"), ("replay_key", "TEXT"), ("expires", "BIGINT"), ("now_at", "BIGINT")]
+            .into_iter()
+            .map(|(name, ty)| (name.to_owned(), ty))
+            .chain(grant.iter().cloned())
+            .collect();
+    format!(
+        "WITH {}, \
+         u AS (SELECT j.idx, users.disabled FROM j JOIN users ON users.id = j.uid), \
+         r AS (INSERT INTO jwt_replay (issuer, replay_key, expires_at) SELECT j.issuer, j.replay_key, j.expires FROM j JOIN u ON u.idx = j.idx \
+               ON CONFLICT (issuer, replay_key) DO UPDATE SET expires_at = excluded.expires_at \
+               WHERE jwt_replay.expires_at < (SELECT min(now_at) FROM j) RETURNING issuer, replay_key), \
+         g AS (INSERT INTO grants ({}) SELECT {} FROM j JOIN u ON u.idx = j.idx \
+               JOIN r ON r.issuer = j.issuer AND r.replay_key = j.replay_key WHERE NOT u.disabled RETURNING id), \
+         {} \
+         SELECT j.idx, u.disabled, EXISTS (SELECT 1 FROM r WHERE r.issuer = j.issuer AND r.replay_key = j.replay_key), \
+         EXISTS (SELECT 1 FROM g WHERE g.id = j.g_id) FROM j LEFT JOIN u ON u.idx = j.idx ORDER BY j.idx",
+        unnest(&columns),
+        GRANTS.column_list(),
+        grant_cols.join(", "),
+        events_of("j", "j JOIN g ON g.id = j.g_id")
     )
 }
 
@@ -372,8 +408,16 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<Job>, observer: ObserverSlot)
     let advance_many = advance_many_sql();
     let redeem = redeem_device_sql();
     let machine = machine_grant_sql();
-    let sql =
-        Statements { advance: &advance, put: &put, put_many: &put_many, advance_many: &advance_many, redeem: &redeem, machine: &machine };
+    let machine_many = machine_many_sql();
+    let sql = Statements {
+        advance: &advance,
+        put: &put,
+        put_many: &put_many,
+        advance_many: &advance_many,
+        redeem: &redeem,
+        machine: &machine,
+        machine_many: &machine_many,
+    };
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     // The writer keeps its connection: a batch does not queue behind the
     // requests' reads for one.
@@ -439,6 +483,7 @@ struct Statements<'a> {
     advance_many: &'a str,
     redeem: &'a str,
     machine: &'a str,
+    machine_many: &'a str,
 }
 
 /// Runs `work` in one transaction; every result, or the first failure.
@@ -515,28 +560,29 @@ async fn pipelined(client: &Object, sql: &Statements<'_>, work: &[&Work], known:
     // when it is first polled: in order, BEGIN before all.
     let lock = client.prepare_cached(sql::EVENT_HEAD.postgres()).await.map_err(classify)?;
     let move_head = client.prepare_cached(sql::MOVE_HEAD.postgres()).await.map_err(classify)?;
-    for s in [sql.advance, sql.put, sql.put_many, sql.advance_many, sql.redeem, sql.machine] {
+    for s in [sql.advance, sql.put, sql.put_many, sql.advance_many, sql.redeem, sql.machine, sql.machine_many] {
         client.prepare_cached(s).await.map_err(classify)?;
     }
     let move_to = values![end.seq, &end.hash];
     let move_to = refs(&move_to);
     // The associations in one statement when they may be, the refreshes in
-    // another, every other job in one of its own.
+    // another, the JWT grants in a third, every other job in one of its own.
     let lanes = lanes(work);
     let jobs = work.iter().zip(&places).zip(&lanes).enumerate();
     let singles = jobs.clone().filter(|(_, (_, lane))| **lane == Lane::Single).map(|(i, ((w, at), _))| (i, *w, at));
     let in_lane = |l: Lane| jobs.clone().filter(move |(_, (_, lane))| **lane == l).map(|(i, ((w, at), _))| (i, *w, at)).collect();
-    let (puts, advances): (Vec<_>, Vec<_>) = (in_lane(Lane::Puts), in_lane(Lane::Advances));
+    let (puts, advances, machines): (Vec<_>, Vec<_>, Vec<_>) = (in_lane(Lane::Puts), in_lane(Lane::Advances), in_lane(Lane::Machines));
     let (begun, locked, single, many, moved) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.query_one(&lock, &[]),
         try_join_all(singles.map(|(i, w, at)| async move { run(client, sql, w, at).await.map(|d| (i, d)) })),
         async {
-            let (p, a) = tokio::join!(
+            let (p, a, m) = tokio::join!(
                 run_many(client, sql.put_many, &puts, |r| Ok(put_outcome(r.bool()?, r.bool()?, r.bool()?))),
                 run_many(client, sql.advance_many, &advances, |r| r.bool().map(|moved| (Done::Moved(moved), moved))),
+                run_many(client, sql.machine_many, &machines, |r| machine_outcome(r.opt_bool()?, r.bool()?, r.bool()?)),
             );
-            Ok::<_, StoreError>(p?.into_iter().chain(a?).collect::<Vec<_>>())
+            Ok::<_, StoreError>(p?.into_iter().chain(a?).chain(m?).collect::<Vec<_>>())
         },
         client.execute(&move_head, &move_to),
     );
@@ -654,20 +700,27 @@ async fn run(c: &impl GenericClient, sql: &Statements<'_>, w: &Work, at: &Chain)
         }
         Work::MachineGrant { .. } => {
             let (disabled, recorded, granted) = one(c, sql.machine, &params, |r| Ok((r.opt_bool()?, r.bool()?, r.bool()?))).await?;
-            let issue = match (disabled, recorded, granted) {
-                (None, ..) => None,
-                (Some(_), false, _) => Some(MachineIssue::Replayed),
-                (Some(true), true, _) => Some(MachineIssue::Disabled),
-                (Some(false), true, true) => Some(MachineIssue::Issued),
-                (Some(false), true, false) => return Err(StoreError::other("a new JWT of an enabled identity wrote no grant")),
-            };
-            Ok((Done::Machine(issue), granted))
+            machine_outcome(disabled, recorded, granted)
         }
         Work::PutAssociation { .. } => {
             let (exists, allowed, stored) = one(c, sql.put, &params, |r| Ok((r.bool()?, r.bool()?, r.bool()?))).await?;
             Ok(put_outcome(exists, allowed, stored))
         }
     }
+}
+
+/// A JWT grant's answer from what its statement saw (the identity's
+/// `disabled`, NULL when it has no row; whether the replay record and the
+/// grant were written), and whether it moved the chain.
+fn machine_outcome(disabled: Option<bool>, recorded: bool, granted: bool) -> StoreResult<(Done, bool)> {
+    let issue = match (disabled, recorded, granted) {
+        (None, ..) => None,
+        (Some(_), false, _) => Some(MachineIssue::Replayed),
+        (Some(true), true, _) => Some(MachineIssue::Disabled),
+        (Some(false), true, true) => Some(MachineIssue::Issued),
+        (Some(false), true, false) => return Err(StoreError::other("a new JWT of an enabled identity wrote no grant")),
+    };
+    Ok((Done::Machine(issue), granted))
 }
 
 /// An association's answer from what its statement saw, and whether it
@@ -686,23 +739,28 @@ fn put_outcome(exists: bool, allowed: bool, stored: bool) -> (Done, bool) {
 }
 
 /// Where a batch's job runs: in a statement of its own, or with the other
-/// jobs of its kind in one ([`put_many_sql`], [`advance_many_sql`]).
+/// jobs of its kind in one ([`put_many_sql`], [`advance_many_sql`],
+/// [`machine_many_sql`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Lane {
     Single,
     Puts,
     Advances,
+    Machines,
 }
 
 /// The lane of each job of `work`. Associations go together when there are
 /// at least two and no two name the same (entry, name); refreshes when
 /// there are at least two and no two name the same grant (a retried
-/// refresh and its first attempt: one of them must lose, alone). Otherwise
+/// refresh and its first attempt: one of them must lose, alone); JWT grants
+/// when there are at least two and no two carry the same replay record (a
+/// JWT presented twice at once: one of them must lose, alone). Otherwise
 /// the jobs of that kind run singly.
 fn lanes(work: &[&Work]) -> Vec<Lane> {
     let mut names = std::collections::HashSet::new();
     let mut grants = std::collections::HashSet::new();
-    let (mut puts, mut advances) = ((0, true), (0, true));
+    let mut replays = std::collections::HashSet::new();
+    let (mut puts, mut advances, mut machines) = ((0, true), (0, true), (0, true));
     for w in work {
         match w {
             Work::PutAssociation { id, a, .. } => {
@@ -713,14 +771,20 @@ fn lanes(work: &[&Work]) -> Vec<Lane> {
                 advances.0 += 1;
                 advances.1 &= grants.insert(grant_id.as_str());
             }
-            Work::RedeemDevice { .. } | Work::MachineGrant { .. } => {}
+            Work::MachineGrant { replay, .. } => {
+                machines.0 += 1;
+                machines.1 &= replays.insert((replay.issuer.as_str(), replay.key.as_str()));
+            }
+            Work::RedeemDevice { .. } => {}
         }
     }
-    let (puts, advances) = (puts.0 >= 2 && puts.1, advances.0 >= 2 && advances.1);
+    let together = |(n, distinct): (usize, bool)| n >= 2 && distinct;
+    let (puts, advances, machines) = (together(puts), together(advances), together(machines));
     work.iter()
         .map(|w| match w {
             Work::PutAssociation { .. } if puts => Lane::Puts,
             Work::AdvancePair { .. } if advances => Lane::Advances,
+            Work::MachineGrant { .. } if machines => Lane::Machines,
             _ => Lane::Single,
         })
         .collect()

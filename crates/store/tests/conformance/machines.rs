@@ -187,3 +187,75 @@ pub(crate) async fn one_jwt_is_accepted_once(stores: Vec<Arc<dyn Store>>) {
         assert_eq!(issued, 1, "trial {trial}");
     }
 }
+
+/// Many JWT grants at once, as PostgreSQL's writer puts them in one
+/// statement: grants of distinct JWTs for identities that have their rows
+/// all land, each once; a disabled identity's are refused and write
+/// nothing; a JWT presented twice at once lands once; an identity without
+/// its row yet gets it once; one event per grant, and the chain verifies.
+pub(crate) async fn jwt_grants_at_once_each_land_once(store: Arc<dyn Store>) {
+    let rng = Arc::new(rng());
+    configured(&*store).await;
+    let m = jwt_mapping();
+    let subjects: Vec<String> = (0..8).map(|i| format!("repo:org/app{i}:ref:refs/heads/main")).collect();
+    // Each identity's first grant makes its row.
+    for (i, s) in subjects.iter().enumerate() {
+        let g = machine_grant(&rng, &m, s, Some(&format!("first-{i}")));
+        assert_eq!(store.insert_machine_grant(g, ev(EventKind::TokenIssued)).await.unwrap(), MachineIssue::Issued);
+    }
+    let disabled = format!("jwt+deploy:{}", subjects[7]);
+    store.set_user_disabled(disabled, true, ev(EventKind::UserDisabled)).await.unwrap();
+    // Round 0: distinct JWTs of enabled identities only (PostgreSQL: one
+    // statement a batch). Round 1: every fifth JWT presented twice at once,
+    // and the disabled identity's. Round 2: four identities without their
+    // row yet among the others.
+    for round in 0..3 {
+        let before = store.event_head().await.unwrap().0;
+        let twice = |k: usize| round == 1 && k.is_multiple_of(5);
+        let disabled = |k: usize| round == 1 && k % 8 == 7;
+        let new_row = |k: usize| round == 2 && k % 10 == 9;
+        let mut tasks = Vec::new();
+        for k in 0..40 {
+            let subject = match k {
+                k if new_row(k) => format!("repo:org/new{k}:ref:refs/heads/main"),
+                k if disabled(k) => subjects[7].clone(),
+                k => subjects[k % 7].clone(),
+            };
+            for _ in 0..if twice(k) { 2 } else { 1 } {
+                let (store, rng) = (store.clone(), rng.clone());
+                let g = machine_grant(&rng, &m, &subject, Some(&format!("r{round}-{k}")));
+                let id = g.grant.id.clone();
+                tasks.push(tokio::spawn(async move { (k, id, store.insert_machine_grant(g, ev(EventKind::TokenIssued)).await.unwrap()) }));
+            }
+        }
+        let mut issued = std::collections::HashMap::new();
+        for t in tasks {
+            let (k, id, out) = t.await.unwrap();
+            match out {
+                // Its replay record is written all the same: the second copy of a JWT presented twice is a replay.
+                MachineIssue::Disabled => assert!(disabled(k), "round {round}, JWT {k}: refused as disabled"),
+                MachineIssue::Replayed => assert!(twice(k), "round {round}, JWT {k}: refused as a replay, presented once"),
+                MachineIssue::Issued => {
+                    assert!(!disabled(k), "round {round}, JWT {k}: granted to a disabled identity");
+                    assert!(issued.insert(k, id).is_none(), "round {round}, JWT {k}: accepted twice");
+                }
+                MachineIssue::IdentityTaken => panic!("round {round}, JWT {k}: identity taken"),
+            }
+        }
+        let enabled = (0..40).filter(|k| !disabled(*k)).count();
+        assert_eq!(issued.len(), enabled, "round {round}: every JWT of an enabled identity lands once");
+        let stored: std::collections::HashSet<_> = store.list_grants(true, T0).await.unwrap().into_iter().map(|s| s.grant.id).collect();
+        for (k, id) in &issued {
+            assert!(stored.contains(id), "round {round}, JWT {k}: its grant is stored");
+        }
+        let new_rows = (0..40).filter(|k| new_row(*k)).count();
+        let head = store.event_head().await.unwrap();
+        assert_eq!(
+            usize::try_from(head.0 - before).unwrap(),
+            issued.len() + new_rows,
+            "round {round}: one event per grant and new identity"
+        );
+    }
+    let all = store.events(EventFilter { limit: 10_000, ..Default::default() }).await.unwrap();
+    strongroom_core::event::verify_chain(&all, store.event_head().await.unwrap()).unwrap();
+}

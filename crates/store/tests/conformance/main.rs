@@ -41,7 +41,7 @@ mod all {
     pub(crate) use super::groups::*;
     pub(crate) use super::integration_versions::*;
     pub(crate) use super::kinds::failures_are_counted_by_kind_and_expected_answers_are_not;
-    pub(crate) use super::machines::{machine_config, machine_grants_and_their_identities};
+    pub(crate) use super::machines::{jwt_grants_at_once_each_land_once, machine_config, machine_grants_and_their_identities};
     pub(crate) use super::recheck::*;
     pub(crate) use super::tokens::archiving_moves_the_logs_start_once;
     pub(crate) use super::tree::*;
@@ -155,6 +155,7 @@ conformance!(
     archiving_moves_the_logs_start_once,
     machine_config,
     machine_grants_and_their_identities,
+    jwt_grants_at_once_each_land_once,
     groups_and_their_members,
     group_rights_add_up_and_stop_with_the_membership,
     a_group_on_an_integration_admits_its_members_while_they_are_members,
