@@ -17,9 +17,8 @@
 //! reads many requests make at once with another key each: the access and
 //! refresh contexts (the read every request with a token starts with), a
 //! device code's, an integration (every grant's) and a JWT issuer with its
-//! mappings
-//! (PostgreSQL: coalesced with the others waiting, see `postgres::read`);
-//! `$read` when it is left out.
+//! mappings (PostgreSQL: coalesced with the others waiting, see
+//! `postgres::read`); `$read` when it is left out.
 //!
 //! Each macro is called as `$kind!(self, |c| body)`, `body` a future over
 //! the connection `c`. The names in the signatures and bodies resolve where
