@@ -184,6 +184,20 @@ pub async fn the_jwt_grant_accepts_rs256_es256_eddsa_and_refuses_each_attack() {
             "invalid_grant",
             "not a trusted issuer",
         ),
+        (
+            "J2",
+            "no iss",
+            issuer
+                .mint(
+                    "RS256",
+                    with(&|v| {
+                        v.as_object_mut().map(|o| o.remove("iss"));
+                    }),
+                )
+                .await,
+            "invalid_grant",
+            "not a trusted issuer",
+        ),
         ("J2", "wrong aud", issuer.mint("RS256", with(&|v| v["aud"] = json!("other"))).await, "invalid_grant", "audience"),
         (
             "J2",
