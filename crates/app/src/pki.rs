@@ -1123,7 +1123,7 @@ fn rewrite_tbs(cert: &[u8], subject: Option<&[u8]>, key: Option<&LeafKey>) -> Re
 }
 
 /// A revoked serial for a CRL.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revoked {
     pub serial_hex: String,
     pub at: i64,
@@ -1401,8 +1401,12 @@ mod tests {
         .unwrap();
         assert_eq!(issued.serial.len(), 32);
         assert_eq!(issued.thumbprint.len(), 40);
-        let der = crl(&issuer, &[Revoked { serial_hex: issued.serial.clone(), at: 1_800_000_100, reason: 1 }], 1_800_000_200).unwrap();
+        let listed = [Revoked { serial_hex: issued.serial.clone(), at: 1_800_000_100, reason: 1 }];
+        let der = crl(&issuer, &listed, 1_800_000_200).unwrap();
         assert!(der.len() > 100);
+        // ECDSA's signatures are randomized: the same CRL signed twice in one second differs,
+        // which is how the server's tests tell a kept CRL from one signed again.
+        assert_ne!(crl(&issuer, &listed, 1_800_000_200).unwrap(), der);
         assert!(encrypt_pkcs8(&key, "", &Os).is_err());
         let enc = encrypt_pkcs8(&key, "pw", &Os).unwrap();
         assert_eq!(enc[0], 0x30);

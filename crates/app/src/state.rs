@@ -36,6 +36,8 @@ pub struct App {
     pub oidc: Option<Arc<strongroom_idp::oidc::Oidc>>,
     /// Told what was issued, refused and revoked.
     pub observer: Arc<dyn Observer>,
+    /// The CAs' CRLs signed so far (`/crl/{name}`).
+    pub signed_crls: Arc<crate::service::certificates::CrlCache>,
 }
 
 impl App {

@@ -873,9 +873,10 @@ pub(crate) async fn previous_versions(
     get,
     path = "/crl/{name}",
     tag = "certificates",
-    description = "The CRL of a CA (`NAME.crl`; DER, `application/pkix-crl`), signed when asked from its revocations whose \
-        certificates have not expired or expired less than a day ago, valid a day. No authentication: every issued certificate \
-        names this URL in its CRL distribution point.",
+    description = "The CRL of a CA (`NAME.crl`; DER, `application/pkix-crl`) listing its revocations whose certificates have \
+        not expired or expired less than a day ago, valid a day after it was signed: the one signed last while it lists exactly \
+        those and is less than an hour old, else signed now. No authentication: every issued certificate names this URL in its \
+        CRL distribution point.",
     params(("name" = String, Path, description = "The CA's name, lower case, `.crl` after it.")),
     responses(
         (status = 200, description = "The CRL (DER).", content_type = "application/pkix-crl"),

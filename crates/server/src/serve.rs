@@ -51,6 +51,7 @@ pub fn state(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>,
     let app = App {
         machine,
         observer: metrics.clone(),
+        signed_crls: Arc::default(),
         store,
         clock,
         rng,

@@ -174,25 +174,67 @@ pub fn revocation_purge_cut(now: i64) -> i64 {
     now - REVOCATION_KEEP_DAYS * 86_400
 }
 
-/// The CRL of CA `name` (DER), signed now from its revocations whose certificates have not
+/// A kept CRL is signed again once it is this old (seconds), though nothing it lists
+/// changed: its `thisUpdate` stays within the hour, its `nextUpdate` a day after that.
+pub const CRL_RESIGN_SECS: i64 = 3_600;
+
+/// The CRLs signed so far, one per CA. `/crl/{name}` answers anyone: signing on
+/// every request (with an HSM's key, or RSA-4096) would let any client spend the
+/// CA's key and the server's CPU at will. A kept CRL is answered while the
+/// revocations it lists are still exactly those a new one would list (a
+/// revocation, or one leaving the list after its certificate's end, makes a new
+/// one), the CA's certificate is the same, and it is younger than
+/// [`CRL_RESIGN_SECS`]. Requests for CRLs take turns: one signs, those waiting
+/// behind it find what it signed.
+#[derive(Default)]
+pub struct CrlCache(tokio::sync::Mutex<HashMap<String, SignedCrl>>);
+
+struct SignedCrl {
+    ca_cert: Vec<u8>,
+    list: Vec<pki::Revoked>,
+    signed_at: i64,
+    der: Vec<u8>,
+}
+
+impl std::fmt::Debug for CrlCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CrlCache")
+    }
+}
+
+/// The CRL of CA `name` (DER), from its revocations whose certificates have not
 /// expired, or expired less than a CRL's validity ago (so each appears on one CRL issued
-/// after its certificate's end, RFC 5280 §3.3). `None`: no such CA (or an intermediate whose
+/// after its certificate's end, RFC 5280 §3.3): the one kept ([`CrlCache`]) if it
+/// lists exactly those, else signed now. `None`: no such CA (or an intermediate whose
 /// certificate is not installed yet).
 pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let name = name.strip_suffix(".crl").unwrap_or(name);
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
     let Some(cert) = ca_certificate(ca).map(<[u8]>::to_vec) else { return Ok(None) };
+    // The revocations are read while holding the turn: a request that starts after a
+    // revocation committed reads it, and a CRL listing it replaces the kept one.
+    let mut kept = app.signed_crls.0.lock().await;
     let now = app.now().secs();
     let revoked = app.store.revocations(ca.name.to_lowercase(), now - pki::CRL_VALIDITY_SECS).await?;
-    let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
     let list: Vec<pki::Revoked> =
         revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
+    let key = ca.name.to_lowercase();
+    if let Some(s) = kept.get(&key)
+        && s.ca_cert == cert
+        && s.list == list
+        && (s.signed_at..s.signed_at + CRL_RESIGN_SECS).contains(&now)
+    {
+        return Ok(Some(s.der.clone()));
+    }
+    let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
     // A token's key signs with blocking calls: off the async threads.
-    let crl = tokio::task::spawn_blocking(move || pki::crl(&Issuer { cert_der: &cert, signer: &*signer }, &list, now))
+    let (issuer_cert, listed) = (cert.clone(), list.clone());
+    let der = tokio::task::spawn_blocking(move || pki::crl(&Issuer { cert_der: &issuer_cert, signer: &*signer }, &listed, now))
         .await
         .map_err(|e| CertError::Internal(format!("signing the CRL: {e}")))??;
-    Ok(Some(crl))
+    kept.insert(key, SignedCrl { ca_cert: cert, list, signed_at: now, der: der.clone() });
+    Ok(Some(der))
 }
 
 // ------------------------------------------------------------------ policies

@@ -3,7 +3,8 @@
 //! `Find-VdcVaultId` and `Export-VdcVaultObject`: `SecretStore/LookupByOwner`
 //! on the certificate's DN, then `SecretStore/Retrieve` reading `VaultType`),
 //! and revocation upkeep (a revoked certificate leaves the CRL a CRL's
-//! validity after it expired; the janitor deletes its row 30 days after).
+//! validity after it expired; the janitor deletes its row 30 days after),
+//! and the CRL kept between requests.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -184,5 +185,53 @@ async fn revocations_leave_the_crl_after_expiry_and_the_janitor_prunes_them() {
     assert_eq!(rows().await, 0, "pruned");
     let list = crl(&s).await;
     assert!(!contains(&list, &serial), "and the CRL still signs, empty");
+    s.stop().await;
+}
+
+/// `n` requests for the CRL at once.
+async fn crls_at_once(s: &TestServer, n: usize) -> Vec<Vec<u8>> {
+    let mut all = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (http, url) = (s.http.clone(), s.at("/crl/test%20ca.crl"));
+        all.spawn(async move {
+            let r = http.get(url).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            r.bytes().await.unwrap().to_vec()
+        });
+    }
+    all.join_all().await
+}
+
+/// `/crl/{name}` answers anyone, so its CA's key must not sign once a request: 24 requests
+/// at once get one CRL, byte for byte (ECDSA signatures are randomized, so two signings
+/// would differ: `pki`'s CRL test checks that), and later ones the same; a revocation makes
+/// a new one at once (again one for the requests at once), and so does the hour of
+/// `CRL_RESIGN_SECS`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crl_is_signed_once_for_requests_at_once_and_again_when_it_would_change() {
+    let (s, root, _) = server(90).await;
+    let dn = central(&s, &root, "kept.example.com").await;
+    let same = |all: &[Vec<u8>]| all.windows(2).all(|w| w[0] == w[1]);
+    let first = crls_at_once(&s, 24).await;
+    assert!(same(&first), "24 requests at once, one signature");
+    assert_eq!(crl(&s).await, first[0], "kept for the next request");
+
+    let (st, v) = cert_call(&s, &root, "revoke", json!({"CertificateDN": dn, "Reason": 1})).await;
+    assert_eq!((st, &v["Success"]), (StatusCode::OK, &json!(true)), "{v}");
+    let key = strongroom_core::vault::FolderPath::parse(&dn).unwrap().key().to_owned();
+    let serial = unhex(s.store.certificate(key).await.unwrap().unwrap().serial.trim_start_matches("00"));
+    assert!(!contains(&first[0], &serial));
+    let revoked = crls_at_once(&s, 24).await;
+    assert!(same(&revoked), "one new signature for the requests at once");
+    assert_ne!(revoked[0], first[0]);
+    assert!(contains(&revoked[0], &serial), "the revocation is on the CRL at once");
+
+    let resign = strongroom_app::service::certificates::CRL_RESIGN_SECS;
+    s.clock.set(UnixTime::from_secs(strongroom_core::time::Clock::now(&s.clock).secs() + resign - 1));
+    assert_eq!(crl(&s).await, revoked[0], "kept within the hour");
+    s.clock.set(UnixTime::from_secs(strongroom_core::time::Clock::now(&s.clock).secs() + 1));
+    let later = crl(&s).await;
+    assert_ne!(later, revoked[0], "signed again after the hour");
+    assert!(contains(&later, &serial));
     s.stop().await;
 }
