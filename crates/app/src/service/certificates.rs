@@ -184,10 +184,11 @@ pub const CRL_RESIGN_SECS: i64 = 3_600;
 /// revocations it lists are still exactly those a new one would list (a
 /// revocation, or one leaving the list after its certificate's end, makes a new
 /// one), the CA's certificate is the same, and it is younger than
-/// [`CRL_RESIGN_SECS`]. Requests for CRLs take turns: one signs, those waiting
-/// behind it find what it signed.
+/// [`CRL_RESIGN_SECS`]. Requests for one CA's CRL take turns: one signs, those
+/// waiting behind it find what it signed (a CA whose token hangs holds up only
+/// its own CRL's requests).
 #[derive(Default)]
-pub struct CrlCache(tokio::sync::Mutex<HashMap<String, SignedCrl>>);
+pub struct CrlCache(std::sync::Mutex<HashMap<String, std::sync::Arc<tokio::sync::Mutex<Option<SignedCrl>>>>>);
 
 struct SignedCrl {
     ca_cert: Vec<u8>,
@@ -212,15 +213,16 @@ pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
     let Some(cert) = ca_certificate(ca).map(<[u8]>::to_vec) else { return Ok(None) };
-    // The revocations are read while holding the turn: a request that starts after a
+    let key = ca.name.to_lowercase();
+    let slot = app.signed_crls.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(key.clone()).or_default().clone();
+    // The revocations are read while holding the CA's turn: a request that starts after a
     // revocation committed reads it, and a CRL listing it replaces the kept one.
-    let mut kept = app.signed_crls.0.lock().await;
+    let mut kept = slot.lock().await;
     let now = app.now().secs();
-    let revoked = app.store.revocations(ca.name.to_lowercase(), now - pki::CRL_VALIDITY_SECS).await?;
+    let revoked = app.store.revocations(key, now - pki::CRL_VALIDITY_SECS).await?;
     let list: Vec<pki::Revoked> =
         revoked.into_iter().map(|r| pki::Revoked { serial_hex: r.serial, at: r.revoked_at, reason: r.reason }).collect();
-    let key = ca.name.to_lowercase();
-    if let Some(s) = kept.get(&key)
+    if let Some(s) = kept.as_ref()
         && s.ca_cert == cert
         && s.list == list
         && (s.signed_at..s.signed_at + CRL_RESIGN_SECS).contains(&now)
@@ -233,7 +235,7 @@ pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let der = tokio::task::spawn_blocking(move || pki::crl(&Issuer { cert_der: &issuer_cert, signer: &*signer }, &listed, now))
         .await
         .map_err(|e| CertError::Internal(format!("signing the CRL: {e}")))??;
-    kept.insert(key, SignedCrl { ca_cert: cert, list, signed_at: now, der: der.clone() });
+    *kept = Some(SignedCrl { ca_cert: cert, list, signed_at: now, der: der.clone() });
     Ok(Some(der))
 }
 
