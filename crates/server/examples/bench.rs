@@ -18,6 +18,8 @@
 //! of possession, the policy, the signature, the one write) followed by one
 //! `Certificates/Retrieve` of it with the chain; a row's req/s is pairs per
 //! second. After each, the bytes the store kept per issued certificate.
+//! And `crl`: `GET /crl/NAME.crl` (no token) of an RSA-4096 CA, each request
+//! answered the CRL kept since its last signature or a new one.
 //!
 //! Every figure is also printed as a ratio to `GET /healthz` measured in the
 //! same run (shared machines are noisy; ratios travel better than rates), and
@@ -92,6 +94,8 @@ const CERT_CAS: [(Work, &str, &str, &str); 2] = [
     (Work::CertP256, "Bench P256", "p256", "\\VED\\Policy\\Bench Certificates P256"),
     (Work::CertRsa, "Bench RSA2048", "rsa2048", "\\VED\\Policy\\Bench Certificates RSA2048"),
 ];
+/// The CA of the CRL workload.
+const CRL_CA: &str = "Bench CRL";
 const FOLDER: &str = "\\VED\\Policy\\Bench";
 const GROUPS: usize = 8;
 /// Device codes stored per second of the device workload (more than it can use).
@@ -403,6 +407,8 @@ enum Work {
     CertP256,
     /// The same from an RSA-2048 CA.
     CertRsa,
+    /// `GET /crl/NAME.crl` (no token) of an RSA-4096 CA.
+    Crl,
 }
 
 impl Work {
@@ -418,6 +424,7 @@ impl Work {
             Work::Verify => "Verify",
             Work::CertP256 => "cert-p256 Req+Retr",
             Work::CertRsa => "cert-rsa2048 Req+Retr",
+            Work::Crl => "crl (RSA-4096 CA)",
         }
     }
 }
@@ -544,6 +551,13 @@ impl Ctx {
                 let body = json!({"CertificateDN": dn, "Format": "base64", "IncludeChain": true});
                 let r = self.http.post(url("/vedsdk/certificates/retrieve")).bearer_auth(token).json(&body).send().await;
                 matches!(answer(r).await, Some((200, v)) if v["CertificateData"].as_str().is_some_and(|d| !d.is_empty()))
+            }
+            Work::Crl => {
+                let r = self.http.get(url(&format!("/crl/{}.crl", CRL_CA.to_lowercase().replace(' ', "%20")))).send().await;
+                match r {
+                    Ok(r) if r.status() == 200 => r.bytes().await.is_ok_and(|b| b.first() == Some(&0x30)),
+                    _ => false,
+                }
             }
         })
     }
@@ -1189,6 +1203,9 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         let tag = work.name().split(' ').next().unwrap_or("cert");
         certs.push(CertPool { work, folder, csrs: Mutex::new(csr_fixtures(tag, n).await) });
     }
+    if runs(o, Work::Crl) {
+        admin(bin, &data, url, &["ca", "create", CRL_CA, "--algorithm", "rsa4096"], "");
+    }
     let mut cert_access = Vec::new();
     if !certs.is_empty() {
         for _ in 0..CONNECTIONS {
@@ -1239,6 +1256,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         Work::Verify,
         Work::CertP256,
         Work::CertRsa,
+        Work::Crl,
     ] {
         if !runs(o, work) {
             continue;
