@@ -156,6 +156,21 @@ impl Session {
         }
     }
 
+    /// Waits (bounded) until the page's URL contains `needle`: after a click
+    /// that submits a form by GET, the page being left can still answer for
+    /// its elements.
+    pub async fn wait_url(&self, needle: &str) {
+        let start = Instant::now();
+        loop {
+            let now = self.url().await;
+            if now.contains(needle) {
+                return;
+            }
+            assert!(start.elapsed() < PATIENCE, "the page never went to a URL with {needle:?}; it is at {now:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The page's URL now.
     pub async fn url(&self) -> String {
         self.client.current_url().await.map(|u| u.to_string()).unwrap_or_default()
