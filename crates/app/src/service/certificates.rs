@@ -212,7 +212,7 @@ pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     let name = name.strip_suffix(".crl").unwrap_or(name);
     let cas = app.store.cert_authorities().await?;
     let Some(ca) = cas.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else { return Ok(None) };
-    let Some(cert) = ca_certificate(ca).map(<[u8]>::to_vec) else { return Ok(None) };
+    let Some(cert) = ca_certificate(ca) else { return Ok(None) };
     let key = ca.name.to_lowercase();
     let slot = app.signed_crls.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(key.clone()).or_default().clone();
     // The revocations are read while holding the CA's turn: a request that starts after a
@@ -231,11 +231,11 @@ pub async fn crl(app: &App, name: &str) -> Result<Option<Vec<u8>>> {
     }
     let signer = ca_signer(&*app.store, &app.keyring, ca).await?;
     // A token's key signs with blocking calls: off the async threads.
-    let (issuer_cert, listed) = (cert.clone(), list.clone());
+    let (issuer_cert, listed) = (cert.to_vec(), list.clone());
     let der = tokio::task::spawn_blocking(move || pki::crl(&Issuer { cert_der: &issuer_cert, signer: &*signer }, &listed, now))
         .await
         .map_err(|e| CertError::Internal(format!("signing the CRL: {e}")))??;
-    *kept = Some(SignedCrl { ca_cert: cert, list, signed_at: now, der: der.clone() });
+    *kept = Some(SignedCrl { ca_cert: cert.to_vec(), list, signed_at: now, der: der.clone() });
     Ok(Some(der))
 }
 
