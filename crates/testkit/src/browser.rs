@@ -129,46 +129,25 @@ impl Session {
     /// the page being left may still show its own notice, or its element may
     /// go stale under us.
     pub async fn wait_text(&self, css: &str, needle: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let now = match self.client.find(Locator::Css(css)).await {
-                Ok(e) => e.text().await.unwrap_or_default(),
-                Err(_) => String::new(),
-            };
-            if now.contains(needle) {
-                return now;
-            }
-            assert!(start.elapsed() < PATIENCE, "{css} never said {needle:?}; it says {now:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let now = async || match self.client.find(Locator::Css(css)).await {
+            Ok(e) => e.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        until(now, |t| t.contains(needle), || format!("{css} never said {needle:?}; it says")).await
     }
 
     /// Waits (bounded) until `title` of the page's title is `want`.
     pub async fn wait_title(&self, title: impl Fn(&str) -> String, want: &str) {
-        let start = Instant::now();
-        loop {
-            let now = title(&self.client.title().await.unwrap_or_default());
-            if now == want {
-                return;
-            }
-            assert!(start.elapsed() < PATIENCE, "the page never showed {want:?}; it shows {now:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let now = async || title(&self.title().await);
+        until(now, |t| t == want, || format!("the page never showed {want:?}; it shows")).await;
     }
 
     /// Waits (bounded) until the page's URL contains `needle`: after a click
     /// that submits a form by GET, the page being left can still answer for
     /// its elements.
     pub async fn wait_url(&self, needle: &str) {
-        let start = Instant::now();
-        loop {
-            let now = self.url().await;
-            if now.contains(needle) {
-                return;
-            }
-            assert!(start.elapsed() < PATIENCE, "the page never went to a URL with {needle:?}; it is at {now:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let now = async || self.url().await;
+        until(now, |u| u.contains(needle), || format!("the page never went to a URL with {needle:?}; it is at")).await;
     }
 
     /// The page's URL now.
@@ -186,5 +165,19 @@ impl Session {
         let Session { client, profile } = self;
         let _ = client.close().await;
         drop(profile);
+    }
+}
+
+/// What `now` answers once `done` holds of it, asking every 50 ms; past
+/// [`PATIENCE`] the test fails with `failure` and the last answer.
+async fn until(mut now: impl AsyncFnMut() -> String, done: impl Fn(&str) -> bool, failure: impl Fn() -> String) -> String {
+    let start = Instant::now();
+    loop {
+        let answer = now().await;
+        if done(&answer) {
+            return answer;
+        }
+        assert!(start.elapsed() < PATIENCE, "{} {answer:?}", failure());
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
