@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod fields;
+pub mod names;
 
 /// The product's vault types of a certificate's entries (`VaultType`).
 pub mod vault_type {
@@ -385,6 +386,20 @@ pub fn judge(p: &Policy, a: &Asked) -> Result<(), String> {
     Ok(())
 }
 
+/// The product's revocation reasons (`Certificates/Revoke`'s `Reason`): RFC 5280's CRLReason
+/// codes 0 to 5, as the product's documentation names them. No other code is accepted.
+pub const REVOCATION_REASONS: [&str; 6] =
+    ["unspecified", "key compromise", "CA compromise", "affiliation changed", "superseded", "cessation of operation"];
+
+/// A revocation reason as given, if it is one of [`REVOCATION_REASONS`]; else the refusal's text.
+pub fn revocation_reason(code: i64) -> Result<i64, String> {
+    if usize::try_from(code).is_ok_and(|c| c < REVOCATION_REASONS.len()) {
+        return Ok(code);
+    }
+    let known: Vec<String> = REVOCATION_REASONS.iter().enumerate().map(|(i, r)| format!("{i} {r}")).collect();
+    Err(format!("Reason {code} is not a revocation reason: {}.", known.join(", ")))
+}
+
 /// The class pyvenafi's `certificate.create` passes to `Config/Create` (the product's base class of
 /// certificate objects); an object made so shows it as its class.
 pub const CREATED_CLASS: &str = "X509 Certificate";
@@ -555,8 +570,27 @@ impl Template {
                 }
             }
         }
+        t.check_names().map_err(bad)?;
         t.key_spec().map_err(bad)?;
         Ok(t)
+    }
+
+    /// Whether the names it holds may be issued, as a request's would be ([`names`]).
+    fn check_names(&self) -> Result<(), String> {
+        let one = |k: &str, v: &Option<String>| v.iter().map(|v| (k.to_owned(), v.clone())).collect::<Vec<_>>();
+        let mut subject = one("CN", &self.common_name);
+        subject.extend(one("O", &self.organization));
+        subject.extend(self.organizational_unit.iter().map(|v| ("OU".to_owned(), v.clone())));
+        subject.extend(one("L", &self.city));
+        subject.extend(one("ST", &self.state));
+        names::subject(&subject)?;
+        self.dns.iter().try_for_each(|d| names::host_name(d))?;
+        self.email.iter().try_for_each(|e| names::email(e))?;
+        self.uri.iter().try_for_each(|u| names::uri(u))?;
+        match self.upn.iter().find(|u| u.len() > 1024 || u.chars().any(char::is_control)) {
+            Some(u) => Err(format!("{} is not a user principal name.", names::shown(u))),
+            None => Ok(()),
+        }
     }
 
     /// The key the template asks for (`None`: the policy's), or why it names none that can be.
@@ -622,6 +656,21 @@ mod tests {
         assert_eq!(code(&[("Country", &["USA"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Manual Csr", &["maybe"])]), Err(RESULT_INVALID_ARGUMENT));
         assert_eq!(code(&[("Generate Keypair On Application", &["1"])]), Err(RESULT_INVALID_ARGUMENT));
+        // Names that are not names, as a request's would be refused.
+        for (attr, value) in [
+            ("X509 Subject", "www.evil.com\0.example.com"),
+            ("X509 Subject", "evil.com/.example.com"),
+            ("X509 SubjectAltName DNS", ".example.com"),
+            ("X509 SubjectAltName DNS", "a..example.com"),
+            ("X509 SubjectAltName RFC822", "nobody"),
+            ("X509 SubjectAltName URI", "no scheme"),
+            ("Organization", "Acme\u{0}"),
+        ] {
+            assert_eq!(code(&[(attr, &[value])]), Err(RESULT_INVALID_ARGUMENT), "{attr} {value:?}");
+        }
+        let long_cn = "a".repeat(100_000);
+        let e = Template::from_attributes(&attrs(&[("X509 Subject", &[long_cn.as_str()])])).unwrap_err();
+        assert!(e.text.contains("longer than 64") && e.text.len() < 200, "{}", e.text);
         let upn = Template::from_attributes(&attrs(&[("X509 SubjectAltName OtherName UPN", &["alice@corp.example", " "])])).unwrap();
         assert_eq!(upn.upn, vec!["alice@corp.example"]);
         assert_eq!(
@@ -672,6 +721,17 @@ mod tests {
         assert!(!value(Policy::effective([&on(false), &off])), "a default is overridden below");
         assert!(value(Policy::effective([&on(true), &off])), "a locked one binds below");
         assert!(!value(Policy::effective([&none, &none])));
+    }
+
+    #[test]
+    fn only_the_products_revocation_reasons_are_accepted() {
+        for code in 0..=5 {
+            assert_eq!(revocation_reason(code), Ok(code));
+        }
+        for code in [-1, 6, 7, 8, 9, 10, 99, i64::MAX, i64::MIN] {
+            let e = revocation_reason(code).unwrap_err();
+            assert!(e.starts_with(&format!("Reason {code} is not")) && e.contains("1 key compromise"), "{e}");
+        }
     }
 
     #[test]
