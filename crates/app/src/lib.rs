@@ -12,8 +12,9 @@
 //! - [`admin`]: each administrative act once, its event naming who acted
 //!   ([`admin::Admin::acting_as`]), used by the product's calls, the console
 //!   and the admin CLI alike.
-//! - [`hashing`]: password checks on dedicated threads; [`archive`]: the
-//!   event archive.
+//! - [`hashing`]: password checks on dedicated threads; [`keygen`]: the
+//!   private keys of central certificate requests, within bounds;
+//!   [`archive`]: the event archive.
 //! - [`App`]: what every act can reach (the store, the clock, the random
 //!   source, the keys, the key ring, the providers), and [`Observer`], told
 //!   what was issued, refused and revoked (the edge counts it).
@@ -25,10 +26,11 @@
 pub mod admin;
 pub mod archive;
 pub mod hashing;
+pub mod keygen;
 mod observer;
 pub mod pki;
 pub mod service;
 mod state;
 
-pub use observer::{GrantType, Observer};
+pub use observer::{GrantType, KeyGenOutcome, Observer};
 pub use state::{App, OsRandom, SystemClock};

@@ -24,6 +24,34 @@ impl GrantType {
     }
 }
 
+/// What became of a request for a server-made RSA key ([`crate::keygen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyGenOutcome {
+    /// Made and handed to its request.
+    Generated,
+    /// Made after its request was gone (the client left, or the request timed out).
+    Orphaned,
+    /// Its request was gone before its turn: nothing was made.
+    Abandoned,
+    /// Refused: the identity had as many in progress as it may.
+    RefusedIdentity,
+    /// Refused: as many were waiting as may.
+    RefusedBusy,
+}
+
+impl KeyGenOutcome {
+    /// Its label in metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            KeyGenOutcome::Generated => "generated",
+            KeyGenOutcome::Orphaned => "orphaned",
+            KeyGenOutcome::Abandoned => "abandoned",
+            KeyGenOutcome::RefusedIdentity => "refused_identity",
+            KeyGenOutcome::RefusedBusy => "refused_busy",
+        }
+    }
+}
+
 /// Told of each outcome as it is committed; every method does nothing
 /// unless implemented.
 pub trait Observer: Send + Sync + fmt::Debug {
@@ -40,4 +68,6 @@ pub trait Observer: Send + Sync + fmt::Debug {
     fn refresh_reuse(&self) {}
     /// Guessing counters that locked.
     fn lockouts(&self, _n: usize) {}
+    /// A request for a server-made RSA key, and what became of it.
+    fn key_generation(&self, _outcome: KeyGenOutcome) {}
 }

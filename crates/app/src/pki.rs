@@ -30,7 +30,7 @@ use rcgen::{
 use time::OffsetDateTime;
 use zeroize::Zeroizing;
 
-use strongroom_core::cert::{Curve, KeySpec};
+use strongroom_core::cert::{Curve, KeySpec, names};
 use strongroom_core::random::Random;
 
 /// Why an X.509 step failed; the text is for the client (never a key).
@@ -691,25 +691,34 @@ impl Sans {
     }
 
     /// One name as clients send it: `Type` 0 UPN, 1 email, 2 DNS, 6 URI, 7 IP, or `TypeName`
-    /// `UPN` (or `OtherName`), `DNS`, `Email`, `IPAddress`, `URI`.
+    /// `UPN` (or `OtherName`), `DNS`, `Email`, `IPAddress`, `URI`. The name is taken exactly as
+    /// given and must be one of its kind ([`names`]: a DNS name a host name, and so on).
     pub fn push(&mut self, kind: &str, name: &str) -> Result<(), PkiError> {
         let k = kind.trim().to_ascii_lowercase();
-        let name = name.trim();
         match k.as_str() {
-            "2" | "dns" => Sans::add(&mut self.dns, name),
-            "1" | "email" | "rfc822" => Sans::add(&mut self.email, name),
-            "6" | "uri" => Sans::add(&mut self.uri, name),
+            "2" | "dns" => {
+                names::host_name(name).map_err(PkiError::Invalid)?;
+                Sans::add(&mut self.dns, name);
+            }
+            "1" | "email" | "rfc822" => {
+                names::email(name).map_err(PkiError::Invalid)?;
+                Sans::add(&mut self.email, name);
+            }
+            "6" | "uri" => {
+                names::uri(name).map_err(PkiError::Invalid)?;
+                Sans::add(&mut self.uri, name);
+            }
             "0" | "upn" | "othername" => {
-                if name.is_empty() || name.len() > 1024 || name.chars().any(char::is_control) {
-                    return Err(PkiError::Invalid(format!("{name:?} is not a user principal name.")));
+                if name.is_empty() || name.len() > 1024 || name.chars().any(char::is_control) || name.trim() != name {
+                    return Err(PkiError::Invalid(format!("{} is not a user principal name.", names::shown(name))));
                 }
                 Sans::add(&mut self.upn, name);
             }
             "7" | "ip" | "ipaddress" => {
-                name.parse::<IpAddr>().map_err(|_| PkiError::Invalid(format!("{name:?} is not an IP address.")))?;
+                name.parse::<IpAddr>().map_err(|_| PkiError::Invalid(format!("{} is not an IP address.", names::shown(name))))?;
                 Sans::add(&mut self.ip, name);
             }
-            _ => return Err(PkiError::Invalid(format!("Subject alternative names of type {kind:?} are not issued."))),
+            _ => return Err(PkiError::Invalid(format!("Subject alternative names of type {} are not issued.", names::shown(kind)))),
         }
         Ok(())
     }

@@ -38,6 +38,8 @@ pub struct App {
     pub observer: Arc<dyn Observer>,
     /// The CAs' CRLs signed so far (`/crl/{name}`).
     pub signed_crls: Arc<crate::service::certificates::CrlCache>,
+    /// Makes the keys of central certificate requests, within bounds.
+    pub keygen: crate::keygen::KeyGenerator,
 }
 
 impl App {

@@ -134,6 +134,7 @@ pub(crate) async fn config_check(
             "events": sections_text.events,
             "jwt": sections_text.jwt,
             "certificate": sections_text.certificate,
+            "key_generation": sections_text.key_generation,
             "ldap": sections_text.ldap,
             "oidc": sections_text.oidc,
             "log": log.as_ref().map(|l| json!({"filter": l.filter, "filter_from": l.filter_from, "format": log_format})),
@@ -180,6 +181,7 @@ pub(crate) async fn config_check(
             ("events", sections_text.events),
             ("jwt", sections_text.jwt),
             ("certificate", sections_text.certificate),
+            ("key_generation", sections_text.key_generation),
             ("ldap", sections_text.ldap),
             ("oidc", sections_text.oidc),
         ] {
@@ -217,6 +219,7 @@ struct Sections {
     events: String,
     jwt: String,
     certificate: String,
+    key_generation: String,
     ldap: String,
     oidc: String,
 }
@@ -250,6 +253,11 @@ fn sections_summary(config: &Config) -> Sections {
         ),
         None => "off (no listen: no certificate grant)".to_owned(),
     };
+    let k = &config.key_generation;
+    let key_generation = format!(
+        "server-made RSA keys: {} at once, {} in progress per caller, {} waiting (past them 429)",
+        k.concurrency, k.per_identity, k.waiting
+    );
     let ldap = match &config.ldap {
         Some(l) => format!(
             "{} at {}{}, bind {:?} with password {}, people under {:?}, timeout {} s, {}",
@@ -277,7 +285,7 @@ fn sections_summary(config: &Config) -> Sections {
         ),
         None => "off (no issuer: no OpenID Connect sign-in)".to_owned(),
     };
-    Sections { events, jwt, certificate, ldap, oidc }
+    Sections { events, jwt, certificate, key_generation, ldap, oidc }
 }
 
 /// `config check --online`: what the database holds, changing nothing.

@@ -200,11 +200,15 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         Answers 200 `{CertificateDN, Guid}` (never 202); with `WorkToDoTimeout`, also the certificate inline (when waiting for \
         approval, once approved within it) \
         (`CertificateData`, `Filename`, `Format`, read as `Retrieve` reads `Format`, `IncludeChain`, `IncludePrivateKey`, \
-        `Password`). A policy violation, an external CA, `Devices` or bad input is 400 \
-        `{\"Error\"}` and issues nothing; no Create on the folder is 403. Scope `certificate:manage`.",
+        `Password`). Every name is checked before the policy: DNS names (and a CN with a dot or `*`, no space) are host names \
+        (RFC 1123 labels, at most 63 and 253 characters, a wildcard only as a whole first label), subject attributes have no \
+        control character and stay within RFC 5280's bounds (CN 64). A policy violation, a name that is no name, an external \
+        CA, `Devices` or bad input is 400 `{\"Error\"}` and issues nothing; no Create on the folder is 403. A server-made RSA \
+        key past the bounds of `[key_generation]` (per caller, in all) is 429 with `Retry-After`, before any work. Scope \
+        `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`", body = Value), (status = 400, description = "Refused; nothing issued.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`", body = Value), (status = 400, description = "Refused; nothing issued.", body = Value), (status = 429, description = "Too many server-made keys in progress (this caller's, or all); `Retry-After`; nothing requested.", body = Value), SdkRefusals),
 )]
 pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let input = request_input(&c.body)?;
@@ -287,7 +291,8 @@ fn retrieved(r: svc::Retrieved) -> Response {
         `\"true\"`), `Base64 (PKCS #8)` (its spellings: the same PEM), or `DER` (the certificate alone). With \
         `IncludePrivateKey` and a `Password`, the centrally made key comes last as PBES2 `ENCRYPTED PRIVATE KEY` \
         (PBKDF2-HMAC-SHA256, AES-256-CBC); it needs Private Key Read on the object and writes a `certificate.key_exported` \
-        event first. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
+        event first; the `Password` must be one a user could choose (8 to 1,024 characters, not a common one, not one \
+        character repeated), else 400 and nothing is exported. Needs Read. A missing certificate is 400 `Certificate does not exist.` (status line and `Error`). \
         `PKCS #12` (its spellings) under `Password`: the certificate, the CA with `IncludeChain`, the key with \
         `IncludePrivateKey` (PBES2 AES-256-CBC, MAC HMAC-SHA256). `PKCS #7` and `JKS` are 400 for now. While a request for it waits for Manual Approval: 202 \
         `{\"Stage\": 500, \"Status\": \"Pending workflow resolution…\"}` (with `WorkToDoTimeout`, after waiting up to it, at most \
@@ -357,7 +362,8 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
     path = "/vedsdk/Certificates/Revoke",
     tag = "certificates",
     description = "Revokes the certificate of `CertificateDN` (or `Thumbprint`) at once: its serial is on its CA's CRL \
-        from the same write (`Reason` 0-5; `Disable` also disables the object; `Comments` go to the event). Needs Revoke. \
+        from the same write (`Reason` 0-5, the product's reasons; any other is 400 and nothing is revoked; `Disable` also \
+        disables the object; `Comments` go to the event). Needs Revoke. \
         200 `{\"Requested\": true, \"Success\": true, \"Revoked\": true}`; refused: `{\"Success\": false, \"Error\"}`. \
         Scope `certificate:revoke`.",
     security(("bearer" = [])),

@@ -71,5 +71,5 @@ pub(crate) async fn healthz(state: State<HttpState>) -> Response {
     responses((status = 200, description = "The metrics in the OpenMetrics text format.", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String)),
 )]
 pub(crate) async fn metrics(State(app): State<HttpState>) -> Response {
-    respond::metrics(app.metrics.render(app.store.pool_status()))
+    respond::metrics(app.metrics.render(app.store.pool_status(), app.keygen.in_progress()))
 }

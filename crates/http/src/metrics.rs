@@ -19,7 +19,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use strongroom_app::{GrantType, Observer as AppObserver};
+use strongroom_app::{GrantType, KeyGenOutcome, Observer as AppObserver};
 
 use strongroom_store::{ErrorKind, PoolStatus, StoreObserver};
 
@@ -53,6 +53,12 @@ struct KeyFetchLabels {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KeyGenLabels {
+    /// One of `KeyGenOutcome::label`'s five values.
+    outcome: &'static str,
+}
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -74,6 +80,7 @@ pub struct Metrics {
     grants_issued: Family<GrantLabels, Counter>,
     grants_refused: Family<GrantLabels, Counter>,
     key_fetches: Family<KeyFetchLabels, Counter>,
+    key_generations: Family<KeyGenLabels, Counter>,
     batch_jobs: Histogram,
     batch_seconds: Histogram,
     batch_failed: Counter,
@@ -81,6 +88,7 @@ pub struct Metrics {
     pool_max: Gauge,
     pool_in_use: Gauge,
     pool_waiting: Gauge,
+    keys_in_progress: Gauge,
 }
 
 impl Default for Metrics {
@@ -114,6 +122,9 @@ impl AppObserver for Metrics {
     }
     fn lockouts(&self, n: usize) {
         Metrics::lockouts(self, n);
+    }
+    fn key_generation(&self, outcome: KeyGenOutcome) {
+        self.key_generations.get_or_create(&KeyGenLabels { outcome: outcome.label() }).inc();
     }
 }
 
@@ -159,6 +170,19 @@ impl Metrics {
         );
         let key_fetches = Family::<KeyFetchLabels, Counter>::default();
         r.register("jwt_key_fetches", "Fetches of JWT issuers' keys (JWKS), by outcome: ok or failed", key_fetches.clone());
+        let keys_in_progress = Gauge::default();
+        r.register(
+            "certificate_keys_in_progress",
+            "Server-made RSA keys waiting for their turn or being made now",
+            keys_in_progress.clone(),
+        );
+        let key_generations = Family::<KeyGenLabels, Counter>::default();
+        r.register(
+            "certificate_key_generations",
+            "Requests for server-made RSA keys, by outcome: generated, orphaned (made after the request was gone), abandoned \
+             (gone before its turn: nothing made), refused_identity or refused_busy (429)",
+            key_generations.clone(),
+        );
         let batch_jobs = Histogram::new(exponential_buckets(1.0, 2.0, 8));
         r.register(
             "store_commit_batch_jobs",
@@ -193,6 +217,7 @@ impl Metrics {
             grants_issued,
             grants_refused,
             key_fetches,
+            key_generations,
             batch_jobs,
             batch_seconds,
             batch_failed,
@@ -200,6 +225,7 @@ impl Metrics {
             pool_max,
             pool_in_use,
             pool_waiting,
+            keys_in_progress,
         }
     }
 
@@ -244,9 +270,11 @@ impl Metrics {
         self.lockouts.inc_by(n as u64);
     }
 
-    /// The OpenMetrics text of every metric, with the gauges read now.
-    pub fn render(&self, pool: PoolStatus) -> String {
+    /// The OpenMetrics text of every metric, with the gauges read now: the store's pool, and
+    /// the server-made keys in progress.
+    pub fn render(&self, pool: PoolStatus, keys_in_progress: usize) -> String {
         let gauge = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        self.keys_in_progress.set(gauge(keys_in_progress));
         self.pool_max.set(gauge(pool.max));
         self.pool_in_use.set(gauge(pool.in_use));
         self.pool_waiting.set(gauge(pool.waiting));
@@ -392,6 +420,8 @@ mod tests {
         m.request("/healthz", &axum::http::Method::GET, 200, Duration::from_millis(2));
         m.token_issued();
         m.lockouts(2);
+        AppObserver::key_generation(&*m, KeyGenOutcome::Generated);
+        AppObserver::key_generation(&*m, KeyGenOutcome::RefusedIdentity);
         // Two batches reach the rendered instance through its observer: 3
         // jobs committed in 1.5 ms, then 5 jobs rolled back in 40 ms.
         let observer = Observer(m.clone());
@@ -400,7 +430,7 @@ mod tests {
         observer.failed(ErrorKind::Unavailable);
         observer.failed(ErrorKind::Unavailable);
         observer.failed(ErrorKind::Busy);
-        let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0 });
+        let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0 }, 2);
         for line in [
             "strongroom_store_commit_batch_jobs_count 2",
             "strongroom_store_commit_batch_jobs_sum 8.0",
@@ -421,6 +451,9 @@ mod tests {
         assert!(text.contains("strongroom_tokens_issued_total 1"), "{text}");
         assert!(text.contains("strongroom_lockouts_total 2"), "{text}");
         assert!(text.contains("strongroom_store_connections_max 3"), "{text}");
+        assert!(text.contains("strongroom_certificate_key_generations_total{outcome=\"generated\"} 1"), "{text}");
+        assert!(text.contains("strongroom_certificate_key_generations_total{outcome=\"refused_identity\"} 1"), "{text}");
+        assert!(text.contains("strongroom_certificate_keys_in_progress 2"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
         if cfg!(target_os = "linux") {
             let value = |name: &str| -> f64 {

@@ -664,6 +664,13 @@ impl IntoResponse for CertFailure {
                 let line = e.to_string();
                 with_reason(json(StatusCode::INTERNAL_SERVER_ERROR, &serde_json::json!({"Stage": stage, "Status": status})), &line)
             }
+            // Too many keys asked at once: 429, with when to try again; nothing was done.
+            E::Busy { message, retry_after_secs } => {
+                tracing::info!(retry_after_secs, "certificate call refused: too many keys asked of the server at once");
+                let mut r = body(StatusCode::TOO_MANY_REQUESTS, message);
+                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                r
+            }
             E::Internal(why) => {
                 tracing::error!(error = %why, "certificate call failed");
                 body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use strongroom_app::keygen::KeyGenLimits;
 use strongroom_core::integration::TokenSettings;
 
 use strongroom_http::client_addr::Network;
@@ -46,6 +47,9 @@ pub struct RawConfig {
     /// `[certificate]`: the certificate grant's listener.
     #[serde(default)]
     pub certificate: RawCertificate,
+    /// `[key_generation]`: the bounds on the keys the server makes for certificate requests.
+    #[serde(default)]
+    pub key_generation: RawKeyGeneration,
     /// `[ldap]`: an LDAP or Active Directory identity provider.
     #[serde(default)]
     pub ldap: RawLdap,
@@ -77,6 +81,32 @@ pub struct RawCertificate {
     pub proxy_header: Option<String>,
     /// How often the listener reads the certificate mappings' CAs again.
     pub reload_secs: Option<i64>,
+}
+
+/// `[key_generation]`: the RSA keys the server makes for central certificate requests
+/// (`strongroom_app::keygen`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKeyGeneration {
+    pub concurrency: Option<i64>,
+    pub per_identity: Option<i64>,
+    pub waiting: Option<i64>,
+}
+
+impl RawKeyGeneration {
+    fn validate(&self) -> Result<KeyGenLimits, ConfigError> {
+        let d = KeyGenLimits::for_this_machine();
+        let count = |name: &'static str, v: Option<i64>, default: usize, range: std::ops::RangeInclusive<i64>| match v {
+            None => Ok(default),
+            Some(v) if range.contains(&v) => Ok(usize::try_from(v).unwrap_or(default)),
+            Some(v) => Err(ConfigError::Invalid { name, message: format!("{v} is out of range: {} to {}", range.start(), range.end()) }),
+        };
+        Ok(KeyGenLimits {
+            concurrency: count("key_generation.concurrency", self.concurrency, d.concurrency, 1..=256)?,
+            per_identity: count("key_generation.per_identity", self.per_identity, d.per_identity, 1..=1024)?,
+            waiting: count("key_generation.waiting", self.waiting, d.waiting, 0..=4096)?,
+        })
+    }
 }
 
 /// The certificate grant's listener.
@@ -312,6 +342,8 @@ pub struct Config {
     pub jwt: JwtSettings,
     /// `[certificate] listen`: the certificate grant, on a listener of its own.
     pub certificate: Option<CertificateSettings>,
+    /// `[key_generation]`: the bounds on the keys made for central certificate requests.
+    pub key_generation: KeyGenLimits,
     /// `[ldap]`: the directory people may sign in through, if any.
     pub ldap: Option<strongroom_idp::directory::LdapConfig>,
     /// `[oidc]`: the OpenID Connect provider of the approval page, if any.
@@ -600,6 +632,30 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Text,
         "none",
         "A header in which a trusted proxy (trusted_proxies) passes the client certificate (PEM, URL-encoded); verified like a TLS one.",
+    ),
+    setting(
+        "key_generation.concurrency",
+        "STRONGROOM_KEY_GENERATION_CONCURRENCY",
+        Kind::Integer,
+        "half the cores, at least 1",
+        "RSA keys the server makes at once for central certificate requests (an RSA-4096 key takes a core for seconds); the \
+         others wait their turn (1 to 256).",
+    ),
+    setting(
+        "key_generation.per_identity",
+        "STRONGROOM_KEY_GENERATION_PER_IDENTITY",
+        Kind::Integer,
+        "4",
+        "RSA keys in progress (waiting or being made) for one caller; past it a central request is refused with 429 and \
+         Retry-After, before any work (1 to 1024).",
+    ),
+    setting(
+        "key_generation.waiting",
+        "STRONGROOM_KEY_GENERATION_WAITING",
+        Kind::Integer,
+        "32",
+        "RSA keys waiting for their turn, for all callers together; past it a central request is refused with 429 and \
+         Retry-After (0 to 4096). A request that is gone while it waits makes no key.",
     ),
     setting(
         "ldap.url",
@@ -1022,9 +1078,11 @@ impl RawConfig {
         };
         let ldap = self.ldap.validate()?;
         let oidc = self.oidc.validate()?;
+        let key_generation = self.key_generation.validate()?;
         Ok(Config {
             jwt,
             certificate,
+            key_generation,
             oidc,
             keys,
             metrics_listen,

@@ -365,7 +365,7 @@ impl Admin {
     }
 
     fn issuing<'a>(&'a self, public_url: &'a str) -> svc::Desk<'a> {
-        svc::Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url }
+        svc::Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url, keygen: None }
     }
 
     /// Approves the request waiting at certificate `dn` (at `version`, the one the approver saw,

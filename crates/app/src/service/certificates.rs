@@ -64,6 +64,10 @@ pub enum CertError {
     Unsupported(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Too many keys asked of the server at once (by this caller, or by all): 429 with
+    /// `Retry-After`; nothing was requested.
+    #[error("{message}")]
+    Busy { message: String, retry_after_secs: u64 },
     /// The server's own failure (a key that does not open, a signature): 500, logged, generic text.
     #[error("{0}")]
     Internal(String),
@@ -81,6 +85,15 @@ impl From<PkiError> for CertError {
         match e {
             PkiError::Invalid(m) => CertError::Invalid(m),
             PkiError::Internal(m) => CertError::Internal(m),
+        }
+    }
+}
+
+impl From<crate::keygen::KeyGenError> for CertError {
+    fn from(e: crate::keygen::KeyGenError) -> Self {
+        match e {
+            crate::keygen::KeyGenError::Busy { message, retry_after_secs } => CertError::Busy { message, retry_after_secs },
+            crate::keygen::KeyGenError::Pki(e) => e.into(),
         }
     }
 }
@@ -457,7 +470,7 @@ fn object_name(input: &RequestInput, cn: Option<&str>, sans: &Sans) -> Result<St
         .ok_or_else(|| CertError::Invalid("The request names no certificate: give ObjectName, a CN or a SAN.".into()))?;
     let name = name.trim().to_owned();
     if name.contains('\\') || name.len() > 256 {
-        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
+        return Err(CertError::Invalid(format!("ObjectName {} cannot be a certificate's name.", ccert::names::shown(&name))));
     }
     Ok(name)
 }
@@ -573,6 +586,9 @@ pub struct Desk<'a> {
     pub rng: &'a std::sync::Arc<dyn Random>,
     pub keyring: &'a KeyRing,
     pub public_url: &'a str,
+    /// Where central keys are made within bounds (the API's callers); `None`: without (an
+    /// operator's own act: the CLI on the store, the console's approvals).
+    pub keygen: Option<&'a crate::keygen::KeyGenerator>,
 }
 
 impl std::fmt::Debug for Desk<'_> {
@@ -590,7 +606,14 @@ impl Desk<'_> {
 impl App {
     /// What an issuance needs of it.
     pub fn desk(&self) -> Desk<'_> {
-        Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url: &self.public_url }
+        Desk {
+            store: &*self.store,
+            clock: &*self.clock,
+            rng: &self.rng,
+            keyring: &self.keyring,
+            public_url: &self.public_url,
+            keygen: Some(&self.keygen),
+        }
     }
 }
 
@@ -667,6 +690,8 @@ async fn enroll_as(
     let mut sans = csr.as_ref().map(|x| x.sans.clone()).unwrap_or_default();
     sans.merge(&sans_of(input)?);
     let subject = subject_for(csr.as_ref(), input, &policy);
+    // Names that are not names are refused before the policy judges them.
+    ccert::names::subject(&subject).map_err(CertError::Invalid)?;
     let get = |k: &str| subject.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
     let cn = get("CN");
     if cn.is_none() && sans.kinds().is_empty() {
@@ -749,15 +774,12 @@ async fn enroll_as(
     not_after = not_after.min(pki::cert_facts(&ca_cert)?.not_after);
     let generated = match &csr {
         Some(_) => None,
-        // Off the async threads: an RSA key takes tens to hundreds of milliseconds.
-        None => {
-            let rng = app.rng.clone();
-            Some(
-                tokio::task::spawn_blocking(move || pki::generate_key(spec, &*rng))
-                    .await
-                    .map_err(|e| CertError::Internal(format!("key generation: {e}")))??,
-            )
-        }
+        // Off the async threads, within the generator's bounds: an RSA key takes a core for
+        // 0.1 s to seconds.
+        None => Some(match app.keygen {
+            Some(k) => k.generate(&c.name, spec, app.rng.clone()).await?,
+            None => crate::keygen::unbounded(spec, app.rng.clone()).await?,
+        }),
     };
     let leaf_key = match (&csr, &generated) {
         (Some(x), _) => x.key.clone(),
@@ -1077,11 +1099,16 @@ pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Reque
     if !c.perms.effective(&folder).implied().contains(Rights::CREATE) {
         return Err(CertError::Denied(format!("Requesting a certificate needs Create on {}.", folder.as_str())));
     }
+    // The CN (the CSR's, else `Subject` without the spaces around it), refused here if it is no
+    // name: the object may be named after it.
     let csr_cn = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
         Some(text) => pki::parse_csr(text)?.get("CN").map(str::to_owned),
         None => None,
     };
-    let cn = csr_cn.or_else(|| input.subject.clone().filter(|s| !s.trim().is_empty()));
+    let cn = csr_cn.or_else(|| input.subject.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned));
+    if let Some(cn) = &cn {
+        ccert::names::attribute("CN", cn).map_err(CertError::Invalid)?;
+    }
     let name = object_name(&input, cn.as_deref(), &sans_of(&input)?)?;
     let t = target(app, &folder, &name).await?;
     enroll(app, c, &input, t, Rights::CREATE, false).await
@@ -1287,7 +1314,8 @@ async fn retrieve_vault(
         if password.is_empty() {
             return Err(CertError::Invalid("A Password is required for PKCS #12.".into()));
         }
-        let key = if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12").await?) } else { None };
+        let key =
+            if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12", &password).await?) } else { None };
         let mut certs: Vec<&[u8]> = vec![&cert];
         certs.extend(chain.iter().map(Vec::as_slice));
         let p12 = pki::pkcs12(&certs, key.as_ref(), &Zeroizing::new(password), &*app.rng)?;
@@ -1308,7 +1336,7 @@ async fn retrieve_vault(
         if password.is_empty() {
             return Err(CertError::Invalid("A Password is required to retrieve a private key.".into()));
         }
-        let key = export_key(app, c, r, &entries, key_id, "PBES2 PKCS#8").await?;
+        let key = export_key(app, c, r, &entries, key_id, "PBES2 PKCS#8", &password).await?;
         let encrypted = pki::encrypt_pkcs8(&key, &password, &*app.rng)?;
         out.push_str(&pki::pem("ENCRYPTED PRIVATE KEY", &encrypted));
     }
@@ -1316,7 +1344,10 @@ async fn retrieve_vault(
     Ok(Retrieved { data: Zeroizing::new(out.into_bytes()), filename: format!("{base}.{ext}"), format: input.format.name() })
 }
 
-/// The object's key, opened for export after its `certificate.key_exported` event is written.
+/// The object's key, opened for export under `password` after its `certificate.key_exported`
+/// event is written. The password must be one a user could choose as theirs
+/// ([`strongroom_core::password::weakness`]): a key under `a` or `password` is as good as
+/// handed out in the clear.
 async fn export_key(
     app: &App,
     c: &Caller,
@@ -1324,10 +1355,16 @@ async fn export_key(
     entries: &[VaultEntry],
     key_id: Option<VaultId>,
     how: &str,
+    password: &str,
 ) -> Result<PrivateKey> {
     let missing = || CertError::NoKey(NO_KEY.into());
     let kid = key_id.ok_or_else(missing)?;
     let key_entry = entries.iter().find(|e| e.vault_id == kid).ok_or_else(missing)?;
+    if let Some(why) = strongroom_core::password::weakness(password) {
+        return Err(CertError::Invalid(format!(
+            "The Password that would protect the private key is refused: {why}. Nothing was exported."
+        )));
+    }
     let key = PrivateKey(open_entry(app, key_entry).await?);
     let event =
         c.event(app, EventKind::CertificateKeyExported, Some(kid)).detail(format!("certificate={} serial={} as={how}", r.path, r.serial));
@@ -1593,7 +1630,7 @@ pub async fn revoke(app: &App, c: &Caller, r: &CertRecord, reason: i64, disable:
         ca_key: r.ca_key.clone(),
         serial: r.serial.clone(),
         revoked_at: app.now().secs(),
-        reason: reason.clamp(0, 5),
+        reason: ccert::revocation_reason(reason).map_err(CertError::Invalid)?,
         not_after: r.valid_to,
     };
     let comment = comments.map(|x| x.chars().take(200).collect::<String>()).unwrap_or_default();

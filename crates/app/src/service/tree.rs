@@ -318,7 +318,7 @@ pub async fn write(
         Err(CertError::Invalid(m) | CertError::Unsupported(m) | CertError::NoPolicy(m) | CertError::NoKey(m)) => {
             refuse(INVALID_ARGUMENT, m)
         }
-        Err(e @ (CertError::Pending { .. } | CertError::Failed { .. })) => refuse(INVALID_ARGUMENT, e.to_string()),
+        Err(e @ (CertError::Pending { .. } | CertError::Failed { .. } | CertError::Busy { .. })) => refuse(INVALID_ARGUMENT, e.to_string()),
         Err(e @ CertError::Internal(_)) => Err(TreeError::Store(StoreError::other(e.to_string()))),
     }
 }

@@ -123,10 +123,10 @@ async fn keys_on_p521_upn_names_and_several_ous_are_issued() {
         &alice,
         dir,
         "c521.pem",
-        json!({"CertificateDN": central, "Format": "Base64 (PKCS #8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p521 pw"}),
+        json!({"CertificateDN": central, "Format": "Base64 (PKCS #8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p521 passphrase"}),
     )
     .await;
-    let (ok, out) = openssl(dir, &["pkcs8", "-in", "c521.pem", "-passin", "pass:p521 pw", "-out", "c521.key"]);
+    let (ok, out) = openssl(dir, &["pkcs8", "-in", "c521.pem", "-passin", "pass:p521 passphrase", "-out", "c521.key"]);
     assert!(ok, "{out}");
     let (_, leaf_pub) = openssl(dir, &["x509", "-in", "c521.pem", "-noout", "-pubkey"]);
     let (_, key_pub) = openssl(dir, &["pkey", "-in", "c521.key", "-pubout"]);
@@ -143,10 +143,10 @@ async fn keys_on_p521_upn_names_and_several_ous_are_issued() {
         &alice,
         dir,
         "c521.p12",
-        json!({"CertificateDN": central, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 pw"}),
+        json!({"CertificateDN": central, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 passphrase"}),
     )
     .await;
-    let (ok, out) = openssl(dir, &["pkcs12", "-in", "c521.p12", "-passin", "pass:p12 pw", "-nodes", "-out", "p12.pem"]);
+    let (ok, out) = openssl(dir, &["pkcs12", "-in", "c521.p12", "-passin", "pass:p12 passphrase", "-nodes", "-out", "p12.pem"]);
     assert!(ok, "{out}");
     let (_, p12_pub) = openssl(dir, &["pkey", "-in", "p12.pem", "-pubout"]);
     assert_eq!(p12_pub.trim(), leaf_pub.trim());
@@ -258,5 +258,5 @@ async fn keys_on_p521_upn_names_and_several_ous_are_issued() {
         .await;
     assert_eq!(status, 400, "the locked curve refuses P256: {v}");
     let log = server.stop();
-    assert!(!log.contains("p521 pw") && !log.contains("PRIVATE KEY"), "no key or password in the log");
+    assert!(!log.contains("p521 passphrase") && !log.contains("PRIVATE KEY"), "no key or password in the log");
 }

@@ -302,10 +302,10 @@ async fn certificates_from_request_to_crl_with_openssl() {
         &alice,
         dir,
         "svc.p12",
-        json!({"CertificateDN": svc, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 pw"}),
+        json!({"CertificateDN": svc, "Format": "PKCS #12", "IncludeChain": true, "IncludePrivateKey": true, "Password": "p12 passphrase"}),
     )
     .await;
-    let (ok, out) = openssl(dir, &["pkcs12", "-in", "svc.p12", "-passin", "pass:p12 pw", "-nodes", "-info"]);
+    let (ok, out) = openssl(dir, &["pkcs12", "-in", "svc.p12", "-passin", "pass:p12 passphrase", "-nodes", "-info"]);
     assert!(ok && out.contains("BEGIN PRIVATE KEY") && out.matches("BEGIN CERTIFICATE").count() == 2, "{out}");
     // PKCS #7 with the chain: openssl lists both certificates; a key is refused (PKCS #7 holds none); JKS is a 400.
     c.retrieve(&alice, dir, "svc.p7b", json!({"CertificateDN": svc, "Format": "PKCS #7", "IncludeChain": "true"})).await;
@@ -714,11 +714,11 @@ async fn config_create_makes_a_certificate_object_that_renew_enrolls() {
             &alice,
             dir,
             "made-key.pem",
-            json!({"CertificateDN": dn, "Format": "Base64 (PKCS #8)", "IncludePrivateKey": true, "Password": "pw pw"}),
+            json!({"CertificateDN": dn, "Format": "Base64 (PKCS #8)", "IncludePrivateKey": true, "Password": "a passphrase"}),
         )
         .await;
     assert!(String::from_utf8(data).unwrap().contains("ENCRYPTED PRIVATE KEY"));
-    let (ok, out) = openssl(dir, &["pkey", "-in", "made-key.pem", "-passin", "pass:pw pw", "-pubout"]);
+    let (ok, out) = openssl(dir, &["pkey", "-in", "made-key.pem", "-passin", "pass:a passphrase", "-pubout"]);
     let (_, cert_pub) = openssl(dir, &["x509", "-in", "made.pem", "-noout", "-pubkey"]);
     assert!(ok && out.trim() == cert_pub.trim(), "{out}");
     // Renewed: a new serial, the first in PreviousVersions.

@@ -673,12 +673,12 @@ async fn cas_with_keys_in_softhsm_issue_revoke_and_keep_their_keys() {
         &token,
         &dir,
         "api.pem",
-        json!({"CertificateDN": api, "Format": "Base64 (PKCS #8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "pw 1"}),
+        json!({"CertificateDN": api, "Format": "Base64 (PKCS #8)", "IncludeChain": true, "IncludePrivateKey": true, "Password": "a token passphrase"}),
     )
     .await;
     let (good, out) = openssl(&dir, &["verify", "-CAfile", "ca.pem", "api.pem"]);
     assert!(good, "{out}");
-    let (good, out) = openssl(&dir, &["pkcs8", "-in", "api.pem", "-passin", "pass:pw 1", "-out", "api.key"]);
+    let (good, out) = openssl(&dir, &["pkcs8", "-in", "api.pem", "-passin", "pass:a token passphrase", "-out", "api.key"]);
     assert!(good, "{out}");
     let (_, text) = openssl(&dir, &["x509", "-in", "api.pem", "-noout", "-text"]);
     assert!(text.contains("NIST CURVE: P-521"), "{text}");

@@ -123,6 +123,7 @@ fn config_check_prints_every_section_it_read() {
          [events]\nretention_days = 30\narchive_dir = \"/srv/archive\"\n\
          [jwt]\nkey_cache_secs = 120\n\
          [certificate]\nlisten = \"127.0.0.1:9444\"\nreload_secs = 3\nproxy_header = \"X-Client-Cert\"\n\
+         [key_generation]\nconcurrency = 3\nper_identity = 2\n\
          [ldap]\nurl = \"ldaps://ldap.example.com\"\nbind_dn = \"cn=svc,dc=example,dc=com\"\n\
          bind_password_file = \"/etc/strongroom/ldap.pw\"\nuser_base = \"ou=people,dc=example,dc=com\"\nname = \"corp\"\n\
          [oidc]\nissuer = \"https://sso.example.com\"\nclient_id = \"strongroom\"\n",
@@ -139,11 +140,12 @@ fn config_check_prints_every_section_it_read() {
             .unwrap_or_else(|| panic!("no {key} line:\n{}", r.stdout))
             .to_owned()
     };
-    assert!(line("file").ends_with(&format!("{f}: read top level, [events], [jwt], [certificate], [ldap], [oidc]")), "{}", r.stdout);
+    assert!(line("file").ends_with(&format!("{f}: read top level, [events], [jwt], [certificate], [key_generation], [ldap], [oidc]")), "{}", r.stdout);
     for (key, shown) in [
         ("events", "archived after 30 days to /srv/archive"),
         ("jwt", "issuers' keys kept 120 s"),
         ("certificate", "grant listener 127.0.0.1:9444, mappings' CAs read every 3 s, 0 CRL file(s), proxy header X-Client-Cert"),
+        ("key_generation", "server-made RSA keys: 3 at once, 2 in progress per caller, 32 waiting (past them 429)"),
         (
             "ldap",
             "LDAP+corp at ldaps://ldap.example.com, bind \"cn=svc,dc=example,dc=com\" with password from file /etc/strongroom/ldap.pw (not shown)",
@@ -153,7 +155,7 @@ fn config_check_prints_every_section_it_read() {
         assert!(line(key).contains(shown), "{key}: {shown:?} missing from:\n{}", r.stdout);
     }
     let v: serde_json::Value = serde_json::from_str(run(&["config", "check", "--config", f, "--json"], &env).stdout.trim()).unwrap();
-    assert_eq!(v["sections_read"], serde_json::json!(["top level", "[events]", "[jwt]", "[certificate]", "[ldap]", "[oidc]"]));
+    assert_eq!(v["sections_read"], serde_json::json!(["top level", "[events]", "[jwt]", "[certificate]", "[key_generation]", "[ldap]", "[oidc]"]));
     assert!(v["ldap"].as_str().unwrap().starts_with("LDAP+corp"), "{v}");
     // Nothing set: every section is still printed, saying it is off.
     std::fs::write(&file, "# nothing\n").unwrap();
