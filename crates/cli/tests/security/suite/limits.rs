@@ -287,3 +287,167 @@ async fn c7_locks_cannot_be_turned_against_users() {
     );
     assert!(ok, "C7");
 }
+
+/// A counter of `/metrics` (`name{labels} value`), 0 when absent.
+async fn metric(fx: &Fx, series: &str) -> u64 {
+    let text = fx.http.get(format!("{}/metrics", fx.base)).send().await.unwrap().text().await.unwrap();
+    text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+}
+
+async fn key_generations(fx: &Fx, outcome: &str) -> u64 {
+    metric(fx, &format!("strongroom_certificate_key_generations_total{{outcome=\"{outcome}\"}}")).await
+}
+
+/// N6: server-made RSA keys (each a core for 0.1 s to seconds) under one caller's flood. With one
+/// key made at once and two in progress per caller: requests gone while they wait make no key;
+/// a flood of 32 requests at once, each sent again once answered (after the `Retry-After` of a
+/// 429), holds two places and gets 429 for the rest, before any work, while another caller's
+/// keys are made. RSA-2048 for the flood and 3072 for the long keys keep the test short on two
+/// cores; the bounds are the same for every size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn n6_key_generation_is_bounded_per_caller_and_in_all() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+    let env = [
+        ("STRONGROOM_KEY_GENERATION_CONCURRENCY", "1"),
+        ("STRONGROOM_KEY_GENERATION_PER_IDENTITY", "2"),
+        ("STRONGROOM_KEY_GENERATION_WAITING", "8"),
+        // Long keys wait behind each other here: the server's own timeout is not what is tested.
+        ("STRONGROOM_REQUEST_TIMEOUT_SECS", "120"),
+    ];
+    let fx = Arc::new(Fx::start(&[], &env));
+    let folder = "\\VED\\Policy\\Keys";
+    let scope = "certificate:manage";
+    fx.server.admin(&["ca", "create", "Keys CA"], "");
+    fx.server.admin(&["folders", "create", folder], "");
+    fx.server.admin(&["policy", "set", folder, "--issuing-ca", "Keys CA"], "");
+    fx.server.admin(&["integrations", "create", "certs", "--scope", scope, "--allow-all-users", "--password-grant", "true"], "");
+    let mut tokens = Vec::new();
+    for user in ["alice", "bob", "carol"] {
+        if user != "alice" {
+            fx.user(user, PASSWORD);
+        }
+        fx.server.admin(&["rights", "grant", folder, user, "--rights", "view,read,create"], "");
+        let body = json!({"client_id": "certs", "username": user, "password": PASSWORD, "scope": scope});
+        let (st, t) = fx.post_json("/vedauth/authorize/oauth", &body).await;
+        assert_eq!(st, 200, "{t}");
+        tokens.push(t["access_token"].as_str().unwrap().to_owned());
+    }
+    let [alice, bob, carol] = [tokens[0].clone(), tokens[1].clone(), tokens[2].clone()];
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(150)).build().unwrap();
+    let base = fx.base.clone();
+    let request = move |token: &str, cn: &str, bits: u32| {
+        http.post(format!("{base}/vedsdk/certificates/request")).bearer_auth(token).json(&json!({
+            "PolicyDN": "\\VED\\Policy\\Keys", "Subject": cn, "KeyAlgorithm": "RSA", "KeyBitSize": bits,
+        }))
+    };
+    let settled = async |fx: &Fx| {
+        for _ in 0..1500 {
+            if metric(fx, "strongroom_certificate_keys_in_progress").await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("keys still in progress after 150 s");
+    };
+
+    // Gone while waiting: bob's two RSA-3072 keys hold the one turn; carol's two, asked behind
+    // them by a client that gives up after 300 ms, are never made.
+    let bobs: Vec<_> = (0..2).map(|i| tokio::spawn(request(&bob, &format!("long-{i}.example.com"), 3072).send())).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let carols: Vec<_> =
+        (0..2).map(|i| request(&carol, &format!("gone-{i}.example.com"), 4096).timeout(Duration::from_millis(300)).send()).collect();
+    let mut carol_gave_up = 0;
+    for c in carols {
+        carol_gave_up += usize::from(c.await.is_err_and(|e| e.is_timeout()));
+    }
+    let mut bob_long = Vec::new();
+    for b in bobs {
+        bob_long.push(b.await.unwrap().unwrap().status().as_u16());
+    }
+    settled(&fx).await;
+    let (made_long, orphaned, abandoned) =
+        (key_generations(&fx, "generated").await, key_generations(&fx, "orphaned").await, key_generations(&fx, "abandoned").await);
+
+    // The flood: 32 of alice's at once, each sent again once answered, until bob's two keys are
+    // made; the keys in progress are sampled meanwhile.
+    let stop = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, most, fx) = (stop.clone(), most.clone(), fx.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                most.fetch_max(metric(&fx, "strongroom_certificate_keys_in_progress").await, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let barrier = Arc::new(tokio::sync::Barrier::new(32));
+    let mut flood = Vec::new();
+    for w in 0..32 {
+        let (stop, request, alice, barrier) = (stop.clone(), request.clone(), alice.clone(), barrier.clone());
+        flood.push(tokio::spawn(async move {
+            let (mut made, mut refused, mut with_retry_after, mut other) = (0, 0, 0, Vec::new());
+            barrier.wait().await;
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                let r = request(&alice, &format!("flood-{w}-{i}.example.com"), 2048).send().await.unwrap();
+                match r.status().as_u16() {
+                    200 => made += 1,
+                    429 => {
+                        refused += 1;
+                        let secs = r.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                        with_retry_after += usize::from(secs.is_some_and(|s| s >= 1));
+                        tokio::time::sleep(Duration::from_secs(secs.unwrap_or(1).min(5))).await;
+                    }
+                    s => other.push(s),
+                }
+            }
+            (made, refused, with_retry_after, other)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut bob_statuses = Vec::new();
+    let started = Instant::now();
+    for i in 0..2 {
+        bob_statuses.push(request(&bob, &format!("bob-{i}.example.com"), 2048).send().await.unwrap().status().as_u16());
+    }
+    let bob_secs = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::SeqCst);
+    let (mut made, mut refused, mut with_retry_after, mut other) = (0, 0, 0, Vec::new());
+    for f in flood {
+        let (m, r, w, o) = f.await.unwrap();
+        (made, refused, with_retry_after) = (made + m, refused + r, with_retry_after + w);
+        other.extend(o);
+    }
+    sampler.await.unwrap();
+    settled(&fx).await;
+    let most = most.load(Ordering::SeqCst);
+    let generated = key_generations(&fx, "generated").await - made_long;
+    let refused_metric = key_generations(&fx, "refused_identity").await;
+    let ok = report(
+        "N6",
+        "server-side key generation under a flood",
+        &format!(
+            "one key made at once, two in progress per caller: two requests given up by their client after 300 ms while \
+             waiting behind two RSA-3072 keys: {carol_gave_up}/2 gave up, 0 keys made for them ({abandoned} left the queue, \
+             {orphaned} made for nobody; the two keys ahead {bob_long:?}); a flood of RSA-2048 requests (32 at once, each sent \
+             again once answered): {made} × 200, {refused} × 429 ({with_retry_after} with Retry-After ≥ 1 s; other statuses \
+             {other:?}), at most {most} keys in progress (bound: alice's 2 + bob's 1), while another caller's two requests were \
+             answered {bob_statuses:?} in {bob_secs:.1} s; {generated} keys made (the 200s), {refused_metric} refusals counted"
+        ),
+        carol_gave_up == 2
+            && bob_long == [200, 200]
+            && made_long == 2
+            && orphaned == 0
+            && bob_statuses == [200, 200]
+            && refused >= 16
+            && with_retry_after == refused
+            && other.is_empty()
+            && (2..=3).contains(&most)
+            && generated == (made + 2) as u64
+            && refused_metric == refused as u64,
+    );
+    assert!(ok, "N6");
+}

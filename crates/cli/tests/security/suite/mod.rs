@@ -4,6 +4,7 @@
 mod at_rest;
 mod audit;
 mod authz;
+mod cert_inputs;
 mod certificates;
 mod crash;
 mod flows;
