@@ -267,6 +267,11 @@ async fn failures_have_clear_messages_and_distinct_exit_codes() {
     // No profile at all.
     let r = s.sr(&["vault", "list"]);
     assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("not logged in"), "{}", r.stderr);
+    // A login naming the server and not the integration: told what is missing, by its flag.
+    let r = run(&["login", "--server", &s.base, "--ca", &s.ca, "--no-browser"], &s.env());
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no client id for") && r.stderr.contains("--client-id") && !r.stderr.contains("no server"), "{}", r.stderr);
     // Unreachable server.
     let closed = ClosedPort::new();
     let dead = format!("https://127.0.0.1:{}", closed.port);
