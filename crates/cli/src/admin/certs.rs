@@ -232,6 +232,7 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
             Rendered::table(
                 &["NAME", "KIND", "ALGORITHM", "SUBJECT", "NOT AFTER", "DN"],
                 &rows,
+                "no CAs",
                 json!(cas.iter().map(ca_json).collect::<Vec<_>>()),
             )
         }
@@ -415,7 +416,12 @@ pub(crate) async fn fields(admin: &Admin, command: FieldsCommand) -> Result<Rend
                     ]
                 })
                 .collect();
-            Rendered::table(&["NAME", "TYPE", "VALUES", "CLASSES", "GUID"], &rows, json!(all.iter().map(field_json).collect::<Vec<_>>()))
+            Rendered::table(
+                &["NAME", "TYPE", "VALUES", "CLASSES", "GUID"],
+                &rows,
+                "no custom fields",
+                json!(all.iter().map(field_json).collect::<Vec<_>>()),
+            )
         }
         FieldsCommand::Remove { name } => {
             admin.remove_cert_field(&name).await?;
@@ -484,6 +490,7 @@ pub(crate) async fn certificates(admin: &Admin, public_url: &str, command: Certi
             Rendered::table(
                 &["DN", "CA", "STATE", "REQUESTED BY", "AT", "VERSION"],
                 &rows,
+                "no certificate requests waiting or rejected",
                 json!(all.iter().map(pending_json).collect::<Vec<_>>()),
             )
         }
