@@ -42,7 +42,7 @@ use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
-pub(crate) use certs::{CaCommand, CertificatesCommand, FieldsCommand, PolicyCommand};
+pub(crate) use certs::{CA_IS_A_TRUST_FILE, CaCommand, CertificatesCommand, FieldsCommand, PolicyCommand};
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
