@@ -329,7 +329,12 @@ impl Target {
                 let user = same.filter(|p| p.client_id == client_id).and_then(|p| p.user);
                 Ok(Profile { server, client_id, trust, user })
             }
-            _ => Err(Failure::new(3, "no server: run `strongroom login --server URL --client-id ID`")),
+            (Some(server), None) => Err(Failure::new(
+                2,
+                format!("no client id for {server}: name the API integration with --client-id ID (or STRONGROOM_CLIENT_ID)"),
+            )),
+            (None, Some(_)) => Err(Failure::new(2, "no server: give its URL with --server URL (or STRONGROOM_SERVER)")),
+            (None, None) => Err(Failure::new(3, "not logged in: run `strongroom login --server URL --client-id ID`")),
         }
     }
 }

@@ -370,9 +370,13 @@ fn main() -> std::process::ExitCode {
                 init_logging("warn").map_err(client::Failure::from)?;
                 admin::remote::run(&remote, command, json).await
             }
-            Command::Admin { config, json, mut command, remote } => {
-                if let admin::AdminCommand::Policy(admin::PolicyCommand::Set(set)) = &mut command {
-                    set.ca = remote.ca_on_command_line();
+            Command::Admin { config, json, command, remote } => {
+                // `--ca` is only ever the --server trust file; `policy set --ca NAME` was once the
+                // policy's CA, which is --issuing-ca now: refused rather than quietly ignored.
+                if let admin::AdminCommand::Policy(admin::PolicyCommand::Set(_)) = &command
+                    && remote.ca_on_command_line()
+                {
+                    return Err(client::Failure::new(2, admin::CA_IS_A_TRUST_FILE));
                 }
                 admin_cmd(config, command, json).await.map_err(client::Failure::from)
             }

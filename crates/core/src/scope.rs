@@ -22,18 +22,54 @@ const CATALOGUE: &[(&str, &[&str])] = &[
     ("statistics", &["delete", "manage"]),
 ];
 
+/// Why a scope string is refused. Its text names the valid scopes (never
+/// the text refused), for the client's `error_description` and the admin's
+/// `--scope`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScopeError {
     #[error("scope is empty")]
     Empty,
     #[error("scope is too long")]
     TooLong,
-    #[error("unknown scope category")]
+    #[error("no scope category of that name; {valid}", valid = Valid)]
     UnknownCategory,
-    #[error("unknown privilege for scope category")]
-    UnknownPrivilege,
-    #[error("malformed scope")]
+    /// A privilege the category (named) does not have.
+    #[error("{0} has no privilege of that name ({privileges}); {valid}", privileges = Privileges(.0), valid = Valid)]
+    UnknownPrivilege(&'static str),
+    #[error("a privilege is missing after `:` or `,`; {valid}", valid = Valid)]
     Malformed,
+}
+
+/// The valid scopes, from the catalogue: each category with all of its
+/// privileges, which is itself the widest scope there is.
+struct Valid;
+
+impl fmt::Display for Valid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("valid scopes are a category alone or with some of its privileges, several joined by `;`: ")?;
+        for (i, (cat, privs)) in CATALOGUE.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            f.write_str(cat)?;
+            if !privs.is_empty() {
+                write!(f, ":{}", privs.join(","))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A category's privileges, in words.
+struct Privileges<'a>(&'a str);
+
+impl fmt::Display for Privileges<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match CATALOGUE.iter().find(|(c, _)| *c == self.0) {
+            Some((_, privs)) if !privs.is_empty() => write!(f, "its privileges: {}", privs.join(", ")),
+            _ => f.write_str("it takes none"),
+        }
+    }
 }
 
 /// A parsed, canonical scope.
@@ -64,7 +100,7 @@ impl Scope {
                     if p.is_empty() {
                         return Err(ScopeError::Malformed);
                     }
-                    let p = allowed.iter().find(|a| a.eq_ignore_ascii_case(p)).ok_or(ScopeError::UnknownPrivilege)?;
+                    let p = allowed.iter().find(|a| a.eq_ignore_ascii_case(p)).ok_or(ScopeError::UnknownPrivilege(name))?;
                     entry.insert(p);
                 }
             }
@@ -206,9 +242,31 @@ mod tests {
         assert_eq!(Scope::parse(""), Err(ScopeError::Empty));
         assert_eq!(Scope::parse(" ;; "), Err(ScopeError::Empty));
         assert_eq!(Scope::parse("vault:manage"), Err(ScopeError::UnknownCategory));
-        assert_eq!(Scope::parse("restricted:fly"), Err(ScopeError::UnknownPrivilege));
+        assert_eq!(Scope::parse("restricted:fly"), Err(ScopeError::UnknownPrivilege("restricted")));
+        assert_eq!(Scope::parse("Certificate:admin"), Err(ScopeError::UnknownPrivilege("certificate")));
         assert_eq!(Scope::parse("restricted:"), Err(ScopeError::Malformed));
         assert_eq!(Scope::parse("restricted:manage,,delete"), Err(ScopeError::Malformed));
+    }
+
+    #[test]
+    fn a_refusal_names_the_valid_scopes_and_not_what_was_given() {
+        let wrong = Scope::parse("certificate:admin").unwrap_err().to_string();
+        assert!(
+            wrong.starts_with("certificate has no privilege of that name (its privileges: approve, delete, discover, manage, revoke); "),
+            "{wrong}"
+        );
+        assert_eq!(
+            Scope::parse("codesignclient:manage").unwrap_err().to_string().split("; ").next(),
+            Some("codesignclient has no privilege of that name (it takes none)")
+        );
+        for bad in ["certificate:admin", "vault:manage", "restricted:"] {
+            let text = Scope::parse(bad).unwrap_err().to_string();
+            let (_, listed) = text.split_once("several joined by `;`: ").unwrap_or_else(|| panic!("{bad}: {text}"));
+            // The list is the widest scope: it parses, and holds every scope of the catalogue.
+            let widest = Scope::parse(listed).unwrap_or_else(|e| panic!("{bad}: {listed:?}: {e}"));
+            assert!(Scope::catalogue().iter().all(|s| Scope::parse(s).unwrap().is_subset_of(&widest)), "{listed}");
+            assert!(!text.contains("vault"), "{bad}: the text given is not echoed: {text}");
+        }
     }
 
     #[test]

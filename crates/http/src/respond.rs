@@ -103,15 +103,17 @@ impl IntoResponse for AuthRefusal {
             | AuthError::InvalidClient(_)
             | AuthError::InvalidGrant(_)
             | AuthError::InvalidScope(_)
+            | AuthError::UnknownScope(_)
             | AuthError::UnauthorizedClient(_)
             | AuthError::AuthorizationPending
             | AuthError::SlowDown
             | AuthError::AccessDenied => StatusCode::BAD_REQUEST,
         };
         if !matches!(this, AuthError::AuthorizationPending | AuthError::SlowDown) {
-            tracing::info!(error = this.code(), description = this.description(), "token request refused");
+            tracing::info!(error = this.code(), description = %this.description(), "token request refused");
         }
-        let mut r = json(status, &ErrorResponse { error: this.code().to_owned(), error_description: Some(this.description().to_owned()) });
+        let mut r =
+            json(status, &ErrorResponse { error: this.code().to_owned(), error_description: Some(this.description().into_owned()) });
         if status == StatusCode::SERVICE_UNAVAILABLE {
             retry_after(&mut r);
         }

@@ -1199,7 +1199,7 @@ async fn small_store(o: &Opts, bin: &Path, data: PathBuf, db: Db, http: &reqwest
         }
         admin(bin, &data, url, &["ca", "create", ca, "--algorithm", algorithm], "");
         admin(bin, &data, url, &["folders", "create", folder], "");
-        admin(bin, &data, url, &["policy", "set", folder, "--ca", ca], "");
+        admin(bin, &data, url, &["policy", "set", folder, "--issuing-ca", ca], "");
         admin(bin, &data, url, &["rights", "grant", folder, "bench", "--rights", "view,read,create"], "");
         let n = ((o.work_secs * CSRS_PER_SEC) as usize).min(MAX_CSRS);
         let tag = work.name().split(' ').next().unwrap_or("cert");

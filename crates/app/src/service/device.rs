@@ -11,7 +11,6 @@ use strongroom_core::event::EventKind;
 use strongroom_core::grant::device::{Decide, DeviceAuthorization, DeviceState};
 use strongroom_core::hex;
 use strongroom_core::identity::{User, UserId};
-use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::throttle::{self, Admission, Rule};
 use strongroom_core::time::UnixTime;
@@ -40,8 +39,7 @@ pub async fn start(app: &App, req: DeviceRequest, origin: &Origin) -> Result<Sta
     if integration.disabled || !integration.grant_types.device {
         return Err(AuthError::InvalidClient("Browser-based authentication is disabled for this API integration."));
     }
-    let scope_text = req.scope.filter(|s| !s.trim().is_empty()).ok_or(AuthError::InvalidScope("scope is required."))?;
-    let scope = Scope::parse(&scope_text).map_err(|_| AuthError::InvalidScope("The scope is malformed."))?;
+    let scope = super::requested_scope(req.scope)?;
     if !scope.is_subset_of(&integration.max_scope) {
         return Err(AuthError::InvalidScope("The scope exceeds the scope of the API integration."));
     }

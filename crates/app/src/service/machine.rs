@@ -77,8 +77,7 @@ fn started(
     scope: Option<String>,
 ) -> Result<(String, Integration, Scope), AuthError> {
     let integration = integration?.ok_or(AuthError::InvalidGrant(UNKNOWN_CLIENT))?;
-    let scope_text = required(scope).ok_or(AuthError::InvalidScope("scope is required."))?;
-    let scope = Scope::parse(&scope_text).map_err(|_| AuthError::InvalidScope("The scope is malformed."))?;
+    let scope = super::requested_scope(scope)?;
     Ok((client_id, integration, scope))
 }
 

@@ -21,9 +21,12 @@ pub mod token;
 pub mod tree;
 pub mod vault;
 
+use std::borrow::Cow;
+
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::identity::UserId;
 use strongroom_core::integration::Integration;
+use strongroom_core::scope::{Scope, ScopeError};
 use strongroom_store::StoreError;
 
 use crate::App;
@@ -75,6 +78,10 @@ pub enum AuthError {
     InvalidGrant(&'static str),
     #[error("invalid_scope: {0}")]
     InvalidScope(&'static str),
+    /// A scope that is not one of the catalogue's: its description names
+    /// the valid ones.
+    #[error("invalid_scope: {0}")]
+    UnknownScope(ScopeError),
     #[error("unauthorized_client: {0}")]
     UnauthorizedClient(&'static str),
     #[error("authorization_pending")]
@@ -111,7 +118,7 @@ impl AuthError {
             AuthError::InvalidRequest(_) | AuthError::BodyTooLarge | AuthError::Store(_) | AuthError::Internal(_) => "invalid_request",
             AuthError::InvalidClient(_) => "invalid_client",
             AuthError::InvalidGrant(_) => "invalid_grant",
-            AuthError::InvalidScope(_) => "invalid_scope",
+            AuthError::InvalidScope(_) | AuthError::UnknownScope(_) => "invalid_scope",
             AuthError::UnauthorizedClient(_) => "unauthorized_client",
             AuthError::AuthorizationPending => "authorization_pending",
             AuthError::SlowDown | AuthError::TooManyStarts => "slow_down",
@@ -120,14 +127,15 @@ impl AuthError {
         }
     }
 
-    pub fn description(&self) -> &'static str {
-        match self {
+    pub fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             AuthError::InvalidRequest(d)
             | AuthError::InvalidClient(d)
             | AuthError::InvalidGrant(d)
             | AuthError::InvalidScope(d)
             | AuthError::UnauthorizedClient(d)
             | AuthError::TemporarilyUnavailable(d) => d,
+            AuthError::UnknownScope(e) => return Cow::Owned(format!("The scope is not valid: {e}.")),
             AuthError::AuthorizationPending => "The user has not yet approved or denied the request in the browser.",
             AuthError::SlowDown => "Polling too fast: wait the interval, now five seconds longer, between polls.",
             AuthError::AccessDenied => "The user denied the request.",
@@ -135,9 +143,20 @@ impl AuthError {
             AuthError::TooManyStarts => "Too many device authorizations from this address; try again in a few minutes.",
             AuthError::Store(e) if e.is_transient() => UNAVAILABLE,
             AuthError::Store(_) | AuthError::Internal(_) => "The request could not be processed; try again.",
-        }
+        })
     }
 }
+
+/// The scope a token request asks for: required, and one of the catalogue's.
+pub(crate) fn requested_scope(text: Option<String>) -> Result<Scope, AuthError> {
+    let text = text.filter(|s| !s.trim().is_empty()).ok_or(AuthError::InvalidScope(SCOPE_REQUIRED))?;
+    Scope::parse(&text).map_err(|e| match e {
+        ScopeError::Empty => AuthError::InvalidScope(SCOPE_REQUIRED),
+        e => AuthError::UnknownScope(e),
+    })
+}
+
+pub const SCOPE_REQUIRED: &str = "scope is required.";
 
 /// What a client is told when the store failed for a moment.
 pub const UNAVAILABLE: &str = "The service cannot reach its database at this moment; try again shortly.";

@@ -8,7 +8,6 @@ use strongroom_core::event::{Event, EventKind};
 use strongroom_core::grant::device::Poll;
 use strongroom_core::grant::refresh::{self, Refresh, RefreshRejected};
 use strongroom_core::grant::{Grant, IssueRefused, IssuedTokens, Pair, Standing, may_receive};
-use strongroom_core::scope::Scope;
 use strongroom_core::secret::Secret;
 use strongroom_core::time::UnixTime;
 use strongroom_core::token::{Presented, TokenHash, TokenKind, looks_like_device_code, looks_like_token};
@@ -342,8 +341,7 @@ pub async fn password_grant(app: &App, req: OAuthRequest, origin: &Origin) -> Re
     if !integration.grant_types.password {
         return Err(AuthError::UnauthorizedClient("The password grant is not allowed for this API integration."));
     }
-    let scope_text = required(req.scope).ok_or(AuthError::InvalidScope("scope is required."))?;
-    let scope = Scope::parse(&scope_text).map_err(|_| AuthError::InvalidScope("The scope is malformed."))?;
+    let scope = super::requested_scope(req.scope)?;
     let (Some(username), Some(password)) = (required(req.username), req.password.filter(|p| !p.expose().is_empty())) else {
         return Err(AuthError::InvalidGrant("Username and password are required."));
     };

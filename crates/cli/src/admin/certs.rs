@@ -115,18 +115,17 @@ pub(crate) enum PolicyCommand {
     Show { folder: String },
 }
 
+/// The refusal of `policy set --ca NAME` (the old spelling of --issuing-ca).
+pub(crate) const CA_IS_A_TRUST_FILE: &str = "--ca is the trust file of `admin --server` (a PEM file for the connection), not a \
+     certificate policy's CA: name the CA with --issuing-ca NAME; nothing was changed";
+
 /// What `policy set` is given.
 #[derive(Debug, clap::Args)]
 pub(crate) struct PolicySet {
     folder: String,
-    /// The CA (its name or DN). The older spelling `--ca NAME` still works on the store; it is
-    /// also `admin`'s global --server trust file option, so prefer this one.
+    /// The CA (its name or DN). (Not `--ca`, which is always the --server trust file.)
     #[arg(long = "issuing-ca", value_name = "CA")]
     issuing_ca: Option<String>,
-    /// `--ca NAME`, the older spelling of --issuing-ca: read through `admin`'s global `--ca`
-    /// (the --server trust file of other commands) on the store only (see `main`).
-    #[arg(skip)]
-    pub(crate) ca: Option<String>,
     /// RSA or ECC.
     #[arg(long)]
     key_algorithm: Option<String>,
@@ -232,6 +231,7 @@ pub(crate) async fn ca(admin: &Admin, command: CaCommand) -> Result<Rendered> {
             Rendered::table(
                 &["NAME", "KIND", "ALGORITHM", "SUBJECT", "NOT AFTER", "DN"],
                 &rows,
+                "no CAs",
                 json!(cas.iter().map(ca_json).collect::<Vec<_>>()),
             )
         }
@@ -306,7 +306,6 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
             let PolicySet {
                 folder,
                 issuing_ca,
-                ca,
                 key_algorithm,
                 key_size,
                 curve,
@@ -322,11 +321,8 @@ pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rend
                 prohibited_san_types,
                 locked,
             } = *set;
-            if issuing_ca.is_some() && ca.is_some() {
-                anyhow::bail!("give the CA once: --issuing-ca (or its older spelling --ca)");
-            }
             let change = PolicyChange {
-                ca: issuing_ca.or(ca),
+                ca: issuing_ca,
                 key_algorithm,
                 key_size,
                 curve,
@@ -415,7 +411,12 @@ pub(crate) async fn fields(admin: &Admin, command: FieldsCommand) -> Result<Rend
                     ]
                 })
                 .collect();
-            Rendered::table(&["NAME", "TYPE", "VALUES", "CLASSES", "GUID"], &rows, json!(all.iter().map(field_json).collect::<Vec<_>>()))
+            Rendered::table(
+                &["NAME", "TYPE", "VALUES", "CLASSES", "GUID"],
+                &rows,
+                "no custom fields",
+                json!(all.iter().map(field_json).collect::<Vec<_>>()),
+            )
         }
         FieldsCommand::Remove { name } => {
             admin.remove_cert_field(&name).await?;
@@ -484,6 +485,7 @@ pub(crate) async fn certificates(admin: &Admin, public_url: &str, command: Certi
             Rendered::table(
                 &["DN", "CA", "STATE", "REQUESTED BY", "AT", "VERSION"],
                 &rows,
+                "no certificate requests waiting or rejected",
                 json!(all.iter().map(pending_json).collect::<Vec<_>>()),
             )
         }

@@ -230,7 +230,7 @@ fn listing(events: &[EventRow], names: &HashMap<String, String>) -> Rendered {
         })
         .collect();
     let list: Vec<_> = events.iter().map(|e| json_of(e, names)).collect();
-    Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, json!(list))
+    Rendered::table(&["SEQ", "AT", "KIND", "IDENTITY", "CLIENT", "OBJECT", "SOURCE", "REQUEST", "DETAIL"], &rows, "no events", json!(list))
 }
 
 /// How many events the filter matches beyond those shown: on the far side of

@@ -78,7 +78,7 @@ fn folder_deleted(folder: &str, d: Option<FolderDeletion>) -> Rendered {
 fn folder_listing(folders: &[String]) -> Rendered {
     let rows: Vec<Vec<String>> = folders.iter().map(|f| vec![f.clone()]).collect();
     let list: Vec<_> = folders.iter().map(|f| json!({"folder": f})).collect();
-    Rendered::table(&["FOLDER"], &rows, json!(list))
+    Rendered::table(&["FOLDER"], &rows, "no folders", json!(list))
 }
 
 pub(crate) async fn run(target: &Target, command: FoldersCommand) -> Result<Rendered> {

@@ -63,7 +63,7 @@ fn listing(grants: &[GrantRow]) -> Rendered {
             j
         })
         .collect();
-    Rendered::table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], &rows, json!(list))
+    Rendered::table(&["GRANT", "CLIENT ID", "USER", "SCOPE", "STATE"], &rows, "no grants", json!(list))
 }
 
 fn revoked_of_user(user: &str, ended: u64) -> Rendered {

@@ -79,14 +79,14 @@ fn listing(groups: &[GroupRow]) -> Rendered {
         })
         .collect();
     let headers: &[&str] = if full { &["NAME", "IDENTITY", "MEMBERS", "CREATED"] } else { &["NAME", "IDENTITY", "MEMBERS"] };
-    Rendered::table(headers, &rows, json!(list))
+    Rendered::table(headers, &rows, "no groups", json!(list))
 }
 
 /// `(name, identity)` of each member.
 fn member_listing(members: &[(String, String)]) -> Rendered {
     let rows: Vec<Vec<String>> = members.iter().map(|(n, id)| vec![n.clone(), id.clone()]).collect();
     let list: Vec<_> = members.iter().map(|(n, id)| json!({"name": n, "identity": id})).collect();
-    Rendered::table(&["NAME", "IDENTITY"], &rows, json!(list))
+    Rendered::table(&["NAME", "IDENTITY"], &rows, "no members", json!(list))
 }
 
 fn created(name: &str, identity: &str) -> Rendered {

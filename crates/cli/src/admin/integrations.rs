@@ -195,7 +195,7 @@ fn listing(list: &[IntegrationRow]) -> Rendered {
     } else {
         &["CLIENT ID", "NAME", "SCOPE", "USERS", "ACCESS", "GRANT", "REFRESH", "STATE"]
     };
-    Rendered::table(headers, &rows, json!(out))
+    Rendered::table(headers, &rows, "no integrations", json!(out))
 }
 
 fn created(client_id: &str, name: &str, scope: &str) -> Rendered {

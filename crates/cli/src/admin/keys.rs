@@ -79,12 +79,13 @@ pub(crate) async fn run(admin: &Admin, command: KeysCommand) -> Result<Rendered>
                            "entries": k.entries, "location": k.location, "data_keys": keys})
                 })
                 .collect();
-            let mut r = Rendered::table(&["NAME", "FLAGS", "ENTRIES", "DATA KEYS", "LOCATION"], &rows, json!(list));
+            let mut r = Rendered::table(&["NAME", "FLAGS", "ENTRIES", "DATA KEYS", "LOCATION"], &rows, "no named keys", json!(list));
             if !data.is_empty() {
                 let rows: Vec<Vec<String>> =
                     data.iter().map(|(id, name, created)| vec![id.to_string(), name.clone(), time(*created)]).collect();
                 r.text.push('\n');
-                r.text.push_str(&Rendered::table(&["DATA KEY", "NAMED KEY", "CREATED"], &rows, serde_json::Value::Null).text);
+                r.text
+                    .push_str(&Rendered::table(&["DATA KEY", "NAMED KEY", "CREATED"], &rows, "no data keys", serde_json::Value::Null).text);
             }
             r
         }

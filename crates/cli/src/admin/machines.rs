@@ -174,6 +174,7 @@ pub(crate) async fn issuers(admin: &Admin, command: JwtIssuersCommand) -> Result
             Rendered::table(
                 &["NAME", "ISSUER", "KEYS", "AUDIENCES", "ALGORITHMS", "SKEW", "MAX LIFETIME"],
                 &rows,
+                "no JWT issuers",
                 json!(list.iter().map(issuer_json).collect::<Vec<_>>()),
             )
         }
@@ -219,6 +220,7 @@ pub(crate) async fn mappings(admin: &Admin, command: MappingsCommand) -> Result<
             Rendered::table(
                 &["NAME", "KIND", "SOURCE", "RULE", "CLIENTS", "SCOPE"],
                 &rows,
+                "no mappings",
                 json!(list.iter().map(mapping_json).collect::<Vec<_>>()),
             )
         }

@@ -42,7 +42,7 @@ use strongroom_keyring::KeyRing;
 use strongroom_keyring::keys as master_key;
 use strongroom_store::StoreError;
 
-pub(crate) use certs::{CaCommand, CertificatesCommand, FieldsCommand, PolicyCommand};
+pub(crate) use certs::{CA_IS_A_TRUST_FILE, CaCommand, CertificatesCommand, FieldsCommand, PolicyCommand};
 pub(crate) use events::EventsCommand;
 pub(crate) use folders::FoldersCommand;
 pub(crate) use grants::GrantsCommand;
@@ -174,10 +174,10 @@ impl Rendered {
         Rendered { text: text.into(), json, failure: None }
     }
 
-    /// A listing: a table with a header (nothing at all when empty), and
-    /// its JSON (an array of objects).
-    pub(crate) fn table(headers: &[&str], rows: &[Vec<String>], json: serde_json::Value) -> Rendered {
-        let text = if rows.is_empty() { String::new() } else { render_table(headers, rows) };
+    /// A listing: a table with a header, or when empty a line saying so
+    /// (`none`: "no users"), and its JSON (an array of objects).
+    pub(crate) fn table(headers: &[&str], rows: &[Vec<String>], none: &str, json: serde_json::Value) -> Rendered {
+        let text = if rows.is_empty() { format!("{none}\n") } else { render_table(headers, rows) };
         Rendered { text, json, failure: None }
     }
 }

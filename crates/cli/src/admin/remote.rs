@@ -30,7 +30,9 @@ pub(crate) struct RemoteArgs {
     /// fill this option instead.)
     #[arg(id = "remote_client_id", long = "client-id", env = "STRONGROOM_CLIENT_ID", global = true, value_name = "ID")]
     pub(crate) client_id: Option<String>,
-    /// With --server: trust the CA certificate(s) in this PEM file.
+    /// With --server: trust the CA certificate(s) in this PEM file for the connection (the
+    /// server's TLS certificate: `serve`'s own is strongroom-data/tls/cert.pem). Only ever a
+    /// trust file: a certificate policy's CA is `policy set --issuing-ca`.
     #[arg(long, env = "STRONGROOM_CA", global = true, conflicts_with = "pin", value_name = "FILE")]
     ca: Option<PathBuf>,
     /// With --server: trust exactly the server certificate with this SHA-256 fingerprint.
@@ -42,11 +44,10 @@ pub(crate) struct RemoteArgs {
 }
 
 impl RemoteArgs {
-    /// `--ca` as typed on the command line (never from STRONGROOM_CA): `admin policy set`'s CA
-    /// name, which shares the global option's name.
-    pub(crate) fn ca_on_command_line(&self) -> Option<String> {
-        let typed = std::env::args().any(|a| a == "--ca" || a.starts_with("--ca="));
-        self.ca.as_ref().filter(|_| typed).map(|p| p.to_string_lossy().into_owned())
+    /// Whether `--ca` was typed on the command line (not only set by STRONGROOM_CA, which the
+    /// client verbs share): on the store it is `policy set`'s old spelling of --issuing-ca.
+    pub(crate) fn ca_on_command_line(&self) -> bool {
+        self.ca.is_some() && std::env::args().any(|a| a == "--ca" || a.starts_with("--ca="))
     }
 
     /// The API client: a login's token source, or the token file's token.
@@ -117,8 +118,8 @@ pub(crate) async fn run(remote: &RemoteArgs, command: AdminCommand, json: bool) 
     if let Some(what) = store_only(&command) {
         return Err(direct_only(what));
     }
-    // Refused before connecting: `--ca` is `policy set`'s CA on the store, and must not be
-    // read as the trust file it is to every other command over the API.
+    // Refused before connecting (nothing to connect for), so no trust file is read: `policy
+    // set --ca NAME`, the old spelling of --issuing-ca, gets this answer too.
     if let AdminCommand::Ca(_) | AdminCommand::Policy(_) | AdminCommand::Certificates(_) = &command {
         let what = match command {
             AdminCommand::Ca(_) => "ca",

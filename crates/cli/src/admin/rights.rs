@@ -72,7 +72,7 @@ fn rights_listing(all: &[(String, String, Rights, bool)]) -> Rendered {
     let rows: Vec<Vec<String>> =
         all.iter().map(|(f, u, r, g)| vec![f.clone(), if *g { format!("group:{u}") } else { u.clone() }, r.to_string()]).collect();
     let list: Vec<_> = all.iter().map(|(f, u, r, g)| json!({"folder": f, "user": u, "group": g, "rights": r.to_string()})).collect();
-    Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, json!(list))
+    Rendered::table(&["FOLDER", "USER", "RIGHTS"], &rows, "no rights granted", json!(list))
 }
 
 fn parse_rights(rights: &str) -> Result<Rights> {

@@ -113,7 +113,7 @@ fn listing(users: &[UserRow]) -> Rendered {
         })
         .collect();
     let headers: &[&str] = if full { &["NAME", "IDENTITY", "CREATED", "FLAGS"] } else { &["NAME", "IDENTITY"] };
-    Rendered::table(headers, &rows, json!(list))
+    Rendered::table(headers, &rows, "no users", json!(list))
 }
 
 fn created(name: &str, identity: &str, master_admin: Option<bool>) -> Rendered {

@@ -84,6 +84,10 @@ fn admin_in_an_empty_directory_creates_nothing_and_says_where_it_looked() {
     let made: Vec<String> =
         entries(&here.join("strongroom-data")).into_iter().filter(|f| !f.ends_with("-wal") && !f.ends_with("-shm")).collect();
     assert_eq!(made, ["master.key", "strongroom.db"]);
+    // An empty listing says so (and its JSON is an empty array).
+    let r = run_in(&here, &["admin", "users", "list"], &[], "");
+    assert_eq!((r.code, r.stdout.as_str()), (0, "no users\n"), "{}", r.stderr);
+    assert_eq!(json_of(&run_in(&here, &["admin", "users", "list", "--json"], &[], "")), serde_json::json!([]));
     let r = run_in(&here, &["admin", "users", "create", "alice"], &[], "a long passphrase\n");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let again = json_of(&run_in(&here, &["admin", "init", "--json"], &[], ""));

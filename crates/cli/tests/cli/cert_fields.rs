@@ -41,7 +41,7 @@ async fn custom_fields_from_definition_to_request_set_and_renewal() {
     let server = Server::start(&["--insecure-http"], &[]);
     server.admin(&["ca", "create", "Issuing CA"], "");
     server.admin(&["folders", "create", WEB], "");
-    server.admin(&["policy", "set", WEB, "--ca", "Issuing CA"], "");
+    server.admin(&["policy", "set", WEB, "--issuing-ca", "Issuing CA"], "");
     // Two fields: a text one and a list one (names unique whatever the case).
     let made = server.admin(&["fields", "create", "Cost Center"], "");
     assert!(made.starts_with("field Cost Center created: {"), "{made}");

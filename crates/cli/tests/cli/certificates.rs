@@ -131,11 +131,12 @@ async fn certificates_from_request_to_crl_with_openssl() {
     let (ok, text) = openssl(dir, &["x509", "-in", "ca.pem", "-noout", "-subject"]);
     assert!(ok && text.contains("CN = Issuing CA"), "{text}");
     server.admin(&["folders", "create", "\\VED\\Policy\\Web"], "");
-    let shown = server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
+    let shown =
+        server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--issuing-ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
     assert!(shown.contains("Acme (locked)"), "{shown}");
     server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--domains", "example.com", "--wildcards", "false"], "");
-    // `--issuing-ca` (and its older spelling `--ca`, the global trust file's option over --server):
-    // over the API `admin policy` and `admin ca` are refused at once, exit 2, no file read.
+    // `--ca` is only ever the --server trust file. Over the API `admin policy` and `admin ca` are
+    // refused at once, exit 2, no file read (`--ca Issuing CA` included).
     let base = server.http_base();
     for args in [
         &["policy", "set", "\\VED\\Policy\\Web", "--issuing-ca", "Issuing CA"][..],
@@ -146,22 +147,21 @@ async fn certificates_from_request_to_crl_with_openssl() {
         assert_eq!(r.code, 2, "{args:?}: {r:?}");
         assert!(r.stderr.contains("is not available over the API") && !r.stderr.contains("Issuing CA:"), "{args:?}: {r:?}");
     }
-    let both = crate::process::run(
-        &[
-            "admin",
-            "--data-dir",
-            &server.dir.display().to_string(),
-            "policy",
-            "set",
-            "\\VED\\Policy\\Web",
-            "--issuing-ca",
-            "Issuing CA",
-            "--ca",
-            "Issuing CA",
-        ],
-        &[],
+    // On the store, `policy set --ca NAME` (its CA's old spelling) is refused, naming --issuing-ca,
+    // and changes nothing; STRONGROOM_CA alone (the client verbs' trust file) is no such --ca.
+    server.admin(&["ca", "create", "Other CA"], "");
+    let data_dir = server.dir.display().to_string();
+    let old = crate::process::run(&["admin", "--data-dir", &data_dir, "policy", "set", "\\VED\\Policy\\Web", "--ca", "Other CA"], &[]);
+    assert_eq!(old.code, 2, "{old:?}");
+    assert!(old.stderr.contains("--issuing-ca NAME") && old.stderr.contains("nothing was changed"), "{old:?}");
+    let shown = server.admin(&["policy", "show", "\\VED\\Policy\\Web"], "");
+    assert!(shown.contains("CA Templates\\Issuing CA") && !shown.contains("Other CA"), "{shown}");
+    server.admin(&["folders", "create", "\\VED\\Policy\\Env"], "");
+    let with_env = crate::process::run(
+        &["admin", "--data-dir", &data_dir, "policy", "set", "\\VED\\Policy\\Env", "--issuing-ca", "Other CA"],
+        &[("STRONGROOM_CA", "/nonexistent/ca.pem")],
     );
-    assert!(both.code != 0 && both.stderr.contains("give the CA once"), "{both:?}");
+    assert_eq!(with_env.code, 0, "{with_env:?}");
     for user in ["alice", "bob", "carol"] {
         server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     }
@@ -593,7 +593,7 @@ async fn pyvenafi_fixture(server: &mut Server, dir: &Path) -> (Call, String, Str
     server.admin(&["ca", "create", "Issuing CA", "--subject", "CN=Issuing CA, O=Acme, C=FR"], "");
     std::fs::write(dir.join("ca.pem"), server.admin(&["ca", "show", "Issuing CA", "--pem"], "")).unwrap();
     server.admin(&["folders", "create", "\\VED\\Policy\\Web"], "");
-    server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
+    server.admin(&["policy", "set", "\\VED\\Policy\\Web", "--issuing-ca", "Issuing CA", "--organization", "Acme", "--locked"], "");
     for user in ["alice", "bob"] {
         server.admin(&["users", "create", user], &format!("{PASSWORD}\n"));
     }

@@ -258,7 +258,7 @@ async fn tokens_refresh_by_themselves_even_with_two_processes_sharing_the_cache(
     let access = s.cached()["access_token"].as_str().unwrap().to_owned();
     assert_eq!(s.api.verify(&access).await, 200);
     let events = s.server.admin(&["events", "list", "--kind", "token.refresh_reuse"], "");
-    assert!(events.trim().is_empty(), "{events}");
+    assert_eq!(events.trim(), "no events");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,6 +267,11 @@ async fn failures_have_clear_messages_and_distinct_exit_codes() {
     // No profile at all.
     let r = s.sr(&["vault", "list"]);
     assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("not logged in"), "{}", r.stderr);
+    // A login naming the server and not the integration: told what is missing, by its flag.
+    let r = run(&["login", "--server", &s.base, "--ca", &s.ca, "--no-browser"], &s.env());
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no client id for") && r.stderr.contains("--client-id") && !r.stderr.contains("no server"), "{}", r.stderr);
     // Unreachable server.
     let closed = ClosedPort::new();
     let dead = format!("https://127.0.0.1:{}", closed.port);

@@ -10,8 +10,9 @@
 //! - `/admin/cas/show?name=`: one CA: its facts, its certificate and chain
 //!   (PEM, and as downloads from `/admin/cas/pem`), its CRL's URL.
 //! - `/admin/policies?folder=`: a `\VED\Policy` folder's own policy and the
-//!   one in force there (locked or default), and a form setting values of
-//!   its own: `Admin::set_cert_policy`, the CLI's act (`cert.policy.set`).
+//!   one in force there (locked or default; without a folder, `\VED\Policy`'s),
+//!   and a form setting values of its own: `Admin::set_cert_policy`, the
+//!   CLI's act (`cert.policy.set`).
 //!
 //! Intermediates (a CSR out, a certificate in) stay with the CLI.
 
@@ -305,7 +306,10 @@ async fn policy_body(ctx: &Ctx, folder: &str) -> Result<Markup, ConsoleError> {
     let admin = ctx.admin();
     let folders = policy_folders(admin.folders().await?);
     let cas = admin.cas().await?;
-    let chosen = if folder.is_empty() { None } else { Some(admin.cert_policy(folder).await?) };
+    // No folder picked yet: the root's, which every folder inherits.
+    let root = FolderPath::policy_root();
+    let folder = if folder.is_empty() { root.as_str() } else { folder };
+    let (own, effective) = admin.cert_policy(folder).await?;
     let folder = FolderPath::parse(folder).ok().map(|f| f.as_str().to_owned()).unwrap_or_default();
     Ok(html! {
         p.muted { "A folder's policy binds the certificates requested in it and below it; a value is " strong { "locked" }
@@ -318,39 +322,37 @@ async fn policy_body(ctx: &Ctx, folder: &str) -> Result<Markup, ConsoleError> {
             }
             " " button.secondary type="submit" id="show_policy" { "Show" }
         }
-        @if let Some((own, effective)) = chosen {
-            h2 { "In force in " code { (folder) } }
-            (policy_table("effective", &effective))
-            h2 { "Set on " code { (folder) } " itself" }
-            (policy_table("own", &own))
-            h2 { "Change the policy of " code { (folder) } }
-            p.muted { "Fields left empty stay as they are; the folders below inherit what is set here." }
-            form method="post" action="/admin/policies/set" {
-                (csrf_field(&ctx.csrf))
-                input type="hidden" name="folder" value=(folder);
-                div.field { label for="p_ca" { "Issuing CA" }
-                    select id="p_ca" name="ca" { option value="" { "(unchanged)" } @for c in &cas { option value=(c.name) { (c.name) } } } }
-                div.field { label for="p_key_algorithm" { "Key algorithm" }
-                    select id="p_key_algorithm" name="key_algorithm" { option value="" { "(unchanged)" } option value="RSA" { "RSA" } option value="ECC" { "ECC" } } }
-                div.field { label for="p_key_size" { "RSA key size (locked: the least accepted)" }
-                    select id="p_key_size" name="key_size" { option value="" { "(unchanged)" } @for s in ["2048", "3072", "4096", "8192"] { option value=(s) { (s) } } } }
-                div.field { label for="p_curve" { "Curve" }
-                    select id="p_curve" name="curve" { option value="" { "(unchanged)" } @for s in ["P256", "P384", "P521"] { option value=(s) { (s) } } } }
-                div.field { label for="p_domains" { "Domains CNs and DNS names must fall under (comma-separated)" } input type="text" id="p_domains" name="domains" size="50" maxlength="4000"; }
-                div.field { input type="checkbox" id="p_any_domain" name="any_domain" value="1"; label.inline for="p_any_domain" { "Any domain (clears the list)" } }
-                div.field { label for="p_wildcards" { "Wildcards" }
-                    select id="p_wildcards" name="wildcards" { option value="" { "(unchanged)" } option value="true" { "allowed" } option value="false" { "not allowed" } } }
-                div.field { label for="p_organization" { "Organization" } input type="text" id="p_organization" name="organization" maxlength="200"; }
-                div.field { label for="p_ou" { "Organizational units (comma-separated)" } input type="text" id="p_ou" name="organizational_unit" maxlength="1000"; }
-                div.field { label for="p_city" { "City" } input type="text" id="p_city" name="city" maxlength="200"; }
-                div.field { label for="p_state" { "State" } input type="text" id="p_state" name="state" maxlength="200"; }
-                div.field { label for="p_country" { "Country (two letters)" } input type="text" id="p_country" name="country" maxlength="2" size="3"; }
-                div.field { label for="p_validity" { "Validity of certificates issued here (days, 1-3650)" } input type="number" id="p_validity" name="validity_days" min="1" max="3650"; }
-                div.field { label for="p_manual_approval" { "Manual approval (requests wait for an approver: " a href="/admin/certificates/pending" { "Pending certificates" } ")" }
-                    select id="p_manual_approval" name="manual_approval" { option value="" { "(unchanged)" } option value="true" { "required" } option value="false" { "not required" } } }
-                div.field { input type="checkbox" id="p_locked" name="locked" value="1"; label.inline for="p_locked" { "Lock every value given here (otherwise each is a default; domains and wildcards always bind)" } }
-                button type="submit" id="set_policy" { "Set policy" }
-            }
+        h2 { "In force in " code { (folder) } }
+        (policy_table("effective", &effective))
+        h2 { "Set on " code { (folder) } " itself" }
+        (policy_table("own", &own))
+        h2 { "Change the policy of " code { (folder) } }
+        p.muted { "Fields left empty stay as they are; the folders below inherit what is set here." }
+        form method="post" action="/admin/policies/set" {
+            (csrf_field(&ctx.csrf))
+            input type="hidden" name="folder" value=(folder);
+            div.field { label for="p_ca" { "Issuing CA" }
+                select id="p_ca" name="ca" { option value="" { "(unchanged)" } @for c in &cas { option value=(c.name) { (c.name) } } } }
+            div.field { label for="p_key_algorithm" { "Key algorithm" }
+                select id="p_key_algorithm" name="key_algorithm" { option value="" { "(unchanged)" } option value="RSA" { "RSA" } option value="ECC" { "ECC" } } }
+            div.field { label for="p_key_size" { "RSA key size (locked: the least accepted)" }
+                select id="p_key_size" name="key_size" { option value="" { "(unchanged)" } @for s in ["2048", "3072", "4096", "8192"] { option value=(s) { (s) } } } }
+            div.field { label for="p_curve" { "Curve" }
+                select id="p_curve" name="curve" { option value="" { "(unchanged)" } @for s in ["P256", "P384", "P521"] { option value=(s) { (s) } } } }
+            div.field { label for="p_domains" { "Domains CNs and DNS names must fall under (comma-separated)" } input type="text" id="p_domains" name="domains" size="50" maxlength="4000"; }
+            div.field { input type="checkbox" id="p_any_domain" name="any_domain" value="1"; label.inline for="p_any_domain" { "Any domain (clears the list)" } }
+            div.field { label for="p_wildcards" { "Wildcards" }
+                select id="p_wildcards" name="wildcards" { option value="" { "(unchanged)" } option value="true" { "allowed" } option value="false" { "not allowed" } } }
+            div.field { label for="p_organization" { "Organization" } input type="text" id="p_organization" name="organization" maxlength="200"; }
+            div.field { label for="p_ou" { "Organizational units (comma-separated)" } input type="text" id="p_ou" name="organizational_unit" maxlength="1000"; }
+            div.field { label for="p_city" { "City" } input type="text" id="p_city" name="city" maxlength="200"; }
+            div.field { label for="p_state" { "State" } input type="text" id="p_state" name="state" maxlength="200"; }
+            div.field { label for="p_country" { "Country (two letters)" } input type="text" id="p_country" name="country" maxlength="2" size="3"; }
+            div.field { label for="p_validity" { "Validity of certificates issued here (days, 1-3650)" } input type="number" id="p_validity" name="validity_days" min="1" max="3650"; }
+            div.field { label for="p_manual_approval" { "Manual approval (requests wait for an approver: " a href="/admin/certificates/pending" { "Pending certificates" } ")" }
+                select id="p_manual_approval" name="manual_approval" { option value="" { "(unchanged)" } option value="true" { "required" } option value="false" { "not required" } } }
+            div.field { input type="checkbox" id="p_locked" name="locked" value="1"; label.inline for="p_locked" { "Lock every value given here (otherwise each is a default; domains and wildcards always bind)" } }
+            button type="submit" id="set_policy" { "Set policy" }
         }
     })
 }

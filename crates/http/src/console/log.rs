@@ -122,7 +122,9 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
                 " " button type="submit" id="filter" { "Filter" }
             }
         }
-        table {
+        // Identities, GUIDs, scopes and paths are long words: `log` lets them break, and keeps
+        // the number, the time, the kind and the address `whole` (the style sheet): the table fits its card.
+        table.log {
             caption.muted { "Page " (page + 1) ", newest first" }
             thead { tr { th scope="col" { "#" } th scope="col" { "Time (UTC)" } th scope="col" { "Event" } th scope="col" { "Who" }
                 th scope="col" { "Object" } th scope="col" { "Integration" } th scope="col" { "Detail" } th scope="col" { "From" } } }
@@ -131,14 +133,14 @@ async fn body(ctx: &Ctx, q: &LogQuery) -> Result<Markup, ConsoleError> {
                 @for se in &events {
                     @let e = &se.event;
                     tr {
-                        td { (se.seq) }
-                        td { (e.at.iso8601()) }
-                        td { code { (e.kind.as_str()) } }
+                        td.whole { (se.seq) }
+                        td.whole { (e.at.iso8601()) }
+                        td.whole { code { (e.kind.as_str()) } }
                         td { (names.get(&e.identity).cloned().unwrap_or_else(|| e.identity.clone())) }
                         td { (e.object) }
                         td { (e.client_id) }
                         td { (e.detail) }
-                        td { (e.source) }
+                        td.whole { (e.source) }
                     }
                 }
             }

@@ -68,7 +68,7 @@ main{max-width:60rem;margin:1rem auto;background:#fff;border-radius:.4rem;paddin
 main.narrow{max-width:26rem;margin-top:4rem}\
 h1{font-size:1.35rem;margin:.2rem 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}\
 table{border-collapse:collapse;width:100%;margin:.4rem 0}th,td{text-align:left;padding:.3rem .4rem;border-bottom:1px solid #dde;vertical-align:top}\
-th{background:#eef0f4}tbody th{background:none}td form{display:inline}\
+th{background:#eef0f4}tbody th{background:none}td form{display:inline}table.log td{overflow-wrap:anywhere}table.log td.whole{white-space:nowrap}\
 label{font-weight:600;margin-right:.3rem}label.inline{font-weight:400}\
 .field{margin:.4rem 0}.field label{display:block;margin:.2rem 0}\
 input[type=text],input[type=password],input[type=number],select,textarea{padding:.3rem;font-size:.95rem;border:1px solid #99a;border-radius:.25rem;max-width:100%}\

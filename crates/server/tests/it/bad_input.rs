@@ -137,3 +137,32 @@ async fn every_bad_request_gets_its_documented_error() {
     assert_eq!(s.event_kinds().await.len(), before, "bad input wrote events");
     assert_eq!(s.refresh("app", &rt).await.0, StatusCode::OK);
 }
+
+/// A scope that is not one of the catalogue's (`certificate:admin`): still
+/// `invalid_scope`, and the description names the valid scopes (the
+/// category's privileges first), never the text refused.
+#[tokio::test]
+async fn an_unknown_scope_is_refused_with_the_valid_scopes_named() {
+    let s = TestServer::start().await;
+    s.user("alice").await;
+    s.integration("app", "certificate:manage", |i| i.password = Some(true)).await;
+    let password =
+        serde_json::json!({"client_id": "app", "username": "alice", "password": crate::support::PASSWORD, "scope": "certificate:admin"});
+    for (path, body) in [(DEVICE, serde_json::json!({"client_id": "app", "scope": "certificate:admin"})), (OAUTH, password)] {
+        let (status, v) = s.post_json(path, body).await;
+        assert_eq!((status, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_scope")), "{path}: {v}");
+        let text = v["error_description"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("The scope is not valid: certificate has no privilege of that name (its privileges: approve, delete, discover, manage, revoke); "),
+            "{path}: {text}"
+        );
+        assert!(
+            text.contains("certificate:approve,delete,discover,manage,revoke; codesign:") && text.contains("security:delete,manage"),
+            "{path}: {text}"
+        );
+        assert!(!text.contains("certificate:admin"), "{path}: the scope given is not echoed: {text}");
+    }
+    let (_, v) = s.post_json(DEVICE, serde_json::json!({"client_id": "app", "scope": "vault"})).await;
+    let text = v["error_description"].as_str().unwrap_or_default();
+    assert!(text.starts_with("The scope is not valid: no scope category of that name; valid scopes are "), "{text}");
+}

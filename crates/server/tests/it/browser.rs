@@ -91,6 +91,14 @@ async fn console_in_chromium() {
     s.admin.create_folder("\\VED\\Policy\\Team A\\App").await.unwrap();
     s.admin.set_group_rights("\\VED\\Policy\\Team A", "ops", strongroom_core::vault::Rights::parse("read,write").unwrap()).await.unwrap();
     s.tokens_for(&alice, "app", "restricted:manage").await;
+    // Events with long words: a wide scope, and a user deleted since, whom the log names by their identity.
+    let wide = "admin:viewlogs,rotate;certificate:approve,manage,revoke;restricted:delete,manage;security:delete,manage";
+    s.integration("wide-app", wide, |_| {}).await;
+    let dave = s.user("dave").await;
+    s.tokens_for(&dave, "wide-app", wide).await;
+    s.admin.delete_user("dave").await.unwrap();
+    let city = strongroom_app::admin::certs::PolicyChange { city: Some("Lyon".into()), ..Default::default() };
+    s.admin.set_cert_policy("\\VED\\Policy", city).await.unwrap();
 
     let page = driver.session().await;
     page.client.set_window_size(1000, 700).await.unwrap();
@@ -169,6 +177,13 @@ async fn console_in_chromium() {
     page.wait_url("kind=user.created").await;
     page.element("caption").await;
     screenshot(&page, "log").await;
+    // Every event at 1280 px (a laptop's window): the table stays inside its card.
+    page.client.set_window_size(1280, 800).await.unwrap();
+    page.goto(&s.at("/admin/log")).await;
+    page.wait_title(console_heading, "Event log").await;
+    let (table, card) = widths(&page, "main table").await;
+    assert!(table <= card, "the event log's table is {table} px wide in a card of {card} px");
+    page.client.set_window_size(1000, 700).await.unwrap();
 
     // Certificate authorities: create a root CA by clicking, open it; then a policy on a folder.
     page.click("a[href='/admin/cas']").await;
@@ -185,6 +200,9 @@ async fn console_in_chromium() {
     assert!(page.text("#pem").await.starts_with("-----BEGIN CERTIFICATE-----"));
     page.click("a[href='/admin/policies']").await;
     page.wait_title(console_heading, "Certificate policies").await;
+    // No folder picked yet: the root's policy, which every folder inherits.
+    assert_eq!(page.text("h2").await, "In force in \\VED\\Policy");
+    assert!(page.text("#effective").await.contains("Lyon"), "{}", page.text("#effective").await);
     // (The folder's option holds backslashes, which a CSS selector would read as escapes: its URL instead.)
     page.goto(&s.at("/admin/policies?folder=%5CVED%5CPolicy%5CTeam%20A")).await;
     page.wait_title(console_heading, "Certificate policies").await;
@@ -214,6 +232,18 @@ async fn console_in_chromium() {
     page.click("#sign_out").await;
     page.wait_title(console_heading, "Sign in to the admin console").await;
     page.close().await;
+}
+
+/// How wide the element `css` selects is (its content, overflow included:
+/// `scrollWidth`) and how wide the inside of its card (`main`, without its
+/// padding) is, in CSS pixels.
+async fn widths(page: &strongroom_testkit::browser::Session, css: &str) -> (f64, f64) {
+    let script = "const e = document.querySelector(arguments[0]); const m = document.querySelector('main'); \
+                  const s = getComputedStyle(m); \
+                  return [Math.max(e.scrollWidth, e.getBoundingClientRect().width), \
+                          m.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)];";
+    let v = page.client.execute(script, vec![serde_json::json!(css)]).await.unwrap();
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
 }
 
 /// Signs `user` in to the console and waits for the overview.

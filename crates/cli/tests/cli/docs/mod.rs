@@ -76,6 +76,7 @@ pages! {
     backup_and_restore => "book/src/operations/backup-restore.md",
     replicas_and_haproxy => "book/src/operations/replicas.md",
     remote_administration => "book/src/administration/admin-cli.md",
+    certificates => "book/src/certificates/README.md",
 }
 
 /// A page read and parsed, by its path from the repository's root.

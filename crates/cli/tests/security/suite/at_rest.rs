@@ -205,7 +205,7 @@ async fn exercise_certificates(fx: &Fx) -> Vec<Vec<u8>> {
     const CERT_SCOPE: &str = "certificate:manage;restricted:manage";
     fx.server.admin(&["ca", "create", "Canary CA"], "");
     fx.server.admin(&["folders", "create", CERTS], "");
-    fx.server.admin(&["policy", "set", CERTS, "--ca", "Canary CA"], "");
+    fx.server.admin(&["policy", "set", CERTS, "--issuing-ca", "Canary CA"], "");
     fx.server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
     fx.server.admin(&["integrations", "create", "certs", "--scope", CERT_SCOPE, "--allow-all-users", "--password-grant", "true"], "");
     let body = json!({"client_id": "certs", "username": "root", "password": PASSWORD, "scope": CERT_SCOPE});

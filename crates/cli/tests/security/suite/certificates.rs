@@ -20,7 +20,7 @@ async fn n1_certificate_key_exports_are_refused_or_logged() {
     let fx = Fx::start(&[], &[]);
     fx.server.admin(&["ca", "create", "Key CA"], "");
     fx.server.admin(&["folders", "create", FOLDER], "");
-    fx.server.admin(&["policy", "set", FOLDER, "--ca", "Key CA"], "");
+    fx.server.admin(&["policy", "set", FOLDER, "--issuing-ca", "Key CA"], "");
     fx.server.admin(&["users", "create", "root", "--master-admin"], &format!("{PASSWORD}\n"));
     fx.user("bob", PASSWORD);
     fx.server.admin(&["rights", "grant", FOLDER, "alice", "--rights", "view,read,create,privatekeyread"], "");
