@@ -131,10 +131,10 @@ impl KeyGenerator {
             }
             place.started = true;
             let key = pki::generate_key(spec, &*rng);
-            // The key is made: the next one may start before it is handed over.
-            drop((place, permit));
             let outcome = if reply.send(key).is_ok() { KeyGenOutcome::Generated } else { KeyGenOutcome::Orphaned };
+            // Counted before the place is given back: with none in progress, every outcome is counted.
             observer.key_generation(outcome);
+            drop((place, permit));
         });
         Ok(answer.await.map_err(|_| gone())??)
     }
@@ -258,6 +258,10 @@ mod tests {
         drop(held);
         let rsa = g.generate("alice", KeySpec::Rsa(2048), rng).await.unwrap();
         assert!(rsa.0.len() > 1000);
+        // The key is handed over, then counted, then its place given back.
+        while g.in_progress() > 0 {
+            tokio::task::yield_now().await;
+        }
         assert_eq!(counts.of(KeyGenOutcome::Generated), 1);
         assert_eq!((g.in_progress(), g.in_progress_of("alice")), (0, 0));
     }
