@@ -129,41 +129,42 @@ pub fn subject(attributes: &[(String, String)]) -> Result<(), String> {
     attributes.iter().try_for_each(|(k, v)| attribute(k, v))
 }
 
+/// What an e-mail name and a URI must both be: at most `max` characters of ASCII without
+/// spaces or control characters. The refusal names `what` it is not.
+fn ascii_name(name: &str, what: &str, max: usize) -> Result<(), String> {
+    let why = if name.len() > max {
+        format!("longer than {max} characters")
+    } else if !name.bytes().all(|b| b.is_ascii_graphic()) {
+        "only ASCII letters, digits and marks, no spaces (percent-encode the rest of a URI)".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(format!("{} is not {what}: {why}.", shown(name)))
+}
+
 /// Whether `name` is an e-mail address a certificate may carry: `local@host`, ASCII, no space
 /// or control character, the host a host name (no wildcard).
 pub fn email(name: &str) -> Result<(), String> {
-    let fault = |why: &str| Err(format!("{} is not an e-mail address: {why}.", shown(name)));
-    if name.len() > MAX_EMAIL {
-        return fault("longer than 254 characters");
-    }
-    if !name.bytes().all(|b| b.is_ascii_graphic()) {
-        return fault("only ASCII letters, digits and marks, no spaces");
-    }
-    let Some((local, host)) = name.rsplit_once('@') else { return fault("it has no @") };
-    if local.is_empty() || local.contains('@') {
-        return fault("one @, with a name before it");
-    }
-    if host.starts_with('*') || host_name(host).is_err() {
-        return fault("what follows the @ is not a host name");
-    }
-    Ok(())
+    let what = "an e-mail address";
+    ascii_name(name, what, MAX_EMAIL)?;
+    let why = match name.rsplit_once('@') {
+        None => "it has no @",
+        Some((local, _)) if local.is_empty() || local.contains('@') => "one @, with a name before it",
+        Some((_, host)) if host.starts_with('*') || host_name(host).is_err() => "what follows the @ is not a host name",
+        Some(_) => return Ok(()),
+    };
+    Err(format!("{} is not {what}: {why}.", shown(name)))
 }
 
 /// Whether `name` is a URI a certificate may carry: a scheme, then ASCII without spaces or
 /// control characters, at most [`MAX_URI`] characters.
 pub fn uri(name: &str) -> Result<(), String> {
-    let fault = |why: &str| Err(format!("{} is not a URI: {why}.", shown(name)));
-    if name.len() > MAX_URI {
-        return fault("longer than 2048 characters");
-    }
-    if !name.bytes().all(|b| b.is_ascii_graphic()) {
-        return fault("only ASCII letters, digits and marks, no spaces (percent-encode the rest)");
-    }
+    ascii_name(name, "a URI", MAX_URI)?;
     let scheme = name.split_once(':').map_or("", |(s, _)| s);
     let mut chars = scheme.chars();
     let starts = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
     if !starts || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
-        return fault("it has no scheme (spiffe://…, https://…)");
+        return Err(format!("{} is not a URI: it has no scheme (spiffe://…, https://…).", shown(name)));
     }
     Ok(())
 }
