@@ -140,7 +140,11 @@ fn config_check_prints_every_section_it_read() {
             .unwrap_or_else(|| panic!("no {key} line:\n{}", r.stdout))
             .to_owned()
     };
-    assert!(line("file").ends_with(&format!("{f}: read top level, [events], [jwt], [certificate], [key_generation], [ldap], [oidc]")), "{}", r.stdout);
+    assert!(
+        line("file").ends_with(&format!("{f}: read top level, [events], [jwt], [certificate], [key_generation], [ldap], [oidc]")),
+        "{}",
+        r.stdout
+    );
     for (key, shown) in [
         ("events", "archived after 30 days to /srv/archive"),
         ("jwt", "issuers' keys kept 120 s"),
@@ -155,7 +159,10 @@ fn config_check_prints_every_section_it_read() {
         assert!(line(key).contains(shown), "{key}: {shown:?} missing from:\n{}", r.stdout);
     }
     let v: serde_json::Value = serde_json::from_str(run(&["config", "check", "--config", f, "--json"], &env).stdout.trim()).unwrap();
-    assert_eq!(v["sections_read"], serde_json::json!(["top level", "[events]", "[jwt]", "[certificate]", "[key_generation]", "[ldap]", "[oidc]"]));
+    assert_eq!(
+        v["sections_read"],
+        serde_json::json!(["top level", "[events]", "[jwt]", "[certificate]", "[key_generation]", "[ldap]", "[oidc]"])
+    );
     assert!(v["ldap"].as_str().unwrap().starts_with("LDAP+corp"), "{v}");
     // Nothing set: every section is still printed, saying it is off.
     std::fs::write(&file, "# nothing\n").unwrap();
