@@ -88,6 +88,10 @@ pub struct Metrics {
     pool_max: Gauge,
     pool_in_use: Gauge,
     pool_waiting: Gauge,
+    store_calls: Counter,
+    /// Held while `store_calls` catches up with the store's own count (two renders at once
+    /// would both add the difference).
+    store_calls_sync: std::sync::Mutex<()>,
     keys_in_progress: Gauge,
 }
 
@@ -170,6 +174,12 @@ impl Metrics {
         );
         let key_fetches = Family::<KeyFetchLabels, Counter>::default();
         r.register("jwt_key_fetches", "Fetches of JWT issuers' keys (JWKS), by outcome: ok or failed", key_fetches.clone());
+        let store_calls = Counter::default();
+        r.register(
+            "store_calls",
+            "Calls the store answered: each one round trip to a reader, the writer or the database",
+            store_calls.clone(),
+        );
         let keys_in_progress = Gauge::default();
         r.register(
             "certificate_keys_in_progress",
@@ -225,6 +235,8 @@ impl Metrics {
             pool_max,
             pool_in_use,
             pool_waiting,
+            store_calls,
+            store_calls_sync: std::sync::Mutex::default(),
             keys_in_progress,
         }
     }
@@ -275,6 +287,10 @@ impl Metrics {
     pub fn render(&self, pool: PoolStatus, keys_in_progress: usize) -> String {
         let gauge = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         self.keys_in_progress.set(gauge(keys_in_progress));
+        {
+            let _one_at_a_time = self.store_calls_sync.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.store_calls.inc_by(pool.calls.saturating_sub(self.store_calls.get()));
+        }
         self.pool_max.set(gauge(pool.max));
         self.pool_in_use.set(gauge(pool.in_use));
         self.pool_waiting.set(gauge(pool.waiting));
@@ -430,7 +446,7 @@ mod tests {
         observer.failed(ErrorKind::Unavailable);
         observer.failed(ErrorKind::Unavailable);
         observer.failed(ErrorKind::Busy);
-        let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0 }, 2);
+        let text = m.render(PoolStatus { max: 3, in_use: 1, waiting: 0, calls: 7 }, 2);
         for line in [
             "strongroom_store_commit_batch_jobs_count 2",
             "strongroom_store_commit_batch_jobs_sum 8.0",
@@ -454,6 +470,7 @@ mod tests {
         assert!(text.contains("strongroom_certificate_key_generations_total{outcome=\"generated\"} 1"), "{text}");
         assert!(text.contains("strongroom_certificate_key_generations_total{outcome=\"refused_identity\"} 1"), "{text}");
         assert!(text.contains("strongroom_certificate_keys_in_progress 2"), "{text}");
+        assert!(text.contains("strongroom_store_calls_total 7"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
         if cfg!(target_os = "linux") {
             let value = |name: &str| -> f64 {

@@ -590,6 +590,8 @@ pub trait VaultStore: Send + Sync + fmt::Debug {
     /// `Conflict` if the id is taken (two rotations at once).
     fn insert_data_key(&self, key: DataKeyRecord, event: Event) -> StoreFuture<'_, ()>;
     fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId>;
+    /// `n` new VaultIDs in one call (an issuance's certificate, key and CSR entries).
+    fn allocate_vault_ids(&self, n: usize) -> StoreFuture<'_, Vec<VaultId>>;
     /// Inserts the entry if `by` holds Write on its owners now; `Done(false)` if an owner folder does not exist.
     fn insert_entry(&self, entry: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>>;
     fn vault_ids(&self, filter: VaultFilter) -> StoreFuture<'_, Vec<VaultId>>;
@@ -794,9 +796,10 @@ pub trait StoreObserver: Send + Sync + fmt::Debug {
     }
 }
 
-/// Where a store keeps its observer; a writer reads it once per batch.
+/// Where a store keeps its observer (a writer reads it once per batch), and the count of the
+/// calls it answered, which every call passes through ([`ObserverSlot::seen`]).
 #[derive(Clone, Default)]
-pub(crate) struct ObserverSlot(Arc<std::sync::RwLock<Option<Arc<dyn StoreObserver>>>>);
+pub(crate) struct ObserverSlot(Arc<std::sync::RwLock<Option<Arc<dyn StoreObserver>>>>, Arc<std::sync::atomic::AtomicU64>);
 
 impl ObserverSlot {
     pub(crate) fn set(&self, o: Arc<dyn StoreObserver>) {
@@ -809,8 +812,9 @@ impl ObserverSlot {
         self.0.read().ok().and_then(|o| o.clone())
     }
 
-    /// Tells the observer about `out` if it is a failure; `out` unchanged.
+    /// Counts the call and tells the observer about `out` if it is a failure; `out` unchanged.
     pub(crate) fn seen<T>(&self, out: StoreResult<T>) -> StoreResult<T> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = &out
             && e.is_failure()
             && let Some(o) = self.get()
@@ -818,6 +822,11 @@ impl ObserverSlot {
             o.failed(e.kind());
         }
         out
+    }
+
+    /// The calls answered so far.
+    pub(crate) fn calls(&self) -> u64 {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -830,6 +839,9 @@ pub struct PoolStatus {
     pub in_use: usize,
     /// Requests waiting for a connection.
     pub waiting: usize,
+    /// Calls answered since the store was opened: each a round trip to a reader, the writer or
+    /// the database (a context read, a write, however many statements it runs).
+    pub calls: u64,
 }
 
 /// The event log and the store's own upkeep.
@@ -928,7 +940,8 @@ pub trait Store: AuthStore + VaultStore + AdminStore + EventStore + GroupStore +
 impl<T: AuthStore + VaultStore + AdminStore + EventStore + GroupStore + TreeStore + CertStore> Store for T {}
 
 pub use ops::certs::{
-    CaRecord, CertField, CertRecord, CertStore, FieldValues, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation,
+    CaRecord, CertField, CertRecord, CertStore, FieldValues, Issuance, NewObject, ObjectContext, Parking, PendingChange, PendingRecord,
+    RequestContext, Revocation,
 };
 
 pub use ops::tree::{FolderObject, Holder, Renamed, RightsChange, RightsOutcome, TreeStore};

@@ -203,8 +203,48 @@ pub struct Revocation {
     pub not_after: i64,
 }
 
+/// What a certificate request (a Request, a Renew, an approval) is decided on, read in one call
+/// and one snapshot ([`CertStore::request_context`]).
+#[derive(Clone, Debug, Default)]
+pub struct RequestContext {
+    /// Whether the policy folder exists (`\VED\Policy` always does).
+    pub folder_exists: bool,
+    /// Whether the policy folder is itself a certificate object (no policy folder then).
+    pub folder_is_certificate: bool,
+    /// The own policies of the policy folder and of the folders above it: (folder key, JSON),
+    /// top first.
+    pub policies: Vec<(String, String)>,
+    /// Every CA.
+    pub cas: Vec<CaRecord>,
+    /// The certificate object at the DN, if any.
+    pub existing: Option<CertRecord>,
+    /// Whether a folder that is no certificate object is at the DN.
+    pub folder_at_dn: bool,
+    /// Every custom field's definition.
+    pub fields: Vec<CertField>,
+    /// The DN's request waiting for approval (or rejected), if any.
+    pub pending: Option<PendingRecord>,
+}
+
+/// A certificate object with what is read of it to answer for it (`Retrieve`), in one call and
+/// one snapshot ([`CertStore::object_context`]).
+#[derive(Clone, Debug)]
+pub struct ObjectContext {
+    pub record: CertRecord,
+    /// Its request waiting for approval (or rejected), if any.
+    pub pending: Option<PendingRecord>,
+    /// Its vault entries, current and archived, oldest first.
+    pub entries: Vec<VaultEntry>,
+    /// Every CA (its chain is its CA's).
+    pub cas: Vec<CaRecord>,
+}
+
 /// The store's side of certificates.
 pub trait CertStore: Send + Sync + fmt::Debug {
+    /// See [`ObjectContext`]: the object at folder key `key`, if there is one.
+    fn object_context(&self, key: String) -> StoreFuture<'_, Option<ObjectContext>>;
+    /// See [`RequestContext`]: for the object at `object` under the policy folder `folder`.
+    fn request_context(&self, folder: FolderPath, object: FolderPath) -> StoreFuture<'_, RequestContext>;
     fn cert_authorities(&self) -> StoreFuture<'_, Vec<CaRecord>>;
     /// Adds a CA and makes its folder, with those above it that are missing (`lineage`, top first) (`false`: the name is taken; nothing written).
     fn insert_ca(&self, ca: CaRecord, lineage: Vec<(FolderPath, ObjectGuid)>, event: Event) -> StoreFuture<'_, bool>;
@@ -463,6 +503,34 @@ fn cert_row(r: &CertRecord) -> [codec::Value<'_>; 17] {
 async fn may_hold<C: Conn>(c: &C, by: Option<&Writer>, key: &str, need: Rights) -> StoreResult<bool> {
     let Some(by) = by else { return Ok(true) };
     flag(c, &sql::MAY_HOLD, &values![by.grant_id.as_str(), by.user_id.as_str(), key, i64::from(need.bits())]).await
+}
+
+pub(crate) async fn request_context<C: Conn>(c: &C, folder: &FolderPath, object: &FolderPath) -> StoreResult<RequestContext> {
+    let lineage: Vec<FolderPath> = folder.lineage();
+    let mut policies: Vec<(String, String)> =
+        cert_policies(c).await?.into_iter().filter(|(k, _)| lineage.iter().any(|f| f.key() == k)).collect();
+    policies.sort_by_key(|(k, _)| lineage.iter().position(|f| f.key() == k));
+    let existing = certificate(c, object.key()).await?;
+    Ok(RequestContext {
+        folder_exists: folder.key() == "\\ved\\policy" || super::vault::folder_exists(c, folder.key()).await?,
+        folder_is_certificate: certificate(c, folder.key()).await?.is_some(),
+        policies,
+        cas: cert_authorities(c).await?,
+        folder_at_dn: existing.is_none() && super::vault::folder_exists(c, object.key()).await?,
+        existing,
+        fields: cert_fields(c).await?,
+        pending: pending_certificate(c, object.key()).await?,
+    })
+}
+
+pub(crate) async fn object_context<C: Conn>(c: &C, key: &str) -> StoreResult<Option<ObjectContext>> {
+    let Some(record) = certificate(c, key).await? else { return Ok(None) };
+    Ok(Some(ObjectContext {
+        pending: pending_certificate(c, key).await?,
+        entries: cert_entries(c, &record.path).await?,
+        cas: cert_authorities(c).await?,
+        record,
+    }))
 }
 
 pub(crate) async fn cert_authorities<C: Conn>(c: &C) -> StoreResult<Vec<CaRecord>> {
@@ -763,6 +831,12 @@ pub(crate) async fn delete_certificate<C: Conn>(c: &C, key: &str, by: Option<&Wr
 /// The methods of [`CertStore`], alike on both backends.
 macro_rules! cert_methods {
     ($read:ident, $write:ident) => {
+        fn request_context(&self, folder: FolderPath, object: FolderPath) -> StoreFuture<'_, RequestContext> {
+            $read!(self, |c| certs::request_context(c, &folder, &object))
+        }
+        fn object_context(&self, key: String) -> StoreFuture<'_, Option<ObjectContext>> {
+            $read!(self, |c| certs::object_context(c, &key))
+        }
         fn cert_authorities(&self) -> StoreFuture<'_, Vec<CaRecord>> {
             $read!(self, |c| certs::cert_authorities(c))
         }

@@ -103,6 +103,9 @@ macro_rules! vault_methods {
         fn allocate_vault_id(&self) -> StoreFuture<'_, VaultId> {
             $single!(self, |c| vault::allocate_vault_id(c))
         }
+        fn allocate_vault_ids(&self, n: usize) -> StoreFuture<'_, Vec<VaultId>> {
+            $single!(self, |c| vault::allocate_vault_ids(c, n))
+        }
         fn insert_entry(&self, e: VaultEntry, by: Writer, event: Event) -> StoreFuture<'_, Checked<bool>> {
             $write!(self, |c| vault::insert_entry(c, &e, &by, &event))
         }

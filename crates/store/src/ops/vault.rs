@@ -74,6 +74,14 @@ pub(crate) async fn allocate_vault_id<C: Conn>(c: &C) -> StoreResult<VaultId> {
     Ok(VaultId(int(c, &sql::ALLOCATE_VAULT_ID, &[]).await?))
 }
 
+pub(crate) async fn allocate_vault_ids<C: Conn>(c: &C, n: usize) -> StoreResult<Vec<VaultId>> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(allocate_vault_id(c).await?);
+    }
+    Ok(ids)
+}
+
 pub(crate) async fn insert_entry<C: Conn>(c: &C, e: &VaultEntry, by: &Writer, event: &Event) -> StoreResult<Checked<bool>> {
     for o in &e.owners {
         if !folder_exists(c, o.key()).await? {

@@ -11,7 +11,10 @@ use std::sync::{Arc, LazyLock};
 
 use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
-use crate::{CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation};
+use crate::{
+    CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, ObjectContext, Parking, PendingChange, PendingRecord,
+    RequestContext, Revocation,
+};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -202,7 +205,7 @@ impl EventStore for PgStore {
     }
     fn pool_status(&self) -> PoolStatus {
         let s = self.pool.status();
-        PoolStatus { max: s.max_size, in_use: s.size.saturating_sub(s.available), waiting: s.waiting }
+        PoolStatus { max: s.max_size, in_use: s.size.saturating_sub(s.available), waiting: s.waiting, calls: self.observer.calls() }
     }
 }
 

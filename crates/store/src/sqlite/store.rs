@@ -7,7 +7,10 @@ use std::sync::atomic::Ordering;
 
 use crate::ops::certs;
 use crate::ops::tree::{self, FolderObject, Holder, RightsChange};
-use crate::{CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation};
+use crate::{
+    CaRecord, CertField, CertRecord, FieldValues, Found, Issuance, NewObject, ObjectContext, Parking, PendingChange, PendingRecord,
+    RequestContext, Revocation,
+};
 use strongroom_core::event::{Event, StoredEvent};
 use strongroom_core::grant::device::{DeviceAuthorization, DeviceContext, DeviceState, PollRecord};
 use strongroom_core::grant::refresh::RefreshContext;
@@ -116,7 +119,7 @@ impl EventStore for SqliteStore {
         // One writer connection and READERS reader connections, each doing one job at a time.
         let (r, w) = (self.inner.reads.load(Ordering::Relaxed), self.inner.writes.load(Ordering::Relaxed));
         let in_use = r.min(READERS) + w.min(1);
-        PoolStatus { max: READERS + 1, in_use, waiting: r + w - in_use }
+        PoolStatus { max: READERS + 1, in_use, waiting: r + w - in_use, calls: self.inner.observer.calls() }
     }
 }
 

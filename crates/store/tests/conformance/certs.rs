@@ -629,3 +629,44 @@ pub(crate) async fn a_folder_policy_changes_once_from_what_was_read(store: Arc<d
     let all = store.events(EventFilter { limit: 100_000, ..Default::default() }).await.unwrap();
     verify_chain(&all, store.event_head().await.unwrap()).unwrap();
 }
+
+/// A request's context is one read: the policies down to its folder (top first, none of the
+/// folders beside it), the CAs, the object at the DN (or a folder there), the fields, the waiting
+/// request; and the ids its entries take come in one call, each new.
+pub(crate) async fn a_request_context_is_read_in_one_call(store: Arc<dyn Store>) {
+    first_data_key(&*store).await;
+    let (web, team, beside) = (folder("\\VED\\Policy\\Web"), folder("\\VED\\Policy\\Web\\Team"), folder("\\VED\\Policy\\Other"));
+    for f in [&team, &beside] {
+        assert!(store.create_folders(lineage(f), ev(EventKind::FolderCreated)).await.unwrap());
+    }
+    for (f, p) in [(&folder("\\VED\\Policy"), "{\"root\":1}"), (&web, "{\"web\":1}"), (&team, "{\"team\":1}"), (&beside, "{\"other\":1}")] {
+        assert!(store.set_cert_policy(f.clone(), Some(p.into()), ev(EventKind::CertPolicySet)).await.unwrap());
+    }
+    let dn = folder("\\VED\\Policy\\Web\\Team\\www.example.com");
+    let empty = store.request_context(team.clone(), dn.clone()).await.unwrap();
+    let keys: Vec<&str> = empty.policies.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["\\ved\\policy", "\\ved\\policy\\web", "\\ved\\policy\\web\\team"], "top first, not the folder beside");
+    assert!(empty.folder_exists && !empty.folder_is_certificate && !empty.folder_at_dn);
+    assert!(empty.existing.is_none() && empty.pending.is_none());
+    let nowhere = store.request_context(folder("\\VED\\Policy\\Nowhere"), folder("\\VED\\Policy\\Nowhere\\x")).await.unwrap();
+    assert!(!nowhere.folder_exists && nowhere.policies.len() == 1, "only the root's policy: {:?}", nowhere.policies);
+    let root = store.request_context(folder("\\VED\\Policy"), folder("\\VED\\Policy\\x")).await.unwrap();
+    assert!(root.folder_exists, "the root policy folder always is");
+    // A folder at the DN; then a certificate there, waiting for approval.
+    let at_dn = store.request_context(web.clone(), team.clone()).await.unwrap();
+    assert!(at_dn.folder_at_dn && at_dn.existing.is_none());
+    let guid = ObjectGuid::parse("{11111111-2222-4333-8444-555555555555}").unwrap();
+    park(&*store, dn.as_str(), &guid).await;
+    let parked = store.request_context(team.clone(), dn.clone()).await.unwrap();
+    assert_eq!(parked.existing.as_ref().map(|r| &r.guid), Some(&guid));
+    assert_eq!(parked.pending.as_ref().map(|p| p.version), Some(0));
+    assert!(!parked.folder_at_dn, "a certificate object is not a folder at the DN");
+    let inside = store.request_context(dn.clone(), folder("\\VED\\Policy\\Web\\Team\\www.example.com\\x")).await.unwrap();
+    assert!(inside.folder_is_certificate, "a certificate is no policy folder");
+    let ids = store.allocate_vault_ids(3).await.unwrap();
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{ids:?}");
+    assert!(store.allocate_vault_id().await.unwrap() > *ids.iter().max().unwrap());
+}

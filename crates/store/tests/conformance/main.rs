@@ -174,6 +174,7 @@ conformance!(
     custom_fields_are_defined_once_and_their_values_follow_the_object,
     racing_approvals_of_one_request_issue_once,
     a_folder_policy_changes_once_from_what_was_read,
+    a_request_context_is_read_in_one_call,
 );
 
 /// The same, for cases that need the store's copier too.
