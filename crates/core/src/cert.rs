@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod enroll;
 pub mod fields;
 pub mod names;
 
