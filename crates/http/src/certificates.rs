@@ -10,7 +10,6 @@
 //! `certificate:delete`.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -218,7 +217,7 @@ pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::Cer
     // already, unless it waits for approval: then it is waited for up to the timeout, and past it
     // the answer is still 200 without it (never 202, §0.2: vcert's Request fails on a 202).
     if let Some(wait) = work_to_do_timeout(&c.body)? {
-        match retrieve_waiting(&app, &c.caller, &r.dn, &retrieve_input(&c.body)?, wait).await {
+        match svc::retrieve_waiting(&app, &c.caller, &r.dn, &retrieve_input(&c.body)?, wait).await {
             Ok(got) => {
                 answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
                 answer["Filename"] = json!(got.filename);
@@ -231,39 +230,13 @@ pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::Cer
     Ok(ok(&answer))
 }
 
-/// The longest `WorkToDoTimeout` honoured (the product's bound, §3.4).
-const MAX_WORK_TO_DO: Duration = Duration::from_secs(120);
-/// How often a waiting call looks at a request waiting for approval again.
-const WORK_POLL: Duration = Duration::from_millis(250);
-
-/// `WorkToDoTimeout` (seconds, a number or a numeric string), bounded; `None` when absent.
-fn work_to_do_timeout(b: &SdkBody) -> Result<Option<Duration>, CertFailure> {
+/// `WorkToDoTimeout` (seconds, a number or a numeric string); `None` when absent. The service
+/// bounds it.
+fn work_to_do_timeout(b: &SdkBody) -> Result<Option<i64>, CertFailure> {
     if !b.has(&["WorkToDoTimeout"]) {
         return Ok(None);
     }
-    let secs = b.int64(&["WorkToDoTimeout"])?.unwrap_or(0).max(0);
-    Ok(Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0)).min(MAX_WORK_TO_DO)))
-}
-
-/// Retrieves `dn`, waiting up to `wait` while its request waits for approval; past it, the
-/// waiting answer ([`CertError::Pending`]).
-async fn retrieve_waiting(
-    app: &HttpState,
-    caller: &Caller,
-    dn: &str,
-    input: &RetrieveInput,
-    wait: Duration,
-) -> Result<svc::Retrieved, CertError> {
-    let until = tokio::time::Instant::now() + wait;
-    loop {
-        let object = svc::object(app, caller, dn).await?;
-        match svc::retrieve(app, caller, &object, input).await {
-            Err(CertError::Pending { .. }) if tokio::time::Instant::now() + WORK_POLL <= until => {
-                tokio::time::sleep(WORK_POLL).await;
-            }
-            other => return other,
-        }
-    }
+    Ok(Some(b.int64(&["WorkToDoTimeout"])?.unwrap_or(0)))
 }
 
 fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {
@@ -304,15 +277,13 @@ fn retrieved(r: svc::Retrieved) -> Response {
 pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let b = &c.body;
     let input = retrieve_input(b)?;
-    let r =
-        svc::object_by_dn_or_thumbprint(&app, &c.caller, b.string(&["CertificateDN"])?.as_deref(), b.string(&["Thumbprint"])?.as_deref())
-            .await?;
+    let o = svc::object_context(&app, &c.caller, b.string(&["CertificateDN"])?.as_deref(), b.string(&["Thumbprint"])?.as_deref()).await?;
     // A request waiting for approval: with `WorkToDoTimeout`, waited for up to it; then (or
     // without it at once) 202 `{"Stage", "Status"}`.
     if let Some(wait) = work_to_do_timeout(b)? {
-        return Ok(retrieved(retrieve_waiting(&app, &c.caller, r.path.as_str(), &input, wait).await?));
+        return Ok(retrieved(svc::retrieve_waiting(&app, &c.caller, o.record.path.as_str(), &input, wait).await?));
     }
-    Ok(retrieved(svc::retrieve(&app, &c.caller, &r, &input).await?))
+    Ok(retrieved(svc::retrieve(&app, &c.caller, &o, &input).await?))
 }
 
 #[utoipa::path(

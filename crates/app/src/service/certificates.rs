@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use strongroom_core::cert::{self as ccert, Asked, KeySpec, Policy, Template, fields, vault_type};
+use strongroom_core::cert::enroll::{self, Ask, CaView, Refused};
+use strongroom_core::cert::{self as ccert, KeySpec, Policy, Template, fields, vault_type};
 use strongroom_core::event::{Event, EventKind};
 use strongroom_core::random::Random;
 use strongroom_core::time::Clock;
@@ -32,8 +33,8 @@ use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
 use strongroom_keyring::KeyRing;
 use strongroom_store::{
-    CaRecord, CertField, CertRecord, Checked, FieldValues, Issuance, NewObject, Parking, PendingChange, PendingRecord, Revocation, Store,
-    StoreError, VaultEntry, Writer,
+    CaRecord, CertField, CertRecord, Checked, FieldValues, Issuance, NewObject, ObjectContext, Parking, PendingChange, PendingRecord,
+    RequestContext, Revocation, Store, StoreError, VaultEntry, Writer,
 };
 
 use super::vault::Caller;
@@ -100,8 +101,7 @@ impl From<crate::keygen::KeyGenError> for CertError {
 
 type Result<T, E = CertError> = std::result::Result<T, E>;
 
-/// The leaf validity when neither the policy nor the CA says (days).
-pub const DEFAULT_VALIDITY_DAYS: i64 = 90;
+pub use strongroom_core::cert::enroll::{DEFAULT_VALIDITY_DAYS, parse_end_date};
 
 // ------------------------------------------------------------------ CAs
 
@@ -284,22 +284,35 @@ fn no_policy(dn: &str) -> CertError {
     CertError::NoPolicy(format!("PolicyDN: {dn} does not exist"))
 }
 
+/// The folder a policy DN names, if it can be one: `\VED\Policy` or a folder below it.
+fn policy_path(dn: &str) -> Result<FolderPath> {
+    let shown = policy_dn(dn);
+    match FolderPath::parse(&shown) {
+        Ok(p) if p.key() == "\\ved\\policy" || p.key().starts_with("\\ved\\policy\\") => Ok(p),
+        _ => Err(no_policy(&shown)),
+    }
+}
+
+/// Whether `p` is a policy folder: it exists, and is neither a certificate object nor a CA's folder.
+fn check_policy_folder(p: &FolderPath, exists: bool, is_certificate: bool, cas: &[CaRecord]) -> Result<()> {
+    if !exists {
+        return Err(no_policy(p.as_str()));
+    }
+    if is_certificate {
+        return Err(CertError::Invalid(format!("PolicyDN: {p} is a certificate, not a policy folder.")));
+    }
+    if cas.iter().any(|c| c.dn.eq_ignore_ascii_case(p.as_str())) {
+        return Err(CertError::Invalid(format!("PolicyDN: {p} is a certificate authority, not a policy folder.")));
+    }
+    Ok(())
+}
+
 /// A policy folder that exists: not a certificate object, not a CA's folder.
 pub(crate) async fn policy_folder(app: &App, dn: &str) -> Result<FolderPath> {
-    let shown = policy_dn(dn);
-    let Ok(p) = FolderPath::parse(&shown) else { return Err(no_policy(&shown)) };
-    if !(p.key() == "\\ved\\policy" || p.key().starts_with("\\ved\\policy\\")) {
-        return Err(no_policy(&shown));
-    }
-    if p.key() != "\\ved\\policy" && app.store.folder_object(p.key().to_owned()).await?.is_none() {
-        return Err(no_policy(&shown));
-    }
-    if app.store.certificate(p.key().to_owned()).await?.is_some() {
-        return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate, not a policy folder.")));
-    }
-    if app.store.cert_authorities().await?.iter().any(|c| c.dn.eq_ignore_ascii_case(p.as_str())) {
-        return Err(CertError::Invalid(format!("PolicyDN: {shown} is a certificate authority, not a policy folder.")));
-    }
+    let p = policy_path(dn)?;
+    let exists = p.key() == "\\ved\\policy" || app.store.folder_object(p.key().to_owned()).await?.is_some();
+    let is_certificate = exists && app.store.certificate(p.key().to_owned()).await?.is_some();
+    check_policy_folder(&p, exists, is_certificate, &app.store.cert_authorities().await?)?;
     Ok(p)
 }
 
@@ -379,82 +392,76 @@ fn sans_of(input: &RequestInput) -> Result<Sans> {
     Ok(s)
 }
 
-/// Days from 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// The subject a request brings: its CSR's, or a central request's `Subject` (as CN) and subject
+/// fields, each without the spaces around it.
+fn asked_subject(csr: Option<&Csr>, input: &RequestInput) -> Vec<(String, String)> {
+    if let Some(c) = csr {
+        return c.subject.clone();
+    }
+    let mut v = Vec::new();
+    for (k, val) in [("CN", &input.subject), ("O", &input.organization), ("L", &input.city), ("ST", &input.state), ("C", &input.country)] {
+        if let Some(x) = val.as_ref().filter(|x| !x.trim().is_empty()) {
+            v.push((k.to_owned(), x.trim().to_owned()));
+        }
+    }
+    for ou in &input.organizational_unit {
+        v.push(("OU".to_owned(), ou.clone()));
+    }
+    v
 }
 
-/// A `Specific End Date`: RFC 3339 (`2027-01-01T00:00:00+02:00`, Go) or `%Y-%m-%d %H:%M:%S` UTC (Python).
-pub fn parse_end_date(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let num = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<i64>().ok());
-    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (h, mi, se) = if s.len() >= 19 { (num(11, 13)?, num(14, 16)?, num(17, 19)?) } else { (0, 0, 0) };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
+/// What `input` (with its CSR, and `renewed_by` for a renewal) asks, as the decision reads it.
+fn ask_of(input: &RequestInput, csr: Option<&Csr>, sans: &Sans, renewed_by: Option<&str>) -> Ask {
+    let field = |k: &str, v: &Option<String>| csr.map_or_else(|| v.clone(), |x| x.get(k).map(str::to_owned));
+    Ask {
+        subject: asked_subject(csr, input),
+        csr_key: csr.map(|x| x.key.spec),
+        dns: sans.dns.clone(),
+        san_kinds: sans.kinds().into_iter().map(str::to_owned).collect(),
+        organization: field("O", &input.organization),
+        organizational_unit: match csr {
+            Some(x) => x.subject.iter().filter(|(k, _)| k == "OU").map(|(_, v)| v.clone()).collect(),
+            None => input.organizational_unit.clone(),
+        },
+        city: field("L", &input.city),
+        state: field("ST", &input.state),
+        country: field("C", &input.country),
+        key_algorithm: input.key_algorithm.clone(),
+        key_bit_size: input.key_bit_size,
+        elliptic_curve: input.elliptic_curve.clone(),
+        pkix_parameter_set: input.pkix_parameter_set.clone(),
+        ca: input.cadn.clone(),
+        renewed_by: renewed_by.map(str::to_owned),
+        end_date: input.end_date.clone(),
     }
-    let mut rest = s.get(19..).unwrap_or("");
-    if let Some(r) = rest.strip_prefix('.') {
-        rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    let offset = match rest {
-        "" | "Z" | "z" => 0,
-        r if r.len() == 6 && (r.starts_with('+') || r.starts_with('-')) => {
-            let oh: i64 = r.get(1..3)?.parse().ok()?;
-            let om: i64 = r.get(4..6)?.parse().ok()?;
-            let v = oh * 3600 + om * 60;
-            if r.starts_with('-') { -v } else { v }
-        }
-        _ => return None,
-    };
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset)
 }
 
-/// The subject of the certificate: the CSR's (or the central request's), with the policy's
-/// values for the fields it lacks (a locked value was judged already).
-fn subject_for(csr: Option<&Csr>, input: &RequestInput, policy: &Policy) -> Vec<(String, String)> {
-    let mut s: Vec<(String, String)> = match csr {
-        Some(c) => c.subject.clone(),
-        None => {
-            let mut v = Vec::new();
-            if let Some(cn) = input.subject.as_ref().filter(|x| !x.trim().is_empty()) {
-                v.push(("CN".to_owned(), cn.trim().to_owned()));
-            }
-            for (k, val) in [("O", &input.organization), ("L", &input.city), ("ST", &input.state), ("C", &input.country)] {
-                if let Some(x) = val.as_ref().filter(|x| !x.trim().is_empty()) {
-                    v.push((k.to_owned(), x.trim().to_owned()));
-                }
-            }
-            for ou in &input.organizational_unit {
-                v.push(("OU".to_owned(), ou.clone()));
-            }
-            v
-        }
-    };
-    let mut add = |k: &str, v: Option<&String>| {
-        if let Some(v) = v.filter(|v| !v.is_empty())
-            && !s.iter().any(|(t, _)| t == k)
-        {
-            s.push((k.to_owned(), v.clone()));
-        }
-    };
-    add("O", policy.organization.as_ref().map(|x| &x.value));
-    add("L", policy.city.as_ref().map(|x| &x.value));
-    add("ST", policy.state.as_ref().map(|x| &x.value));
-    add("C", policy.country.as_ref().map(|x| &x.value));
-    // The policy's OUs, every one, when the request has none.
-    if !s.iter().any(|(t, _)| t == "OU") {
-        for ou in policy.organizational_unit.iter().flat_map(|x| &x.value).filter(|v| !v.is_empty()) {
-            s.push(("OU".to_owned(), ou.clone()));
+/// The CAs as a request is decided on (each one's certificate's end read from it).
+fn ca_views(cas: &[CaRecord]) -> Result<Vec<CaView>> {
+    cas.iter()
+        .map(|ca| {
+            let not_after = match ca_certificate(ca) {
+                Some(der) => Some(pki::cert_facts(der)?.not_after),
+                None => None,
+            };
+            Ok(CaView {
+                name: ca.name.clone(),
+                dn: ca.dn.clone(),
+                validity_days: ca.validity_days,
+                manual_approval: ca.manual_approval,
+                not_after,
+            })
+        })
+        .collect()
+}
+
+impl From<Refused> for CertError {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::Invalid(m) => CertError::Invalid(m),
+            Refused::Unsupported(m) => CertError::Unsupported(m),
         }
     }
-    s
 }
 
 fn object_name(input: &RequestInput, cn: Option<&str>, sans: &Sans) -> Result<String> {
@@ -475,29 +482,36 @@ fn object_name(input: &RequestInput, cn: Option<&str>, sans: &Sans) -> Result<St
     Ok(name)
 }
 
-fn central_key(input: &RequestInput, policy: &Policy) -> Result<KeySpec> {
-    if let Some(oid) = input.pkix_parameter_set.as_ref().filter(|o| !o.trim().is_empty()) {
-        return KeySpec::from_pkix_oid(oid).ok_or_else(|| CertError::Invalid(format!("PkixParameterSet {oid:?} is not a known key.")));
-    }
-    let asked = KeySpec::from_fields(input.key_algorithm.as_deref(), input.key_bit_size, input.elliptic_curve.as_deref())
-        .map_err(CertError::Invalid)?;
-    Ok(asked.unwrap_or_else(|| match policy.key_algorithm.as_ref().map(|a| a.value.as_str()) {
-        Some("ECC") => KeySpec::Ec(policy.curve.as_ref().map_or(ccert::Curve::P256, |c| c.value)),
-        _ => KeySpec::Rsa(policy.key_size.as_ref().map_or(2048, |s| s.value)),
-    }))
-}
-
-/// A request for a DN: where it goes, and whether the caller may ask.
+/// A request for a DN: where it goes, and what it is decided on, read in one call.
 struct Target {
     folder: FolderPath,
     path: FolderPath,
-    existing: Option<CertRecord>,
+    ctx: RequestContext,
 }
 
 impl Target {
+    /// The context of a request at `path` under the policy folder `folder`.
+    async fn read(store: &dyn Store, folder: FolderPath, path: FolderPath) -> Result<Target> {
+        let ctx = store.request_context(folder.clone(), path.clone()).await?;
+        Ok(Target { folder, path, ctx })
+    }
+
+    fn existing(&self) -> Option<&CertRecord> {
+        self.ctx.existing.as_ref()
+    }
+
     /// [`place`] of this object (the existing one's GUID, if any).
     fn place(&self, rng: &dyn Random) -> (ObjectGuid, Vec<(FolderPath, ObjectGuid)>) {
-        place(&self.path, self.existing.as_ref().map(|e| &e.guid), rng)
+        place(&self.path, self.existing().map(|e| &e.guid), rng)
+    }
+
+    /// The policy in force at its folder.
+    fn policy(&self) -> Result<Policy> {
+        let own = |(_, text): &(String, String)| {
+            serde_json::from_str::<Policy>(text).map_err(|e| CertError::Internal(format!("a stored policy: {e}")))
+        };
+        let chain = self.ctx.policies.iter().map(own).collect::<Result<Vec<_>>>()?;
+        Ok(Policy::effective(&chain))
     }
 }
 
@@ -544,18 +558,19 @@ fn unissued(
     }
 }
 
-async fn target(app: &App, policy_folder: &FolderPath, name: &str) -> Result<Target> {
-    let Ok(path) = FolderPath::parse(&format!("{}\\{name}", policy_folder.as_str())) else {
-        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
-    };
+/// A new request's target: object `name` under the policy folder `folder`, which must be one.
+async fn target(app: &App, folder: FolderPath, name: &str) -> Result<Target> {
+    let bad_name = || CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name."));
+    let path = FolderPath::parse(&format!("{}\\{name}", folder.as_str())).map_err(|_| bad_name())?;
     if path.check_new().is_err() {
-        return Err(CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name.")));
+        return Err(bad_name());
     }
-    let existing = app.store.certificate(path.key().to_owned()).await?;
-    if existing.is_none() && app.store.folder_object(path.key().to_owned()).await?.is_some() {
-        return Err(CertError::Invalid(format!("{} is a folder, not a certificate.", path.as_str())));
+    let t = Target::read(&*app.store, folder, path).await?;
+    check_policy_folder(&t.folder, t.ctx.folder_exists, t.ctx.folder_is_certificate, &t.ctx.cas)?;
+    if t.ctx.folder_at_dn {
+        return Err(CertError::Invalid(format!("{} is a folder, not a certificate.", t.path.as_str())));
     }
-    Ok(Target { folder: policy_folder.clone(), path, existing })
+    Ok(t)
 }
 
 /// The data key entries are sealed under: (key name, key id, key).
@@ -661,117 +676,56 @@ enum Mode {
     Approve(i64),
 }
 
-/// Issues a certificate for `input` at `t` and writes it: the one write of a Request or Renew.
-/// `need` is re-checked in the write on `t.folder` (a request: Create) or on the object (a renewal: Write).
-async fn enroll(app: &App, c: &Caller, input: &RequestInput, t: Target, need: Rights, renewal: bool) -> Result<Requested> {
+/// Issues a certificate for `input` (with its CSR, parsed) at `t` and writes it: the one write of a
+/// Request or Renew. `need` is re-checked in the write on `t.folder` (a request: Create) or on the
+/// object (a renewal: Write).
+async fn enroll(
+    app: &App,
+    c: &Caller,
+    input: &RequestInput,
+    csr: Option<Csr>,
+    t: Target,
+    need: Rights,
+    renewal: bool,
+) -> Result<Requested> {
     let make = |kind: EventKind| c.event(app, kind, None);
     let actor = Actor { writer: Some(c.writer()), current_keys: c.current_keys.clone(), name: c.user_id.identity(), event: &make };
-    enroll_as(app.desk(), &actor, input, t, need, renewal, Mode::Request).await
+    enroll_as(app.desk(), &actor, input, csr, t, need, renewal, Mode::Request).await
 }
 
-/// [`enroll`] for any actor; with [`Mode::Approve`], the approval of the waiting request (`need`
-/// re-checked on the object, the waiting request taken in the write), never parked again.
+/// [`enroll`] for any actor: the context `t` read, the decision asked of
+/// [`strongroom_core::cert::enroll::decide`], then the key made (a central request), the
+/// certificate signed and the one write. With [`Mode::Approve`], the approval of the waiting
+/// request (`need` re-checked on the object, the waiting request taken in the write), never
+/// parked again.
+#[allow(clippy::too_many_arguments)]
 async fn enroll_as(
     app: Desk<'_>,
     c: &Actor<'_>,
     input: &RequestInput,
+    csr: Option<Csr>,
     t: Target,
     need: Rights,
     renewal: bool,
     mode: Mode,
 ) -> Result<Requested> {
-    let fields = request_fields(app.store, input, t.existing.as_ref()).await?;
-    let all = policies(app.store).await?;
-    let policy = effective_policy(&all, &t.folder);
-    let csr = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
-        Some(text) => Some(pki::parse_csr(text)?),
-        None => None,
-    };
+    let fields = request_fields(&t.ctx.fields, input, t.existing())?;
+    let policy = t.policy()?;
     let mut sans = csr.as_ref().map(|x| x.sans.clone()).unwrap_or_default();
     sans.merge(&sans_of(input)?);
-    let subject = subject_for(csr.as_ref(), input, &policy);
-    // Names that are not names are refused before the policy judges them.
-    ccert::names::subject(&subject).map_err(CertError::Invalid)?;
-    let get = |k: &str| subject.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
-    let cn = get("CN");
-    if cn.is_none() && sans.kinds().is_empty() {
-        return Err(CertError::Invalid("The request has neither a CN nor a subject alternative name.".into()));
-    }
-    // The kinds of names asked for, as the policy judges them (before the CN is added below).
-    let san_types: Vec<String> = sans.kinds().into_iter().map(str::to_owned).collect();
-    // A CN that is a host name is a DNS name too (clients verify names against the SANs only),
-    // unless the policy prohibits DNS names.
-    if let Some(n) = cn.as_ref().filter(|n| n.contains('.') && !n.contains(' ') && !n.contains('@'))
-        && policy.san_allowed("DNS")
-        && !sans.dns.iter().any(|d| d.eq_ignore_ascii_case(n))
-        && n.parse::<std::net::IpAddr>().is_err()
-    {
-        sans.dns.insert(0, n.clone());
-    }
-    let spec = match &csr {
-        Some(x) => x.key.spec,
-        None => central_key(input, &policy)?,
-    };
-    let asked = Asked {
-        common_name: cn.clone(),
-        dns: sans.dns.clone(),
-        san_types,
-        organization: csr.as_ref().and_then(|x| x.get("O").map(str::to_owned)).or(input.organization.clone()),
-        organizational_unit: csr
-            .as_ref()
-            .map(|x| x.subject.iter().filter(|(k, _)| k == "OU").map(|(_, v)| v.clone()).collect())
-            .unwrap_or_else(|| input.organizational_unit.clone()),
-        city: csr.as_ref().and_then(|x| x.get("L").map(str::to_owned)).or(input.city.clone()),
-        state: csr.as_ref().and_then(|x| x.get("ST").map(str::to_owned)).or(input.state.clone()),
-        country: csr.as_ref().and_then(|x| x.get("C").map(str::to_owned)).or(input.country.clone()),
-        key: spec,
-    };
-    ccert::judge_csr(&policy, csr.is_some()).map_err(CertError::Invalid)?;
-    ccert::judge(&policy, &asked).map_err(CertError::Invalid)?;
-    // The CA: the request's CADN, else the one the renewed object was issued by, else the policy's.
-    let cas = app.store.cert_authorities().await?;
-    let wanted = input
-        .cadn
-        .clone()
-        .filter(|x| !x.trim().is_empty())
-        .or_else(|| if renewal { t.existing.as_ref().map(|e| e.ca_key.clone()).filter(|k| !k.is_empty()) } else { None })
-        .or_else(|| policy.ca.as_ref().map(|s| s.value.clone()));
-    let Some(wanted) = wanted else { return Err(CertError::Invalid("Need a certificate authority (CADN).".into())) };
-    if let (Some(locked), Some(asked)) = (policy.ca.as_ref().filter(|s| s.locked), input.cadn.as_ref().filter(|x| !x.trim().is_empty()))
-        && find_ca(&cas, &locked.value).map(|c| &c.name) != find_ca(&cas, asked).map(|c| &c.name)
-    {
-        return Err(CertError::Invalid(format!("The certificate authority is locked to {} by policy.", locked.value)));
-    }
-    let Some(ca) = find_ca(&cas, &wanted) else {
-        return Err(CertError::Unsupported(format!(
-            "{wanted} is not a certificate authority of this server (external CAs are not supported)."
-        )));
-    };
-    let Some(ca_cert) = ca_certificate(ca).map(<[u8]>::to_vec) else {
-        return Err(CertError::Invalid(format!(
-            "The certificate authority {} cannot issue yet: its certificate is not installed (strongroom admin ca install).",
-            ca.dn
-        )));
-    };
+    let renewed_by = if renewal { t.existing().map(|e| e.ca_key.as_str()) } else { None };
+    let ask = ask_of(input, csr.as_ref(), &sans, renewed_by);
     let now = app.now().secs();
-    let days = i64::from(policy.validity_days.unwrap_or(0)).max(0);
-    let days = if days > 0 {
-        days
-    } else if ca.validity_days > 0 {
-        ca.validity_days
-    } else {
-        DEFAULT_VALIDITY_DAYS
-    };
-    let mut not_after = now + days * 86_400;
-    if let Some(end) = input.end_date.as_ref().filter(|e| !e.trim().is_empty()) {
-        let at = parse_end_date(end).ok_or_else(|| CertError::Invalid(format!("Specific End Date {end:?} is not a date.")))?;
-        if at <= now {
-            return Err(CertError::Invalid("Specific End Date is in the past.".into()));
-        }
-        not_after = not_after.min(at);
+    let decision = enroll::decide(&policy, &ask, &ca_views(&t.ctx.cas)?, now)?;
+    let ca = &t.ctx.cas[decision.ca];
+    let spec = decision.key;
+    sans.dns = decision.dns.clone();
+    let cn = decision.subject.iter().find(|(k, _)| k == "CN").map(|(_, v)| v.clone());
+    if decision.wait_for_approval && mode == Mode::Request {
+        return park(app, c, input, &t, need, renewal, ca, &cn, &sans, spec).await;
     }
-    // No certificate outlives its CA's (an intermediate's may be short).
-    not_after = not_after.min(pki::cert_facts(&ca_cert)?.not_after);
+    let ca_cert = ca_certificate(ca).map(<[u8]>::to_vec).ok_or_else(|| CertError::Internal(format!("CA {}: no certificate", ca.name)))?;
+    let not_after = decision.not_after;
     let generated = match &csr {
         Some(_) => None,
         // Off the async threads, within the generator's bounds: an RSA key takes a core for
@@ -786,16 +740,12 @@ async fn enroll_as(
         (None, Some(k)) => pki::public_of(k)?,
         (None, None) => return Err(CertError::Internal("no key".into())),
     };
-    let manual = ca.manual_approval || policy.manual_approval.as_ref().is_some_and(|s| s.value);
-    if manual && mode == Mode::Request {
-        return park(app, c, input, &t, need, renewal, ca, &cn, &sans, spec).await;
-    }
     let signer = ca_signer(app.store, app.keyring, ca).await?;
     let url = crl_url(app.public_url, &ca.name);
     // Signed on the blocking pool: a token's key signs with blocking calls (its session is
     // one at a time per key, so concurrent requests queue there, not on the async threads).
     let issued = {
-        let (subject, sans, leaf_key, rng) = (subject.clone(), sans.clone(), leaf_key.clone(), app.rng.clone());
+        let (subject, sans, leaf_key, rng) = (decision.subject.clone(), sans.clone(), leaf_key.clone(), app.rng.clone());
         tokio::task::spawn_blocking(move || {
             pki::issue(
                 &Issuer { cert_der: &ca_cert, signer: &*signer },
@@ -806,18 +756,20 @@ async fn enroll_as(
         .await
         .map_err(|e| CertError::Internal(format!("signing the certificate: {e}")))??
     };
-    // The entries, sealed under the current data key.
+    // The entries, sealed under the current data key, with the ids one call gives.
     let default = app.keyring.default_name().to_owned();
     let dk: DataKey = app
         .keyring
         .current(app.store, &**app.rng, app.now(), &default, &c.current_keys)
         .await
         .map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
-    let cert_id = app.store.allocate_vault_id().await?;
+    let mut ids = app.store.allocate_vault_ids(1 + usize::from(generated.is_some()) + usize::from(csr.is_some())).await?.into_iter();
+    let mut next_id = || ids.next().ok_or_else(|| CertError::Internal("too few vault ids".into()));
+    let cert_id = next_id()?;
     let mut entries = vec![sealed_entry(app, &dk, cert_id, vault_type::CERTIFICATE, &t.path, &issued.der)?];
     let key_vault_id = match &generated {
         Some(k) => {
-            let id = app.store.allocate_vault_id().await?;
+            let id = next_id()?;
             entries.push(sealed_entry(app, &dk, id, vault_type::PKCS8, &t.path, &k.0)?);
             Some(id)
         }
@@ -825,13 +777,14 @@ async fn enroll_as(
     };
     let csr_vault_id = match &csr {
         Some(x) => {
-            let id = app.store.allocate_vault_id().await?;
+            let id = next_id()?;
             entries.push(sealed_entry(app, &dk, id, vault_type::PKCS10, &t.path, &x.der)?);
             Some(id)
         }
         None => None,
     };
     let (guid, lineage) = t.place(&**app.rng);
+    let existing = t.existing();
     let record = CertRecord {
         path: t.path.clone(),
         guid: guid.clone(),
@@ -847,12 +800,12 @@ async fn enroll_as(
         csr_vault_id,
         disabled: false,
         revoked: false,
-        version: t.existing.as_ref().map_or(0, |e| e.version + 1),
-        created_at: t.existing.as_ref().map_or(app.now(), |e| e.created_at),
+        version: existing.map_or(0, |e| e.version + 1),
+        created_at: existing.map_or(app.now(), |e| e.created_at),
         issued_at: app.now(),
-        template: t.existing.as_ref().map(|e| e.template.clone()).unwrap_or_default(),
+        template: existing.map(|e| e.template.clone()).unwrap_or_default(),
     };
-    let first = t.existing.as_ref().is_some_and(|e| !e.issued());
+    let first = existing.is_some_and(|e| !e.issued());
     let how = match (&csr, renewal) {
         (Some(_), true) if first => "first enrollment, user CSR",
         (None, true) if first => "first enrollment, central key",
@@ -998,11 +951,10 @@ pub async fn approve(app: Desk<'_>, actor: &Actor<'_>, p: &PendingRecord, versio
     let version = version.unwrap_or(p.version);
     let input: RequestInput =
         serde_json::from_str(&p.request).map_err(|e| CertError::Internal(format!("the kept request of {}: {e}", p.path)))?;
-    let folder_dn = strongroom_core::tree::parent_of(p.path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
-    let folder = FolderPath::parse(&folder_dn).map_err(|_| no_certificate(p.path.as_str()))?;
-    let existing = app.store.certificate(p.path.key().to_owned()).await?;
-    let t = Target { folder, path: p.path.clone(), existing };
-    enroll_as(app, actor, &input, t, APPROVE_RIGHT, p.renewal, Mode::Approve(version)).await
+    let folder = parent_folder(&p.path)?;
+    let csr = parsed_csr(&input)?;
+    let t = Target::read(app.store, folder, p.path.clone()).await?;
+    enroll_as(app, actor, &input, csr, t, APPROVE_RIGHT, p.renewal, Mode::Approve(version)).await
 }
 
 /// Rejects (`Reject`), sets waiting again (`Retry`) or drops (`Cancel`) the request `p`
@@ -1095,23 +1047,32 @@ pub fn caller_actor<'a>(c: &Caller, event: &'a (dyn Fn(EventKind) -> Event + Sen
 /// `Certificates/Request`: Create on the policy folder. A DN that holds a certificate is
 /// re-enrolled (its certificate, key and CSR archived).
 pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Requested> {
-    let folder = policy_folder(app, &input.policy_dn).await?;
+    let folder = policy_path(&input.policy_dn)?;
     if !c.perms.effective(&folder).implied().contains(Rights::CREATE) {
         return Err(CertError::Denied(format!("Requesting a certificate needs Create on {}.", folder.as_str())));
     }
+    let csr = parsed_csr(&input)?;
     // The CN (the CSR's, else `Subject` without the spaces around it), refused here if it is no
     // name: the object may be named after it.
-    let csr_cn = match input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()) {
-        Some(text) => pki::parse_csr(text)?.get("CN").map(str::to_owned),
-        None => None,
-    };
+    let csr_cn = csr.as_ref().and_then(|x| x.get("CN")).map(str::to_owned);
     let cn = csr_cn.or_else(|| input.subject.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned));
     if let Some(cn) = &cn {
         ccert::names::attribute("CN", cn).map_err(CertError::Invalid)?;
     }
     let name = object_name(&input, cn.as_deref(), &sans_of(&input)?)?;
-    let t = target(app, &folder, &name).await?;
-    enroll(app, c, &input, t, Rights::CREATE, false).await
+    let t = target(app, folder, &name).await?;
+    enroll(app, c, &input, csr, t, Rights::CREATE, false).await
+}
+
+/// The request's CSR, parsed, if it brings one.
+fn parsed_csr(input: &RequestInput) -> Result<Option<Csr>> {
+    Ok(input.pkcs10.as_ref().filter(|p| !p.trim().is_empty()).map(|text| pki::parse_csr(text)).transpose()?)
+}
+
+/// The policy folder an object sits in.
+fn parent_folder(path: &FolderPath) -> Result<FolderPath> {
+    let dn = strongroom_core::tree::parent_of(path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
+    FolderPath::parse(&dn).map_err(|_| no_certificate(path.as_str()))
 }
 
 // ------------------------------------------------------------------ objects
@@ -1248,33 +1209,70 @@ impl std::fmt::Debug for Retrieved {
 }
 
 /// The chain of an object's CA (DER): its certificate, then those above it up to the root.
-async fn ca_chain(app: &App, r: &CertRecord) -> Result<Vec<Vec<u8>>> {
-    let cas = app.store.cert_authorities().await?;
-    Ok(find_ca(&cas, &r.ca_key).map(|c| pki::split_certs(&c.cert_der).into_iter().map(<[u8]>::to_vec).collect()).unwrap_or_default())
+fn ca_chain(cas: &[CaRecord], r: &CertRecord) -> Vec<Vec<u8>> {
+    find_ca(cas, &r.ca_key).map(|c| pki::split_certs(&c.cert_der).into_iter().map(<[u8]>::to_vec).collect()).unwrap_or_default()
+}
+
+/// The object of `dn` (else of `thumbprint`) with what is read to answer for it, if the caller
+/// may know of it: one store call by DN.
+pub async fn object_context(app: &App, c: &Caller, dn: Option<&str>, thumbprint: Option<&str>) -> Result<ObjectContext> {
+    let path = match dn.filter(|d| !d.trim().is_empty()) {
+        Some(dn) => FolderPath::parse(&policy_dn(dn)).map_err(|_| no_certificate(dn.trim()))?,
+        None => object_by_dn_or_thumbprint(app, c, None, thumbprint).await?.path,
+    };
+    match app.store.object_context(path.key().to_owned()).await? {
+        Some(o) if c.perms.effective(&o.record.path).implied() != Rights::NONE => Ok(o),
+        _ => Err(no_certificate(path.as_str())),
+    }
 }
 
 /// `Certificates/Retrieve`: Read on the object; Private Key Read too for its key, which is
 /// handed out only as PBES2 PKCS#8 under the request's `Password`, with a
 /// `certificate.key_exported` event written first.
-pub async fn retrieve(app: &App, c: &Caller, r: &CertRecord, input: &RetrieveInput) -> Result<Retrieved> {
+pub async fn retrieve(app: &App, c: &Caller, o: &ObjectContext, input: &RetrieveInput) -> Result<Retrieved> {
+    let r = &o.record;
     if !c.perms.effective(&r.path).implied().contains(Rights::READ) {
         return Err(CertError::Denied(format!("Retrieving {} needs Read on it.", r.path)));
     }
-    // A request waiting for approval (or rejected) hides the previous certificate (§0.5).
-    if let Some(p) = processing(&*app.store, r).await? {
-        return Err(processing_error(&p));
+    // A request waiting for approval (or rejected) hides the previous certificate.
+    if let Some(p) = &o.pending {
+        return Err(processing_error(p));
     }
-    retrieve_vault(app, c, r, r.cert_vault_id, r.key_vault_id, input).await
+    retrieve_vault(app, c, o, r.cert_vault_id, r.key_vault_id, input).await
+}
+
+/// The longest wait for an approval a call honours (`WorkToDoTimeout`; the product's bound).
+pub const MAX_WORK_TO_DO_SECS: i64 = 120;
+/// How often a waiting call looks at a request waiting for approval again (milliseconds).
+const WORK_POLL_MS: i64 = 250;
+
+/// [`retrieve`] of `dn`, waiting up to `wait_secs` (at most [`MAX_WORK_TO_DO_SECS`], measured on
+/// the application's clock) while its request waits for approval; past it, the waiting answer
+/// ([`CertError::Pending`]).
+pub async fn retrieve_waiting(app: &App, c: &Caller, dn: &str, input: &RetrieveInput, wait_secs: i64) -> Result<Retrieved> {
+    let wait_ms = wait_secs.clamp(0, MAX_WORK_TO_DO_SECS) * 1000;
+    let until = app.now().millis() + wait_ms;
+    // Bounded by the polls too, so a clock that does not move (a test's) cannot hold it for ever.
+    for _ in 0..wait_ms / WORK_POLL_MS {
+        match retrieve(app, c, &object_context(app, c, Some(dn), None).await?, input).await {
+            Err(CertError::Pending { .. }) if app.now().millis() + WORK_POLL_MS <= until => {
+                tokio::time::sleep(std::time::Duration::from_millis(WORK_POLL_MS.unsigned_abs())).await;
+            }
+            other => return other,
+        }
+    }
+    retrieve(app, c, &object_context(app, c, Some(dn), None).await?, input).await
 }
 
 async fn retrieve_vault(
     app: &App,
     c: &Caller,
-    r: &CertRecord,
+    o: &ObjectContext,
     cert_id: VaultId,
     key_id: Option<VaultId>,
     input: &RetrieveInput,
 ) -> Result<Retrieved> {
+    let r = &o.record;
     let rights = c.perms.effective(&r.path).implied();
     if !rights.contains(Rights::READ) {
         return Err(CertError::Denied(format!("Retrieving {} needs Read on it.", r.path)));
@@ -1285,7 +1283,7 @@ async fn retrieve_vault(
     if input.include_private_key && !rights.contains(Rights::PRIVATE_KEY_READ) {
         return Err(CertError::Denied(format!("Retrieving the private key of {} needs Private Key Read on it.", r.path)));
     }
-    let entries = app.store.cert_entries(r.path.clone()).await?;
+    let entries = &o.entries;
     let cert_entry = entries.iter().find(|e| e.vault_id == cert_id).ok_or_else(|| no_certificate(r.path.as_str()))?;
     let cert = open_entry(app, cert_entry).await?;
     let base = input
@@ -1300,7 +1298,7 @@ async fn retrieve_vault(
         }
         return Ok(Retrieved { data: cert, filename: format!("{base}.cer"), format: Format::Der.name() });
     }
-    let chain = if input.include_chain { ca_chain(app, r).await? } else { Vec::new() };
+    let chain = if input.include_chain { ca_chain(&o.cas, r) } else { Vec::new() };
     if input.format == Format::Pkcs7 {
         if input.include_private_key {
             return Err(CertError::Invalid("PKCS #7 holds certificates alone: ask PKCS #12 or Base64 (PKCS #8) for the key.".into()));
@@ -1314,8 +1312,7 @@ async fn retrieve_vault(
         if password.is_empty() {
             return Err(CertError::Invalid("A Password is required for PKCS #12.".into()));
         }
-        let key =
-            if input.include_private_key { Some(export_key(app, c, r, &entries, key_id, "PKCS #12", &password).await?) } else { None };
+        let key = if input.include_private_key { Some(export_key(app, c, r, entries, key_id, "PKCS #12", &password).await?) } else { None };
         let mut certs: Vec<&[u8]> = vec![&cert];
         certs.extend(chain.iter().map(Vec::as_slice));
         let p12 = pki::pkcs12(&certs, key.as_ref(), &Zeroizing::new(password), &*app.rng)?;
@@ -1336,7 +1333,7 @@ async fn retrieve_vault(
         if password.is_empty() {
             return Err(CertError::Invalid("A Password is required to retrieve a private key.".into()));
         }
-        let key = export_key(app, c, r, &entries, key_id, "PBES2 PKCS#8", &password).await?;
+        let key = export_key(app, c, r, entries, key_id, "PBES2 PKCS#8", &password).await?;
         let encrypted = pki::encrypt_pkcs8(&key, &password, &*app.rng)?;
         out.push_str(&pki::pem("ENCRYPTED PRIVATE KEY", &encrypted));
     }
@@ -1395,16 +1392,15 @@ pub async fn retrieve_by_vault_id(app: &App, c: &Caller, id: VaultId, input: &Re
     let missing = || CertError::NoCertificate(format!("Vault ID {id} is not a certificate."));
     let owners = app.store.owners_of(vec![id]).await?;
     let owner = owners.into_iter().next().and_then(|(_, o)| o.into_iter().next()).ok_or_else(missing)?;
-    let r = app.store.certificate(owner.key().to_owned()).await?.ok_or_else(missing)?;
-    if c.perms.effective(&r.path).implied() == Rights::NONE {
+    let o = app.store.object_context(owner.key().to_owned()).await?.ok_or_else(missing)?;
+    if c.perms.effective(&o.record.path).implied() == Rights::NONE {
         return Err(missing());
     }
-    let entries = app.store.cert_entries(r.path.clone()).await?;
-    let e = entries.iter().find(|e| e.vault_id == id).ok_or_else(missing)?;
+    let e = o.entries.iter().find(|e| e.vault_id == id).ok_or_else(missing)?;
     if e.vault_type != vault_type::CERTIFICATE && e.vault_type != vault_type::ARCHIVED_CERTIFICATE {
         return Err(CertError::Invalid(format!("Vault ID {id} is not a certificate.")));
     }
-    retrieve_vault(app, c, &r, id, None, &RetrieveInput { include_private_key: false, ..input.clone() }).await
+    retrieve_vault(app, c, &o, id, None, &RetrieveInput { include_private_key: false, ..input.clone() }).await
 }
 
 /// `Certificates/Renew`: Write on the object. A new CSR, or (none given) a new central key
@@ -1412,15 +1408,19 @@ pub async fn retrieve_by_vault_id(app: &App, c: &Caller, id: VaultId, input: &Re
 /// `Config/Create` is enrolled from its attributes. A disabled object only with `reenable`
 /// (the new certificate's object is enabled).
 pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reenable: bool) -> Result<Requested> {
-    let r = object(app, c, dn).await?;
+    // The object and what its renewal is decided on, in one call.
+    let Ok(path) = FolderPath::parse(&policy_dn(dn)) else { return Err(no_certificate(dn.trim())) };
+    let t = Target::read(&*app.store, parent_folder(&path)?, path).await?;
+    let r = match t.existing() {
+        Some(r) if c.perms.effective(&r.path).implied() != Rights::NONE => r.clone(),
+        _ => return Err(no_certificate(t.path.as_str())),
+    };
     if !c.perms.effective(&r.path).implied().contains(Rights::WRITE) {
         return Err(CertError::Denied(format!("Renewing {} needs Write on it.", r.path)));
     }
     if r.disabled && !reenable {
         return Err(CertError::Invalid(format!("{} is disabled: renew it with Reenable true, which enables it again.", r.path)));
     }
-    let folder_dn = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_else(|| "\\VED\\Policy".into());
-    let folder = FolderPath::parse(&folder_dn).map_err(|_| no_certificate(r.path.as_str()))?;
     let entries = app.store.cert_entries(r.path.clone()).await?;
     if !r.template.is_empty() {
         // An object made with Config/Create: enrolled (the first time too) from its attributes.
@@ -1435,9 +1435,9 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
                 }
             }
         }
-        let input = template_input(&tpl, &folder, &r.path, pkcs10);
-        let t = Target { folder, path: r.path.clone(), existing: Some(r.clone()) };
-        let mut out = enroll(app, c, &input, t, Rights::WRITE, true).await?;
+        let input = template_input(&tpl, &t.folder, &r.path, pkcs10);
+        let csr = parsed_csr(&input)?;
+        let mut out = enroll(app, c, &input, csr, t, Rights::WRITE, true).await?;
         out.dn = r.path.as_str().to_owned();
         return Ok(out);
     }
@@ -1460,7 +1460,7 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
         }
     }
     let input = RequestInput {
-        policy_dn: folder.as_str().to_owned(),
+        policy_dn: t.folder.as_str().to_owned(),
         object_name: Some(ccert_name(&r.path)),
         pkcs10: pkcs10.clone(),
         subject: if pkcs10.is_none() { Some(r.cn.clone()) } else { None },
@@ -1478,8 +1478,8 @@ pub async fn renew(app: &App, c: &Caller, dn: &str, pkcs10: Option<String>, reen
         },
         ..RequestInput::default()
     };
-    let t = Target { folder: folder.clone(), path: r.path.clone(), existing: Some(r.clone()) };
-    let mut out = enroll(app, c, &input, t, Rights::WRITE, true).await?;
+    let csr = parsed_csr(&input)?;
+    let mut out = enroll(app, c, &input, csr, t, Rights::WRITE, true).await?;
     out.dn = r.path.as_str().to_owned();
     Ok(out)
 }
@@ -1827,12 +1827,11 @@ fn field_error(text: impl std::fmt::Display) -> CertError {
 /// a field that is not defined, does not apply to the object's class or refuses a value is a
 /// 400 `Custom Field error. …` and nothing is issued. A new object starts with only these; an
 /// existing one keeps the values of fields not named.
-async fn request_fields(store: &dyn Store, input: &RequestInput, existing: Option<&CertRecord>) -> Result<FieldValues> {
+fn request_fields(defined: &[CertField], input: &RequestInput, existing: Option<&CertRecord>) -> Result<FieldValues> {
     let mut out = FieldValues { replace: existing.is_none(), values: Vec::new() };
     if input.custom_fields.is_empty() {
         return Ok(out);
     }
-    let defined = store.cert_fields().await?;
     let class = existing.map_or(ccert::CERTIFICATE_CLASS, class_of);
     for (name, values) in &input.custom_fields {
         let Some(f) = defined.iter().find(|f| f.name.eq_ignore_ascii_case(name.trim())) else {

@@ -845,3 +845,52 @@ async fn config_write_disables_and_device_calls_are_refused() {
         assert!(v["Error"].as_str().is_some_and(|e| e.contains("devices")), "{call}: {v}");
     }
 }
+
+/// The store calls a certificate call takes (`strongroom_store_calls_total` before and after, the
+/// fewest of three tries: the janitor's rounds also call the store).
+async fn store_calls(c: &Call, mut call: impl AsyncFnMut(usize) -> (u16, Value)) -> u64 {
+    let calls = async || {
+        let text = c.http.get(format!("{}/metrics", c.base)).send().await.unwrap().text().await.unwrap();
+        text.lines().find_map(|l| l.strip_prefix("strongroom_store_calls_total ")?.trim().parse::<u64>().ok()).unwrap()
+    };
+    let mut fewest = u64::MAX;
+    for i in 0..3 {
+        let before = calls().await;
+        let (status, v) = call(i).await;
+        assert_eq!(status, 200, "{v}");
+        fewest = fewest.min(calls().await - before);
+    }
+    fewest
+}
+
+/// A `Certificates/Request` is one context read, a decision and one write (with the data key and
+/// the entries' ids): its store calls, and those of `Retrieve` and `Renew`, stay few.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_takes_few_store_calls() {
+    let mut server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (c, alice, _) = pyvenafi_fixture(&mut server, dir).await;
+    let csrs: Vec<String> = (0..3).map(|i| csr(dir, &format!("calls{i}"), &format!("/CN=calls{i}.example.com"), &[], None)).collect();
+    let request = store_calls(&c, async |i| {
+        c.post(&alice, "/vedsdk/certificates/request", json!({"PolicyDN": "\\VED\\Policy\\Web", "PKCS10": csrs[i]})).await
+    })
+    .await;
+    let central = store_calls(&c, async |i| {
+        let body = json!({"PolicyDN": "\\VED\\Policy\\Web", "Subject": format!("central{i}.example.com"), "KeyAlgorithm": "ECC"});
+        c.post(&alice, "/vedsdk/certificates/request", body).await
+    })
+    .await;
+    let retrieve = store_calls(&c, async |i| {
+        c.post(&alice, "/vedsdk/certificates/retrieve", json!({"CertificateDN": format!("\\VED\\Policy\\Web\\calls{i}.example.com")})).await
+    })
+    .await;
+    let renew = store_calls(&c, async |i| {
+        c.post(&alice, "/vedsdk/certificates/renew", json!({"CertificateDN": format!("\\VED\\Policy\\Web\\central{i}.example.com")})).await
+    })
+    .await;
+    eprintln!("store calls: Request with a CSR {request}, with a central key {central}, Retrieve {retrieve}, Renew {renew}");
+    // The caller's context, the request's context, the entries' ids, the write; a Retrieve's two
+    // reads; a Renew reads the object's entries besides (its CSR or certificate on file).
+    assert_eq!((request, central, retrieve, renew), (4, 4, 2, 5), "a certificate call took more store calls");
+}
