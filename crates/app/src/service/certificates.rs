@@ -37,7 +37,7 @@ use strongroom_store::{
     RequestContext, Revocation, Store, StoreError, VaultEntry, Writer,
 };
 
-use super::vault::Caller;
+use super::caller::Caller;
 use crate::App;
 use crate::pki::{self, CaAlgorithm, CaSigner, Csr, Issuer, PkiError, PrivateKey, Sans, SoftwareSigner};
 
@@ -1522,21 +1522,20 @@ pub fn template_of(r: &CertRecord) -> Option<Template> {
     if r.template.is_empty() { None } else { serde_json::from_str(&r.template).ok() }
 }
 
+/// What `Config/Create` of a certificate object answers: the object made, or the product's
+/// `Config` result and its text.
+pub type Made = std::result::Result<CertRecord, ccert::AttributeError>;
+
 /// `Config/Create` of class `X509 Certificate` (pyvenafi's `certificate.create`): a certificate
 /// object at `path` holding no certificate, with the attributes it is given (see
 /// [`Template::from_attributes`]); `Certificates/Renew` enrolls it from them, where the policy
 /// judges them as it judges a request. Create on the parent, a policy folder (re-checked in the
-/// one write, which makes the object's folder and row together). Refusals are the product's
-/// `Config` results: 400 (no such parent, or one the caller cannot see), 401 (something is at
-/// that DN), 7, 405, 407, 112 and 2 (attributes).
-pub async fn create_object(
-    app: &App,
-    c: &Caller,
-    path: &FolderPath,
-    attributes: &[(String, Vec<String>)],
-) -> Result<CertRecord, super::tree::TreeError> {
+/// one write, which makes the object's folder and row together), read with the rest in one
+/// context read. Refusals are the product's `Config` results: 400 (no such parent, or one the
+/// caller cannot see), 401 (something is at that DN), 7, 405, 407, 112 and 2 (attributes).
+pub async fn create_object(app: &App, c: &Caller, path: &FolderPath, attributes: &[(String, Vec<String>)]) -> Result<Made, StoreError> {
     use strongroom_core::tree::result;
-    let refuse = |code: i32, text: String| Err(super::tree::TreeError::Result(code, text));
+    let refuse = |code: i32, text: String| Ok(Err(ccert::AttributeError { code, text }));
     let parent_dn = strongroom_core::tree::parent_of(path.as_str()).unwrap_or_default();
     let Ok(parent) = FolderPath::parse(&parent_dn) else {
         return refuse(result::OBJECT_DOES_NOT_EXIST, format!("The parent {parent_dn} does not exist."));
@@ -1544,20 +1543,18 @@ pub async fn create_object(
     if !(parent.key() == "\\ved\\policy" || parent.key().starts_with("\\ved\\policy\\")) {
         return refuse(result::OBJECT_INVALID_CONTAINMENT, "A certificate is created in a policy folder under \\VED\\Policy.".into());
     }
+    let ctx = app.store.request_context(parent.clone(), path.clone()).await?;
     let held = c.perms.effective(&parent).implied();
-    let parent_exists = parent.key() == "\\ved\\policy" || app.store.folder_object(parent.key().to_owned()).await?.is_some();
-    if !parent_exists || !held.contains(Rights::VIEW) {
+    if !ctx.folder_exists || !held.contains(Rights::VIEW) {
         return refuse(result::OBJECT_DOES_NOT_EXIST, format!("The parent {parent_dn} does not exist."));
     }
-    if app.store.certificate(parent.key().to_owned()).await?.is_some()
-        || app.store.cert_authorities().await?.iter().any(|ca| ca.dn.eq_ignore_ascii_case(parent.as_str()))
-    {
+    if ctx.folder_is_certificate || ctx.cas.iter().any(|ca| ca.dn.eq_ignore_ascii_case(parent.as_str())) {
         return refuse(
             result::OBJECT_INVALID_CONTAINMENT,
             format!("{parent_dn} is not a policy folder: a certificate cannot be made in it."),
         );
     }
-    if app.store.folder_object(path.key().to_owned()).await?.is_some() {
+    if ctx.existing.is_some() || ctx.folder_at_dn {
         return if c.perms.effective(path).implied().contains(Rights::VIEW) {
             refuse(result::OBJECT_ALREADY_EXISTS, "Object already exists.".into())
         } else {
@@ -1572,11 +1569,10 @@ pub async fn create_object(
     }
     let tpl = match Template::from_attributes(attributes) {
         Ok(t) => t,
-        Err(e) => return refuse(e.code, e.text),
+        Err(e) => return Ok(Err(e)),
     };
-    let cas = app.store.cert_authorities().await?;
     let ca_key = match tpl.certificate_authority.as_deref() {
-        Some(dn) => match find_ca(&cas, dn) {
+        Some(dn) => match find_ca(&ctx.cas, dn) {
             Some(ca) => ca.name.to_lowercase(),
             None => {
                 return refuse(
@@ -1588,7 +1584,7 @@ pub async fn create_object(
         None => String::new(),
     };
     let sans = Sans { dns: tpl.dns.clone(), ip: tpl.ip.clone(), email: tpl.email.clone(), uri: tpl.uri.clone(), upn: tpl.upn.clone() };
-    let internal = |e: serde_json::Error| super::tree::TreeError::Store(StoreError::other(e.to_string()));
+    let internal = |e: serde_json::Error| StoreError::other(e.to_string());
     let (guid, lineage) = place(path, None, &*app.rng);
     let record = CertRecord {
         template: serde_json::to_string(&tpl).map_err(internal)?,
@@ -1607,7 +1603,7 @@ pub async fn create_object(
         .detail(format!("class={} (a certificate object without a certificate)", ccert::CREATED_CLASS));
     let object = NewObject { record: record.clone(), lineage, by: Some(c.writer()), parent };
     match app.store.create_certificate_object(object, event).await? {
-        Checked::Done(true) => Ok(record),
+        Checked::Done(true) => Ok(Ok(record)),
         Checked::Done(false) => refuse(result::OBJECT_ALREADY_EXISTS, "Object already exists.".into()),
         Checked::Denied => refuse(result::INSUFFICIENT_PRIVILEGES, format!("Creating under {parent_dn} needs the Create permission.")),
     }

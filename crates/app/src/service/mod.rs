@@ -5,6 +5,7 @@
 
 pub mod approved;
 pub mod bearer;
+pub mod caller;
 pub mod cert_policy;
 pub mod certificates;
 pub mod console;

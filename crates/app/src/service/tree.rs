@@ -263,8 +263,8 @@ pub fn admin_for(app: &App, ctx: &AccessContext, origin: &Origin) -> Admin {
 }
 
 /// The certificate calls' caller for a `Config` call (its rights read by [`caller_rights`]).
-fn caller_of(ctx: &AccessContext, perms: Permissions, origin: &Origin) -> crate::service::vault::Caller {
-    crate::service::vault::Caller {
+fn caller_of(ctx: &AccessContext, perms: Permissions, origin: &Origin) -> crate::service::caller::Caller {
+    crate::service::caller::Caller {
         user_id: ctx.grant.user_id.clone(),
         grant_id: ctx.grant.id.clone(),
         perms,
@@ -348,7 +348,10 @@ pub async fn create_with(
         let Dn::Folder(path) = &dn else {
             return refuse(result::OBJECT_INVALID_CONTAINMENT, "A certificate is created in a policy folder under \\VED\\Policy.");
         };
-        let r = crate::service::certificates::create_object(app, &caller_of(ctx, perms, origin), path, attributes).await?;
+        let r = match crate::service::certificates::create_object(app, &caller_of(ctx, perms, origin), path, attributes).await? {
+            Ok(r) => r,
+            Err(e) => return Err(TreeError::Result(e.code, e.text)),
+        };
         return Ok(Node {
             dn: r.path.as_str().to_owned(),
             guid: r.guid,

@@ -3,18 +3,14 @@
 //! folders, seals or opens values with the key ring, and makes one store call
 //! that writes the change and its event together.
 
-use strongroom_core::event::{Event, EventKind};
-use strongroom_core::grant::GrantId;
-use strongroom_core::identity::UserId;
+use strongroom_core::event::EventKind;
 use strongroom_core::vault::crypto::{self, CryptoError};
 use strongroom_core::vault::value::{Value, ValueType};
-use strongroom_core::vault::{FolderPath, Permissions, ResultCode, Rights, VaultId};
+use strongroom_core::vault::{FolderPath, ResultCode, Rights, VaultId};
 use strongroom_store::{
-    AddOwner, Checked, Found, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultContext, VaultEntry, VaultFilter, Viewer,
-    Writer,
+    AddOwner, Checked, Found, PutAssociation, SealedItem, StoreError, StoredAssociation, VaultEntry, VaultFilter, Viewer,
 };
 
-use super::Origin;
 use crate::App;
 use strongroom_keyring::KeyRingError;
 
@@ -99,48 +95,10 @@ impl From<CryptoError> for VaultError {
 
 pub type VaultResult<T> = Result<T, VaultError>;
 
-/// Who is calling, what they may do, and the entry the request names: all
-/// from one context read ([`strongroom_store::VaultStore::vault_context`]).
-#[derive(Debug)]
-pub struct Caller {
-    pub user_id: UserId,
-    pub grant_id: GrantId,
-    pub perms: Permissions,
-    pub client_id: String,
-    pub origin: Origin,
-    /// The newest data key's id of each named key, as the context read saw them.
-    pub current_keys: Vec<(String, i64)>,
-    /// The entry the request's VaultID names, if it exists.
-    pub entry: Option<VaultEntry>,
-}
+pub use super::caller::Caller;
 
+/// The vault's own questions of a caller.
 impl Caller {
-    pub fn new(ctx: VaultContext, origin: Origin) -> Caller {
-        let g = ctx.access.grant;
-        Caller {
-            perms: Permissions { master_admin: ctx.access.master_admin, grants: ctx.rights },
-            user_id: g.user_id,
-            grant_id: g.id,
-            client_id: g.client_id,
-            origin,
-            current_keys: ctx.current_keys,
-            entry: ctx.entry,
-        }
-    }
-
-    pub(crate) fn event(&self, app: &App, kind: EventKind, id: Option<VaultId>) -> Event {
-        let mut e = app.event(kind, &self.origin).identity(self.user_id.identity()).client_id(self.client_id.as_str());
-        if let Some(id) = id {
-            e.object = id.to_string();
-        }
-        e
-    }
-
-    /// Who writes, for the rights check every vault write repeats.
-    pub(crate) fn writer(&self) -> Writer {
-        Writer { grant_id: self.grant_id.clone(), user_id: self.user_id.clone() }
-    }
-
     fn require_master_admin(&self) -> VaultResult<()> {
         if self.perms.master_admin { Ok(()) } else { Err(VaultError::denied()) }
     }
