@@ -228,8 +228,8 @@ mod tests {
     use strongroom_core::cert::{Curve, KeySpec};
 
     use crate::keys::load_key;
-    use crate::testing::Os;
-    use crate::{Leaf, Sans, issue, parse_csr, parse_subject, pem, public_of, read_certs, signer_public_key, split_certs};
+    use crate::testing::{Os, leaf_for};
+    use crate::{Sans, parse_csr, parse_subject, pem, public_of, read_certs, signer_public_key, split_certs};
 
     /// An intermediate made from its CSR's subject and signed by another CA: installed with its
     /// root, it issues leaves whose issuer and authority key identifier are its own, byte for byte.
@@ -272,19 +272,9 @@ mod tests {
             "a root is its own path"
         );
 
-        let issued = issue(
-            &Issuer { cert_der: &sub_der, signer: &sub },
-            &Leaf {
-                subject: &leaf_subject,
-                sans: &Sans::default(),
-                key: &public_of(&leaf_key).unwrap(),
-                not_before: now,
-                not_after: now + 86_400,
-                crl_url: "http://x/crl",
-            },
-            &Os,
-        )
-        .unwrap();
+        // For a day from `now` (leaf_for's 1_800_000_000), within the intermediate's validity.
+        let issued =
+            leaf_for(&Issuer { cert_der: &sub_der, signer: &sub }, &leaf_subject, &Sans::default(), &public_of(&leaf_key).unwrap());
         let (leaf, inter) = (parse_cert(&issued.der).unwrap(), parse_cert(&sub_der).unwrap());
         assert_eq!(leaf.issuer().as_raw(), inter.subject().as_raw());
         leaf.verify_signature(Some(inter.public_key())).unwrap();

@@ -65,15 +65,13 @@ mod tests {
     use super::*;
     use strongroom_core::cert::{Curve, KeySpec};
 
-    use crate::testing::Os;
-    use crate::{CaAlgorithm, Leaf, Sans, SoftwareSigner, create_ca, encrypt_pkcs8, generate_key, issue, parse_subject, pem, public_of};
+    use crate::testing::{Os, software_ca};
+    use crate::{CaAlgorithm, Leaf, Sans, encrypt_pkcs8, generate_key, issue, pem, public_of};
 
     #[test]
     fn a_ca_issues_for_a_generated_key_and_signs_a_crl() {
-        let subject = parse_subject("CN=Test CA, O=Acme, C=FR").unwrap();
-        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
+        let (ca_der, signer) = software_ca(CaAlgorithm::P256, "CN=Test CA, O=Acme, C=FR");
         assert!(!ca_der.is_empty());
-        let signer = SoftwareSigner(ca_key);
         let issuer = Issuer { cert_der: &ca_der, signer: &signer };
         let key = generate_key(KeySpec::Ec(Curve::P384), &Os).unwrap();
         let leaf_key = public_of(&key).unwrap();

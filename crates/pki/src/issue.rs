@@ -138,10 +138,8 @@ mod tests {
     use crate::der::der_uint;
     use crate::facts::parse_cert;
     use crate::keys::{OID_P521, Rng};
-    use crate::testing::{Os, leaf_for, subject};
-    use crate::{
-        CaAlgorithm, SoftwareSigner, cert_facts, create_ca, encrypt_pkcs8, generate_key, parse_csr, parse_subject, pem, public_of,
-    };
+    use crate::testing::{Os, leaf_for, software_ca, subject};
+    use crate::{CaAlgorithm, cert_facts, encrypt_pkcs8, generate_key, parse_csr, pem, public_of};
 
     /// A PKCS#10 request by a P-521 key, signed with `hash` (`sha512`, `sha256`), written by hand
     /// (rcgen with ring cannot sign with P-521).
@@ -173,8 +171,7 @@ mod tests {
     #[test]
     fn p521_leaf_keys_are_issued_from_a_csr_and_generated() {
         for alg in [CaAlgorithm::P256, CaAlgorithm::P384] {
-            let (ca_der, ca_key) = create_ca(alg, &parse_subject("CN=P521 CA").unwrap(), 1_800_000_000, 3650, &Os).unwrap();
-            let signer = SoftwareSigner(ca_key);
+            let (ca_der, signer) = software_ca(alg, "CN=P521 CA");
             let issuer = Issuer { cert_der: &ca_der, signer: &signer };
             let ca = parse_cert(&ca_der).unwrap();
 
@@ -226,8 +223,7 @@ mod tests {
     fn several_organizational_units_are_issued() {
         let wanted = subject(&[("CN", "ou.example.com"), ("O", "Acme"), ("OU", "Web"), ("OU", "Ops"), ("OU", "Paris"), ("C", "FR")]);
         for alg in [CaAlgorithm::P256, CaAlgorithm::P384, CaAlgorithm::Rsa(2048)] {
-            let (ca_der, ca_key) = create_ca(alg, &parse_subject("CN=OU CA").unwrap(), 1_800_000_000, 3650, &Os).unwrap();
-            let signer = SoftwareSigner(ca_key);
+            let (ca_der, signer) = software_ca(alg, "CN=OU CA");
             let issuer = Issuer { cert_der: &ca_der, signer: &signer };
             let ca = parse_cert(&ca_der).unwrap();
             let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
@@ -241,8 +237,7 @@ mod tests {
         }
         // Without a repeated type, name_der writes what rcgen writes.
         let plain = subject(&[("CN", "a"), ("O", "Acme"), ("OU", "Web"), ("C", "FR")]);
-        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &parse_subject("CN=OU CA").unwrap(), 1_800_000_000, 3650, &Os).unwrap();
-        let signer = SoftwareSigner(ca_key);
+        let (ca_der, signer) = software_ca(CaAlgorithm::P256, "CN=OU CA");
         let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
         let issued = leaf_for(&Issuer { cert_der: &ca_der, signer: &signer }, &plain, &Sans::default(), &public_of(&key).unwrap());
         assert_eq!(parse_cert(&issued.der).unwrap().subject().as_raw(), &name_der(&plain)[..]);

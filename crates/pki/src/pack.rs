@@ -196,30 +196,16 @@ mod tests {
     use super::*;
     use strongroom_core::cert::{Curve, KeySpec};
 
-    use crate::testing::Os;
-    use crate::{CaAlgorithm, Issuer, Leaf, Sans, SoftwareSigner, create_ca, generate_key, issue, parse_subject, public_of};
+    use crate::testing::{Os, leaf_for, software_ca};
+    use crate::{CaAlgorithm, Issuer, Sans, generate_key, public_of};
 
     /// openssl opens it with the password (the MAC, the PBES2 key), and not without.
     #[test]
     fn a_pkcs12_file_opens_in_openssl() {
-        let subject = parse_subject("CN=P12 CA").unwrap();
-        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &subject, 1_800_000_000, 3650, &Os).unwrap();
-        let signer = SoftwareSigner(ca_key);
+        let (ca_der, signer) = software_ca(CaAlgorithm::P256, "CN=P12 CA");
         let key = generate_key(KeySpec::Ec(Curve::P256), &Os).unwrap();
         let leaf_subject = vec![("CN".to_owned(), "p12.example.com".to_owned())];
-        let issued = issue(
-            &Issuer { cert_der: &ca_der, signer: &signer },
-            &Leaf {
-                subject: &leaf_subject,
-                sans: &Sans::default(),
-                key: &public_of(&key).unwrap(),
-                not_before: 1_800_000_000,
-                not_after: 1_800_086_400,
-                crl_url: "http://x/crl",
-            },
-            &Os,
-        )
-        .unwrap();
+        let issued = leaf_for(&Issuer { cert_der: &ca_der, signer: &signer }, &leaf_subject, &Sans::default(), &public_of(&key).unwrap());
         let p12 = pkcs12(&[&issued.der, &ca_der], Some(&key), "pw 12", &Os).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.p12"), &p12).unwrap();

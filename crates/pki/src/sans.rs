@@ -139,15 +139,14 @@ mod tests {
 
     use crate::facts::parse_cert;
     use crate::subject::distinguished_name;
-    use crate::testing::{Os, leaf_for, subject};
-    use crate::{CaAlgorithm, Issuer, SoftwareSigner, create_ca, generate_key, parse_csr, parse_subject, public_of};
+    use crate::testing::{Os, leaf_for, software_ca, subject};
+    use crate::{CaAlgorithm, Issuer, generate_key, parse_csr, public_of};
 
     /// A UPN from the request or a CSR is an otherName 1.3.6.1.4.1.311.20.2.3 UTF8String in the leaf.
     #[test]
     fn upn_names_are_issued() {
         use x509_parser::extensions::{GeneralName, ParsedExtension};
-        let (ca_der, ca_key) = create_ca(CaAlgorithm::P256, &parse_subject("CN=UPN CA").unwrap(), 1_800_000_000, 3650, &Os).unwrap();
-        let signer = SoftwareSigner(ca_key);
+        let (ca_der, signer) = software_ca(CaAlgorithm::P256, "CN=UPN CA");
         let issuer = Issuer { cert_der: &ca_der, signer: &signer };
         let mut sans = Sans::default();
         sans.push("0", "alice@corp.example").unwrap();

@@ -3,7 +3,7 @@
 
 use strongroom_core::random::Random;
 
-use crate::{Issued, Issuer, Leaf, LeafKey, Sans, issue};
+use crate::{CaAlgorithm, Issued, Issuer, Leaf, LeafKey, Sans, SoftwareSigner, create_ca, issue, parse_subject};
 
 #[derive(Debug)]
 pub(crate) struct Os;
@@ -11,6 +11,12 @@ impl Random for Os {
     fn fill(&self, d: &mut [u8]) {
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), d).unwrap();
     }
+}
+
+/// A CA of `alg` named `subject` (`CN=…`), made at 1_800_000_000 for ten years: its certificate and its key.
+pub(crate) fn software_ca(alg: CaAlgorithm, subject: &str) -> (Vec<u8>, SoftwareSigner) {
+    let (der, key) = create_ca(alg, &parse_subject(subject).unwrap(), 1_800_000_000, 3650, &Os).unwrap();
+    (der, SoftwareSigner(key))
 }
 
 pub(crate) fn leaf_for(issuer: &Issuer<'_>, subject: &[(String, String)], sans: &Sans, key: &LeafKey) -> Issued {
