@@ -15,6 +15,9 @@
 //! - [`hashing`]: password checks on dedicated threads; [`keygen`]: the
 //!   private keys of central certificate requests, within bounds;
 //!   [`archive`]: the event archive.
+//! - [`pki`]: X.509, the `strongroom_pki` crate (pure: no store, no key
+//!   ring, no I/O); a token's CA key signs through the key ring's
+//!   `TokenCaSigner`.
 //! - [`App`]: what every act can reach (the store, the clock, the random
 //!   source, the keys, the key ring, the providers), and [`Observer`], told
 //!   what was issued, refused and revoked (the edge counts it).
@@ -28,9 +31,10 @@ pub mod archive;
 pub mod hashing;
 pub mod keygen;
 mod observer;
-pub mod pki;
 pub mod service;
 mod state;
 
 pub use observer::{GrantType, KeyGenOutcome, Observer};
 pub use state::{App, OsRandom, SystemClock};
+/// X.509: the pure `strongroom_pki`, named here as `crate::pki` and `strongroom_app::pki`.
+pub use strongroom_pki as pki;

@@ -4,9 +4,9 @@
 //! the server runs on what clients send, and checks what must hold of any
 //! input; a panic is the finding.
 //!
-//! Depends on `proto`, `core` and the certificate part of `idp` only, so
-//! cargo-fuzz builds a small graph (no HTTP framework, store or network
-//! stack): the readers live below the edge for that reason.
+//! Depends on `proto`, `core`, the certificate part of `idp` and `pki`
+//! only, so cargo-fuzz builds a small graph (no HTTP framework, store or
+//! network stack): the readers live below the edge for that reason.
 
 #![forbid(unsafe_code)]
 
@@ -135,4 +135,34 @@ pub fn jwt(data: &[u8]) {
         let _ = strongroom_idp::certificate::match_mappings(&chain, std::slice::from_ref(&cert_mapping), &[], now);
     }
     let _ = strongroom_idp::certificate::match_mappings(&[data.to_vec()], std::slice::from_ref(&cert_mapping), &[], now);
+}
+
+/// The CSR reader (`strongroom_pki::parse_csr`) on the bytes as the text a
+/// client sends (PEM or bare base64), and as the DER in a PEM block. A
+/// request that reads has only subject types the reader keeps and only names
+/// a request's own checks take (the same names, each kind's added again one
+/// by one), and its DER reads again as the same request.
+pub fn csr(data: &[u8]) {
+    use strongroom_pki::{Sans, parse_csr, pem};
+    let text = String::from_utf8_lossy(data);
+    for input in [text.into_owned(), pem("CERTIFICATE REQUEST", data)] {
+        let Ok(csr) = parse_csr(&input) else { continue };
+        for (k, _) in &csr.subject {
+            assert!(["CN", "O", "OU", "L", "ST", "C"].contains(&k.as_str()), "the reader kept a subject attribute of type {k}");
+        }
+        let mut again = Sans::default();
+        let kinds =
+            [("dns", &csr.sans.dns), ("ip", &csr.sans.ip), ("email", &csr.sans.email), ("uri", &csr.sans.uri), ("upn", &csr.sans.upn)];
+        for (kind, names) in kinds {
+            for name in names {
+                assert!(again.push(kind, name).is_ok(), "the {kind} name {name:?} a CSR gave is refused when a request gives it");
+            }
+        }
+        assert_eq!(again, csr.sans, "a CSR's names are those a request with them would have");
+        let reread = parse_csr(&pem("CERTIFICATE REQUEST", &csr.der));
+        assert!(
+            reread.is_ok_and(|r| r.subject == csr.subject && r.sans == csr.sans && r.key == csr.key),
+            "a CSR's own DER reads as the same request"
+        );
+    }
 }

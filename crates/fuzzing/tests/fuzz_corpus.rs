@@ -21,12 +21,13 @@ use strongroom_fuzzing as fuzzing;
 
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 5] = [
+const TARGETS: [Target; 6] = [
     ("sdk_body", fuzzing::sdk_body),
     ("form_or_json", fuzzing::form_or_json),
     ("date", fuzzing::date),
     ("token", fuzzing::token),
     ("jwt", fuzzing::jwt),
+    ("csr", fuzzing::csr),
 ];
 
 /// Random inputs per target in the proptest half.

@@ -11,9 +11,14 @@
 //! wraps are cached in memory once unwrapped; data keys a `PKCS11` key wraps
 //! never are: every use asks the token, so an entry under an HSM key cannot
 //! be read while its token is absent or refuses the PIN.
+//!
+//! A token also holds CAs' signing keys ([`KeyRing::signer`], a
+//! [`TokenSigner`]); [`TokenCaSigner`] signs certificates and CRLs with one
+//! (strongroom-pki's `CaSigner`, in `ca_signer`).
 
 #![forbid(unsafe_code)]
 
+mod ca_signer;
 pub mod keys;
 mod pkcs11;
 pub mod settings;
@@ -31,6 +36,7 @@ use strongroom_store::{Checked, DataKeyRecord, SealedItem, Store, StoreError};
 use zeroize::Zeroizing;
 
 use crate::keys::Keys;
+pub use ca_signer::TokenCaSigner;
 use settings::{KeyName, KeysConfig, SOFTWARE_DEFAULT, same_key};
 
 /// How often a new data key is tried under the next free id.

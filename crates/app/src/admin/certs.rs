@@ -19,6 +19,7 @@ use strongroom_core::cert::{CA_FOLDER, Policy, Setting, fields};
 use strongroom_core::event::EventKind;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::FolderPath;
+use strongroom_keyring::TokenCaSigner;
 use strongroom_store::{CaRecord, CertField, PendingChange, PendingRecord};
 
 use super::{Admin, AdminError};
@@ -170,11 +171,11 @@ impl Admin {
                 let label = svc::token_label(name);
                 let (key_name, _) = self
                     .keyring
-                    .create_signing_key(token_key, &label, alg.token_algorithm())
+                    .create_signing_key(token_key, &label, alg.into())
                     .await
                     .map_err(|e| AdminError::Invalid(format!("the CA key in {token_key}: {e}")))?;
                 let signer = self.keyring.signer(&key_name, &label).map_err(|e| AdminError::Invalid(e.to_string()))?;
-                let signer: Box<dyn pki::CaSigner> = Box::new(pki::TokenCaSigner { signer, algorithm: alg.token_algorithm() });
+                let signer: Box<dyn pki::CaSigner> = Box::new(TokenCaSigner { signer, algorithm: alg.into() });
                 (signer, key_name, svc::TOKEN_KEY_ID, label.into_bytes())
             }
             None => {

@@ -31,7 +31,7 @@ use strongroom_core::time::Clock;
 use strongroom_core::tree::{ObjectGuid, lineage_with_guids};
 use strongroom_core::vault::crypto;
 use strongroom_core::vault::{FolderPath, Rights, VaultId};
-use strongroom_keyring::KeyRing;
+use strongroom_keyring::{KeyRing, SigningAlgorithm, TokenCaSigner};
 use strongroom_store::{
     CaRecord, CertField, CertRecord, Checked, FieldValues, Issuance, NewObject, ObjectContext, Parking, PendingChange, PendingRecord,
     RequestContext, Revocation, Store, StoreError, VaultEntry, Writer,
@@ -147,10 +147,10 @@ pub async fn ca_signer(store: &dyn Store, keyring: &KeyRing, ca: &CaRecord) -> R
         let label =
             String::from_utf8(ca.key_sealed.clone()).map_err(|_| CertError::Internal(format!("CA {}: its key's label", ca.name)))?;
         let algorithm = CaAlgorithm::parse(&ca.algorithm)
-            .map(CaAlgorithm::token_algorithm)
+            .map(SigningAlgorithm::from)
             .ok_or_else(|| CertError::Internal(format!("CA {}: a token key of algorithm {}", ca.name, ca.algorithm)))?;
         let signer = keyring.signer(&ca.key_name, &label).map_err(|e| CertError::Internal(format!("CA {}: {e}", ca.name)))?;
-        return Ok(Box::new(pki::TokenCaSigner { signer, algorithm }));
+        return Ok(Box::new(TokenCaSigner { signer, algorithm }));
     }
     let k = keyring.key(store, ca.key_id).await.map_err(|e| CertError::Internal(format!("the CA key's data key: {e}")))?;
     let plain = crypto::open(&k, &ca_key_aad(&ca.name.to_lowercase(), ca.key_id), &ca.key_sealed)
