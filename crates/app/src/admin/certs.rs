@@ -365,8 +365,8 @@ impl Admin {
         Ok(self.store.pending_certificates().await?)
     }
 
-    fn issuing<'a>(&'a self, public_url: &'a str) -> svc::Desk<'a> {
-        svc::Desk { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url, keygen: None }
+    fn authority<'a>(&'a self, public_url: &'a str) -> svc::Authority<'a> {
+        svc::Authority { store: &*self.store, clock: &*self.clock, rng: &self.rng, keyring: &self.keyring, public_url, keygen: None }
     }
 
     /// Approves the request waiting at certificate `dn` (at `version`, the one the approver saw,
@@ -377,7 +377,7 @@ impl Admin {
         let p = svc::pending_at(&*self.store, dn).await.map_err(not_found)?;
         let make = |kind: EventKind| self.event(kind);
         let actor = svc::Actor { writer: None, current_keys: Vec::new(), name: self.actor.identity.clone(), event: &make };
-        Ok(svc::approve(self.issuing(public_url), &actor, &p, version).await?)
+        Ok(self.authority(public_url).approve(&actor, &p, version).await?)
     }
 
     /// Rejects the request waiting at certificate `dn` (at `version`, if given) with `reason`:
@@ -394,7 +394,7 @@ impl Admin {
         let make = |kind: EventKind| self.event(kind);
         let actor = svc::Actor { writer: None, current_keys: Vec::new(), name: self.actor.identity.clone(), event: &make };
         let change = PendingChange::Reject(svc::rejected_status(reason));
-        Ok(svc::settle(self.issuing(""), &actor, &p, version, change, svc::APPROVE_RIGHT).await?)
+        Ok(self.authority("").settle(&actor, &p, version, change, svc::APPROVE_RIGHT).await?)
     }
 
     /// Folder `folder`'s own policy and the one in force there.
