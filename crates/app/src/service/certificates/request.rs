@@ -308,65 +308,10 @@ pub(super) async fn enroll_as(
     if decision.wait_for_approval && mode == Mode::Request {
         return park(app, c, input, &t, need, renewal, ca, &cn, &sans, spec).await;
     }
-    let ca_cert = ca_certificate(ca).map(<[u8]>::to_vec).ok_or_else(|| CertError::Internal(format!("CA {}: no certificate", ca.name)))?;
     let not_after = decision.not_after;
-    let generated = match &csr {
-        Some(_) => None,
-        // Off the async threads, within the generator's bounds: an RSA key takes a core for
-        // 0.1 s to seconds.
-        None => Some(match app.keygen {
-            Some(k) => k.generate(&c.name, spec, app.rng.clone()).await?,
-            None => crate::keygen::unbounded(spec, app.rng.clone()).await?,
-        }),
-    };
-    let leaf_key = match (&csr, &generated) {
-        (Some(x), _) => x.key.clone(),
-        (None, Some(k)) => pki::public_of(k)?,
-        (None, None) => return Err(CertError::Internal("no key".into())),
-    };
-    let signer = ca_signer(app.store, app.keyring, ca).await?;
-    let url = crl_url(app.public_url, &ca.name);
-    // Signed on the blocking pool: a token's key signs with blocking calls (its session is
-    // one at a time per key, so concurrent requests queue there, not on the async threads).
-    let issued = {
-        let (subject, sans, leaf_key, rng) = (decision.subject.clone(), sans.clone(), leaf_key.clone(), app.rng.clone());
-        tokio::task::spawn_blocking(move || {
-            pki::issue(
-                &Issuer { cert_der: &ca_cert, signer: &*signer },
-                &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
-                &*rng,
-            )
-        })
-        .await
-        .map_err(|e| CertError::Internal(format!("signing the certificate: {e}")))??
-    };
-    // The entries, sealed under the current data key, with the ids one call gives.
-    let default = app.keyring.default_name().to_owned();
-    let dk: DataKey = app
-        .keyring
-        .current(app.store, &**app.rng, app.now(), &default, &c.current_keys)
-        .await
-        .map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
-    let mut ids = app.store.allocate_vault_ids(1 + usize::from(generated.is_some()) + usize::from(csr.is_some())).await?.into_iter();
-    let mut next_id = || ids.next().ok_or_else(|| CertError::Internal("too few vault ids".into()));
-    let cert_id = next_id()?;
-    let mut entries = vec![sealed_entry(app, &dk, cert_id, vault_type::CERTIFICATE, &t.path, &issued.der)?];
-    let key_vault_id = match &generated {
-        Some(k) => {
-            let id = next_id()?;
-            entries.push(sealed_entry(app, &dk, id, vault_type::PKCS8, &t.path, &k.0)?);
-            Some(id)
-        }
-        None => None,
-    };
-    let csr_vault_id = match &csr {
-        Some(x) => {
-            let id = next_id()?;
-            entries.push(sealed_entry(app, &dk, id, vault_type::PKCS10, &t.path, &x.der)?);
-            Some(id)
-        }
-        None => None,
-    };
+    let (issued, generated) = app.sign(c, csr.as_ref(), &decision, ca, &sans, now).await?;
+    let Sealed { entries, cert_id, key_vault_id, csr_vault_id } =
+        app.seal_entries(c, &t.path, &issued.der, generated.as_ref(), csr.as_ref()).await?;
     let (guid, lineage) = t.place(&**app.rng);
     let existing = t.existing();
     let record = CertRecord {
@@ -432,6 +377,94 @@ pub(super) async fn enroll_as(
         Checked::Done(()) => Ok(Requested { dn: t.path.as_str().to_owned(), guid }),
         Checked::Denied if renewal => Err(CertError::Denied(format!("Renewing {} needs Write on it.", t.path))),
         Checked::Denied => Err(CertError::Denied("Requesting a certificate needs Create on its policy folder.".into())),
+    }
+}
+
+/// An issuance's entries, sealed, with their ids.
+struct Sealed {
+    entries: Vec<VaultEntry>,
+    cert_id: VaultId,
+    key_vault_id: Option<VaultId>,
+    csr_vault_id: Option<VaultId>,
+}
+
+impl Authority<'_> {
+    /// The certificate `d` decided, signed by `ca` for the CSR's key or one made now (off the
+    /// async threads, within the generator's bounds: an RSA key takes a core for 0.1 s to
+    /// seconds), and the key made, if any.
+    async fn sign(
+        &self,
+        c: &Actor<'_>,
+        csr: Option<&Csr>,
+        d: &enroll::Decision,
+        ca: &CaRecord,
+        sans: &Sans,
+        now: i64,
+    ) -> Result<(pki::Issued, Option<PrivateKey>)> {
+        let ca_cert =
+            ca_certificate(ca).map(<[u8]>::to_vec).ok_or_else(|| CertError::Internal(format!("CA {}: no certificate", ca.name)))?;
+        let generated = match csr {
+            Some(_) => None,
+            None => Some(match self.keygen {
+                Some(k) => k.generate(&c.name, d.key, self.rng.clone()).await?,
+                None => crate::keygen::unbounded(d.key, self.rng.clone()).await?,
+            }),
+        };
+        let leaf_key = match (csr, &generated) {
+            (Some(x), _) => x.key.clone(),
+            (None, Some(k)) => pki::public_of(k)?,
+            (None, None) => return Err(CertError::Internal("no key".into())),
+        };
+        let signer = ca_signer(self.store, self.keyring, ca).await?;
+        let url = crl_url(self.public_url, &ca.name);
+        let not_after = d.not_after;
+        // Signed on the blocking pool: a token's key signs with blocking calls (its session is
+        // one at a time per key, so concurrent requests queue there, not on the async threads).
+        let (subject, sans, rng) = (d.subject.clone(), sans.clone(), self.rng.clone());
+        let issued = tokio::task::spawn_blocking(move || {
+            pki::issue(
+                &Issuer { cert_der: &ca_cert, signer: &*signer },
+                &pki::Leaf { subject: &subject, sans: &sans, key: &leaf_key, not_before: now - 60, not_after, crl_url: &url },
+                &*rng,
+            )
+        })
+        .await
+        .map_err(|e| CertError::Internal(format!("signing the certificate: {e}")))??;
+        Ok((issued, generated))
+    }
+
+    /// The certificate, the key made (if any) and the CSR (if any) as entries owned by `owner`,
+    /// sealed under the current data key, with the ids one store call gives.
+    async fn seal_entries(
+        &self,
+        c: &Actor<'_>,
+        owner: &FolderPath,
+        cert: &[u8],
+        key: Option<&PrivateKey>,
+        csr: Option<&Csr>,
+    ) -> Result<Sealed> {
+        let default = self.keyring.default_name().to_owned();
+        let dk: DataKey = self
+            .keyring
+            .current(self.store, &**self.rng, self.now(), &default, &c.current_keys)
+            .await
+            .map_err(|e| CertError::Internal(format!("the key ring: {e}")))?;
+        let plain: Vec<(i32, &[u8])> = [
+            (vault_type::CERTIFICATE, Some(cert)),
+            (vault_type::PKCS8, key.map(|k| &k.0[..])),
+            (vault_type::PKCS10, csr.map(|x| &x.der[..])),
+        ]
+        .into_iter()
+        .filter_map(|(t, p)| p.map(|p| (t, p)))
+        .collect();
+        let ids = self.store.allocate_vault_ids(plain.len()).await?;
+        if ids.len() != plain.len() {
+            return Err(CertError::Internal("too few vault ids".into()));
+        }
+        let entries = ids.iter().zip(&plain).map(|(id, (t, p))| sealed_entry(*self, &dk, *id, *t, owner, p)).collect::<Result<Vec<_>>>()?;
+        let id_of = |t: i32| entries.iter().find(|e| e.vault_type == t).map(|e| e.vault_id);
+        let cert_id = id_of(vault_type::CERTIFICATE).ok_or_else(|| CertError::Internal("no certificate entry".into()))?;
+        Ok(Sealed { cert_id, key_vault_id: id_of(vault_type::PKCS8), csr_vault_id: id_of(vault_type::PKCS10), entries })
     }
 }
 
