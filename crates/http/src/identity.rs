@@ -16,7 +16,7 @@ use strongroom_proto::vedsdk::{
 
 use super::extract::{Caller, Sdk, scope};
 use super::respond::{SdkFailure, ok};
-use super::responses::{BadJson, Forbidden, SdkTooLarge, Timeout, Unauthorized, Unavailable};
+use super::responses::{BadJson, SdkRefusals, SdkTooLarge, Timeout, Unauthorized, Unavailable};
 use crate::state::HttpState;
 use strongroom_app::service::Origin;
 use strongroom_app::service::bearer;
@@ -83,12 +83,7 @@ fn unknown() -> SdkFailure {
     responses(
         (status = 200, description = "`{\"ID\":{…}}`; an empty `text/plain` body when there is no such identity.",
             content((ValidateResponse = "application/json"), (String = "text/plain"))),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn validate(
@@ -113,12 +108,7 @@ pub(crate) async fn validate(
     request_body(content = BrowseRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn browse(
@@ -151,12 +141,7 @@ pub(crate) async fn browse(
     request_body(content = IdentityRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn memberships(
@@ -179,12 +164,7 @@ pub(crate) async fn memberships(
     request_body(content = IdentityRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "`{\"Identities\":[…]}`.", body = IdentitiesResponse),
-        (status = 400, response = BadJson),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 413, response = SdkTooLarge),
-        (status = 503, response = Unavailable),
+        SdkRefusals,
     ),
 )]
 pub(crate) async fn members(

@@ -303,40 +303,23 @@ fn policy_text(p: &Policy) -> String {
 pub(crate) async fn policy(admin: &Admin, command: PolicyCommand) -> Result<Rendered> {
     Ok(match command {
         PolicyCommand::Set(set) => {
-            let PolicySet {
-                folder,
-                issuing_ca,
-                key_algorithm,
-                key_size,
-                curve,
-                domains,
-                wildcards,
-                organization,
-                organizational_unit,
-                city,
-                state,
-                country,
-                validity_days,
-                manual_approval,
-                prohibited_san_types,
-                locked,
-            } = *set;
+            let folder = set.folder;
             let change = PolicyChange {
-                ca: issuing_ca,
-                key_algorithm,
-                key_size,
-                curve,
-                domains,
-                wildcards,
-                organization,
-                organizational_unit,
-                city,
-                state,
-                country,
-                validity_days,
-                manual_approval,
-                prohibited_san_types,
-                locked,
+                ca: set.issuing_ca,
+                key_algorithm: set.key_algorithm,
+                key_size: set.key_size,
+                curve: set.curve,
+                domains: set.domains,
+                wildcards: set.wildcards,
+                organization: set.organization,
+                organizational_unit: set.organizational_unit,
+                city: set.city,
+                state: set.state,
+                country: set.country,
+                validity_days: set.validity_days,
+                manual_approval: set.manual_approval,
+                prohibited_san_types: set.prohibited_san_types,
+                locked: set.locked,
             };
             let p = admin.set_cert_policy(&folder, change).await?;
             Rendered::done(format!("policy of {folder}:\n{}", policy_text(&p)), json!({"folder": folder, "policy": p}))
