@@ -5,8 +5,9 @@
 //! every core for minutes, the requests timed out, and the keys went on being made for nobody.
 //! So RSA keys are made by a [`KeyGenerator`]:
 //!
-//! - at most `concurrency` at once, on the blocking pool, in the order they were asked (a fair
-//!   semaphore), the others waiting;
+//! - at most `concurrency` at once, on the blocking pool, the others waiting for a turn; a turn
+//!   goes to the waiting identity served longest ago, so one caller's queue never stands in
+//!   front of another's;
 //! - at most `per_identity` in progress (waiting or being made) for one identity, and at most
 //!   `waiting` waiting in all: past either the request is refused at once ([`KeyGenError::Busy`],
 //!   429 with `Retry-After`), before any work;
@@ -15,13 +16,14 @@
 //!   costs that one key, which still holds its place in the bounds until it is done.
 //!
 //! An identity can so hold at most `per_identity` of the places, and another identity's request
-//! waits behind at most the keys already asked for. EC keys (P-256 and P-384 in microseconds,
-//! P-521 in about a millisecond) cost what a signature costs and are made at once.
+//! waits for at most the keys being made and one turn of each other identity waiting. EC keys
+//! (P-256 and P-384 in microseconds, P-521 in about a millisecond) cost what a signature costs
+//! and are made at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
 
 use strongroom_core::cert::KeySpec;
 use strongroom_core::random::Random;
@@ -41,10 +43,10 @@ pub struct KeyGenLimits {
 }
 
 impl KeyGenLimits {
-    /// The defaults: half the cores make keys (at least one), 4 in progress per identity, 32 waiting.
+    /// The defaults: half the cores make keys (at least one), 2 in progress per identity, 32 waiting.
     pub fn for_this_machine() -> KeyGenLimits {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        KeyGenLimits { concurrency: (cores / 2).max(1), per_identity: 4, waiting: 32 }
+        KeyGenLimits { concurrency: (cores / 2).max(1), per_identity: 2, waiting: 32 }
     }
 }
 
@@ -65,7 +67,7 @@ pub struct KeyGenerator(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     limits: KeyGenLimits,
-    running: Arc<Semaphore>,
+    turns: Arc<Turns>,
     places: Mutex<Places>,
     observer: Arc<dyn Observer>,
 }
@@ -106,7 +108,7 @@ impl KeyGenerator {
     pub fn new(limits: KeyGenLimits, observer: Arc<dyn Observer>) -> KeyGenerator {
         let limits =
             KeyGenLimits { concurrency: limits.concurrency.max(1), per_identity: limits.per_identity.max(1), waiting: limits.waiting };
-        KeyGenerator(Arc::new(Inner { limits, running: Arc::new(Semaphore::new(limits.concurrency)), places: Mutex::default(), observer }))
+        KeyGenerator(Arc::new(Inner { limits, turns: Turns::new(limits.concurrency), places: Mutex::default(), observer }))
     }
 
     pub fn limits(&self) -> KeyGenLimits {
@@ -120,7 +122,7 @@ impl KeyGenerator {
         }
         let mut place = self.take_place(identity)?;
         // Waits its turn; dropped here (the request gone), the place is given back.
-        let permit = self.0.running.clone().acquire_owned().await.map_err(|_| gone())?;
+        let permit = self.0.turns.clone().take(identity).await.ok_or_else(gone)?;
         let (reply, answer) = oneshot::channel();
         let observer = self.0.observer.clone();
         tokio::task::spawn_blocking(move || {
@@ -180,6 +182,134 @@ impl KeyGenerator {
     /// Keys in progress now (waiting or being made), for every identity together.
     pub fn in_progress(&self) -> usize {
         self.0.places.lock().unwrap_or_else(PoisonError::into_inner).total
+    }
+}
+
+/// Turns to make a key: at most `concurrency` taken at once. A turn that ends goes to the waiting
+/// identity served longest ago (one never served first; then the one that asked first), and to
+/// its oldest waiter: a caller who floods gets its next turn only after everyone else waiting
+/// has had one. A waiter that is gone is skipped.
+#[derive(Debug)]
+struct Turns {
+    concurrency: usize,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    taken: usize,
+    /// Counts the turns handed out and the waiters queued: when each happened.
+    clock: u64,
+    /// Each identity's waiters, oldest first, with when they asked.
+    waiters: HashMap<String, VecDeque<(u64, oneshot::Sender<Turn>)>>,
+    /// The turns each identity holds now.
+    held: HashMap<String, usize>,
+    /// When each identity that waits or holds a turn was last handed one.
+    served: HashMap<String, u64>,
+}
+
+impl Queue {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// The turn goes to `identity`.
+    fn hand(&mut self, identity: &str) {
+        *self.held.entry(identity.to_owned()).or_default() += 1;
+        let at = self.tick();
+        self.served.insert(identity.to_owned(), at);
+    }
+
+    /// The waiting identity whose turn is next: served longest ago (never: first), then asked first.
+    fn next(&self) -> Option<String> {
+        let key = |(who, q): (&String, &VecDeque<(u64, oneshot::Sender<Turn>)>)| {
+            (self.served.get(who).copied().unwrap_or(0), q.front().map_or(u64::MAX, |(at, _)| *at))
+        };
+        self.waiters.iter().min_by_key(|e| key(*e)).map(|(who, _)| who.clone())
+    }
+
+    /// Forgets `identity` once it neither waits nor holds a turn.
+    fn tidy(&mut self, identity: &str) {
+        if self.waiters.get(identity).is_some_and(VecDeque::is_empty) {
+            self.waiters.remove(identity);
+        }
+        if self.held.get(identity) == Some(&0) {
+            self.held.remove(identity);
+        }
+        if !self.waiters.contains_key(identity) && !self.held.contains_key(identity) {
+            self.served.remove(identity);
+        }
+    }
+}
+
+/// A turn being used by `identity`; given on to the next waiter when dropped.
+#[derive(Debug)]
+struct Turn {
+    turns: Option<Arc<Turns>>,
+    identity: String,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if let Some(t) = self.turns.take() {
+            t.give_on(&self.identity);
+        }
+    }
+}
+
+impl Turns {
+    fn new(concurrency: usize) -> Arc<Turns> {
+        Arc::new(Turns { concurrency, queue: Mutex::default() })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A turn for `identity`: at once if one is free and nobody waits, else when its turn comes.
+    /// `None`: the generator is gone.
+    async fn take(self: Arc<Self>, identity: &str) -> Option<Turn> {
+        let waiting = {
+            let mut q = self.lock();
+            if q.taken < self.concurrency && q.waiters.is_empty() {
+                q.taken += 1;
+                q.hand(identity);
+                None
+            } else {
+                let (tx, rx) = oneshot::channel();
+                let at = q.tick();
+                q.waiters.entry(identity.to_owned()).or_default().push_back((at, tx));
+                Some(rx)
+            }
+        };
+        match waiting {
+            None => Some(Turn { turns: Some(self), identity: identity.to_owned() }),
+            Some(rx) => rx.await.ok(),
+        }
+    }
+
+    /// `ended`'s turn ends: it goes to the next waiter (skipping those gone), or is free.
+    fn give_on(self: &Arc<Self>, ended: &str) {
+        let mut q = self.lock();
+        if let Some(n) = q.held.get_mut(ended) {
+            *n = n.saturating_sub(1);
+        }
+        q.tidy(ended);
+        while let Some(who) = q.next() {
+            let next = q.waiters.get_mut(&who).and_then(VecDeque::pop_front);
+            q.tidy(&who);
+            let Some((_, tx)) = next else { continue };
+            match tx.send(Turn { turns: Some(self.clone()), identity: who.clone() }) {
+                Ok(()) => {
+                    q.hand(&who);
+                    return;
+                }
+                // Gone while it waited: this turn is not used up; it goes on to the next one.
+                Err(mut unused) => unused.turns = None,
+            }
+        }
+        q.taken = q.taken.saturating_sub(1);
     }
 }
 
@@ -271,7 +401,7 @@ mod tests {
         let (g, counts) = generator(KeyGenLimits { concurrency: 1, per_identity: 8, waiting: 8 });
         let rng: Arc<dyn Random> = Arc::new(crate::OsRandom);
         // The one turn is held, so every request waits; each is dropped while it waits.
-        let turn = g.0.running.clone().acquire_owned().await.unwrap();
+        let turn = g.0.turns.clone().take("someone").await.unwrap();
         let mut waiting = Vec::new();
         for _ in 0..4 {
             let (g, rng) = (g.clone(), rng.clone());
@@ -290,5 +420,35 @@ mod tests {
         assert_eq!((g.in_progress(), g.in_progress_of("alice")), (0, 0));
         assert_eq!(counts.of(KeyGenOutcome::Abandoned), 4);
         assert_eq!(counts.of(KeyGenOutcome::Generated) + counts.of(KeyGenOutcome::Orphaned), 0, "no key was made");
+        assert_eq!(g.0.turns.lock().taken, 0, "the turn is free again");
+    }
+
+    #[tokio::test]
+    async fn a_turn_goes_to_the_identity_served_longest_ago_and_skips_the_gone() {
+        let turns = Turns::new(1);
+        let first = turns.clone().take("alice").await.unwrap();
+        // Alice asks three more times, then bob, then carol, who gives up, then dave.
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiting = Vec::new();
+        for who in ["alice", "alice", "alice", "bob", "carol", "dave"] {
+            let (mine, order) = (turns.clone(), order.clone());
+            waiting.push(tokio::spawn(async move {
+                let t = mine.take(who).await.unwrap();
+                order.lock().unwrap().push(who);
+                tokio::task::yield_now().await;
+                drop(t);
+            }));
+            while turns.lock().waiters.values().map(VecDeque::len).sum::<usize>() < waiting.len() {
+                tokio::task::yield_now().await;
+            }
+        }
+        waiting.remove(4).abort();
+        drop(first);
+        for w in waiting {
+            w.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["bob", "dave", "alice", "alice", "alice"], "those never served first, in the order they asked");
+        let q = turns.lock();
+        assert_eq!((q.taken, q.waiters.len(), q.held.len(), q.served.len()), (0, 0, 0, 0), "nothing held, nobody left, nobody kept");
     }
 }

@@ -639,13 +639,13 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Integer,
         "half the cores, at least 1",
         "RSA keys the server makes at once for central certificate requests (an RSA-4096 key takes a core for seconds); the \
-         others wait their turn (1 to 256).",
+         others wait their turn, which goes round the callers waiting (1 to 256).",
     ),
     setting(
         "key_generation.per_identity",
         "STRONGROOM_KEY_GENERATION_PER_IDENTITY",
         Kind::Integer,
-        "4",
+        "2",
         "RSA keys in progress (waiting or being made) for one caller; past it a central request is refused with 429 and \
          Retry-After, before any work (1 to 1024).",
     ),
