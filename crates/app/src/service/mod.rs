@@ -1,7 +1,7 @@
 //! The service layer: load from the store, ask `core` what to do, write the
-//! result back in one store call. Knows nothing of HTTP: handlers in
-//! [`crate::http`] call it and [`crate::http::respond`] turns its errors into
-//! statuses and bodies.
+//! result back in one store call. Knows nothing of HTTP: the HTTP edge's
+//! handlers (`strongroom_http`) call it, and the edge's `respond` turns its
+//! errors into statuses and bodies.
 
 pub mod approved;
 pub mod bearer;
