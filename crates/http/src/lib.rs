@@ -389,7 +389,7 @@ fn build(state: HttpState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Route
 /// slash. The query is kept as sent.
 fn normalize_path(mut req: Request) -> Request {
     let uri = req.uri();
-    // VenafiPS URL-encodes a whole leaf, slash included (`certificates%2f%7b…%7d`, §0.14).
+    // VenafiPS URL-encodes a whole leaf, slash included (`certificates%2f%7b…%7d`).
     let decoded = uri.path().get(..23).filter(|p| p.eq_ignore_ascii_case("/vedsdk/certificates%2f")).map(|_| {
         let rest = &uri.path()[23..];
         format!("/vedsdk/certificates/{}", rest.replace("%2f", "/").replace("%2F", "/"))

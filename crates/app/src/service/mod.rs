@@ -67,8 +67,9 @@ impl App {
     }
 }
 
-/// An error of the token endpoints, with the seed's codes (§7.1, RFC 6749
-/// §5.2, RFC 8628 §3.5). The description is safe to show to the client.
+/// An error of the token endpoints, with the product's error codes
+/// (RFC 6749 §5.2, RFC 8628 §3.5). The description is safe to show to the
+/// client.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("invalid_request: {0}")]
