@@ -800,7 +800,7 @@ async fn hash(password: &Secret, rng: Arc<dyn Random>) -> Result<String, AdminEr
         .map_err(|e| AdminError::Hashing(e.to_string()))
 }
 
-// ------------------------------------------------------------------ the admin console's reads (issue 23, item 9)
+// ------------------------------------------------------------------ the admin console's reads
 
 /// Where a user's rights on a folder come from, as the console shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]

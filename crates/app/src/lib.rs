@@ -5,10 +5,12 @@
 //!   `service::bearer`, `service::revocation`, `service::approved`), the
 //!   machine grants (`service::machine`), the vault (`service::vault`), the
 //!   `\VED` tree, groups and identities (`service::tree`, `service::groups`,
-//!   `service::identity`), clients' events (`service::log`), the console's
+//!   `service::identity`), credential objects (`service::credentials`),
+//!   certificates and folder certificate policies (`service::certificates`,
+//!   `service::cert_policy`), clients' events (`service::log`), the console's
 //!   sessions (`service::console`) and the approval page's side of an OpenID
-//!   sign-in (`service::oidc`). Its errors are typed; the HTTP edge alone
-//!   turns them into statuses.
+//!   sign-in (`service::oidc`); who calls the API (`service::caller`). Its
+//!   errors are typed; the HTTP edge alone turns them into statuses.
 //! - [`admin`]: each administrative act once, its event naming who acted
 //!   ([`admin::Admin::acting_as`]), used by the product's calls, the console
 //!   and the admin CLI alike.
@@ -18,9 +20,10 @@
 //! - [`pki`]: X.509, the `strongroom_pki` crate (pure: no store, no key
 //!   ring, no I/O); a token's CA key signs through the key ring's
 //!   `TokenCaSigner`.
-//! - [`App`]: what every act can reach (the store, the clock, the random
-//!   source, the keys, the key ring, the providers), and [`Observer`], told
-//!   what was issued, refused and revoked (the edge counts it).
+//! - [`App`] (in `state`): what every act can reach (the store, the clock,
+//!   the random source, the keys, the key ring, the providers), and
+//!   [`Observer`] (in `observer`), told what was issued, refused and revoked
+//!   (the edge counts it).
 //!
 //! It knows no HTTP: no axum, tower, utoipa, maud or prometheus-client.
 

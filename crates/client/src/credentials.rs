@@ -1,4 +1,4 @@
-//! Typed calls for `/vedsdk/Credentials/*` (issue 32): credential objects,
+//! Typed calls for `/vedsdk/Credentials/*`: credential objects,
 //! which anyone holding Read on them may read back (unlike
 //! `SecretStore/Retrieve`, Master Admin only). A `Result` other than 1 is
 //! [`ClientError::Refused`] with the product's code and the server's text.

@@ -1,4 +1,4 @@
-//! Credential objects (`/vedsdk/Credentials/*`, issue 32): the classes
+//! Credential objects (`/vedsdk/Credentials/*`): the classes
 //! Strongroom serves, how each is named on the wire, the value names each
 //! holds, and the vault type its sealed entry is stored under.
 //!

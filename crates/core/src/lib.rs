@@ -23,6 +23,11 @@
 //!   associated data, and lookup hashes.
 //! - [`tree`]: the `\VED` tree as objects (DNs, object GUIDs and the roots'
 //!   fixed ones, `Config` result codes, name patterns, the `Is…Allowed` flags).
+//! - [`cert`]: certificates, the pure part: the product's vault types, key
+//!   specifications, folder policies (locked or default, inherited) and the
+//!   judgement of a request against them; [`cert::enroll`] the decision on
+//!   a request, [`cert::fields`] custom fields, [`cert::names`] the names a
+//!   certificate may carry.
 //! - [`credential`]: the credential objects' classes (`Credentials/*`),
 //!   their private vault types, the value names each class holds, and
 //!   `/Date(ms)/` expirations.

@@ -1,4 +1,4 @@
-//! The product's `\VED` tree as objects (issue 23): what a DN names, object
+//! The product's `\VED` tree as objects: what a DN names, object
 //! GUIDs, the fixed GUIDs of the roots, `Config/*` result codes, name
 //! patterns, and the twelve `Is…Allowed` flags mapped onto [`Rights`].
 //!

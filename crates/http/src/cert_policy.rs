@@ -1,5 +1,5 @@
 //! `Config/WritePolicy`, `Config/ReadPolicy` and `Config/ClearPolicyAttribute`
-//! for class `X509 Certificate` (issue 33): folder certificate policies as
+//! for class `X509 Certificate`: folder certificate policies as
 //! vcert's `setpolicy` and `getpolicy` write and read them, on the store
 //! `admin policy set` writes ([`strongroom_app::service::cert_policy`]).
 //! Errors are 400 `{"Error": …}` (an attribute this server does not keep,

@@ -1,5 +1,5 @@
 //! `/vedsdk/Config/*`: the `\VED` tree's folders and local identities as
-//! objects (admin-api.md §2a). Every answer the product gives a `Result`
+//! objects, as the product answers them. Every answer the product gives a `Result`
 //! for is HTTP 200 with that `Result` (VenafiPS branches on it after a
 //! successful call); 401 and 403 are the token's and the scope's.
 

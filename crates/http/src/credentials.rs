@@ -1,4 +1,4 @@
-//! `/vedsdk/Credentials/*` (issue 32): credential objects, read by whoever
+//! `/vedsdk/Credentials/*`: credential objects, read by whoever
 //! holds Read on them. Every answer the product gives a `Result` for is
 //! HTTP 200 with that `Result` (1 success; pyvenafi's `ResultCodes.Credential`
 //! otherwise, with `Error`); 401 and 403 are the token's and the scope's.

@@ -315,7 +315,7 @@ impl<S: Scope> FromRequest<HttpState> for VaultLookup<S> {
     }
 }
 
-/// A certificate call (`Certificates/*`, issue 33): the token, the caller
+/// A certificate call (`Certificates/*`): the token, the caller
 /// and their rights in one context read ([`vault_call`]), scope `S`
 /// required, then the body.
 pub(crate) struct CertCall<S> {

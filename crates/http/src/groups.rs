@@ -1,8 +1,8 @@
-//! The group and password calls of `/vedsdk/Identity` (issue 23, item 4):
+//! The group and password calls of `/vedsdk/Identity`:
 //! `AddGroup`, `AddGroupMembers`, `RemoveGroupMembers`, `RenameGroup`,
 //! `DELETE Identity/Group/{prefix}/{universal}`, `SetPassword`,
-//! `ReadAttribute`. pyvenafi's `Group` and `User` features drive them
-//! (admin-api.md §2c, §5). A failure is HTTP 400 with only `Message`, as
+//! `ReadAttribute`. pyvenafi's `Group` and `User` features drive them. A
+//! failure is HTTP 400 with only `Message`, as
 //! the product answers; a caller without the role (Master Admin, the
 //! group's owner) gets 403 with `Message`; a missing scope 403
 //! `insufficient_scope`; a bad token 401.

@@ -8,19 +8,33 @@
 //! listeners, TLS, start-up), which builds the [`state::HttpState`] and the
 //! [`Limits`] this crate serves with.
 //!
-//! `secretstore` for the vault, `log` for `GET /vedsdk/Log`; the bodies
-//! and credentials headers are read by `strongroom_proto::read` (a test in
-//! `secretstore` reads every `proto::vedsdk` request type back through it);
-//! `respond`, the only place that picks
-//! statuses (a store failure of a passing kind is 503
-//! `temporarily_unavailable` with `Retry-After`), wrapping the application's
-//! errors; `responses`, the responses operations share; [`openapi`], the
-//! OpenAPI 3.1 document served at `/openapi.json`, gathered from the
-//! handlers' `#[utoipa::path]` attributes; [`metrics`], the Prometheus
-//! registry (requests by route template, the application's outcomes as its
-//! `Observer`, the store's batches and failures as its `StoreObserver`, pool
-//! and memory gauges read at scrape); [`state`], `HttpState` (the `App` and
-//! the edge's settings).
+//! - The product's calls, a module per family: `vedauth` (`/vedauth`:
+//!   tokens, device authorization, verify, revoke; the server's metadata),
+//!   `vedsdk` (`/vedsdk`'s ping and version), `secretstore` (the vault, whose
+//!   bodies and credentials headers `strongroom_proto::read` reads; a test
+//!   in it reads every `proto::vedsdk` request type back through it),
+//!   `credentials` (credential objects), `config` (the `\VED` tree's
+//!   `Config/*`), `permissions` (`Permissions/Object/…`), `identity`
+//!   (`Identity/*` and `POST Log`), `groups` (the group and password calls),
+//!   `teams` (VenafiPS's `Teams/*`), `oauth` (API integrations, their rules
+//!   and grants), `log` (`GET Log` and the custom fields of a class),
+//!   `certificates` (`Certificates/*`), `cert_policy` (folder certificate
+//!   policies through `Config/*Policy*`) and `workflow` (the tickets of
+//!   certificate requests waiting for approval).
+//! - `extract`: one extractor per surface, each refusing in its surface's
+//!   shape; [`client_addr`]: the client's address behind trusted proxies.
+//! - `page`: the approval page; `console`: the admin console at `/admin`;
+//!   `landing`: `GET /`; `health`: liveness, readiness and `GET /metrics`.
+//! - `respond`: the only place that picks statuses (a store failure of a
+//!   passing kind is 503 `temporarily_unavailable` with `Retry-After`),
+//!   wrapping the application's errors; `responses`: the responses
+//!   operations share.
+//! - [`openapi`]: the OpenAPI 3.1 document served at `/openapi.json`,
+//!   gathered from the handlers' `#[utoipa::path]` attributes; [`metrics`]:
+//!   the Prometheus registry (requests by route template, the application's
+//!   outcomes as its `Observer`, the store's batches and failures as its
+//!   `StoreObserver`, pool and memory gauges read at scrape); [`state`]:
+//!   `HttpState` (the `App` and the edge's settings).
 
 #![forbid(unsafe_code)]
 
@@ -375,7 +389,7 @@ fn build(state: HttpState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Route
 /// slash. The query is kept as sent.
 fn normalize_path(mut req: Request) -> Request {
     let uri = req.uri();
-    // VenafiPS URL-encodes a whole leaf, slash included (`certificates%2f%7b…%7d`, §0.14).
+    // VenafiPS URL-encodes a whole leaf, slash included (`certificates%2f%7b…%7d`).
     let decoded = uri.path().get(..23).filter(|p| p.eq_ignore_ascii_case("/vedsdk/certificates%2f")).map(|_| {
         let rest = &uri.path()[23..];
         format!("/vedsdk/certificates/{}", rest.replace("%2f", "/").replace("%2F", "/"))

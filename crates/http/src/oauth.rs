@@ -1,7 +1,7 @@
 //! `POST /vedsdk/oauth/*`: API integrations ("applications"), their rules
 //! (the users and groups allowed to use them) and their grants, administered
-//! with the product's calls (admin-api.md §2d; pyvenafi sends the paths
-//! lower-case, the router matches any case). Every call needs a token with
+//! with the product's calls (pyvenafi sends the paths lower-case, the
+//! router matches any case). Every call needs a token with
 //! scope `admin` (`admin:delete` to delete or revoke) of a Master Admin
 //! (Strongroom's OAuth administrator); each change is one [`Admin`] act, its
 //! event naming the caller.

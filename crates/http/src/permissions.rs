@@ -1,5 +1,5 @@
 //! `/vedsdk/Permissions/Object/{guid}/…`: explicit, implicit and effective
-//! permissions on a folder (admin-api.md §2b, §3). HTTP statuses, not
+//! permissions on a folder, as the product answers them. HTTP statuses, not
 //! `Result`s: 201 created, 200 replaced or deleted, 404 no such entry, 409
 //! an entry exists, 400 an unknown object or principal, 403 without scope
 //! `security` (`security:manage` to create or replace, `security:delete`

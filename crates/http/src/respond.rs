@@ -89,7 +89,7 @@ impl IntoResponse for AuthRefusal {
                 tracing::warn!(kind = %e.kind(), error = %e, "token endpoint: the store is unavailable");
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            // The seed: every Authorize/Token failure is HTTP 400, and so are
+            // As the interface requires: every Authorize/Token failure is HTTP 400, and so are
             // internal errors (invalid_request with a generic text).
             AuthError::Store(e) => {
                 tracing::error!(kind = %e.kind(), error = %e, "token endpoint failed");
@@ -325,7 +325,8 @@ impl IntoResponse for Console {
     }
 }
 
-/// Body errors on `/vedsdk` (issue 3 adds the vault's own).
+/// The router's own error bodies (no such endpoint, a method not served, a
+/// panic); a call's own errors are [`SdkFailure`] and its kin.
 pub(crate) fn not_found() -> Response {
     json(StatusCode::NOT_FOUND, &ErrorResponse { error: "not_found".into(), error_description: Some("No such endpoint.".into()) })
 }
@@ -459,7 +460,7 @@ impl IntoResponse for SdkFailure {
     }
 }
 
-// ------------------------------------------------------------------ the \VED tree (issue 23)
+// ------------------------------------------------------------------ the \VED tree
 
 /// Why a `Config/*` or `Permissions/*` call did not succeed.
 #[derive(Debug)]
@@ -528,7 +529,7 @@ pub(crate) fn done() -> Response {
     StatusCode::OK.into_response()
 }
 
-/// Why an `oauth/*` call did not succeed (issue 23).
+/// Why an `oauth/*` call did not succeed.
 #[derive(Debug)]
 pub(crate) enum OAuthFailure {
     /// The token, the scope or the body.
@@ -576,7 +577,7 @@ impl IntoResponse for OAuthFailure {
     }
 }
 
-// ------------------------------------------------------------------ certificates (issue 33)
+// ------------------------------------------------------------------ certificates
 
 /// Why a `Certificates/*` call did not succeed, and in which body shape.
 #[derive(Debug)]
@@ -607,7 +608,7 @@ impl From<strongroom_proto::read::FieldError> for CertFailure {
     }
 }
 
-/// A status line with the product's reason phrase (§0.3: vcert shows only the status line, and
+/// A status line with the product's reason phrase (vcert shows only the status line, and
 /// Terraform matches `does not exist` in it). HTTP/1.1 only; HTTP/2 has no phrase.
 pub(crate) fn with_reason(mut r: Response, phrase: &str) -> Response {
     let clean: String = phrase.chars().filter(|c| c.is_ascii() && !c.is_ascii_control()).take(200).collect();
@@ -655,7 +656,7 @@ impl IntoResponse for CertFailure {
                 tracing::error!(kind = %s.kind(), error = %s, "certificate call failed");
                 body(StatusCode::INTERNAL_SERVER_ERROR, "The request could not be completed; nothing was changed.".into())
             }
-            // §3.6: in progress is 202 `{"Stage", "Status"}`, failed 500 with the same body; each
+            // Retrieve: in progress is 202 `{"Stage", "Status"}`, failed 500 with the same body; each
             // with the product's status line.
             E::Pending { ref stage, ref status, .. } => {
                 let line = e.to_string();

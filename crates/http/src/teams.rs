@@ -1,4 +1,4 @@
-//! VenafiPS's `Teams/*` (admin-api.md §2c, §5 step 4): `POST Teams/`,
+//! VenafiPS's `Teams/*` (`New-VdcTeam`, `Add-VdcTeamMember`): `POST Teams/`,
 //! `PUT Teams/AddTeamMembers`, `PUT Teams/RemoveTeamMembers`,
 //! `GET`/`DELETE Teams/local/{guid}`. A team is a local group with owners, a
 //! description and products (migration 0011); the membership calls are

@@ -1,5 +1,5 @@
 //! The product's workflow tickets (`/vedsdk/Workflow/Ticket/*`) for
-//! certificate requests that wait for Manual Approval (issue 33): the calls
+//! certificate requests that wait for Manual Approval: the calls
 //! pyvenafi's `Ticket` feature makes (`Enumerate` → `UpdateStatus`).
 //!
 //! Strongroom has one ticket per waiting request, named by its certificate

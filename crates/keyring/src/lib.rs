@@ -14,7 +14,9 @@
 //!
 //! A token also holds CAs' signing keys ([`KeyRing::signer`], a
 //! [`TokenSigner`]); [`TokenCaSigner`] signs certificates and CRLs with one
-//! (strongroom-pki's `CaSigner`, in `ca_signer`).
+//! (strongroom-pki's `CaSigner`, in `ca_signer`). [`settings`]: the `[keys]`
+//! table (the named keys besides `Software:Default`, the default one, each
+//! PKCS#11 key's module, token, label and PIN source).
 
 #![forbid(unsafe_code)]
 

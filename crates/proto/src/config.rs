@@ -1,4 +1,4 @@
-//! `/vedsdk/Config/*`: the `\VED` tree's objects (admin-api.md §2a). Every
+//! `/vedsdk/Config/*`: the `\VED` tree's objects. Every
 //! answer is HTTP 200 with a numeric `Result` (1 success; 7, 400, 401, 402,
 //! 405, 406 failures, with `Error`). `Id` and `Revision` are integers: Go
 //! vcert decodes them into `int32` and `int64`.

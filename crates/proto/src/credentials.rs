@@ -1,4 +1,4 @@
-//! `/vedsdk/Credentials/*` (issue 32): credential objects as pyvenafi's
+//! `/vedsdk/Credentials/*`: credential objects as pyvenafi's
 //! `Credentials` endpoints send and parse them. Every answer is HTTP 200
 //! with a numeric `Result` (1 success; the product's `Config` codes
 //! otherwise, with `Error`). Secret values are [`SecretString`]s, so no

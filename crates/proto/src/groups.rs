@@ -1,7 +1,7 @@
-//! Wire shapes of the group and password calls (issue 23, item 4):
+//! Wire shapes of the group and password calls:
 //! `Identity/AddGroup`, `AddGroupMembers`, `RemoveGroupMembers`,
 //! `RenameGroup`, `DELETE Identity/Group/…`, `SetPassword`,
-//! `ReadAttribute`, and VenafiPS's `Teams/*` (admin-api.md §2c, §5).
+//! `ReadAttribute`, and VenafiPS's `Teams/*`.
 //! Requests are read leniently by the server (any key case); these types
 //! describe them.
 

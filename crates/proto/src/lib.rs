@@ -5,8 +5,11 @@
 //! - [`vedauth`]: token, device and verify bodies, the RFC 6749 error body.
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
 //! - [`config`], [`permissions`]: the `\VED` tree's `Config/*` and
-//!   `Permissions/Object/…` bodies (issue 23).
-//! - [`credentials`]: the `Credentials/*` bodies (issue 32).
+//!   `Permissions/Object/…` bodies.
+//! - [`groups`]: the group and password calls of `Identity/*` and
+//!   VenafiPS's `Teams/*`; [`oauth`]: API integrations, their rules and
+//!   grants (`oauth/*`), with the product's `OAuthResult` codes.
+//! - [`credentials`]: the `Credentials/*` bodies.
 //! - [`time`]: `UnixTime`, the `Clock` trait, the date forms the wire uses.
 //! - [`read`]: the readers of request bodies and credentials headers (the
 //!   `/vedsdk` body's lenient keys and numbers, form-or-JSON, `Bearer` and

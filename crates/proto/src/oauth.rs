@@ -1,13 +1,12 @@
 //! `POST /vedsdk/oauth/*`: API integrations ("applications"), the rules
 //! saying who may use them, and their grants, as the product's admin calls
-//! answer them (admin-api.md §2d; pyvenafi `models/oauth.py` names the
-//! fields). Every answer is one object with `Result` (an [`OAuthResult`]
+//! answer them (pyvenafi's `models/oauth.py` names the fields). Every answer is one object with `Result` (an [`OAuthResult`]
 //! code), `Success`, `error_description` on failure, and the field the call
 //! returns.
 
 use serde::{Deserialize, Serialize};
 
-/// The product's `OAuthResult` codes (product-reference §7) Strongroom answers.
+/// The product's `OAuthResult` codes that Strongroom answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OAuthResult {
     Success = 0,

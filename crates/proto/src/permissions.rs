@@ -1,5 +1,5 @@
 //! `/vedsdk/Permissions/Object/{guid}/…`: explicit, implicit and effective
-//! permissions on an object of the `\VED` tree (admin-api.md §2b, §3).
+//! permissions on an object of the `\VED` tree.
 //! These calls answer with HTTP statuses (201, 404, 409, 400), errors as
 //! `{"Error":"…"}`. `GET Permissions/Object/{guid}` answers a bare JSON
 //! array of the `PrefixedUniversal`s of the principals with an explicit entry.

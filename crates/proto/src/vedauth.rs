@@ -1,5 +1,5 @@
 //! `/vedauth`: device authorization, token exchange and refresh, verify,
-//! revoke. Parameter names are case-sensitive (seed §4.1).
+//! revoke. Parameter names are case-sensitive, as the product's.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,7 @@ pub struct DeviceResponse {
     pub interval: i64,
 }
 
-/// `POST Authorize/Token`, JSON or form. Two shapes (seed §4.1):
+/// `POST Authorize/Token`, JSON or form. Two shapes:
 /// refresh `{client_id, refresh_token}` (optionally with
 /// `grant_type=refresh_token`), and device-code exchange
 /// `{client_id, device_code, grant_type}`. Absent fields are left out when
@@ -53,7 +53,7 @@ pub struct TokenRequest {
     pub device_code: Option<SecretString>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refresh_token: Option<SecretString>,
-    /// Sent by RFC 6749 clients; a refresh keeps the grant's scope (seed §5.2).
+    /// Sent by RFC 6749 clients; a refresh ignores it and keeps the grant's scope.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scope: Option<String>,
 }
@@ -98,7 +98,7 @@ pub struct IsAuthServerResponse {
     pub is_auth_server: bool,
 }
 
-/// Every successful token response (seed §2.1). Integers are JSON integers:
+/// Every successful token response, in the product's shape. Integers are JSON integers:
 /// Go vcert decodes them into `int`, oauth2-rs needs an unsigned `expires_in`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -118,7 +118,7 @@ pub struct TokenResponse {
     pub state: Option<String>,
 }
 
-/// Every `/vedauth` error (seed §7.1, RFC 6749 §5.2).
+/// Every `/vedauth` error, in the product's shape (RFC 6749 §5.2).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorResponse {
@@ -127,7 +127,7 @@ pub struct ErrorResponse {
     pub error_description: Option<String>,
 }
 
-/// `GET Authorize/Verify` → 200 (product-reference §5). Both the
+/// `GET Authorize/Verify` → 200, in the product's shape. Both the
 /// `*_unix_time` integers (pyvenafi) and the `*_ISO8601` strings (Go vcert).
 #[allow(non_snake_case)]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

@@ -13,8 +13,8 @@ use std::fmt;
 use crate::SecretString;
 use crate::time::format_date;
 
-/// The product's SecretStore `Result` codes that Strongroom answers with
-/// (product reference §10). HTTP status is 200 for all of them.
+/// The product's SecretStore `Result` codes that Strongroom answers with.
+/// HTTP status is 200 for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[repr(i32)]
@@ -321,7 +321,7 @@ pub struct BearerErrorResponse {
     pub error_description: String,
 }
 
-/// `{"Result": n}`, with `Error` when `n` is not 0 (product reference §9).
+/// `{"Result": n}`, with `Error` when `n` is not 0, as the product answers.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResultResponse {

@@ -10,7 +10,7 @@
 //! store's own copier and row codec (so a migration can never leave the
 //! seeding behind), restarts it and measures again.
 //!
-//! The certificate workloads (issue 33), `cert-p256` and `cert-rsa2048`:
+//! The certificate workloads, `cert-p256` and `cert-rsa2048`:
 //! a CA of each algorithm (`admin ca create`), a policy folder whose
 //! default policy names it, and per iteration one `Certificates/Request`
 //! with a user CSR (each for a new P-256 key and a name of its own, all

@@ -901,7 +901,7 @@ pub struct MemberChange {
     pub event: Event,
 }
 
-/// Groups administered over the API (issue 23): creation with members and
+/// Groups administered over the API: creation with members and
 /// owners in one transaction, batches of membership changes, renames,
 /// owners and teams.
 pub trait GroupStore: Send + Sync + fmt::Debug {

@@ -934,7 +934,7 @@ sql!(
 
 sql!(ALLOWED_GROUPS = "SELECT group_id FROM integration_groups WHERE client_id = ?1 ORDER BY group_id");
 
-// ------------------------------------------------------------------ the \VED tree (issue 23)
+// ------------------------------------------------------------------ the \VED tree
 
 /// A folder as an object: path, GUID, creation (`ops::tree::folder_object`).
 const TREE_FOLDER_COLS: &str = "SELECT path, guid, created_at FROM folders";
@@ -1132,7 +1132,7 @@ sql!(
 
 sql!(INSERT_MACHINE_LINK = "INSERT INTO machine_users (user_id, mapping) VALUES (?1, ?2) ON CONFLICT (user_id) DO NOTHING");
 
-// ------------------------------------------------------------------ certificates (issue 33)
+// ------------------------------------------------------------------ certificates
 
 sql!(
     /// May user `?2` (grant `?1`) act on folder key `?3` with right bits `?4`: the grant stands, and a

@@ -1,4 +1,4 @@
-//! `strongroom admin ca …`, `admin policy …` and `admin fields …` (issue 33):
+//! `strongroom admin ca …`, `admin policy …` and `admin fields …`:
 //! issuing CAs, folder certificate policies and custom fields, on the store.
 //!
 //! A CA is a key of the key ring's making (its PKCS#8 sealed under the

@@ -1,4 +1,4 @@
-//! Groups as the API administers them (issue 23, item 4): a local group
+//! Groups as the API administers them: a local group
 //! made with its members (and, for a team, its owners, description and
 //! products) in one transaction; members added or removed in batches;
 //! renames. Each act once, here, naming whoever did it ([`Admin::acting_as`]).

@@ -1,5 +1,5 @@
 //! Rules (who may use an API integration: its allow-list of users and
-//! groups) and grant revocation by integration, for `oauth/*` (issue 23).
+//! groups) and grant revocation by integration, for `oauth/*`.
 //! Each change is one conditional write of the integration over the version
 //! it read ([`Admin::change_integration`]), with its event.
 

@@ -1,4 +1,4 @@
-//! The administrative acts of the `\VED` tree (issue 23): a folder created
+//! The administrative acts of the `\VED` tree: a folder created
 //! as `Config/Create` creates it (under a parent that exists), a local user
 //! created without a usable password (`Config/Create` of class `User`;
 //! `Identity/SetPassword` sets one later), and one change of an explicit

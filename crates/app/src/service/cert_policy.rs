@@ -1,4 +1,4 @@
-//! Folder certificate policies as the product's attributes (issue 33): the
+//! Folder certificate policies as the product's attributes: the
 //! names `Config/WritePolicy`, `Config/ReadPolicy` and
 //! `Config/ClearPolicyAttribute` take for class `X509 Certificate` (those of
 //! vcert's `setpolicy` and `getpolicy`), each mapped onto the folder policy

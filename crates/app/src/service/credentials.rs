@@ -1,4 +1,4 @@
-//! `/vedsdk/Credentials/*` (issue 32): credential objects, the product's
+//! `/vedsdk/Credentials/*`: credential objects, the product's
 //! way for anyone but a Master Admin to read a secret back.
 //!
 //! A credential is a folder of the `\VED` tree at its DN (under

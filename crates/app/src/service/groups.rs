@@ -1,4 +1,4 @@
-//! The group and password calls of the API (issue 23, item 4): who may do
+//! The group and password calls of the API: who may do
 //! what, and which identities a request names. Every change is one act of
 //! [`crate::admin::Admin`], acting as the caller ([`admin_for`]), so its
 //! event names them.

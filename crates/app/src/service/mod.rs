@@ -1,7 +1,7 @@
 //! The service layer: load from the store, ask `core` what to do, write the
-//! result back in one store call. Knows nothing of HTTP: handlers in
-//! [`crate::http`] call it and [`crate::http::respond`] turns its errors into
-//! statuses and bodies.
+//! result back in one store call. Knows nothing of HTTP: the HTTP edge's
+//! handlers (`strongroom_http`) call it, and the edge's `respond` turns its
+//! errors into statuses and bodies.
 
 pub mod approved;
 pub mod bearer;
@@ -67,8 +67,9 @@ impl App {
     }
 }
 
-/// An error of the token endpoints, with the seed's codes (§7.1, RFC 6749
-/// §5.2, RFC 8628 §3.5). The description is safe to show to the client.
+/// An error of the token endpoints, with the product's error codes
+/// (RFC 6749 §5.2, RFC 8628 §3.5). The description is safe to show to the
+/// client.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("invalid_request: {0}")]

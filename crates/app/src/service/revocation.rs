@@ -21,10 +21,10 @@ pub enum Revocation {
 }
 
 /// Revokes the grant of `req.token` for the public client `client_id` (from
-/// the body, or the user name of a Basic `Authorization` header as RFC 6749
-/// §2.3.1 clients send it). `token_type_hint` says where to look first; the
-/// other kind is looked at too (§2.1). A token of another client is refused
-/// with `unauthorized_client`, changing nothing.
+/// the body, or the user name of a Basic `Authorization` header as
+/// RFC 6749 §2.3.1 clients send it). `token_type_hint` says where to look
+/// first; the other kind is looked at too (RFC 7009 §2.1). A token of another
+/// client is refused with `unauthorized_client`, changing nothing.
 pub async fn revoke(app: &App, req: RevocationRequest, basic_client: Option<String>, origin: &Origin) -> Result<Revocation, AuthError> {
     let token = req.token.as_ref().map(|t| t.0.as_str()).filter(|t| !t.is_empty()).ok_or(AuthError::InvalidRequest("token is required"))?;
     let client_id = req
@@ -34,7 +34,7 @@ pub async fn revoke(app: &App, req: RevocationRequest, basic_client: Option<Stri
         .ok_or(AuthError::InvalidRequest("client_id is required: a public client names itself with client_id"))?;
     let kinds = match req.token_type_hint.as_deref() {
         Some("refresh_token") => [TokenKind::Refresh, TokenKind::Access],
-        // `access_token`, none, or a hint this server does not know (ignored, §2.1).
+        // `access_token`, none, or a hint this server does not know (ignored, RFC 7009 §2.1).
         _ => [TokenKind::Access, TokenKind::Refresh],
     };
     let mut grant: Option<Grant> = None;

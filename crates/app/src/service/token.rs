@@ -31,7 +31,7 @@ fn required(v: Option<String>) -> Option<String> {
     v.filter(|s| !s.is_empty())
 }
 
-/// `POST Authorize/Token`: picks the shape (seed §4.1) and runs it.
+/// `POST Authorize/Token`: picks the shape (a refresh or a device-code exchange) and runs it.
 pub async fn token(app: &App, req: TokenRequest, origin: &Origin) -> Result<Issued, AuthError> {
     let client_id = required(req.client_id).ok_or(AuthError::InvalidRequest(CLIENT_ID_REQUIRED))?;
     let device_code = req.device_code.filter(|c| !c.expose().is_empty());
@@ -313,8 +313,8 @@ pub(crate) fn first_pair(
     (grant, tokens, event)
 }
 
-/// A spent refresh token came back: revoke the whole grant (RFC 9700
-/// §4.14.2) and record it. Returns the error the client gets.
+/// A spent refresh token came back: revoke the whole grant (RFC 9700 §4.14.2)
+/// and record it. Returns the error the client gets.
 async fn reuse_detected(app: &App, grant: &Grant, client_id: &str, origin: &Origin, now: UnixTime) -> Result<AuthError, AuthError> {
     let event = app
         .event(EventKind::RefreshTokenReuse, origin)

@@ -1,4 +1,4 @@
-//! The `\VED` tree (issue 23): `Config/*` over folders and local
+//! The `\VED` tree: `Config/*` over folders and local
 //! identities, and `Permissions/Object/…` over folders' explicit entries.
 //! Knows nothing of HTTP: a refusal is a [`TreeError`], which
 //! `http::respond` turns into the product's answer (HTTP 200 with a
@@ -230,7 +230,7 @@ pub async fn find(app: &App, perms: &Permissions, dn: Option<&str>, guid: Option
     }
 }
 
-/// A folder that is a certificate object or an issuing CA (issue 33) shows that class.
+/// A folder that is a certificate object or an issuing CA shows that class.
 async fn with_certificate_class(app: &App, mut n: Node) -> Result<Node, StoreError> {
     if let Kind::Folder(f) = &n.kind
         && f.key().starts_with("\\ved\\policy\\")

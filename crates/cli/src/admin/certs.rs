@@ -1,5 +1,5 @@
 //! `strongroom admin ca ...`, `strongroom admin policy ...` and
-//! `strongroom admin fields ...` (issue 33): issuing CAs, folder certificate
+//! `strongroom admin fields ...`: issuing CAs, folder certificate
 //! policies and custom fields, on the store.
 
 use anyhow::Result;

@@ -99,7 +99,7 @@ pub(crate) async fn run(target: &Target, command: RightsCommand) -> Result<Rende
     }
 }
 
-/// Each right and its flag in `Permissions/*` (admin-api.md §3).
+/// Each right and the flag that names it in `Permissions/*`, as the product spells it.
 const FLAGS: [(Rights, &str); 12] = [
     (Rights::VIEW, "IsViewAllowed"),
     (Rights::READ, "IsReadAllowed"),

@@ -1,4 +1,4 @@
-//! Manual approval of certificates (issue 33) end to end: the real binary, a
+//! Manual approval of certificates end to end: the real binary, a
 //! folder policy's and a CA template's `Manual Approval` (`admin policy set
 //! --manual-approval`, `admin ca create --manual-approval`), then the
 //! product's calls over HTTP: a Request answers 200 and issues nothing,

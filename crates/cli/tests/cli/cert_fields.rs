@@ -1,4 +1,4 @@
-//! Custom fields of certificate objects (issue 33) end to end: the real
+//! Custom fields of certificate objects end to end: the real
 //! binary, fields defined with `admin fields create`, then the product's
 //! calls as vcert, pyvenafi and VenafiPS send them: `Certificates/Request`
 //! with `CustomFields` (an unknown field or a value outside a list is 400
@@ -106,7 +106,8 @@ async fn custom_fields_from_definition_to_request_set_and_renewal() {
         obj["CustomFields"],
         json!([{"Name": "Cost Center", "Type": "Text", "Value": ["42"]}, {"Name": "Environment", "Type": "List", "Value": ["Staging", "UAT"]}])
     );
-    // A request without fields still answers the minimal shape (§0.1).
+    // Metadata/Get of an object without fields answers the minimal shape, `{"Data": [], "Locked": false}` (vcert calls it
+    // after every request with custom fields).
     let (status, v) = c.post(&alice, "/vedsdk/certificates/request", request("plain.example.com", json!([]))).await;
     assert_eq!(status, 200, "{v}");
     let plain = v["CertificateDN"].as_str().unwrap().to_owned();

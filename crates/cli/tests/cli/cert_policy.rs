@@ -1,4 +1,4 @@
-//! Folder certificate policy through the product's calls (issue 33), the real
+//! Folder certificate policy through the product's calls, the real
 //! binary: `Config/WritePolicy`, `Config/ReadPolicy` and
 //! `Config/ClearPolicyAttribute` as vcert's `setpolicy`/`getpolicy` send
 //! them, a locked value against a default in `Certificates/CheckPolicy`, a

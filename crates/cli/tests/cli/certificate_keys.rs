@@ -1,4 +1,4 @@
-//! Certificates (issue 33): the leaf keys and names beyond P-256/P-384 and one value per
+//! Certificates: the leaf keys and names beyond P-256/P-384 and one value per
 //! attribute, end to end with the real binary and openssl: a P-521 CSR (signed with SHA-512)
 //! and a central P-521 key issued by a P-256 CA (`openssl verify`, the key the certificate's),
 //! UPN subject alternative names from a request, a CSR and `Config/Create` (`openssl x509

@@ -1,4 +1,4 @@
-//! Certificates (issue 33) end to end: the real binary, a CA made with
+//! Certificates end to end: the real binary, a CA made with
 //! `admin ca create`, a policy folder with `admin policy set`, then the
 //! product's calls over HTTP as vcert and pyvenafi send them, every answer
 //! checked with openssl (`verify -CAfile`, `pkcs8 -passin` for the PBES2 key,
@@ -405,7 +405,7 @@ async fn certificates_from_request_to_crl_with_openssl() {
     assert!(ok && out.contains("verify OK"), "{out}");
     assert!(out.contains(&new_serial), "the revoked serial {new_serial} is on the CRL: {out}");
     assert!(!out.contains(&old_serial), "the archived one was not revoked");
-    // Retire and delete by GUID (the spellings of §0.14).
+    // Retire and delete by GUID, as clients spell it: bare, and braced with the slash URL-encoded (VenafiPS).
     let bare = guid.trim_matches(|c| c == '{' || c == '}').to_owned();
     let r = c
         .http

@@ -1,5 +1,5 @@
 //! `strongroom config check` checks what start-up checks: one test per
-//! case of issue 22's item 2, each also showing that the setting really is
+//! start-up check it repeats, each also showing that the setting really is
 //! refused (by `serve` where start-up would fail on it).
 #![allow(clippy::disallowed_methods)]
 

@@ -1,4 +1,4 @@
-//! The console's certificate pages (issue 33) on the real binary, as a
+//! The console's certificate pages on the real binary, as a
 //! browser without JavaScript uses them: a root CA created through the form
 //! is the one `admin ca list` lists (its certificate the one `ca show --pem`
 //! prints, its event naming the signed-in person), a policy set through the

@@ -82,7 +82,7 @@ async fn a_standards_client_discovers_the_endpoints_logs_in_and_revokes() {
     assert_eq!(verify(access.clone()).await, 401);
     let err = client.exchange_refresh_token(&RefreshToken::new(refresh.clone())).request_async(&http).await.unwrap_err();
     assert!(format!("{err:?}").contains("invalid_grant"), "{err:?}");
-    // Revoking again, or an unknown token: 200 all the same (§2.2).
+    // Revoking again, or an unknown token: 200 all the same (RFC 7009 §2.2).
     client.revoke_token(StandardRevocableToken::RefreshToken(RefreshToken::new(refresh))).unwrap().request_async(&http).await.unwrap();
     let unknown = oauth2::AccessToken::new("not-a-token".into());
     client.revoke_token(StandardRevocableToken::AccessToken(unknown)).unwrap().request_async(&http).await.unwrap();

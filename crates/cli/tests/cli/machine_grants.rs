@@ -1,4 +1,4 @@
-//! Tokens for machines without a stored secret (issue 19): the JWT grant
+//! Tokens for machines without a stored secret: the JWT grant
 //! against an issuer the test starts (Node.js with the `jose` library:
 //! JWKS and OpenID discovery over HTTPS with a CA of the test's), and the
 //! certificate grant with certificates the test makes (rcgen).

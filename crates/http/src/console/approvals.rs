@@ -1,4 +1,4 @@
-//! Certificate requests waiting for approval (issue 33; Master Admins only,
+//! Certificate requests waiting for approval (Master Admins only,
 //! as `strongroom admin certificates pending|approve|reject`, which run on the
 //! store only).
 //!

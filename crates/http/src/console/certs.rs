@@ -1,5 +1,5 @@
-//! Certificate authorities and folder certificate policies (issue 33;
-//! Master Admins only, as `strongroom admin ca` and `admin policy`, which
+//! Certificate authorities and folder certificate policies (Master
+//! Admins only, as `strongroom admin ca` and `admin policy`, which
 //! run on the store only).
 //!
 //! - `/admin/cas`: the CAs (name, root / intermediate / pending, algorithm,

@@ -185,7 +185,7 @@ impl SdkBody {
     }
 }
 
-/// `oauth/*` (issue 23): nested objects.
+/// `oauth/*`: nested objects.
 impl SdkBody {
     /// A nested object, read the same lenient way.
     pub fn object(&self, names: &[&str]) -> Result<Option<SdkBody>, FieldError> {

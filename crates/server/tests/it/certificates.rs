@@ -1,4 +1,4 @@
-//! Certificates in-process (issue 33), where the manual clock or the
+//! Certificates in-process, where the manual clock or the
 //! vault's side matters: the vault view of certificate objects (VenafiPS's
 //! `Find-VdcVaultId` and `Export-VdcVaultObject`: `SecretStore/LookupByOwner`
 //! on the certificate's DN, then `SecretStore/Retrieve` reading `VaultType`),

@@ -1,4 +1,4 @@
-//! `Config/*` (issue 23): the `\VED` tree's folders and local identities as
+//! `Config/*`: the `\VED` tree's folders and local identities as
 //! objects, each `Result` code, the scopes, and who sees what.
 
 use reqwest::StatusCode;

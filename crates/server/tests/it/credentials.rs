@@ -1,4 +1,4 @@
-//! Credential objects (`/vedsdk/Credentials/*`, issue 32) over HTTP, with
+//! Credential objects (`/vedsdk/Credentials/*`) over HTTP, with
 //! the bodies pyvenafi's `Credentials` endpoints send: whoever holds Read
 //! on a credential (directly, through a group, or as a machine identity)
 //! reads it back, whoever does not is refused; every read is a chained

@@ -92,7 +92,7 @@ async fn device_flow_end_to_end() {
     let (st, e) = s.poll("my-app", &device_code).await;
     assert_eq!((st, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
 
-    // Refresh in the seed's JSON shape: new pair, same scope and refresh_until.
+    // Refresh in the product's JSON shape: new pair, same scope and refresh_until.
     s.clock.advance_secs(60);
     let (st, t2) = s.refresh("my-app", &refresh).await;
     assert_eq!(st, StatusCode::OK, "{t2}");

@@ -1,7 +1,6 @@
-//! Groups, teams and passwords administered over the API (issue 23, item
-//! 4): pyvenafi's `Group.create` / `add_members` sequence and VenafiPS's
-//! `New-VdcTeam` / `Add-VdcTeamMember` sequence as the clients send them
-//! (admin-api.md §5), each call refused without its scope (403
+//! Groups, teams and passwords administered over the API: pyvenafi's `Group.create` / `add_members` sequence and VenafiPS's
+//! `New-VdcTeam` / `Add-VdcTeamMember` sequence as the clients send them,
+//! each call refused without its scope (403
 //! `insufficient_scope`) and without the role (403 with `Message`), a group
 //! right reaching a member's token as soon as they are added and stopping
 //! as soon as they are removed, every change an event naming the caller.

@@ -1,4 +1,4 @@
-//! `POST /vedsdk/oauth/*` (issue 23, item 5): API integrations, their rules
+//! `POST /vedsdk/oauth/*`: API integrations, their rules
 //! and grants administered with the product's calls, as pyvenafi sends them
 //! (lower-case paths) and as VenafiPS's `Revoke-VdcGrant` does; refused
 //! without the scope or the role (403 both: book/src/administration/integrations.md); a removed rule

@@ -1,4 +1,4 @@
-//! `Permissions/Object/{guid}/…` (issue 23): explicit, implicit and
+//! `Permissions/Object/{guid}/…`: explicit, implicit and
 //! effective permissions, each status, the scopes, ManagePermissions, and
 //! two administrators changing one entry at once (on SQLite, and through
 //! two servers on one PostgreSQL database).

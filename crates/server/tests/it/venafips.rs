@@ -1,4 +1,4 @@
-//! The VenafiPS and pyvenafi administration sequences of admin-api.md §5,
+//! The VenafiPS and pyvenafi administration sequences (each client's calls in order),
 //! replayed request by request as the clients send them (paths cased as
 //! they case them, braces percent-encoded as Python's `requests` encodes
 //! them): create a folder, find the user, grant Write (with each client's

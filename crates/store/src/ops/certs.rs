@@ -1,4 +1,4 @@
-//! Certificates (issue 33): issuing CAs, folder policies, certificate
+//! Certificates: issuing CAs, folder policies, certificate
 //! objects and their revocations. An issuance is one transaction: the
 //! object's folder (made if need be), the DN's current certificate, key and
 //! CSR entries archived, the new ones written with their owner, the DN's one

@@ -1,4 +1,4 @@
-//! Groups administered over the API (issue 23): a group made with its
+//! Groups administered over the API: a group made with its
 //! members, owners and team details in one transaction; batches of
 //! membership changes, each one conditional write with its own event;
 //! renames; owners and teams (migration 0011).

@@ -1,4 +1,4 @@
-//! The `\VED` tree as objects (issue 23): folders with their GUIDs, and the
+//! The `\VED` tree as objects: folders with their GUIDs, and the
 //! explicit permission entries on a folder, each changed by one
 //! conditional write with its event (`Permissions/Object/…`: a POST
 //! inserts only where there is no entry, a PUT replaces only an entry that

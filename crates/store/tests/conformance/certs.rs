@@ -1,4 +1,4 @@
-//! Certificates (issue 33): one current certificate per DN however many
+//! Certificates: one current certificate per DN however many
 //! issuances race on it (every other one archived, every one in the log),
 //! a serial revoked once however many revocations race, the rights of the
 //! asker re-checked in the write, and a deletion that takes the entries.

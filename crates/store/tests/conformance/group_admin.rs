@@ -1,4 +1,4 @@
-//! Groups administered over the API (`GroupStore`, issue 23): a group made
+//! Groups administered over the API (`GroupStore`): a group made
 //! with its owners, team and members in one transaction; batches of
 //! membership changes; renames; and many adds and removes of one member at
 //! once ending where the event log says.

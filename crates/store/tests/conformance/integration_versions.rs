@@ -1,6 +1,6 @@
 //! An integration's version: every change is one conditional write over the
 //! version it read, so administrators changing one integration at once never
-//! lose each other's changes (issue 23).
+//! lose each other's changes.
 
 use std::sync::Arc;
 

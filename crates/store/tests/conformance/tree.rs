@@ -1,4 +1,4 @@
-//! The `\VED` tree (issue 23): folders as objects with GUIDs (fixed for the
+//! The `\VED` tree: folders as objects with GUIDs (fixed for the
 //! roots, kept for a folder's life), explicit entries listed, and each
 //! change of one a conditional write that appends its event only when it
 //! changed a row, also when many race on one entry.

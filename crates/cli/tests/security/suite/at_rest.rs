@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::support::{Fx, PASSWORD, Server, postgres_schema, report};
 
 const FOLDER: &str = "\\VED\\Policy\\Canary";
-/// Vault values written with a canary each (the anchor's 1,000, scaled down).
+/// Vault values written with a canary each (the security list's 1,000, scaled down).
 const VALUES: usize = 200;
 
 /// Every form a secret may take on disk or in a log.
@@ -193,7 +193,7 @@ fn key_secrets(pkcs8: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Certificates (issue 33): a CA and a policy folder, then a centrally
+/// Certificates: a CA and a policy folder, then a centrally
 /// generated P-256 key and an RSA-2048 one (each Request asking for its key
 /// inline under a `Password`, as VenafiPS does), each exported as PBES2 PKCS#8 and
 /// as PKCS #12 under passwords of their own, and read raw (PKCS#8) through

@@ -1,4 +1,4 @@
-//! Authorization that follows every change at once (issue 17): I5, live
+//! Authorization that follows every change at once: I5, live
 //! tokens after a change of the integration or the user, probed while the
 //! change is made; E5, the event log read through `GET /vedsdk/Log`; C8,
 //! whether `Result` codes tell a caller without rights which VaultIDs exist.

@@ -1,4 +1,4 @@
-//! N1 (issue 33): a certificate's private key leaves the server only to a
+//! N1: a certificate's private key leaves the server only to a
 //! caller who may have it, and every time it does the chained log says so.
 //! The refusals by scope (a `certificate` token cannot request, a
 //! `certificate:manage` token cannot revoke) and Private Key Read on

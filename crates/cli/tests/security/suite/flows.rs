@@ -66,7 +66,7 @@ async fn a1_concurrent_device_code_redemption() {
         }
     }
     // The documented answer of a loser: the code is used, and a used code
-    // answers 400 invalid_grant (DECISIONS.md); `slow_down` cannot happen
+    // answers 400 invalid_grant (book/src/reference/api-choices.md); `slow_down` cannot happen
     // here, pacing applies to pending codes only.
     let losers: usize = loser_errors.values().sum();
     let documented = loser_errors.get("400 invalid_grant").copied().unwrap_or(0);

@@ -132,7 +132,7 @@ async fn c2_password_guessing_and_lockout() {
 }
 
 /// C3's bars on the timing gap between an unknown user and a wrong password:
-/// the anchors' 5 ms on the median of the paired differences, and 10 ms on
+/// the security list's 5 ms on the median of the paired differences, and 10 ms on
 /// the difference of the two medians, which moves more with the machine's
 /// load (up to 5.1 ms with both cores busy elsewhere; book/src/security/suite.md has the
 /// measured figures).

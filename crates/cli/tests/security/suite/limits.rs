@@ -1,4 +1,4 @@
-//! The limits under concurrency (issue 17): every limit test of the suite
+//! The limits under concurrency: every limit test of the suite
 //! again with its requests sent all at once (B1p, B3p, C1p, C2p), and C7,
 //! the locks that must not be turned against the user they protect.
 //!

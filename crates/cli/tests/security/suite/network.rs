@@ -1,6 +1,6 @@
 //! K1 (slow and idle connections must not starve others) and K2 (TLS
-//! versions and cipher suites offered). Not in the anchors' list; asked for
-//! by the hardening issue.
+//! versions and cipher suites offered): ids beyond the security list's
+//! A1-I4, added for the server's hardening.
 #![allow(clippy::disallowed_methods)] // waits on real processes and sockets
 
 use std::process::{Command, Stdio};

@@ -106,7 +106,7 @@ async fn c4_approval_page_headers_and_forgery() {
     assert!(ok, "C4");
 }
 
-/// C4b: the anti-forgery checks' details (issue 17's findings): the Origin's
+/// C4b: the anti-forgery checks' details: the Origin's
 /// scheme, a foreign Referer without an Origin, a planted cookie, and over
 /// HTTPS the `__Host-` cookie and HSTS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

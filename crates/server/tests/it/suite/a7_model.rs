@@ -741,7 +741,7 @@ async fn prepared(s: TestServer) -> TestServer {
 /// Sequences that once diverged, run first on every backend, whatever the
 /// seed. (A divergence prints its smallest sequence, `Action`s in this form.)
 const REGRESSIONS: &[&[Action]] = &[
-    // Issue 35: the access token refreshed away at the instant it expires is
+    // The access token refreshed away at the instant it expires is
     // forgotten by the refresh (it no longer works), so Revoke with it is
     // 202; the model kept it and said 200.
     &[

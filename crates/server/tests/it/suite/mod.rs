@@ -1,4 +1,4 @@
-//! Tests of the security list (`shared/reference/security-anchors.md` §3)
+//! Tests of the security list (book/src/security/suite.md)
 //! that need the manual clock, so they run in-process rather than against
 //! the binary (`crates/cli/tests/security`): A4, A7, and B1, B2 and I3,
 //! which would otherwise wait out real seconds; and L1, L2 (a directory's

@@ -62,10 +62,10 @@ async fn b1_slow_down_enforcement() {
 }
 
 /// B2: expiry (validity 10 s, the shortest allowed), approval after expiry,
-/// deny then poll. The documented answers (DECISIONS.md): a denied code
-/// answers 400 access_denied on every poll while it lives; an expired one,
-/// denied or not, 400 invalid_grant (the seed's choice for expired, unknown
-/// or used codes, where RFC 8628 says expired_token).
+/// deny then poll. The project's answers: a denied code answers 400
+/// access_denied on every poll while it lives; an expired one, denied or
+/// not, 400 invalid_grant (as for unknown or used codes, where RFC 8628
+/// says expired_token).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b2_expiry_and_denial() {
     let s = TestServer::start().await;
