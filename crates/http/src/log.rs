@@ -6,12 +6,12 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
 use strongroom_core::event::{EventKind, Severity, StoredEvent};
 use strongroom_core::time::UnixTime;
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::FolderPath;
 use strongroom_core::vault::value;
+use strongroom_proto::certificates::{ItemsForClassRequest, MetadataItemsResponse};
 use strongroom_proto::vedsdk::{LogApplicationDefinition, LogEvent, LogEventDefinition, LogResponse, LogSchemaResponse};
 use strongroom_store::EventFilter;
 
@@ -302,9 +302,9 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
         asks for `X509 Certificate` and `Device`; a class no field applies to has none): `{\"Result\":0,\"Items\":[{Label, Guid, \
         Type, AllowedValues, Classes, …}]}`. Any valid token.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json", description = "`{\"ConfigClass\": \"X509 Certificate\"}`"),
+    request_body(content = ItemsForClassRequest, description = "A JSON object; keys match in any case."),
     responses(
-        (status = 200, description = "The fields.", body = Value),
+        (status = 200, description = "The fields.", body = MetadataItemsResponse),
         (status = 400, description = "The body is not a JSON object: `{\"Error\"}`.", body = Value),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
@@ -314,12 +314,12 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
 )]
 pub(crate) async fn items_for_class(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Result<Response, CertFailure> {
     let class = c.body.text(&["ConfigClass"])?.filter(|k| !k.trim().is_empty());
-    let items: Vec<Value> = strongroom_app::service::certificates::fields_for_class(&app, class.as_deref())
+    let items = strongroom_app::service::certificates::fields_for_class(&app, class.as_deref())
         .await?
         .iter()
         .map(crate::certificates::field_item)
         .collect();
-    Ok(ok(&json!({"Result": 0, "Items": items})))
+    Ok(ok(&MetadataItemsResponse { items, locked: None, result: 0 }))
 }
 
 #[cfg(test)]

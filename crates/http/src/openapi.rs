@@ -24,9 +24,9 @@ use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, BrowseRequest, DefaultKeyResponse, DissociateRequest,
     EncryptionKeysResponse, ErrorOnly, IdentitiesResponse, IdentityEntry, IdentityName, IdentityRequest, LogApplicationDefinition,
     LogEvent, LogEventDefinition, LogRequest, LogResponse, LogResultResponse, LogSchemaResponse, LookupAssociationRequest,
-    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MetadataItem, MetadataItemsResponse, MutateRequest,
-    NamespacesResponse, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
-    TypedNameValuesResponse, ValidateResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValidateResponse,
+    ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -91,8 +91,6 @@ pub(crate) const BEARER: &str = "bearer";
             LogSchemaResponse,
             LogEventDefinition,
             LogApplicationDefinition,
-            MetadataItemsResponse,
-            MetadataItem,
             NamespacesResponse,
             IdentityEntry,
             IdentitiesResponse,
