@@ -15,7 +15,7 @@ use strongroom_proto::config::ConfigResult;
 
 use super::extract::{CertCall, scope};
 use super::respond::{CertFailure, ok};
-use super::responses::SdkRefusals;
+use super::responses::CertRefusals;
 use crate::state::HttpState;
 
 type Answer = Result<Response, CertFailure>;
@@ -42,7 +42,7 @@ fn attribute(c: &strongroom_proto::read::SdkBody) -> Result<cp::Attribute, CertF
         the folder (else 403). Every change is a `certificate.policy_set` event. Scope `configuration:manage`.",
     security(("bearer" = [])),
     request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), SdkRefusals),
+    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), CertRefusals),
 )]
 pub(crate) async fn write_policy(State(app): State<HttpState>, c: CertCall<scope::ConfigurationManage>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;
@@ -64,7 +64,7 @@ pub(crate) async fn write_policy(State(app): State<HttpState>, c: CertCall<scope
         Needs Read on the folder (else 403). Scope `configuration`.",
     security(("bearer" = [])),
     request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{\"Locked\": true, \"Result\": 1, \"Values\": […]}`", body = ReadPolicyResponse), SdkRefusals),
+    responses((status = 200, description = "`{\"Locked\": true, \"Result\": 1, \"Values\": […]}`", body = ReadPolicyResponse), CertRefusals),
 )]
 pub(crate) async fn read_policy(State(app): State<HttpState>, c: CertCall<scope::Configuration>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;
@@ -83,7 +83,7 @@ pub(crate) async fn read_policy(State(app): State<HttpState>, c: CertCall<scope:
         `configuration:manage`.",
     security(("bearer" = [])),
     request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), SdkRefusals),
+    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), CertRefusals),
 )]
 pub(crate) async fn clear_policy_attribute(State(app): State<HttpState>, c: CertCall<scope::ConfigurationManage>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;

@@ -35,7 +35,7 @@ use strongroom_store::{CertField, CertRecord};
 
 use super::extract::{CertCall, VaultCaller, scope};
 use super::respond::{self, CertFailure, ok};
-use super::responses::{SdkRefusals, Timeout, Unavailable};
+use super::responses::{CertRefusals, CertUnsuccessful, KeysBusy, KeysBusyUnsuccessful, Timeout, Unavailable};
 use crate::state::HttpState;
 
 type Answer = Result<Response, CertFailure>;
@@ -115,7 +115,7 @@ fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
         right on or below) is 400 `{\"Error\":\"PolicyDN: … does not exist\"}`. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = CheckPolicyRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{\"Error\": null, \"Policy\": {…}}`", body = CheckPolicyResponse), (status = 400, description = "No such folder.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{\"Error\": null, \"Policy\": {…}}`", body = CheckPolicyResponse), CertRefusals),
 )]
 pub(crate) async fn check_policy(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["PolicyDN"])?.ok_or_else(|| invalid("PolicyDN is required."))?;
@@ -214,7 +214,7 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = EnrollmentRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`, with `WorkToDoTimeout` the certificate too.", body = EnrollmentResponse), (status = 400, description = "Refused; nothing issued.", body = Value), (status = 429, description = "Too many server-made keys in progress (this caller's, or all); `Retry-After`; nothing requested.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`, with `WorkToDoTimeout` the certificate too.", body = EnrollmentResponse), (status = 429, response = KeysBusy), CertRefusals),
 )]
 pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let input = request_input(&c.body)?;
@@ -285,7 +285,7 @@ fn retrieved(r: svc::Retrieved) -> Response {
         120 s); rejected: 500 `{\"Stage\", \"Status\"}` with the reason. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = CertRetrieveRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = StageStatus), (status = 400, description = "No such certificate, or bad input.", body = Value), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = StageStatus), SdkRefusals),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = StageStatus), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = StageStatus), CertRefusals),
 )]
 pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let b = &c.body;
@@ -308,7 +308,7 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Ce
     security(("bearer" = [])),
     params(("vaultid" = i64, Path, description = "The certificate's VaultId (`PreviousVersions`).")),
     request_body(content = RetrieveFormat, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), CertRefusals),
 )]
 pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<String>, c: CertCall<scope::Certificate>) -> Answer {
     let id: i64 = id.trim().parse().map_err(|_| invalid("The vault id must be an integer."))?;
@@ -329,7 +329,7 @@ pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<
         Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = RenewRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{CertificateDN, Success: true}`", body = RenewResponse), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{CertificateDN, Success: true}`", body = RenewResponse), (status = 429, response = KeysBusyUnsuccessful), CertUnsuccessful),
 )]
 pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let b = &c.body;
@@ -352,7 +352,7 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
         Scope `certificate:revoke`.",
     security(("bearer" = [])),
     request_body(content = RevokeRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Requested, Success, Revoked}`, all true.", body = RevokeResponse), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Requested, Success, Revoked}`, all true.", body = RevokeResponse), CertUnsuccessful),
 )]
 pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::CertificateRevoke>) -> Answer {
     let b = &c.body;
@@ -378,7 +378,7 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
         which vcert tolerates. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = CertificateDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = ResetResponse), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = ResetResponse), CertRefusals),
 )]
 pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
@@ -395,7 +395,7 @@ pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::Certi
         `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = CertificateDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
@@ -411,7 +411,7 @@ pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::Certi
         `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn unsupported(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -436,7 +436,7 @@ fn no_devices(call: &str) -> Answer {
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn associate(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -451,7 +451,7 @@ pub(crate) async fn associate(c: CertCall<scope::CertificateManage>) -> Answer {
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn dissociate(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -466,7 +466,7 @@ pub(crate) async fn dissociate(c: CertCall<scope::CertificateManage>) -> Answer 
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn push(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -507,7 +507,7 @@ pub(crate) fn field_item(f: &CertField) -> MetadataItem {
         Read on the object (else 403); an object the caller cannot see is 400 `{Error}`. Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = MetadataGetRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Data: [{Key, Value}], Locked: false}`", body = MetadataGetResponse), SdkRefusals),
+    responses((status = 200, description = "`{Data: [{Key, Value}], Locked: false}`", body = MetadataGetResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
@@ -529,7 +529,7 @@ pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope
         \"Result\": 0}`. Read on the object (else 403). Scope `certificate`.",
     security(("bearer" = [])),
     request_body(content = MetadataDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), SdkRefusals),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
@@ -549,7 +549,7 @@ pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall
         19 a value too long or too many (nothing written). Write on the object (else 403). Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = MetadataSetRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Locked: false, Result: N}`", body = MetadataSetResponse), SdkRefusals),
+    responses((status = 200, description = "`{Locked: false, Result: N}`", body = MetadataSetResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
@@ -571,7 +571,7 @@ pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope
     description = "Every custom field defined (`strongroom admin fields create`): 200 `{\"Items\": [...], \"Locked\": false, \
         \"Result\": 0}`. Any valid token.",
     security(("bearer" = [])),
-    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), SdkRefusals),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_items(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Answer {
     let _ = c;
@@ -623,7 +623,7 @@ fn time_filter(v: &str) -> Result<i64, CertFailure> {
         in `TotalCount` and the `X-Record-Count` header (VenafiPS pages by it; `HEAD` gives the header alone). Scope \
         `certificate`.",
     security(("bearer" = [])),
-    responses((status = 200, description = "`{Certificates: […], DataRange, TotalCount}`", body = CertificatesResponse), SdkRefusals),
+    responses((status = 200, description = "`{Certificates: […], DataRange, TotalCount}`", body = CertificatesResponse), CertRefusals),
 )]
 pub(crate) async fn search(
     State(app): State<HttpState>,
@@ -754,7 +754,7 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
         enrollment `CertificateDetails` without a `Thumbprint`. Needs a right on it. Scope `certificate`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "The object.", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+    responses((status = 200, description = "The object.", body = Value), CertRefusals),
 )]
 pub(crate) async fn get_one(
     State(app): State<HttpState>,
@@ -776,7 +776,7 @@ pub(crate) async fn get_one(
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
     request_body(content = CertificateUpdateRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<String>, c: CertCall<scope::CertificateManage>) -> Answer {
     let r = svc::object_by_guid(&app, &c.caller, &guid).await?;
@@ -803,7 +803,7 @@ pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<Strin
         Delete. Scope `certificate:delete`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn delete_one(
     State(app): State<HttpState>,
@@ -824,7 +824,7 @@ pub(crate) async fn delete_one(
         `certificate`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "`{PreviousVersions: […]}`", body = PreviousVersionsResponse), SdkRefusals),
+    responses((status = 200, description = "`{PreviousVersions: […]}`", body = PreviousVersionsResponse), CertRefusals),
 )]
 pub(crate) async fn previous_versions(
     State(app): State<HttpState>,

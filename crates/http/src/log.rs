@@ -17,7 +17,7 @@ use strongroom_store::EventFilter;
 
 use super::extract::{CertCall, Vault, VaultCaller, scope};
 use super::respond::{CertFailure, SdkFailure, ok};
-use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
+use super::responses::{CertRefusals, LogAnswer, SdkRefusals};
 use crate::state::HttpState;
 use strongroom_app::service::tree;
 use strongroom_app::service::vault::VaultError;
@@ -303,14 +303,7 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
         Type, AllowedValues, Classes, …}]}`. Any valid token.",
     security(("bearer" = [])),
     request_body(content = ItemsForClassRequest, description = "A JSON object; keys match in any case."),
-    responses(
-        (status = 200, description = "The fields.", body = MetadataItemsResponse),
-        (status = 400, description = "The body is not a JSON object: `{\"Error\"}`.", body = Value),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 503, response = Unavailable),
-    ),
+    responses((status = 200, description = "The fields.", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn items_for_class(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Result<Response, CertFailure> {
     let class = c.body.text(&["ConfigClass"])?.filter(|k| !k.trim().is_empty());

@@ -21,7 +21,7 @@ use strongroom_proto::certificates::{
 
 use super::extract::{CertCall, scope};
 use super::respond::{CertFailure, ok};
-use super::responses::SdkRefusals;
+use super::responses::CertRefusals;
 use crate::state::HttpState;
 
 type Answer = Result<axum::response::Response, CertFailure>;
@@ -42,7 +42,7 @@ fn guid_of(c: &CertCall<scope::CertificateManage>) -> Result<String, CertFailure
         \"Result\": 1}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = TicketEnumerateRequest, description = "A JSON object; keys match in any case."),
-    responses((status = 200, description = "`{GUIDs, Result}`", body = TicketEnumerateResponse), SdkRefusals),
+    responses((status = 200, description = "`{GUIDs, Result}`", body = TicketEnumerateResponse), CertRefusals),
 )]
 pub(crate) async fn enumerate(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["ObjectDN"])?;
@@ -59,7 +59,7 @@ pub(crate) async fn enumerate(State(app): State<HttpState>, c: CertCall<scope::C
         ticket is gone (400). `{\"Status\", \"Result\": 1}`. Needs a right on the certificate. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = TicketRequest, description = "A JSON object; keys match in any case."),
-    responses((status = 200, description = "`{Status, Result}`", body = TicketStatusResponse), (status = 400, description = "No such ticket.", body = serde_json::Value), SdkRefusals),
+    responses((status = 200, description = "`{Status, Result}`", body = TicketStatusResponse), CertRefusals),
 )]
 pub(crate) async fn status(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let p = svc::pending_by_guid(&app, &c.caller, &guid_of(&c)?).await?;
@@ -77,7 +77,7 @@ pub(crate) async fn status(State(app): State<HttpState>, c: CertCall<scope::Cert
         `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = TicketUpdateRequest, description = "A JSON object; keys match in any case."),
-    responses((status = 200, description = "`{Result: 1}`", body = TicketResult), (status = 400, description = "No such ticket, or another status.", body = serde_json::Value), SdkRefusals),
+    responses((status = 200, description = "`{Result: 1}`", body = TicketResult), CertRefusals),
 )]
 pub(crate) async fn update_status(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let p = svc::pending_by_guid(&app, &c.caller, &guid_of(&c)?).await?;
