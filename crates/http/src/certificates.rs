@@ -24,11 +24,11 @@ use strongroom_core::time::UnixTime;
 use strongroom_core::vault::VaultId;
 use strongroom_proto::SecretString;
 use strongroom_proto::certificates::{
-    CertRetrieveRequest, CertificateDnRequest, CertificateFile, CertificateSummary, CertificateUpdateRequest, CertificatesResponse,
-    CheckPolicyRequest, CheckPolicyResponse, EnrollmentRequest, EnrollmentResponse, Link, MetadataDnRequest, MetadataGetRequest,
-    MetadataGetResponse, MetadataItem, MetadataItemsResponse, MetadataSetRequest, MetadataSetResponse, MetadataValues,
-    PreviousCertificateDetails, PreviousVersion, PreviousVersionsResponse, RenewRequest, RenewResponse, ResetResponse, RetrieveFormat,
-    RevokeRequest, RevokeResponse, StageStatus, SuccessResponse, X509Summary,
+    CertRetrieveRequest, CertRevokeRequest, CertRevokeResponse, CertificateDnRequest, CertificateFile, CertificateSummary,
+    CertificateUpdateRequest, CertificatesResponse, CheckPolicyRequest, CheckPolicyResponse, EnrollmentRequest, EnrollmentResponse, Link,
+    MetadataDnRequest, MetadataGetRequest, MetadataGetResponse, MetadataItem, MetadataItemsResponse, MetadataSetRequest,
+    MetadataSetResponse, MetadataValues, PreviousCertificateDetails, PreviousVersion, PreviousVersionsResponse, RenewRequest,
+    RenewResponse, ResetResponse, RetrieveFormat, StageStatus, SuccessResponse, X509Summary,
 };
 use strongroom_proto::read::SdkBody;
 use strongroom_store::{CertField, CertRecord};
@@ -351,8 +351,8 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
         200 `{\"Requested\": true, \"Success\": true, \"Revoked\": true}`; refused: `{\"Success\": false, \"Error\"}`. \
         Scope `certificate:revoke`.",
     security(("bearer" = [])),
-    request_body(content = RevokeRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
-    responses((status = 200, description = "`{Requested, Success, Revoked}`, all true.", body = RevokeResponse), CertUnsuccessful),
+    request_body(content = CertRevokeRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Requested, Success, Revoked}`, all true.", body = CertRevokeResponse), CertUnsuccessful),
 )]
 pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::CertificateRevoke>) -> Answer {
     let b = &c.body;
@@ -364,7 +364,7 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
     let disable = b.flag(&["Disable"]).map_err(|e| un(CertError::Invalid(e.0)))?.unwrap_or(false);
     let comments = b.text(&["Comments"]).ok().flatten();
     svc::revoke(&app, &c.caller, &r, reason, disable, comments.as_deref()).await.map_err(un)?;
-    Ok(ok(&RevokeResponse { requested: true, revoked: true, success: true }))
+    Ok(ok(&CertRevokeResponse { requested: true, revoked: true, success: true }))
 }
 
 #[utoipa::path(
@@ -990,7 +990,7 @@ mod tests {
             (b.string(&["CertificateDN"]), b.string(&["PKCS10"]), b.flag(&["Reenable"])),
             (Ok(Some(dn.into())), Ok(Some("csr".into())), Ok(Some(true)))
         );
-        let b = read(&RevokeRequest {
+        let b = read(&CertRevokeRequest {
             certificate_dn: Some(dn.into()),
             thumbprint: None,
             reason: Some(4),

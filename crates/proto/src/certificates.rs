@@ -265,7 +265,7 @@ pub struct RenewResponse {
 /// `Certificates/Revoke`: by `CertificateDN` or `Thumbprint`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({"CertificateDN": "\\VED\\Policy\\apps\\www.example.com", "Reason": 1})))]
-pub struct RevokeRequest {
+pub struct CertRevokeRequest {
     #[serde(rename = "CertificateDN", skip_serializing_if = "Option::is_none", default)]
     pub certificate_dn: Option<String>,
     #[serde(rename = "Thumbprint", skip_serializing_if = "Option::is_none", default)]
@@ -284,7 +284,7 @@ pub struct RevokeRequest {
 /// `Certificates/Revoke`: all three are true.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct RevokeResponse {
+pub struct CertRevokeResponse {
     #[serde(rename = "Requested")]
     pub requested: bool,
     #[serde(rename = "Revoked")]
@@ -700,7 +700,7 @@ mod tests {
         assert_eq!(wire(&SuccessResponse::DONE), r#"{"Success":true}"#);
         assert_eq!(wire(&SuccessResponse::refused("No.".into())), r#"{"Error":"No.","Success":false}"#);
         assert_eq!(
-            wire(&RevokeResponse { requested: true, revoked: true, success: true }),
+            wire(&CertRevokeResponse { requested: true, revoked: true, success: true }),
             r#"{"Requested":true,"Revoked":true,"Success":true}"#
         );
         assert_eq!(wire(&StageStatus { stage: 500, status: "Pending".into() }), r#"{"Stage":500,"Status":"Pending"}"#);
