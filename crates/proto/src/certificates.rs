@@ -333,7 +333,7 @@ pub struct CertificateUpdateRequest {
 pub struct CertificatesResponse {
     #[serde(rename = "Certificates")]
     pub certificates: Vec<CertificateSummary>,
-    /// `Certificates {first} - {last}` (`0 - 0` for none).
+    /// `Certificates {first} - {last}`, from 1 (`first` 0 for an empty page).
     #[serde(rename = "DataRange")]
     pub data_range: String,
     /// How many were found before paging.
