@@ -8,294 +8,171 @@ use std::fmt;
 
 use crate::time::UnixTime;
 
-/// Every kind of event. The string forms are stable: they are stored and
-/// filtered on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum EventKind {
-    UserCreated,
-    UserDisabled,
-    UserEnabled,
-    UserPasswordChanged,
+/// The table of every kind of event, one row each: the variant (with its
+/// doc), its label ([`EventKind::as_str`]) and its severity
+/// ([`EventKind::severity`]). The rows are in the order of
+/// [`EventKind::ALL`], which gives each kind its [`EventKind::code`]: a new
+/// kind is a new row at the end, and no row ever moves.
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $kind:ident => $label:literal, $severity:ident;)*) => {
+        /// Every kind of event. The string forms are stable: they are stored and
+        /// filtered on.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum EventKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl EventKind {
+            /// Every kind, in the order of their codes.
+            pub const ALL: &'static [EventKind] = &[$(EventKind::$kind),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventKind::$kind => $label,)*
+                }
+            }
+
+            /// The product's severity of events of this kind (`GET /vedsdk/Log`):
+            /// a refused attack `Alert`, a refused sign-in or replay `Warning`, an
+            /// administrative change `Notice`, the rest `Info`.
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(EventKind::$kind => Severity::$severity,)*
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    UserCreated => "user.created", Notice;
+    UserDisabled => "user.disabled", Notice;
+    UserEnabled => "user.enabled", Notice;
+    UserPasswordChanged => "user.password_changed", Notice;
     /// An administrator cleared the user's guessing locks.
-    UserUnlocked,
+    UserUnlocked => "user.unlocked", Notice;
     /// Every live grant of a user was revoked at once (`admin grants revoke --user`).
-    UserGrantsRevoked,
-    IntegrationCreated,
-    IntegrationUpdated,
-    DeviceAuthorizationStarted,
-    DeviceApproved,
-    DeviceDenied,
-    DeviceCodeReplayed,
-    TokenIssued,
-    TokenRefreshed,
-    RefreshTokenReuse,
+    UserGrantsRevoked => "user.grants_revoked", Notice;
+    IntegrationCreated => "integration.created", Notice;
+    IntegrationUpdated => "integration.updated", Notice;
+    DeviceAuthorizationStarted => "device.started", Info;
+    DeviceApproved => "device.approved", Info;
+    DeviceDenied => "device.denied", Info;
+    DeviceCodeReplayed => "device.code_replayed", Warning;
+    TokenIssued => "token.issued", Info;
+    TokenRefreshed => "token.refreshed", Info;
+    RefreshTokenReuse => "token.refresh_reuse", Alert;
     /// A just-rotated refresh token came back while its pair was unused: the pair was replaced.
-    RefreshRetried,
+    RefreshRetried => "token.refresh_retried", Info;
     /// A redeemed device code came back while its grant was untouched: the pair was replaced.
-    DeviceCodeReissued,
-    GrantRevoked,
-    LoginFailed,
-    /// A person signed in with their password (the surface in `detail`:
-    /// approval page, console, password grant, approved applications).
-    LoginSucceeded,
-    UserCodeFailed,
-    Lockout,
-    FolderCreated,
-    RightsChanged,
-    VaultKeyCreated,
-    VaultResealed,
-    VaultAdded,
-    VaultAssociated,
-    VaultDissociated,
-    VaultOwnerAdded,
-    VaultOwnerRemoved,
-    VaultDeleted,
-    VaultMutated,
+    DeviceCodeReissued => "token.reissued", Info;
+    GrantRevoked => "grant.revoked", Notice;
+    LoginFailed => "login.failed", Warning;
+    UserCodeFailed => "device.user_code_failed", Warning;
+    Lockout => "login.lockout", Warning;
+    FolderCreated => "folder.created", Notice;
+    RightsChanged => "folder.rights_changed", Notice;
+    VaultKeyCreated => "vault.key_created", Notice;
+    VaultResealed => "vault.resealed", Info;
+    VaultAdded => "vault.added", Info;
+    VaultAssociated => "vault.associated", Info;
+    VaultDissociated => "vault.dissociated", Info;
+    VaultOwnerAdded => "vault.owner_added", Info;
+    VaultOwnerRemoved => "vault.owner_removed", Info;
+    VaultDeleted => "vault.deleted", Info;
+    VaultMutated => "vault.mutated", Info;
     /// The store recorded the check value of the master key it was first opened with.
-    MasterKeyRecorded,
+    MasterKeyRecorded => "store.master_key_recorded", Notice;
     /// A client wrote an event of its own (`POST /vedsdk/Log`).
-    ClientLog,
+    ClientLog => "client.log", Info;
     /// A user was deleted (their grants ended, their rights removed).
-    UserDeleted,
+    UserDeleted => "user.deleted", Notice;
     /// An API integration was deleted (its grants ended).
-    IntegrationDeleted,
+    IntegrationDeleted => "integration.deleted", Notice;
+    /// A folder was deleted (with the folders below it, when recursive).
+    FolderDeleted => "folder.deleted", Notice;
     /// The oldest events were archived to a file and deleted from the store
     /// (`admin events archive`, or the retention setting).
-    EventsArchived,
-    /// A folder was deleted (with the folders below it, when recursive).
-    FolderDeleted,
+    EventsArchived => "events.archived", Notice;
     /// A trusted JWT issuer was registered or changed (`admin jwt-issuers`).
-    JwtIssuerSaved,
-    JwtIssuerRemoved,
+    JwtIssuerSaved => "jwt.issuer_saved", Notice;
+    JwtIssuerRemoved => "jwt.issuer_removed", Notice;
     /// A JWT or certificate mapping was registered or changed (`admin mappings`).
-    MappingSaved,
-    MappingRemoved,
+    MappingSaved => "mapping.saved", Notice;
+    MappingRemoved => "mapping.removed", Notice;
     /// A machine identity got its row (first grant, or an administrator named it).
-    MachineIdentityAdded,
+    MachineIdentityAdded => "machine.identity_added", Notice;
     /// A JWT was presented again within its lifetime: refused.
-    JwtReplayed,
+    JwtReplayed => "token.jwt_replayed", Warning;
     /// A local group was created (`admin groups add`).
-    GroupCreated,
+    GroupCreated => "group.created", Notice;
     /// A group was deleted: its members, rights and places on integrations went with it.
-    GroupDeleted,
+    GroupDeleted => "group.deleted", Notice;
     /// A user joined a group.
-    GroupMemberAdded,
+    GroupMemberAdded => "group.member_added", Notice;
     /// A user left a group: the group's rights stop for them at once.
-    GroupMemberRemoved,
+    GroupMemberRemoved => "group.member_removed", Notice;
     /// A directory person signed in or refreshed: their row and their
     /// directory groups brought up to date (the detail names the changes).
-    DirectorySynced,
+    DirectorySynced => "user.directory_synced", Info;
     /// A local group was renamed (`Identity/RenameGroup`).
-    GroupRenamed,
+    GroupRenamed => "group.renamed", Notice;
     /// A folder deletion left an entry without an owner: kept as an orphan
     /// (`SecretStore/OrphanLookup`), never deleted with the folder.
-    VaultOrphaned,
+    VaultOrphaned => "vault.orphaned", Notice;
     /// Every console session of a user ended (sign-out, or an
     /// administrator's `admin users end-sessions`).
-    ConsoleSessionsEnded,
+    ConsoleSessionsEnded => "user.console_sessions_ended", Notice;
+    /// A person signed in with their password (the surface in `detail`:
+    /// approval page, console, password grant, approved applications).
+    LoginSucceeded => "login.succeeded", Info;
     /// A credential object was created (`Credentials/Create`).
-    CredentialCreated,
+    CredentialCreated => "credential.created", Notice;
     /// A credential's values were read (`Credentials/Retrieve`): every read is recorded.
-    CredentialRetrieved,
+    CredentialRetrieved => "credential.retrieved", Info;
     /// A credential's values or details were replaced (`Credentials/Update`).
-    CredentialUpdated,
+    CredentialUpdated => "credential.updated", Notice;
     /// A credential object was deleted with its sealed values (`Credentials/Delete`).
-    CredentialDeleted,
+    CredentialDeleted => "credential.deleted", Notice;
     /// A user was made a Master Admin, or stopped being one (`detail`: `master_admin=true|false`).
-    UserMasterAdminChanged,
+    UserMasterAdminChanged => "user.master_admin_changed", Notice;
     /// An issuing CA was created (`strongroom admin ca create`).
-    CaCreated,
-    /// An intermediate CA's certificate (and the chain above it) was installed (`strongroom admin ca install`).
-    CaInstalled,
+    CaCreated => "certificate.ca_created", Notice;
     /// A folder's certificate policy was set or cleared.
-    CertPolicySet,
+    CertPolicySet => "certificate.policy_set", Notice;
     /// A certificate was requested (`Certificates/Request`, `Renew`).
-    CertificateRequested,
+    CertificateRequested => "certificate.requested", Info;
     /// A certificate was issued (in the request's transaction).
-    CertificateIssued,
+    CertificateIssued => "certificate.issued", Info;
     /// A certificate's private key was handed out (`Certificates/Retrieve` with the key).
-    CertificateKeyExported,
+    CertificateKeyExported => "certificate.key_exported", Notice;
     /// A certificate was revoked (its serial is on its CA's CRL).
-    CertificateRevoked,
+    CertificateRevoked => "certificate.revoked", Notice;
     /// A certificate object was disabled (retired) or enabled.
-    CertificateDisabled,
+    CertificateDisabled => "certificate.disabled", Notice;
     /// A certificate object was deleted with its entries.
-    CertificateDeleted,
+    CertificateDeleted => "certificate.deleted", Notice;
+    /// An intermediate CA's certificate (and the chain above it) was installed (`strongroom admin ca install`).
+    CaInstalled => "certificate.ca_installed", Notice;
     /// A custom field was defined (`strongroom admin fields create`).
-    CertFieldCreated,
+    CertFieldCreated => "certificate.field_created", Notice;
     /// A custom field was removed with every object's values of it.
-    CertFieldRemoved,
+    CertFieldRemoved => "certificate.field_removed", Notice;
     /// A certificate object's custom field values were set (`Metadata/Set`).
-    CertificateFieldsSet,
+    CertificateFieldsSet => "certificate.fields_set", Info;
     /// A CA's `Manual Approval` was set or cleared (`strongroom admin ca set`).
-    CaUpdated,
+    CaUpdated => "certificate.ca_updated", Notice;
     /// A request waiting for approval was approved (its issuance is `certificate.issued`, in the same transaction).
-    CertificateApproved,
+    CertificateApproved => "certificate.approved", Notice;
     /// A request waiting for approval was rejected (`detail`: the reason).
-    CertificateRejected,
+    CertificateRejected => "certificate.rejected", Notice;
     /// A certificate's processing was reset (`Certificates/Reset`: a waiting or rejected request
     /// dropped) or retried (`Certificates/Retry`: a rejected request waiting again).
-    CertificateProcessingReset,
+    CertificateProcessingReset => "certificate.processing_reset", Notice;
 }
 
 impl EventKind {
-    pub const ALL: &'static [EventKind] = &[
-        EventKind::UserCreated,
-        EventKind::UserDisabled,
-        EventKind::UserEnabled,
-        EventKind::UserPasswordChanged,
-        EventKind::UserUnlocked,
-        EventKind::UserGrantsRevoked,
-        EventKind::IntegrationCreated,
-        EventKind::IntegrationUpdated,
-        EventKind::DeviceAuthorizationStarted,
-        EventKind::DeviceApproved,
-        EventKind::DeviceDenied,
-        EventKind::DeviceCodeReplayed,
-        EventKind::TokenIssued,
-        EventKind::TokenRefreshed,
-        EventKind::RefreshTokenReuse,
-        EventKind::RefreshRetried,
-        EventKind::DeviceCodeReissued,
-        EventKind::GrantRevoked,
-        EventKind::LoginFailed,
-        EventKind::UserCodeFailed,
-        EventKind::Lockout,
-        EventKind::FolderCreated,
-        EventKind::RightsChanged,
-        EventKind::VaultKeyCreated,
-        EventKind::VaultResealed,
-        EventKind::VaultAdded,
-        EventKind::VaultAssociated,
-        EventKind::VaultDissociated,
-        EventKind::VaultOwnerAdded,
-        EventKind::VaultOwnerRemoved,
-        EventKind::VaultDeleted,
-        EventKind::VaultMutated,
-        EventKind::MasterKeyRecorded,
-        EventKind::ClientLog,
-        EventKind::UserDeleted,
-        EventKind::IntegrationDeleted,
-        EventKind::FolderDeleted,
-        EventKind::EventsArchived,
-        EventKind::JwtIssuerSaved,
-        EventKind::JwtIssuerRemoved,
-        EventKind::MappingSaved,
-        EventKind::MappingRemoved,
-        EventKind::MachineIdentityAdded,
-        EventKind::JwtReplayed,
-        EventKind::GroupCreated,
-        EventKind::GroupDeleted,
-        EventKind::GroupMemberAdded,
-        EventKind::GroupMemberRemoved,
-        EventKind::DirectorySynced,
-        EventKind::GroupRenamed,
-        EventKind::VaultOrphaned,
-        EventKind::ConsoleSessionsEnded,
-        EventKind::LoginSucceeded,
-        EventKind::CredentialCreated,
-        EventKind::CredentialRetrieved,
-        EventKind::CredentialUpdated,
-        EventKind::CredentialDeleted,
-        EventKind::UserMasterAdminChanged,
-        EventKind::CaCreated,
-        EventKind::CertPolicySet,
-        EventKind::CertificateRequested,
-        EventKind::CertificateIssued,
-        EventKind::CertificateKeyExported,
-        EventKind::CertificateRevoked,
-        EventKind::CertificateDisabled,
-        EventKind::CertificateDeleted,
-        EventKind::CaInstalled,
-        EventKind::CertFieldCreated,
-        EventKind::CertFieldRemoved,
-        EventKind::CertificateFieldsSet,
-        EventKind::CaUpdated,
-        EventKind::CertificateApproved,
-        EventKind::CertificateRejected,
-        EventKind::CertificateProcessingReset,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::UserCreated => "user.created",
-            EventKind::UserDisabled => "user.disabled",
-            EventKind::UserEnabled => "user.enabled",
-            EventKind::UserPasswordChanged => "user.password_changed",
-            EventKind::UserUnlocked => "user.unlocked",
-            EventKind::UserGrantsRevoked => "user.grants_revoked",
-            EventKind::IntegrationCreated => "integration.created",
-            EventKind::IntegrationUpdated => "integration.updated",
-            EventKind::DeviceAuthorizationStarted => "device.started",
-            EventKind::DeviceApproved => "device.approved",
-            EventKind::DeviceDenied => "device.denied",
-            EventKind::DeviceCodeReplayed => "device.code_replayed",
-            EventKind::TokenIssued => "token.issued",
-            EventKind::TokenRefreshed => "token.refreshed",
-            EventKind::RefreshTokenReuse => "token.refresh_reuse",
-            EventKind::RefreshRetried => "token.refresh_retried",
-            EventKind::DeviceCodeReissued => "token.reissued",
-            EventKind::GrantRevoked => "grant.revoked",
-            EventKind::LoginFailed => "login.failed",
-            EventKind::LoginSucceeded => "login.succeeded",
-            EventKind::UserCodeFailed => "device.user_code_failed",
-            EventKind::Lockout => "login.lockout",
-            EventKind::FolderCreated => "folder.created",
-            EventKind::RightsChanged => "folder.rights_changed",
-            EventKind::VaultKeyCreated => "vault.key_created",
-            EventKind::VaultResealed => "vault.resealed",
-            EventKind::VaultAdded => "vault.added",
-            EventKind::VaultAssociated => "vault.associated",
-            EventKind::VaultDissociated => "vault.dissociated",
-            EventKind::VaultOwnerAdded => "vault.owner_added",
-            EventKind::VaultOwnerRemoved => "vault.owner_removed",
-            EventKind::VaultDeleted => "vault.deleted",
-            EventKind::VaultMutated => "vault.mutated",
-            EventKind::MasterKeyRecorded => "store.master_key_recorded",
-            EventKind::ClientLog => "client.log",
-            EventKind::UserDeleted => "user.deleted",
-            EventKind::IntegrationDeleted => "integration.deleted",
-            EventKind::FolderDeleted => "folder.deleted",
-            EventKind::EventsArchived => "events.archived",
-            EventKind::JwtIssuerSaved => "jwt.issuer_saved",
-            EventKind::JwtIssuerRemoved => "jwt.issuer_removed",
-            EventKind::MappingSaved => "mapping.saved",
-            EventKind::MappingRemoved => "mapping.removed",
-            EventKind::MachineIdentityAdded => "machine.identity_added",
-            EventKind::JwtReplayed => "token.jwt_replayed",
-            EventKind::GroupCreated => "group.created",
-            EventKind::GroupDeleted => "group.deleted",
-            EventKind::GroupMemberAdded => "group.member_added",
-            EventKind::GroupMemberRemoved => "group.member_removed",
-            EventKind::DirectorySynced => "user.directory_synced",
-            EventKind::GroupRenamed => "group.renamed",
-            EventKind::VaultOrphaned => "vault.orphaned",
-            EventKind::ConsoleSessionsEnded => "user.console_sessions_ended",
-            EventKind::CredentialCreated => "credential.created",
-            EventKind::CredentialRetrieved => "credential.retrieved",
-            EventKind::CredentialUpdated => "credential.updated",
-            EventKind::CredentialDeleted => "credential.deleted",
-            EventKind::UserMasterAdminChanged => "user.master_admin_changed",
-            EventKind::CaCreated => "certificate.ca_created",
-            EventKind::CaInstalled => "certificate.ca_installed",
-            EventKind::CertFieldCreated => "certificate.field_created",
-            EventKind::CertFieldRemoved => "certificate.field_removed",
-            EventKind::CertificateFieldsSet => "certificate.fields_set",
-            EventKind::CertPolicySet => "certificate.policy_set",
-            EventKind::CertificateRequested => "certificate.requested",
-            EventKind::CertificateIssued => "certificate.issued",
-            EventKind::CertificateKeyExported => "certificate.key_exported",
-            EventKind::CertificateRevoked => "certificate.revoked",
-            EventKind::CertificateDisabled => "certificate.disabled",
-            EventKind::CertificateDeleted => "certificate.deleted",
-            EventKind::CaUpdated => "certificate.ca_updated",
-            EventKind::CertificateApproved => "certificate.approved",
-            EventKind::CertificateRejected => "certificate.rejected",
-            EventKind::CertificateProcessingReset => "certificate.processing_reset",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<EventKind> {
         EventKind::ALL.iter().copied().find(|k| k.as_str() == s)
     }
@@ -312,64 +189,6 @@ impl EventKind {
     /// The kind whose [`EventKind::code`] is `code`.
     pub fn from_code(code: i64) -> Option<EventKind> {
         EventKind::ALL.iter().copied().find(|k| k.code() == code)
-    }
-
-    /// The product's severity of events of this kind (`GET /vedsdk/Log`):
-    /// a refused attack `Alert`, a refused sign-in or replay `Warning`, an
-    /// administrative change `Notice`, the rest `Info`.
-    pub fn severity(self) -> Severity {
-        use EventKind as K;
-        match self {
-            K::RefreshTokenReuse => Severity::Alert,
-            K::LoginFailed | K::UserCodeFailed | K::Lockout | K::DeviceCodeReplayed | K::JwtReplayed => Severity::Warning,
-            K::UserCreated
-            | K::UserDisabled
-            | K::UserEnabled
-            | K::UserPasswordChanged
-            | K::UserUnlocked
-            | K::UserGrantsRevoked
-            | K::UserDeleted
-            | K::IntegrationCreated
-            | K::IntegrationUpdated
-            | K::IntegrationDeleted
-            | K::GrantRevoked
-            | K::FolderCreated
-            | K::FolderDeleted
-            | K::RightsChanged
-            | K::VaultKeyCreated
-            | K::MasterKeyRecorded
-            | K::EventsArchived
-            | K::JwtIssuerSaved
-            | K::JwtIssuerRemoved
-            | K::MappingSaved
-            | K::MappingRemoved
-            | K::MachineIdentityAdded
-            | K::GroupCreated
-            | K::GroupDeleted
-            | K::GroupMemberAdded
-            | K::GroupMemberRemoved
-            | K::GroupRenamed
-            | K::VaultOrphaned
-            | K::ConsoleSessionsEnded
-            | K::CredentialCreated
-            | K::CredentialUpdated
-            | K::CredentialDeleted
-            | K::UserMasterAdminChanged
-            | K::CaCreated
-            | K::CaInstalled
-            | K::CertPolicySet
-            | K::CertificateKeyExported
-            | K::CertificateRevoked
-            | K::CertificateDisabled
-            | K::CertificateDeleted
-            | K::CertFieldCreated
-            | K::CertFieldRemoved
-            | K::CaUpdated
-            | K::CertificateApproved
-            | K::CertificateRejected
-            | K::CertificateProcessingReset => Severity::Notice,
-            _ => Severity::Info,
-        }
     }
 
     /// The part of Strongroom the kind belongs to (`ComponentSubsystem`):
@@ -678,6 +497,35 @@ mod tests {
         assert_eq!(Severity::parse("Loud"), None);
         assert_eq!(EventKind::RefreshTokenReuse.severity(), Severity::Alert);
         assert_eq!(EventKind::VaultAssociated.subsystem(), "vault");
+    }
+
+    /// The kinds that were there keep their codes, labels and severities:
+    /// codes are stored and exported, so the table only grows at its end.
+    #[test]
+    fn the_first_kinds_keep_their_codes_labels_and_severities() {
+        for (kind, code, label, severity) in [
+            (EventKind::UserCreated, 0x0300_0001, "user.created", Severity::Notice),
+            (EventKind::RefreshTokenReuse, 0x0300_000f, "token.refresh_reuse", Severity::Alert),
+            (EventKind::LoginFailed, 0x0300_0013, "login.failed", Severity::Warning),
+            (EventKind::FolderDeleted, 0x0300_0025, "folder.deleted", Severity::Notice),
+            (EventKind::EventsArchived, 0x0300_0026, "events.archived", Severity::Notice),
+            (EventKind::JwtReplayed, 0x0300_002c, "token.jwt_replayed", Severity::Warning),
+            (EventKind::LoginSucceeded, 0x0300_0035, "login.succeeded", Severity::Info),
+            (EventKind::CaCreated, 0x0300_003b, "certificate.ca_created", Severity::Notice),
+            (EventKind::CertPolicySet, 0x0300_003c, "certificate.policy_set", Severity::Notice),
+            (EventKind::CaInstalled, 0x0300_0043, "certificate.ca_installed", Severity::Notice),
+            (EventKind::CertificateFieldsSet, 0x0300_0046, "certificate.fields_set", Severity::Info),
+            (EventKind::CertificateProcessingReset, 0x0300_004a, "certificate.processing_reset", Severity::Notice),
+        ] {
+            assert_eq!((kind.code(), kind.as_str(), kind.severity()), (code, label, severity), "{kind:?}");
+        }
+        // All 74 of them at once: the SHA-256 of their `code label severity` lines.
+        let first: String =
+            EventKind::ALL[..74].iter().map(|k| format!("{:#010x} {} {}\n", k.code(), k.as_str(), k.severity().name())).collect();
+        assert_eq!(
+            crate::hex::encode(&Sha256::digest(first.as_bytes())),
+            "8804a56fa14a4904ce49b7ba81d6fecc03bca655123df444793ad167e3d5139c"
+        );
     }
 
     #[test]

@@ -7,14 +7,15 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::json;
 
 use strongroom_app::service::cert_policy as cp;
 use strongroom_app::service::certificates::CertError;
+use strongroom_proto::certificates::{PolicyAttributeRequest, ReadPolicyResponse};
+use strongroom_proto::config::ConfigResult;
 
 use super::extract::{CertCall, scope};
 use super::respond::{CertFailure, ok};
-use super::responses::SdkRefusals;
+use super::responses::CertRefusals;
 use crate::state::HttpState;
 
 type Answer = Result<Response, CertFailure>;
@@ -40,9 +41,8 @@ fn attribute(c: &strongroom_proto::read::SdkBody) -> Result<cp::Attribute, CertF
         `strongroom admin policy set` checks them; another attribute or a bad value is 400 `{\"Error\"}`. Needs Write on \
         the folder (else 403). Every change is a `certificate.policy_set` event. Scope `configuration:manage`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json",
-        description = "`{\"ObjectDN\": \"\\\\VED\\\\Policy\\\\apps\", \"Class\": \"X509 Certificate\", \"AttributeName\": \"Organization\", \"Values\": [\"Acme\"], \"Locked\": true}`"),
-    responses((status = 200, description = "`{\"Result\": 1}`", body = serde_json::Value), SdkRefusals),
+    request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), CertRefusals),
 )]
 pub(crate) async fn write_policy(State(app): State<HttpState>, c: CertCall<scope::ConfigurationManage>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;
@@ -50,7 +50,7 @@ pub(crate) async fn write_policy(State(app): State<HttpState>, c: CertCall<scope
     let values = c.body.strings(&["Values"])?.unwrap_or_default();
     let locked = c.body.flag(&["Locked"])?.unwrap_or(false);
     cp::write(&app, &c.caller, &dn, attr, &values, locked).await?;
-    Ok(ok(&json!({"Result": 1})))
+    Ok(ok(&ConfigResult { result: 1, error: None }))
 }
 
 #[utoipa::path(
@@ -63,15 +63,14 @@ pub(crate) async fn write_policy(State(app): State<HttpState>, c: CertCall<scope
         whitelist, wildcards, prohibited SAN types, key reuse, contacts and approvers are always in force: `Locked` true. \
         Needs Read on the folder (else 403). Scope `configuration`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json",
-        description = "`{\"ObjectDN\": \"\\\\VED\\\\Policy\\\\apps\", \"Class\": \"X509 Certificate\", \"AttributeName\": \"Contact\"}`"),
-    responses((status = 200, description = "`{\"Locked\": true, \"Result\": 1, \"Values\": […]}`", body = serde_json::Value), SdkRefusals),
+    request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{\"Locked\": true, \"Result\": 1, \"Values\": […]}`", body = ReadPolicyResponse), CertRefusals),
 )]
 pub(crate) async fn read_policy(State(app): State<HttpState>, c: CertCall<scope::Configuration>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;
     let attr = attribute(&c.body)?;
     let (values, locked) = cp::read_attribute(&app, &c.caller, &dn, attr).await?.unwrap_or_default();
-    Ok(ok(&json!({"Locked": locked, "Result": 1, "Values": values})))
+    Ok(ok(&ReadPolicyResponse { locked, result: 1, values }))
 }
 
 #[utoipa::path(
@@ -83,13 +82,12 @@ pub(crate) async fn read_policy(State(app): State<HttpState>, c: CertCall<scope:
         set succeeds. Needs Write on the folder (else 403); a change is a `certificate.policy_set` event. Scope \
         `configuration:manage`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json",
-        description = "`{\"ObjectDN\": \"\\\\VED\\\\Policy\\\\apps\", \"Class\": \"X509 Certificate\", \"AttributeName\": \"City\"}`"),
-    responses((status = 200, description = "`{\"Result\": 1}`", body = serde_json::Value), SdkRefusals),
+    request_body(content = PolicyAttributeRequest, description = "A JSON object; keys match in any case, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{\"Result\": 1}`", body = ConfigResult), CertRefusals),
 )]
 pub(crate) async fn clear_policy_attribute(State(app): State<HttpState>, c: CertCall<scope::ConfigurationManage>) -> Answer {
     let dn = required(&c.body, "ObjectDN")?;
     let attr = attribute(&c.body)?;
     cp::clear_attribute(&app, &c.caller, &dn, attr).await?;
-    Ok(ok(&json!({"Result": 1})))
+    Ok(ok(&ConfigResult { result: 1, error: None }))
 }

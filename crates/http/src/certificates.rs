@@ -23,12 +23,19 @@ use strongroom_core::cert::{Policy, fields};
 use strongroom_core::time::UnixTime;
 use strongroom_core::vault::VaultId;
 use strongroom_proto::SecretString;
+use strongroom_proto::certificates::{
+    CertRetrieveRequest, CertRevokeRequest, CertRevokeResponse, CertificateDnRequest, CertificateFile, CertificateSummary,
+    CertificateUpdateRequest, CertificatesResponse, CheckPolicyRequest, CheckPolicyResponse, EnrollmentRequest, EnrollmentResponse, Link,
+    MetadataDnRequest, MetadataGetRequest, MetadataGetResponse, MetadataItem, MetadataItemsResponse, MetadataSetRequest,
+    MetadataSetResponse, MetadataValues, PreviousCertificateDetails, PreviousVersion, PreviousVersionsResponse, RenewRequest,
+    RenewResponse, ResetResponse, RetrieveFormat, StageStatus, SuccessResponse, X509Summary,
+};
 use strongroom_proto::read::SdkBody;
 use strongroom_store::{CertField, CertRecord};
 
 use super::extract::{CertCall, VaultCaller, scope};
 use super::respond::{self, CertFailure, ok};
-use super::responses::{SdkRefusals, Timeout, Unavailable};
+use super::responses::{CertRefusals, CertUnsuccessful, KeysBusy, KeysBusyUnsuccessful, Timeout, Unavailable};
 use crate::state::HttpState;
 
 type Answer = Result<Response, CertFailure>;
@@ -107,13 +114,13 @@ fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
         folder has every `SubjAltName*Allowed` true and `WhitelistedDomains` empty. A missing folder (or one the caller has no \
         right on or below) is 400 `{\"Error\":\"PolicyDN: … does not exist\"}`. Scope `certificate`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json", description = "`{\"PolicyDN\": \"\\\\VED\\\\Policy\\\\apps\"}`"),
-    responses((status = 200, description = "`{\"Error\": null, \"Policy\": {…}}`", body = Value), (status = 400, description = "No such folder.", body = Value), SdkRefusals),
+    request_body(content = CheckPolicyRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{\"Error\": null, \"Policy\": {…}}`", body = CheckPolicyResponse), CertRefusals),
 )]
 pub(crate) async fn check_policy(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["PolicyDN"])?.ok_or_else(|| invalid("PolicyDN is required."))?;
     let view = svc::check_policy(&app, &c.caller, &dn).await?;
-    Ok(ok(&json!({"Error": null, "Policy": policy_json(&view.policy, view.ca_dn.as_deref())})))
+    Ok(ok(&CheckPolicyResponse { error: None, policy: policy_json(&view.policy, view.ca_dn.as_deref()) }))
 }
 
 /// `SubjectAltNames`: `[{Type: int, Name}]` or `[{TypeName: "DNS", Name}]`.
@@ -206,22 +213,24 @@ fn request_input(b: &SdkBody) -> Result<RequestInput, CertFailure> {
         key past the bounds of `[key_generation]` (per caller, in all) is 429 with `Retry-After`, before any work. Scope \
         `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`", body = Value), (status = 400, description = "Refused; nothing issued.", body = Value), (status = 429, description = "Too many server-made keys in progress (this caller's, or all); `Retry-After`; nothing requested.", body = Value), SdkRefusals),
+    request_body(content = EnrollmentRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{\"CertificateDN\": …, \"Guid\": \"{…}\"}`, with `WorkToDoTimeout` the certificate too.", body = EnrollmentResponse), (status = 429, response = KeysBusy), CertRefusals),
 )]
 pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let input = request_input(&c.body)?;
     let r = svc::request(&app, &c.caller, input).await?;
-    let mut answer = json!({"CertificateDN": r.dn, "Guid": r.guid.braced()});
+    let mut answer =
+        EnrollmentResponse { certificate_dn: r.dn, certificate_data: None, filename: None, format: None, guid: r.guid.braced() };
     // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready
     // already, unless it waits for approval: then it is waited for up to the timeout, and past it
     // the answer is still 200 without it (never 202, §0.2: vcert's Request fails on a 202).
     if let Some(wait) = work_to_do_timeout(&c.body)? {
-        match svc::retrieve_waiting(&app, &c.caller, &r.dn, &retrieve_input(&c.body)?, wait).await {
+        match svc::retrieve_waiting(&app, &c.caller, &answer.certificate_dn, &retrieve_input(&c.body)?, wait).await {
             Ok(got) => {
-                answer["CertificateData"] = json!(STANDARD.encode(&*got.data));
-                answer["Filename"] = json!(got.filename);
-                answer["Format"] = json!(got.format);
+                let file = certificate_file(got);
+                answer.certificate_data = Some(file.certificate_data);
+                answer.filename = Some(file.filename);
+                answer.format = Some(file.format);
             }
             Err(CertError::Pending { .. }) => {}
             Err(e) => return Err(e.into()),
@@ -251,8 +260,12 @@ fn retrieve_input(b: &SdkBody) -> Result<RetrieveInput, CertFailure> {
     })
 }
 
+fn certificate_file(r: svc::Retrieved) -> CertificateFile {
+    CertificateFile { certificate_data: SecretString(STANDARD.encode(&*r.data)), filename: r.filename, format: r.format.to_owned() }
+}
+
 fn retrieved(r: svc::Retrieved) -> Response {
-    ok(&json!({"CertificateData": STANDARD.encode(&*r.data), "Filename": r.filename, "Format": r.format}))
+    ok(&certificate_file(r))
 }
 
 #[utoipa::path(
@@ -271,8 +284,8 @@ fn retrieved(r: svc::Retrieved) -> Response {
         `{\"Stage\": 500, \"Status\": \"Pending workflow resolution…\"}` (with `WorkToDoTimeout`, after waiting up to it, at most \
         120 s); rejected: 500 `{\"Stage\", \"Status\"}` with the reason. Scope `certificate`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = Value), (status = 400, description = "No such certificate, or bad input.", body = Value), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = Value), SdkRefusals),
+    request_body(content = CertRetrieveRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), (status = 202, description = "Waiting for approval: `{Stage, Status}`.", body = StageStatus), (status = 500, description = "Rejected by its approver: `{Stage, Status}`.", body = StageStatus), CertRefusals),
 )]
 pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let b = &c.body;
@@ -294,8 +307,8 @@ pub(crate) async fn retrieve(State(app): State<HttpState>, c: CertCall<scope::Ce
         (no private key). Needs Read on its object. Scope `certificate`.",
     security(("bearer" = [])),
     params(("vaultid" = i64, Path, description = "The certificate's VaultId (`PreviousVersions`).")),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+    request_body(content = RetrieveFormat, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{CertificateData, Filename, Format}`", body = CertificateFile), CertRefusals),
 )]
 pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<String>, c: CertCall<scope::Certificate>) -> Answer {
     let id: i64 = id.trim().parse().map_err(|_| invalid("The vault id must be an integer."))?;
@@ -315,8 +328,8 @@ pub(crate) async fn retrieve_vault(State(app): State<HttpState>, Path(id): Path<
         Needs Write. 200 `{\"CertificateDN\", \"Success\": true}`; refused: `{\"Success\": false, \"Error\"}` (400, 403). \
         Scope `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{CertificateDN, Success: true}`", body = Value), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+    request_body(content = RenewRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{CertificateDN, Success: true}`", body = RenewResponse), (status = 429, response = KeysBusyUnsuccessful), CertUnsuccessful),
 )]
 pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let b = &c.body;
@@ -325,7 +338,7 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
     let pkcs10 = b.string(&["PKCS10"])?;
     let reenable = b.flag(&["Reenable"]).map_err(|e| CertFailure::Unsuccessful(CertError::Invalid(e.0)))?.unwrap_or(false);
     let r = svc::renew(&app, &c.caller, &dn, pkcs10, reenable).await.map_err(CertFailure::Unsuccessful)?;
-    Ok(ok(&json!({"CertificateDN": r.dn, "Success": true})))
+    Ok(ok(&RenewResponse { certificate_dn: r.dn, success: true }))
 }
 
 #[utoipa::path(
@@ -338,8 +351,8 @@ pub(crate) async fn renew(State(app): State<HttpState>, c: CertCall<scope::Certi
         200 `{\"Requested\": true, \"Success\": true, \"Revoked\": true}`; refused: `{\"Success\": false, \"Error\"}`. \
         Scope `certificate:revoke`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Requested, Success, Revoked}`", body = Value), (status = 400, description = "`{Success: false, Error}`", body = Value), SdkRefusals),
+    request_body(content = CertRevokeRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Requested, Success, Revoked}`, all true.", body = CertRevokeResponse), CertUnsuccessful),
 )]
 pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::CertificateRevoke>) -> Answer {
     let b = &c.body;
@@ -351,7 +364,7 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
     let disable = b.flag(&["Disable"]).map_err(|e| un(CertError::Invalid(e.0)))?.unwrap_or(false);
     let comments = b.text(&["Comments"]).ok().flatten();
     svc::revoke(&app, &c.caller, &r, reason, disable, comments.as_deref()).await.map_err(un)?;
-    Ok(ok(&json!({"Requested": true, "Success": true, "Revoked": true})))
+    Ok(ok(&CertRevokeResponse { requested: true, revoked: true, success: true }))
 }
 
 #[utoipa::path(
@@ -364,13 +377,13 @@ pub(crate) async fn revoke(State(app): State<HttpState>, c: CertCall<scope::Cert
         certificate.` and a missing one 400 `… does not exist or you do not have sufficient rights to the object.`, both of \
         which vcert tolerates. Scope `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    request_body(content = CertificateDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{ProcessingResetCompleted: true}`", body = ResetResponse), CertRefusals),
 )]
 pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
     svc::reset(&app, &c.caller, &dn).await?;
-    Ok(ok(&json!({"ProcessingResetCompleted": true})))
+    Ok(ok(&ResetResponse { processing_reset_completed: true }))
 }
 
 #[utoipa::path(
@@ -381,13 +394,13 @@ pub(crate) async fn reset(State(app): State<HttpState>, c: CertCall<scope::Certi
         the certificate; 200 `{\"Success\": true}`). Anything else is never left failed: 400 `{Error}`. Scope \
         `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Success: true}`", body = Value), (status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    request_body(content = CertificateDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["CertificateDN"])?.ok_or_else(|| invalid("CertificateDN is required."))?;
     svc::retry(&app, &c.caller, &dn).await?;
-    Ok(ok(&json!({"Success": true})))
+    Ok(ok(&SuccessResponse::DONE))
 }
 
 #[utoipa::path(
@@ -398,7 +411,7 @@ pub(crate) async fn retry(State(app): State<HttpState>, c: CertCall<scope::Certi
         `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn unsupported(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -423,7 +436,7 @@ fn no_devices(call: &str) -> Answer {
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn associate(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -438,7 +451,7 @@ pub(crate) async fn associate(c: CertCall<scope::CertificateManage>) -> Answer {
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn dissociate(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -453,7 +466,7 @@ pub(crate) async fn dissociate(c: CertCall<scope::CertificateManage>) -> Answer 
         applications): 400 `{Error}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
     request_body(content = Value, content_type = "application/json"),
-    responses((status = 400, description = "`{Error}`", body = Value), SdkRefusals),
+    responses(CertRefusals),
 )]
 pub(crate) async fn push(c: CertCall<scope::CertificateManage>) -> Answer {
     let _ = c;
@@ -461,26 +474,26 @@ pub(crate) async fn push(c: CertCall<scope::CertificateManage>) -> Answer {
 }
 
 /// A custom field's definition as the product's metadata item (`Key` of `Metadata/Get`, `Items[]`).
-pub(crate) fn field_item(f: &CertField) -> Value {
-    json!({
-        "AllowedValues": f.allowed,
-        "Classes": f.classes,
-        "ConfigAttribute": "",
-        "DefaultValues": [],
-        "DN": format!("\\VED\\Metadata Root\\{}", f.name),
-        "ErrorMessage": "",
-        "Guid": f.guid,
-        "Help": "",
-        "Label": f.name,
-        "Mandatory": false,
-        "Name": f.guid,
-        "Policyable": false,
-        "RegularExpression": "",
-        "RenderHidden": false,
-        "RenderReadOnly": false,
-        "Single": false,
-        "Type": f.kind,
-    })
+pub(crate) fn field_item(f: &CertField) -> MetadataItem {
+    MetadataItem {
+        allowed_values: f.allowed.clone(),
+        classes: f.classes.clone(),
+        config_attribute: String::new(),
+        dn: format!("\\VED\\Metadata Root\\{}", f.name),
+        default_values: Vec::new(),
+        error_message: String::new(),
+        guid: f.guid.clone(),
+        help: String::new(),
+        label: f.name.clone(),
+        mandatory: false,
+        name: f.guid.clone(),
+        policyable: false,
+        regular_expression: String::new(),
+        render_hidden: false,
+        render_read_only: false,
+        single: false,
+        kind: f.kind,
+    }
 }
 
 #[utoipa::path(
@@ -493,15 +506,18 @@ pub(crate) fn field_item(f: &CertField) -> Value {
         with `All` true, every field that applies to the object, those without values with `Value: []`. \
         Read on the object (else 403); an object the caller cannot see is 400 `{Error}`. Scope `certificate`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json", description = "`{\"DN\": \"\\\\VED\\\\Policy\\\\…\"}`"),
-    responses((status = 200, description = "`{Data: [{Key, Value}], Locked: false}`", body = Value), SdkRefusals),
+    request_body(content = MetadataGetRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Data: [{Key, Value}], Locked: false}`", body = MetadataGetResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
     let all = c.body.flag(&["All"])?.unwrap_or(false);
-    let data: Vec<Value> =
-        svc::metadata_get(&app, &c.caller, &dn, all).await?.iter().map(|(f, v)| json!({"Key": field_item(f), "Value": v})).collect();
-    Ok(ok(&json!({"Data": data, "Locked": false})))
+    let data = svc::metadata_get(&app, &c.caller, &dn, all)
+        .await?
+        .into_iter()
+        .map(|(f, value)| MetadataValues { key: field_item(&f), value })
+        .collect();
+    Ok(ok(&MetadataGetResponse { data, locked: false }))
 }
 
 #[utoipa::path(
@@ -512,13 +528,13 @@ pub(crate) async fn metadata_get(State(app): State<HttpState>, c: CertCall<scope
         with or without values: 200 `{\"Items\": [{Label, Guid, Type, AllowedValues, Classes, …}], \"Locked\": false, \
         \"Result\": 0}`. Read on the object (else 403). Scope `certificate`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = Value), SdkRefusals),
+    request_body(content = MetadataDnRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall<scope::Certificate>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
-    let items: Vec<Value> = svc::metadata_items(&app, &c.caller, &dn).await?.iter().map(field_item).collect();
-    Ok(ok(&json!({"Items": items, "Locked": false, "Result": 0})))
+    let items = svc::metadata_items(&app, &c.caller, &dn).await?.iter().map(field_item).collect();
+    Ok(ok(&MetadataItemsResponse { items, locked: Some(false), result: 0 }))
 }
 
 #[utoipa::path(
@@ -532,8 +548,8 @@ pub(crate) async fn metadata_get_items(State(app): State<HttpState>, c: CertCall
         4 an unknown `ItemGuid`, 18 a field not for this object's class, 17 a value not in a list field's allowed values, \
         19 a value too long or too many (nothing written). Write on the object (else 403). Scope `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Locked: false, Result: N}`", body = Value), SdkRefusals),
+    request_body(content = MetadataSetRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Locked: false, Result: N}`", body = MetadataSetResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["DN"])?.ok_or_else(|| invalid("DN is required."))?;
@@ -545,7 +561,7 @@ pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope
     }
     let keep = c.body.flag(&["KeepExisting"])?.unwrap_or(false);
     let result = svc::metadata_set(&app, &c.caller, &dn, &data, keep).await?;
-    Ok(ok(&json!({"Locked": false, "Result": result})))
+    Ok(ok(&MetadataSetResponse { locked: false, result }))
 }
 
 #[utoipa::path(
@@ -555,12 +571,12 @@ pub(crate) async fn metadata_set(State(app): State<HttpState>, c: CertCall<scope
     description = "Every custom field defined (`strongroom admin fields create`): 200 `{\"Items\": [...], \"Locked\": false, \
         \"Result\": 0}`. Any valid token.",
     security(("bearer" = [])),
-    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Items: [...], Locked: false, Result: 0}`", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn metadata_items(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Answer {
     let _ = c;
-    let items: Vec<Value> = svc::fields_for_class(&app, None).await?.iter().map(field_item).collect();
-    Ok(ok(&json!({"Items": items, "Locked": false, "Result": 0})))
+    let items = svc::fields_for_class(&app, None).await?.iter().map(field_item).collect();
+    Ok(ok(&MetadataItemsResponse { items, locked: Some(false), result: 0 }))
 }
 
 /// The class of an object: one made with `Config/Create` shows the class it was made as.
@@ -568,31 +584,28 @@ fn schema_class(r: &CertRecord) -> &'static str {
     if r.template.is_empty() { strongroom_core::cert::CERTIFICATE_CLASS } else { strongroom_core::cert::CREATED_CLASS }
 }
 
-fn search_item(r: &CertRecord) -> Value {
+fn search_item(r: &CertRecord) -> CertificateSummary {
     let parent = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default();
     // An object without a certificate yet has no serial, thumbprint or validity (never `""` for a time, §0.13).
-    let x509 = if r.issued() {
-        json!({
-            "CN": r.cn,
-            "SANS": svc::sans_json(r),
-            "Serial": r.serial,
-            "Thumbprint": r.thumbprint,
-            "ValidFrom": product_time(r.valid_from),
-            "ValidTo": product_time(r.valid_to),
-        })
-    } else {
-        json!({"CN": r.cn, "SANS": svc::sans_json(r)})
+    let issued = r.issued();
+    let x509 = X509Summary {
+        cn: r.cn.clone(),
+        sans: svc::sans_json(r),
+        serial: issued.then(|| r.serial.clone()),
+        thumbprint: issued.then(|| r.thumbprint.clone()),
+        valid_from: issued.then(|| product_time(r.valid_from)),
+        valid_to: issued.then(|| product_time(r.valid_to)),
     };
-    json!({
-        "CreatedOn": product_time(r.created_at.secs()),
-        "DN": r.path.as_str(),
-        "Guid": r.guid.braced(),
-        "Name": strongroom_core::tree::name_of(r.path.as_str()),
-        "ParentDn": parent,
-        "SchemaClass": schema_class(r),
-        "X509": x509,
-        "_links": [{"Details": format!("/vedsdk/certificates/%7b{}%7d", r.guid.as_str())}],
-    })
+    CertificateSummary {
+        created_on: product_time(r.created_at.secs()),
+        dn: r.path.as_str().to_owned(),
+        guid: r.guid.braced(),
+        name: strongroom_core::tree::name_of(r.path.as_str()).to_owned(),
+        parent_dn: parent.to_owned(),
+        schema_class: schema_class(r).to_owned(),
+        x509,
+        links: vec![Link { details: format!("/vedsdk/certificates/%7b{}%7d", r.guid.as_str()) }],
+    }
 }
 
 /// A time filter: RFC 3339 (or a date).
@@ -610,7 +623,7 @@ fn time_filter(v: &str) -> Result<i64, CertFailure> {
         in `TotalCount` and the `X-Record-Count` header (VenafiPS pages by it; `HEAD` gives the header alone). Scope \
         `certificate`.",
     security(("bearer" = [])),
-    responses((status = 200, description = "`{Certificates: […], DataRange, TotalCount}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Certificates: […], DataRange, TotalCount}`", body = CertificatesResponse), CertRefusals),
 )]
 pub(crate) async fn search(
     State(app): State<HttpState>,
@@ -639,11 +652,11 @@ pub(crate) async fn search(
     };
     let (page, total) = svc::search(&app, &caller, &s).await?;
     let first = if page.is_empty() { 0 } else { s.offset + 1 };
-    let body = json!({
-        "Certificates": page.iter().map(search_item).collect::<Vec<_>>(),
-        "DataRange": format!("Certificates {first} - {}", s.offset + page.len()),
-        "TotalCount": total,
-    });
+    let body = CertificatesResponse {
+        certificates: page.iter().map(search_item).collect(),
+        data_range: format!("Certificates {first} - {}", s.offset + page.len()),
+        total_count: total as u64,
+    };
     Ok(respond::with_record_count(&body, total))
 }
 
@@ -741,7 +754,7 @@ async fn details(app: &HttpState, caller: &Caller, r: &CertRecord) -> Result<Val
         enrollment `CertificateDetails` without a `Thumbprint`. Needs a right on it. Scope `certificate`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "The object.", body = Value), (status = 400, description = "No such certificate.", body = Value), SdkRefusals),
+    responses((status = 200, description = "The object.", body = Value), CertRefusals),
 )]
 pub(crate) async fn get_one(
     State(app): State<HttpState>,
@@ -762,8 +775,8 @@ pub(crate) async fn get_one(
         `certificate:manage`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    request_body(content = Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Success: true}`", body = Value), SdkRefusals),
+    request_body(content = CertificateUpdateRequest, description = "A JSON object; keys match in any case, integers may be numeric strings, booleans `true` or `\"true\"`."),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<String>, c: CertCall<scope::CertificateManage>) -> Answer {
     let r = svc::object_by_guid(&app, &c.caller, &guid).await?;
@@ -779,7 +792,7 @@ pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<Strin
             return Err(invalid(format!("Attribute {name:?} cannot be changed here.")));
         }
     }
-    Ok(ok(&json!({"Success": true})))
+    Ok(ok(&SuccessResponse::DONE))
 }
 
 #[utoipa::path(
@@ -790,7 +803,7 @@ pub(crate) async fn put_one(State(app): State<HttpState>, Path(guid): Path<Strin
         Delete. Scope `certificate:delete`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "`{Success: true}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{Success: true}`", body = SuccessResponse), CertRefusals),
 )]
 pub(crate) async fn delete_one(
     State(app): State<HttpState>,
@@ -799,7 +812,7 @@ pub(crate) async fn delete_one(
 ) -> Answer {
     let r = svc::object_by_guid(&app, &caller, &guid).await?;
     svc::delete(&app, &caller, &r).await?;
-    Ok(ok(&json!({"Success": true})))
+    Ok(ok(&SuccessResponse::DONE))
 }
 
 #[utoipa::path(
@@ -811,7 +824,7 @@ pub(crate) async fn delete_one(
         `certificate`.",
     security(("bearer" = [])),
     params(("guid" = String, Path, description = "The object's GUID.")),
-    responses((status = 200, description = "`{PreviousVersions: […]}`", body = Value), SdkRefusals),
+    responses((status = 200, description = "`{PreviousVersions: […]}`", body = PreviousVersionsResponse), CertRefusals),
 )]
 pub(crate) async fn previous_versions(
     State(app): State<HttpState>,
@@ -823,27 +836,25 @@ pub(crate) async fn previous_versions(
     let yes = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
     let r = svc::object_by_guid(&app, &caller, &guid).await?;
     let now = app.now().secs();
-    let list: Vec<Value> = svc::previous_versions(&app, &r)
+    let previous_versions = svc::previous_versions(&app, &r)
         .await?
         .into_iter()
         .filter(|v| !(yes("excludeexpired") && v.facts.not_after < now))
         .filter(|v| !(yes("excluderevoked") && v.revoked))
-        .map(|v| {
-            json!({
-                "VaultId": v.vault_id.0,
-                "CertificateDetails": {
-                    "CN": v.facts.subject.iter().find(|(k, _)| k == "CN").map(|(_, x)| x.clone()).unwrap_or_default(),
-                    "Issuer": v.facts.issuer,
-                    "Serial": v.facts.serial,
-                    "Thumbprint": v.facts.thumbprint,
-                    "ValidFrom": product_time(v.facts.not_before),
-                    "ValidTo": product_time(v.facts.not_after),
-                    "Revoked": v.revoked,
-                },
-            })
+        .map(|v| PreviousVersion {
+            certificate_details: PreviousCertificateDetails {
+                cn: v.facts.subject.iter().find(|(k, _)| k == "CN").map(|(_, x)| x.clone()).unwrap_or_default(),
+                issuer: v.facts.issuer,
+                revoked: v.revoked,
+                serial: v.facts.serial,
+                thumbprint: v.facts.thumbprint,
+                valid_from: product_time(v.facts.not_before),
+                valid_to: product_time(v.facts.not_after),
+            },
+            vault_id: v.vault_id.0,
         })
         .collect();
-    Ok(ok(&json!({"PreviousVersions": list})))
+    Ok(ok(&PreviousVersionsResponse { previous_versions }))
 }
 
 #[utoipa::path(
@@ -866,5 +877,173 @@ pub(crate) async fn crl(State(app): State<HttpState>, Path(name): Path<String>) 
     match svc::crl(&app, &name).await? {
         Some(der) => Ok(respond::crl(der)),
         None => Ok(respond::not_found()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The `proto::certificates` request types are what a client sends; the
+    //! handlers read bodies leniently through `SdkBody`. Each type,
+    //! serialised, reads back through the handlers' readers to the values
+    //! sent.
+
+    use super::*;
+    use strongroom_proto::certificates::{
+        CaSpecificAttribute, CustomFieldValues, GuidData, PolicyAttributeRequest, SubjectAltName, TicketEnumerateRequest, TicketRequest,
+        TicketUpdateRequest,
+    };
+    use strongroom_proto::config::{AttributeValue, NameAttribute};
+
+    fn read<T: serde::Serialize>(req: &T) -> SdkBody {
+        SdkBody::parse(&serde_json::to_vec(req).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn an_enrollment_reads_back() {
+        let r = EnrollmentRequest {
+            policy_dn: "\\VED\\Policy\\apps".into(),
+            object_name: Some("web".into()),
+            subject: Some("www.example.com".into()),
+            organization: Some("Acme".into()),
+            organizational_unit: Some(vec!["Ops".into(), "Web".into()]),
+            city: Some("Ghent".into()),
+            state: Some("OVL".into()),
+            country: Some("BE".into()),
+            subject_alt_names: Some(vec![
+                SubjectAltName { kind: Some(2), type_name: None, name: "www.example.com".into() },
+                SubjectAltName { kind: None, type_name: Some("IP".into()), name: "192.0.2.1".into() },
+            ]),
+            key_algorithm: Some("RSA".into()),
+            key_bit_size: Some(3072),
+            cadn: Some("\\VED\\Policy\\CAs\\Issuing".into()),
+            ca_specific_attributes: Some(vec![CaSpecificAttribute { name: "Specific End Date".into(), value: "2030-01-01".into() }]),
+            disable_automatic_renewal: Some(true),
+            custom_fields: Some(vec![CustomFieldValues { name: "Owner".into(), values: vec!["Ops".into()] }]),
+            work_to_do_timeout: Some(60),
+            retrieve: RetrieveFormat {
+                format: Some("PKCS #12".into()),
+                include_chain: Some(true),
+                root_first_order: Some(true),
+                include_private_key: Some(true),
+                password: Some(SecretString("correct horse battery".into())),
+                friendly_name: Some("web".into()),
+            },
+            ..EnrollmentRequest::default()
+        };
+        let b = read(&r);
+        let i = request_input(&b).unwrap();
+        assert_eq!(
+            (i.policy_dn.as_str(), i.object_name.as_deref(), i.subject.as_deref()),
+            ("\\VED\\Policy\\apps", Some("web"), Some("www.example.com"))
+        );
+        assert_eq!(
+            (i.organization.as_deref(), i.city.as_deref(), i.state.as_deref(), i.country.as_deref()),
+            (Some("Acme"), Some("Ghent"), Some("OVL"), Some("BE"))
+        );
+        assert_eq!(i.organizational_unit, ["Ops", "Web"]);
+        assert_eq!(i.sans, [("2".to_owned(), "www.example.com".to_owned()), ("IP".to_owned(), "192.0.2.1".to_owned())]);
+        assert_eq!(
+            (i.key_algorithm.as_deref(), i.key_bit_size, i.cadn.as_deref()),
+            (Some("RSA"), Some(3072), Some("\\VED\\Policy\\CAs\\Issuing"))
+        );
+        assert_eq!((i.end_date.as_deref(), i.disable_automatic_renewal), (Some("2030-01-01"), true));
+        assert_eq!(i.custom_fields, [("Owner".to_owned(), vec!["Ops".to_owned()])]);
+        assert_eq!(work_to_do_timeout(&b).ok(), Some(Some(60)));
+        let f = retrieve_input(&b).unwrap();
+        assert_eq!((f.format, f.include_chain, f.root_first, f.include_private_key), (Format::Pkcs12, true, true, true));
+        assert_eq!(
+            (f.password.as_ref().map(SecretString::expose), f.friendly_name.as_deref()),
+            (Some("correct horse battery"), Some("web"))
+        );
+
+        let csr = EnrollmentRequest {
+            policy_dn: "apps".into(),
+            pkcs10: Some("-----BEGIN CERTIFICATE REQUEST-----".into()),
+            elliptic_curve: Some("P384".into()),
+            pkix_parameter_set: Some("1.2.840.10045.3.1.7".into()),
+            ..EnrollmentRequest::default()
+        };
+        let b = read(&csr);
+        let i = request_input(&b).unwrap();
+        assert_eq!(i.pkcs10, csr.pkcs10);
+        assert_eq!((i.elliptic_curve.as_deref(), i.pkix_parameter_set.as_deref()), (Some("P384"), Some("1.2.840.10045.3.1.7")));
+        assert!(i.sans.is_empty() && i.custom_fields.is_empty() && !i.disable_automatic_renewal);
+        assert_eq!(work_to_do_timeout(&b).ok(), Some(None));
+        assert_eq!(retrieve_input(&b).unwrap().format, Format::Base64);
+    }
+
+    #[test]
+    fn the_other_certificate_calls_read_back() {
+        let dn = "\\VED\\Policy\\apps\\web";
+        let b = read(&CheckPolicyRequest { policy_dn: "\\VED\\Policy\\apps".into() });
+        assert_eq!(b.string(&["PolicyDN"]), Ok(Some("\\VED\\Policy\\apps".into())));
+        let b = read(&CertRetrieveRequest {
+            certificate_dn: Some(dn.into()),
+            thumbprint: Some("AB12".into()),
+            work_to_do_timeout: Some(5),
+            retrieve: RetrieveFormat { format: Some("DER".into()), ..RetrieveFormat::default() },
+        });
+        assert_eq!((b.string(&["CertificateDN"]), b.string(&["Thumbprint"])), (Ok(Some(dn.into())), Ok(Some("AB12".into()))));
+        assert_eq!((work_to_do_timeout(&b).ok(), retrieve_input(&b).map(|f| f.format).ok()), (Some(Some(5)), Some(Format::Der)));
+        let b = read(&RenewRequest { certificate_dn: dn.into(), pkcs10: Some("csr".into()), reenable: Some(true) });
+        assert_eq!(
+            (b.string(&["CertificateDN"]), b.string(&["PKCS10"]), b.flag(&["Reenable"])),
+            (Ok(Some(dn.into())), Ok(Some("csr".into())), Ok(Some(true)))
+        );
+        let b = read(&CertRevokeRequest {
+            certificate_dn: Some(dn.into()),
+            thumbprint: None,
+            reason: Some(4),
+            disable: Some(true),
+            comments: Some("moved".into()),
+        });
+        assert_eq!((b.string(&["CertificateDN"]), b.string(&["Thumbprint"])), (Ok(Some(dn.into())), Ok(None)));
+        assert_eq!(
+            (b.int64(&["Reason"]), b.flag(&["Disable"]), b.text(&["Comments"])),
+            (Ok(Some(4)), Ok(Some(true)), Ok(Some("moved".into())))
+        );
+        let b = read(&CertificateDnRequest { certificate_dn: dn.into() });
+        assert_eq!(b.string(&["CertificateDN"]), Ok(Some(dn.into())));
+        let b = read(&CertificateUpdateRequest {
+            attribute_data: vec![NameAttribute { name: "Disabled".into(), value: Some(AttributeValue::Many(vec!["1".into()])) }],
+        });
+        let a = b.objects(&["AttributeData"]).unwrap().unwrap();
+        assert_eq!((a[0].text(&["Name"]), a[0].strings(&["Value"])), (Ok(Some("Disabled".into())), Ok(Some(vec!["1".into()]))));
+    }
+
+    #[test]
+    fn metadata_tickets_and_policy_attributes_read_back() {
+        let dn = "\\VED\\Policy\\apps\\web";
+        let b = read(&MetadataGetRequest { dn: dn.into(), all: Some(true) });
+        assert_eq!((b.string(&["DN"]), b.flag(&["All"])), (Ok(Some(dn.into())), Ok(Some(true))));
+        assert_eq!(read(&MetadataDnRequest { dn: dn.into() }).string(&["DN"]), Ok(Some(dn.into())));
+        let b = read(&MetadataSetRequest {
+            dn: dn.into(),
+            guid_data: vec![GuidData { item_guid: "{f}".into(), list: vec!["a".into(), "b".into()] }],
+            keep_existing: Some(true),
+        });
+        let g = b.objects(&["GuidData"]).unwrap().unwrap();
+        assert_eq!((g[0].text(&["ItemGuid"]), g[0].strings(&["List"])), (Ok(Some("{f}".into())), Ok(Some(vec!["a".into(), "b".into()]))));
+        assert_eq!(b.flag(&["KeepExisting"]), Ok(Some(true)));
+        let b = read(&TicketEnumerateRequest { object_dn: Some(dn.into()) });
+        assert_eq!(b.string(&["ObjectDN"]), Ok(Some(dn.into())));
+        assert_eq!(read(&TicketRequest { guid: "{g}".into() }).string(&["GUID"]), Ok(Some("{g}".into())));
+        let b = read(&TicketUpdateRequest { guid: "{g}".into(), status: "Rejected".into(), explanation: Some("no".into()) });
+        assert_eq!(
+            (b.string(&["GUID"]), b.string(&["Status"]), b.text(&["Explanation"])),
+            (Ok(Some("{g}".into())), Ok(Some("Rejected".into())), Ok(Some("no".into())))
+        );
+        let b = read(&PolicyAttributeRequest {
+            object_dn: "\\VED\\Policy\\apps".into(),
+            class: "X509 Certificate".into(),
+            attribute_name: "Organization".into(),
+            values: Some(vec!["Acme".into()]),
+            locked: Some(true),
+        });
+        assert_eq!(
+            (b.string(&["ObjectDN"]), b.string(&["Class"]), b.string(&["AttributeName"])),
+            (Ok(Some("\\VED\\Policy\\apps".into())), Ok(Some("X509 Certificate".into())), Ok(Some("Organization".into())))
+        );
+        assert_eq!((b.strings(&["Values"]), b.flag(&["Locked"])), (Ok(Some(vec!["Acme".into()])), Ok(Some(true))));
     }
 }

@@ -72,7 +72,7 @@ use axum::http::{HeaderName, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{MethodRouter, get};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 use tower::Layer as _;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -95,240 +95,291 @@ pub struct Limits {
     pub metrics_here: bool,
 }
 
-/// Every operation, once: the path routing matches (in lower case: see
-/// [`normalize_path`]), the method and the handler. The router and the
-/// OpenAPI document's operations are both made from this one list, so a
-/// handler is never served undocumented nor documented unserved; a path
-/// served by several handlers has a line for each, a handler serving
+/// Every operation, once: the method, the handler and, where its attribute
+/// is on a stand-in (`=> doc`), that stand-in. Its path is written once too,
+/// in the product's spelling, in the handler's `#[utoipa::path]`: the router
+/// serves it in lower case (routing sees [`normalize_path`]'s), so both the
+/// routes and the OpenAPI document's operations are made from this one list,
+/// and a handler is never served undocumented nor documented unserved. A
+/// path served by several handlers has a line for each; a handler serving
 /// several methods names them `get | post`.
 macro_rules! api {
-    (
-        $($path:literal $($method:ident)|+ $($handler:ident)::+;)*
-        documented apart {
-            $($apath:literal $amethod:ident $($ahandler:ident)::+ => $($doc:ident)::+;)*
+    ($($($method:ident)|+ $($handler:ident)::+ $(=> $($doc:ident)::+)?;)*) => {
+        /// Every line of the list, in its order.
+        fn lines() -> Vec<Line> {
+            vec![$(api_line!([$($method)|+] $($handler)::+ $(=> $($doc)::+)?),)*]
         }
-    ) => {
-        /// Every route: its path (as normalised) and a method router.
-        /// [`app`] serves exactly these; [`route_paths`] lists them for tests.
-        fn routes() -> Vec<(&'static str, MethodRouter<HttpState>)> {
-            vec![
-                $(($path, {
-                    let handler = $($handler)::+;
-                    MethodRouter::new()$(.$method(handler))+
-                }),)*
-                $(($apath, axum::routing::$amethod($($ahandler)::+)),)*
-            ]
-        }
-
-        /// The operations of [`routes`], from their handlers'
-        /// `#[utoipa::path]` attributes ([`openapi`] adds the rest).
-        #[derive(utoipa::OpenApi)]
-        #[openapi(paths($($($handler)::+,)* $($($doc)::+,)*))]
-        pub(crate) struct Operations;
     };
+}
+
+/// One line of [`api!`]: its handler's (or stand-in's) one-operation
+/// document, from which the path comes, and the line's method router.
+macro_rules! api_line {
+    ([$($method:ident)|+] $($handler:ident)::+ => $($doc:ident)::+) => {{
+        #[derive(utoipa::OpenApi)]
+        #[openapi(paths($($doc)::+))]
+        struct Documented;
+        let handler = $($handler)::+;
+        Line {
+            document: <Documented as utoipa::OpenApi>::openapi,
+            #[cfg(test)]
+            methods: &[$(stringify!($method)),+],
+            handlers: MethodRouter::new()$(.$method(handler))+,
+        }
+    }};
+    ([$($method:ident)|+] $($handler:ident)::+) => {
+        api_line!([$($method)|+] $($handler)::+ => $($handler)::+)
+    };
+}
+
+/// A line of the [`api!`] list.
+struct Line {
+    /// The document of the line's operation alone (its attribute's path, the
+    /// operation under each method it documents, the schemas it names).
+    document: fn() -> utoipa::openapi::OpenApi,
+    /// The methods the line routes (a test holds them to the documented ones).
+    #[cfg(test)]
+    methods: &'static [&'static str],
+    handlers: MethodRouter<HttpState>,
+}
+
+/// The path routing matches for a one-operation document: its path in lower
+/// case (see [`normalize_path`]).
+fn routing_path(document: fn() -> utoipa::openapi::OpenApi) -> String {
+    document().paths.paths.into_keys().next().map(|p| p.to_ascii_lowercase()).unwrap_or_default()
+}
+
+/// The path of every line, in the list's order (its documents are made once).
+static PATHS: LazyLock<Vec<String>> = LazyLock::new(|| lines().into_iter().map(|l| routing_path(l.document)).collect());
+
+/// Every route: its path (as normalised) and a method router.
+/// [`app`] serves exactly these; [`route_paths`] lists them for tests.
+fn routes() -> Vec<(&'static str, MethodRouter<HttpState>)> {
+    PATHS.iter().map(String::as_str).zip(lines().into_iter().map(|l| l.handlers)).collect()
+}
+
+/// The path routing matches for a handler, from its `#[utoipa::path]`.
+macro_rules! path_of {
+    ($($handler:ident)::+) => {{
+        #[derive(utoipa::OpenApi)]
+        #[openapi(paths($($handler)::+))]
+        struct Documented;
+        routing_path(<Documented as utoipa::OpenApi>::openapi)
+    }};
+}
+
+/// The operations of [`routes`], from their handlers' `#[utoipa::path]`
+/// attributes ([`openapi`] adds the rest).
+pub(crate) struct Operations;
+
+impl utoipa::OpenApi for Operations {
+    fn openapi() -> utoipa::openapi::OpenApi {
+        lines().into_iter().fold(utoipa::openapi::OpenApi::default(), |mut doc, l| {
+            doc.merge((l.document)());
+            doc
+        })
+    }
 }
 
 api! {
     // The server: the landing page, the authorization server metadata, health, metrics, this description.
-    "/" get landing::page;
-    "/.well-known/oauth-authorization-server" get vedauth::metadata;
-    "/healthz" get health::healthz;
-    "/health/live" get health::live;
-    "/health/ready" get health::ready;
-    "/metrics" get health::metrics;
-    "/openapi.json" get openapi::openapi_json;
+    get landing::page;
+    get vedauth::metadata;
+    get health::healthz;
+    get health::live;
+    get health::ready;
+    get health::metrics;
+    get openapi::openapi_json;
     // Tokens (`/vedauth`).
-    "/vedauth/authorize/device" post vedauth::device;
-    "/vedauth/authorize/token" post vedauth::token;
-    "/vedauth/authorize/oauth" post vedauth::oauth;
-    "/vedauth/authorize/verify" get vedauth::verify;
-    "/vedauth/authorize/jwt" post vedauth::jwt;
-    "/vedauth/authorize/certificate" post vedauth::certificate;
-    "/vedauth/authorize/isauthserver" get vedauth::is_auth_server;
-    "/vedauth/revoke/token" get vedauth::revoke;
-    "/vedauth/revoke/token" post vedauth::revoke_rfc7009;
+    post vedauth::device;
+    post vedauth::token;
+    post vedauth::oauth;
+    get vedauth::verify;
+    post vedauth::jwt;
+    post vedauth::certificate;
+    get vedauth::is_auth_server;
+    get vedauth::revoke;
+    post vedauth::revoke_rfc7009;
     // The approval page.
-    "/vedauth/device" get page::show;
-    "/vedauth/device" post page::sign_in;
-    "/vedauth/device/decision" post page::decide;
-    "/vedauth/device/style.css" get page::style;
-    "/vedauth/device/grants" get page::approved;
-    "/vedauth/device/grants" post page::approved_sign_in;
-    "/vedauth/device/grants/revoke" post page::approved_revoke;
-    "/vedauth/device/oidc" get page::oidc_start;
-    "/vedauth/device/oidc/callback" get page::oidc_callback;
+    get page::show;
+    post page::sign_in;
+    post page::decide;
+    get page::style;
+    get page::approved;
+    post page::approved_sign_in;
+    post page::approved_revoke;
+    get page::oidc_start;
+    get page::oidc_callback;
     // The WebSDK (`/vedsdk`): the API level, identities, the vault, the log, groups and teams, the `\VED` tree and its permissions.
-    "/vedsdk" get vedsdk::ping;
-    "/vedsdk/systemstatus/version" get vedsdk::version;
-    "/vedsdk/identity/self" get identity::self_;
-    "/vedsdk/identity/validate" post identity::validate;
-    "/vedsdk/identity/browse" post identity::browse;
-    "/vedsdk/identity/getmemberships" post identity::memberships;
-    "/vedsdk/identity/getmembers" post identity::members;
-    "/vedsdk/secretstore/add" post secretstore::add;
-    "/vedsdk/secretstore/retrieve" post secretstore::retrieve;
-    "/vedsdk/secretstore/associate" post secretstore::associate;
-    "/vedsdk/secretstore/dissociate" post secretstore::dissociate;
-    "/vedsdk/secretstore/lookupbyassociation" post secretstore::lookup_by_association;
-    "/vedsdk/secretstore/lookupassociationbyvaultid" post secretstore::lookup_association;
-    "/vedsdk/secretstore/lookupallassociationsbyvaultid" post secretstore::all_associations;
-    "/vedsdk/secretstore/lookupbyowner" post secretstore::lookup_by_owner;
-    "/vedsdk/secretstore/lookupbyvaulttype" post secretstore::lookup_by_vault_type;
-    "/vedsdk/secretstore/orphanlookup" post secretstore::orphan_lookup;
-    "/vedsdk/secretstore/owneradd" post secretstore::owner_add;
-    "/vedsdk/secretstore/ownerdelete" post secretstore::owner_delete;
-    "/vedsdk/secretstore/ownerlookup" post secretstore::owner_lookup;
-    "/vedsdk/secretstore/mutate" post secretstore::mutate;
-    "/vedsdk/secretstore/lookup" get secretstore::lookup;
-    "/vedsdk/secretstore/encryptionkeysinuse" get secretstore::encryption_keys_in_use;
-    "/vedsdk/secretstore/availablenamespaces" get secretstore::available_namespaces;
-    "/vedsdk/secretstore/rotatekey/{vaultid}" get secretstore::rotate_key;
-    "/vedsdk/crypto/defaultkey" get secretstore::default_key;
-    "/vedsdk/credentials/create" post credentials::create;
-    "/vedsdk/credentials/retrieve" post credentials::retrieve;
-    "/vedsdk/credentials/update" post credentials::update;
-    "/vedsdk/credentials/delete" post credentials::delete;
-    "/vedsdk/credentials/rename" post credentials::rename;
-    "/vedsdk/credentials/enumerate" post credentials::enumerate;
-    "/vedsdk/certificates/checkpolicy" post certificates::check_policy;
-    "/vedsdk/certificates/request" post certificates::request;
-    "/vedsdk/certificates/retrieve" post certificates::retrieve;
-    "/vedsdk/certificates/retrieve/{vaultid}" post certificates::retrieve_vault;
-    "/vedsdk/certificates/renew" post certificates::renew;
-    "/vedsdk/certificates/revoke" post certificates::revoke;
-    "/vedsdk/certificates/reset" post certificates::reset;
-    "/vedsdk/certificates/retry" post certificates::retry;
-    "/vedsdk/workflow/ticket/enumerate" post workflow::enumerate;
-    "/vedsdk/workflow/ticket/status" post workflow::status;
-    "/vedsdk/workflow/ticket/updatestatus" post workflow::update_status;
-    "/vedsdk/certificates/import" post certificates::unsupported;
-    "/vedsdk/certificates/associate" post certificates::associate;
-    "/vedsdk/certificates/dissociate" post certificates::dissociate;
-    "/vedsdk/certificates/push" post certificates::push;
-    "/vedsdk/certificates" get certificates::search;
-    "/vedsdk/certificates/{guid}" get certificates::get_one;
-    "/vedsdk/certificates/{guid}" put certificates::put_one;
-    "/vedsdk/certificates/{guid}" delete certificates::delete_one;
-    "/vedsdk/certificates/{guid}/previousversions" get certificates::previous_versions;
-    "/vedsdk/metadata/get" post certificates::metadata_get;
-    "/vedsdk/metadata/getitems" post certificates::metadata_get_items;
-    "/vedsdk/metadata/set" post certificates::metadata_set;
-    "/vedsdk/metadata/items" get certificates::metadata_items;
-    "/crl/{name}" get certificates::crl;
-    "/vedsdk/log" get log::log;
-    "/vedsdk/log" post identity::write_log;
-    "/vedsdk/log/logschema" get log::log_schema;
-    "/vedsdk/log/{guid}" get log::log_of_object;
-    "/vedsdk/metadata/getitemsforclass" post log::items_for_class;
-    "/vedsdk/identity/addgroup" post groups::add_group;
-    "/vedsdk/identity/addgroupmembers" put groups::add_members;
-    "/vedsdk/identity/removegroupmembers" put groups::remove_members;
-    "/vedsdk/identity/renamegroup" put groups::rename_group;
-    "/vedsdk/identity/group/{prefix}/{universal}" delete groups::delete_group;
-    "/vedsdk/identity/setpassword" post groups::set_password;
-    "/vedsdk/identity/readattribute" post groups::read_attribute;
-    "/vedsdk/teams" post teams::create;
-    "/vedsdk/teams/addteammembers" put teams::add_members;
-    "/vedsdk/teams/removeteammembers" put teams::remove_members;
-    "/vedsdk/teams/local/{guid}" get teams::get_team;
-    "/vedsdk/teams/local/{guid}" delete teams::delete_team;
-    "/vedsdk/config/create" post config::create;
-    "/vedsdk/config/delete" post config::delete;
-    "/vedsdk/config/isvalid" post config::is_valid;
-    "/vedsdk/config/dntoguid" post config::dn_to_guid;
-    "/vedsdk/config/guidtodn" post config::guid_to_dn;
-    "/vedsdk/config/enumerate" post config::enumerate;
-    "/vedsdk/config/findobjectsofclass" post config::find_objects_of_class;
-    "/vedsdk/config/renameobject" post config::rename_object;
-    "/vedsdk/config/write" post config::write;
-    "/vedsdk/config/writepolicy" post cert_policy::write_policy;
-    "/vedsdk/config/readpolicy" post cert_policy::read_policy;
-    "/vedsdk/config/clearpolicyattribute" post cert_policy::clear_policy_attribute;
-    "/vedsdk/permissions/object/{guid}" get permissions::principals;
-    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}" get | post | put | delete permissions::local_entry;
-    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/effective" get permissions::local_effective;
-    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}" get | post | put | delete permissions::directory_entry;
-    "/vedsdk/permissions/object/{guid}/{ptype}/{principal}/{id}/effective" get permissions::directory_effective;
+    get vedsdk::ping;
+    get vedsdk::version;
+    get identity::self_;
+    post identity::validate;
+    post identity::browse;
+    post identity::memberships;
+    post identity::members;
+    post secretstore::add;
+    post secretstore::retrieve;
+    post secretstore::associate;
+    post secretstore::dissociate;
+    post secretstore::lookup_by_association;
+    post secretstore::lookup_association;
+    post secretstore::all_associations;
+    post secretstore::lookup_by_owner;
+    post secretstore::lookup_by_vault_type;
+    post secretstore::orphan_lookup;
+    post secretstore::owner_add;
+    post secretstore::owner_delete;
+    post secretstore::owner_lookup;
+    post secretstore::mutate;
+    get secretstore::lookup;
+    get secretstore::encryption_keys_in_use;
+    get secretstore::available_namespaces;
+    get secretstore::rotate_key;
+    get secretstore::default_key;
+    post credentials::create;
+    post credentials::retrieve;
+    post credentials::update;
+    post credentials::delete;
+    post credentials::rename;
+    post credentials::enumerate;
+    post certificates::check_policy;
+    post certificates::request;
+    post certificates::retrieve;
+    post certificates::retrieve_vault;
+    post certificates::renew;
+    post certificates::revoke;
+    post certificates::reset;
+    post certificates::retry;
+    post workflow::enumerate;
+    post workflow::status;
+    post workflow::update_status;
+    post certificates::unsupported;
+    post certificates::associate;
+    post certificates::dissociate;
+    post certificates::push;
+    get certificates::search;
+    get certificates::get_one;
+    put certificates::put_one;
+    delete certificates::delete_one;
+    get certificates::previous_versions;
+    post certificates::metadata_get;
+    post certificates::metadata_get_items;
+    post certificates::metadata_set;
+    get certificates::metadata_items;
+    get certificates::crl;
+    get log::log;
+    post identity::write_log;
+    get log::log_schema;
+    get log::log_of_object;
+    post log::items_for_class;
+    post groups::add_group;
+    put groups::add_members;
+    put groups::remove_members;
+    put groups::rename_group;
+    delete groups::delete_group;
+    post groups::set_password;
+    post groups::read_attribute;
+    post teams::create;
+    put teams::add_members;
+    put teams::remove_members;
+    get teams::get_team;
+    delete teams::delete_team;
+    post config::create;
+    post config::delete;
+    post config::is_valid;
+    post config::dn_to_guid;
+    post config::guid_to_dn;
+    post config::enumerate;
+    post config::find_objects_of_class;
+    post config::rename_object;
+    post config::write;
+    post cert_policy::write_policy;
+    post cert_policy::read_policy;
+    post cert_policy::clear_policy_attribute;
+    get permissions::principals;
+    get | post | put | delete permissions::local_entry;
+    get permissions::local_effective;
+    get | post | put | delete permissions::directory_entry;
+    get permissions::directory_effective;
     // The admin console.
-    "/admin" get console::home;
-    "/admin" post console::sign_in;
-    "/admin/signout" post console::sign_out;
-    "/admin/style.css" get console::style;
-    "/admin/integrations" get console::integrations::page;
-    "/admin/integrations/create" post console::integrations::create;
-    "/admin/integrations/update" post console::integrations::update;
-    "/admin/integrations/delete" get console::integrations::confirm_delete;
-    "/admin/integrations/delete" post console::integrations::delete;
-    "/admin/users" get console::users::page;
-    "/admin/users/create" post console::users::create_user;
-    "/admin/users/disable" get console::users::confirm_disable;
-    "/admin/users/disable" post console::users::disable_user;
-    "/admin/users/password" get console::users::password_form;
-    "/admin/users/password" post console::users::set_password;
-    "/admin/users/unlock" post console::users::unlock;
-    "/admin/users/master" get console::users::confirm_master;
-    "/admin/users/master" post console::users::master;
-    "/admin/users/delete" get console::users::confirm_delete;
-    "/admin/users/delete" post console::users::delete_user;
-    "/admin/groups/create" post console::users::create_group;
-    "/admin/groups/delete" get console::users::confirm_delete_group;
-    "/admin/groups/delete" post console::users::delete_group;
-    "/admin/groups/members" get console::users::confirm_remove_member;
-    "/admin/groups/members" post console::users::members;
-    "/admin/folders" get console::folders::page;
-    "/admin/folders/create" post console::folders::create;
-    "/admin/folders/rename" post console::folders::rename;
-    "/admin/folders/delete" get console::folders::confirm_delete;
-    "/admin/folders/delete" post console::folders::delete;
-    "/admin/folders/rights" get console::folders::confirm_revoke;
-    "/admin/folders/rights" post console::folders::set_rights;
-    "/admin/vault" get console::vault::page;
-    "/admin/grants" get console::grants::page;
-    "/admin/grants/revoke" get console::grants::confirm_revoke;
-    "/admin/grants/revoke" post console::grants::revoke;
-    "/admin/keys" get console::keys::page;
-    "/admin/keys/rotate" get console::keys::confirm_rotate;
-    "/admin/keys/rotate" post console::keys::rotate;
-    "/admin/machines" get console::machines::page;
-    "/admin/machines/issuers" post console::machines::save_issuer;
-    "/admin/machines/issuers/remove" get console::machines::confirm_remove_issuer;
-    "/admin/machines/issuers/remove" post console::machines::remove_issuer;
-    "/admin/machines/mappings/jwt" post console::machines::save_jwt_mapping;
-    "/admin/machines/mappings/cert" post console::machines::save_cert_mapping;
-    "/admin/machines/mappings/remove" get console::machines::confirm_remove_mapping;
-    "/admin/machines/mappings/remove" post console::machines::remove_mapping;
-    "/admin/cas" get console::certs::cas;
-    "/admin/cas/create" post console::certs::create;
-    "/admin/cas/show" get console::certs::ca;
-    "/admin/cas/pem" get console::certs::pem;
-    "/admin/policies" get console::certs::policies;
-    "/admin/policies/set" post console::certs::set_policy;
-    "/admin/certificates/pending" get console::approvals::pending;
-    "/admin/certificates/approve" get console::approvals::confirm_approve;
-    "/admin/certificates/approve" post console::approvals::approve;
-    "/admin/certificates/reject" get console::approvals::confirm_reject;
-    "/admin/certificates/reject" post console::approvals::reject;
-    "/admin/log" get console::log::page;
-    "/admin/server" get console::server::page;
-    documented apart {
-        // API integrations (`/vedsdk/oauth/*`). `oauth_path!` documents each by a stand-in: their attributes differ only in path, scope and text.
-        "/vedsdk/oauth/createapplication" post oauth::create_application => oauth::create_application_doc;
-        "/vedsdk/oauth/getapplication" post oauth::get_application => oauth::get_application_doc;
-        "/vedsdk/oauth/getapplications" post oauth::get_applications => oauth::get_applications_doc;
-        "/vedsdk/oauth/enumerateapplications" post oauth::enumerate_applications => oauth::enumerate_applications_doc;
-        "/vedsdk/oauth/updateapplication" post oauth::update_application => oauth::update_application_doc;
-        "/vedsdk/oauth/deleteapplication" post oauth::delete_application => oauth::delete_application_doc;
-        "/vedsdk/oauth/createrule" post oauth::create_rule => oauth::create_rule_doc;
-        "/vedsdk/oauth/getrules" post oauth::get_rules => oauth::get_rules_doc;
-        "/vedsdk/oauth/enumeraterules" post oauth::enumerate_rules => oauth::enumerate_rules_doc;
-        "/vedsdk/oauth/deleterule" post oauth::delete_rule => oauth::delete_rule_doc;
-        "/vedsdk/oauth/deleterules" post oauth::delete_rules => oauth::delete_rules_doc;
-        "/vedsdk/oauth/getgrants" post oauth::get_grants => oauth::get_grants_doc;
-        "/vedsdk/oauth/enumerategrants" post oauth::enumerate_grants => oauth::enumerate_grants_doc;
-        "/vedsdk/oauth/grantcount" post oauth::grant_count => oauth::grant_count_doc;
-        "/vedsdk/oauth/usercount" post oauth::user_count => oauth::user_count_doc;
-        "/vedsdk/oauth/revokegrants" post oauth::revoke_grants => oauth::revoke_grants_doc;
-    }
+    get console::home;
+    post console::sign_in;
+    post console::sign_out;
+    get console::style;
+    get console::integrations::page;
+    post console::integrations::create;
+    post console::integrations::update;
+    get console::integrations::confirm_delete;
+    post console::integrations::delete;
+    get console::users::page;
+    post console::users::create_user;
+    get console::users::confirm_disable;
+    post console::users::disable_user;
+    get console::users::password_form;
+    post console::users::set_password;
+    post console::users::unlock;
+    get console::users::confirm_master;
+    post console::users::master;
+    get console::users::confirm_delete;
+    post console::users::delete_user;
+    post console::users::create_group;
+    get console::users::confirm_delete_group;
+    post console::users::delete_group;
+    get console::users::confirm_remove_member;
+    post console::users::members;
+    get console::folders::page;
+    post console::folders::create;
+    post console::folders::rename;
+    get console::folders::confirm_delete;
+    post console::folders::delete;
+    get console::folders::confirm_revoke;
+    post console::folders::set_rights;
+    get console::vault::page;
+    get console::grants::page;
+    get console::grants::confirm_revoke;
+    post console::grants::revoke;
+    get console::keys::page;
+    get console::keys::confirm_rotate;
+    post console::keys::rotate;
+    get console::machines::page;
+    post console::machines::save_issuer;
+    get console::machines::confirm_remove_issuer;
+    post console::machines::remove_issuer;
+    post console::machines::save_jwt_mapping;
+    post console::machines::save_cert_mapping;
+    get console::machines::confirm_remove_mapping;
+    post console::machines::remove_mapping;
+    get console::certs::cas;
+    post console::certs::create;
+    get console::certs::ca;
+    get console::certs::pem;
+    get console::certs::policies;
+    post console::certs::set_policy;
+    get console::approvals::pending;
+    get console::approvals::confirm_approve;
+    post console::approvals::approve;
+    get console::approvals::confirm_reject;
+    post console::approvals::reject;
+    get console::log::page;
+    get console::server::page;
+    // API integrations (`/vedsdk/oauth/*`). `oauth_path!` documents each by a stand-in: their attributes differ only in path, scope and text.
+    post oauth::create_application => oauth::create_application_doc;
+    post oauth::get_application => oauth::get_application_doc;
+    post oauth::get_applications => oauth::get_applications_doc;
+    post oauth::enumerate_applications => oauth::enumerate_applications_doc;
+    post oauth::update_application => oauth::update_application_doc;
+    post oauth::delete_application => oauth::delete_application_doc;
+    post oauth::create_rule => oauth::create_rule_doc;
+    post oauth::get_rules => oauth::get_rules_doc;
+    post oauth::enumerate_rules => oauth::enumerate_rules_doc;
+    post oauth::delete_rule => oauth::delete_rule_doc;
+    post oauth::delete_rules => oauth::delete_rules_doc;
+    post oauth::get_grants => oauth::get_grants_doc;
+    post oauth::enumerate_grants => oauth::enumerate_grants_doc;
+    post oauth::grant_count => oauth::grant_count_doc;
+    post oauth::user_count => oauth::user_count_doc;
+    post oauth::revoke_grants => oauth::revoke_grants_doc;
 }
 
 /// The path of every route [`app`] serves, so tests (the fuzz test) can
@@ -342,13 +393,15 @@ pub fn route_paths() -> Vec<&'static str> {
 
 /// The whole HTTP application, ready to serve.
 pub fn app(state: HttpState, limits: Limits) -> Router {
-    build(state, limits, &|path| limits.metrics_here || path != "/metrics")
+    let metrics = path_of!(health::metrics);
+    build(state, limits, &|path| limits.metrics_here || path != metrics)
 }
 
 /// What the certificate listener serves: the certificate grant (and
 /// `IsAuthServer`, `/healthz`), with the same layers as [`app`].
 pub fn certificate_app(state: HttpState, limits: Limits) -> Router {
-    build(state, limits, &|path| matches!(path, "/vedauth/authorize/certificate" | "/vedauth/authorize/isauthserver" | "/healthz"))
+    let served = [path_of!(vedauth::certificate), path_of!(vedauth::is_auth_server), path_of!(health::healthz)];
+    build(state, limits, &|path| served.iter().any(|p| p == path))
 }
 
 fn build(state: HttpState, limits: Limits, keep: &dyn Fn(&str) -> bool) -> Router {
@@ -422,7 +475,7 @@ fn normalize_path(mut req: Request) -> Request {
 
 /// The serving only `GET /metrics`, for `[metrics] listen`.
 pub fn metrics_app(state: HttpState) -> Router {
-    Router::new().route("/metrics", get(health::metrics)).fallback(|| async { respond::not_found() }).with_state(state)
+    Router::new().route(&path_of!(health::metrics), get(health::metrics)).fallback(|| async { respond::not_found() }).with_state(state)
 }
 
 fn x_request_id() -> HeaderName {

@@ -6,18 +6,18 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
 use strongroom_core::event::{EventKind, Severity, StoredEvent};
 use strongroom_core::time::UnixTime;
 use strongroom_core::tree::ObjectGuid;
 use strongroom_core::vault::FolderPath;
 use strongroom_core::vault::value;
+use strongroom_proto::certificates::{ItemsForClassRequest, MetadataItemsResponse};
 use strongroom_proto::vedsdk::{LogApplicationDefinition, LogEvent, LogEventDefinition, LogResponse, LogSchemaResponse};
 use strongroom_store::EventFilter;
 
 use super::extract::{CertCall, Vault, VaultCaller, scope};
 use super::respond::{CertFailure, SdkFailure, ok};
-use super::responses::{Forbidden, LogAnswer, SdkRefusals, Timeout, Unauthorized, Unavailable};
+use super::responses::{CertRefusals, LogAnswer, SdkRefusals};
 use crate::state::HttpState;
 use strongroom_app::service::tree;
 use strongroom_app::service::vault::VaultError;
@@ -302,24 +302,17 @@ pub(crate) async fn log_schema(_: Vault<scope::AdminViewLogs>) -> Answer {
         asks for `X509 Certificate` and `Device`; a class no field applies to has none): `{\"Result\":0,\"Items\":[{Label, Guid, \
         Type, AllowedValues, Classes, …}]}`. Any valid token.",
     security(("bearer" = [])),
-    request_body(content = Value, content_type = "application/json", description = "`{\"ConfigClass\": \"X509 Certificate\"}`"),
-    responses(
-        (status = 200, description = "The fields.", body = Value),
-        (status = 400, description = "The body is not a JSON object: `{\"Error\"}`.", body = Value),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 408, response = Timeout),
-        (status = 503, response = Unavailable),
-    ),
+    request_body(content = ItemsForClassRequest, description = "A JSON object; keys match in any case."),
+    responses((status = 200, description = "The fields.", body = MetadataItemsResponse), CertRefusals),
 )]
 pub(crate) async fn items_for_class(State(app): State<HttpState>, c: CertCall<scope::Any>) -> Result<Response, CertFailure> {
     let class = c.body.text(&["ConfigClass"])?.filter(|k| !k.trim().is_empty());
-    let items: Vec<Value> = strongroom_app::service::certificates::fields_for_class(&app, class.as_deref())
+    let items = strongroom_app::service::certificates::fields_for_class(&app, class.as_deref())
         .await?
         .iter()
         .map(crate::certificates::field_item)
         .collect();
-    Ok(ok(&json!({"Result": 0, "Items": items})))
+    Ok(ok(&MetadataItemsResponse { items, locked: None, result: 0 }))
 }
 
 #[cfg(test)]

@@ -24,9 +24,9 @@ use strongroom_proto::vedsdk::{
     AddRequest, AddResponse, AssociateRequest, BearerErrorResponse, BrowseRequest, DefaultKeyResponse, DissociateRequest,
     EncryptionKeysResponse, ErrorOnly, IdentitiesResponse, IdentityEntry, IdentityName, IdentityRequest, LogApplicationDefinition,
     LogEvent, LogEventDefinition, LogRequest, LogResponse, LogResultResponse, LogSchemaResponse, LookupAssociationRequest,
-    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MetadataItem, MetadataItemsResponse, MutateRequest,
-    NamespacesResponse, OrphanLookupRequest, OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse,
-    TypedNameValuesResponse, ValidateResponse, ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
+    LookupByAssociationRequest, LookupByOwnerRequest, LookupByVaultTypeRequest, MutateRequest, NamespacesResponse, OrphanLookupRequest,
+    OwnerAddRequest, OwnerDeleteRequest, OwnerLookupRequest, OwnersResponse, RetrieveResponse, TypedNameValuesResponse, ValidateResponse,
+    ValueResponse, VaultIdRequest, VaultIdsResponse, VersionResponse,
 };
 use strongroom_proto::vedsdk::{ResultCode, ResultResponse};
 
@@ -91,8 +91,6 @@ pub(crate) const BEARER: &str = "bearer";
             LogSchemaResponse,
             LogEventDefinition,
             LogApplicationDefinition,
-            MetadataItemsResponse,
-            MetadataItem,
             NamespacesResponse,
             IdentityEntry,
             IdentitiesResponse,
@@ -123,7 +121,23 @@ pub(crate) const BEARER: &str = "bearer";
             strongroom_proto::permissions::PrincipalPermissions,
             strongroom_proto::permissions::EffectivePermissions,
         ),
-        responses(AuthRefused, AuthTooLarge, AuthUnavailable, Unauthorized, Forbidden, Unavailable, BadJson, SdkTooLarge, Timeout),
+        responses(
+            AuthRefused,
+            AuthTooLarge,
+            AuthUnavailable,
+            Unauthorized,
+            Forbidden,
+            Unavailable,
+            BadJson,
+            SdkTooLarge,
+            Timeout,
+            CertRefused,
+            CertForbidden,
+            CertRefusedUnsuccessful,
+            CertForbiddenUnsuccessful,
+            KeysBusy,
+            KeysBusyUnsuccessful,
+        ),
     ),
     modifiers(&Additions),
     tags(
@@ -232,16 +246,45 @@ mod tests {
         );
     }
 
-    /// Every route the router serves is described, and nothing else is.
+    /// Every route the router serves is described, under each method it
+    /// routes, and nothing else is: a line's methods in the `api!` list are
+    /// those its handler's attribute documents (its path comes from there).
     #[test]
     fn every_route_is_described() {
-        let doc = document();
-        let described: std::collections::BTreeSet<String> = doc.paths.paths.keys().map(|p| p.to_ascii_lowercase()).collect();
-        let served: std::collections::BTreeSet<String> = crate::route_paths().into_iter().map(str::to_owned).collect();
+        const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+        let doc = serde_json::to_value(document()).unwrap();
+        let described: std::collections::BTreeSet<(String, String)> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, item)| {
+                item.as_object().unwrap().keys().filter(|m| METHODS.contains(&m.as_str())).map(|m| (path.to_ascii_lowercase(), m.clone()))
+            })
+            .collect();
+        let served: std::collections::BTreeSet<(String, String)> = crate::PATHS
+            .iter()
+            .zip(crate::lines())
+            .flat_map(|(path, line)| line.methods.iter().map(|m| (path.clone(), (*m).to_owned())))
+            .collect();
+        assert!(served.len() > 150, "{}", served.len());
         let missing: Vec<_> = served.difference(&described).collect();
-        assert!(missing.is_empty(), "routes without a #[utoipa::path] listed in ApiDoc: {missing:?}");
+        assert!(missing.is_empty(), "routes whose handler's #[utoipa::path] does not document the method: {missing:?}");
         let extra: Vec<_> = described.difference(&served).collect();
-        assert!(extra.is_empty(), "described paths the router does not serve: {extra:?}");
+        assert!(extra.is_empty(), "documented operations the router does not serve: {extra:?}");
+    }
+
+    /// No two schemas share a name: the document keeps one schema per name,
+    /// so a second one would describe another type's body as its own.
+    #[test]
+    fn schema_names_are_unique() {
+        let mut seen = std::collections::BTreeMap::new();
+        let documents = std::iter::once(ApiDoc::openapi()).chain(crate::lines().into_iter().map(|l| (l.document)()));
+        for (name, schema) in documents.flat_map(|d| d.components.map(|c| c.schemas).unwrap_or_default()) {
+            let schema = serde_json::to_value(schema).unwrap();
+            let first = seen.entry(name.clone()).or_insert_with(|| schema.clone());
+            assert_eq!(*first, schema, "two different schemas are named {name}");
+        }
+        assert!(seen.len() > 100, "{}", seen.len());
     }
 
     /// 408 (the timeout layer wraps every route) is described wherever a

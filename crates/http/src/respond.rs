@@ -10,6 +10,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
+use strongroom_proto::certificates::{StageStatus, SuccessResponse};
 use strongroom_proto::vedauth::{ErrorResponse, RevokeResponse};
 use strongroom_proto::vedsdk::{BearerErrorResponse, ErrorOnly, ResultCode, ResultResponse};
 use strongroom_store::StoreError;
@@ -627,11 +628,7 @@ impl IntoResponse for CertFailure {
             CertFailure::Unsuccessful(e) => (e, true),
         };
         let body = |status: StatusCode, message: String| {
-            if success_shape {
-                json(status, &serde_json::json!({"Success": false, "Error": message}))
-            } else {
-                json(status, &ErrorOnly { error: message })
-            }
+            if success_shape { json(status, &SuccessResponse::refused(message)) } else { json(status, &ErrorOnly { error: message }) }
         };
         match e {
             E::NoCertificate(m) => {
@@ -660,12 +657,12 @@ impl IntoResponse for CertFailure {
             // with the product's status line.
             E::Pending { ref stage, ref status, .. } => {
                 let line = e.to_string();
-                with_reason(json(StatusCode::ACCEPTED, &serde_json::json!({"Stage": stage, "Status": status})), &line)
+                with_reason(json(StatusCode::ACCEPTED, &StageStatus { stage: *stage, status: status.clone() }), &line)
             }
             E::Failed { ref stage, ref status, .. } => {
                 tracing::info!(status = %status, "certificate call: the request was rejected");
                 let line = e.to_string();
-                with_reason(json(StatusCode::INTERNAL_SERVER_ERROR, &serde_json::json!({"Stage": stage, "Status": status})), &line)
+                with_reason(json(StatusCode::INTERNAL_SERVER_ERROR, &StageStatus { stage: *stage, status: status.clone() }), &line)
             }
             // Too many keys asked at once: 429, with when to try again; nothing was done.
             E::Busy { message, retry_after_secs } => {

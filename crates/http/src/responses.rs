@@ -5,10 +5,13 @@
 //! which depends on every handler.
 
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{OneOfBuilder, Schema};
+use utoipa::openapi::schema::{AnyOfBuilder, OneOfBuilder, Schema};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{PartialSchema, ToResponse, ToSchema};
 
+use std::collections::BTreeMap;
+
+use strongroom_proto::certificates::SuccessResponse;
 use strongroom_proto::vedauth::ErrorResponse;
 use strongroom_proto::vedsdk::{
     AddResponse, BearerErrorResponse, EncryptionKeysResponse, ErrorOnly, LogResponse, OwnersResponse, RetrieveResponse,
@@ -59,8 +62,29 @@ fn json_response(description: &str, schema: &str) -> RefOr<utoipa::openapi::Resp
         .into()
 }
 
-/// Responses shared by many operations, each a `components/responses` entry.
+/// A JSON response whose body is any of `schemas` (`anyOf`: a refusal
+/// `{"Success": false, "Error"}` is also an `{"Error"}`).
+fn json_response_any_of(description: &str, schemas: &[&str]) -> RefOr<utoipa::openapi::Response> {
+    let any_of = schemas.iter().fold(AnyOfBuilder::new(), |b, s| b.item(Ref::from_schema_name(*s)));
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", ContentBuilder::new().schema(Some(any_of)).build())
+        .build()
+        .into()
+}
+
+/// Responses shared by many operations, each a `components/responses` entry
+/// (with `[A, B]`, a body of either schema).
 macro_rules! shared_response {
+    ($name:ident, [$($schema:ty),+], $description:expr) => {
+        #[derive(Debug)]
+        pub(crate) struct $name;
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+                (stringify!($name), json_response_any_of($description, &[$(&<$schema as ToSchema>::name()),+]))
+            }
+        }
+    };
     ($name:ident, $schema:ty, $description:expr) => {
         #[derive(Debug)]
         pub(crate) struct $name;
@@ -117,26 +141,86 @@ impl<'r> ToResponse<'r> for Timeout {
 }
 shared_response!(SdkTooLarge, ErrorOnly, "The body is larger than `max_body_bytes`.");
 
-/// What every bearer-protected `/vedsdk` operation may answer besides its
-/// 200: 400 (not JSON), 401, 403, 408 (the timeout layer), 413 and 503, each
-/// a reference to its shared response. Named once in each operation's
-/// `responses(...)`.
-#[derive(Debug)]
-pub(crate) struct SdkRefusals;
+/// A set of responses by status, each a reference to its shared response,
+/// named once in each operation's `responses(...)`.
+macro_rules! refusals {
+    ($(#[$doc:meta])* $name:ident { $($status:literal => $response:ty),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub(crate) struct $name;
 
-impl utoipa::IntoResponses for SdkRefusals {
-    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
-        [
-            ("400", <BadJson as ToResponse>::response().0),
-            ("401", <Unauthorized as ToResponse>::response().0),
-            ("403", <Forbidden as ToResponse>::response().0),
-            ("408", <Timeout as ToResponse>::response().0),
-            ("413", <SdkTooLarge as ToResponse>::response().0),
-            ("503", <Unavailable as ToResponse>::response().0),
-        ]
-        .into_iter()
-        .map(|(status, name)| (status.to_owned(), RefOr::Ref(Ref::from_response_name(name))))
-        .collect()
+        impl utoipa::IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+                [$(($status, <$response as ToResponse>::response().0)),+]
+                    .into_iter()
+                    .map(|(status, name)| (status.to_owned(), RefOr::Ref(Ref::from_response_name(name))))
+                    .collect()
+            }
+        }
+    };
+}
+
+refusals! {
+    /// What every bearer-protected `/vedsdk` operation may answer besides its
+    /// 200: 400 (not JSON), 401, 403, 408 (the timeout layer), 413 and 503.
+    SdkRefusals { "400" => BadJson, "401" => Unauthorized, "403" => Forbidden, "408" => Timeout, "413" => SdkTooLarge, "503" => Unavailable }
+}
+
+shared_response!(
+    CertRefused,
+    ErrorOnly,
+    "Refused; nothing was done. The reason in `Error`: a policy violation, bad input, a name that is no name, a folder or \
+     certificate that does not exist (`Certificate does not exist.` is also the status line's), or a body that is not a JSON \
+     object."
+);
+shared_response!(
+    CertForbidden,
+    [BearerErrorResponse, ErrorOnly],
+    "`insufficient_scope`: the token's scope does not cover this call; or a right on the object or folder is missing: \
+     `{\"Error\"}` (never 401, which means only a bad token)."
+);
+shared_response!(
+    CertRefusedUnsuccessful,
+    [SuccessResponse, ErrorOnly],
+    "Refused; nothing was done: `{\"Success\": false, \"Error\"}` (a body that is not a JSON object: `{\"Error\"}`)."
+);
+shared_response!(
+    CertForbiddenUnsuccessful,
+    [BearerErrorResponse, SuccessResponse],
+    "`insufficient_scope`: the token's scope does not cover this call; or a right on the object is missing: \
+     `{\"Success\": false, \"Error\"}`."
+);
+shared_response!(
+    KeysBusy,
+    ErrorOnly,
+    "Too many keys asked of the server at once (this caller's, or all: `[key_generation]`): nothing was requested. Try \
+     again after `Retry-After` seconds."
+);
+shared_response!(
+    KeysBusyUnsuccessful,
+    SuccessResponse,
+    "Too many keys asked of the server at once (this caller's, or all: `[key_generation]`): nothing was renewed, \
+     `{\"Success\": false, \"Error\"}`. Try again after `Retry-After` seconds."
+);
+
+refusals! {
+    /// What a certificate call (`Certificates/*`, `Metadata/*`,
+    /// `Workflow/Ticket/*`, the certificate policy calls) may answer
+    /// besides its 200: 400 and 403 `{"Error"}` (403 for a missing scope is
+    /// the bearer's shape), and the shared 401, 408, 413 and 503.
+    CertRefusals { "400" => CertRefused, "401" => Unauthorized, "403" => CertForbidden, "408" => Timeout, "413" => SdkTooLarge, "503" => Unavailable }
+}
+
+refusals! {
+    /// [`CertRefusals`] for the calls whose clients read `Success`
+    /// (`Renew`, `Revoke`): a refusal is `{"Success": false, "Error"}`.
+    CertUnsuccessful {
+        "400" => CertRefusedUnsuccessful,
+        "401" => Unauthorized,
+        "403" => CertForbiddenUnsuccessful,
+        "408" => Timeout,
+        "413" => SdkTooLarge,
+        "503" => Unavailable,
     }
 }
 
@@ -148,7 +232,7 @@ impl utoipa::IntoResponses for SdkRefusals {
 pub(crate) struct IdentityRefusals;
 
 impl utoipa::IntoResponses for IdentityRefusals {
-    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
         let inline = |description: &str, schema: &str| {
             RefOr::T(
                 ResponseBuilder::new()

@@ -13,13 +13,15 @@
 //! success (pyvenafi checks it).
 
 use axum::extract::State;
-use serde_json::json;
 
 use strongroom_app::service::certificates::{self as svc, CertError};
+use strongroom_proto::certificates::{
+    TicketEnumerateRequest, TicketEnumerateResponse, TicketRequest, TicketResult, TicketStatusResponse, TicketUpdateRequest,
+};
 
 use super::extract::{CertCall, scope};
 use super::respond::{CertFailure, ok};
-use super::responses::SdkRefusals;
+use super::responses::CertRefusals;
 use crate::state::HttpState;
 
 type Answer = Result<axum::response::Response, CertFailure>;
@@ -39,14 +41,14 @@ fn guid_of(c: &CertCall<scope::CertificateManage>) -> Result<String, CertFailure
         or every one the caller has a right on. A ticket is named by its certificate object's GUID. `{\"GUIDs\": [...], \
         \"Result\": 1}`. Scope `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json"),
-    responses((status = 200, description = "`{GUIDs, Result}`", body = serde_json::Value), SdkRefusals),
+    request_body(content = TicketEnumerateRequest, description = "A JSON object; keys match in any case."),
+    responses((status = 200, description = "`{GUIDs, Result}`", body = TicketEnumerateResponse), CertRefusals),
 )]
 pub(crate) async fn enumerate(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let dn = c.body.string(&["ObjectDN"])?;
     let all = svc::pending_for(&app, &c.caller, dn.as_deref()).await?;
-    let guids: Vec<String> = all.iter().filter(|p| !p.rejected).map(|p| p.guid.braced()).collect();
-    Ok(ok(&json!({"GUIDs": guids, "Result": 1})))
+    let guids = all.iter().filter(|p| !p.rejected).map(|p| p.guid.braced()).collect();
+    Ok(ok(&TicketEnumerateResponse { guids, result: 1 }))
 }
 
 #[utoipa::path(
@@ -56,12 +58,12 @@ pub(crate) async fn enumerate(State(app): State<HttpState>, c: CertCall<scope::C
     description = "A workflow ticket's status by `GUID`: `Pending` (waiting for approval) or `Rejected`. An approved \
         ticket is gone (400). `{\"Status\", \"Result\": 1}`. Needs a right on the certificate. Scope `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Status, Result}`", body = serde_json::Value), (status = 400, description = "No such ticket.", body = serde_json::Value), SdkRefusals),
+    request_body(content = TicketRequest, description = "A JSON object; keys match in any case."),
+    responses((status = 200, description = "`{Status, Result}`", body = TicketStatusResponse), CertRefusals),
 )]
 pub(crate) async fn status(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let p = svc::pending_by_guid(&app, &c.caller, &guid_of(&c)?).await?;
-    Ok(ok(&json!({"Status": if p.rejected { "Rejected" } else { "Pending" }, "Result": 1})))
+    Ok(ok(&TicketStatusResponse { result: 1, status: if p.rejected { "Rejected" } else { "Pending" }.to_owned() }))
 }
 
 #[utoipa::path(
@@ -74,8 +76,8 @@ pub(crate) async fn status(State(app): State<HttpState>, c: CertCall<scope::Cert
         a Master Admin or Manage Permissions on the certificate (403 otherwise). `{\"Result\": 1}`. Scope \
         `certificate:manage`.",
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, content_type = "application/json"),
-    responses((status = 200, description = "`{Result: 1}`", body = serde_json::Value), (status = 400, description = "No such ticket, or another status.", body = serde_json::Value), SdkRefusals),
+    request_body(content = TicketUpdateRequest, description = "A JSON object; keys match in any case."),
+    responses((status = 200, description = "`{Result: 1}`", body = TicketResult), CertRefusals),
 )]
 pub(crate) async fn update_status(State(app): State<HttpState>, c: CertCall<scope::CertificateManage>) -> Answer {
     let p = svc::pending_by_guid(&app, &c.caller, &guid_of(&c)?).await?;
@@ -94,5 +96,5 @@ pub(crate) async fn update_status(State(app): State<HttpState>, c: CertCall<scop
             ))));
         }
     }
-    Ok(ok(&json!({"Result": 1})))
+    Ok(ok(&TicketResult { result: 1 }))
 }

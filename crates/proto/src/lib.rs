@@ -4,6 +4,8 @@
 //!
 //! - [`vedauth`]: token, device and verify bodies, the RFC 6749 error body.
 //! - [`vedsdk`]: SecretStore requests and responses, `Result` codes.
+//! - [`certificates`]: the `Certificates/*`, `Metadata/*`,
+//!   `Workflow/Ticket/*` and certificate policy bodies.
 //! - [`config`], [`permissions`]: the `\VED` tree's `Config/*` and
 //!   `Permissions/Object/…` bodies.
 //! - [`groups`]: the group and password calls of `Identity/*` and
@@ -29,6 +31,7 @@
 //! comments cite the client or document that forces them.
 #![forbid(unsafe_code)]
 
+pub mod certificates;
 pub mod config;
 pub mod credentials;
 pub mod files;

@@ -713,27 +713,6 @@ pub struct LogSchemaResponse {
     pub log_result: i32,
 }
 
-/// `POST /vedsdk/Metadata/GetItemsForClass` → `{"Result":0,"Items":[]}`:
-/// Strongroom keeps no custom fields.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct MetadataItemsResponse {
-    #[serde(rename = "Result")]
-    pub result: i32,
-    #[serde(rename = "Items")]
-    pub items: Vec<MetadataItem>,
-}
-
-/// A custom field of `Metadata/GetItemsForClass` (Strongroom has none).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct MetadataItem {
-    #[serde(rename = "Guid")]
-    pub guid: String,
-    #[serde(rename = "Name")]
-    pub name: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
