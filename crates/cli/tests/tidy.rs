@@ -22,7 +22,7 @@
 //! `a_stale_module_list_is_found` hold the checks' own cases.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -31,17 +31,6 @@ use std::sync::LazyLock;
 /// `("crates/x", "rustls", "only turns on a feature of rustls that y needs")`.
 /// None today: every dependency declared is also named in its crate's code.
 const ALLOWED: &[(&str, &str, &str)] = &[];
-
-/// Files whose comments are being rewritten on another branch (the
-/// certificates' restructuring); the comment check skips them until then.
-/// `dir/*.rs` stands for the Rust files directly in `dir`. The test prints
-/// how many comment lines each still holds.
-const PENDING: &[&str] = &[
-    "crates/app/src/service/certificates/*.rs",
-    "crates/http/src/certificates.rs",
-    "crates/core/src/cert.rs",
-    "crates/core/src/cert/*.rs",
-];
 
 /// Documents outside the repository that comments used to cite, also
 /// without their extension.
@@ -702,14 +691,6 @@ fn outside_citations(comment: &str, md_exists: &dyn Fn(&str) -> bool) -> Vec<Str
     found
 }
 
-/// The entry of `PENDING` that holds `path` (relative to the root), if any.
-fn pending(path: &str) -> Option<&'static str> {
-    PENDING.iter().copied().find(|p| match p.strip_suffix("/*.rs") {
-        Some(dir) => path.strip_prefix(dir).and_then(|r| r.strip_prefix('/')).is_some_and(|r| !r.contains('/') && r.ends_with(".rs")),
-        None => path == *p,
-    })
-}
-
 #[test]
 fn comments_cite_no_issue_or_outside_document() {
     let root = root();
@@ -722,7 +703,6 @@ fn comments_cite_no_issue_or_outside_document() {
     files(&root.join("crates"), ".rs", &mut sources);
     assert!(sources.len() >= 200, "crates/**/*.rs not found or cut short: {} files", sources.len());
     let mut problems = Vec::new();
-    let mut held: BTreeMap<&str, BTreeMap<String, usize>> = PENDING.iter().map(|p| (*p, BTreeMap::new())).collect();
     let mut comments = 0;
     for file in &sources {
         let path = rel(file);
@@ -740,21 +720,11 @@ fn comments_cite_no_issue_or_outside_document() {
             if found.is_empty() {
                 continue;
             }
-            if let Some(p) = pending(&path) {
-                *held.entry(p).or_default().entry(path.clone()).or_default() += 1;
-                continue;
-            }
             problems.push(format!(
                 "{path}:{line}: the comment {}: state the fact itself (an RFC's section, a file of the repository or an upstream \
                  issue's URL may be cited)",
                 found.join(", ")
             ));
-        }
-    }
-    for (p, by_file) in &held {
-        eprintln!("PENDING {p}: {} comment lines still to fix", by_file.values().sum::<usize>());
-        for (file, n) in by_file {
-            eprintln!("  {file}: {n}");
         }
     }
     assert!(problems.is_empty(), "{} comments cite what readers cannot follow:\n{}", problems.len(), problems.join("\n"));
@@ -808,11 +778,6 @@ fn the_checks_read_rust_as_rust() {
     assert_eq!(outside_citations(" see notes.md", &none), ["cites `notes.md`, which is not in the repository"]);
     assert!(outside_citations(" see book/src/security/suite.md", &|n| n == "book/src/security/suite.md").is_empty());
     assert!(outside_citations(" security test N2 and C3", &none).is_empty());
-
-    assert_eq!(pending("crates/core/src/cert/names.rs"), Some("crates/core/src/cert/*.rs"));
-    assert_eq!(pending("crates/core/src/cert.rs"), Some("crates/core/src/cert.rs"));
-    assert_eq!(pending("crates/core/src/cert/deeper/x.rs"), None);
-    assert_eq!(pending("crates/core/src/certs.rs"), None);
 }
 
 #[test]

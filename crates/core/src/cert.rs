@@ -1,4 +1,4 @@
-//! Certificates (issue 33), the pure part: the product's vault types, key
+//! Certificates, the pure part: the product's vault types, key
 //! specifications as clients send them, folder policies (each value locked
 //! or a default, inherited down the tree) and the check of a request
 //! against the effective policy. No I/O, no clock, no randomness.
@@ -86,7 +86,7 @@ impl KeySpec {
     }
 
     /// The key of a `PkixParameterSet` OID (`1.3.6.1.4.1.28783.10.1.1.2048` RSA 2048,
-    /// `….10.2.1.256` P-256; §0.11 of the reference).
+    /// `….10.2.1.256` P-256; the OIDs vcert sends).
     pub fn from_pkix_oid(oid: &str) -> Option<KeySpec> {
         let rest = oid.trim().strip_prefix("1.3.6.1.4.1.28783.10.")?;
         let parts: Vec<&str> = rest.split('.').collect();
@@ -240,7 +240,8 @@ impl Policy {
         p
     }
 
-    /// Checks a policy an administrator sets: values clients can read (§0.8 of the reference).
+    /// Checks a policy an administrator sets: values clients can read (vcert panics on a locked
+    /// key algorithm it does not know).
     pub fn check(&self) -> Result<(), String> {
         if let Some(a) = &self.key_algorithm
             && a.value != "RSA"

@@ -1,4 +1,4 @@
-//! `/vedsdk/Certificates/*` (issue 33): certificates from Strongroom's own
+//! `/vedsdk/Certificates/*`: certificates from Strongroom's own
 //! CAs, through the product's API as vcert (Go and Python), cert-manager,
 //! Terraform, pyvenafi and VenafiPS call it. Bodies are read leniently
 //! (keys in any case, booleans as `true` or `"true"`). Errors are 400
@@ -60,8 +60,9 @@ fn locked_value<T: serde::Serialize>(s: &Option<strongroom_core::cert::Setting<T
     }
 }
 
-/// The product's `Policy` object (Appendix A): never a locked empty key algorithm or curve (§0.8),
-/// every subject field with its value and `Locked`, an open folder saying so (§0.9).
+/// The product's `Policy` object: never a locked empty key algorithm or curve (vcert panics on one),
+/// every subject field with its value and `Locked`, an open folder saying so (every SAN type allowed,
+/// no domains).
 fn policy_json(p: &Policy, ca_dn: Option<&str>) -> Value {
     let alg = p.key_algorithm.as_ref().map(|a| a.value.clone()).unwrap_or_else(|| "RSA".into());
     let ou = match &p.organizational_unit {
@@ -223,7 +224,7 @@ pub(crate) async fn request(State(app): State<HttpState>, c: CertCall<scope::Cer
         EnrollmentResponse { certificate_dn: r.dn, certificate_data: None, filename: None, format: None, guid: r.guid.braced() };
     // With `WorkToDoTimeout` (VenafiPS sends 60), the certificate comes inline: it is ready
     // already, unless it waits for approval: then it is waited for up to the timeout, and past it
-    // the answer is still 200 without it (never 202, §0.2: vcert's Request fails on a 202).
+    // the answer is still 200 without it (never 202: vcert's Request fails on a 202).
     if let Some(wait) = work_to_do_timeout(&c.body)? {
         match svc::retrieve_waiting(&app, &c.caller, &answer.certificate_dn, &retrieve_input(&c.body)?, wait).await {
             Ok(got) => {
@@ -420,7 +421,7 @@ pub(crate) async fn unsupported(c: CertCall<scope::CertificateManage>) -> Answer
     )))
 }
 
-/// Devices and application pushes are out of scope (issue 33 item 9): 400 `{Error}`.
+/// Devices and application pushes are not managed here: 400 `{Error}`.
 fn no_devices(call: &str) -> Answer {
     Err(CertFailure::Cert(CertError::Unsupported(format!(
         "Certificates/{call}: this server manages no devices or applications, so certificates are not associated with or pushed \
@@ -586,7 +587,7 @@ fn schema_class(r: &CertRecord) -> &'static str {
 
 fn search_item(r: &CertRecord) -> CertificateSummary {
     let parent = strongroom_core::tree::parent_of(r.path.as_str()).unwrap_or_default();
-    // An object without a certificate yet has no serial, thumbprint or validity (never `""` for a time, §0.13).
+    // An object without a certificate yet has no serial, thumbprint or validity (never `""` for a time: clients parse it as a date).
     let issued = r.issued();
     let x509 = X509Summary {
         cn: r.cn.clone(),

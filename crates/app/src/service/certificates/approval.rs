@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// The `Stage` a request waiting for approval is parked at (the product's PostCSR, §3.4; vcert
+/// The `Stage` a request waiting for approval is parked at (the product's PostCSR; vcert
 /// and cert-manager read 500 as in progress).
 pub const PENDING_STAGE: i64 = 500;
 /// The `Status` of a request waiting for approval: pyvenafi's `wait_for_stage` looks for
@@ -150,7 +150,7 @@ pub fn caller_actor<'a>(c: &Caller, event: &'a (dyn Fn(EventKind) -> Event + Sen
     Actor { writer: Some(c.writer()), current_keys: c.current_keys.clone(), name: c.user_id.identity(), event }
 }
 
-/// `Certificates/Reset` (§0.15, §3.4): Write on the object. A request waiting for approval, or
+/// `Certificates/Reset`: Write on the object. A request waiting for approval, or
 /// rejected, is dropped (the object is as before it: its previous certificate, or none);
 /// otherwise nothing is in progress here (issuance is synchronous), so a certificate that exists
 /// needs no reset.
@@ -174,7 +174,7 @@ pub async fn reset(app: &App, c: &Caller, dn: &str) -> Result<()> {
     }
 }
 
-/// `Certificates/Retry` (§3.4): Write on the object. A rejected request waits for approval again;
+/// `Certificates/Retry`: Write on the object. A rejected request waits for approval again;
 /// anything else has nothing to retry (400).
 pub async fn retry(app: &App, c: &Caller, dn: &str) -> Result<()> {
     let r = object(app, c, dn).await?;

@@ -1,4 +1,4 @@
-//! Certificates through the product's own API (issue 33): a built-in CA
+//! Certificates through the product's own API: a built-in CA
 //! behind `/vedsdk/Certificates/*`.
 //!
 //! A certificate object is a folder of the `\VED` tree at
@@ -67,7 +67,7 @@ pub enum CertError {
     /// `Certificate does not exist.` in the status line.
     #[error("{0}")]
     NoCertificate(String),
-    /// No such policy folder: 400 `PolicyDN: … does not exist` (§0.10).
+    /// No such policy folder: 400 `PolicyDN: … does not exist` (vcert reads the text).
     #[error("{0}")]
     NoPolicy(String),
     /// A private key was asked for and none is stored: 400.
@@ -89,10 +89,10 @@ pub enum CertError {
     #[error("{0}")]
     Internal(String),
     /// The certificate is not issued yet: its request waits for approval (Retrieve: 202
-    /// `{"Stage", "Status"}`, §3.6).
+    /// `{"Stage", "Status"}`, which vcert and cert-manager read as still in progress).
     #[error("Certificate {dn} being processed, Status: {status}, Stage: {stage}.")]
     Pending { dn: String, stage: i64, status: String },
-    /// Its request was rejected (Retrieve: 500 `{"Stage", "Status"}`, §3.6) until a Reset or Retry.
+    /// Its request was rejected (Retrieve: 500 `{"Stage", "Status"}`, the product's failed shape) until a Reset or Retry.
     #[error("Certificate {dn} has encountered an error while processing, Status: {status}, Stage: {stage}.")]
     Failed { dn: String, stage: i64, status: String },
 }
