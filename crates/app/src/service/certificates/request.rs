@@ -73,7 +73,8 @@ fn asked_subject(csr: Option<&Csr>, input: &RequestInput) -> Vec<(String, String
 
 /// What `input` (with its CSR, and `renewed_by` for a renewal) asks, as the decision reads it.
 fn ask_of(input: &RequestInput, csr: Option<&Csr>, sans: &Sans, renewed_by: Option<&str>) -> Ask {
-    let field = |k: &str, v: &Option<String>| csr.map_or_else(|| v.clone(), |x| x.get(k).map(str::to_owned));
+    // The CSR's field, else the body's (a CSR without one is judged by what the body says).
+    let field = |k: &str, v: &Option<String>| csr.and_then(|x| x.get(k)).map(str::to_owned).or_else(|| v.clone());
     Ask {
         subject: asked_subject(csr, input),
         csr_key: csr.map(|x| x.key.spec),
@@ -219,8 +220,9 @@ pub(super) fn unissued(
     }
 }
 
-/// A new request's target: object `name` under the policy folder `folder`, which must be one.
-async fn target(app: &App, folder: FolderPath, name: &str) -> Result<Target> {
+/// A new request's target: object `name` under the policy folder `folder`, which must be one and
+/// in which the caller holds Create.
+async fn target(app: &App, c: &Caller, folder: FolderPath, name: &str) -> Result<Target> {
     let bad_name = || CertError::Invalid(format!("ObjectName {name:?} cannot be a certificate's name."));
     let path = FolderPath::parse(&format!("{}\\{name}", folder.as_str())).map_err(|_| bad_name())?;
     if path.check_new().is_err() {
@@ -228,6 +230,9 @@ async fn target(app: &App, folder: FolderPath, name: &str) -> Result<Target> {
     }
     let t = Target::read(&*app.store, folder, path).await?;
     check_policy_folder(&t.folder, t.ctx.folder_exists, t.ctx.folder_is_certificate, &t.ctx.cas)?;
+    if !c.perms.effective(&t.folder).implied().contains(Rights::CREATE) {
+        return Err(CertError::Denied(format!("Requesting a certificate needs Create on {}.", t.folder.as_str())));
+    }
     if t.ctx.folder_at_dn {
         return Err(CertError::Invalid(format!("{} is a folder, not a certificate.", t.path.as_str())));
     }
@@ -529,9 +534,6 @@ async fn park(
 /// re-enrolled (its certificate, key and CSR archived).
 pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Requested> {
     let folder = policy_path(&input.policy_dn)?;
-    if !c.perms.effective(&folder).implied().contains(Rights::CREATE) {
-        return Err(CertError::Denied(format!("Requesting a certificate needs Create on {}.", folder.as_str())));
-    }
     let csr = parsed_csr(&input)?;
     // The CN (the CSR's, else `Subject` without the spaces around it), refused here if it is no
     // name: the object may be named after it.
@@ -541,7 +543,7 @@ pub async fn request(app: &App, c: &Caller, input: RequestInput) -> Result<Reque
         ccert::names::attribute("CN", cn).map_err(CertError::Invalid)?;
     }
     let name = object_name(&input, cn.as_deref(), &sans_of(&input)?)?;
-    let t = target(app, folder, &name).await?;
+    let t = target(app, c, folder, &name).await?;
     enroll(app, c, &input, csr, t, Rights::CREATE, false).await
 }
 
