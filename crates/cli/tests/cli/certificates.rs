@@ -894,3 +894,25 @@ async fn a_request_takes_few_store_calls() {
     // reads; a Renew reads the object's entries besides (its CSR or certificate on file).
     assert_eq!((request, central, retrieve, renew), (4, 4, 2, 5), "a certificate call took more store calls");
 }
+
+/// A CSR's subject fields are judged by the policy's locked values, and one the CSR lacks is judged
+/// by what the body says instead (the organization here is locked to Acme).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csr_without_a_locked_field_is_judged_by_the_body() {
+    let mut server = Server::start(&["--insecure-http"], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (c, alice, _) = pyvenafi_fixture(&mut server, dir).await;
+    let pem = csr(dir, "no-o", "/CN=no-o.example.com", &[], None);
+    let body = |org: &str| json!({"PolicyDN": "\\VED\\Policy\\Web", "PKCS10": pem, "Organization": org});
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/request", body("Evil Corp")).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["Error"].as_str().unwrap().contains("Organization is locked to \"Acme\""), "{v}");
+    let (status, v) = c.post(&alice, "/vedsdk/certificates/request", body("Acme")).await;
+    assert_eq!(status, 200, "{v}");
+    let own = csr(dir, "own-o", "/CN=own-o.example.com/O=Evil Corp", &[], None);
+    let (status, v) = c
+        .post(&alice, "/vedsdk/certificates/request", json!({"PolicyDN": "\\VED\\Policy\\Web", "PKCS10": own, "Organization": "Acme"}))
+        .await;
+    assert_eq!(status, 400, "the CSR's own organization is what is judged: {v}");
+}
